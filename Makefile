@@ -1,0 +1,52 @@
+# Lanes developer commands. Every target creates and uses .venv by itself; re-running a
+# target when nothing changed does no installation work (stamp files under .venv/).
+#
+#   make test    install what tests need, lint, run the whole suite (what CI runs)
+#   make lint    ruff, mypy, import layering
+#   make proto   regenerate services/lanes/v1 from proto/lanes/v1
+#   make bench   run the benchmarks in tests/perf and print results (never part of make test)
+#   make up      run the local cluster (arrives with the cluster issue; see README)
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+STAMP  := $(VENV)/.stamp
+
+# What an install depends on: the project metadata and the C fast path it compiles.
+INSTALL_INPUTS := pyproject.toml services/lanes/protocol/_records_c.c
+
+.PHONY: test pytest lint proto bench up clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=24"
+
+$(STAMP)-dev: $(INSTALL_INPUTS) | $(PY)
+	$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $@
+
+test: lint pytest
+
+pytest: $(STAMP)-dev
+	$(BIN)/pytest -q tests --ignore=tests/perf
+
+lint: $(STAMP)-dev
+	$(BIN)/ruff check services operator spark-apps tests tools
+	$(BIN)/ruff format --check services operator spark-apps tests tools
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+proto: $(STAMP)-dev
+	$(PY) tools/genproto.py
+
+bench: $(STAMP)-dev
+	$(BIN)/pytest -q -s -p no:cacheprovider tests/perf
+
+up:
+	@echo "make up arrives with the cluster issue (#4): there is no cluster to run yet." >&2
+	@exit 1
+
+clean:
+	rm -rf $(VENV) build *.egg-info services/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	find services -name '*.so' -delete

@@ -1,0 +1,1 @@
+"""The kopf operator for Topic and ConsumerGroup resources (issue #9; not built yet)."""

@@ -1,0 +1,1 @@
+"""The broker service (issue #4; not built yet)."""

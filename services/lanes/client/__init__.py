@@ -1,0 +1,1 @@
+"""Producer, Consumer and Admin clients (issue #4; not built yet)."""

@@ -1,0 +1,1 @@
+"""The controller service (issue #4; not built yet)."""

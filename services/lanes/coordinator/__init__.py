@@ -1,0 +1,1 @@
+"""The group coordinator service (issue #5; not built yet)."""

@@ -1,0 +1,1 @@
+"""Process plumbing shared by every service: gRPC server bootstrap, health, reflection."""
