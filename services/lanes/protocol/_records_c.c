@@ -227,6 +227,11 @@ static PyObject *encode_records(PyObject *module, PyObject *args) {
             goto error;
         }
         int64_t offset_delta = offset - (int64_t)base_offset;
+        if (offset_delta < 0) {
+            PyErr_Format(PyExc_ValueError, "record %zd offset %lld is below the base offset %lld", index,
+                         (long long)offset, base_offset);
+            goto error;
+        }
         if (offset_delta <= previous_delta) {
             PyErr_Format(PyExc_ValueError, "record %zd offset %lld is not after the previous record's", index,
                          (long long)offset);

@@ -62,6 +62,8 @@ def encode_records(records: Sequence[Any], base_offset: int, base_timestamp: int
         offset = _int_field(record[0], f"record {index} offset")
         timestamp = _int_field(record[1], f"record {index} timestamp")
         offset_delta = offset - base_offset
+        if offset_delta < 0:
+            raise ValueError(f"record {index} offset {offset} is below the base offset {base_offset}")
         if offset_delta <= previous_delta:
             raise ValueError(f"record {index} offset {offset} is not after the previous record's")
         if offset_delta > _INT32_MAX:
@@ -94,7 +96,7 @@ def encode_records(records: Sequence[Any], base_offset: int, base_timestamp: int
             if header[1] is None:
                 body.append(_varint(-1))
             else:
-                header_value = _as_bytes(header[1], f"record {index} header {header[0]!r} value")
+                header_value = _as_bytes(header[1], f"record {index} header value")
                 body.append(_varint(len(header_value)))
                 body.append(header_value)
         encoded = b"".join(body)
@@ -124,18 +126,18 @@ class _Reader:
         data = self.data
         result = 0
         shift = 0
-        for _ in range(max_bytes):
+        for index in range(max_bytes):
             if self.position >= self.end:
                 raise self.fail(f"{what} varint is truncated")
             byte = data[self.position]
             self.position += 1
+            if index == 9 and byte & 0x7E:  # the tenth byte may only carry bit 63
+                raise self.fail(f"{what} varint does not fit in 64 bits")
             result |= (byte & 0x7F) << shift
             if not byte & 0x80:
                 value = (result >> 1) ^ -(result & 1)
                 if max_bytes == 5 and not _INT32_MIN <= value <= _INT32_MAX:
                     raise self.fail(f"{what} varint does not fit in 32 bits")
-                if not _INT64_MIN <= value <= _INT64_MAX:
-                    raise self.fail(f"{what} varint does not fit in 64 bits")
                 return value
             shift += 7
         raise self.fail(f"{what} varint is longer than {max_bytes} bytes")

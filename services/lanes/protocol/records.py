@@ -70,7 +70,7 @@ except ImportError:  # pragma: no cover - exercised only where the extension can
 
 MAGIC = 2
 #: The batch header: every field from baseOffset to recordsCount.
-HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER = struct.Struct(">qiiBIhiqqqhii")
 HEADER_BYTES = HEADER.size  # 61
 #: baseOffset + batchLength: the bytes not counted by batchLength.
 LOG_OVERHEAD_BYTES = 12
@@ -468,7 +468,7 @@ class BatchCodec:
         return batches
 
 
-_HEADER_HEAD = struct.Struct(">qiibI")  # baseOffset .. crc
+_HEADER_HEAD = struct.Struct(">qiiBI")  # baseOffset .. crc
 _HEADER_TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordsCount
 
 #: Name of the records-section implementation in use: "c" or "python".
