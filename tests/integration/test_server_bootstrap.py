@@ -19,7 +19,10 @@ CONTROLLER = controller_pb2.DESCRIPTOR.services_by_name["Controller"].full_name
 def bindings() -> list[ServiceBinding]:
     # The generated base servicers answer UNIMPLEMENTED: enough to prove the contract is served.
     return [
-        ServiceBinding(BROKER, lambda s: broker_pb2_grpc.add_BrokerServicer_to_server(broker_pb2_grpc.BrokerServicer(), s)),
+        ServiceBinding(
+            BROKER,
+            lambda s: broker_pb2_grpc.add_BrokerServicer_to_server(broker_pb2_grpc.BrokerServicer(), s),
+        ),
         ServiceBinding(
             CONTROLLER,
             lambda s: controller_pb2_grpc.add_ControllerServicer_to_server(controller_pb2_grpc.ControllerServicer(), s),

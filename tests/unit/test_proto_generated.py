@@ -18,7 +18,8 @@ PROTO_ROOT = ROOT / "proto"
 
 def _load_generator():  # type: ignore[no-untyped-def]
     spec = importlib.util.spec_from_file_location("genproto", ROOT / "tools" / "genproto.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -42,7 +43,14 @@ def _descriptor_set() -> descriptor_pb2.FileDescriptorSet:
         protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in (PROTO_ROOT / "lanes" / "v1").glob("*.proto"))
         include = Path(protoc.__file__).parent / "_proto"
         status = protoc.main(
-            ["protoc", f"-I{PROTO_ROOT}", f"-I{include}", "--include_source_info", f"--descriptor_set_out={out}", *protos]
+            [
+                "protoc",
+                f"-I{PROTO_ROOT}",
+                f"-I{include}",
+                "--include_source_info",
+                f"--descriptor_set_out={out}",
+                *protos,
+            ]
         )
         assert status == 0
         return descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
@@ -96,17 +104,43 @@ def test_every_element_of_the_contract_is_commented(file: descriptor_pb2.FileDes
 def test_the_services_offer_every_rpc_of_the_design() -> None:
     services = {s.name: {m.name for m in s.method} for f in CONTRACT.file for s in f.service}
     assert {
-        "Metadata", "Produce", "Fetch", "ListOffsets", "ReplicaFetch", "OffsetForLeaderEpoch", "DeleteRecords",
+        "Metadata",
+        "Produce",
+        "Fetch",
+        "ListOffsets",
+        "ReplicaFetch",
+        "OffsetForLeaderEpoch",
+        "DeleteRecords",
         "InitProducerId",
     } <= services["Broker"]
     assert {
-        "RegisterBroker", "BrokerHeartbeat", "WatchMetadata", "CreateTopics", "DeleteTopics", "CreatePartitions",
-        "DescribeTopics", "DescribeCluster", "AlterConfigs", "DescribeConfigs", "AlterPartition", "ElectLeaders",
-        "RegisterCoordinator", "CoordinatorHeartbeat", "AllocateProducerIds",
+        "RegisterBroker",
+        "BrokerHeartbeat",
+        "WatchMetadata",
+        "CreateTopics",
+        "DeleteTopics",
+        "CreatePartitions",
+        "DescribeTopics",
+        "DescribeCluster",
+        "AlterConfigs",
+        "DescribeConfigs",
+        "AlterPartition",
+        "ElectLeaders",
+        "RegisterCoordinator",
+        "CoordinatorHeartbeat",
+        "AllocateProducerIds",
     } <= services["Controller"]
     assert {
-        "FindCoordinator", "Heartbeat", "LeaveGroup", "CommitOffsets", "FetchOffsets", "ListGroups",
-        "DescribeGroups", "DeleteGroups", "ResetOffsets", "DeleteOffsets",
+        "FindCoordinator",
+        "Heartbeat",
+        "LeaveGroup",
+        "CommitOffsets",
+        "FetchOffsets",
+        "ListGroups",
+        "DescribeGroups",
+        "DeleteGroups",
+        "ResetOffsets",
+        "DeleteOffsets",
     } <= services["GroupCoordinator"]
 
 

@@ -57,8 +57,9 @@ def test_c_extension_is_built_and_used() -> None:
 
 
 @given(batch=record_lists(), compression=compressions, base_offset=st.integers(0, 2**40))
-def test_round_trip_preserves_every_record(codec: BatchCodec, batch: list[Record], compression: Compression,
-                                           base_offset: int) -> None:
+def test_round_trip_preserves_every_record(
+    codec: BatchCodec, batch: list[Record], compression: Compression, base_offset: int
+) -> None:
     shifted = [r._replace(offset=r.offset + base_offset) for r in batch]
     encoded = codec.encode(shifted, base_offset=base_offset, compression=compression, partition_leader_epoch=7)
     decoded = codec.decode(encoded)
@@ -88,7 +89,8 @@ def test_header_fields_round_trip(codec: BatchCodec, batch: list[Record], compre
     header = validate_batch(encoded, producer_batch=True, whole_buffer=True)
     assert (header.producer_id, header.producer_epoch, header.base_sequence) == (123456789, 3, 42)
     assert header.timestamp_type is TimestampType.LOG_APPEND_TIME
-    assert header.is_transactional and not header.is_control
+    assert header.is_transactional
+    assert not header.is_control
     assert codec.decode(encoded).records == batch
 
 
@@ -103,7 +105,10 @@ def test_null_and_empty_keys_values_and_headers_are_distinct(codec: BatchCodec) 
 
 def test_known_bytes_pin_the_format(codec: BatchCodec) -> None:
     """A batch pinned byte for byte (CRC included), so a format regression cannot hide."""
-    batch = [Record(0, 1_700_000_000_000, b"key", b"value", (("h", b"v"),)), Record(1, 1_700_000_000_005, None, b"")]
+    batch = [
+        Record(0, 1_700_000_000_000, b"key", b"value", (("h", b"v"),)),
+        Record(1, 1_700_000_000_005, None, b""),
+    ]
     encoded = codec.encode(batch, base_offset=0, partition_leader_epoch=0)
     expected = bytes.fromhex(
         "0000000000000000"  # baseOffset
@@ -119,8 +124,26 @@ def test_known_bytes_pin_the_format(codec: BatchCodec) -> None:
         "ffff"  # producerEpoch
         "ffffffff"  # baseSequence
         "00000002"  # recordsCount
-        "24" "00" "00" "00" "06" "6b6579" "0a" "76616c7565" "02" "02" "68" "02" "76"  # record 0: 18 bytes
-        "0c" "00" "0a" "02" "01" "00" "00"  # record 1: 6 bytes, null key, empty value
+        "24"
+        "00"
+        "00"
+        "00"
+        "06"
+        "6b6579"
+        "0a"
+        "76616c7565"
+        "02"
+        "02"
+        "68"
+        "02"
+        "76"  # record 0: 18 bytes
+        "0c"
+        "00"
+        "0a"
+        "02"
+        "01"
+        "00"
+        "00"  # record 1: 6 bytes, null key, empty value
     )
     assert encoded == expected
 
@@ -185,7 +208,11 @@ def test_c_and_reference_decoders_agree_on_damaged_sections(
         ([(0, 0, None)], TypeError, "must be a Record"),  # type: ignore[list-item]
         ([Record(0, 0.5, None, None)], TypeError, "timestamp must be an int"),  # type: ignore[arg-type]
         ([Record(-1, 0, None, None)], ValueError, "below the base offset"),
-        ([Record(0, -(2**62), None, None), Record(1, 2**62, None, None)], ValueError, "too far from the base"),
+        (
+            [Record(0, -(2**62), None, None), Record(1, 2**62, None, None)],
+            ValueError,
+            "too far from the base",
+        ),
     ],
 )
 def test_encode_rejects_bad_records(codec: BatchCodec, bad: list[Record], error: type[Exception], message: str) -> None:
@@ -287,7 +314,10 @@ def test_length_mismatches_are_rejected(batch: bytes, delta: int, trailing: byte
 def test_crc_error_names_the_stored_and_computed_values() -> None:
     batch = bytearray(PYTHON_CODEC.encode([Record(0, 0, b"k", b"v")]))
     batch[-1] ^= 0xFF
-    with pytest.raises(CorruptRecordError, match=r"batch at byte 0: CRC mismatch: the header says 0x[0-9a-f]{8}, bytes 21\.\.\d+ give 0x"):
+    with pytest.raises(
+        CorruptRecordError,
+        match=r"batch at byte 0: CRC mismatch: the header says 0x[0-9a-f]{8}, bytes 21\.\.\d+ give 0x",
+    ):
         validate_batch(batch)
 
 

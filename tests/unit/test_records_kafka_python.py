@@ -40,9 +40,7 @@ def kafka_python_encode(records: list[Record], compression: Compression, produce
 def kafka_python_decode(buffer: bytes) -> tuple[DefaultRecordBatch, list[Record]]:
     batch = DefaultRecordBatch(buffer)
     assert batch.validate_crc()
-    decoded = [
-        Record(r.offset, r.timestamp, r.key, r.value, tuple((k, v) for k, v in r.headers)) for r in batch
-    ]
+    decoded = [Record(r.offset, r.timestamp, r.key, r.value, tuple((k, v) for k, v in r.headers)) for r in batch]
     return batch, decoded
 
 

@@ -155,9 +155,7 @@ class _Reader:
         return value
 
 
-def decode_records(
-    section: bytes, count: int, base_offset: int, base_timestamp: int, record_type: Any
-) -> list[Any]:
+def decode_records(section: bytes, count: int, base_offset: int, base_timestamp: int, record_type: Any) -> list[Any]:
     """Decode the records section; see the module docstring."""
     reader = _Reader(bytes(section))
     total = reader.end

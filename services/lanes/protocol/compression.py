@@ -89,7 +89,7 @@ def compress(codec: Compression, data: bytes) -> bytes:
     if codec is Compression.SNAPPY:
         return _snappy_xerial_compress(data)
     if codec is Compression.LZ4:
-        return lz4.frame.compress(data, block_linked=False, store_size=False)
+        return bytes(lz4.frame.compress(data, block_linked=False, store_size=False))
     if codec is Compression.ZSTD:
         return bytes(cramjam.zstd.compress(data))
     raise UnsupportedCompressionError(f"compression codec {int(codec)} is not supported")

@@ -89,7 +89,11 @@ class ErrorCode(IntEnum):
     INVALID_RECORD = 87, False, "fix the record named in the message"
     INVALID_UPDATE_VERSION = 95, True, "the partition changed since; refresh and retry"
     UNKNOWN_TOPIC_ID = 100, True, "the topic id is unknown; refresh metadata"
-    DUPLICATE_BROKER_REGISTRATION = 101, True, "another live process uses this node id; wait or pick another id"
+    DUPLICATE_BROKER_REGISTRATION = (
+        101,
+        True,
+        "another live process uses this node id; wait or pick another id",
+    )
     BROKER_ID_NOT_REGISTERED = 102, False, "register the node first"
     INCONSISTENT_TOPIC_ID = 103, True, "the topic was recreated; refresh metadata"
     INCONSISTENT_CLUSTER_ID = 104, False, "the data directory belongs to another cluster"
@@ -252,8 +256,10 @@ def exception_class_for(code: ErrorCode) -> type[LanesError]:
 
 def error_for(code: ErrorCode | int, message: str = "") -> LanesError:
     """Build the exception for a code received from a server (unknown numbers included)."""
-    try:
-        known = ErrorCode(code)
-    except ValueError:
+    known = _BY_VALUE.get(int(code))
+    if known is None:
         return LanesError(f"unknown error code {int(code)}: {message}", ErrorCode.UNKNOWN_SERVER_ERROR)
     return exception_class_for(known)(message, known)
+
+
+_BY_VALUE: dict[int, ErrorCode] = {code.value: code for code in ErrorCode}

@@ -18,9 +18,7 @@ TOPIC_NAME_MAX_CHARS = 249
 GROUP_ID_MAX_CHARS = 255
 INTERNAL_PREFIX = "__"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
-TOPIC_NAME_RULE = (
-    f"1 to {TOPIC_NAME_MAX_CHARS} characters from a-z, A-Z, 0-9, '.', '_' and '-', not '.' or '..'"
-)
+TOPIC_NAME_RULE = f"1 to {TOPIC_NAME_MAX_CHARS} characters from a-z, A-Z, 0-9, '.', '_' and '-', not '.' or '..'"
 _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
 _GROUP_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -39,9 +37,7 @@ def validate_topic_name(name: str, *, allow_internal: bool = False) -> str:
     if name in {".", ".."}:
         raise InvalidTopicError(f"{name!r} is not a valid topic name; use {TOPIC_NAME_RULE}")
     if len(name) > TOPIC_NAME_MAX_CHARS:
-        raise InvalidTopicError(
-            f"topic name of {len(name)} characters is too long; use {TOPIC_NAME_RULE}"
-        )
+        raise InvalidTopicError(f"topic name of {len(name)} characters is too long; use {TOPIC_NAME_RULE}")
     if not _TOPIC_CHARS.fullmatch(name):
         bad = sorted({c for c in name if not _TOPIC_CHARS.fullmatch(c)})
         raise InvalidTopicError(

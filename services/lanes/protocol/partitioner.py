@@ -89,8 +89,7 @@ class Partitioner:
 def _checked(topic: str, partition: object, num_partitions: int, source: str) -> int:
     if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < num_partitions:
         raise LanesError(
-            f"{source} chose partition {partition!r} for topic {topic!r}, which has partitions "
-            f"0..{num_partitions - 1}",
+            f"{source} chose partition {partition!r} for topic {topic!r}, which has partitions 0..{num_partitions - 1}",
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         )
     return partition

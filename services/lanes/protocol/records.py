@@ -63,6 +63,7 @@ from lanes.protocol import _records_py
 from lanes.protocol.compression import Compression, compress, decompress
 from lanes.protocol.errors import CorruptRecordError, MessageTooLargeError, UnsupportedCompressionError
 
+_fast_section_codec: ModuleType | None
 try:
     from lanes.protocol import _records_c as _fast_section_codec
 except ImportError:  # pragma: no cover - exercised only where the extension cannot be built
@@ -210,7 +211,8 @@ def read_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> Ba
     available = len(buffer) - position
     if available < LOG_OVERHEAD_BYTES:
         raise _corrupt(
-            position, f"truncated: {available} bytes, fewer than the {LOG_OVERHEAD_BYTES} of baseOffset and batchLength"
+            position,
+            f"truncated: {available} bytes, fewer than the {LOG_OVERHEAD_BYTES} of baseOffset and batchLength",
         )
     if available < HEADER_BYTES:
         raise _corrupt(position, f"truncated: {available} bytes, fewer than the {HEADER_BYTES}-byte batch header")
@@ -306,7 +308,8 @@ def _check_counts(header: BatchHeader, position: int, end: int, producer_batch: 
     section_bytes = end - position - HEADER_BYTES
     if header.compression is Compression.NONE and count * MIN_RECORD_BYTES > section_bytes:
         raise _corrupt(
-            position, f"recordsCount {count} cannot fit in a {section_bytes}-byte uncompressed records section"
+            position,
+            f"recordsCount {count} cannot fit in a {section_bytes}-byte uncompressed records section",
         )
     if producer_batch:
         if count == 0:
@@ -345,9 +348,7 @@ def validate_batches(
     headers = []
     position = 0
     while position < len(buffer):
-        header = validate_batch(
-            buffer, position, max_batch_bytes=max_batch_bytes, producer_batch=producer_batch
-        )
+        header = validate_batch(buffer, position, max_batch_bytes=max_batch_bytes, producer_batch=producer_batch)
         headers.append(header)
         position += header.size_bytes
     return headers
@@ -394,8 +395,8 @@ def assign_offsets(
 class BatchCodec:
     """Encodes and decodes whole batches with a given records-section codec."""
 
-    def __init__(self, section_codec: SectionCodec | ModuleType) -> None:
-        self._section: SectionCodec = section_codec  # type: ignore[assignment]
+    def __init__(self, section_codec: SectionCodec) -> None:
+        self._section = section_codec
 
     def encode(
         self,
@@ -450,9 +451,7 @@ class BatchCodec:
         if count > len(section) // MIN_RECORD_BYTES + 1:
             raise _corrupt(position, f"recordsCount {count} cannot fit in a {len(section)}-byte records section")
         try:
-            records = self._section.decode_records(
-                section, count, header.base_offset, header.base_timestamp, Record
-            )
+            records = self._section.decode_records(section, count, header.base_offset, header.base_timestamp, Record)
         except ValueError as exc:
             raise _corrupt(position, str(exc)) from exc
         return RecordBatch(header, records)

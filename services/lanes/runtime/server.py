@@ -38,8 +38,14 @@ class ServiceBinding:
 class RunningServer:
     """A started server: its bound port, its health status, and a graceful stop."""
 
-    def __init__(self, server: grpc.aio.Server, host: str, port: int, health: HealthServicer,
-                 service_names: Sequence[str]) -> None:
+    def __init__(
+        self,
+        server: grpc.aio.Server,
+        host: str,
+        port: int,
+        health: HealthServicer,
+        service_names: Sequence[str],
+    ) -> None:
         self.server = server
         self.host = host
         self.port = port
@@ -82,8 +88,9 @@ async def start_server(
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [binding.name for binding in bindings]
-    reflection.enable_server_reflection([*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-                                         reflection.SERVICE_NAME], server)
+    reflection.enable_server_reflection(
+        [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
+    )
     try:
         bound_port = server.add_insecure_port(f"{host}:{port}")
     except RuntimeError as exc:  # grpc reports every bind failure this way
