@@ -19,6 +19,7 @@ INSTALL_INPUTS := pyproject.toml services/lanes/protocol/_records_c.c
 .PHONY: test pytest lint proto bench up clean
 
 $(PY):
+	tools/ensure-build-deps.sh $(PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 

@@ -3,6 +3,7 @@ corruption, patching. Every record-level test runs against both section codecs."
 
 from __future__ import annotations
 
+import array
 import os
 import struct
 
@@ -124,26 +125,8 @@ def test_known_bytes_pin_the_format(codec: BatchCodec) -> None:
         "ffff"  # producerEpoch
         "ffffffff"  # baseSequence
         "00000002"  # recordsCount
-        "24"
-        "00"
-        "00"
-        "00"
-        "06"
-        "6b6579"
-        "0a"
-        "76616c7565"
-        "02"
-        "02"
-        "68"
-        "02"
-        "76"  # record 0: 18 bytes
-        "0c"
-        "00"
-        "0a"
-        "02"
-        "01"
-        "00"
-        "00"  # record 1: 6 bytes, null key, empty value
+        "24 00 00 00 06 6b6579 0a 76616c7565 02 02 68 02 76"  # record 0: length 18, key, value, 1 header
+        "0c 00 0a 02 01 00 00"  # record 1: length 6, timestamp +5, offset +1, null key, empty value
     )
     assert encoded == expected
 
@@ -203,6 +186,8 @@ def test_c_and_reference_decoders_agree_on_damaged_sections(
         ([Record(1, 0, None, None), Record(1, 0, None, None)], ValueError, "not after the previous"),
         ([Record(0, 0, None, None), Record(2**31, 0, None, None)], ValueError, "2^31-1"),
         ([Record(0, 0, "text", None)], TypeError, "key must be bytes"),  # type: ignore[list-item]
+        ([Record(0, 0, None, array.array("b", [1]))], TypeError, "value must be bytes"),  # type: ignore[list-item]
+        ([Record(0, 0, None, memoryview(b"abcd")[::2])], TypeError, "value must be bytes"),
         ([Record(0, 0, None, None, (("h", "text"),))], TypeError, "header value"),  # type: ignore[list-item]
         ([Record(0, 0, None, None, ((1, b""),))], TypeError, "headers must be"),  # type: ignore[list-item]
         ([(0, 0, None)], TypeError, "must be a Record"),  # type: ignore[list-item]
@@ -353,7 +338,6 @@ def test_impossible_record_counts_are_rejected() -> None:
 
 
 def test_validate_batches_returns_every_header_in_order() -> None:
-    batches = [PYTHON_CODEC.encode([Record(i, 0, None, b"v")] * 1) for i in range(1)]
     batches = [PYTHON_CODEC.encode([Record(j, 0, None, b"v") for j in range(n)]) for n in (1, 3, 2)]
     headers = validate_batches(b"".join(batches), producer_batch=True)
     assert [h.records_count for h in headers] == [1, 3, 2]

@@ -79,7 +79,9 @@ static int output_reserve(Output *out, Py_ssize_t extra) {
     return 0;
 }
 
-/* A key, value or header value: None, or anything with the buffer protocol. */
+/* A key, value or header value: None, bytes, bytearray or memoryview. Other buffer exporters are
+ * refused (as by the reference): their exports could run Python code and change length between
+ * the sizing pass and the writing pass, which must see identical lengths. */
 typedef struct {
     int is_null;
     Py_buffer view;
@@ -94,7 +96,8 @@ static int blob_get(PyObject *object, Blob *blob, Py_ssize_t index, const char *
         return 0;
     }
     blob->is_null = 0;
-    if (PyUnicode_Check(object) || PyObject_GetBuffer(object, &blob->view, PyBUF_SIMPLE) < 0) {
+    int accepted = PyBytes_Check(object) || PyByteArray_Check(object) || PyMemoryView_Check(object);
+    if (!accepted || PyObject_GetBuffer(object, &blob->view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "record %zd %s must be bytes or None, not %.100s", index, what,
                      Py_TYPE(object)->tp_name);

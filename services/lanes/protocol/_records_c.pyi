@@ -5,5 +5,5 @@ from typing import Any
 
 def encode_records(records: Sequence[Any], base_offset: int, base_timestamp: int, /) -> tuple[bytes, int, int]: ...
 def decode_records(
-    section: bytes, count: int, base_offset: int, base_timestamp: int, record_type: type, /
+    section: bytes | memoryview, count: int, base_offset: int, base_timestamp: int, record_type: type, /
 ) -> list[Any]: ...

@@ -38,7 +38,7 @@ def _varint(value: int) -> bytes:
 def _as_bytes(value: Any, what: str) -> bytes:
     if isinstance(value, bytes):
         return value
-    if isinstance(value, bytearray | memoryview):
+    if isinstance(value, bytearray) or (isinstance(value, memoryview) and value.c_contiguous):
         return bytes(value)
     raise TypeError(f"{what} must be bytes or None, not {type(value).__name__}")
 
@@ -155,7 +155,9 @@ class _Reader:
         return value
 
 
-def decode_records(section: bytes, count: int, base_offset: int, base_timestamp: int, record_type: Any) -> list[Any]:
+def decode_records(
+    section: bytes | memoryview, count: int, base_offset: int, base_timestamp: int, record_type: Any
+) -> list[Any]:
     """Decode the records section; see the module docstring."""
     reader = _Reader(bytes(section))
     total = reader.end

@@ -52,7 +52,7 @@ Invariants and what guards them:
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from enum import IntEnum
 from types import ModuleType
 from typing import NamedTuple, Protocol
@@ -194,7 +194,7 @@ class SectionCodec(Protocol):
     ) -> tuple[bytes, int, int]: ...
 
     def decode_records(
-        self, section: bytes, count: int, base_offset: int, base_timestamp: int, record_type: type, /
+        self, section: bytes | memoryview, count: int, base_offset: int, base_timestamp: int, record_type: type, /
     ) -> list[Record]: ...
 
 
@@ -322,17 +322,6 @@ def _check_counts(header: BatchHeader, position: int, end: int, producer_batch: 
             )
 
 
-def iter_headers(buffer: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:
-    """Positions and headers of the concatenated batches in ``buffer`` (read, not validated)."""
-    position = 0
-    while position < len(buffer):
-        header = read_header(buffer, position)
-        if header.batch_length < MIN_BATCH_LENGTH:
-            raise _corrupt(position, f"batchLength {header.batch_length} is below {MIN_BATCH_LENGTH}")
-        yield position, header
-        position += header.size_bytes
-
-
 def validate_batches(
     buffer: bytes | bytearray | memoryview,
     *,
@@ -444,9 +433,8 @@ class BatchCodec:
     def decode(self, buffer: bytes | bytearray | memoryview, position: int = 0) -> RecordBatch:
         """Validate and decode the batch at ``position``."""
         header = validate_batch(buffer, position)
-        start = position + HEADER_BYTES
-        end = position + header.size_bytes
-        section = decompress(header.compression, bytes(memoryview(buffer)[start:end]))
+        raw = memoryview(buffer)[position + HEADER_BYTES : position + header.size_bytes]
+        section = raw if header.compression is Compression.NONE else decompress(header.compression, bytes(raw))
         count = header.records_count
         if count > len(section) // MIN_RECORD_BYTES + 1:
             raise _corrupt(position, f"recordsCount {count} cannot fit in a {len(section)}-byte records section")
