@@ -30,7 +30,7 @@ $(STAMP)-dev: $(INSTALL_INPUTS) | $(PY)
 test: lint pytest
 
 pytest: $(STAMP)-dev
-	$(BIN)/pytest -q tests --ignore=tests/perf
+	$(BIN)/pytest -q tests
 
 lint: $(STAMP)-dev
 	$(BIN)/ruff check services operator spark-apps tests tools
@@ -42,7 +42,7 @@ proto: $(STAMP)-dev
 	$(PY) tools/genproto.py
 
 bench: $(STAMP)-dev
-	$(BIN)/pytest -q -s -p no:cacheprovider tests/perf
+	LANES_BENCH=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/perf
 
 up:
 	@echo "make up arrives with the cluster issue (#4): there is no cluster to run yet." >&2
