@@ -47,18 +47,25 @@ def kafka_python_decode(buffer: bytes) -> tuple[DefaultRecordBatch, list[Record]
 producers = st.sampled_from([(-1, -1, -1), (4242, 7, 100)])
 
 
-@given(records=kafka_record_lists(), compression=compressions, producer=producers)
-def test_batches_we_encode_decode_identically_in_kafka_python(
-    records: list[Record], compression: Compression, producer: tuple[int, int, int]
-) -> None:
+def lanes_encode(
+    records: list[Record], compression: Compression, producer: tuple[int, int, int], leader_epoch: int = -1
+) -> bytes:
     producer_id, producer_epoch, base_sequence = producer
-    encoded = encode_batch(
+    return encode_batch(
         records,
         compression=compression,
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         base_sequence=base_sequence,
+        partition_leader_epoch=leader_epoch,
     )
+
+
+@given(records=kafka_record_lists(), compression=compressions, producer=producers)
+def test_batches_we_encode_decode_identically_in_kafka_python(
+    records: list[Record], compression: Compression, producer: tuple[int, int, int]
+) -> None:
+    encoded = lanes_encode(records, compression, producer)
     batch, decoded = kafka_python_decode(encoded)
     assert decoded == records
     assert batch.compression_type == int(compression)
@@ -82,13 +89,6 @@ def test_batches_kafka_python_encodes_decode_identically_here(
 
 @given(records=kafka_record_lists(), producer=producers)
 def test_uncompressed_batches_are_byte_identical(records: list[Record], producer: tuple[int, int, int]) -> None:
-    producer_id, producer_epoch, base_sequence = producer
     # kafka-python writes partitionLeaderEpoch 0 where the Java producer (and Lanes) write -1.
-    ours = encode_batch(
-        records,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        partition_leader_epoch=0,
-    )
+    ours = lanes_encode(records, Compression.NONE, producer, leader_epoch=0)
     assert ours == kafka_python_encode(records, Compression.NONE, producer)

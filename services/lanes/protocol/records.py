@@ -87,6 +87,7 @@ ATTRIBUTES_POSITION = 21
 MIN_RECORD_BYTES = 7
 
 _COMPRESSION_MASK = 0x07
+_LARGEST_CODEC = max(Compression)
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
@@ -276,7 +277,7 @@ def validate_batch(
             f"{end - 1} give {computed:#010x}",
         )
     codec = header.attributes & _COMPRESSION_MASK
-    if codec > max(Compression):
+    if codec > _LARGEST_CODEC:
         raise UnsupportedCompressionError(
             f"batch at byte {position}: compression codec {codec} in the attributes is unknown; "
             "use none, gzip, snappy, lz4 or zstd"
