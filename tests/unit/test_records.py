@@ -25,6 +25,7 @@ from lanes.protocol.records import (
     assign_offsets,
     patch_batch,
     read_header,
+    stamp_log_append_time,
     validate_batch,
     validate_batches,
 )
@@ -353,8 +354,9 @@ def test_assign_offsets_patches_each_batch_without_touching_the_crc(codec: Batch
     batches = [codec.encode([Record(j, 10 * j, b"k", b"v") for j in range(n)]) for n in (3, 1, 4)]
     buffer = bytearray(b"".join(batches))
     headers = validate_batches(buffer, producer_batch=True)
-    next_offset = assign_offsets(buffer, headers, first_offset=100, partition_leader_epoch=5)
-    assert next_offset == 108
+    patched = assign_offsets(buffer, headers, first_offset=100, partition_leader_epoch=5)
+    assert [h.base_offset for h in patched] == [100, 103, 104]
+    assert patched[-1].next_offset == 108
     decoded = codec.decode_all(bytes(buffer))
     assert [b.header.base_offset for b in decoded] == [100, 103, 104]
     assert [r.offset for b in decoded for r in b.records] == list(range(100, 108))
@@ -366,3 +368,16 @@ def test_patch_batch_refuses_offsets_out_of_range() -> None:
     buffer = bytearray(PYTHON_CODEC.encode([Record(0, 0, None, b"v")]))
     with pytest.raises(ValueError, match="out of range"):
         patch_batch(buffer, 0, base_offset=-5, partition_leader_epoch=0)
+
+
+def test_log_append_time_stamps_max_timestamp_and_keeps_the_batch_valid(codec: BatchCodec) -> None:
+    batches = [codec.encode([Record(j, 10 * j, b"k", b"v") for j in range(n)]) for n in (2, 3)]
+    buffer = bytearray(b"".join(batches))
+    headers = validate_batches(buffer)
+    patched = stamp_log_append_time(buffer, headers, 1_800_000_000_000)
+    revalidated = validate_batches(buffer)
+    assert revalidated == patched
+    for header in revalidated:
+        assert header.timestamp_type is TimestampType.LOG_APPEND_TIME
+        assert header.max_timestamp == 1_800_000_000_000
+    assert [r.value for b in codec.decode_all(bytes(buffer)) for r in b.records] == [b"v"] * 5

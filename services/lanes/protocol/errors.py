@@ -185,6 +185,12 @@ class FencedMemberEpochError(LanesError):
     default_code = ErrorCode.FENCED_MEMBER_EPOCH
 
 
+class StorageError(RetriableError):
+    """A disk operation failed (full disk, I/O error); the log is unchanged and still readable."""
+
+    default_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
 class UnknownTopicOrPartitionError(RetriableError):
     """The topic or partition does not exist (yet)."""
 
@@ -240,6 +246,7 @@ _SPECIFIC: dict[ErrorCode, type[LanesError]] = {
         RequestTimedOutError,
         NotCoordinatorError,
         NotControllerError,
+        StorageError,
     )
 }
 

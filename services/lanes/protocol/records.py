@@ -83,6 +83,7 @@ LEADER_EPOCH_POSITION = 12
 MAGIC_POSITION = 16
 CRC_POSITION = 17
 ATTRIBUTES_POSITION = 21
+MAX_TIMESTAMP_POSITION = 35
 #: The smallest encoded record: seven one-byte fields.
 MIN_RECORD_BYTES = 7
 
@@ -97,6 +98,9 @@ _INT64_MAX = 2**63 - 1
 _BASE_OFFSET_MAX = _INT64_MAX - _INT32_MAX
 _OFFSET_AND_EPOCH = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
+_ATTRIBUTES = struct.Struct(">h")
+_TIMESTAMP = struct.Struct(">q")
+_CRC = struct.Struct(">I")
 
 Headers = tuple[tuple[str, bytes | None], ...]
 
@@ -363,19 +367,44 @@ def assign_offsets(
     *,
     first_offset: int,
     partition_leader_epoch: int,
-) -> int:
+) -> list[BatchHeader]:
     """Give the validated, concatenated batches in ``buffer`` consecutive offsets from
-    ``first_offset`` and the leader's epoch; return the next offset (the new log end).
+    ``first_offset`` and the leader's epoch; return their headers as patched.
 
-    ``headers`` are ``validate_batches(buffer)``'s result. Work is per batch, not per record.
+    ``headers`` are ``validate_batches(buffer)``'s result; the new log end offset is the last
+    returned header's ``next_offset``. Work is per batch, not per record.
     """
     position = 0
     next_offset = first_offset
+    patched = []
     for header in headers:
         patch_batch(buffer, position, base_offset=next_offset, partition_leader_epoch=partition_leader_epoch)
+        patched.append(header._replace(base_offset=next_offset, partition_leader_epoch=partition_leader_epoch))
         next_offset += header.last_offset_delta + 1
         position += header.size_bytes
-    return next_offset
+    return patched
+
+
+def stamp_log_append_time(
+    buffer: bytearray | memoryview, headers: Sequence[BatchHeader], timestamp_ms: int
+) -> list[BatchHeader]:
+    """Mark each batch LogAppendTime with ``timestamp_ms`` as its maxTimestamp (the timestamp of
+    every record in it, for consumers) and recompute its CRC; return the patched headers.
+
+    Used for topics with message.timestamp.type=LogAppendTime. One CRC-32C per batch, in C.
+    """
+    position = 0
+    patched = []
+    for header in headers:
+        attributes = header.attributes | _TIMESTAMP_TYPE_BIT
+        _ATTRIBUTES.pack_into(buffer, position + ATTRIBUTES_POSITION, attributes)
+        _TIMESTAMP.pack_into(buffer, position + MAX_TIMESTAMP_POSITION, timestamp_ms)
+        end = position + header.size_bytes
+        crc = crc32c(memoryview(buffer)[position + ATTRIBUTES_POSITION : end])
+        _CRC.pack_into(buffer, position + CRC_POSITION, crc)
+        patched.append(header._replace(attributes=attributes, max_timestamp=timestamp_ms, crc=crc))
+        position = end
+    return patched
 
 
 # ---------------------------------------------------------------------------------------------

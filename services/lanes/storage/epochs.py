@@ -1,0 +1,83 @@
+"""The leader-epoch cache of a partition: which epoch's leader wrote which offsets.
+
+Entries ``(epoch, start_offset)``: epoch E's leader appended offsets from start_offset up to the
+next entry's start offset (or the log end). Epochs and start offsets strictly increase. Persisted
+in ``leader-epoch-checkpoint`` (lanes.storage.checkpoint format) whenever it changes.
+
+Replication uses it to answer OffsetForLeaderEpoch ("where does epoch E end?"), which is how a
+follower finds the point where its log diverged from the new leader's and truncates there.
+Not thread-safe: the owning ``PartitionLog`` serialises access.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lanes.storage.checkpoint import read_checkpoint, write_checkpoint
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+
+class LeaderEpochCache:
+    """Epoch -> start offset entries, persisted on every change."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        loaded = read_checkpoint(path, 2) or []
+        self._entries: list[tuple[int, int]] = [(e[0], e[1]) for e in loaded]
+
+    @property
+    def entries(self) -> list[tuple[int, int]]:
+        """(epoch, start offset) pairs, oldest first."""
+        return list(self._entries)
+
+    @property
+    def latest_epoch(self) -> int:
+        """The newest epoch, or -1 when empty."""
+        return self._entries[-1][0] if self._entries else UNDEFINED_EPOCH
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` starts at ``start_offset`` (ignored unless newer than the latest)."""
+        if epoch < 0 or (self._entries and epoch <= self._entries[-1][0]):
+            return
+        # A new epoch starting at or before an older epoch's start supersedes that entry.
+        while self._entries and self._entries[-1][1] >= start_offset:
+            self._entries.pop()
+        self._entries.append((epoch, start_offset))
+        self._persist()
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(largest epoch <= ``epoch``, the offset where it ends); (-1, -1) if none is known.
+
+        The end of an epoch is the start offset of the next larger epoch, or the log end for the
+        latest one.
+        """
+        if epoch == self.latest_epoch and self._entries:
+            return epoch, log_end_offset
+        found = UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        for index, (entry_epoch, _) in enumerate(self._entries):
+            if entry_epoch > epoch:
+                return (found[0], self._entries[index][1]) if found[0] != UNDEFINED_EPOCH else found
+            found = entry_epoch, UNDEFINED_OFFSET
+        return (found[0], log_end_offset) if found[0] != UNDEFINED_EPOCH else found
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Forget epochs starting at or after ``end_offset`` (the log was truncated there)."""
+        kept = [entry for entry in self._entries if entry[1] < end_offset]
+        if kept != self._entries:
+            self._entries = kept
+            self._persist()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """The log now starts at ``start_offset``: drop wholly earlier epochs, clamp the first."""
+        kept = [entry for entry in self._entries if entry[1] >= start_offset]
+        earlier = [entry for entry in self._entries if entry[1] < start_offset]
+        if earlier and (not kept or kept[0][1] > start_offset):
+            kept.insert(0, (earlier[-1][0], start_offset))
+        if kept != self._entries:
+            self._entries = kept
+            self._persist()
+
+    def _persist(self) -> None:
+        write_checkpoint(self._path, [(epoch, offset) for epoch, offset in self._entries])

@@ -1,0 +1,145 @@
+"""File plumbing for the log engine: a bounded cache of open files, positional I/O, atomic
+small files, directory fsync.
+
+A broker may host tens of thousands of partitions, each with several segment and index files;
+holding them all open would exhaust file descriptors. ``FileCache`` keeps at most
+``max_open_files`` descriptors open (least recently used first out) and reopens on demand.
+Descriptors are leased (``with cache.lease(path) as fd``): a leased descriptor is never closed
+under its user, so the bound can be exceeded briefly by leases in flight. Thread-safe.
+
+Closing a descriptor does not drop written data: the page cache keeps it and a later fsync
+through a new descriptor flushes the same inode.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from lanes.protocol.errors import StorageError
+
+DEFAULT_MAX_OPEN_FILES = 1024
+
+
+class FileCache:
+    """At most ``max_open_files`` open descriptors, leased to users, reopened on demand."""
+
+    def __init__(self, max_open_files: int = DEFAULT_MAX_OPEN_FILES) -> None:
+        if max_open_files < 1:
+            raise ValueError("max_open_files must be at least 1")
+        self._max_open_files = max_open_files
+        self._lock = threading.Lock()
+        self._open: OrderedDict[Path, int] = OrderedDict()
+        self._leases: dict[Path, int] = {}
+
+    @contextmanager
+    def lease(self, path: Path, *, create: bool = False) -> Iterator[int]:
+        """A read-write descriptor for ``path`` (created if ``create``), valid inside the block."""
+        with self._lock:
+            fd = self._open.get(path)
+            if fd is None:
+                flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+                fd = os.open(path, flags, 0o644)
+                self._open[path] = fd
+                self._evict_locked()
+            self._open.move_to_end(path)
+            self._leases[path] = self._leases.get(path, 0) + 1
+        try:
+            yield fd
+        finally:
+            with self._lock:
+                remaining = self._leases[path] - 1
+                if remaining:
+                    self._leases[path] = remaining
+                else:
+                    del self._leases[path]
+                self._evict_locked()
+
+    def forget(self, path: Path) -> None:
+        """Close ``path``'s descriptor (before the file is renamed or deleted)."""
+        with self._lock:
+            if self._leases.get(path):
+                raise RuntimeError(f"{path} is in use and cannot be closed")
+            fd = self._open.pop(path, None)
+            if fd is not None:
+                os.close(fd)
+
+    def open_count(self) -> int:
+        """Descriptors open right now."""
+        with self._lock:
+            return len(self._open)
+
+    def close(self) -> None:
+        """Close every descriptor that is not leased."""
+        with self._lock:
+            for path in [p for p in self._open if not self._leases.get(p)]:
+                os.close(self._open.pop(path))
+
+    def _evict_locked(self) -> None:
+        excess = len(self._open) - self._max_open_files
+        if excess <= 0:
+            return
+        for path in list(self._open):
+            if excess <= 0:
+                break
+            if not self._leases.get(path):
+                os.close(self._open.pop(path))
+                excess -= 1
+
+
+def storage_error(action: str, path: Path, exc: OSError) -> StorageError:
+    """A StorageError that says what failed, where, and (for a full disk) what to do."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StorageError(f"{action} {path} failed: the disk is full; free space and retry")
+    return StorageError(f"{action} {path} failed: {exc.strerror or exc}")
+
+
+def pwrite_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
+    """Write all of ``data`` at ``position`` (pwrite may write less than asked)."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, position)
+        if written <= 0:  # pragma: no cover - pwrite raises rather than returning 0
+            raise OSError(errno.EIO, "pwrite wrote nothing")
+        view = view[written:]
+        position += written
+
+
+def pread_exact(fd: int, size: int, position: int) -> bytes:
+    """Read up to ``size`` bytes at ``position`` (fewer only at end of file)."""
+    chunks = []
+    while size > 0:
+        chunk = os.pread(fd, size, position)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+        position += len(chunk)
+    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make entries created, renamed or deleted in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content, whole."""
+    temporary = path.with_name(path.name + ".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        pwrite_all(fd, data, 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temporary, path)
+    fsync_directory(path.parent)

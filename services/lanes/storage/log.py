@@ -1,0 +1,750 @@
+"""A partition's log: ordered segments with appends, reads, recovery, retention and truncation.
+
+Directory layout (one directory per partition replica)::
+
+    <baseOffset:020d>.log/.index/.timeindex   segments (lanes.storage.segment)
+    recovery-point-checkpoint     every offset below it is fsynced; recovery scans from there
+    log-start-offset-checkpoint   the log start offset (low-water mark)
+    leader-epoch-checkpoint       epoch -> start offset (lanes.storage.epochs)
+    cleaner-offset-checkpoint     first offset compaction has not processed (lanes.storage.cleaner)
+    .clean-shutdown               written by close(); removed on open (absent = unclean stop)
+    *.cleaned, *.swap             compaction in progress (lanes.storage.cleaner)
+
+Invariants:
+
+- segments are sorted by base offset and do not overlap; the last one is active (appends go
+  there); offsets strictly increase through the log (gaps only where compaction removed batches);
+- ``log_start_offset <= log_end_offset`` and ``recovery_point <= log_end_offset``;
+- only validated batches reach disk; after an unclean stop, recovery rescans every segment from
+  the one holding the recovery point and cuts the log at the first invalid batch.
+
+Thread-safety: every public method is thread-safe. One lock guards the segment list and the
+offsets; ``flush`` fsyncs outside it, so appends continue while a flush runs and concurrent
+flushes share one fsync (group commit). Maintenance that rewrites or drops segments (retention,
+truncation, compaction) is serialised by a second lock; a truncation interrupts a compaction
+in progress instead of waiting for it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import shutil
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lanes.protocol.clock import Clock
+from lanes.protocol.configs import topic_config_values
+from lanes.protocol.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    LanesError,
+    OffsetOutOfRangeError,
+    StorageError,
+)
+from lanes.protocol.records import (
+    BatchHeader,
+    TimestampType,
+    assign_offsets,
+    decode_batch,
+    decode_batches,
+    stamp_log_append_time,
+    validate_batches,
+)
+from lanes.storage.checkpoint import read_offset, write_offset
+from lanes.storage.epochs import LeaderEpochCache
+from lanes.storage.files import FileCache, fsync_directory, storage_error
+from lanes.storage.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, LogSegment
+
+RECOVERY_POINT_FILE = "recovery-point-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
+LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """The topic configs the log engine obeys (Kafka names in ``from_topic_configs``)."""
+
+    segment_bytes: int
+    segment_ms: int
+    index_interval_bytes: int
+    max_message_bytes: int
+    flush_messages: int
+    flush_ms: int
+    retention_ms: int
+    retention_bytes: int
+    compact: bool
+    delete: bool
+    delete_retention_ms: int
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
+    min_cleanable_dirty_ratio: float
+    log_append_time: bool
+
+    @classmethod
+    def from_topic_configs(cls, overrides: Mapping[str, str] | None = None) -> LogConfig:
+        """Defaults overridden by topic config text, validated (InvalidConfigError)."""
+        values = topic_config_values(overrides)
+        policy = set(values["cleanup.policy"])
+        return cls(
+            segment_bytes=values["segment.bytes"],
+            segment_ms=values["segment.ms"],
+            index_interval_bytes=values["index.interval.bytes"],
+            max_message_bytes=values["max.message.bytes"],
+            flush_messages=values["flush.messages"],
+            flush_ms=values["flush.ms"],
+            retention_ms=values["retention.ms"],
+            retention_bytes=values["retention.bytes"],
+            compact="compact" in policy,
+            delete="delete" in policy,
+            delete_retention_ms=values["delete.retention.ms"],
+            min_compaction_lag_ms=values["min.compaction.lag.ms"],
+            max_compaction_lag_ms=values["max.compaction.lag.ms"],
+            min_cleanable_dirty_ratio=values["min.cleanable.dirty.ratio"],
+            log_append_time=values["message.timestamp.type"] == "LogAppendTime",
+        )
+
+
+@dataclass(frozen=True)
+class AppendInfo:
+    """What an append wrote."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    records: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Whole batches read, and the log's bounds at the time of the read."""
+
+    records: bytes
+    next_offset: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+@dataclass(frozen=True)
+class TimestampOffset:
+    """The first record at or after a timestamp."""
+
+    offset: int
+    timestamp_ms: int
+    leader_epoch: int
+
+
+class PartitionLog:
+    """One partition replica's log. Open with ``PartitionLog.open``."""
+
+    def __init__(self, directory: Path, config: LogConfig, clock: Clock, files: FileCache) -> None:
+        self.directory = directory
+        self._config = config
+        self._clock = clock
+        self._files = files
+        self._lock = threading.RLock()
+        self._maintenance_lock = threading.Lock()
+        self._flush_condition = threading.Condition()
+        self._flushing = False
+        self.cleaner_abort = threading.Event()
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._log_start_offset = 0
+        self._log_end_offset = 0
+        self._recovery_point = 0
+        self._durable_offset = 0
+        self._unflushed_records = 0
+        self._first_unflushed_ms: int | None = None
+        self._closed = False
+        self.epochs = LeaderEpochCache(directory / LEADER_EPOCH_FILE)
+        #: Segments cut and batches dropped by the last open's recovery (for logs and tests).
+        self.recovered_bytes_cut = 0
+
+    # -----------------------------------------------------------------------------------------
+    # opening and recovery
+
+    @classmethod
+    def open(
+        cls, directory: Path, config: LogConfig, *, clock: Clock, files: FileCache | None = None
+    ) -> PartitionLog:
+        """Open the log in ``directory`` (created if missing), recovering after an unclean stop."""
+        directory.mkdir(parents=True, exist_ok=True)
+        log = cls(directory, config, clock, files or FileCache())
+        with log._lock:
+            log._load()
+        return log
+
+    def _load(self) -> None:
+        self._finish_interrupted_compaction()
+        marker = self.directory / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        bases = sorted(
+            int(path.name[: -len(LOG_SUFFIX)])
+            for path in self.directory.glob(f"*{LOG_SUFFIX}")
+            if path.name[: -len(LOG_SUFFIX)].isdigit()
+        )
+        interval = self._config.index_interval_bytes
+        self._segments = [LogSegment(self.directory, base, self._files, interval) for base in bases]
+        self._remove_orphan_indexes(set(bases))
+        stored_start = read_offset(self.directory / LOG_START_FILE)
+        recovery_point = read_offset(self.directory / RECOVERY_POINT_FILE) if clean else None
+        recovered: set[int] = set()
+        if clean:
+            marker.unlink()
+        else:
+            recovered = self._recover(read_offset(self.directory / RECOVERY_POINT_FILE) or 0)
+        for segment in self._segments:  # indexes are derived: rebuild any that a crash damaged
+            if segment.base_offset not in recovered and not segment.indexes_plausible():
+                segment.recover(segment.base_offset)
+        if not self._segments:
+            base = stored_start or 0
+            self._segments = [LogSegment.create(self.directory, base, self._files, interval)]
+            fsync_directory(self.directory)
+        self._bases = [segment.base_offset for segment in self._segments]
+        self._log_end_offset = self._segments[-1].next_offset
+        first_base = self._segments[0].base_offset
+        start = first_base if stored_start is None else max(stored_start, first_base)
+        self._log_start_offset = min(start, self._log_end_offset)
+        self.epochs.truncate_from_end(self._log_end_offset)
+        if recovery_point is None:  # after recovery everything left is validated: make it durable
+            for segment in self._segments:
+                segment.flush()
+            recovery_point = self._log_end_offset
+        self._recovery_point = self._durable_offset = min(recovery_point, self._log_end_offset)
+        self._write_checkpoints()
+
+    def _recover(self, recovery_point: int) -> set[int]:
+        """Scan segments from the one holding ``recovery_point``; cut at the first invalid batch.
+
+        Returns the base offsets of the segments scanned.
+        """
+        first = max(0, bisect.bisect_right([s.base_offset for s in self._segments], recovery_point) - 1)
+        expected = self._segments[first - 1].next_offset if first else 0
+        scanned = set()
+
+        def restore_epoch(header: BatchHeader) -> None:  # epochs whose checkpoint write was lost
+            self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+
+        for position in range(first, len(self._segments)):
+            segment = self._segments[position]
+            cut, expected = segment.recover(max(expected, segment.base_offset), restore_epoch)
+            scanned.add(segment.base_offset)
+            self.recovered_bytes_cut += cut
+            if cut:
+                for later in self._segments[position + 1 :]:
+                    self.recovered_bytes_cut += later.size_bytes
+                    later.delete()
+                del self._segments[position + 1 :]
+                break
+        # An empty segment after a non-empty one at the same offset is harmless; an empty active
+        # segment whose base precedes the previous segment's end is not: drop such leftovers.
+        while len(self._segments) > 1 and self._segments[-1].size_bytes == 0 and (
+            self._segments[-1].base_offset < self._segments[-2].next_offset
+        ):
+            self._segments.pop().delete()
+        return scanned
+
+    def _finish_interrupted_compaction(self) -> None:
+        """Complete swaps that were committed (``.swap`` files), discard unfinished cleanings."""
+        for path in self.directory.iterdir():
+            name = path.name
+            if name.endswith(CLEANED_SUFFIX) or name.endswith(".tmp"):
+                path.unlink()
+        for path in sorted(self.directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
+            stem = path.name[: -len(LOG_SUFFIX + SWAP_SUFFIX)]
+            for suffix in (".index", ".timeindex"):
+                (self.directory / f"{stem}{suffix}").unlink(missing_ok=True)  # derived: rebuilt
+            path.replace(self.directory / f"{stem}{LOG_SUFFIX}")
+        fsync_directory(self.directory)
+
+    def _remove_orphan_indexes(self, bases: set[int]) -> None:
+        for suffix in (".index", ".timeindex"):
+            for path in self.directory.glob(f"*{suffix}"):
+                stem = path.name[: -len(suffix)]
+                if stem.isdigit() and int(stem) not in bases:
+                    path.unlink()
+
+    # -----------------------------------------------------------------------------------------
+    # state
+
+    @property
+    def config(self) -> LogConfig:
+        """The configs in force."""
+        return self._config
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset that may be read (the low-water mark)."""
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record will get."""
+        return self._log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below this is fsynced."""
+        return self._durable_offset
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of all segments."""
+        with self._lock:
+            return sum(segment.size_bytes for segment in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        """Number of segments."""
+        return len(self._segments)
+
+    def segments(self) -> list[LogSegment]:
+        """A snapshot of the segment list (the last is active)."""
+        with self._lock:
+            return list(self._segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply changed topic configs (they take effect on the next append or maintenance)."""
+        with self._lock:
+            self._config = config
+
+    # -----------------------------------------------------------------------------------------
+    # appends
+
+    def append_as_leader(self, data: bytes | bytearray, leader_epoch: int) -> AppendInfo:
+        """Validate producer batches, give them offsets and ``leader_epoch``, append them.
+
+        Raises CorruptRecordError / MessageTooLargeError / UnsupportedCompressionError (nothing is
+        written), LanesError(INVALID_RECORD) for a keyless record on a compacted topic, and
+        StorageError when the disk fails (nothing is written, the log stays readable).
+        """
+        headers = validate_batches(data, max_batch_bytes=self._config.max_message_bytes, producer_batch=True)
+        if self._config.compact:
+            self._require_keys(data)
+        buffer = bytearray(data)
+        with self._lock:
+            self._check_open()
+            first_offset = self._log_end_offset
+            append_time = -1
+            if self._config.log_append_time:
+                append_time = self._clock.now_ms()
+                headers = stamp_log_append_time(buffer, headers, append_time)
+            headers = assign_offsets(buffer, headers, first_offset=first_offset, partition_leader_epoch=leader_epoch)
+            self._append_locked(buffer, headers)
+            self.epochs.assign(leader_epoch, first_offset)
+            info = self._append_info(headers, append_time, len(buffer))
+        self._maybe_flush_by_count()
+        return info
+
+    def append_as_follower(self, data: bytes | bytearray) -> AppendInfo:
+        """Append batches replicated from the leader, offsets and epochs as the leader gave them."""
+        headers = validate_batches(data)
+        with self._lock:
+            self._check_open()
+            expected = self._log_end_offset
+            for header in headers:
+                if header.base_offset < expected:
+                    raise CorruptRecordError(
+                        f"replicated batch at offset {header.base_offset} is below the log end offset {expected}: "
+                        "truncate the follower first"
+                    )
+                expected = header.next_offset
+            self._append_locked(data, headers)
+            for header in headers:
+                self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+            info = self._append_info(headers, -1, len(data))
+        self._maybe_flush_by_count()
+        return info
+
+    @staticmethod
+    def _append_info(headers: Sequence[BatchHeader], append_time: int, size_bytes: int) -> AppendInfo:
+        return AppendInfo(
+            first_offset=headers[0].base_offset,
+            last_offset=headers[-1].last_offset,
+            max_timestamp=max(header.max_timestamp for header in headers),
+            log_append_time_ms=append_time,
+            records=sum(header.records_count for header in headers),
+            size_bytes=size_bytes,
+        )
+
+    def _require_keys(self, data: bytes | bytearray) -> None:
+        """Compacted topics keep the latest value per key, so every record needs one.
+
+        This decodes records (with the C codec): the only per-record work on the append path, and
+        only for compacted topics, as in Kafka.
+        """
+        for batch in decode_batches(data):
+            for index, record in enumerate(batch.records):
+                if record.key is None:
+                    raise LanesError(
+                        f"record {index} of a batch has no key: "
+                        "a compacted topic (cleanup.policy=compact) needs a key on every record",
+                        ErrorCode.INVALID_RECORD,
+                    )
+
+    def _append_locked(self, data: bytes | bytearray, headers: Sequence[BatchHeader]) -> None:
+        segment = self._maybe_roll(len(data), headers)
+        segment.append(data, headers)
+        self._log_end_offset = headers[-1].next_offset
+        self._unflushed_records += sum(header.records_count for header in headers)
+        if self._first_unflushed_ms is None:
+            self._first_unflushed_ms = self._clock.monotonic_ms()
+
+    def _maybe_roll(self, incoming_bytes: int, headers: Sequence[BatchHeader]) -> LogSegment:
+        active = self._segments[-1]
+        config = self._config
+        first_timestamp = active.first_batch_timestamp()
+        full = active.size_bytes > 0 and active.size_bytes + incoming_bytes > config.segment_bytes
+        old = first_timestamp is not None and self._clock.now_ms() - first_timestamp > config.segment_ms
+        overflow = headers[-1].last_offset - active.base_offset > MAX_RELATIVE_OFFSET
+        if active.size_bytes and (full or old or overflow):
+            return self._roll_locked()
+        return active
+
+    def _roll_locked(self) -> LogSegment:
+        active = self._segments[-1]
+        try:
+            active.close_for_appends()
+            active.flush()
+            segment = LogSegment.create(
+                self.directory, self._log_end_offset, self._files, self._config.index_interval_bytes
+            )
+            fsync_directory(self.directory)
+        except OSError as exc:
+            raise storage_error("rolling a new segment in", self.directory, exc) from exc
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+        self._note_durable(segment.base_offset)
+        return segment
+
+    def roll(self) -> None:
+        """Start a new active segment now (if the active one holds anything)."""
+        with self._lock:
+            self._check_open()
+            if self._segments[-1].size_bytes:
+                self._roll_locked()
+
+    # -----------------------------------------------------------------------------------------
+    # flushing (group commit)
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """Make every record below ``up_to_offset`` (default: all) durable with fsync.
+
+        Concurrent callers share fsyncs: while one runs, later callers wait and return at once
+        if it covered them.
+        """
+        target = self._log_end_offset if up_to_offset is None else up_to_offset
+        with self._flush_condition:
+            while True:
+                if self._durable_offset >= target:
+                    return
+                if not self._flushing:
+                    self._flushing = True
+                    break
+                self._flush_condition.wait()
+        flushed_to = None
+        try:
+            with self._lock:
+                end = self._log_end_offset
+                segments = [s for s in self._segments if s.next_offset > self._durable_offset]
+                self._unflushed_records = 0
+                self._first_unflushed_ms = None
+            for segment in segments:
+                segment.flush()
+            flushed_to = end
+        except OSError as exc:
+            raise storage_error("flushing", self.directory, exc) from exc
+        finally:
+            with self._flush_condition:
+                self._flushing = False
+                if flushed_to is not None:
+                    self._note_durable(flushed_to)
+                self._flush_condition.notify_all()
+
+    def _note_durable(self, offset: int) -> None:
+        with self._flush_condition:
+            self._durable_offset = max(self._durable_offset, min(offset, self._log_end_offset))
+
+    def _maybe_flush_by_count(self) -> None:
+        if self._unflushed_records >= self._config.flush_messages:
+            self.flush()
+
+    def maybe_flush_by_time(self) -> bool:
+        """Flush if the oldest unflushed append is older than flush.ms; return whether it did."""
+        first = self._first_unflushed_ms
+        if first is not None and self._clock.monotonic_ms() - first >= self._config.flush_ms:
+            self.flush()
+            return True
+        return False
+
+    # -----------------------------------------------------------------------------------------
+    # reads
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        upper_bound_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> ReadResult:
+        """Whole batches from the one containing ``offset`` (it may start before ``offset``).
+
+        At most ``max_bytes`` unless the first batch alone is larger (then it alone, when
+        ``min_one_batch``); only batches whose last offset is below ``upper_bound_offset`` (the
+        high-water mark). OffsetOutOfRangeError outside [log start, log end].
+        """
+        with self._lock:
+            self._check_open()
+            if not self._log_start_offset <= offset <= self._log_end_offset:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is outside the log's range {self._log_start_offset}..{self._log_end_offset}"
+                )
+            position = max(0, bisect.bisect_right(self._bases, offset) - 1)
+            for segment in self._segments[position:]:
+                start = max(offset, segment.base_offset)
+                data, next_offset = segment.read(start, max_bytes, upper_bound_offset, min_one_batch)
+                if data:
+                    return ReadResult(data, next_offset, self._log_start_offset, self._log_end_offset)
+                if upper_bound_offset is not None and segment.next_offset >= upper_bound_offset:
+                    break
+            return ReadResult(b"", offset, self._log_start_offset, self._log_end_offset)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
+        """The first record with a timestamp >= ``timestamp_ms``, or None if there is none."""
+        with self._lock:
+            self._check_open()
+            for segment in self._segments:
+                if segment.max_timestamp < timestamp_ms:
+                    continue
+                indexed = segment.time_index.lookup(timestamp_ms)
+                start = max(self._log_start_offset, segment.base_offset if indexed is None else indexed)
+                position = segment.position_of(start)
+                for _, header in segment.batch_headers(position):
+                    if header.max_timestamp < timestamp_ms:
+                        continue
+                    found = self._first_record_at(segment, header, timestamp_ms)
+                    if found is not None:
+                        return found
+            return None
+
+    def _first_record_at(self, segment: LogSegment, header: BatchHeader, timestamp_ms: int) -> TimestampOffset | None:
+        data, _ = segment.read(header.base_offset, header.size_bytes, None, True)
+        batch = decode_batch(data)
+        log_append_time = batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME
+        for record in batch.records:
+            timestamp = batch.header.max_timestamp if log_append_time else record.timestamp
+            if timestamp >= timestamp_ms and record.offset >= self._log_start_offset:
+                return TimestampOffset(record.offset, timestamp, batch.header.partition_leader_epoch)
+        return None
+
+    # -----------------------------------------------------------------------------------------
+    # truncation, retention, deletion
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= ``offset`` (a follower diverged from its
+        leader); return the new log end offset (``offset`` when it falls between batches)."""
+        self.cleaner_abort.set()
+        with self._maintenance_lock, self._lock:
+            self.cleaner_abort.clear()
+            self._check_open()
+            if offset >= self._log_end_offset:
+                return self._log_end_offset
+            if offset <= self._log_start_offset or offset <= self._segments[0].base_offset:
+                self._truncate_fully_locked(max(offset, 0))
+                return self._log_end_offset
+            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                self._segments.pop().delete()
+                self._bases.pop()
+            try:
+                self._log_end_offset = self._segments[-1].truncate_to(offset)
+            except OSError as exc:
+                raise storage_error("truncating", self.directory, exc) from exc
+            self._after_truncation()
+            return self._log_end_offset
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete everything; the log restarts empty at ``offset`` (a follower that fell behind
+        the leader's log start)."""
+        self.cleaner_abort.set()
+        with self._maintenance_lock, self._lock:
+            self.cleaner_abort.clear()
+            self._check_open()
+            self._truncate_fully_locked(offset)
+
+    def _truncate_fully_locked(self, offset: int) -> None:
+        for segment in self._segments:
+            segment.delete()
+        self._segments = [LogSegment.create(self.directory, offset, self._files, self._config.index_interval_bytes)]
+        self._bases = [offset]
+        fsync_directory(self.directory)
+        self._log_end_offset = offset
+        self._log_start_offset = offset
+        self.epochs.truncate_from_end(offset)
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self._durable_offset = min(self._durable_offset, self._log_end_offset)
+        self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self.epochs.truncate_from_end(self._log_end_offset)
+        self._write_checkpoints()
+
+    def delete_records_before(self, offset: int) -> int:
+        """Advance the log start offset to ``offset`` (DeleteRecords); return the new log start.
+
+        Segments wholly below it are deleted; the rest stay on disk until retention removes them.
+        """
+        with self._maintenance_lock, self._lock:
+            self._check_open()
+            if offset > self._log_end_offset:
+                raise OffsetOutOfRangeError(
+                    f"cannot delete records before {offset}: the log ends at {self._log_end_offset}"
+                )
+            if offset > self._log_start_offset:
+                self._log_start_offset = offset
+                self.epochs.truncate_from_start(offset)
+                self._delete_segments_locked(self._segments_below_start())
+                self._write_checkpoints()
+            return self._log_start_offset
+
+    def apply_retention(self) -> int:
+        """Delete old non-active segments by retention.ms and retention.bytes (cleanup.policy
+        includes delete); return how many were deleted."""
+        with self._maintenance_lock, self._lock:
+            self._check_open()
+            doomed = self._segments_below_start()
+            if self._config.delete:
+                doomed = self._retention_candidates(len(doomed))
+            if doomed:
+                self._delete_segments_locked(doomed)
+                self._write_checkpoints()
+            return len(doomed)
+
+    def _segments_below_start(self) -> list[LogSegment]:
+        doomed = []
+        for segment, following in zip(self._segments, self._segments[1:], strict=False):
+            if following.base_offset <= self._log_start_offset:
+                doomed.append(segment)
+            else:
+                break
+        return doomed
+
+    def _retention_candidates(self, already: int) -> list[LogSegment]:
+        """A prefix of the non-active segments that retention.ms or retention.bytes expires."""
+        config = self._config
+        inactive = self._segments[:-1]
+        count = already
+        if config.retention_ms >= 0:
+            now = self._clock.now_ms()
+            while count < len(inactive) and 0 <= inactive[count].max_timestamp < now - config.retention_ms:
+                count += 1
+        if config.retention_bytes >= 0:
+            excess = sum(segment.size_bytes for segment in self._segments[count:]) - config.retention_bytes
+            while count < len(inactive) and excess - inactive[count].size_bytes >= 0:
+                excess -= inactive[count].size_bytes
+                count += 1
+        return inactive[:count]
+
+    def _delete_segments_locked(self, doomed: Sequence[LogSegment]) -> None:
+        """Delete a prefix of the segments (never the active one); advance the log start."""
+        if not doomed:
+            return
+        if len(doomed) >= len(self._segments) or any(a is not b for a, b in zip(doomed, self._segments, strict=False)):
+            raise RuntimeError("only a prefix of the inactive segments can be deleted")
+        del self._segments[: len(doomed)]
+        del self._bases[: len(doomed)]
+        for segment in doomed:
+            segment.delete()
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self.epochs.truncate_from_start(self._log_start_offset)
+
+    # -----------------------------------------------------------------------------------------
+    # compaction support (lanes.storage.cleaner)
+
+    @property
+    def maintenance_lock(self) -> threading.Lock:
+        """Held by whoever rewrites or drops segments (retention, truncation, compaction)."""
+        return self._maintenance_lock
+
+    def replace_segment(self, old: LogSegment, cleaned_log: Path) -> LogSegment | None:
+        """Swap a compacted copy in for ``old`` (same base offset) under the log lock.
+
+        ``cleaned_log`` is a fsynced ``.cleaned`` file. Commit order, crash-safe: rename it to
+        ``.swap`` (the commit point: recovery completes any swap it finds), drop ``old``'s
+        indexes (derived data), rename the swap over the old log file, rebuild the indexes. An
+        empty compacted copy deletes the segment instead. Returns the new segment, or None.
+        """
+        with self._lock:
+            self._check_open()
+            position = next(i for i, segment in enumerate(self._segments) if segment is old)
+            if position == len(self._segments) - 1:
+                raise RuntimeError("the active segment is never compacted")
+            old.release_files()
+            if cleaned_log.stat().st_size == 0:
+                cleaned_log.unlink()
+                old.delete()
+                del self._segments[position]
+                del self._bases[position]
+                fsync_directory(self.directory)
+                return None
+            swap = old.log_path.with_name(old.log_path.name + SWAP_SUFFIX)
+            cleaned_log.replace(swap)
+            fsync_directory(self.directory)
+            old.index.path.unlink(missing_ok=True)
+            old.time_index.path.unlink(missing_ok=True)
+            swap.replace(old.log_path)
+            fsync_directory(self.directory)
+            replacement = LogSegment(self.directory, old.base_offset, self._files, self._config.index_interval_bytes)
+            replacement.recover(old.base_offset)
+            replacement.close_for_appends()
+            replacement.flush()
+            self._segments[position] = replacement
+            return replacement
+
+    # -----------------------------------------------------------------------------------------
+    # lifecycle
+
+    def checkpoint(self) -> None:
+        """Persist the recovery point and log start offset (the broker calls this periodically)."""
+        with self._lock:
+            self._check_open()
+            self._write_checkpoints()
+
+    def _write_checkpoints(self) -> None:
+        try:
+            write_offset(self.directory / RECOVERY_POINT_FILE, self._durable_offset)
+            write_offset(self.directory / LOG_START_FILE, self._log_start_offset)
+        except OSError as exc:
+            raise storage_error("writing checkpoints in", self.directory, exc) from exc
+
+    def close(self) -> None:
+        """Flush, checkpoint, mark the shutdown clean and release the files."""
+        if self._closed:
+            return
+        self.flush()
+        with self._maintenance_lock, self._lock:
+            self._write_checkpoints()
+            (self.directory / CLEAN_SHUTDOWN_FILE).touch()
+            fsync_directory(self.directory)
+            for segment in self._segments:
+                segment.release_files()
+            self._closed = True
+
+    def delete(self) -> None:
+        """Delete the whole log from disk (its topic was deleted)."""
+        self.cleaner_abort.set()
+        with self._maintenance_lock, self._lock:
+            for segment in self._segments:
+                segment.release_files()
+            self._closed = True
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError(f"the log in {self.directory} is closed")

@@ -1,0 +1,369 @@
+"""A log segment: one file of concatenated record batches, with its two sparse indexes.
+
+On-disk layout, in the partition directory::
+
+    <baseOffset:020d>.log         whole RecordBatch v2 batches, back to back, offsets increasing
+    <baseOffset:020d>.index       offset index (see lanes.storage.index)
+    <baseOffset:020d>.timeindex   time index
+
+Invariants: every batch in the file has ``baseOffset >= the segment's base offset``, offsets
+increase from batch to batch (gaps are allowed: compaction removes whole batches), and
+``lastOffset - base offset`` fits in 31 bits. The file holds only batches that passed
+validation; after a crash its tail may be torn, which ``recover`` finds and cuts.
+
+Not thread-safe: the owning ``PartitionLog`` serialises access.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from lanes.protocol.errors import LanesError
+from lanes.protocol.records import (
+    HEADER,
+    HEADER_BYTES,
+    LOG_OVERHEAD_BYTES,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    validate_batch,
+)
+from lanes.storage.files import FileCache, pread_exact, pwrite_all, storage_error
+from lanes.storage.index import OffsetIndex, TimeIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+#: Largest distance between a segment's base offset and any offset in it.
+MAX_RELATIVE_OFFSET = 2**31 - 1
+_SCAN_CHUNK_BYTES = 64 * 1024
+_RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
+
+
+def segment_stem(base_offset: int) -> str:
+    """The file name stem of the segment starting at ``base_offset``."""
+    return f"{base_offset:020d}"
+
+
+class LogSegment:
+    """One segment file and its indexes."""
+
+    def __init__(self, directory: Path, base_offset: int, files: FileCache, index_interval_bytes: int) -> None:
+        stem = segment_stem(base_offset)
+        self.directory = directory
+        self.base_offset = base_offset
+        self.log_path = directory / f"{stem}{LOG_SUFFIX}"
+        self.index = OffsetIndex(directory / f"{stem}{INDEX_SUFFIX}", base_offset, files)
+        self.time_index = TimeIndex(directory / f"{stem}{TIME_INDEX_SUFFIX}", base_offset, files)
+        self.index_interval_bytes = index_interval_bytes
+        self._files = files
+        self.size_bytes = self.log_path.stat().st_size if self.log_path.exists() else 0
+        # Tail state, computed lazily from the last index entry (see _load_tail).
+        self._tail_loaded = False
+        self._next_offset = base_offset
+        self._max_timestamp = -1
+        self._offset_of_max_timestamp = base_offset
+        self._bytes_since_index = 0
+        self._first_batch_timestamp: int | None = None
+        # Where the last read ended: consumers read sequentially, so the next read starts here.
+        self._read_cursor: tuple[int, int] | None = None
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, files: FileCache, index_interval_bytes: int) -> LogSegment:
+        """A new, empty segment (its files exist on return)."""
+        segment = cls(directory, base_offset, files, index_interval_bytes)
+        with files.lease(segment.log_path, create=True):
+            pass
+        segment.index.reset()
+        segment.time_index.reset()
+        segment._tail_loaded = True
+        return segment
+
+    # -----------------------------------------------------------------------------------------
+    # state
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after the last batch (the base offset when empty)."""
+        self._load_tail()
+        return self._next_offset
+
+    @property
+    def max_timestamp(self) -> int:
+        """Largest record timestamp in the segment (-1 when empty)."""
+        self._load_tail()
+        return self._max_timestamp
+
+    def first_batch_timestamp(self) -> int | None:
+        """Largest timestamp of the first batch (what segment.ms measures from), None when empty."""
+        if self._first_batch_timestamp is None and self.size_bytes:
+            for _, header in self.batch_headers(0):
+                self._first_batch_timestamp = header.max_timestamp
+                break
+        return self._first_batch_timestamp
+
+    def _load_tail(self) -> None:
+        if self._tail_loaded:
+            return
+        last_indexed_offset, position = self.index.lookup(self.base_offset + MAX_RELATIVE_OFFSET)
+        self._next_offset = max(self.base_offset, last_indexed_offset + 1)
+        last_time_entry = self.time_index.last()
+        if last_time_entry is not None:
+            self._max_timestamp = last_time_entry[0]
+            self._offset_of_max_timestamp = self.base_offset + last_time_entry[1]
+        self._bytes_since_index = 0
+        for batch_position, header in self.batch_headers(position):
+            self._next_offset = header.next_offset
+            if header.max_timestamp > self._max_timestamp:
+                self._max_timestamp = header.max_timestamp
+                self._offset_of_max_timestamp = header.last_offset
+            self._bytes_since_index = batch_position + header.size_bytes - position
+        self._tail_loaded = True
+
+    # -----------------------------------------------------------------------------------------
+    # append
+
+    def append(self, data: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]) -> None:
+        """Append validated, offset-assigned batches (``headers`` describe ``data`` in order).
+
+        On any write error the segment is cut back to its previous state and a StorageError is
+        raised: nothing partial stays on disk.
+        """
+        self._load_tail()
+        start = self.size_bytes
+        index_entries, time_entries = self.index.entries, self.time_index.entries
+        saved = (self._next_offset, self._max_timestamp, self._offset_of_max_timestamp, self._bytes_since_index)
+        try:
+            with self._files.lease(self.log_path, create=True) as fd:
+                pwrite_all(fd, data, start)
+            position = start
+            for header in headers:
+                if self._bytes_since_index > self.index_interval_bytes:
+                    self.index.append(header.last_offset, position)
+                    self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
+                    self._bytes_since_index = 0
+                if header.max_timestamp > self._max_timestamp:
+                    self._max_timestamp = header.max_timestamp
+                    self._offset_of_max_timestamp = header.last_offset
+                position += header.size_bytes
+                self._bytes_since_index += header.size_bytes
+        except OSError as exc:
+            self._undo_append(start, index_entries, time_entries)
+            self._next_offset, self._max_timestamp, self._offset_of_max_timestamp, self._bytes_since_index = saved
+            raise storage_error("appending to", self.log_path, exc) from exc
+        if self._first_batch_timestamp is None and start == 0 and headers:
+            self._first_batch_timestamp = headers[0].max_timestamp
+        self.size_bytes = position
+        self._next_offset = headers[-1].next_offset if headers else self._next_offset
+
+    def _undo_append(self, size_bytes: int, index_entries: int, time_entries: int) -> None:
+        try:
+            with self._files.lease(self.log_path) as fd:
+                os.ftruncate(fd, size_bytes)
+            self.index.truncate_entries(index_entries)
+            self.time_index.truncate_entries(time_entries)
+        except OSError as exc:  # cannot even cut back: recovery will, on the next open
+            raise storage_error("cutting back a failed append to", self.log_path, exc) from exc
+
+    def close_for_appends(self) -> None:
+        """The segment stops being active: index its end in the time index (for retention)."""
+        self._load_tail()
+        if self._max_timestamp >= 0:
+            self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
+
+    # -----------------------------------------------------------------------------------------
+    # read
+
+    def batch_headers(self, position: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from ``position`` to ``end`` (default: end of file).
+
+        Reads headers in chunks; batch bodies larger than a chunk are skipped, not read. Stops at a
+        torn tail (a header or body running past ``end``).
+        """
+        end = self.size_bytes if end is None else end
+        with self._files.lease(self.log_path) as fd:
+            chunk = b""
+            chunk_start = position
+            while position + HEADER_BYTES <= end:
+                if position + HEADER_BYTES > chunk_start + len(chunk):
+                    chunk_start = position
+                    chunk = pread_exact(fd, min(_SCAN_CHUNK_BYTES, end - position), position)
+                    if len(chunk) < HEADER_BYTES:
+                        return
+                header = BatchHeader._make(HEADER.unpack_from(chunk, position - chunk_start))
+                if header.batch_length < MIN_BATCH_LENGTH or position + header.size_bytes > end:
+                    return
+                yield position, header
+                position += header.size_bytes
+
+    def position_of(self, offset: int) -> int:
+        """Position of the first batch whose last offset is >= ``offset`` (size_bytes if none)."""
+        cursor = self._read_cursor
+        if cursor is not None and cursor[0] == offset:
+            return cursor[1]
+        _, position = self.index.lookup(offset)
+        for batch_position, header in self.batch_headers(position):
+            if header.last_offset >= offset:
+                return batch_position
+        return self.size_bytes
+
+    def read(
+        self, offset: int, max_bytes: int, upper_bound_offset: int | None, min_one_batch: bool
+    ) -> tuple[bytes, int]:
+        """Whole batches from the one containing ``offset``: at most ``max_bytes`` (except one
+        batch when ``min_one_batch``), only batches ending below ``upper_bound_offset``.
+
+        Returns the bytes and the offset after the last batch returned (``offset`` if none).
+        """
+        position = self.position_of(offset)
+        available = self.size_bytes - position
+        if available <= 0:
+            return b"", offset
+        taken = 0
+        next_offset = offset
+        with self._files.lease(self.log_path) as fd:
+            chunk = pread_exact(fd, min(max(max_bytes, HEADER_BYTES), available), position)
+            while taken + HEADER_BYTES <= len(chunk):
+                header = BatchHeader._make(HEADER.unpack_from(chunk, taken))
+                if upper_bound_offset is not None and header.last_offset >= upper_bound_offset:
+                    break
+                if taken + header.size_bytes > len(chunk):
+                    if taken == 0 and min_one_batch:  # a first batch larger than max_bytes
+                        chunk = pread_exact(fd, header.size_bytes, position)
+                        taken, next_offset = len(chunk), header.next_offset
+                    break
+                taken += header.size_bytes
+                next_offset = header.next_offset
+        if taken:
+            self._read_cursor = (next_offset, position + taken)
+        return bytes(memoryview(chunk)[:taken]), next_offset
+
+    # -----------------------------------------------------------------------------------------
+    # recovery and truncation
+
+    def recover(
+        self, start_offset: int, on_batch: Callable[[BatchHeader], None] | None = None
+    ) -> tuple[int, int]:
+        """Validate every batch, rebuild both indexes, cut the file at the first invalid batch.
+
+        A batch is invalid if it fails validation (torn, bit-flipped, wrong magic, bad CRC) or
+        breaks the offset order (``baseOffset`` below ``start_offset`` or the previous batch's
+        end, or too far from the segment's base). Size limits are not applied: lowering
+        max.message.bytes must never make recovery cut valid data. ``on_batch`` sees each valid
+        batch's header. Returns (bytes cut, next offset).
+        """
+        self.index.reset()
+        self.time_index.reset()
+        self._tail_loaded = True
+        self._next_offset = max(self.base_offset, start_offset)
+        self._max_timestamp = -1
+        self._offset_of_max_timestamp = self.base_offset
+        self._bytes_since_index = 0
+        self._first_batch_timestamp = None
+        self._read_cursor = None
+        file_size = self.log_path.stat().st_size
+        position = 0  # file position of the next batch
+        chunk, chunk_start = b"", 0
+        with self._files.lease(self.log_path) as fd:
+            while position < file_size:
+                relative = position - chunk_start
+                if relative + LOG_OVERHEAD_BYTES > len(chunk):
+                    chunk_start, relative = position, 0
+                    chunk = pread_exact(fd, min(_RECOVERY_CHUNK_BYTES, file_size - position), position)
+                    if len(chunk) < LOG_OVERHEAD_BYTES:
+                        break  # a torn tail shorter than the length field
+                batch_bytes = LOG_OVERHEAD_BYTES + int.from_bytes(chunk[relative + 8 : relative + 12], "big", signed=True)
+                if batch_bytes < HEADER_BYTES or position + batch_bytes > file_size:
+                    break  # torn, or a damaged length
+                if relative + batch_bytes > len(chunk):  # the batch runs past this chunk
+                    chunk_start, relative = position, 0
+                    chunk = pread_exact(fd, max(min(_RECOVERY_CHUNK_BYTES, file_size - position), batch_bytes), position)
+                try:
+                    header = validate_batch(chunk, relative)
+                except LanesError:
+                    break
+                if not self._in_order(header):
+                    break
+                self._index_recovered(header, position)
+                if on_batch is not None:
+                    on_batch(header)
+                position += batch_bytes
+        return self._cut(position), self._next_offset
+
+    def _in_order(self, header: BatchHeader) -> bool:
+        return (
+            header.base_offset >= self._next_offset
+            and header.last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
+        )
+
+    def _index_recovered(self, header: BatchHeader, position: int) -> None:
+        if self._bytes_since_index > self.index_interval_bytes:
+            self.index.append(header.last_offset, position)
+            self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
+            self._bytes_since_index = 0
+        if header.max_timestamp > self._max_timestamp:
+            self._max_timestamp = header.max_timestamp
+            self._offset_of_max_timestamp = header.last_offset
+        if self._first_batch_timestamp is None:
+            self._first_batch_timestamp = header.max_timestamp
+        self._bytes_since_index += header.size_bytes
+        self._next_offset = header.next_offset
+
+    def _cut(self, size_bytes: int) -> int:
+        file_size = self.log_path.stat().st_size
+        if size_bytes < file_size:
+            with self._files.lease(self.log_path) as fd:
+                os.ftruncate(fd, size_bytes)
+        self.size_bytes = size_bytes
+        return file_size - size_bytes
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= ``offset``; return the new next offset."""
+        position = self.position_of(offset)
+        self._read_cursor = None
+        if position < self.size_bytes:
+            with self._files.lease(self.log_path) as fd:
+                os.ftruncate(fd, position)
+            self.size_bytes = position
+        self.index.truncate_to_position(position)
+        self.time_index.truncate_to_offset(offset)
+        self._tail_loaded = False
+        if position == 0:
+            self._first_batch_timestamp = None
+        return self.next_offset
+
+    def indexes_plausible(self) -> bool:
+        """Whether both index files exist (for a non-empty segment), look intact and point
+        inside the log file."""
+        if self.size_bytes and not (self.index.path.exists() and self.time_index.path.exists()):
+            return False
+        if not (self.index.is_plausible() and self.time_index.is_plausible()):
+            return False
+        last = self.index.last()
+        return last is None or last[1] < self.size_bytes
+
+    # -----------------------------------------------------------------------------------------
+    # files
+
+    def paths(self) -> list[Path]:
+        """The segment's files."""
+        return [self.log_path, self.index.path, self.time_index.path]
+
+    def flush(self) -> None:
+        """Fsync the log file and the indexes."""
+        with self._files.lease(self.log_path) as fd:
+            os.fdatasync(fd)
+        self.index.flush()
+        self.time_index.flush()
+
+    def release_files(self) -> None:
+        """Close the segment's descriptors (before renaming or deleting its files)."""
+        for path in self.paths():
+            self._files.forget(path)
+
+    def delete(self) -> None:
+        """Delete the segment's files."""
+        self.release_files()
+        for path in self.paths():
+            path.unlink(missing_ok=True)
