@@ -381,3 +381,15 @@ def test_log_append_time_stamps_max_timestamp_and_keeps_the_batch_valid(codec: B
         assert header.timestamp_type is TimestampType.LOG_APPEND_TIME
         assert header.max_timestamp == 1_800_000_000_000
     assert [r.value for b in codec.decode_all(bytes(buffer)) for r in b.records] == [b"v"] * 5
+
+
+def test_compaction_options_keep_the_offset_range_and_stamp_a_delete_horizon(codec: BatchCodec) -> None:
+    kept = [Record(10, 1000, b"a", None), Record(12, 1500, b"b", b"v")]
+    encoded = codec.encode(kept, base_offset=10, last_offset_delta=4, delete_horizon_ms=9_000)
+    batch = codec.decode(encoded)
+    assert batch.records == kept, "record timestamps survive the horizon in baseTimestamp"
+    assert batch.header.next_offset == 15
+    assert batch.header.has_delete_horizon
+    assert batch.header.base_timestamp == 9_000
+    with pytest.raises(ValueError, match="below the last record"):
+        codec.encode(kept, base_offset=10, last_offset_delta=1)

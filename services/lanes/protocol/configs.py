@@ -110,71 +110,93 @@ def _ratio(value: float) -> str | None:
 
 _DEFINITIONS = [
     ConfigDef(
-        "cleanup.policy", "list", ("delete",),
+        "cleanup.policy",
+        "list",
+        ("delete",),
         "delete: remove old segments by retention.ms/retention.bytes; compact: keep the latest value per key; "
         "both: compact,delete.",
         _cleanup_policy,
     ),
     ConfigDef(
-        "compression.type", "string", "producer",
+        "compression.type",
+        "string",
+        "producer",
         "Codec of the stored batches. Lanes stores batches as the producer compressed them (producer); "
         "recompression on the broker is not supported.",
         lambda value: None if value == "producer" else "only 'producer' is supported: batches are stored as sent",
     ),
     ConfigDef(
-        "delete.retention.ms", "long", _DAY_MS,
-        "How long a tombstone stays readable after compaction first saw it.", _at_least(0),
+        "delete.retention.ms",
+        "long",
+        _DAY_MS,
+        "How long a tombstone stays readable after compaction first saw it.",
+        _at_least(0),
     ),
     ConfigDef(
-        "flush.messages", "long", _INT64_MAX,
-        "Fsync after this many records (1: every append is on disk before it is acknowledged).", _at_least(1),
+        "flush.messages",
+        "long",
+        _INT64_MAX,
+        "Fsync after this many records (1: every append is on disk before it is acknowledged).",
+        _at_least(1),
     ),
     ConfigDef("flush.ms", "long", _INT64_MAX, "Fsync when the oldest unflushed append is this old.", _at_least(0)),
+    ConfigDef("index.interval.bytes", "int", 4096, "Bytes of log between offset/time index entries.", _at_least(0)),
     ConfigDef(
-        "index.interval.bytes", "int", 4096, "Bytes of log between offset/time index entries.", _at_least(0)
+        "max.compaction.lag.ms",
+        "long",
+        _INT64_MAX,
+        "Longest time a record stays uncompacted (compacted topics).",
+        _at_least(1),
     ),
     ConfigDef(
-        "max.compaction.lag.ms", "long", _INT64_MAX,
-        "Longest time a record stays uncompacted (compacted topics).", _at_least(1),
+        "max.message.bytes",
+        "int",
+        1_048_588,
+        "Largest record batch the topic accepts (bytes, after compression).",
+        _at_least(0),
     ),
     ConfigDef(
-        "max.message.bytes", "int", 1_048_588,
-        "Largest record batch the topic accepts (bytes, after compression).", _at_least(0),
-    ),
-    ConfigDef(
-        "message.timestamp.type", "string", "CreateTime",
+        "message.timestamp.type",
+        "string",
+        "CreateTime",
         "CreateTime: keep the producer's timestamps; LogAppendTime: stamp the broker's time.",
         _one_of("CreateTime", "LogAppendTime"),
     ),
     ConfigDef(
-        "min.cleanable.dirty.ratio", "double", 0.5,
-        "Compact once this fraction of the log is uncompacted.", _ratio,
+        "min.cleanable.dirty.ratio",
+        "double",
+        0.5,
+        "Compact once this fraction of the log is uncompacted.",
+        _ratio,
+    ),
+    ConfigDef("min.compaction.lag.ms", "long", 0, "Shortest time a record stays uncompacted.", _at_least(0)),
+    ConfigDef(
+        "min.insync.replicas",
+        "int",
+        1,
+        "In-sync replicas needed for an acks=all write to succeed.",
+        _at_least(1),
     ),
     ConfigDef(
-        "min.compaction.lag.ms", "long", 0, "Shortest time a record stays uncompacted.", _at_least(0)
-    ),
-    ConfigDef(
-        "min.insync.replicas", "int", 1,
-        "In-sync replicas needed for an acks=all write to succeed.", _at_least(1),
-    ),
-    ConfigDef(
-        "retention.bytes", "long", -1,
+        "retention.bytes",
+        "long",
+        -1,
         "Delete old segments while the partition is larger than this (-1: no size limit).",
         _minus_one_or_at_least(0),
     ),
     ConfigDef(
-        "retention.ms", "long", 7 * _DAY_MS,
+        "retention.ms",
+        "long",
+        7 * _DAY_MS,
         "Delete segments whose newest record is older than this (-1: keep forever).",
         _minus_one_or_at_least(0),
     ),
+    ConfigDef("segment.bytes", "int", 1024 * 1024 * 1024, "Roll a new segment at this size.", _at_least(14)),
+    ConfigDef("segment.ms", "long", 7 * _DAY_MS, "Roll a new segment when the active one is this old.", _at_least(1)),
     ConfigDef(
-        "segment.bytes", "int", 1024 * 1024 * 1024, "Roll a new segment at this size.", _at_least(14)
-    ),
-    ConfigDef(
-        "segment.ms", "long", 7 * _DAY_MS, "Roll a new segment when the active one is this old.", _at_least(1)
-    ),
-    ConfigDef(
-        "unclean.leader.election.enable", "boolean", False,
+        "unclean.leader.election.enable",
+        "boolean",
+        False,
         "Allow an out-of-sync replica to lead when no in-sync one is alive (may lose acknowledged records).",
     ),
 ]

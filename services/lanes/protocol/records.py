@@ -430,20 +430,32 @@ class BatchCodec:
         partition_leader_epoch: int = -1,
         is_transactional: bool = False,
         is_control: bool = False,
+        last_offset_delta: int | None = None,
+        delete_horizon_ms: int | None = None,
     ) -> bytes:
-        """Encode ``records`` (at least one) as one batch; see ``Record`` for offsets."""
+        """Encode ``records`` (at least one) as one batch; see ``Record`` for offsets.
+
+        Compaction's options: ``last_offset_delta`` keeps a batch's original offset range when
+        records were removed from its end; ``delete_horizon_ms`` marks when its tombstones may go
+        (stored as baseTimestamp with attribute bit 6, record timestamps unchanged; KIP-534).
+        """
         if not records:
             raise ValueError("a record batch needs at least one record")
-        base_timestamp = records[0][1]
+        base_timestamp = records[0][1] if delete_horizon_ms is None else delete_horizon_ms
         if not isinstance(base_timestamp, int):
             raise TypeError(f"record 0 timestamp must be an int, not {type(base_timestamp).__name__}")
-        section, max_timestamp, last_offset_delta = self._section.encode_records(records, base_offset, base_timestamp)
+        section, max_timestamp, records_last_delta = self._section.encode_records(records, base_offset, base_timestamp)
+        if last_offset_delta is None:
+            last_offset_delta = records_last_delta
+        elif last_offset_delta < records_last_delta:
+            raise ValueError(f"last_offset_delta {last_offset_delta} is below the last record's {records_last_delta}")
         payload = compress(compression, section)
         attributes = (
             int(compression)
             | (_TIMESTAMP_TYPE_BIT if timestamp_type is TimestampType.LOG_APPEND_TIME else 0)
             | (_TRANSACTIONAL_BIT if is_transactional else 0)
             | (_CONTROL_BIT if is_control else 0)
+            | (_DELETE_HORIZON_BIT if delete_horizon_ms is not None else 0)
         )
         tail = _HEADER_TAIL.pack(
             attributes,

@@ -170,9 +170,7 @@ class PartitionLog:
     # opening and recovery
 
     @classmethod
-    def open(
-        cls, directory: Path, config: LogConfig, *, clock: Clock, files: FileCache | None = None
-    ) -> PartitionLog:
+    def open(cls, directory: Path, config: LogConfig, *, clock: Clock, files: FileCache | None = None) -> PartitionLog:
         """Open the log in ``directory`` (created if missing), recovering after an unclean stop."""
         directory.mkdir(parents=True, exist_ok=True)
         log = cls(directory, config, clock, files or FileCache())
@@ -244,8 +242,10 @@ class PartitionLog:
                 break
         # An empty segment after a non-empty one at the same offset is harmless; an empty active
         # segment whose base precedes the previous segment's end is not: drop such leftovers.
-        while len(self._segments) > 1 and self._segments[-1].size_bytes == 0 and (
-            self._segments[-1].base_offset < self._segments[-2].next_offset
+        while (
+            len(self._segments) > 1
+            and self._segments[-1].size_bytes == 0
+            and (self._segments[-1].base_offset < self._segments[-2].next_offset)
         ):
             self._segments.pop().delete()
         return scanned
@@ -566,7 +566,10 @@ class PartitionLog:
                 self._log_end_offset = self._segments[-1].truncate_to(offset)
             except OSError as exc:
                 raise storage_error("truncating", self.directory, exc) from exc
-            self._after_truncation()
+            if self._log_end_offset < self._log_start_offset:  # the cut batch straddled the log start
+                self._truncate_fully_locked(self._log_start_offset)
+            else:
+                self._after_truncation()
             return self._log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from lanes.protocol.errors import LanesError
@@ -108,6 +109,8 @@ class LogSegment:
             return
         last_indexed_offset, position = self.index.lookup(self.base_offset + MAX_RELATIVE_OFFSET)
         self._next_offset = max(self.base_offset, last_indexed_offset + 1)
+        self._max_timestamp = -1
+        self._offset_of_max_timestamp = self.base_offset
         last_time_entry = self.time_index.last()
         if last_time_entry is not None:
             self._max_timestamp = last_time_entry[0]
@@ -242,9 +245,7 @@ class LogSegment:
     # -----------------------------------------------------------------------------------------
     # recovery and truncation
 
-    def recover(
-        self, start_offset: int, on_batch: Callable[[BatchHeader], None] | None = None
-    ) -> tuple[int, int]:
+    def recover(self, start_offset: int, on_batch: Callable[[BatchHeader], None] | None = None) -> tuple[int, int]:
         """Validate every batch, rebuild both indexes, cut the file at the first invalid batch.
 
         A batch is invalid if it fails validation (torn, bit-flipped, wrong magic, bad CRC) or
@@ -273,12 +274,16 @@ class LogSegment:
                     chunk = pread_exact(fd, min(_RECOVERY_CHUNK_BYTES, file_size - position), position)
                     if len(chunk) < LOG_OVERHEAD_BYTES:
                         break  # a torn tail shorter than the length field
-                batch_bytes = LOG_OVERHEAD_BYTES + int.from_bytes(chunk[relative + 8 : relative + 12], "big", signed=True)
+                batch_bytes = LOG_OVERHEAD_BYTES + int.from_bytes(
+                    chunk[relative + 8 : relative + 12], "big", signed=True
+                )
                 if batch_bytes < HEADER_BYTES or position + batch_bytes > file_size:
                     break  # torn, or a damaged length
                 if relative + batch_bytes > len(chunk):  # the batch runs past this chunk
                     chunk_start, relative = position, 0
-                    chunk = pread_exact(fd, max(min(_RECOVERY_CHUNK_BYTES, file_size - position), batch_bytes), position)
+                    chunk = pread_exact(
+                        fd, max(min(_RECOVERY_CHUNK_BYTES, file_size - position), batch_bytes), position
+                    )
                 try:
                     header = validate_batch(chunk, relative)
                 except LanesError:
@@ -292,10 +297,7 @@ class LogSegment:
         return self._cut(position), self._next_offset
 
     def _in_order(self, header: BatchHeader) -> bool:
-        return (
-            header.base_offset >= self._next_offset
-            and header.last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
-        )
+        return header.base_offset >= self._next_offset and header.last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
 
     def _index_recovered(self, header: BatchHeader, position: int) -> None:
         if self._bytes_since_index > self.index_interval_bytes:
@@ -345,6 +347,10 @@ class LogSegment:
 
     # -----------------------------------------------------------------------------------------
     # files
+
+    def lease(self) -> AbstractContextManager[int]:
+        """A descriptor of the log file, valid inside the ``with`` block."""
+        return self._files.lease(self.log_path)
 
     def paths(self) -> list[Path]:
         """The segment's files."""
