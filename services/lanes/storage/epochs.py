@@ -24,8 +24,11 @@ class LeaderEpochCache:
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        loaded = read_checkpoint(path, 2) or []
-        self._entries: list[tuple[int, int]] = [(e[0], e[1]) for e in loaded]
+        loaded = read_checkpoint(path, 2)
+        #: Whether the checkpoint was read intact: then it knows the epoch of every batch on disk
+        #: (it is written before the data); otherwise recovery rebuilds it from the batches.
+        self.trusted = loaded is not None
+        self._entries: list[tuple[int, int]] = [(e[0], e[1]) for e in loaded or []]
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -46,6 +49,15 @@ class LeaderEpochCache:
             self._entries.pop()
         self._entries.append((epoch, start_offset))
         self._persist()
+
+    def epoch_for(self, offset: int) -> int | None:
+        """The epoch whose leader wrote ``offset``, or None when the cache does not cover it."""
+        found = None
+        for epoch, start in self._entries:
+            if start > offset:
+                break
+            found = epoch
+        return found
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(largest epoch <= ``epoch``, the offset where it ends); (-1, -1) if none is known.

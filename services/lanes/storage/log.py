@@ -196,7 +196,8 @@ class PartitionLog:
         if clean:
             marker.unlink()
         else:
-            recovered = self._recover(read_offset(self.directory / RECOVERY_POINT_FILE) or 0)
+            recovery_from = read_offset(self.directory / RECOVERY_POINT_FILE) or 0
+            recovered = self._recover(recovery_from, stored_start or 0)
         for segment in self._segments:  # indexes are derived: rebuild any that a crash damaged
             if segment.base_offset not in recovered and not segment.indexes_plausible():
                 segment.recover(segment.base_offset)
@@ -217,7 +218,7 @@ class PartitionLog:
         self._recovery_point = self._durable_offset = min(recovery_point, self._log_end_offset)
         self._write_checkpoints()
 
-    def _recover(self, recovery_point: int) -> set[int]:
+    def _recover(self, recovery_point: int, log_start_offset: int) -> set[int]:
         """Scan segments from the one holding ``recovery_point``; cut at the first invalid batch.
 
         Returns the base offsets of the segments scanned.
@@ -226,12 +227,32 @@ class PartitionLog:
         expected = self._segments[first - 1].next_offset if first else 0
         scanned = set()
 
-        def restore_epoch(header: BatchHeader) -> None:  # epochs whose checkpoint write was lost
-            self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+        previous_epoch = -1
+
+        def epoch_matches(header: BatchHeader) -> bool:
+            """The epoch cache is written before the data, so an intact cache knows the epoch of
+            every readable batch exactly. Batches below the log start (awaiting retention) and a
+            lost cache allow only a check that epochs never decrease; a lost cache is rebuilt."""
+            nonlocal previous_epoch
+            epoch = header.partition_leader_epoch
+            epochs = self.epochs
+            if epochs.trusted and header.last_offset >= log_start_offset:
+                known = epochs.epoch_for(header.base_offset)
+                if known is None:  # straddles the log start: the first entry was clamped to it
+                    known = epochs.entries[0][0] if epochs.entries else None
+                if epoch != known:
+                    return False
+            elif epoch < previous_epoch:
+                return False
+            elif not epochs.trusted and header.last_offset >= log_start_offset:
+                epochs.assign(epoch, max(header.base_offset, log_start_offset))
+            previous_epoch = epoch
+            return True
 
         for position in range(first, len(self._segments)):
             segment = self._segments[position]
-            cut, expected = segment.recover(max(expected, segment.base_offset), restore_epoch)
+            start = max(expected, segment.base_offset)
+            cut, expected = segment.recover(start, epoch_matches, contiguous=not self._config.compact)
             scanned.add(segment.base_offset)
             self.recovered_bytes_cut += cut
             if cut:
@@ -336,8 +357,8 @@ class PartitionLog:
                 append_time = self._clock.now_ms()
                 headers = stamp_log_append_time(buffer, headers, append_time)
             headers = assign_offsets(buffer, headers, first_offset=first_offset, partition_leader_epoch=leader_epoch)
+            self.epochs.assign(leader_epoch, first_offset)  # before the data: recovery relies on it
             self._append_locked(buffer, headers)
-            self.epochs.assign(leader_epoch, first_offset)
             info = self._append_info(headers, append_time, len(buffer))
         self._maybe_flush_by_count()
         return info
@@ -355,9 +376,9 @@ class PartitionLog:
                         "truncate the follower first"
                     )
                 expected = header.next_offset
-            self._append_locked(data, headers)
-            for header in headers:
+            for header in headers:  # before the data: recovery relies on it
                 self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+            self._append_locked(data, headers)
             info = self._append_info(headers, -1, len(data))
         self._maybe_flush_by_count()
         return info

@@ -245,14 +245,17 @@ class LogSegment:
     # -----------------------------------------------------------------------------------------
     # recovery and truncation
 
-    def recover(self, start_offset: int, on_batch: Callable[[BatchHeader], None] | None = None) -> tuple[int, int]:
+    def recover(
+        self, start_offset: int, accept: Callable[[BatchHeader], bool] | None = None, *, contiguous: bool = False
+    ) -> tuple[int, int]:
         """Validate every batch, rebuild both indexes, cut the file at the first invalid batch.
 
-        A batch is invalid if it fails validation (torn, bit-flipped, wrong magic, bad CRC) or
+        A batch is invalid if it fails validation (torn, bit-flipped, wrong magic, bad CRC),
         breaks the offset order (``baseOffset`` below ``start_offset`` or the previous batch's
-        end, or too far from the segment's base). Size limits are not applied: lowering
-        max.message.bytes must never make recovery cut valid data. ``on_batch`` sees each valid
-        batch's header. Returns (bytes cut, next offset).
+        end, or not equal to it when ``contiguous``; too far from the segment's base), or is
+        refused by ``accept`` (the log checks leader epochs). Size limits are not applied:
+        lowering max.message.bytes must never make recovery cut valid data. Returns (bytes cut,
+        next offset).
         """
         self.index.reset()
         self.time_index.reset()
@@ -288,16 +291,15 @@ class LogSegment:
                     header = validate_batch(chunk, relative)
                 except LanesError:
                     break
-                if not self._in_order(header):
+                if not self._in_order(header, contiguous) or (accept is not None and not accept(header)):
                     break
                 self._index_recovered(header, position)
-                if on_batch is not None:
-                    on_batch(header)
                 position += batch_bytes
         return self._cut(position), self._next_offset
 
-    def _in_order(self, header: BatchHeader) -> bool:
-        return header.base_offset >= self._next_offset and header.last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
+    def _in_order(self, header: BatchHeader, contiguous: bool) -> bool:
+        follows = header.base_offset == self._next_offset if contiguous else header.base_offset >= self._next_offset
+        return follows and header.last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
 
     def _index_recovered(self, header: BatchHeader, position: int) -> None:
         if self._bytes_since_index > self.index_interval_bytes:
