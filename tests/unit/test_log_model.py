@@ -49,6 +49,7 @@ class LogMachine(RuleBasedStateMachine):
             self.records.append(Record(self.log_end + index, now, None, value))
         self.log_end += len(batch_values)
         assert info.last_offset == self.log_end - 1
+        assert self.log.update_high_watermark(self.log_end) == self.log_end  # a single replica
 
     @rule(data=st.data(), max_bytes=st.integers(1, 2000))
     def read(self, data: st.DataObject, max_bytes: int) -> None:
@@ -127,6 +128,9 @@ class LogMachine(RuleBasedStateMachine):
             segment.release_files()
         self.log = PartitionLog.open(self.directory, self.config, clock=self.clock, files=self.files)
         assert self.log.recovered_bytes_cut == 0
+        # The high-water mark is as fresh as its last checkpoint; replication re-establishes it.
+        assert self.log.high_watermark <= self.log_end
+        self.log.update_high_watermark(self.log_end)
 
     @invariant()
     def bounds_and_contents_match_the_model(self) -> None:

@@ -4,7 +4,9 @@ A pass over one log, holding its maintenance lock (retention and truncation wait
 it through ``PartitionLog.cleaner_abort``; appends and reads go on):
 
 1. The cleanable range is every inactive segment below the *first uncleanable offset*: the active
-   segment's base, or the first segment with records younger than ``min.compaction.lag.ms``.
+   segment's base, the high-water mark (records above it may still be truncated, and a value
+   must never be dropped for a newer one that could vanish), or the first segment with records
+   younger than ``min.compaction.lag.ms``, whichever comes first.
    Segments from ``cleaner-offset-checkpoint`` (the first dirty offset) on are *dirty*; the pass
    runs when dirty bytes / cleanable bytes >= ``min.cleanable.dirty.ratio`` (or a dirty record is
    older than ``max.compaction.lag.ms``).
@@ -79,13 +81,13 @@ class LogCleaner:
     def _range(self, log: PartitionLog) -> _Range:
         segments = log.segments()
         config = log.config
-        first_uncleanable = segments[-1].base_offset
+        first_uncleanable = min(segments[-1].base_offset, log.high_watermark)
         horizon = self._clock.now_ms() - config.min_compaction_lag_ms
         for segment in segments[:-1]:
             if segment.max_timestamp > horizon:
-                first_uncleanable = segment.base_offset
+                first_uncleanable = min(first_uncleanable, segment.base_offset)
                 break
-        cleanable = [s for s in segments[:-1] if s.base_offset < first_uncleanable]
+        cleanable = [s for s in segments[:-1] if s.next_offset <= first_uncleanable]
         checkpoint = read_offset(log.directory / CLEANER_CHECKPOINT_FILE)
         first_dirty = max(log.log_start_offset, checkpoint if checkpoint is not None else 0)
         dirty = [s for s in cleanable if s.next_offset > first_dirty]
@@ -136,7 +138,7 @@ class LogCleaner:
                     after += segment.size_bytes
                     continue
                 self._fault("cleaned-written")
-                replacement = log.replace_segment(segment, cleaned_path)
+                replacement = log.replace_segment(segment, cleaned_path, self._fault)
                 self._fault("swapped")
                 after += replacement.size_bytes if replacement is not None else 0
                 rewritten += 1

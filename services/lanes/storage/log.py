@@ -4,6 +4,7 @@ Directory layout (one directory per partition replica)::
 
     <baseOffset:020d>.log/.index/.timeindex   segments (lanes.storage.segment)
     recovery-point-checkpoint     every offset below it is fsynced; recovery scans from there
+    high-watermark-checkpoint     the last high-water mark the broker set (see below)
     log-start-offset-checkpoint   the log start offset (low-water mark)
     leader-epoch-checkpoint       epoch -> start offset (lanes.storage.epochs)
     cleaner-offset-checkpoint     first offset compaction has not processed (lanes.storage.cleaner)
@@ -14,7 +15,10 @@ Invariants:
 
 - segments are sorted by base offset and do not overlap; the last one is active (appends go
   there); offsets strictly increase through the log (gaps only where compaction removed batches);
-- ``log_start_offset <= log_end_offset`` and ``recovery_point <= log_end_offset``;
+- ``log_start_offset <= high_watermark <= log_end_offset`` and ``recovery_point <= log_end_offset``;
+- the high-water mark is set by replication (the end of what every in-sync replica has); only
+  records above it can ever be truncated, so compaction and retention never act on or beyond it
+  (otherwise compaction could drop a value superseded by a record that a truncation then removes);
 - only validated batches reach disk; after an unclean stop, recovery rescans every segment from
   the one holding the recovery point and cuts the log at the first invalid batch.
 
@@ -30,7 +34,7 @@ from __future__ import annotations
 import bisect
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +62,7 @@ from lanes.storage.files import FileCache, fsync_directory, storage_error
 from lanes.storage.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, LogSegment
 
 RECOVERY_POINT_FILE = "recovery-point-checkpoint"
+HIGH_WATERMARK_FILE = "high-watermark-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
@@ -157,6 +162,7 @@ class PartitionLog:
         self._bases: list[int] = []
         self._log_start_offset = 0
         self._log_end_offset = 0
+        self._high_watermark = 0
         self._recovery_point = 0
         self._durable_offset = 0
         self._unflushed_records = 0
@@ -210,6 +216,8 @@ class PartitionLog:
         first_base = self._segments[0].base_offset
         start = first_base if stored_start is None else max(stored_start, first_base)
         self._log_start_offset = min(start, self._log_end_offset)
+        stored_high_watermark = read_offset(self.directory / HIGH_WATERMARK_FILE) or 0
+        self._high_watermark = min(max(stored_high_watermark, self._log_start_offset), self._log_end_offset)
         self.epochs.truncate_from_end(self._log_end_offset)
         if recovery_point is None:  # after recovery everything left is validated: make it durable
             for segment in self._segments:
@@ -308,6 +316,18 @@ class PartitionLog:
     def log_end_offset(self) -> int:
         """The offset the next appended record will get."""
         return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """End of the records every in-sync replica has (consumers read below it)."""
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high-water mark (replication calls this), clamped to [log start, log end];
+        return the value set. Persisted by ``checkpoint`` and ``close``."""
+        with self._lock:
+            self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+            return self._high_watermark
 
     @property
     def recovery_point(self) -> int:
@@ -610,12 +630,14 @@ class PartitionLog:
         fsync_directory(self.directory)
         self._log_end_offset = offset
         self._log_start_offset = offset
+        self._high_watermark = offset
         self.epochs.truncate_from_end(offset)
         self._after_truncation()
 
     def _after_truncation(self) -> None:
         self._durable_offset = min(self._durable_offset, self._log_end_offset)
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self._high_watermark = min(self._high_watermark, self._log_end_offset)
         self.epochs.truncate_from_end(self._log_end_offset)
         self._write_checkpoints()
 
@@ -626,9 +648,10 @@ class PartitionLog:
         """
         with self._maintenance_lock, self._lock:
             self._check_open()
-            if offset > self._log_end_offset:
+            if offset > self._high_watermark:
                 raise OffsetOutOfRangeError(
-                    f"cannot delete records before {offset}: the log ends at {self._log_end_offset}"
+                    f"cannot delete records before {offset}: only records below the high-water mark "
+                    f"{self._high_watermark} can be deleted"
                 )
             if offset > self._log_start_offset:
                 self._log_start_offset = offset
@@ -660,9 +683,10 @@ class PartitionLog:
         return doomed
 
     def _retention_candidates(self, already: int) -> list[LogSegment]:
-        """A prefix of the non-active segments that retention.ms or retention.bytes expires."""
+        """A prefix of the non-active segments below the high-water mark that retention.ms or
+        retention.bytes expires."""
         config = self._config
-        inactive = self._segments[:-1]
+        inactive = [s for s in self._segments[:-1] if s.next_offset <= self._high_watermark]
         count = already
         if config.retention_ms >= 0:
             now = self._clock.now_ms()
@@ -696,14 +720,18 @@ class PartitionLog:
         """Held by whoever rewrites or drops segments (retention, truncation, compaction)."""
         return self._maintenance_lock
 
-    def replace_segment(self, old: LogSegment, cleaned_log: Path) -> LogSegment | None:
+    def replace_segment(
+        self, old: LogSegment, cleaned_log: Path, fault: Callable[[str], None] | None = None
+    ) -> LogSegment | None:
         """Swap a compacted copy in for ``old`` (same base offset) under the log lock.
 
         ``cleaned_log`` is a fsynced ``.cleaned`` file. Commit order, crash-safe: rename it to
         ``.swap`` (the commit point: recovery completes any swap it finds), drop ``old``'s
         indexes (derived data), rename the swap over the old log file, rebuild the indexes. An
         empty compacted copy deletes the segment instead. Returns the new segment, or None.
+        ``fault`` (tests) is called after each step and may raise to simulate a crash there.
         """
+        step = fault or (lambda name: None)
         with self._lock:
             self._check_open()
             position = next(i for i, segment in enumerate(self._segments) if segment is old)
@@ -720,10 +748,13 @@ class PartitionLog:
             swap = old.log_path.with_name(old.log_path.name + SWAP_SUFFIX)
             cleaned_log.replace(swap)
             fsync_directory(self.directory)
+            step("swap-committed")
             old.index.path.unlink(missing_ok=True)
             old.time_index.path.unlink(missing_ok=True)
+            step("indexes-dropped")
             swap.replace(old.log_path)
             fsync_directory(self.directory)
+            step("log-replaced")
             replacement = LogSegment(self.directory, old.base_offset, self._files, self._config.index_interval_bytes)
             replacement.recover(old.base_offset)
             replacement.close_for_appends()
@@ -744,6 +775,7 @@ class PartitionLog:
         try:
             write_offset(self.directory / RECOVERY_POINT_FILE, self._durable_offset)
             write_offset(self.directory / LOG_START_FILE, self._log_start_offset)
+            write_offset(self.directory / HIGH_WATERMARK_FILE, self._high_watermark)
         except OSError as exc:
             raise storage_error("writing checkpoints in", self.directory, exc) from exc
 
