@@ -8,7 +8,8 @@ Directory layout (one directory per partition replica)::
     log-start-offset-checkpoint   the log start offset (low-water mark)
     leader-epoch-checkpoint       epoch -> start offset (lanes.storage.epochs)
     cleaner-offset-checkpoint     first offset compaction has not processed (lanes.storage.cleaner)
-    .clean-shutdown               written by close(); removed on open (absent = unclean stop)
+    .clean-shutdown               written by close(); removed on open (absent = unclean stop);
+                                  a LogManager keeps one marker for its whole data directory instead
     *.cleaned, *.swap             compaction in progress (lanes.storage.cleaner)
 
 Invariants:
@@ -148,8 +149,11 @@ class TimestampOffset:
 class PartitionLog:
     """One partition replica's log. Open with ``PartitionLog.open``."""
 
-    def __init__(self, directory: Path, config: LogConfig, clock: Clock, files: FileCache) -> None:
+    def __init__(
+        self, directory: Path, config: LogConfig, clock: Clock, files: FileCache, own_marker: bool = True
+    ) -> None:
         self.directory = directory
+        self._own_marker = own_marker
         self._config = config
         self._clock = clock
         self._files = files
@@ -176,18 +180,30 @@ class PartitionLog:
     # opening and recovery
 
     @classmethod
-    def open(cls, directory: Path, config: LogConfig, *, clock: Clock, files: FileCache | None = None) -> PartitionLog:
-        """Open the log in ``directory`` (created if missing), recovering after an unclean stop."""
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        *,
+        clock: Clock,
+        files: FileCache | None = None,
+        clean_shutdown: bool | None = None,
+    ) -> PartitionLog:
+        """Open the log in ``directory`` (created if missing), recovering after an unclean stop.
+
+        ``clean_shutdown``: whether the last stop was clean, when the caller keeps that knowledge
+        (a LogManager, for its whole data directory); None uses the log's own marker file.
+        """
         directory.mkdir(parents=True, exist_ok=True)
-        log = cls(directory, config, clock, files or FileCache())
+        log = cls(directory, config, clock, files or FileCache(), own_marker=clean_shutdown is None)
         with log._lock:
-            log._load()
+            log._load(clean_shutdown)
         return log
 
-    def _load(self) -> None:
+    def _load(self, clean_shutdown: bool | None) -> None:
         self._finish_interrupted_compaction()
         marker = self.directory / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists()
+        clean = marker.exists() if clean_shutdown is None else clean_shutdown
         bases = sorted(
             int(path.name[: -len(LOG_SUFFIX)])
             for path in self.directory.glob(f"*{LOG_SUFFIX}")
@@ -199,9 +215,10 @@ class PartitionLog:
         stored_start = read_offset(self.directory / LOG_START_FILE)
         recovery_point = read_offset(self.directory / RECOVERY_POINT_FILE) if clean else None
         recovered: set[int] = set()
-        if clean:
+        if clean and self._own_marker:
             marker.unlink()
-        else:
+            fsync_directory(self.directory)  # a crash from now on must be seen as unclean
+        elif not clean:
             recovery_from = read_offset(self.directory / RECOVERY_POINT_FILE) or 0
             recovered = self._recover(recovery_from, stored_start or 0)
         for segment in self._segments:  # indexes are derived: rebuild any that a crash damaged
@@ -224,7 +241,8 @@ class PartitionLog:
                 segment.flush()
             recovery_point = self._log_end_offset
         self._recovery_point = self._durable_offset = min(recovery_point, self._log_end_offset)
-        self._write_checkpoints()
+        if not clean:
+            self._write_checkpoints()
 
     def _recover(self, recovery_point: int, log_start_offset: int) -> set[int]:
         """Scan segments from the one holding ``recovery_point``; cut at the first invalid batch.
@@ -281,16 +299,20 @@ class PartitionLog:
 
     def _finish_interrupted_compaction(self) -> None:
         """Complete swaps that were committed (``.swap`` files), discard unfinished cleanings."""
+        changed = False
         for path in self.directory.iterdir():
             name = path.name
             if name.endswith(CLEANED_SUFFIX) or name.endswith(".tmp"):
                 path.unlink()
+                changed = True
         for path in sorted(self.directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
             stem = path.name[: -len(LOG_SUFFIX + SWAP_SUFFIX)]
             for suffix in (".index", ".timeindex"):
                 (self.directory / f"{stem}{suffix}").unlink(missing_ok=True)  # derived: rebuilt
             path.replace(self.directory / f"{stem}{LOG_SUFFIX}")
-        fsync_directory(self.directory)
+            changed = True
+        if changed:
+            fsync_directory(self.directory)
 
     def _remove_orphan_indexes(self, bases: set[int]) -> None:
         for suffix in (".index", ".timeindex"):
@@ -786,8 +808,9 @@ class PartitionLog:
         self.flush()
         with self._maintenance_lock, self._lock:
             self._write_checkpoints()
-            (self.directory / CLEAN_SHUTDOWN_FILE).touch()
-            fsync_directory(self.directory)
+            if self._own_marker:
+                (self.directory / CLEAN_SHUTDOWN_FILE).touch()
+                fsync_directory(self.directory)
             for segment in self._segments:
                 segment.release_files()
             self._closed = True

@@ -1,0 +1,111 @@
+"""Every partition log of a broker, under one data directory.
+
+Layout: ``<data_dir>/<topic>-<partition>/`` per partition replica (see lanes.storage.log). Topic
+names cannot contain ``/`` and the partition is the text after the last ``-``, so the name is
+unambiguous.
+
+The manager shares one ``FileCache`` between all logs, so a broker with 10,000 partitions holds
+at most ``max_open_files`` descriptors, and opens logs lazily: opening reads a few bytes per
+segment (no index is loaded into memory). One ``.clean-shutdown`` marker covers the whole data
+directory: it is consumed when the manager starts and written by ``close`` after every log is
+closed, so a clean restart of thousands of logs costs no per-log fsync. ``maintenance`` is what a
+broker runs periodically: retention, flush.ms and checkpoints. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from lanes.protocol.clock import Clock
+from lanes.protocol.names import validate_topic_name
+from lanes.storage.files import DEFAULT_MAX_OPEN_FILES, FileCache, fsync_directory
+from lanes.storage.log import CLEAN_SHUTDOWN_FILE, LogConfig, PartitionLog
+
+
+def log_directory_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>``."""
+    return f"{topic}-{partition}"
+
+
+def parse_log_directory_name(name: str) -> tuple[str, int] | None:
+    """(topic, partition) of a partition directory name, or None if it is not one."""
+    topic, _, partition = name.rpartition("-")
+    if not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    """Opens, tracks, maintains and closes the partition logs under ``data_dir``."""
+
+    def __init__(self, data_dir: Path, *, clock: Clock, max_open_files: int = DEFAULT_MAX_OPEN_FILES) -> None:
+        self.data_dir = data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.files = FileCache(max_open_files)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        marker = data_dir / CLEAN_SHUTDOWN_FILE
+        #: Whether the previous run closed every log cleanly (then no log needs recovery).
+        self.clean_shutdown = marker.exists()
+        if self.clean_shutdown:
+            marker.unlink()
+            fsync_directory(data_dir)
+
+    def discover(self) -> list[tuple[str, int]]:
+        """(topic, partition) of every partition directory on disk."""
+        found = []
+        for path in sorted(self.data_dir.iterdir()):
+            parsed = parse_log_directory_name(path.name) if path.is_dir() else None
+            if parsed is not None:
+                found.append(parsed)
+        return found
+
+    def open_log(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
+        """The log of ``topic``-``partition``, opened (and recovered if needed) on first use."""
+        validate_topic_name(topic, allow_internal=True)
+        key = (topic, partition)
+        with self._lock:
+            log = self._logs.get(key)
+            if log is None:
+                directory = self.data_dir / log_directory_name(topic, partition)
+                clean = self.clean_shutdown and directory.exists()
+                log = PartitionLog.open(directory, config, clock=self._clock, files=self.files, clean_shutdown=clean)
+                self._logs[key] = log
+            return log
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        """The open log of ``topic``-``partition``, if any."""
+        with self._lock:
+            return self._logs.get((topic, partition))
+
+    def logs(self) -> list[PartitionLog]:
+        """Every open log."""
+        with self._lock:
+            return list(self._logs.values())
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Delete a partition's log from disk (its topic was deleted or the replica moved)."""
+        with self._lock:
+            log = self._logs.pop((topic, partition), None)
+        if log is not None:
+            log.delete()
+
+    def maintenance(self) -> None:
+        """Retention, time-based flushes and checkpoints for every log."""
+        for log in self.logs():
+            log.apply_retention()
+            log.maybe_flush_by_time()
+            log.checkpoint()
+
+    def close(self) -> None:
+        """Close every log cleanly (the next start skips recovery)."""
+        with self._lock:
+            logs = list(self._logs.values())
+            self._logs.clear()
+        for log in logs:
+            log.close()
+        self.files.close()
+        (self.data_dir / CLEAN_SHUTDOWN_FILE).touch()
+        fsync_directory(self.data_dir)
