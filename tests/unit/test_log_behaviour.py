@@ -1,0 +1,242 @@
+"""Partition log behaviour: refusals that leave the log untouched, retention, flushing, follower
+appends, timestamps, leader epochs, many partitions through the LogManager."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from lanes.protocol.clock import ManualClock
+from lanes.protocol.errors import CorruptRecordError, MessageTooLargeError, OffsetOutOfRangeError
+from lanes.protocol.records import Record, TimestampType, decode_batches, encode_batch
+from lanes.storage.epochs import LeaderEpochCache
+from lanes.storage.log import PartitionLog
+from lanes.storage.manager import LogManager, parse_log_directory_name
+from tests.unit.log_helpers import config, producer_batch, read_all
+
+HOUR_MS = 60 * 60 * 1000
+
+
+def fill(log: PartitionLog, clock: ManualClock, batches: int, step_ms: int = 1000, size: int = 100) -> None:
+    for _ in range(batches):
+        log.append_as_leader(producer_batch([b"x" * size] * 3, clock.now_ms()), leader_epoch=0)
+        clock.advance(step_ms)
+    log.update_high_watermark(log.log_end_offset)
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input is refused and loses nothing
+
+
+def test_bad_batches_are_refused_and_the_log_is_untouched(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(max_message_bytes=2000), clock=clock)
+    fill(log, clock, 2)
+    before = (log.log_end_offset, log.size_bytes, read_all(log))
+    oversized = producer_batch([b"y" * 3000], clock.now_ms())
+    with pytest.raises(MessageTooLargeError, match=r"max\.message\.bytes"):
+        log.append_as_leader(oversized, leader_epoch=0)
+    corrupt = bytearray(producer_batch([b"z"], clock.now_ms()))
+    corrupt[-1] ^= 1
+    with pytest.raises(CorruptRecordError, match="CRC mismatch"):
+        log.append_as_leader(bytes(corrupt), leader_epoch=0)
+    with pytest.raises(CorruptRecordError, match="truncated"):
+        log.append_as_leader(producer_batch([b"z"], 0)[:-3], leader_epoch=0)
+    assert (log.log_end_offset, log.size_bytes, read_all(log)) == before
+    assert log.append_as_leader(producer_batch([b"ok"], 0), leader_epoch=0).first_offset == before[0]
+
+
+def test_follower_appends_keep_the_leaders_offsets_and_refuse_going_backwards(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(), clock=clock)
+    replicated = encode_batch([Record(10, 1, None, b"a"), Record(11, 2, None, b"b")], base_offset=10, partition_leader_epoch=3)
+    log.truncate_fully_and_start_at(10)
+    info = log.append_as_follower(replicated)
+    assert (info.first_offset, info.last_offset, log.log_end_offset) == (10, 11, 12)
+    assert log.epochs.entries == [(3, 10)]
+    with pytest.raises(CorruptRecordError, match="below the log end offset"):
+        log.append_as_follower(replicated)
+    assert log.log_end_offset == 12
+
+
+# ---------------------------------------------------------------------------------------------
+# retention
+
+
+def test_time_retention_deletes_expired_segments_but_never_the_active_one(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_bytes=1000, retention_ms=HOUR_MS), clock=clock)
+    fill(log, clock, 30, step_ms=60_000)  # 30 minutes of data over several segments
+    segments = log.segments()
+    assert len(segments) > 3
+    clock.advance(HOUR_MS - 10 * 60_000)  # the first ~10 minutes are now older than an hour
+    deleted = log.apply_retention()
+    assert 0 < deleted < len(segments) - 1
+    first = log.segments()[0]
+    assert log.log_start_offset == first.base_offset
+    assert first.max_timestamp >= clock.now_ms() - HOUR_MS
+    clock.advance(10 * HOUR_MS)  # everything expired
+    log.apply_retention()
+    assert log.segment_count == 1, "the active segment stays even when expired"
+    assert read_all(log) == read_all(log, start=log.segments()[0].base_offset)
+
+
+def test_size_retention_keeps_the_log_under_retention_bytes(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_bytes=1000, retention_bytes=3000), clock=clock)
+    fill(log, clock, 40)
+    assert log.size_bytes > 3000
+    log.apply_retention()
+    assert log.size_bytes - log.segments()[0].size_bytes < 3000 <= log.size_bytes + 1000
+
+
+def test_retention_stops_at_the_high_watermark(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_bytes=1000, retention_ms=1), clock=clock)
+    fill(log, clock, 20)
+    log.update_high_watermark(log.segments()[2].base_offset)
+    clock.advance(HOUR_MS)
+    assert log.apply_retention() == 2
+    assert log.log_start_offset == log.segments()[0].base_offset <= log.high_watermark
+
+
+def test_compact_only_logs_keep_old_segments_and_delete_records_moves_the_start(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_bytes=1000, retention_ms=1, cleanup_policy="compact"), clock=clock)
+    for _ in range(10):
+        log.append_as_leader(producer_batch([b"v" * 100] * 3, clock.now_ms(), keys=[b"a", b"b", b"c"]), 0)
+    log.update_high_watermark(log.log_end_offset)
+    clock.advance(HOUR_MS)
+    assert log.apply_retention() == 0
+    target = log.segments()[2].base_offset + 1
+    assert log.delete_records_before(target) == target
+    assert log.segments()[0].base_offset <= target < log.segments()[1].base_offset
+    assert all(r.offset >= target for r in read_all(log))
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(target - 1, 100)
+    with pytest.raises(OffsetOutOfRangeError, match="high-water mark"):
+        log.delete_records_before(log.log_end_offset + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# flushing
+
+
+def test_flush_messages_one_makes_every_append_durable_before_it_returns(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(flush_messages=1), clock=clock)
+    for _ in range(5):
+        log.append_as_leader(producer_batch([b"v"], 0), 0)
+        assert log.recovery_point == log.log_end_offset
+
+
+def test_flush_ms_flushes_once_the_oldest_append_is_old_enough(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(flush_ms=500), clock=clock)
+    log.append_as_leader(producer_batch([b"v"], 0), 0)
+    clock.advance(499)
+    assert not log.maybe_flush_by_time()
+    assert log.recovery_point == 0
+    clock.advance(1)
+    assert log.maybe_flush_by_time()
+    assert log.recovery_point == log.log_end_offset == 1
+
+
+def test_concurrent_appends_and_flushes_all_end_durable(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(), clock=clock)
+
+    def writer() -> None:
+        for _ in range(50):
+            info = log.append_as_leader(producer_batch([b"v" * 50], 0), 0)
+            log.flush(info.last_offset + 1)
+            assert log.recovery_point > info.last_offset
+
+    threads = [threading.Thread(target=writer) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert log.log_end_offset == 200
+    assert log.recovery_point == 200
+    assert [r.offset for r in read_all(log)] == list(range(200))
+
+
+# ---------------------------------------------------------------------------------------------
+# timestamps and epochs
+
+
+def test_offset_for_timestamp_finds_the_first_record_at_or_after(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_bytes=1000, index_interval_bytes=100), clock=clock)
+    stamps = []
+    for index in range(40):
+        log.append_as_leader(encode_batch([Record(0, clock.now_ms(), None, b"a"), Record(1, clock.now_ms() + 5, None, b"b")]), 0)
+        stamps.append((index * 2, clock.now_ms()))
+        stamps.append((index * 2 + 1, clock.now_ms() + 5))
+        clock.advance(10)
+    for target in (stamps[0][1] - 1, stamps[17][1], stamps[17][1] + 1, stamps[-1][1]):
+        expected = next(offset for offset, stamp in stamps if stamp >= target)
+        found = log.offset_for_timestamp(target)
+        assert found is not None
+        assert found.offset == expected
+    assert log.offset_for_timestamp(stamps[-1][1] + 1) is None
+
+
+def test_log_append_time_topics_stamp_the_brokers_time(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(message_timestamp_type="LogAppendTime"), clock=clock)
+    info = log.append_as_leader(producer_batch([b"a", b"b"], 5), 0)
+    assert info.log_append_time_ms == clock.now_ms()
+    (batch,) = decode_batches(log.read(0, 1000).records)
+    assert batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME
+    assert batch.header.max_timestamp == clock.now_ms()
+    found = log.offset_for_timestamp(clock.now_ms())
+    assert found is not None
+    assert found.offset == 0
+
+
+def test_leader_epoch_cache_answers_where_each_epoch_ends(tmp_path: Path) -> None:
+    cache = LeaderEpochCache(tmp_path / "epochs")
+    for epoch, start in [(1, 0), (3, 10), (4, 25)]:
+        cache.assign(epoch, start)
+    cache.assign(2, 30)  # older epochs never enter after newer ones
+    assert cache.entries == [(1, 0), (3, 10), (4, 25)]
+    assert cache.end_offset_for(1, log_end_offset=40) == (1, 10)
+    assert cache.end_offset_for(2, log_end_offset=40) == (1, 10), "an unknown epoch maps to the largest below it"
+    assert cache.end_offset_for(4, log_end_offset=40) == (4, 40)
+    assert cache.end_offset_for(0, log_end_offset=40) == (-1, -1)
+    assert cache.epoch_for(12) == 3
+    cache.truncate_from_end(25)
+    assert cache.entries == [(1, 0), (3, 10)]
+    cache.truncate_from_start(12)
+    assert cache.entries == [(3, 12)]
+    assert LeaderEpochCache(tmp_path / "epochs").entries == [(3, 12)], "persisted on every change"
+
+
+# ---------------------------------------------------------------------------------------------
+# many partitions
+
+
+def test_many_partitions_share_a_bounded_number_of_open_files(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = LogManager(tmp_path, clock=clock, max_open_files=32)
+    descriptors_before = len(os.listdir("/proc/self/fd"))
+    small = config(segment_bytes=600)
+    for partition in range(400):
+        log = manager.open_log("orders", partition, small)
+        for _ in range(3):
+            log.append_as_leader(producer_batch([b"p%d" % partition] * 4, clock.now_ms()), 0)
+    assert manager.files.open_count() <= 32
+    assert len(os.listdir("/proc/self/fd")) - descriptors_before <= 40
+    assert all(len(read_all(manager.open_log("orders", p, small))) == 12 for p in range(0, 400, 37))
+    manager.close()
+    assert sorted(manager.discover()) == [("orders", p) for p in range(400)]
+    restarted = LogManager(tmp_path, clock=clock, max_open_files=32)
+    assert restarted.clean_shutdown
+    assert restarted.open_log("orders", 399, small).log_end_offset == 12
+    assert parse_log_directory_name("my-topic-12") == ("my-topic", 12)
+    assert parse_log_directory_name("not a partition") is None
