@@ -240,3 +240,28 @@ def test_many_partitions_share_a_bounded_number_of_open_files(tmp_path: Path) ->
     assert restarted.open_log("orders", 399, small).log_end_offset == 12
     assert parse_log_directory_name("my-topic-12") == ("my-topic", 12)
     assert parse_log_directory_name("not a partition") is None
+
+
+def test_segment_ms_measures_record_time_like_kafka(tmp_path: Path) -> None:
+    """Old producer timestamps do not roll a segment per append; a batch segment.ms newer than
+    the segment's first batch does."""
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_ms=HOUR_MS), clock=clock)
+    ancient = clock.now_ms() - 365 * 24 * HOUR_MS
+    for _ in range(5):
+        log.append_as_leader(producer_batch([b"v"], ancient), 0)
+    assert log.segment_count == 1
+    log.append_as_leader(producer_batch([b"v"], ancient + HOUR_MS + 1), 0)
+    assert log.segment_count == 2
+
+
+def test_segment_ms_falls_back_to_the_segment_age_without_timestamps(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_ms=HOUR_MS), clock=clock)
+    log.append_as_leader(producer_batch([b"v"], -1), 0)
+    clock.advance(HOUR_MS)
+    log.append_as_leader(producer_batch([b"v"], -1), 0)
+    assert log.segment_count == 1
+    clock.advance(1)
+    log.append_as_leader(producer_batch([b"v"], -1), 0)
+    assert log.segment_count == 2

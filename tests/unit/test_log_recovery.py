@@ -164,7 +164,7 @@ def test_a_lost_epoch_checkpoint_is_rebuilt_from_the_batches(tmp_path: Path) -> 
     entries = log.epochs.entries
     crash(log)
     (tmp_path / "leader-epoch-checkpoint").unlink()
-    (tmp_path / "recovery-point-checkpoint").unlink()
+    (tmp_path / "recovery-point-checkpoint").unlink(missing_ok=True)
     recovered = reopen(tmp_path, clock)
     assert recovered.epochs.entries == entries
     assert read_all(recovered) == records

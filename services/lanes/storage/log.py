@@ -171,6 +171,7 @@ class PartitionLog:
         self._durable_offset = 0
         self._unflushed_records = 0
         self._first_unflushed_ms: int | None = None
+        self._active_since_ms = clock.monotonic_ms()  # when the active segment started (or was opened)
         self._closed = False
         self.epochs = LeaderEpochCache(directory / LEADER_EPOCH_FILE)
         #: Segments cut and batches dropped by the last open's recovery (for logs and tests).
@@ -224,7 +225,8 @@ class PartitionLog:
         for segment in self._segments:  # indexes are derived: rebuild any that a crash damaged
             if segment.base_offset not in recovered and not segment.indexes_plausible():
                 segment.recover(segment.base_offset)
-        if not self._segments:
+        fresh = not self._segments
+        if fresh:
             base = stored_start or 0
             self._segments = [LogSegment.create(self.directory, base, self._files, interval)]
             fsync_directory(self.directory)
@@ -241,7 +243,7 @@ class PartitionLog:
                 segment.flush()
             recovery_point = self._log_end_offset
         self._recovery_point = self._durable_offset = min(recovery_point, self._log_end_offset)
-        if not clean:
+        if not clean and not fresh:  # recovery changed what the checkpoints describe
             self._write_checkpoints()
 
     def _recover(self, recovery_point: int, log_start_offset: int) -> set[int]:
@@ -460,11 +462,19 @@ class PartitionLog:
             self._first_unflushed_ms = self._clock.monotonic_ms()
 
     def _maybe_roll(self, incoming_bytes: int, headers: Sequence[BatchHeader]) -> LogSegment:
+        """Roll when the active segment is full, spans more than segment.ms, or offsets would
+        overflow its index. As in Kafka, segment.ms compares the incoming batch's timestamp with
+        the segment's first batch's, and falls back to the segment's age on the broker's clock
+        when records carry no timestamps."""
         active = self._segments[-1]
         config = self._config
         first_timestamp = active.first_batch_timestamp()
+        if first_timestamp is not None and first_timestamp >= 0:
+            waited_ms = max(header.max_timestamp for header in headers) - first_timestamp
+        else:
+            waited_ms = self._clock.monotonic_ms() - self._active_since_ms
         full = active.size_bytes > 0 and active.size_bytes + incoming_bytes > config.segment_bytes
-        old = first_timestamp is not None and self._clock.now_ms() - first_timestamp > config.segment_ms
+        old = waited_ms > config.segment_ms
         overflow = headers[-1].last_offset - active.base_offset > MAX_RELATIVE_OFFSET
         if active.size_bytes and (full or old or overflow):
             return self._roll_locked()
@@ -483,6 +493,7 @@ class PartitionLog:
             raise storage_error("rolling a new segment in", self.directory, exc) from exc
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
+        self._active_since_ms = self._clock.monotonic_ms()
         self._note_durable(segment.base_offset)
         return segment
 
