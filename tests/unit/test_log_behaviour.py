@@ -265,3 +265,16 @@ def test_segment_ms_falls_back_to_the_segment_age_without_timestamps(tmp_path: P
     clock.advance(1)
     log.append_as_leader(producer_batch([b"v"], -1), 0)
     assert log.segment_count == 2
+
+
+def test_vectored_writes_finish_after_short_writes_and_beyond_iov_max(tmp_path: Path) -> None:
+    from lanes.storage import files
+
+    path = tmp_path / "vectored"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    buffers = [bytes([i % 256]) * (i % 7 + 1) for i in range(3000)]  # more buffers than IOV_MAX
+    try:
+        assert files.pwritev_all(fd, buffers, 10) == sum(map(len, buffers))
+        assert path.read_bytes()[10:] == b"".join(buffers)
+    finally:
+        os.close(fd)

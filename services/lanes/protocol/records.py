@@ -97,6 +97,7 @@ _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 _BASE_OFFSET_MAX = _INT64_MAX - _INT32_MAX
 _OFFSET_AND_EPOCH = struct.Struct(">q")
+_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 _EPOCH = struct.Struct(">i")
 _ATTRIBUTES = struct.Struct(">h")
 _TIMESTAMP = struct.Struct(">q")
@@ -361,6 +362,18 @@ def patch_batch(
     _EPOCH.pack_into(buffer, position + LEADER_EPOCH_POSITION, partition_leader_epoch)
 
 
+def _assigned(headers: Sequence[BatchHeader], first_offset: int, partition_leader_epoch: int) -> list[BatchHeader]:
+    """``headers`` as they read once given consecutive offsets from ``first_offset``."""
+    if not 0 <= first_offset <= _BASE_OFFSET_MAX:
+        raise ValueError(f"base offset {first_offset} is out of range")
+    patched = []
+    next_offset = first_offset
+    for header in headers:
+        patched.append(header._replace(base_offset=next_offset, partition_leader_epoch=partition_leader_epoch))
+        next_offset += header.last_offset_delta + 1
+    return patched
+
+
 def assign_offsets(
     buffer: bytearray | memoryview,
     headers: Sequence[BatchHeader],
@@ -369,20 +382,38 @@ def assign_offsets(
     partition_leader_epoch: int,
 ) -> list[BatchHeader]:
     """Give the validated, concatenated batches in ``buffer`` consecutive offsets from
-    ``first_offset`` and the leader's epoch; return their headers as patched.
+    ``first_offset`` and the leader's epoch, in place; return their headers as patched.
 
     ``headers`` are ``validate_batches(buffer)``'s result; the new log end offset is the last
     returned header's ``next_offset``. Work is per batch, not per record.
     """
+    patched = _assigned(headers, first_offset, partition_leader_epoch)
     position = 0
-    next_offset = first_offset
-    patched = []
-    for header in headers:
-        patch_batch(buffer, position, base_offset=next_offset, partition_leader_epoch=partition_leader_epoch)
-        patched.append(header._replace(base_offset=next_offset, partition_leader_epoch=partition_leader_epoch))
-        next_offset += header.last_offset_delta + 1
+    for header in patched:
+        patch_batch(buffer, position, base_offset=header.base_offset, partition_leader_epoch=partition_leader_epoch)
         position += header.size_bytes
     return patched
+
+
+def assign_offsets_vectored(
+    data: bytes | bytearray | memoryview,
+    headers: Sequence[BatchHeader],
+    *,
+    first_offset: int,
+    partition_leader_epoch: int,
+) -> tuple[list[BatchHeader], list[bytes | memoryview]]:
+    """``assign_offsets`` without copying or changing ``data``: returns the patched headers and
+    the batches as buffers for vectored I/O (per batch, a new 16-byte prefix holding baseOffset,
+    batchLength and partitionLeaderEpoch, then a view of the rest of the original bytes)."""
+    patched = _assigned(headers, first_offset, partition_leader_epoch)
+    view = memoryview(data)
+    buffers: list[bytes | memoryview] = []
+    position = 0
+    for header in patched:
+        buffers.append(_PREFIX.pack(header.base_offset, header.batch_length, partition_leader_epoch))
+        buffers.append(view[position + MAGIC_POSITION : position + header.size_bytes])
+        position += header.size_bytes
+    return patched, buffers
 
 
 def stamp_log_append_time(

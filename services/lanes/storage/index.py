@@ -17,6 +17,7 @@ size of the log; descriptors come from the shared ``FileCache``.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 from pathlib import Path
@@ -24,38 +25,53 @@ from pathlib import Path
 from lanes.storage.files import FileCache, pread_exact, pwrite_all
 
 
+_MAX_FIELD = 2**64  # sorts after any second field, for bisecting on the first
+
+
 class SortedIndex:
-    """Fixed-size entries sorted by their first field; appended, truncated, searched."""
+    """Fixed-size entries sorted by their first field; appended, truncated, searched.
+
+    Appended entries are buffered in memory and written in groups of ``PENDING_ENTRIES_MAX``
+    (and by ``flush``): an index is derived data, so entries lost in a crash are rebuilt by
+    recovery, and the append path saves a system call per entry. Lookups see buffered entries.
+    """
 
     ENTRY = struct.Struct(">II")
+    PENDING_ENTRIES_MAX = 256
 
     def __init__(self, path: Path, base_offset: int, files: FileCache) -> None:
         self.path = path
         self.base_offset = base_offset
         self._files = files
-        self._entries = path.stat().st_size // self.ENTRY.size if path.exists() else 0
+        self._written = path.stat().st_size // self.ENTRY.size if path.exists() else 0
+        self._pending: list[tuple[int, ...]] = []
         self._last: tuple[int, ...] | None = None  # cached last entry (appends read it)
 
     @property
     def entries(self) -> int:
-        """Number of entries."""
-        return self._entries
+        """Number of entries, buffered ones included."""
+        return self._written + len(self._pending)
 
     def entry(self, index: int) -> tuple[int, ...]:
-        """Entry number ``index`` (0-based), as stored."""
+        """Entry number ``index`` (0-based)."""
+        if index >= self._written:
+            return self._pending[index - self._written]
         with self._files.lease(self.path) as fd:
             raw = pread_exact(fd, self.ENTRY.size, index * self.ENTRY.size)
         return self.ENTRY.unpack(raw)
 
     def last(self) -> tuple[int, ...] | None:
         """The last entry, or None when empty."""
-        if self._last is None and self._entries:
-            self._last = self.entry(self._entries - 1)
+        if self._last is None and self.entries:
+            self._last = self.entry(self.entries - 1)
         return self._last
 
     def floor(self, key: int) -> tuple[int, ...] | None:
         """The entry with the largest first field <= ``key``, or None."""
-        low, high = 0, self._entries - 1
+        pending = self._pending
+        if pending and pending[0][0] <= key:
+            return pending[bisect.bisect_right(pending, (key, _MAX_FIELD)) - 1]
+        low, high = 0, self._written - 1
         found = None
         if high < 0:
             return None
@@ -72,40 +88,55 @@ class SortedIndex:
 
     def append_entry(self, *fields: int) -> None:
         """Append one entry (callers keep the order)."""
+        self._pending.append(fields)
+        self._last = fields
+        if len(self._pending) >= self.PENDING_ENTRIES_MAX:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        if not self._pending:
+            return
+        data = b"".join(self.ENTRY.pack(*fields) for fields in self._pending)
         with self._files.lease(self.path, create=True) as fd:
-            pwrite_all(fd, self.ENTRY.pack(*fields), self._entries * self.ENTRY.size)
-        self._entries += 1
-        self._last = tuple(fields)
+            pwrite_all(fd, data, self._written * self.ENTRY.size)
+        self._written += len(self._pending)
+        self._pending = []
 
     def truncate_entries(self, count: int) -> None:
         """Keep the first ``count`` entries."""
-        if count >= self._entries:
+        if count >= self.entries:
             return
-        with self._files.lease(self.path, create=True) as fd:
-            os.ftruncate(fd, count * self.ENTRY.size)
-        self._entries = count
+        if count >= self._written:
+            del self._pending[count - self._written :]
+        else:
+            self._pending = []
+            with self._files.lease(self.path, create=True) as fd:
+                os.ftruncate(fd, count * self.ENTRY.size)
+            self._written = count
         self._last = None
 
     def flush(self) -> None:
-        """Fsync the index file."""
-        if self._entries or self.path.exists():
+        """Write buffered entries and fsync the index file."""
+        self._write_pending()
+        if self._written or self.path.exists():
             with self._files.lease(self.path, create=True) as fd:
                 os.fsync(fd)
 
     def reset(self) -> None:
-        """Drop every entry (before a rebuild)."""
-        self.truncate_entries(0)
-        if not self.path.exists():
-            with self._files.lease(self.path, create=True):
-                pass
+        """Drop every entry (before a rebuild); the file exists, empty, afterwards."""
+        with self._files.lease(self.path, create=True) as fd:
+            os.ftruncate(fd, 0)
+        self._written = 0
+        self._pending = []
+        self._last = None
 
     def is_plausible(self) -> bool:
         """Whether the file size is a whole number of entries and entries are sorted at the end."""
         size = self.path.stat().st_size if self.path.exists() else 0
         if size % self.ENTRY.size:
             return False
-        if self._entries >= 2:
-            return self.entry(self._entries - 2)[0] < self.entry(self._entries - 1)[0]
+        if self.entries >= 2:
+            return self.entry(self.entries - 2)[0] < self.entry(self.entries - 1)[0]
         return True
 
 
@@ -127,7 +158,7 @@ class OffsetIndex(SortedIndex):
 
     def truncate_to_position(self, position: int) -> None:
         """Drop entries pointing at ``position`` or beyond."""
-        keep = self._entries
+        keep = self.entries
         while keep and self.entry(keep - 1)[1] >= position:
             keep -= 1
         self.truncate_entries(keep)
@@ -156,7 +187,7 @@ class TimeIndex(SortedIndex):
 
     def truncate_to_offset(self, offset: int) -> None:
         """Drop entries for offsets >= ``offset``."""
-        keep = self._entries
+        keep = self.entries
         while keep and self.base_offset + self.entry(keep - 1)[1] >= offset:
             keep -= 1
         self.truncate_entries(keep)

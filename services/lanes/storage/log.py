@@ -51,7 +51,7 @@ from lanes.protocol.errors import (
 from lanes.protocol.records import (
     BatchHeader,
     TimestampType,
-    assign_offsets,
+    assign_offsets_vectored,
     decode_batch,
     decode_batches,
     stamp_log_append_time,
@@ -392,18 +392,21 @@ class PartitionLog:
         headers = validate_batches(data, max_batch_bytes=self._config.max_message_bytes, producer_batch=True)
         if self._config.compact:
             self._require_keys(data)
-        buffer = bytearray(data)
         with self._lock:
             self._check_open()
             first_offset = self._log_end_offset
             append_time = -1
-            if self._config.log_append_time:
+            if self._config.log_append_time:  # rewrites CRC-covered bytes: a copy and new CRCs
                 append_time = self._clock.now_ms()
-                headers = stamp_log_append_time(buffer, headers, append_time)
-            headers = assign_offsets(buffer, headers, first_offset=first_offset, partition_leader_epoch=leader_epoch)
+                data = bytearray(data)
+                headers = stamp_log_append_time(data, headers, append_time)
+            # No copy of the batches: a new 16-byte prefix per batch, the rest written from `data`.
+            headers, buffers = assign_offsets_vectored(
+                data, headers, first_offset=first_offset, partition_leader_epoch=leader_epoch
+            )
             self.epochs.assign(leader_epoch, first_offset)  # before the data: recovery relies on it
-            self._append_locked(buffer, headers)
-            info = self._append_info(headers, append_time, len(buffer))
+            self._append_locked(buffers, headers, len(data))
+            info = self._append_info(headers, append_time, len(data))
         self._maybe_flush_by_count()
         return info
 
@@ -422,7 +425,7 @@ class PartitionLog:
                 expected = header.next_offset
             for header in headers:  # before the data: recovery relies on it
                 self.epochs.assign(header.partition_leader_epoch, header.base_offset)
-            self._append_locked(data, headers)
+            self._append_locked([data], headers, len(data))
             info = self._append_info(headers, -1, len(data))
         self._maybe_flush_by_count()
         return info
@@ -453,9 +456,11 @@ class PartitionLog:
                         ErrorCode.INVALID_RECORD,
                     )
 
-    def _append_locked(self, data: bytes | bytearray, headers: Sequence[BatchHeader]) -> None:
-        segment = self._maybe_roll(len(data), headers)
-        segment.append(data, headers)
+    def _append_locked(
+        self, buffers: Sequence[bytes | bytearray | memoryview], headers: Sequence[BatchHeader], size_bytes: int
+    ) -> None:
+        segment = self._maybe_roll(size_bytes, headers)
+        segment.append(buffers, headers)
         self._log_end_offset = headers[-1].next_offset
         self._unflushed_records += sum(header.records_count for header in headers)
         if self._first_unflushed_ms is None:
@@ -529,8 +534,8 @@ class PartitionLog:
                 segments = [s for s in self._segments if s.next_offset > self._durable_offset]
                 self._unflushed_records = 0
                 self._first_unflushed_ms = None
-            for segment in segments:
-                segment.flush()
+            for segment in segments:  # rolled segments' indexes were flushed at the roll
+                segment.flush(include_indexes=False)
             flushed_to = end
         except OSError as exc:
             raise storage_error("flushing", self.directory, exc) from exc
@@ -818,6 +823,7 @@ class PartitionLog:
             return
         self.flush()
         with self._maintenance_lock, self._lock:
+            self._segments[-1].flush()  # with its indexes: a clean restart trusts them
             self._write_checkpoints()
             if self._own_marker:
                 (self.directory / CLEAN_SHUTDOWN_FILE).touch()

@@ -30,7 +30,7 @@ from lanes.protocol.records import (
     BatchHeader,
     validate_batch,
 )
-from lanes.storage.files import FileCache, pread_exact, pwrite_all, storage_error
+from lanes.storage.files import FileCache, pread_exact, pwritev_all, storage_error
 from lanes.storage.index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"
@@ -127,8 +127,9 @@ class LogSegment:
     # -----------------------------------------------------------------------------------------
     # append
 
-    def append(self, data: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]) -> None:
-        """Append validated, offset-assigned batches (``headers`` describe ``data`` in order).
+    def append(self, data: Sequence[bytes | bytearray | memoryview], headers: Sequence[BatchHeader]) -> None:
+        """Append validated, offset-assigned batches: ``data`` is their bytes as a list of
+        buffers, written with one vectored write; ``headers`` describe them in order.
 
         On any write error the segment is cut back to its previous state and a StorageError is
         raised: nothing partial stays on disk.
@@ -139,7 +140,7 @@ class LogSegment:
         saved = (self._next_offset, self._max_timestamp, self._offset_of_max_timestamp, self._bytes_since_index)
         try:
             with self._files.lease(self.log_path, create=True) as fd:
-                pwrite_all(fd, data, start)
+                pwritev_all(fd, data, start)
             position = start
             for header in headers:
                 if self._bytes_since_index > self.index_interval_bytes:
@@ -358,12 +359,15 @@ class LogSegment:
         """The segment's files."""
         return [self.log_path, self.index.path, self.time_index.path]
 
-    def flush(self) -> None:
-        """Fsync the log file and the indexes."""
+    def flush(self, *, include_indexes: bool = True) -> None:
+        """Fsync the log file, and the indexes unless told not to: indexes are derived data,
+        rebuilt by recovery for every segment from the recovery point on, so the per-append
+        flush of the active segment skips them; a rolled segment's are flushed at the roll."""
         with self._files.lease(self.log_path) as fd:
             os.fdatasync(fd)
-        self.index.flush()
-        self.time_index.flush()
+        if include_indexes:
+            self.index.flush()
+            self.time_index.flush()
 
     def release_files(self) -> None:
         """Close the segment's descriptors (before renaming or deleting its files)."""
