@@ -143,16 +143,17 @@ def test_read_throughput_cold_and_warm() -> None:
             cold.append(_read_all_mb_s(log, MiB))
             warm.append(_read_all_mb_s(log, MiB))
         log.close()
-    print(
-        "\nlog read benchmark (fetches of 1 MiB over %d MiB):\n%s\n%s"
-        % (300, _fmt("cold page cache", _median(cold), "MB/s"), _fmt("warm page cache", _median(warm), "MB/s"))
-    )
+    cold_line = _fmt("cold page cache", _median(cold), "MB/s")
+    warm_line = _fmt("warm page cache", _median(warm), "MB/s")
+    print(f"\nlog read benchmark (fetches of 1 MiB over 300 MiB):\n{cold_line}\n{warm_line}")
 
 
 def test_recovery_time_of_a_1_gib_log_after_an_unclean_stop() -> None:
     with tempfile.TemporaryDirectory(dir=os.environ.get("LANES_BENCH_DIR")) as tmp:
         directory = Path(tmp) / "bench-0"
-        config = LogConfig.from_topic_configs({"segment.bytes": str(256 * MiB), "flush.messages": "9223372036854775807"})
+        config = LogConfig.from_topic_configs(
+            {"segment.bytes": str(256 * MiB), "flush.messages": "9223372036854775807"}
+        )
         log = PartitionLog.open(directory, config, clock=SystemClock())
         batch = _batch(1024)
         while log.size_bytes < 1024 * MiB:
@@ -166,8 +167,10 @@ def test_recovery_time_of_a_1_gib_log_after_an_unclean_stop() -> None:
         elapsed = time.perf_counter() - start
         assert recovered.log_end_offset == log.log_end_offset
         recovered.close()
-    print(f"\nrecovery of a {size / MiB:,.0f} MiB log after an unclean stop (full rescan): {elapsed:.2f} s "
-          f"= {size / MiB / elapsed:,.0f} MB/s")
+    print(
+        f"\nrecovery of a {size / MiB:,.0f} MiB log after an unclean stop (full rescan): {elapsed:.2f} s "
+        f"= {size / MiB / elapsed:,.0f} MB/s"
+    )
 
 
 def _rss_kib() -> int:
@@ -200,5 +203,6 @@ def test_memory_and_open_files_with_10000_partitions() -> None:
         "\n10,000 partitions (one small append each), file cache of 512 descriptors:\n"
         f"  create + append: {created:.1f} s; clean restart, open all: {reopened:.1f} s\n"
         f"  open descriptors: +{fds_open - fds_before} while open, +{fds_reopened - fds_before} after the restart\n"
-        f"  memory: +{(rss_open - rss_before) / 1024:,.1f} MiB RSS ({(rss_open - rss_before) / 10_000:,.2f} KiB per partition)"
+        f"  memory: +{(rss_open - rss_before) / 1024:,.1f} MiB RSS "
+        f"({(rss_open - rss_before) / 10_000:,.2f} KiB per partition)"
     )

@@ -13,6 +13,7 @@ from lanes.protocol.clock import ManualClock
 from lanes.protocol.errors import CorruptRecordError, MessageTooLargeError, OffsetOutOfRangeError
 from lanes.protocol.records import Record, TimestampType, decode_batches, encode_batch
 from lanes.storage.epochs import LeaderEpochCache
+from lanes.storage.files import pwritev_all
 from lanes.storage.log import PartitionLog
 from lanes.storage.manager import LogManager, parse_log_directory_name
 from tests.unit.log_helpers import config, producer_batch, read_all
@@ -52,7 +53,9 @@ def test_bad_batches_are_refused_and_the_log_is_untouched(tmp_path: Path) -> Non
 def test_follower_appends_keep_the_leaders_offsets_and_refuse_going_backwards(tmp_path: Path) -> None:
     clock = ManualClock()
     log = PartitionLog.open(tmp_path, config(), clock=clock)
-    replicated = encode_batch([Record(10, 1, None, b"a"), Record(11, 2, None, b"b")], base_offset=10, partition_leader_epoch=3)
+    replicated = encode_batch(
+        [Record(10, 1, None, b"a"), Record(11, 2, None, b"b")], base_offset=10, partition_leader_epoch=3
+    )
     log.truncate_fully_and_start_at(10)
     info = log.append_as_follower(replicated)
     assert (info.first_offset, info.last_offset, log.log_end_offset) == (10, 11, 12)
@@ -174,7 +177,9 @@ def test_offset_for_timestamp_finds_the_first_record_at_or_after(tmp_path: Path)
     log = PartitionLog.open(tmp_path, config(segment_bytes=1000, index_interval_bytes=100), clock=clock)
     stamps = []
     for index in range(40):
-        log.append_as_leader(encode_batch([Record(0, clock.now_ms(), None, b"a"), Record(1, clock.now_ms() + 5, None, b"b")]), 0)
+        log.append_as_leader(
+            encode_batch([Record(0, clock.now_ms(), None, b"a"), Record(1, clock.now_ms() + 5, None, b"b")]), 0
+        )
         stamps.append((index * 2, clock.now_ms()))
         stamps.append((index * 2 + 1, clock.now_ms() + 5))
         clock.advance(10)
@@ -268,13 +273,11 @@ def test_segment_ms_falls_back_to_the_segment_age_without_timestamps(tmp_path: P
 
 
 def test_vectored_writes_finish_after_short_writes_and_beyond_iov_max(tmp_path: Path) -> None:
-    from lanes.storage import files
-
     path = tmp_path / "vectored"
     fd = os.open(path, os.O_RDWR | os.O_CREAT)
     buffers = [bytes([i % 256]) * (i % 7 + 1) for i in range(3000)]  # more buffers than IOV_MAX
     try:
-        assert files.pwritev_all(fd, buffers, 10) == sum(map(len, buffers))
+        assert pwritev_all(fd, buffers, 10) == sum(map(len, buffers))
         assert path.read_bytes()[10:] == b"".join(buffers)
     finally:
         os.close(fd)

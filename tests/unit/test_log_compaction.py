@@ -20,7 +20,7 @@ DAY_MS = 24 * 60 * 60 * 1000
 COMPACTED = config(cleanup_policy="compact", segment_bytes=1500, index_interval_bytes=100, delete_retention_ms=DAY_MS)
 
 
-class Crash(Exception):
+class CrashError(Exception):
     """Raised by a fault hook: the process 'dies' at that step."""
 
 
@@ -175,9 +175,9 @@ def test_a_crash_at_any_step_of_a_clean_loses_nothing(tmp_path: Path, step: str)
         if name == step:
             crossings += 1
             if crossings == 2:  # crash while swapping the second segment
-                raise Crash(name)
+                raise CrashError(name)
 
-    with pytest.raises(Crash):
+    with pytest.raises(CrashError):
         LogCleaner(clock, fault=fault).clean(log, force=True)
     for segment in log.segments():
         segment.release_files()
@@ -189,7 +189,8 @@ def test_a_crash_at_any_step_of_a_clean_loses_nothing(tmp_path: Path, step: str)
     assert all(visible[key] == record for key, record in latest.items()), "every latest value survives"
     assert recovered.log_end_offset == written[-1].offset + 1
     assert_indexes_agree_with_a_full_scan(recovered)
-    assert not list(tmp_path.glob("*.cleaned")) and not list(tmp_path.glob("*.swap"))
+    assert not list(tmp_path.glob("*.cleaned"))
+    assert not list(tmp_path.glob("*.swap"))
     # A later pass finishes the job, once replication has re-established the high-water mark.
     recovered.update_high_watermark(recovered.log_end_offset)
     LogCleaner(clock).clean(recovered, force=True)

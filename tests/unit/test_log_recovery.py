@@ -101,7 +101,7 @@ def test_a_file_cut_at_any_byte_ends_at_the_last_whole_batch(
 def test_every_single_bit_flip_in_the_last_batches_is_caught(tmp_path: Path) -> None:
     """Including the header fields outside the CRC: baseOffset (contiguity) and
     partitionLeaderEpoch (the epoch cache, written before the data)."""
-    log, records, clock = build(tmp_path, batches=6, epoch_changes=(2, 4))
+    log, _records, clock = build(tmp_path, batches=6, epoch_changes=(2, 4))
     active = log.segments()[-1]
     last_start, last_base = batch_containing(log, active.size_bytes - 1)
     original = active.log_path.read_bytes()

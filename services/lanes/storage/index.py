@@ -24,7 +24,6 @@ from pathlib import Path
 
 from lanes.storage.files import FileCache, pread_exact, pwrite_all
 
-
 _MAX_FIELD = 2**64  # sorts after any second field, for bisecting on the first
 
 
