@@ -221,3 +221,20 @@ def test_a_truncation_interrupts_compaction(tmp_path: Path) -> None:
     for key, record in latest_per_key(written, high_watermark).items():
         assert visible[key].offset >= record.offset, "no replicated latest value was lost"
     assert_indexes_agree_with_a_full_scan(log)
+
+
+def test_compact_and_delete_policy_does_both(tmp_path: Path) -> None:
+    clock = ManualClock()
+    both = config(cleanup_policy="compact,delete", segment_bytes=1500, retention_ms=DAY_MS)
+    log = PartitionLog.open(tmp_path, both, clock=clock)
+    written = keyed_stream(log, clock)
+    end = log.segments()[-1].base_offset
+    assert LogCleaner(clock).clean(log, force=True) is not None
+    compacted = read_all(log)
+    assert [r for r in compacted if r.offset < end] == sorted(
+        latest_per_key(written, end).values(), key=lambda r: r.offset
+    )
+    clock.advance(2 * DAY_MS)
+    assert log.apply_retention() > 0, "old segments expire despite compaction"
+    assert log.segment_count == 1
+    assert read_all(log) == [r for r in compacted if r.offset >= log.log_start_offset]
