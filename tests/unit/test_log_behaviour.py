@@ -281,3 +281,20 @@ def test_vectored_writes_finish_after_short_writes_and_beyond_iov_max(tmp_path: 
         assert path.read_bytes()[10:] == b"".join(buffers)
     finally:
         os.close(fd)
+
+
+def test_log_manager_maintenance_applies_retention_flush_ms_and_checkpoints(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = LogManager(tmp_path, clock=clock)
+    expiring = manager.open_log("events", 0, config(segment_bytes=600, retention_ms=HOUR_MS, flush_ms=1000))
+    fill(expiring, clock, 10)
+    assert expiring.segment_count > 2
+    assert expiring.recovery_point < expiring.log_end_offset
+    clock.advance(2 * HOUR_MS)
+    manager.maintenance()
+    assert expiring.segment_count == 1
+    assert expiring.recovery_point == expiring.log_end_offset, "flush.ms elapsed"
+    assert (tmp_path / "events-0" / "high-watermark-checkpoint").read_text().split()[-1] == str(expiring.high_watermark)
+    manager.delete_log("events", 0)
+    assert not (tmp_path / "events-0").exists()
+    assert manager.get("events", 0) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from lanes.protocol.clock import ManualClock
 from lanes.protocol.errors import ErrorCode, LanesError
 from lanes.protocol.records import Record
-from lanes.storage.cleaner import LogCleaner
+from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.log import PartitionLog
 from tests.unit.log_helpers import assert_indexes_agree_with_a_full_scan, config, producer_batch, read_all
 
@@ -238,3 +239,20 @@ def test_compact_and_delete_policy_does_both(tmp_path: Path) -> None:
     assert log.apply_retention() > 0, "old segments expire despite compaction"
     assert log.segment_count == 1
     assert read_all(log) == [r for r in compacted if r.offset >= log.log_start_offset]
+
+
+def test_the_cleaner_thread_compacts_in_the_background(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, COMPACTED, clock=clock)
+    written = keyed_stream(log, clock)
+    end = log.segments()[-1].base_offset
+    expected = sorted(latest_per_key(written, end).values(), key=lambda r: r.offset)
+    thread = CleanerThread(LogCleaner(clock), lambda: [log], interval_s=0.01)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while [r for r in read_all(log) if r.offset < end] != expected:
+            assert time.monotonic() < deadline, "the cleaner thread never compacted the log"
+            time.sleep(0.01)
+    finally:
+        thread.stop()
