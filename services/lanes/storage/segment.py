@@ -137,29 +137,31 @@ class LogSegment:
         self._load_tail()
         start = self.size_bytes
         index_entries, time_entries = self.index.entries, self.time_index.entries
-        saved = (self._next_offset, self._max_timestamp, self._offset_of_max_timestamp, self._bytes_since_index)
+        saved = (
+            self._next_offset,
+            self._max_timestamp,
+            self._offset_of_max_timestamp,
+            self._bytes_since_index,
+            self._first_batch_timestamp,
+        )
+        position = start
         try:
             with self._files.lease(self.log_path, create=True) as fd:
                 pwritev_all(fd, data, start)
-            position = start
             for header in headers:
-                if self._bytes_since_index > self.index_interval_bytes:
-                    self.index.append(header.last_offset, position)
-                    self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
-                    self._bytes_since_index = 0
-                if header.max_timestamp > self._max_timestamp:
-                    self._max_timestamp = header.max_timestamp
-                    self._offset_of_max_timestamp = header.last_offset
+                self._index_batch(header, position)
                 position += header.size_bytes
-                self._bytes_since_index += header.size_bytes
         except OSError as exc:
             self._undo_append(start, index_entries, time_entries)
-            self._next_offset, self._max_timestamp, self._offset_of_max_timestamp, self._bytes_since_index = saved
+            (
+                self._next_offset,
+                self._max_timestamp,
+                self._offset_of_max_timestamp,
+                self._bytes_since_index,
+                self._first_batch_timestamp,
+            ) = saved
             raise storage_error("appending to", self.log_path, exc) from exc
-        if self._first_batch_timestamp is None and start == 0 and headers:
-            self._first_batch_timestamp = headers[0].max_timestamp
         self.size_bytes = position
-        self._next_offset = headers[-1].next_offset if headers else self._next_offset
 
     def _undo_append(self, size_bytes: int, index_entries: int, time_entries: int) -> None:
         try:
@@ -294,7 +296,7 @@ class LogSegment:
                     break
                 if not self._in_order(header, contiguous) or (accept is not None and not accept(header)):
                     break
-                self._index_recovered(header, position)
+                self._index_batch(header, position)
                 position += batch_bytes
         return self._cut(position), self._next_offset
 
@@ -302,7 +304,9 @@ class LogSegment:
         follows = header.base_offset == self._next_offset if contiguous else header.base_offset >= self._next_offset
         return follows and header.last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
 
-    def _index_recovered(self, header: BatchHeader, position: int) -> None:
+    def _index_batch(self, header: BatchHeader, position: int) -> None:
+        """Account for the batch at ``position`` (appended or recovered): a sparse index entry
+        every index.interval.bytes, the largest timestamp, the first batch's time, the end."""
         if self._bytes_since_index > self.index_interval_bytes:
             self.index.append(header.last_offset, position)
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
@@ -310,7 +314,7 @@ class LogSegment:
         if header.max_timestamp > self._max_timestamp:
             self._max_timestamp = header.max_timestamp
             self._offset_of_max_timestamp = header.last_offset
-        if self._first_batch_timestamp is None:
+        if position == 0:
             self._first_batch_timestamp = header.max_timestamp
         self._bytes_since_index += header.size_bytes
         self._next_offset = header.next_offset
