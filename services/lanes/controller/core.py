@@ -1,0 +1,578 @@
+"""The controller's decisions: which metadata records a request or an event produces.
+
+Pure like the state machine it reads: ``ClusterState``, randomness and id generation are
+injected, and nothing here writes anything. The service shell validates a request here, appends
+the returned records to the metadata log, applies them to the state, then answers. Decisions
+are taken one at a time against the current state, so the records of one decision are valid
+when applied in order.
+
+Leadership rules (DESIGN.md sections 6-7):
+
+- a new partition's ISR is its replicas, its leader the first (preferred) replica;
+- when a broker is fenced it leaves every ISR, except that a partition's last ISR member stays
+  in the ISR without leading (the partition is offline): it holds every acknowledged record and
+  leads again when it returns; each leader change bumps the leader epoch; every change bumps the
+  partition epoch;
+- a new leader is the first live ISR member in replica order; with none, the partition stays
+  offline unless the topic sets ``unclean.leader.election.enable`` (then any live replica leads,
+  alone in the ISR: acknowledged records may be lost);
+- ISR changes come from the leader (AlterPartition), fenced by broker epoch, leader epoch and
+  partition epoch; added members must be live.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from lanes.controller.placement import BrokerSlot, assign_replicas
+from lanes.controller.state import NO_LEADER, ClusterState, PartitionInfo, TopicInfo
+from lanes.protocol.configs import TOPIC_CONFIGS, parse_topic_configs
+from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.protocol.names import collision_key, validate_topic_name
+from lanes.v1 import common_pb2, metadata_pb2
+
+Record = metadata_pb2.MetadataRecord
+TOPIC = common_pb2.CONFIG_RESOURCE_TYPE_TOPIC
+
+
+@dataclass
+class Decision:
+    """Records to append, and the error (NONE when accepted) with its message."""
+
+    records: list[Record] = field(default_factory=list)
+    error: ErrorCode = ErrorCode.NONE
+    message: str = ""
+
+    @classmethod
+    def refuse(cls, error: ErrorCode, message: str) -> Decision:
+        return cls([], error, message)
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    """A CreateTopics entry: -1 partitions or replication factor means the cluster default."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignments: tuple[tuple[int, ...], ...] = ()
+    configs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ConfigOp:
+    """One incremental config change: op is set, delete, append or subtract."""
+
+    name: str
+    op: str
+    value: str | None = None
+
+
+class ControllerCore:
+    """Decides; the caller appends and applies. One instance per active controller."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        *,
+        rng: random.Random,
+        new_id: Callable[[], str],
+        default_partitions: int = 1,
+        default_replication_factor: int = 1,
+        producer_id_block_size: int = 1000,
+    ) -> None:
+        self.state = state
+        self._rng = rng
+        self._new_id = new_id
+        self.default_partitions = default_partitions
+        self.default_replication_factor = default_replication_factor
+        self.producer_id_block_size = producer_id_block_size
+
+    def _next_offset(self, decision: Decision) -> int:
+        """The metadata offset the next record of ``decision`` will get."""
+        return self.state.last_offset + 1 + len(decision.records)
+
+    # -----------------------------------------------------------------------------------------
+    # cluster and brokers
+
+    def create_cluster(self, now_ms: int) -> Decision:
+        """The first record of a new cluster (nothing when it exists)."""
+        if self.state.cluster_id:
+            return Decision()
+        created = metadata_pb2.ClusterCreatedRecord(cluster_id=self._new_id(), created_ms=now_ms)
+        return Decision([Record(cluster_created=created)])
+
+    def register_broker(
+        self,
+        broker_id: int,
+        incarnation_id: str,
+        *,
+        cluster_id: str,
+        host: str,
+        port: int,
+        rack: str = "",
+        previous_session_alive: bool = False,
+    ) -> Decision:
+        """Register a broker, fenced until it has caught up with the metadata log.
+
+        Its epoch is the offset of its registration record. A new incarnation replaces an old
+        one only once the old one's session has expired (``previous_session_alive`` False); the
+        old incarnation's leaderships move away first.
+        """
+        if cluster_id and cluster_id != self.state.cluster_id:
+            return Decision.refuse(
+                ErrorCode.INCONSISTENT_CLUSTER_ID,
+                f"broker {broker_id}'s data belongs to cluster {cluster_id}, this is {self.state.cluster_id}",
+            )
+        existing = self.state.brokers.get(broker_id)
+        decision = Decision()
+        if existing is not None and not existing.fenced:
+            if existing.incarnation_id != incarnation_id and previous_session_alive:
+                return Decision.refuse(
+                    ErrorCode.DUPLICATE_BROKER_REGISTRATION,
+                    f"broker id {broker_id} is registered by another live process; "
+                    "wait for its session to expire or use another id",
+                )
+            # The registration starts fenced: whatever the old one led moves first.
+            decision.records.extend(self.fence_broker(broker_id, "re-registered").records)
+        registered = metadata_pb2.BrokerRegisteredRecord(
+            broker_id=broker_id,
+            incarnation_id=incarnation_id,
+            broker_epoch=self._next_offset(decision),
+            endpoint=common_pb2.Node(node_id=broker_id, host=host, port=port, rack=rack),
+            fenced=True,
+        )
+        decision.records.append(Record(broker_registered=registered))
+        return decision
+
+    def _check_broker(self, broker_id: int, broker_epoch: int) -> Decision | None:
+        broker = self.state.brokers.get(broker_id)
+        if broker is None:
+            return Decision.refuse(ErrorCode.BROKER_ID_NOT_REGISTERED, f"broker {broker_id} is not registered")
+        if broker.epoch != broker_epoch:
+            return Decision.refuse(
+                ErrorCode.STALE_BROKER_EPOCH,
+                f"broker {broker_id} epoch {broker_epoch} is stale (current {broker.epoch}): register again",
+            )
+        return None
+
+    def broker_heartbeat(self, broker_id: int, broker_epoch: int, applied_offset: int) -> Decision:
+        """A live broker: unfence it once it has applied its own registration."""
+        refused = self._check_broker(broker_id, broker_epoch)
+        if refused is not None:
+            return refused
+        broker = self.state.brokers[broker_id]
+        if not broker.fenced or applied_offset < broker.epoch:
+            return Decision()
+        decision = Decision(
+            [Record(broker_unfenced=metadata_pb2.BrokerUnfencedRecord(broker_id=broker_id, broker_epoch=broker.epoch))]
+        )
+        # Offline partitions whose ISR still holds this broker get it back as leader.
+        for topic, partition in self._partitions():
+            if partition.leader == NO_LEADER and broker_id in partition.isr:
+                decision.records.append(self._change(partition, leader=broker_id, reason="leader returned"))
+            elif partition.leader == NO_LEADER and broker_id in partition.replicas and self._unclean(topic):
+                decision.records.append(
+                    self._change(partition, leader=broker_id, isr=[broker_id], reason="unclean election")
+                )
+        return decision
+
+    def fence_broker(self, broker_id: int, reason: str) -> Decision:
+        """Fence a broker (session expired, shutdown): it leaves ISRs and leaderships move."""
+        broker = self.state.brokers.get(broker_id)
+        if broker is None or broker.fenced:
+            return Decision()
+        decision = Decision(
+            [
+                Record(
+                    broker_fenced=metadata_pb2.BrokerFencedRecord(
+                        broker_id=broker_id, broker_epoch=broker.epoch, reason=reason
+                    )
+                )
+            ]
+        )
+        for topic, partition in self._partitions():
+            if broker_id not in partition.isr and partition.leader != broker_id:
+                continue
+            isr = [b for b in partition.isr if b != broker_id] or [broker_id]
+            if partition.leader != broker_id:
+                if isr != partition.isr:
+                    decision.records.append(self._change(partition, isr=isr, reason=f"broker {broker_id} {reason}"))
+                continue
+            leader, isr = self._elect(topic, partition, isr, exclude=broker_id)
+            decision.records.append(self._change(partition, leader=leader, isr=isr, reason=f"leader {reason}"))
+        return decision
+
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> Decision:
+        """Move every leadership off a broker that asks to shut down, then fence it."""
+        refused = self._check_broker(broker_id, broker_epoch)
+        if refused is not None:
+            return refused
+        return self.fence_broker(broker_id, "controlled shutdown")
+
+    def _elect(self, topic: TopicInfo, partition: PartitionInfo, isr: list[int], exclude: int) -> tuple[int, list[int]]:
+        """(new leader, ISR) after ``exclude`` stops leading; NO_LEADER when none may lead."""
+        live = {b.broker_id for b in self.state.live_brokers()} - {exclude}
+        for replica in partition.replicas:
+            if replica in isr and replica in live:
+                return replica, [b for b in isr if b in live or b == replica] or [replica]
+        if self._unclean(topic):
+            for replica in partition.replicas:
+                if replica in live:
+                    return replica, [replica]
+        return NO_LEADER, isr
+
+    def _unclean(self, topic: TopicInfo) -> bool:
+        value = self.state.topic_configs(topic.name).get("unclean.leader.election.enable", "false")
+        return value.lower() == "true"
+
+    # -----------------------------------------------------------------------------------------
+    # topics
+
+    def create_topic(self, request: NewTopic, *, validate_only: bool = False) -> Decision:
+        """Create one topic: validated name, configs, partitions and replication factor."""
+        try:
+            validate_topic_name(request.name)
+        except LanesError as exc:
+            return Decision.refuse(exc.code, exc.message)
+        if request.name in self.state.topic_ids:
+            return Decision.refuse(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {request.name!r} already exists")
+        clash = next(
+            (name for name in self.state.topic_ids if collision_key(name) == collision_key(request.name)), None
+        )
+        if clash is not None:
+            return Decision.refuse(
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"topic {request.name!r} collides with existing topic {clash!r}: '.' and '_' are the same in metric "
+                "names; choose another name",
+            )
+        try:
+            parse_topic_configs(dict(request.configs))
+        except LanesError as exc:
+            return Decision.refuse(exc.code, exc.message)
+        assignments, refused = self._assignments(request)
+        if refused is not None:
+            return refused
+        if validate_only:
+            return Decision()
+        return self._topic_records(request.name, assignments, request.configs, internal=False)
+
+    def create_internal_topic(self, name: str, num_partitions: int, replication_factor: int) -> Decision:
+        """Create an internal topic (``__`` prefix) such as ``__consumer_offsets``."""
+        validate_topic_name(name, allow_internal=True)
+        if name in self.state.topic_ids:
+            return Decision.refuse(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        live = self.state.live_brokers()
+        replication_factor = min(replication_factor, len(live))
+        slots = [BrokerSlot(b.broker_id, b.rack) for b in live]
+        try:
+            assignments = assign_replicas(num_partitions, replication_factor, slots, self._rng)
+        except LanesError as exc:
+            return Decision.refuse(exc.code, exc.message)
+        return self._topic_records(name, assignments, (("cleanup.policy", "compact"),), internal=True)
+
+    def _assignments(self, request: NewTopic) -> tuple[list[list[int]], Decision | None]:
+        live = self.state.live_brokers()
+        if request.assignments:
+            if request.num_partitions != -1 or request.replication_factor != -1:
+                return [], Decision.refuse(
+                    ErrorCode.INVALID_REQUEST,
+                    "give either explicit replica assignments or partitions and replication factor, not both",
+                )
+            refused = self._check_assignments(request.assignments, len(request.assignments[0]))
+            return [list(a) for a in request.assignments], refused
+        partitions = self.default_partitions if request.num_partitions == -1 else request.num_partitions
+        factor = self.default_replication_factor if request.replication_factor == -1 else request.replication_factor
+        if factor > len(live):
+            return [], Decision.refuse(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"replication factor {factor} is larger than the {len(live)} live brokers; "
+                "start more brokers or lower the replication factor",
+            )
+        try:
+            slots = [BrokerSlot(b.broker_id, b.rack) for b in live]
+            return assign_replicas(partitions, factor, slots, self._rng), None
+        except LanesError as exc:
+            return [], Decision.refuse(exc.code, exc.message)
+
+    def _check_assignments(self, assignments: Sequence[Sequence[int]], factor: int) -> Decision | None:
+        for partition, replicas in enumerate(assignments):
+            problem = None
+            if len(replicas) != factor or not replicas:
+                problem = f"partition {partition} has {len(replicas)} replicas where the others have {factor}"
+            elif len(set(replicas)) != len(replicas):
+                problem = f"partition {partition} lists a broker twice: {list(replicas)}"
+            elif any(b not in self.state.brokers for b in replicas):
+                unknown = sorted(b for b in replicas if b not in self.state.brokers)
+                problem = f"partition {partition} names unregistered brokers {unknown}"
+            if problem is not None:
+                return Decision.refuse(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+        return None
+
+    def _topic_records(
+        self, name: str, assignments: list[list[int]], configs: Iterable[tuple[str, str]], *, internal: bool
+    ) -> Decision:
+        topic_id = self._new_id()
+        records = [
+            Record(topic_created=metadata_pb2.TopicCreatedRecord(name=name, topic_id=topic_id, is_internal=internal))
+        ]
+        for config_name, value in configs:
+            records.append(
+                Record(
+                    config=metadata_pb2.ConfigRecord(
+                        resource_type=TOPIC, resource_name=name, name=config_name, value=value
+                    )
+                )
+            )
+        live = {b.broker_id for b in self.state.live_brokers()}
+        for partition, replicas in enumerate(assignments):
+            records.append(Record(partition=self._new_partition(topic_id, partition, replicas, live)))
+        return Decision(records)
+
+    @staticmethod
+    def _new_partition(
+        topic_id: str, partition: int, replicas: list[int], live: set[int]
+    ) -> metadata_pb2.PartitionRecord:
+        isr = [b for b in replicas if b in live] or list(replicas)
+        leader = next((b for b in replicas if b in live), NO_LEADER)
+        return metadata_pb2.PartitionRecord(
+            topic_id=topic_id,
+            partition=partition,
+            replicas=replicas,
+            isr=isr,
+            leader_id=leader,
+            leader_epoch=0,
+            partition_epoch=0,
+        )
+
+    def delete_topic(self, name: str) -> Decision:
+        """Delete a topic (brokers remove its data when they see the record)."""
+        topic = self.state.topic(name)
+        if topic is None:
+            return Decision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        if topic.internal:
+            return Decision.refuse(
+                ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} is an internal topic and cannot be deleted"
+            )
+        return Decision([Record(topic_deleted=metadata_pb2.TopicDeletedRecord(topic_id=topic.topic_id, name=name))])
+
+    def create_partitions(
+        self, name: str, total: int, assignments: Sequence[Sequence[int]] = (), *, validate_only: bool = False
+    ) -> Decision:
+        """Grow a topic to ``total`` partitions."""
+        topic = self.state.topic(name)
+        if topic is None:
+            return Decision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        current = len(topic.partitions)
+        if total <= current:
+            verb = "already has" if total == current else "has"
+            return Decision.refuse(
+                ErrorCode.INVALID_PARTITIONS,
+                f"topic {name!r} {verb} {current} partitions; a topic can only grow (removing partitions would "
+                f"lose their records and remap keys), so ask for more than {current}",
+            )
+        factor = len(topic.partitions[0].replicas)
+        if assignments:
+            if len(assignments) != total - current:
+                return Decision.refuse(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"{len(assignments)} assignments given for {total - current} new partitions",
+                )
+            refused = self._check_assignments(assignments, factor)
+            if refused is not None:
+                return refused
+            placed = [list(a) for a in assignments]
+        else:
+            live = self.state.live_brokers()
+            try:
+                placed = assign_replicas(
+                    total - current,
+                    factor,
+                    [BrokerSlot(b.broker_id, b.rack) for b in live],
+                    self._rng,
+                    first_partition=current,
+                )
+            except LanesError as exc:
+                return Decision.refuse(exc.code, exc.message)
+        if validate_only:
+            return Decision()
+        live_ids = {b.broker_id for b in self.state.live_brokers()}
+        return Decision(
+            [
+                Record(partition=self._new_partition(topic.topic_id, current + index, replicas, live_ids))
+                for index, replicas in enumerate(placed)
+            ]
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # configs
+
+    def alter_topic_configs(self, name: str, ops: Sequence[ConfigOp], *, validate_only: bool = False) -> Decision:
+        """Apply incremental config changes to a topic, all or none, validated as a whole."""
+        if self.state.topic(name) is None:
+            return Decision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        current = self.state.topic_configs(name)
+        updated = dict(current)
+        for change in ops:
+            definition = TOPIC_CONFIGS.get(change.name)
+            if definition is None:
+                known = ", ".join(sorted(TOPIC_CONFIGS))
+                return Decision.refuse(
+                    ErrorCode.INVALID_CONFIG, f"unknown topic config {change.name!r}; known: {known}"
+                )
+            if change.op == "delete":
+                updated.pop(change.name, None)
+                continue
+            if change.value is None:
+                return Decision.refuse(ErrorCode.INVALID_CONFIG, f"{change.op} of {change.name} needs a value")
+            if change.op == "set":
+                updated[change.name] = change.value
+            elif change.op in {"append", "subtract"}:
+                if definition.type != "list":
+                    return Decision.refuse(
+                        ErrorCode.INVALID_CONFIG,
+                        f"{change.op} works on list configs; {change.name} is a {definition.type}",
+                    )
+                items = list(definition.parse(updated.get(change.name, definition.render(definition.default))))
+                values = [v.strip() for v in change.value.split(",") if v.strip()]
+                items = (
+                    items + [v for v in values if v not in items]
+                    if change.op == "append"
+                    else [v for v in items if v not in values]
+                )
+                updated[change.name] = ",".join(items)
+            else:
+                return Decision.refuse(ErrorCode.INVALID_REQUEST, f"unknown config operation {change.op!r}")
+        try:
+            parse_topic_configs(updated)
+        except LanesError as exc:
+            return Decision.refuse(exc.code, exc.message)
+        if validate_only:
+            return Decision()
+        records = []
+        for config_name in sorted(set(current) | set(updated)):
+            if current.get(config_name) == updated.get(config_name):
+                continue
+            config = metadata_pb2.ConfigRecord(resource_type=TOPIC, resource_name=name, name=config_name)
+            if config_name in updated:
+                config.value = updated[config_name]
+            records.append(Record(config=config))
+        return Decision(records)
+
+    # -----------------------------------------------------------------------------------------
+    # partition leadership
+
+    def alter_partition(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        topic_id: str,
+        partition_index: int,
+        *,
+        leader_epoch: int,
+        partition_epoch: int,
+        new_isr: Sequence[int],
+    ) -> Decision:
+        """A leader's ISR proposal, fenced by broker, leader and partition epochs."""
+        refused = self._check_broker(broker_id, broker_epoch)
+        if refused is not None:
+            return refused
+        topic = self.state.topics.get(topic_id)
+        partition = topic.partitions.get(partition_index) if topic is not None else None
+        if topic is None or partition is None:
+            return Decision.refuse(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"partition {topic_id}/{partition_index} does not exist"
+            )
+        if partition.leader != broker_id:
+            return Decision.refuse(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {broker_id} does not lead {topic.name}-{partition_index}"
+            )
+        if leader_epoch != partition.leader_epoch:
+            return Decision.refuse(
+                ErrorCode.FENCED_LEADER_EPOCH,
+                f"leader epoch {leader_epoch} is not the current {partition.leader_epoch}",
+            )
+        if partition_epoch != partition.partition_epoch:
+            return Decision.refuse(
+                ErrorCode.INVALID_UPDATE_VERSION,
+                f"partition epoch {partition_epoch} is stale (current {partition.partition_epoch}): refresh and retry",
+            )
+        isr = list(dict.fromkeys(new_isr))
+        if broker_id not in isr or not set(isr) <= set(partition.replicas):
+            return Decision.refuse(
+                ErrorCode.INVALID_REQUEST, f"ISR {isr} must contain the leader and only replicas {partition.replicas}"
+            )
+        live = {b.broker_id for b in self.state.live_brokers()}
+        ineligible = sorted(b for b in set(isr) - set(partition.isr) if b not in live)
+        if ineligible:
+            return Decision.refuse(
+                ErrorCode.INELIGIBLE_REPLICA, f"brokers {ineligible} are fenced and cannot join the ISR"
+            )
+        if isr == partition.isr:
+            return Decision()
+        return Decision([self._change(partition, isr=isr, reason="isr change")])
+
+    def elect_preferred_leaders(
+        self, partitions: Iterable[tuple[str, int]] | None = None
+    ) -> tuple[Decision, dict[tuple[str, int], ErrorCode]]:
+        """Move leadership back to each partition's preferred (first) replica where it is live
+        and in sync; returns the records and an outcome per partition."""
+        decision = Decision()
+        outcomes: dict[tuple[str, int], ErrorCode] = {}
+        wanted = None if partitions is None else set(partitions)
+        live = {b.broker_id for b in self.state.live_brokers()}
+        for topic, partition in self._partitions():
+            key = (topic.name, partition.partition)
+            if wanted is not None and key not in wanted:
+                continue
+            preferred = partition.replicas[0]
+            if partition.leader == preferred:
+                outcomes[key] = ErrorCode.ELECTION_NOT_NEEDED
+            elif preferred in partition.isr and preferred in live:
+                decision.records.append(self._change(partition, leader=preferred, reason="preferred election"))
+                outcomes[key] = ErrorCode.NONE
+            else:
+                outcomes[key] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+        if wanted is not None:
+            for key in wanted - set(outcomes):
+                outcomes[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return decision, outcomes
+
+    def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[Decision, int, int]:
+        """A block of producer ids for a broker: (decision, first id, block size)."""
+        refused = self._check_broker(broker_id, broker_epoch)
+        if refused is not None:
+            return refused, -1, 0
+        start = self.state.next_producer_id
+        record = metadata_pb2.ProducerIdsRecord(
+            node_id=broker_id, node_epoch=broker_epoch, next_producer_id=start + self.producer_id_block_size
+        )
+        return Decision([Record(producer_ids=record)]), start, self.producer_id_block_size
+
+    # -----------------------------------------------------------------------------------------
+    # helpers
+
+    def _partitions(self) -> Iterable[tuple[TopicInfo, PartitionInfo]]:
+        for topic in sorted(self.state.topics.values(), key=lambda t: t.name):
+            for index in sorted(topic.partitions):
+                yield topic, topic.partitions[index]
+
+    @staticmethod
+    def _change(
+        partition: PartitionInfo, *, leader: int | None = None, isr: list[int] | None = None, reason: str
+    ) -> Record:
+        change = metadata_pb2.PartitionChangeRecord(
+            topic_id=partition.topic_id,
+            partition=partition.partition,
+            leader_epoch=partition.leader_epoch,
+            partition_epoch=partition.partition_epoch + 1,
+            reason=reason,
+        )
+        if leader is not None and leader != partition.leader:
+            change.leader_id = leader
+            change.leader_epoch = partition.leader_epoch + 1
+        if isr is not None and isr != partition.isr:
+            change.isr.broker_ids.extend(isr)
+        return Record(partition_change=change)

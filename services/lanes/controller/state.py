@@ -1,0 +1,328 @@
+"""The cluster metadata state machine: a pure core fed by metadata records.
+
+``ClusterState.apply(offset, record)`` is deterministic and does no I/O and reads no clock: every
+node that applies the same ``lanes.v1.MetadataRecord`` sequence holds the same state (the
+controller from its metadata log, brokers and coordinators from WatchMetadata). Decisions (what
+records to write) are made elsewhere (``lanes.controller.core``); this module only applies them.
+
+Invariants, checked by ``check_invariants`` (tests run it after every step):
+
+- every partition's ISR is a subset of its replicas, and its leader is in the ISR or -1;
+- a fenced broker leads nothing;
+- leader epochs and partition epochs only grow;
+- topic names and ids map one to one.
+
+``to_records`` turns the state back into records (a snapshot): applying them to an empty state
+rebuilds an equal state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.v1 import common_pb2, metadata_pb2
+
+NO_LEADER = -1
+
+
+@dataclass
+class BrokerInfo:
+    """A registered broker."""
+
+    broker_id: int
+    incarnation_id: str
+    epoch: int
+    host: str
+    port: int
+    rack: str
+    fenced: bool
+
+
+@dataclass
+class PartitionInfo:
+    """A partition's placement and leadership."""
+
+    topic_id: str
+    partition: int
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+
+@dataclass
+class TopicInfo:
+    """A topic and its partitions."""
+
+    name: str
+    topic_id: str
+    internal: bool
+    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+
+
+@dataclass
+class CoordinatorInfo:
+    """A registered group coordinator."""
+
+    coordinator_id: int
+    incarnation_id: str
+    epoch: int
+    host: str
+    port: int
+    fenced: bool
+
+
+class ClusterState:
+    """The whole cluster's metadata, as of ``last_offset``."""
+
+    def __init__(self) -> None:
+        self.cluster_id = ""
+        self.created_ms = 0
+        self.last_offset = -1
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicInfo] = {}  # by topic id
+        self.topic_ids: dict[str, str] = {}  # name -> topic id
+        self.configs: dict[tuple[int, str], dict[str, str]] = {}  # (resource type, name) -> overrides
+        self.coordinators: dict[int, CoordinatorInfo] = {}
+        self.shards: dict[int, tuple[int, int]] = {}  # shard -> (coordinator id, shard epoch)
+        self.next_producer_id = 0
+
+    # -----------------------------------------------------------------------------------------
+    # queries
+
+    def topic(self, name: str) -> TopicInfo | None:
+        """The topic named ``name``, if it exists."""
+        topic_id = self.topic_ids.get(name)
+        return self.topics.get(topic_id) if topic_id is not None else None
+
+    def live_brokers(self) -> list[BrokerInfo]:
+        """Unfenced brokers, by id."""
+        return [b for _, b in sorted(self.brokers.items()) if not b.fenced]
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        """A topic's config overrides."""
+        return dict(self.configs.get((common_pb2.CONFIG_RESOURCE_TYPE_TOPIC, name), {}))
+
+    # -----------------------------------------------------------------------------------------
+    # apply
+
+    def apply(self, offset: int, record: metadata_pb2.MetadataRecord) -> None:
+        """Apply one record written at metadata ``offset`` (offsets must increase)."""
+        if offset <= self.last_offset:
+            raise ValueError(f"metadata offset {offset} is not after {self.last_offset}")
+        kind = record.WhichOneof("record")
+        if kind is None:
+            raise LanesError(f"metadata record at offset {offset} is empty", ErrorCode.INVALID_REQUEST)
+        getattr(self, f"_apply_{kind}")(getattr(record, kind))
+        self.last_offset = offset
+
+    def _apply_cluster_created(self, record: metadata_pb2.ClusterCreatedRecord) -> None:
+        self.cluster_id = record.cluster_id
+        self.created_ms = record.created_ms
+
+    def _apply_broker_registered(self, record: metadata_pb2.BrokerRegisteredRecord) -> None:
+        self.brokers[record.broker_id] = BrokerInfo(
+            broker_id=record.broker_id,
+            incarnation_id=record.incarnation_id,
+            epoch=record.broker_epoch,
+            host=record.endpoint.host,
+            port=record.endpoint.port,
+            rack=record.endpoint.rack,
+            fenced=record.fenced,
+        )
+
+    def _apply_broker_fenced(self, record: metadata_pb2.BrokerFencedRecord) -> None:
+        broker = self.brokers.get(record.broker_id)
+        if broker is not None and broker.epoch == record.broker_epoch:
+            broker.fenced = True
+
+    def _apply_broker_unfenced(self, record: metadata_pb2.BrokerUnfencedRecord) -> None:
+        broker = self.brokers.get(record.broker_id)
+        if broker is not None and broker.epoch == record.broker_epoch:
+            broker.fenced = False
+
+    def _apply_broker_unregistered(self, record: metadata_pb2.BrokerUnregisteredRecord) -> None:
+        broker = self.brokers.get(record.broker_id)
+        if broker is not None and broker.epoch == record.broker_epoch:
+            del self.brokers[record.broker_id]
+
+    def _apply_topic_created(self, record: metadata_pb2.TopicCreatedRecord) -> None:
+        self.topics[record.topic_id] = TopicInfo(record.name, record.topic_id, record.is_internal)
+        self.topic_ids[record.name] = record.topic_id
+
+    def _apply_partition(self, record: metadata_pb2.PartitionRecord) -> None:
+        topic = self.topics[record.topic_id]
+        topic.partitions[record.partition] = PartitionInfo(
+            topic_id=record.topic_id,
+            partition=record.partition,
+            replicas=list(record.replicas),
+            isr=list(record.isr),
+            leader=record.leader_id,
+            leader_epoch=record.leader_epoch,
+            partition_epoch=record.partition_epoch,
+        )
+
+    def _apply_partition_change(self, record: metadata_pb2.PartitionChangeRecord) -> None:
+        partition = self.topics[record.topic_id].partitions[record.partition]
+        if record.HasField("leader_id"):
+            partition.leader = record.leader_id
+        if record.HasField("isr"):
+            partition.isr = list(record.isr.broker_ids)
+        if record.HasField("replicas"):
+            partition.replicas = list(record.replicas.broker_ids)
+        partition.leader_epoch = record.leader_epoch
+        partition.partition_epoch = record.partition_epoch
+
+    def _apply_topic_deleted(self, record: metadata_pb2.TopicDeletedRecord) -> None:
+        topic = self.topics.pop(record.topic_id, None)
+        if topic is not None:
+            del self.topic_ids[topic.name]
+            self.configs.pop((common_pb2.CONFIG_RESOURCE_TYPE_TOPIC, topic.name), None)
+
+    def _apply_config(self, record: metadata_pb2.ConfigRecord) -> None:
+        key = (record.resource_type, record.resource_name)
+        values = self.configs.setdefault(key, {})
+        if record.HasField("value"):
+            values[record.name] = record.value
+        else:
+            values.pop(record.name, None)
+        if not values:
+            del self.configs[key]
+
+    def _apply_coordinator_registered(self, record: metadata_pb2.CoordinatorRegisteredRecord) -> None:
+        self.coordinators[record.coordinator_id] = CoordinatorInfo(
+            coordinator_id=record.coordinator_id,
+            incarnation_id=record.incarnation_id,
+            epoch=record.coordinator_epoch,
+            host=record.endpoint.host,
+            port=record.endpoint.port,
+            fenced=False,
+        )
+
+    def _apply_coordinator_fenced(self, record: metadata_pb2.CoordinatorFencedRecord) -> None:
+        coordinator = self.coordinators.get(record.coordinator_id)
+        if coordinator is not None and coordinator.epoch == record.coordinator_epoch:
+            coordinator.fenced = True
+
+    def _apply_shard_assigned(self, record: metadata_pb2.ShardAssignedRecord) -> None:
+        self.shards[record.shard] = (record.coordinator_id, record.shard_epoch)
+
+    def _apply_producer_ids(self, record: metadata_pb2.ProducerIdsRecord) -> None:
+        self.next_producer_id = max(self.next_producer_id, record.next_producer_id)
+
+    # -----------------------------------------------------------------------------------------
+    # snapshots and checks
+
+    def to_records(self) -> list[metadata_pb2.MetadataRecord]:
+        """Records that rebuild this state from empty (a snapshot)."""
+        records = []
+        if self.cluster_id:
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    cluster_created=metadata_pb2.ClusterCreatedRecord(
+                        cluster_id=self.cluster_id, created_ms=self.created_ms
+                    )
+                )
+            )
+        for broker in sorted(self.brokers.values(), key=lambda b: b.broker_id):
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    broker_registered=metadata_pb2.BrokerRegisteredRecord(
+                        broker_id=broker.broker_id,
+                        incarnation_id=broker.incarnation_id,
+                        broker_epoch=broker.epoch,
+                        endpoint=common_pb2.Node(
+                            node_id=broker.broker_id, host=broker.host, port=broker.port, rack=broker.rack
+                        ),
+                        fenced=broker.fenced,
+                    )
+                )
+            )
+        for topic in sorted(self.topics.values(), key=lambda t: t.name):
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    topic_created=metadata_pb2.TopicCreatedRecord(
+                        name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal
+                    )
+                )
+            )
+            for partition in sorted(topic.partitions.values(), key=lambda p: p.partition):
+                records.append(metadata_pb2.MetadataRecord(partition=partition_record(partition)))
+        for (resource_type, name), values in sorted(self.configs.items()):
+            for config_name, value in sorted(values.items()):
+                records.append(
+                    metadata_pb2.MetadataRecord(
+                        config=metadata_pb2.ConfigRecord(
+                            resource_type=resource_type,  # type: ignore[arg-type]
+                            resource_name=name,
+                            name=config_name,
+                            value=value,
+                        )
+                    )
+                )
+        for coordinator in sorted(self.coordinators.values(), key=lambda c: c.coordinator_id):
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    coordinator_registered=metadata_pb2.CoordinatorRegisteredRecord(
+                        coordinator_id=coordinator.coordinator_id,
+                        incarnation_id=coordinator.incarnation_id,
+                        coordinator_epoch=coordinator.epoch,
+                        endpoint=common_pb2.Node(
+                            node_id=coordinator.coordinator_id, host=coordinator.host, port=coordinator.port
+                        ),
+                    )
+                )
+            )
+            if coordinator.fenced:
+                records.append(
+                    metadata_pb2.MetadataRecord(
+                        coordinator_fenced=metadata_pb2.CoordinatorFencedRecord(
+                            coordinator_id=coordinator.coordinator_id, coordinator_epoch=coordinator.epoch
+                        )
+                    )
+                )
+        for shard, (coordinator_id, shard_epoch) in sorted(self.shards.items()):
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    shard_assigned=metadata_pb2.ShardAssignedRecord(
+                        shard=shard, coordinator_id=coordinator_id, shard_epoch=shard_epoch
+                    )
+                )
+            )
+        if self.next_producer_id:
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    producer_ids=metadata_pb2.ProducerIdsRecord(next_producer_id=self.next_producer_id)
+                )
+            )
+        return records
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError naming the first broken invariant (see the module docstring)."""
+        if {t.name: t.topic_id for t in self.topics.values()} != self.topic_ids:
+            raise AssertionError("topic names and ids do not map one to one")
+        for topic in self.topics.values():
+            for partition in topic.partitions.values():
+                where = f"{topic.name}-{partition.partition}"
+                if not set(partition.isr) <= set(partition.replicas):
+                    raise AssertionError(f"{where}: ISR {partition.isr} not within replicas {partition.replicas}")
+                if partition.leader != NO_LEADER and partition.leader not in partition.isr:
+                    raise AssertionError(f"{where}: leader {partition.leader} not in ISR {partition.isr}")
+                leader = self.brokers.get(partition.leader)
+                if partition.leader != NO_LEADER and (leader is None or leader.fenced):
+                    raise AssertionError(f"{where}: leader {partition.leader} is fenced or unknown")
+
+
+def partition_record(partition: PartitionInfo) -> metadata_pb2.PartitionRecord:
+    """The full record of a partition's state."""
+    return metadata_pb2.PartitionRecord(
+        topic_id=partition.topic_id,
+        partition=partition.partition,
+        replicas=partition.replicas,
+        isr=partition.isr,
+        leader_id=partition.leader,
+        leader_epoch=partition.leader_epoch,
+        partition_epoch=partition.partition_epoch,
+    )

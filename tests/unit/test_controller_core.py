@@ -1,0 +1,363 @@
+"""The controller's pure core: metadata state machine, placement and decisions, driven without
+any I/O. Property tests run random event sequences and check the invariants after every step."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from lanes.controller.core import ConfigOp, ControllerCore, Decision, NewTopic
+from lanes.controller.placement import BrokerSlot, assign_replicas
+from lanes.controller.state import NO_LEADER, ClusterState
+from lanes.protocol.errors import ErrorCode
+
+
+class Cluster:
+    """A core and its state, with records applied as a controller service would."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.state = ClusterState()
+        ids = itertools.count()
+        self.core = ControllerCore(self.state, rng=random.Random(seed), new_id=lambda: f"id-{next(ids)}")
+        self.commit(self.core.create_cluster(now_ms=1))
+        self.incarnations = itertools.count()
+
+    def commit(self, decision: Decision) -> Decision:
+        for record in decision.records:
+            self.state.apply(self.state.last_offset + 1, record)
+        self.state.check_invariants()
+        return decision
+
+    def start_broker(self, broker_id: int, rack: str = "") -> int:
+        decision = self.commit(
+            self.core.register_broker(
+                broker_id,
+                f"incarnation-{next(self.incarnations)}",
+                cluster_id="",
+                host="127.0.0.1",
+                port=9000 + broker_id,
+                rack=rack,
+            )
+        )
+        assert decision.error is ErrorCode.NONE, decision.message
+        epoch = self.state.brokers[broker_id].epoch
+        self.commit(self.core.broker_heartbeat(broker_id, epoch, self.state.last_offset))
+        assert not self.state.brokers[broker_id].fenced
+        return epoch
+
+    def partition(self, topic: str, index: int):  # type: ignore[no-untyped-def]
+        found = self.state.topic(topic)
+        assert found is not None
+        return found.partitions[index]
+
+
+def test_brokers_register_fenced_and_are_unfenced_once_caught_up() -> None:
+    cluster = Cluster()
+    decision = cluster.commit(cluster.core.register_broker(1, "a", cluster_id="", host="h", port=1))
+    broker = cluster.state.brokers[1]
+    assert broker.fenced
+    assert broker.epoch == cluster.state.last_offset, "the epoch is the registration's metadata offset"
+    assert not cluster.commit(cluster.core.broker_heartbeat(1, broker.epoch, broker.epoch - 1)).records
+    cluster.commit(cluster.core.broker_heartbeat(1, broker.epoch, broker.epoch))
+    assert not cluster.state.brokers[1].fenced
+    stale = cluster.core.broker_heartbeat(1, broker.epoch - 1, 100)
+    assert stale.error is ErrorCode.STALE_BROKER_EPOCH
+    assert decision.error is ErrorCode.NONE
+
+
+def test_a_live_broker_id_cannot_be_taken_by_another_process() -> None:
+    cluster = Cluster()
+    cluster.start_broker(1)
+    refused = cluster.core.register_broker(1, "other", cluster_id="", host="h", port=2, previous_session_alive=True)
+    assert refused.error is ErrorCode.DUPLICATE_BROKER_REGISTRATION
+    wrong_cluster = cluster.core.register_broker(2, "x", cluster_id="another-cluster", host="h", port=2)
+    assert wrong_cluster.error is ErrorCode.INCONSISTENT_CLUSTER_ID
+
+
+def test_create_topic_places_replicas_and_validates_everything() -> None:
+    cluster = Cluster()
+    for broker_id in (1, 2, 3):
+        cluster.start_broker(broker_id)
+    cluster.commit(cluster.core.create_topic(NewTopic("orders", 6, 3, configs=(("retention.ms", "1000"),))))
+    topic = cluster.state.topic("orders")
+    assert topic is not None
+    assert [p.leader for p in topic.partitions.values()] == [p.replicas[0] for p in topic.partitions.values()]
+    assert Counter(p.leader for p in topic.partitions.values()) == {1: 2, 2: 2, 3: 2}, "leaders spread evenly"
+    assert all(sorted(p.isr) == [1, 2, 3] for p in topic.partitions.values())
+    assert cluster.state.topic_configs("orders") == {"retention.ms": "1000"}
+    cases = [
+        (NewTopic("orders", 1, 1), ErrorCode.TOPIC_ALREADY_EXISTS, "already exists"),
+        (NewTopic("bad/name", 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION, "contains '/'"),
+        (NewTopic("orders.eu", 1, 1), ErrorCode.NONE, None),
+        (NewTopic("orders_eu", 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION, "collides with existing topic 'orders.eu'"),
+        (NewTopic("big", 1, 4), ErrorCode.INVALID_REPLICATION_FACTOR, "larger than the 3 live brokers"),
+        (NewTopic("none", 0, 1), ErrorCode.INVALID_PARTITIONS, "must be positive"),
+        (NewTopic("cfg", 1, 1, configs=(("retention.ms", "soon"),)), ErrorCode.INVALID_CONFIG, "not an integer"),
+        (NewTopic("cfg", 1, 1, configs=(("retention.mss", "1"),)), ErrorCode.INVALID_CONFIG, "unknown topic config"),
+        (NewTopic("manual", assignments=((1, 1),)), ErrorCode.INVALID_REPLICA_ASSIGNMENT, "twice"),
+        (NewTopic("manual", assignments=((1, 9),)), ErrorCode.INVALID_REPLICA_ASSIGNMENT, "unregistered brokers"),
+    ]
+    for request, error, message in cases:
+        decision = cluster.commit(cluster.core.create_topic(request))
+        assert decision.error is error, (request, decision.message)
+        if message:
+            assert message in decision.message
+
+
+def test_a_fenced_leader_hands_over_to_the_next_isr_member_and_the_last_one_stays_in_the_isr() -> None:
+    cluster = Cluster()
+    for broker_id in (1, 2, 3):
+        cluster.start_broker(broker_id)
+    cluster.commit(cluster.core.create_topic(NewTopic("t", assignments=((1, 2, 3),))))
+    before = cluster.partition("t", 0)
+    epochs = (before.leader_epoch, before.partition_epoch)
+    cluster.commit(cluster.core.fence_broker(1, "session timeout"))
+    after = cluster.partition("t", 0)
+    assert (after.leader, after.isr) == (2, [2, 3])
+    assert after.leader_epoch == epochs[0] + 1
+    assert after.partition_epoch > epochs[1]
+    cluster.commit(cluster.core.fence_broker(2, "session timeout"))
+    cluster.commit(cluster.core.fence_broker(3, "session timeout"))
+    offline = cluster.partition("t", 0)
+    assert offline.leader == NO_LEADER, "no unclean election by default"
+    assert offline.isr == [3], "the last in-sync replica stays in the ISR"
+    # Broker 1 returns: it is not in the ISR, so the partition stays offline.
+    cluster.commit(cluster.core.register_broker(1, "again", cluster_id="", host="h", port=1))
+    cluster.commit(cluster.core.broker_heartbeat(1, cluster.state.brokers[1].epoch, cluster.state.last_offset))
+    assert cluster.partition("t", 0).leader == NO_LEADER
+    # Broker 3 (the last ISR member, with every acknowledged record) returns and leads again.
+    cluster.commit(cluster.core.register_broker(3, "again", cluster_id="", host="h", port=3))
+    cluster.commit(cluster.core.broker_heartbeat(3, cluster.state.brokers[3].epoch, cluster.state.last_offset))
+    assert cluster.partition("t", 0).leader == 3
+
+
+def test_unclean_election_only_when_the_topic_allows_it() -> None:
+    cluster = Cluster()
+    for broker_id in (1, 2):
+        cluster.start_broker(broker_id)
+    cluster.commit(
+        cluster.core.create_topic(
+            NewTopic("t", assignments=((1, 2),), configs=(("unclean.leader.election.enable", "true"),))
+        )
+    )
+    cluster.commit(
+        cluster.core.alter_partition(
+            1,
+            cluster.state.brokers[1].epoch,
+            cluster.partition("t", 0).topic_id,
+            0,
+            leader_epoch=0,
+            partition_epoch=0,
+            new_isr=[1],
+        )
+    )
+    cluster.commit(cluster.core.fence_broker(1, "session timeout"))
+    partition = cluster.partition("t", 0)
+    assert (partition.leader, partition.isr) == (2, [2]), "an out-of-sync replica leads, alone in the ISR"
+
+
+def test_alter_partition_is_fenced_by_epochs_and_liveness() -> None:
+    cluster = Cluster()
+    epochs = {b: cluster.start_broker(b) for b in (1, 2, 3)}
+    cluster.commit(cluster.core.create_topic(NewTopic("t", assignments=((1, 2, 3),))))
+    topic_id = cluster.partition("t", 0).topic_id
+
+    def propose(broker: int, epoch: int, leader_epoch: int, partition_epoch: int, isr: list[int]) -> Decision:
+        return cluster.commit(
+            cluster.core.alter_partition(
+                broker, epoch, topic_id, 0, leader_epoch=leader_epoch, partition_epoch=partition_epoch, new_isr=isr
+            )
+        )
+
+    assert propose(1, epochs[1], 0, 0, [1, 2]).error is ErrorCode.NONE
+    assert cluster.partition("t", 0).isr == [1, 2]
+    assert propose(1, epochs[1], 0, 0, [1]).error is ErrorCode.INVALID_UPDATE_VERSION
+    assert propose(2, epochs[2], 0, 1, [2]).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert propose(1, epochs[1] - 1, 0, 1, [1]).error is ErrorCode.STALE_BROKER_EPOCH
+    assert propose(1, epochs[1], 5, 1, [1]).error is ErrorCode.FENCED_LEADER_EPOCH
+    assert propose(1, epochs[1], 0, 1, [2]).error is ErrorCode.INVALID_REQUEST, "the leader stays in its ISR"
+    cluster.commit(cluster.core.fence_broker(3, "session timeout"))
+    assert (
+        propose(1, epochs[1], 0, cluster.partition("t", 0).partition_epoch, [1, 2, 3]).error
+        is ErrorCode.INELIGIBLE_REPLICA
+    )
+
+
+def test_partitions_only_grow_and_configs_change_atomically() -> None:
+    cluster = Cluster()
+    cluster.start_broker(1)
+    cluster.commit(cluster.core.create_topic(NewTopic("t", 2, 1)))
+    shrink = cluster.core.create_partitions("t", 1)
+    assert shrink.error is ErrorCode.INVALID_PARTITIONS
+    assert "can only grow" in shrink.message
+    cluster.commit(cluster.core.create_partitions("t", 5))
+    assert sorted(cluster.state.topic("t").partitions) == [0, 1, 2, 3, 4]  # type: ignore[union-attr]
+    set_ok = cluster.commit(
+        cluster.core.alter_topic_configs(
+            "t", [ConfigOp("retention.ms", "set", "5"), ConfigOp("cleanup.policy", "append", "compact")]
+        )
+    )
+    assert set_ok.error is ErrorCode.NONE
+    assert cluster.state.topic_configs("t") == {"retention.ms": "5", "cleanup.policy": "delete,compact"}
+    bad = cluster.core.alter_topic_configs(
+        "t", [ConfigOp("retention.ms", "delete"), ConfigOp("segment.bytes", "set", "1")]
+    )
+    assert bad.error is ErrorCode.INVALID_CONFIG
+    assert "segment.bytes" in bad.message
+    assert cluster.state.topic_configs("t")["retention.ms"] == "5", "nothing applied when one change is invalid"
+    cluster.commit(cluster.core.alter_topic_configs("t", [ConfigOp("retention.ms", "delete")]))
+    assert "retention.ms" not in cluster.state.topic_configs("t")
+
+
+def test_preferred_election_restores_balance_when_brokers_return() -> None:
+    cluster = Cluster()
+    for broker_id in (1, 2, 3):
+        cluster.start_broker(broker_id)
+    cluster.commit(cluster.core.create_topic(NewTopic("t", 6, 3)))
+    cluster.commit(cluster.core.fence_broker(1, "session timeout"))
+    assert all(p.leader != 1 for p in cluster.state.topic("t").partitions.values())  # type: ignore[union-attr]
+    cluster.start_broker(1)
+    topic = cluster.state.topic("t")
+    assert topic is not None
+    for partition in topic.partitions.values():  # the leaders bring broker 1 back into their ISRs
+        if 1 not in partition.isr:
+            leader_epoch = cluster.state.brokers[partition.leader].epoch
+            cluster.commit(
+                cluster.core.alter_partition(
+                    partition.leader,
+                    leader_epoch,
+                    partition.topic_id,
+                    partition.partition,
+                    leader_epoch=partition.leader_epoch,
+                    partition_epoch=partition.partition_epoch,
+                    new_isr=[*partition.isr, 1],
+                )
+            )
+    decision, outcomes = cluster.core.elect_preferred_leaders()
+    cluster.commit(decision)
+    assert all(p.leader == p.replicas[0] for p in topic.partitions.values())
+    assert ErrorCode.NONE in outcomes.values()
+
+
+def test_topic_deletion_and_internal_topics() -> None:
+    cluster = Cluster()
+    cluster.start_broker(1)
+    cluster.commit(cluster.core.create_internal_topic("__consumer_offsets", 3, 3))
+    assert cluster.core.delete_topic("__consumer_offsets").error is ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert cluster.state.topic_configs("__consumer_offsets") == {"cleanup.policy": "compact"}
+    cluster.commit(cluster.core.create_topic(NewTopic("gone", 1, 1)))
+    cluster.commit(cluster.core.delete_topic("gone"))
+    assert cluster.state.topic("gone") is None
+    assert cluster.core.delete_topic("gone").error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_producer_id_blocks_never_overlap() -> None:
+    cluster = Cluster()
+    epoch = cluster.start_broker(1)
+    blocks = []
+    for _ in range(3):
+        decision, start, size = cluster.core.allocate_producer_ids(1, epoch)
+        cluster.commit(decision)
+        blocks.append(range(start, start + size))
+    assert all(a.stop <= b.start for a, b in itertools.pairwise(blocks))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_placement_spreads_leaders_and_racks(seed: int) -> None:
+    brokers = [BrokerSlot(i, f"rack-{i % 3}") for i in range(1, 10)]
+    assignments = assign_replicas(90, 3, brokers, random.Random(seed))
+    rack_of = {b.broker_id: b.rack for b in brokers}
+    assert all(len(set(a)) == 3 for a in assignments)
+    assert all(len({rack_of[b] for b in a}) == 3 for a in assignments), "replicas span every rack"
+    assert set(Counter(a[0] for a in assignments).values()) == {10}, "each broker leads the same number"
+
+
+# ---------------------------------------------------------------------------------------------
+# random event sequences
+
+
+class ControllerMachine(RuleBasedStateMachine):
+    """Random registrations, fencings, topics, ISR changes and elections; invariants after each."""
+
+    @initialize(seed=st.integers(0, 2**16))
+    def start(self, seed: int) -> None:
+        self.cluster = Cluster(seed)
+        self.epochs: dict[tuple[str, int], tuple[int, int]] = {}
+        self.topics = 0
+
+    @rule(broker_id=st.integers(1, 5), rack=st.sampled_from(["", "a", "b"]))
+    def start_broker(self, broker_id: int, rack: str) -> None:
+        if broker_id in self.cluster.state.brokers and not self.cluster.state.brokers[broker_id].fenced:
+            self.cluster.commit(self.cluster.core.fence_broker(broker_id, "restart"))
+        self.cluster.start_broker(broker_id, rack)
+
+    @rule(broker_id=st.integers(1, 5))
+    def fence(self, broker_id: int) -> None:
+        self.cluster.commit(self.cluster.core.fence_broker(broker_id, "session timeout"))
+
+    @rule(partitions=st.integers(1, 6), factor=st.integers(1, 3))
+    def create_topic(self, partitions: int, factor: int) -> None:
+        self.topics += 1
+        decision = self.cluster.commit(
+            self.cluster.core.create_topic(NewTopic(f"topic-{self.topics}", partitions, factor))
+        )
+        live = len(self.cluster.state.live_brokers())
+        assert (decision.error is ErrorCode.NONE) == (factor <= live), decision.message
+
+    @precondition(lambda self: self.cluster.state.topics)
+    @rule(data=st.data())
+    def leader_changes_isr(self, data: st.DataObject) -> None:
+        topic = data.draw(st.sampled_from(sorted(self.cluster.state.topics.values(), key=lambda t: t.name)))
+        partition = data.draw(st.sampled_from(sorted(topic.partitions.values(), key=lambda p: p.partition)))
+        if partition.leader == NO_LEADER:
+            return
+        others = [b for b in partition.replicas if b != partition.leader]
+        followers = data.draw(st.lists(st.sampled_from(others), unique=True)) if others else []
+        isr = [partition.leader, *followers]
+        leader = self.cluster.state.brokers[partition.leader]
+        self.cluster.commit(
+            self.cluster.core.alter_partition(
+                partition.leader,
+                leader.epoch,
+                partition.topic_id,
+                partition.partition,
+                leader_epoch=partition.leader_epoch,
+                partition_epoch=partition.partition_epoch,
+                new_isr=isr,
+            )
+        )
+
+    @rule()
+    def preferred_election(self) -> None:
+        self.cluster.commit(self.cluster.core.elect_preferred_leaders()[0])
+
+    @invariant()
+    def epochs_only_grow(self) -> None:
+        if not hasattr(self, "cluster"):
+            return
+        for topic in self.cluster.state.topics.values():
+            for partition in topic.partitions.values():
+                key = (topic.name, partition.partition)
+                previous = self.epochs.get(key, (0, 0))
+                assert partition.leader_epoch >= previous[0]
+                assert partition.partition_epoch >= previous[1]
+                self.epochs[key] = (partition.leader_epoch, partition.partition_epoch)
+
+    @invariant()
+    def a_snapshot_rebuilds_the_same_state(self) -> None:
+        if not hasattr(self, "cluster"):
+            return
+        rebuilt = ClusterState()
+        for offset, record in enumerate(self.cluster.state.to_records()):
+            rebuilt.apply(offset, record)
+        assert rebuilt.to_records() == self.cluster.state.to_records()
+
+
+ControllerMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=40, deadline=None)
+TestControllerMachine = ControllerMachine.TestCase
