@@ -1,0 +1,83 @@
+"""``python -m lanes.controller``: run the controller service until SIGTERM or SIGINT.
+
+Prints one JSON line on stdout once it serves: ``{"service": "controller", "address": "host:port",
+"cluster_id": ...}`` (supervisors and tests wait for it). Logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import random
+import signal
+import sys
+from pathlib import Path
+
+from lanes.controller.service import ControllerService, add_to_server
+from lanes.protocol.clock import SystemClock
+from lanes.runtime.server import ServiceBinding, start_server
+from lanes.v1 import common_pb2, controller_pb2
+
+CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["Controller"].full_name
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m lanes.controller", description="Run the Lanes controller.")
+    parser.add_argument("--data-dir", type=Path, required=True, help="where the metadata log and snapshots live")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=9093, help="gRPC port (default 9093; 0 picks a free one)")
+    parser.add_argument("--node-id", type=int, default=0, help="the controller's node id (default 0)")
+    parser.add_argument("--session-timeout-ms", type=int, default=6000, help="fence brokers silent this long")
+    parser.add_argument("--heartbeat-interval-ms", type=int, default=1000, help="how often brokers heartbeat")
+    parser.add_argument("--default-partitions", type=int, default=1, help="num.partitions for new topics")
+    parser.add_argument("--default-replication-factor", type=int, default=1, help="default.replication.factor")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    return parser.parse_args(argv)
+
+
+async def serve(options: argparse.Namespace) -> None:
+    clock = SystemClock()
+    service = ControllerService(
+        options.data_dir,
+        endpoint=common_pb2.Node(node_id=options.node_id, host=options.host, port=options.port),
+        clock=clock,
+        rng=random.Random(),
+        session_timeout_ms=options.session_timeout_ms,
+        heartbeat_interval_ms=options.heartbeat_interval_ms,
+        default_partitions=options.default_partitions,
+        default_replication_factor=options.default_replication_factor,
+    )
+    await service.start()
+    running = await start_server(
+        [ServiceBinding(CONTROLLER_SERVICE, lambda server: add_to_server(service, server))],
+        host=options.host,
+        port=options.port,
+    )
+    service.endpoint.port = running.port
+    print(
+        json.dumps({"service": "controller", "address": running.address, "cluster_id": service.state.cluster_id}),
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    logging.getLogger(__name__).info("shutting down")
+    await running.stop(grace_s=5)
+    await service.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_args(argv)
+    logging.basicConfig(
+        level=options.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    asyncio.run(serve(options))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,499 @@
+"""The Controller gRPC service: the shell around the pure core.
+
+Every mutating request follows one path, serialised by one lock: decide (``ControllerCore``),
+append the records durably (``MetadataLog``), apply them (``ClusterState``), wake the watchers,
+answer. Reads answer from the applied state. Owned by one asyncio event loop.
+
+Liveness: brokers heartbeat; one that is silent for ``session_timeout_ms`` is fenced (its
+leaderships move). After a controller restart every known broker gets a fresh session.
+Coordinator registration arrives with the consumer-group issue (#5): those RPCs answer
+UNIMPLEMENTED until then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from lanes.controller.core import ConfigOp, ControllerCore, Decision, NewTopic
+from lanes.controller.metadata_log import MetadataLog
+from lanes.controller.state import PartitionInfo, TopicInfo
+from lanes.protocol.clock import Clock
+from lanes.protocol.configs import TOPIC_CONFIGS
+from lanes.protocol.errors import ErrorCode
+from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
+
+_log = logging.getLogger(__name__)
+Context = grpc.aio.ServicerContext[Any, Any]
+_OPS = {
+    controller_pb2.ALTER_CONFIG_OP_SET: "set",
+    controller_pb2.ALTER_CONFIG_OP_DELETE: "delete",
+    controller_pb2.ALTER_CONFIG_OP_APPEND: "append",
+    controller_pb2.ALTER_CONFIG_OP_SUBTRACT: "subtract",
+}
+
+
+def _error(code: ErrorCode, message: str = "") -> common_pb2.Error:
+    return common_pb2.Error(code=int(code), message=message)  # type: ignore[arg-type]
+
+
+class ControllerService(controller_pb2_grpc.ControllerServicer):
+    """Cluster metadata over gRPC. Call ``start`` before serving and ``stop`` after."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        endpoint: common_pb2.Node,
+        clock: Clock,
+        rng: random.Random,
+        session_timeout_ms: int = 6000,
+        heartbeat_interval_ms: int = 1000,
+        default_partitions: int = 1,
+        default_replication_factor: int = 1,
+        keepalive_ms: int = 5000,
+    ) -> None:
+        self.endpoint = endpoint
+        self._clock = clock
+        self._metadata = MetadataLog(data_dir, clock)
+        self.state = self._metadata.load()
+        self.core = ControllerCore(
+            self.state,
+            rng=rng,
+            new_id=lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            default_partitions=default_partitions,
+            default_replication_factor=default_replication_factor,
+        )
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self._keepalive_s = keepalive_ms / 1000
+        self._lock = asyncio.Lock()
+        self._changed = asyncio.Condition()
+        self._last_heartbeat_ms: dict[int, int] = {}
+        self._fencing: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Create the cluster on first start; give known brokers a fresh session; start fencing."""
+        await self._commit(self.core.create_cluster(self._clock.now_ms()))
+        now = self._clock.monotonic_ms()
+        self._last_heartbeat_ms = {broker_id: now for broker_id in self.state.brokers}
+        self._fencing = asyncio.create_task(self._fence_silent_brokers())
+
+    async def stop(self) -> None:
+        """Stop fencing and close the metadata log."""
+        if self._fencing is not None:
+            self._fencing.cancel()
+        self._metadata.close()
+
+    async def _commit(self, decision: Decision) -> int:
+        """Append the decision's records durably, apply them, wake watchers; return the first offset."""
+        if not decision.records:
+            return self._metadata.end_offset
+        first = await asyncio.to_thread(self._metadata.append, decision.records)
+        for index, record in enumerate(decision.records):
+            self.state.apply(first + index, record)
+        async with self._changed:
+            self._changed.notify_all()
+        return first
+
+    async def _decide_and_commit(self, decide) -> Decision:  # type: ignore[no-untyped-def]
+        async with self._lock:
+            decision: Decision = decide()
+            await self._commit(decision)
+            return decision
+
+    async def _fence_silent_brokers(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_interval_ms / 2000)
+            now = self._clock.monotonic_ms()
+            for broker in list(self.state.brokers.values()):
+                silent_ms = now - self._last_heartbeat_ms.get(broker.broker_id, now)
+                if not broker.fenced and silent_ms > self.session_timeout_ms:
+                    _log.info("fencing broker %d: no heartbeat for %d ms", broker.broker_id, silent_ms)
+                    await self._decide_and_commit(
+                        lambda broker_id=broker.broker_id: self.core.fence_broker(broker_id, "session timeout")
+                    )
+
+    def _session_alive(self, broker_id: int) -> bool:
+        last = self._last_heartbeat_ms.get(broker_id)
+        return last is not None and self._clock.monotonic_ms() - last <= self.session_timeout_ms
+
+    # -----------------------------------------------------------------------------------------
+    # brokers
+
+    async def RegisterBroker(  # noqa: N802 - gRPC method names
+        self, request: controller_pb2.RegisterBrokerRequest, context: Context
+    ) -> controller_pb2.RegisterBrokerResponse:
+        decision = await self._decide_and_commit(
+            lambda: self.core.register_broker(
+                request.broker_id,
+                request.incarnation_id,
+                cluster_id=request.cluster_id,
+                host=request.endpoint.host,
+                port=request.endpoint.port,
+                rack=request.endpoint.rack,
+                previous_session_alive=self._session_alive(request.broker_id),
+            )
+        )
+        if decision.error is not ErrorCode.NONE:
+            return controller_pb2.RegisterBrokerResponse(error=_error(decision.error, decision.message))
+        self._last_heartbeat_ms[request.broker_id] = self._clock.monotonic_ms()
+        return controller_pb2.RegisterBrokerResponse(
+            error=_error(ErrorCode.NONE),
+            broker_epoch=self.state.brokers[request.broker_id].epoch,
+            cluster_id=self.state.cluster_id,
+        )
+
+    async def BrokerHeartbeat(  # noqa: N802
+        self, request: controller_pb2.BrokerHeartbeatRequest, context: Context
+    ) -> controller_pb2.BrokerHeartbeatResponse:
+        if request.want_shut_down:
+            decision = await self._decide_and_commit(
+                lambda: self.core.controlled_shutdown(request.broker_id, request.broker_epoch)
+            )
+        else:
+            decision = await self._decide_and_commit(
+                lambda: self.core.broker_heartbeat(
+                    request.broker_id, request.broker_epoch, request.current_metadata_offset
+                )
+            )
+        if decision.error is not ErrorCode.NONE:
+            return controller_pb2.BrokerHeartbeatResponse(error=_error(decision.error, decision.message))
+        self._last_heartbeat_ms[request.broker_id] = self._clock.monotonic_ms()
+        broker = self.state.brokers[request.broker_id]
+        return controller_pb2.BrokerHeartbeatResponse(
+            error=_error(ErrorCode.NONE),
+            is_caught_up=request.current_metadata_offset >= broker.epoch,
+            is_fenced=broker.fenced,
+            should_shut_down=request.want_shut_down and broker.fenced,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            session_timeout_ms=self.session_timeout_ms,
+        )
+
+    async def AllocateProducerIds(  # noqa: N802
+        self, request: controller_pb2.AllocateProducerIdsRequest, context: Context
+    ) -> controller_pb2.AllocateProducerIdsResponse:
+        async with self._lock:
+            decision, start, size = self.core.allocate_producer_ids(request.broker_id, request.broker_epoch)
+            await self._commit(decision)
+        return controller_pb2.AllocateProducerIdsResponse(
+            error=_error(decision.error, decision.message), producer_id_start=start, producer_id_len=size
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # metadata stream
+
+    async def WatchMetadata(  # noqa: N802
+        self, request: controller_pb2.WatchMetadataRequest, context: Context
+    ) -> AsyncIterator[controller_pb2.MetadataUpdate]:
+        next_offset = request.from_offset
+        if next_offset < 0 or next_offset < self._metadata.start_offset or next_offset > self.state.last_offset + 1:
+            at = self.state.last_offset
+            yield controller_pb2.MetadataUpdate(
+                snapshot=True,
+                base_offset=at,
+                records=self.state.to_records(),
+                next_offset=at + 1,
+                log_end_offset=self._metadata.end_offset,
+            )
+            next_offset = at + 1
+        while True:
+            applied_end = self.state.last_offset + 1
+            if next_offset < applied_end:
+                chunk = [(o, r) for o, r in self._metadata.read(next_offset) if o < applied_end]
+                if chunk:
+                    yield controller_pb2.MetadataUpdate(
+                        base_offset=chunk[0][0],
+                        records=[r for _, r in chunk],
+                        next_offset=chunk[-1][0] + 1,
+                        log_end_offset=self._metadata.end_offset,
+                    )
+                    next_offset = chunk[-1][0] + 1
+                    continue
+            async with self._changed:
+                try:
+                    await asyncio.wait_for(self._changed.wait(), timeout=self._keepalive_s)
+                    continue
+                except TimeoutError:
+                    pass
+            yield controller_pb2.MetadataUpdate(next_offset=next_offset, log_end_offset=self._metadata.end_offset)
+
+    # -----------------------------------------------------------------------------------------
+    # topics
+
+    async def CreateTopics(  # noqa: N802
+        self, request: controller_pb2.CreateTopicsRequest, context: Context
+    ) -> controller_pb2.CreateTopicsResponse:
+        results = []
+        for topic in request.topics:
+            new = NewTopic(
+                name=topic.name,
+                num_partitions=topic.num_partitions,
+                replication_factor=topic.replication_factor,
+                assignments=tuple(tuple(a.broker_ids) for a in sorted(topic.assignments, key=lambda a: a.partition)),
+                configs=tuple((c.name, c.value) for c in topic.configs),
+            )
+            decision = await self._decide_and_commit(
+                lambda new=new: self.core.create_topic(new, validate_only=request.validate_only)
+            )
+            result = controller_pb2.CreatableTopicResult(
+                name=topic.name, error=_error(decision.error, decision.message)
+            )
+            created = self.state.topic(topic.name)
+            if decision.error is ErrorCode.NONE and created is not None and not request.validate_only:
+                result.topic_id = created.topic_id
+                result.num_partitions = len(created.partitions)
+                result.replication_factor = len(created.partitions[0].replicas)
+                result.configs.extend(self._config_entries(topic.name, ()))
+            results.append(result)
+        return controller_pb2.CreateTopicsResponse(topics=results)
+
+    async def DeleteTopics(  # noqa: N802
+        self, request: controller_pb2.DeleteTopicsRequest, context: Context
+    ) -> controller_pb2.DeleteTopicsResponse:
+        names = list(request.names) + [
+            self.state.topics[topic_id].name if topic_id in self.state.topics else f"<unknown id {topic_id}>"
+            for topic_id in request.topic_ids
+        ]
+        results = []
+        for name in names:
+            topic = self.state.topic(name)
+            decision = await self._decide_and_commit(lambda name=name: self.core.delete_topic(name))
+            results.append(
+                controller_pb2.DeletableTopicResult(
+                    name=name, topic_id=topic.topic_id if topic else "", error=_error(decision.error, decision.message)
+                )
+            )
+        return controller_pb2.DeleteTopicsResponse(topics=results)
+
+    async def CreatePartitions(  # noqa: N802
+        self, request: controller_pb2.CreatePartitionsRequest, context: Context
+    ) -> controller_pb2.CreatePartitionsResponse:
+        results = []
+        for topic in request.topics:
+            assignments = [tuple(a.broker_ids) for a in topic.assignments]
+            decision = await self._decide_and_commit(
+                lambda topic=topic, assignments=assignments: self.core.create_partitions(
+                    topic.name, topic.count, assignments, validate_only=request.validate_only
+                )
+            )
+            results.append(
+                controller_pb2.CreatePartitionsTopicResult(
+                    name=topic.name, error=_error(decision.error, decision.message)
+                )
+            )
+        return controller_pb2.CreatePartitionsResponse(topics=results)
+
+    async def DescribeTopics(  # noqa: N802
+        self, request: controller_pb2.DescribeTopicsRequest, context: Context
+    ) -> controller_pb2.DescribeTopicsResponse:
+        if request.names:
+            wanted = list(request.names)
+        else:
+            wanted = sorted(t.name for t in self.state.topics.values() if request.include_internal or not t.internal)
+        descriptions = []
+        for name in wanted:
+            topic = self.state.topic(name)
+            if topic is None:
+                descriptions.append(
+                    controller_pb2.TopicDescription(
+                        name=name, error=_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+                    )
+                )
+                continue
+            descriptions.append(self._describe(topic))
+        return controller_pb2.DescribeTopicsResponse(topics=descriptions, metadata_offset=self.state.last_offset)
+
+    def _describe(self, topic: TopicInfo) -> controller_pb2.TopicDescription:
+        fenced = {b.broker_id for b in self.state.brokers.values() if b.fenced}
+        return controller_pb2.TopicDescription(
+            name=topic.name,
+            topic_id=topic.topic_id,
+            error=_error(ErrorCode.NONE),
+            is_internal=topic.internal,
+            partitions=[self._describe_partition(p, fenced) for _, p in sorted(topic.partitions.items())],
+        )
+
+    @staticmethod
+    def _describe_partition(partition: PartitionInfo, fenced: set[int]) -> controller_pb2.PartitionDescription:
+        return controller_pb2.PartitionDescription(
+            partition=partition.partition,
+            leader_id=partition.leader,
+            leader_epoch=partition.leader_epoch,
+            partition_epoch=partition.partition_epoch,
+            replicas=partition.replicas,
+            isr=partition.isr,
+            offline_replicas=[b for b in partition.replicas if b in fenced],
+        )
+
+    async def DescribeCluster(  # noqa: N802
+        self, request: controller_pb2.DescribeClusterRequest, context: Context
+    ) -> controller_pb2.DescribeClusterResponse:
+        leaders: dict[int, int] = {}
+        replicas: dict[int, int] = {}
+        for topic in self.state.topics.values():
+            for partition in topic.partitions.values():
+                leaders[partition.leader] = leaders.get(partition.leader, 0) + 1
+                for broker_id in partition.replicas:
+                    replicas[broker_id] = replicas.get(broker_id, 0) + 1
+        brokers = [
+            controller_pb2.BrokerDescription(
+                endpoint=common_pb2.Node(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack),
+                broker_epoch=b.epoch,
+                fenced=b.fenced,
+                leader_count=leaders.get(b.broker_id, 0),
+                replica_count=replicas.get(b.broker_id, 0),
+            )
+            for _, b in sorted(self.state.brokers.items())
+            if request.include_fenced or not b.fenced
+        ]
+        return controller_pb2.DescribeClusterResponse(
+            error=_error(ErrorCode.NONE),
+            cluster_id=self.state.cluster_id,
+            controller=self.endpoint,
+            brokers=brokers,
+            metadata_offset=self.state.last_offset,
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # configs
+
+    async def AlterConfigs(  # noqa: N802
+        self, request: controller_pb2.AlterConfigsRequest, context: Context
+    ) -> controller_pb2.AlterConfigsResponse:
+        results = []
+        for resource in request.resources:
+            if resource.resource_type != common_pb2.CONFIG_RESOURCE_TYPE_TOPIC:
+                decision = Decision.refuse(ErrorCode.INVALID_REQUEST, "only topic configs can be altered so far")
+            else:
+                ops = [
+                    ConfigOp(c.name, _OPS.get(c.op, "unknown"), c.value if c.HasField("value") else None)
+                    for c in resource.configs
+                ]
+                decision = await self._decide_and_commit(
+                    lambda resource=resource, ops=ops: self.core.alter_topic_configs(
+                        resource.resource_name, ops, validate_only=request.validate_only
+                    )
+                )
+            results.append(
+                controller_pb2.AlterConfigsResourceResult(
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                    error=_error(decision.error, decision.message),
+                )
+            )
+        return controller_pb2.AlterConfigsResponse(results=results)
+
+    async def DescribeConfigs(  # noqa: N802
+        self, request: controller_pb2.DescribeConfigsRequest, context: Context
+    ) -> controller_pb2.DescribeConfigsResponse:
+        results = []
+        for resource in request.resources:
+            result = controller_pb2.DescribeConfigsResult(
+                resource_type=resource.resource_type, resource_name=resource.resource_name
+            )
+            if resource.resource_type != common_pb2.CONFIG_RESOURCE_TYPE_TOPIC:
+                result.error.CopyFrom(_error(ErrorCode.INVALID_REQUEST, "only topic configs can be described so far"))
+            elif self.state.topic(resource.resource_name) is None:
+                result.error.CopyFrom(
+                    _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {resource.resource_name!r} does not exist")
+                )
+            else:
+                result.error.CopyFrom(_error(ErrorCode.NONE))
+                result.configs.extend(
+                    self._config_entries(resource.resource_name, resource.names, request.include_documentation)
+                )
+            results.append(result)
+        return controller_pb2.DescribeConfigsResponse(results=results)
+
+    def _config_entries(
+        self, topic: str, names: object, include_documentation: bool = False
+    ) -> list[common_pb2.ConfigEntry]:
+        overrides = self.state.topic_configs(topic)
+        wanted = list(names) if names else sorted(TOPIC_CONFIGS)  # type: ignore[call-overload]
+        entries = []
+        for name in wanted:
+            definition = TOPIC_CONFIGS.get(name)
+            if definition is None:
+                continue
+            overridden = name in overrides
+            entries.append(
+                common_pb2.ConfigEntry(
+                    name=name,
+                    value=overrides[name] if overridden else definition.render(definition.default),
+                    source=common_pb2.CONFIG_SOURCE_DYNAMIC_RESOURCE
+                    if overridden
+                    else common_pb2.CONFIG_SOURCE_DEFAULT,
+                    documentation=definition.doc if include_documentation else "",
+                )
+            )
+        return entries
+
+    # -----------------------------------------------------------------------------------------
+    # leadership
+
+    async def AlterPartition(  # noqa: N802
+        self, request: controller_pb2.AlterPartitionRequest, context: Context
+    ) -> controller_pb2.AlterPartitionResponse:
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for proposal in topic.partitions:
+                decision = await self._decide_and_commit(
+                    lambda topic=topic, proposal=proposal: self.core.alter_partition(
+                        request.broker_id,
+                        request.broker_epoch,
+                        topic.topic_id,
+                        proposal.partition,
+                        leader_epoch=proposal.leader_epoch,
+                        partition_epoch=proposal.partition_epoch,
+                        new_isr=list(proposal.new_isr),
+                    )
+                )
+                result = controller_pb2.AlterPartitionResult(
+                    partition=proposal.partition, error=_error(decision.error, decision.message)
+                )
+                current = self.state.topics.get(topic.topic_id)
+                state = current.partitions.get(proposal.partition) if current else None
+                if state is not None:
+                    result.leader_id = state.leader
+                    result.leader_epoch = state.leader_epoch
+                    result.isr.extend(state.isr)
+                    result.partition_epoch = state.partition_epoch
+                partitions.append(result)
+            topics.append(controller_pb2.AlterPartitionTopicResult(topic_id=topic.topic_id, partitions=partitions))
+        return controller_pb2.AlterPartitionResponse(error=_error(ErrorCode.NONE), topics=topics)
+
+    async def ElectLeaders(  # noqa: N802
+        self, request: controller_pb2.ElectLeadersRequest, context: Context
+    ) -> controller_pb2.ElectLeadersResponse:
+        if request.election_type != controller_pb2.ELECTION_TYPE_PREFERRED:
+            return controller_pb2.ElectLeadersResponse(
+                error=_error(
+                    ErrorCode.INVALID_REQUEST,
+                    "unclean election happens only for topics with unclean.leader.election.enable=true",
+                )
+            )
+        wanted = [(tp.topic, p) for tp in request.partitions for p in tp.partitions] or None
+        async with self._lock:
+            decision, outcomes = self.core.elect_preferred_leaders(wanted)
+            await self._commit(decision)
+        return controller_pb2.ElectLeadersResponse(
+            error=_error(ErrorCode.NONE),
+            results=[
+                controller_pb2.ElectionResult(topic=topic, partition=partition, error=_error(code))
+                for (topic, partition), code in sorted(outcomes.items())
+            ],
+        )
+
+
+def add_to_server(service: ControllerService, server: grpc.aio.Server) -> None:
+    """Register ``service`` on ``server`` (the generated helper is untyped)."""
+    controller_pb2_grpc.add_ControllerServicer_to_server(service, server)  # type: ignore[no-untyped-call]
