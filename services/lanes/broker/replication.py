@@ -1,0 +1,164 @@
+"""Replication logic of one partition, as a pure core (DESIGN.md section 6).
+
+``LeaderReplica`` is the leader's view: where each follower's log ends, the high-water mark, which
+followers to drop from or add to the ISR, and when an ``acks=all`` produce may complete. The
+broker feeds it events (appends, follower fetches, ISR changes confirmed by the controller) and
+the time; it returns decisions. ``truncation_offset`` is the follower's rule for where its log
+diverged from a new leader's.
+
+Rules (as Kafka's):
+
+- a follower's log end offset is the offset it asks to fetch from;
+- it is *caught up* at a fetch whose offset reaches the leader's log end offset as it was at the
+  follower's previous fetch; ``last_caught_up_ms`` records when;
+- an ISR member not caught up for more than ``replica.lag.time.max.ms`` should leave the ISR; a
+  non-member whose log end reaches the high-water mark (and the start of the leader's epoch)
+  should join;
+- the high-water mark is the smallest log end offset over the ISR, and never decreases;
+- ``acks=all`` needs ``min.insync.replicas`` ISR members when the batch is appended
+  (NOT_ENOUGH_REPLICAS otherwise, nothing appended), and completes when the high-water mark passes
+  the batch; if the ISR shrinks below the minimum meanwhile, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lanes.protocol.errors import ErrorCode
+
+
+@dataclass
+class FollowerPosition:
+    """What the leader knows of one follower."""
+
+    broker_id: int
+    log_end_offset: int = -1
+    last_caught_up_ms: int = -1
+    last_fetch_ms: int = -1
+    leader_end_at_last_fetch: int = -1
+
+
+class LeaderReplica:
+    """The leader's replication state of one partition. Not thread-safe: one owner."""
+
+    def __init__(
+        self,
+        *,
+        leader_id: int,
+        replicas: Sequence[int],
+        isr: Sequence[int],
+        leader_epoch_start_offset: int,
+        log_end_offset: int,
+        high_watermark: int,
+        now_ms: int,
+        replica_lag_time_max_ms: int,
+        min_insync_replicas: int,
+    ) -> None:
+        self.leader_id = leader_id
+        self.isr = list(isr)
+        self.epoch_start_offset = leader_epoch_start_offset
+        self.log_end_offset = log_end_offset
+        self.high_watermark = min(high_watermark, log_end_offset)
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.min_insync_replicas = min_insync_replicas
+        # A new leader gives every follower a fresh chance to catch up.
+        self.followers = {b: FollowerPosition(b, last_caught_up_ms=now_ms) for b in replicas if b != leader_id}
+
+    # -----------------------------------------------------------------------------------------
+    # events
+
+    def on_append(self, log_end_offset: int) -> None:
+        """The leader appended: its log now ends at ``log_end_offset``."""
+        self.log_end_offset = log_end_offset
+        self._advance_high_watermark()
+
+    def on_follower_fetch(self, follower_id: int, fetch_offset: int, now_ms: int) -> None:
+        """A follower fetched from ``fetch_offset``: its log ends there."""
+        follower = self.followers.get(follower_id)
+        if follower is None:
+            return
+        if fetch_offset >= self.log_end_offset:
+            follower.last_caught_up_ms = now_ms
+        elif fetch_offset >= follower.leader_end_at_last_fetch >= 0:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
+        follower.log_end_offset = fetch_offset
+        follower.last_fetch_ms = now_ms
+        follower.leader_end_at_last_fetch = self.log_end_offset
+        self._advance_high_watermark()
+
+    def on_isr_changed(self, isr: Sequence[int]) -> None:
+        """The controller accepted a new ISR."""
+        self.isr = list(isr)
+        self._advance_high_watermark()
+
+    def _advance_high_watermark(self) -> None:
+        ends = [self.log_end_offset]
+        ends.extend(self.followers[b].log_end_offset for b in self.isr if b in self.followers)
+        candidate = min(ends)
+        if candidate > self.high_watermark:
+            self.high_watermark = candidate
+
+    # -----------------------------------------------------------------------------------------
+    # decisions
+
+    def proposed_isr(self, now_ms: int) -> list[int] | None:
+        """The ISR the leader should ask the controller for, or None when it is right."""
+        shrink = {
+            b
+            for b in self.isr
+            if b in self.followers and now_ms - self.followers[b].last_caught_up_ms > self.replica_lag_time_max_ms
+        }
+        expand = [
+            b
+            for b, follower in sorted(self.followers.items())
+            if b not in self.isr
+            and follower.log_end_offset >= self.high_watermark
+            and follower.log_end_offset >= self.epoch_start_offset
+            and now_ms - follower.last_caught_up_ms <= self.replica_lag_time_max_ms
+        ]
+        proposal = [b for b in self.isr if b not in shrink] + expand
+        if self.leader_id not in proposal:
+            proposal.insert(0, self.leader_id)
+        return proposal if proposal != self.isr else None
+
+    def check_acks_all(self) -> ErrorCode:
+        """Whether an acks=all produce may be appended now (before appending)."""
+        if len(self.isr) < self.min_insync_replicas:
+            return ErrorCode.NOT_ENOUGH_REPLICAS
+        return ErrorCode.NONE
+
+    def acks_all_outcome(self, required_offset: int) -> ErrorCode | None:
+        """For an appended acks=all batch ending before ``required_offset``: None while waiting;
+        once the high-water mark covers it, NONE if the ISR still has min.insync.replicas members
+        (the mark is the smallest end over the ISR, so that many replicas hold the batch), else
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND (a shrunken ISR moves the mark without copies).
+        """
+        if self.high_watermark < required_offset and len(self.isr) >= self.min_insync_replicas:
+            return None
+        if len(self.isr) < self.min_insync_replicas:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
+
+
+def truncation_offset(
+    local_epochs: Sequence[tuple[int, int]],
+    local_log_end_offset: int,
+    leader_epoch: int,
+    leader_end_offset: int,
+) -> int:
+    """Where a follower must truncate its log before fetching from a new leader.
+
+    ``local_epochs`` is the follower's epoch cache ((epoch, start offset), oldest first); the
+    leader answered OffsetForLeaderEpoch(follower's latest epoch) with (``leader_epoch``,
+    ``leader_end_offset``): the largest epoch it has at or below the one asked, and where that
+    epoch ends in its log. Everything at or after the returned offset diverged and goes.
+    """
+    if leader_epoch < 0 or leader_end_offset < 0:
+        return 0 if local_epochs else local_log_end_offset  # the leader knows none of our epochs
+    local_end_of_epoch = local_log_end_offset
+    for index, (epoch, _) in enumerate(local_epochs):
+        if epoch > leader_epoch:
+            local_end_of_epoch = local_epochs[index][1]
+            break
+    return min(leader_end_offset, local_end_of_epoch, local_log_end_offset)

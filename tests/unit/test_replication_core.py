@@ -1,0 +1,146 @@
+"""The replication core: high-water mark, ISR proposals, acks=all, and the truncation rule, under
+random fetch/append/time sequences with a checker of the guarantees."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from lanes.broker.replication import LeaderReplica, truncation_offset
+from lanes.protocol.errors import ErrorCode
+
+LAG_MS = 10_000
+
+
+def leader(isr: list[int], min_isr: int = 2) -> LeaderReplica:
+    return LeaderReplica(
+        leader_id=1,
+        replicas=[1, 2, 3],
+        isr=isr,
+        leader_epoch_start_offset=0,
+        log_end_offset=0,
+        high_watermark=0,
+        now_ms=0,
+        replica_lag_time_max_ms=LAG_MS,
+        min_insync_replicas=min_isr,
+    )
+
+
+def test_the_high_watermark_is_the_smallest_isr_log_end_and_never_moves_back() -> None:
+    replica = leader([1, 2, 3])
+    replica.on_append(10)
+    assert replica.high_watermark == 0
+    replica.on_follower_fetch(2, 10, now_ms=1)
+    assert replica.high_watermark == 0, "follower 3 has nothing yet"
+    replica.on_follower_fetch(3, 7, now_ms=1)
+    assert replica.high_watermark == 7
+    replica.on_follower_fetch(3, 5, now_ms=2)  # a follower that truncated
+    assert replica.high_watermark == 7
+
+
+def test_a_lagging_follower_leaves_the_isr_and_rejoins_once_caught_up() -> None:
+    replica = leader([1, 2, 3])
+    replica.on_append(10)
+    replica.on_follower_fetch(2, 10, now_ms=100)
+    replica.on_follower_fetch(3, 10, now_ms=100)
+    replica.on_append(20)
+    replica.on_follower_fetch(2, 20, now_ms=LAG_MS + 200)  # follower 3 is paused
+    assert replica.proposed_isr(now_ms=LAG_MS + 200) == [1, 2]
+    replica.on_isr_changed([1, 2])
+    assert replica.high_watermark == 20
+    assert replica.check_acks_all() is ErrorCode.NONE
+    strict = leader([1, 2], min_isr=3)
+    assert strict.check_acks_all() is ErrorCode.NOT_ENOUGH_REPLICAS
+    replica.on_follower_fetch(3, 20, now_ms=LAG_MS + 300)  # resumed and caught up
+    assert replica.proposed_isr(now_ms=LAG_MS + 300) == [1, 2, 3]
+
+
+def test_acks_all_completes_at_the_high_watermark_or_fails_after_a_shrink() -> None:
+    replica = leader([1, 2, 3])
+    replica.on_append(5)
+    assert replica.acks_all_outcome(5) is None
+    replica.on_follower_fetch(2, 5, now_ms=1)
+    replica.on_follower_fetch(3, 5, now_ms=1)
+    assert replica.acks_all_outcome(5) is ErrorCode.NONE
+    replica.on_append(9)
+    replica.on_isr_changed([1])
+    assert replica.high_watermark == 9, "a lone leader's ISR: the high-water mark follows it"
+    assert replica.acks_all_outcome(9) is ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, "but acks=all is not met"
+    shrinking = leader([1, 2, 3])
+    shrinking.on_append(5)
+    shrinking.isr = [1]  # shrank (min.insync.replicas 2) while waiting, before the mark moved
+    assert shrinking.acks_all_outcome(5) is ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+def test_truncation_finds_where_a_follower_diverged() -> None:
+    # The follower led epoch 3 from offset 50 and wrote to 60; the new leader (epoch 4) ended epoch 2 at 55.
+    assert truncation_offset([(1, 0), (2, 20), (3, 50)], 60, leader_epoch=2, leader_end_offset=55) == 50
+    # Same epochs on both sides: keep what the leader also has.
+    assert truncation_offset([(1, 0), (2, 20)], 40, leader_epoch=2, leader_end_offset=35) == 35
+    assert truncation_offset([(1, 0), (2, 20)], 30, leader_epoch=2, leader_end_offset=35) == 30
+    # The leader knows none of our epochs: start over.
+    assert truncation_offset([(5, 0)], 10, leader_epoch=-1, leader_end_offset=-1) == 0
+
+
+class ReplicationMachine(RuleBasedStateMachine):
+    """A leader and two followers holding prefixes of the leader's log; random appends, fetches,
+    pauses and ISR changes. Checker: an acks=all record is on at least min.insync.replicas."""
+
+    @initialize()
+    def start(self) -> None:
+        self.now = 0
+        self.replica = leader([1, 2, 3])
+        self.follower_ends = {2: 0, 3: 0}
+        self.acked: list[int] = []  # end offsets of acknowledged acks=all appends
+        self.pending: list[int] = []
+
+    @rule(records=st.integers(1, 5))
+    def produce(self, records: int) -> None:
+        if self.replica.check_acks_all() is not ErrorCode.NONE:
+            return
+        self.replica.on_append(self.replica.log_end_offset + records)
+        self.pending.append(self.replica.log_end_offset)
+
+    @rule(follower=st.sampled_from([2, 3]), progress=st.integers(0, 10), advance=st.integers(0, 4000))
+    def fetch(self, follower: int, progress: int, advance: int) -> None:
+        self.now += advance
+        end = min(self.replica.log_end_offset, self.follower_ends[follower] + progress)
+        self.follower_ends[follower] = end
+        self.replica.on_follower_fetch(follower, end, self.now)
+
+    @rule(advance=st.integers(0, 8000))
+    def isr_change(self, advance: int) -> None:
+        self.now += advance
+        proposal = self.replica.proposed_isr(self.now)
+        if proposal is not None:
+            self.replica.on_isr_changed(proposal)
+
+    @rule()
+    def complete(self) -> None:
+        still = []
+        for end in self.pending:
+            outcome = self.replica.acks_all_outcome(end)
+            if outcome is ErrorCode.NONE:
+                self.acked.append(end)
+            elif outcome is None:
+                still.append(end)
+        self.pending = still
+
+    @invariant()
+    def guarantees(self) -> None:
+        if not hasattr(self, "replica"):
+            return
+        replica = self.replica
+        assert replica.leader_id in replica.isr
+        assert replica.high_watermark <= replica.log_end_offset
+        for member in replica.isr:
+            if member != replica.leader_id:
+                assert self.follower_ends[member] >= replica.high_watermark, "the mark is in every ISR log"
+        for end in self.acked:
+            holders = 1 + sum(1 for e in self.follower_ends.values() if e >= end)
+            assert holders >= 2, f"an acknowledged record ending at {end} is on {holders} replica(s)"
+
+
+ReplicationMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
+TestReplicationMachine = ReplicationMachine.TestCase
