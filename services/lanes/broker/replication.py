@@ -96,8 +96,7 @@ class LeaderReplica:
         ends = [self.log_end_offset]
         ends.extend(self.followers[b].log_end_offset for b in self.isr if b in self.followers)
         candidate = min(ends)
-        if candidate > self.high_watermark:
-            self.high_watermark = candidate
+        self.high_watermark = max(self.high_watermark, candidate)
 
     # -----------------------------------------------------------------------------------------
     # decisions
