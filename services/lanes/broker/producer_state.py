@@ -1,0 +1,174 @@
+"""Idempotent-producer state of one partition (DESIGN.md section 6), as a pure core.
+
+A producer stamps each batch header with its producer id, epoch and the sequence number of the
+batch's first record; sequences count records per partition, from 0, wrapping after 2^31-1. The
+leader keeps, per producer, its epoch and the last five batches it appended, and decides for each
+incoming batch:
+
+- not idempotent (producer id -1): append;
+- an older epoch than the producer's current one: INVALID_PRODUCER_EPOCH (a newer instance of the
+  producer took over: this one is a zombie);
+- a newer epoch: the producer restarted its sequences; the batch must start at 0;
+- the same epoch: a batch equal to one of the last five (same first and last sequence) is a
+  retry of something already appended: DUPLICATE, answered with the original offsets and not
+  appended again; the next batch must start right after the last one's sequence; anything else is
+  OUT_OF_ORDER_SEQUENCE_NUMBER (records would be lost or reordered);
+- an unknown producer (no state, for example after its records were deleted) must start at
+  sequence 0; otherwise UNKNOWN_PRODUCER_ID: re-initialise, unless earlier batches are still in
+  flight (its first batch has not arrived yet), in which case the client retries, as it does for
+  OUT_OF_ORDER_SEQUENCE_NUMBER with batches in flight.
+
+Only batch headers are needed, never records: the state can be rebuilt by replaying the headers
+of the log (``apply``), and is persisted as ``entries()`` snapshots.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from lanes.protocol.errors import ErrorCode
+from lanes.protocol.records import BatchHeader
+
+NO_PRODUCER_ID = -1
+MAX_CACHED_BATCHES = 5
+_SEQUENCE_LIMIT = 2**31
+
+
+def next_sequence(sequence: int, records: int) -> int:
+    """The sequence after ``records`` records starting at ``sequence`` (wraps at 2^31)."""
+    return (sequence + records) % _SEQUENCE_LIMIT
+
+
+@dataclass(frozen=True)
+class CachedBatch:
+    """One appended batch of a producer."""
+
+    first_sequence: int
+    last_sequence: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass
+class ProducerEntry:
+    """A producer's epoch and its last appended batches (newest last)."""
+
+    producer_id: int
+    epoch: int
+    batches: deque[CachedBatch] = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do with an incoming batch: append, or not (duplicate or error)."""
+
+    error: ErrorCode = ErrorCode.NONE
+    duplicate_of: CachedBatch | None = None
+    message: str = ""
+
+    @property
+    def append(self) -> bool:
+        return self.error is ErrorCode.NONE and self.duplicate_of is None
+
+
+_APPEND = Verdict()
+
+
+class ProducerStateTable:
+    """Producer id -> state, for one partition. Not thread-safe: the partition's owner serialises."""
+
+    def __init__(self) -> None:
+        self._producers: dict[int, ProducerEntry] = {}
+
+    def __len__(self) -> int:
+        return len(self._producers)
+
+    def get(self, producer_id: int) -> ProducerEntry | None:
+        """A producer's state."""
+        return self._producers.get(producer_id)
+
+    def check(self, header: BatchHeader) -> Verdict:
+        """The verdict for an incoming batch (see the module docstring)."""
+        producer_id, epoch, first = header.producer_id, header.producer_epoch, header.base_sequence
+        if producer_id == NO_PRODUCER_ID:
+            return _APPEND
+        last = next_sequence(first, header.records_count - 1)
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            if first == 0:
+                return _APPEND
+            return Verdict(
+                ErrorCode.UNKNOWN_PRODUCER_ID,
+                message=f"producer {producer_id} has no state here and sent sequence {first}: re-initialise it",
+            )
+        if epoch < entry.epoch:
+            return Verdict(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                message=f"producer {producer_id} epoch {epoch} is fenced by epoch {entry.epoch}",
+            )
+        if epoch > entry.epoch:
+            if first == 0:
+                return _APPEND
+            return Verdict(
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                message=f"producer {producer_id} started epoch {epoch} at sequence {first}, not 0",
+            )
+        for cached in entry.batches:
+            if cached.first_sequence == first and cached.last_sequence == last:
+                return Verdict(duplicate_of=cached)
+        expected = next_sequence(entry.batches[-1].last_sequence, 1) if entry.batches else 0
+        if first != expected:
+            return Verdict(
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                message=f"producer {producer_id} sent sequence {first} where {expected} was expected",
+            )
+        return _APPEND
+
+    def apply(self, header: BatchHeader) -> None:
+        """Record an appended batch (also used to rebuild the table from the log's headers)."""
+        if header.producer_id == NO_PRODUCER_ID:
+            return
+        entry = self._producers.get(header.producer_id)
+        if entry is None or header.producer_epoch > entry.epoch:
+            entry = ProducerEntry(header.producer_id, header.producer_epoch)
+            self._producers[header.producer_id] = entry
+        entry.batches.append(
+            CachedBatch(
+                first_sequence=header.base_sequence,
+                last_sequence=next_sequence(header.base_sequence, header.records_count - 1),
+                first_offset=header.base_offset,
+                last_offset=header.last_offset,
+            )
+        )
+
+    def entries(self) -> list[tuple[int, int, list[tuple[int, int, int, int]]]]:
+        """The table as plain data, for a snapshot."""
+        return [
+            (
+                entry.producer_id,
+                entry.epoch,
+                [(b.first_sequence, b.last_sequence, b.first_offset, b.last_offset) for b in entry.batches],
+            )
+            for entry in self._producers.values()
+        ]
+
+    @classmethod
+    def from_entries(cls, entries: list[tuple[int, int, list[tuple[int, int, int, int]]]]) -> ProducerStateTable:
+        """A table from ``entries()`` output."""
+        table = cls()
+        for producer_id, epoch, batches in entries:
+            entry = ProducerEntry(producer_id, epoch)
+            entry.batches.extend(CachedBatch(*batch) for batch in batches)
+            table._producers[producer_id] = entry
+        return table
+
+    def truncate_to(self, offset: int) -> None:
+        """Forget batches at or after ``offset`` (the log was truncated there)."""
+        for producer_id in list(self._producers):
+            entry = self._producers[producer_id]
+            kept = [b for b in entry.batches if b.last_offset < offset]
+            if not kept:
+                del self._producers[producer_id]
+            else:
+                entry.batches = deque(kept, maxlen=MAX_CACHED_BATCHES)
