@@ -64,9 +64,7 @@ class MetadataLog:
                 records = _decode(path.read_bytes())
             except (OSError, LanesError):
                 continue  # a damaged snapshot: an older one (or the full log) serves
-            for index, record in enumerate(records):
-                state.apply(index, record)
-            state.last_offset = offset
+            state = ClusterState.from_snapshot(records, offset)
             snapshot_offset = offset
             break
         if snapshot_offset + 1 < self.start_offset:

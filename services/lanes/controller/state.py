@@ -215,6 +215,15 @@ class ClusterState:
     # -----------------------------------------------------------------------------------------
     # snapshots and checks
 
+    @classmethod
+    def from_snapshot(cls, records: list[metadata_pb2.MetadataRecord], at_offset: int) -> ClusterState:
+        """The state a snapshot (``to_records()`` output) describes, as of metadata ``at_offset``."""
+        state = cls()
+        for index, record in enumerate(records):
+            state.apply(index, record)  # snapshot records carry no offsets of their own
+        state.last_offset = at_offset
+        return state
+
     def to_records(self) -> list[metadata_pb2.MetadataRecord]:
         """Records that rebuild this state from empty (a snapshot)."""
         records = []
