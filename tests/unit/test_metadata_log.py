@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lanes.controller.core import ControllerCore, NewTopic
 from lanes.controller.metadata_log import MetadataLog
-from lanes.controller.state import ClusterState
+from lanes.metadata.state import ClusterState
 from lanes.protocol.clock import ManualClock
 
 

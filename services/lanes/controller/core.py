@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from lanes.controller.placement import BrokerSlot, assign_replicas
-from lanes.controller.state import NO_LEADER, ClusterState, PartitionInfo, TopicInfo
+from lanes.metadata.state import NO_LEADER, ClusterState, PartitionInfo, TopicInfo
 from lanes.protocol.configs import TOPIC_CONFIGS, parse_topic_configs
 from lanes.protocol.errors import ErrorCode, LanesError
 from lanes.protocol.names import collision_key, validate_topic_name

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from lanes.controller.state import ClusterState
+from lanes.metadata.state import ClusterState
 from lanes.protocol.clock import Clock
 from lanes.protocol.errors import LanesError
 from lanes.protocol.records import Record, decode_batches, encode_batch

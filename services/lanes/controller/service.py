@@ -24,7 +24,7 @@ import grpc
 
 from lanes.controller.core import ConfigOp, ControllerCore, Decision, NewTopic
 from lanes.controller.metadata_log import MetadataLog
-from lanes.controller.state import PartitionInfo, TopicInfo
+from lanes.metadata.state import PartitionInfo, TopicInfo
 from lanes.protocol.clock import Clock
 from lanes.protocol.configs import TOPIC_CONFIGS
 from lanes.protocol.errors import ErrorCode

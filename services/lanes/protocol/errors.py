@@ -261,9 +261,14 @@ def exception_class_for(code: ErrorCode) -> type[LanesError]:
     return RetriableError if code.retriable else LanesError
 
 
+def error_code(value: int) -> ErrorCode | None:
+    """The ErrorCode for a number received on the wire; None for numbers this version lacks."""
+    return _BY_VALUE.get(int(value))
+
+
 def error_for(code: ErrorCode | int, message: str = "") -> LanesError:
     """Build the exception for a code received from a server (unknown numbers included)."""
-    known = _BY_VALUE.get(int(code))
+    known = error_code(code)
     if known is None:
         return LanesError(f"unknown error code {int(code)}: {message}", ErrorCode.UNKNOWN_SERVER_ERROR)
     return exception_class_for(known)(message, known)

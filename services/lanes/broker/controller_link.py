@@ -1,0 +1,179 @@
+"""A broker's link to the controller: registration, heartbeats, and the metadata image.
+
+The image is a ``ClusterState`` (the controller's own state machine) kept current by the
+WatchMetadata stream: a snapshot first, then deltas; after a disconnect (controller restart,
+network) the link reconnects with backoff and resumes from the offset after the last one applied,
+so it keeps serving with the metadata it has while the controller is away. Heartbeats report the
+applied offset; the controller unfences the broker once it has caught up with its own
+registration. A stale epoch (the controller fenced this incarnation) re-registers.
+
+``on_update`` listeners receive the (offset, record) pairs of each applied delta, or an empty
+list after a snapshot replaced the image. Owned by the node's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from lanes.metadata.state import ClusterState
+from lanes.protocol.errors import ErrorCode, error_code
+from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
+
+_log = logging.getLogger(__name__)
+Listener = Callable[[list[tuple[int, metadata_pb2.MetadataRecord]]], None]
+_RETRY_MIN_S = 0.05
+_RETRY_MAX_S = 1.0
+
+
+class ControllerLink:
+    """Registration, heartbeats and the metadata image of one broker."""
+
+    def __init__(
+        self,
+        controller_address: str,
+        *,
+        broker_id: int,
+        incarnation_id: str,
+        endpoint: common_pb2.Node,
+        cluster_id: str = "",
+    ) -> None:
+        self.broker_id = broker_id
+        self.incarnation_id = incarnation_id
+        self.endpoint = endpoint
+        self.cluster_id = cluster_id
+        self.broker_epoch = -1
+        self.fenced = True
+        self.image = ClusterState()
+        self.heartbeat_interval_s = 0.5
+        self._channel = grpc.aio.insecure_channel(controller_address)
+        self._stub = controller_pb2_grpc.ControllerStub(self._channel)  # type: ignore[no-untyped-call]
+        self._listeners: list[Listener] = []
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._image_changed = asyncio.Condition()
+
+    def on_update(self, listener: Listener) -> None:
+        """Call ``listener`` after each change of the image."""
+        self._listeners.append(listener)
+
+    async def start(self) -> None:
+        """Register (retrying until the controller answers), then keep watching and beating."""
+        await self._register()
+        self._tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._heartbeats())]
+
+    async def stop(self, *, controlled: bool = True, timeout_s: float = 10) -> None:
+        """Stop; with ``controlled``, first ask the controller to move leaderships away."""
+        for task in self._tasks:
+            task.cancel()
+        if controlled and self.broker_epoch >= 0:
+            deadline = asyncio.get_running_loop().time() + timeout_s
+            while asyncio.get_running_loop().time() < deadline:
+                try:
+                    answer = await self._stub.BrokerHeartbeat(
+                        controller_pb2.BrokerHeartbeatRequest(
+                            broker_id=self.broker_id,
+                            broker_epoch=self.broker_epoch,
+                            current_metadata_offset=self.image.last_offset,
+                            want_shut_down=True,
+                        ),
+                        timeout=2,
+                    )
+                    if answer.should_shut_down or answer.error.code != ErrorCode.NONE:
+                        break
+                except grpc.aio.AioRpcError:
+                    await asyncio.sleep(_RETRY_MIN_S)
+        await self._channel.close()
+
+    async def wait_for(self, condition: Callable[[ClusterState], bool], timeout_s: float) -> None:
+        """Wait until ``condition(image)`` holds (TimeoutError after ``timeout_s``)."""
+        async with self._image_changed:
+            await asyncio.wait_for(self._image_changed.wait_for(lambda: condition(self.image)), timeout_s)
+
+    # -----------------------------------------------------------------------------------------
+
+    async def _register(self) -> None:
+        delay = _RETRY_MIN_S
+        while True:
+            try:
+                answer = await self._stub.RegisterBroker(
+                    controller_pb2.RegisterBrokerRequest(
+                        broker_id=self.broker_id,
+                        incarnation_id=self.incarnation_id,
+                        cluster_id=self.cluster_id,
+                        endpoint=self.endpoint,
+                    ),
+                    timeout=5,
+                )
+            except grpc.aio.AioRpcError as exc:
+                _log.info("controller unreachable (%s); retrying registration", exc.code().name)
+            else:
+                if answer.error.code == ErrorCode.NONE:
+                    self.broker_epoch = answer.broker_epoch
+                    self.cluster_id = answer.cluster_id
+                    self.fenced = True
+                    return
+                _log.warning("registration refused: %s", answer.error.message)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _RETRY_MAX_S)
+
+    async def _heartbeats(self) -> None:
+        while True:
+            try:
+                answer = await self._stub.BrokerHeartbeat(
+                    controller_pb2.BrokerHeartbeatRequest(
+                        broker_id=self.broker_id,
+                        broker_epoch=self.broker_epoch,
+                        current_metadata_offset=self.image.last_offset,
+                    ),
+                    timeout=5,
+                )
+                code = error_code(answer.error.code)
+                if code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
+                    await self._register()
+                elif code is ErrorCode.NONE:
+                    self.fenced = answer.is_fenced
+                    if answer.heartbeat_interval_ms:
+                        self.heartbeat_interval_s = answer.heartbeat_interval_ms / 1000
+            except grpc.aio.AioRpcError as exc:
+                _log.debug("heartbeat failed: %s", exc.code().name)
+            await asyncio.sleep(self.heartbeat_interval_s)
+
+    async def _watch(self) -> None:
+        delay = _RETRY_MIN_S
+        while True:
+            try:
+                stream = self._stub.WatchMetadata(
+                    controller_pb2.WatchMetadataRequest(
+                        node_id=self.broker_id,
+                        node_epoch=self.broker_epoch,
+                        from_offset=self.image.last_offset + 1 if self.image.last_offset >= 0 else -1,
+                    )
+                )
+                async for update in stream:
+                    await self._apply(update)
+                    delay = _RETRY_MIN_S
+            except grpc.aio.AioRpcError as exc:
+                _log.info("metadata stream broke (%s); resuming from %d", exc.code().name, self.image.last_offset + 1)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _RETRY_MAX_S)
+
+    async def _apply(self, update: controller_pb2.MetadataUpdate) -> None:
+        applied: list[tuple[int, metadata_pb2.MetadataRecord]] = []
+        if update.snapshot:
+            self.image = ClusterState.from_snapshot(list(update.records), update.base_offset)
+        else:
+            for index, record in enumerate(update.records):
+                offset = update.base_offset + index
+                if offset > self.image.last_offset:
+                    self.image.apply(offset, record)
+                    applied.append((offset, record))
+            if not applied and update.records:
+                return
+        for listener in self._listeners:
+            listener(applied)
+        async with self._image_changed:
+            self._image_changed.notify_all()

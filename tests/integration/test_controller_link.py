@@ -1,0 +1,85 @@
+"""A broker's controller link against the real controller process: registration, unfencing once
+caught up, the metadata image through a controller kill -9 and restart, controlled shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import grpc
+
+from lanes.broker.controller_link import ControllerLink
+from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
+from tests.integration.processes import free_port, start_service
+
+
+def start_controller(data_dir: Path, port: int, log: Path):  # type: ignore[no-untyped-def]
+    return start_service(
+        "lanes.controller",
+        [
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(port),
+            "--session-timeout-ms",
+            "2000",
+            "--heartbeat-interval-ms",
+            "200",
+        ],
+        log,
+    )
+
+
+async def create_topic(address: str, name: str) -> None:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = controller_pb2_grpc.ControllerStub(channel)
+        answer = await stub.CreateTopics(
+            controller_pb2.CreateTopicsRequest(
+                topics=[controller_pb2.CreatableTopic(name=name, num_partitions=2, replication_factor=1)]
+            )
+        )
+        assert answer.topics[0].error.code == 0, answer.topics[0].error.message
+
+
+async def broker_fenced(address: str, broker_id: int) -> bool:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = controller_pb2_grpc.ControllerStub(channel)
+        cluster = await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(include_fenced=True))
+        return next(b.fenced for b in cluster.brokers if b.endpoint.node_id == broker_id)
+
+
+def test_the_link_registers_follows_metadata_across_a_controller_restart_and_shuts_down_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "controller.log"
+    controller = start_controller(tmp_path / "data", port, log)
+
+    async def scenario() -> None:
+        nonlocal controller
+        link = ControllerLink(
+            controller.address,
+            broker_id=1,
+            incarnation_id="incarnation-a",
+            endpoint=common_pb2.Node(node_id=1, host="127.0.0.1", port=19001),
+        )
+        deltas: list[int] = []
+        link.on_update(lambda applied: deltas.extend(offset for offset, _ in applied))
+        await link.start()
+        assert link.broker_epoch >= 0
+        await link.wait_for(lambda image: image.brokers.get(1) is not None and not image.brokers[1].fenced, 15)
+
+        await create_topic(controller.address, "before-restart")
+        await link.wait_for(lambda image: image.topic("before-restart") is not None, 10)
+        assert deltas, "the topic arrived as a delta, not a new snapshot"
+
+        controller.kill()  # the link keeps its image while the controller is away
+        assert link.image.topic("before-restart") is not None
+        controller = start_controller(tmp_path / "data", port, log)
+        await create_topic(controller.address, "after-restart")
+        await link.wait_for(lambda image: image.topic("after-restart") is not None, 15)
+        assert link.image.topic("before-restart") is not None
+
+        await link.stop(controlled=True)
+        assert await broker_fenced(controller.address, 1), "a controlled shutdown fences the broker"
+
+    asyncio.run(scenario())
+    assert controller.terminate() == 0
