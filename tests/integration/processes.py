@@ -68,3 +68,23 @@ def start_service(module: str, args: list[str], log_path: Path, ready_timeout_s:
             break
     process.kill()
     raise AssertionError(f"{module} did not become ready; its log:\n{log_path.read_text()[-3000:]}")
+
+
+def start_controller(
+    data_dir: Path, port: int, log_path: Path, *, session_timeout_ms: int = 2000, heartbeat_interval_ms: int = 200
+) -> ServiceProcess:
+    """``python -m lanes.controller`` on ``port`` with short liveness timeouts for tests."""
+    return start_service(
+        "lanes.controller",
+        [
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(port),
+            "--session-timeout-ms",
+            str(session_timeout_ms),
+            "--heartbeat-interval-ms",
+            str(heartbeat_interval_ms),
+        ],
+        log_path,
+    )

@@ -10,24 +10,7 @@ import grpc
 
 from lanes.broker.controller_link import ControllerLink
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import free_port, start_service
-
-
-def start_controller(data_dir: Path, port: int, log: Path):  # type: ignore[no-untyped-def]
-    return start_service(
-        "lanes.controller",
-        [
-            "--data-dir",
-            str(data_dir),
-            "--port",
-            str(port),
-            "--session-timeout-ms",
-            "2000",
-            "--heartbeat-interval-ms",
-            "200",
-        ],
-        log,
-    )
+from tests.integration.processes import free_port, start_controller
 
 
 async def create_topic(address: str, name: str) -> None:

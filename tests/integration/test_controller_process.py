@@ -11,26 +11,14 @@ import grpc
 
 from lanes.protocol.errors import ErrorCode
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import free_port, start_service
+from tests.integration.processes import ServiceProcess, free_port
+from tests.integration.processes import start_controller as start_test_controller
 
 SESSION_TIMEOUT_MS = 1500
 
 
-def start_controller(data_dir: Path, port: int, log: Path):  # type: ignore[no-untyped-def]
-    return start_service(
-        "lanes.controller",
-        [
-            "--data-dir",
-            str(data_dir),
-            "--port",
-            str(port),
-            "--session-timeout-ms",
-            str(SESSION_TIMEOUT_MS),
-            "--heartbeat-interval-ms",
-            "300",
-        ],
-        log,
-    )
+def start_controller(data_dir: Path, port: int, log: Path) -> ServiceProcess:
+    return start_test_controller(data_dir, port, log, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=300)
 
 
 async def wait_for(check, what: str, timeout_s: float = 20):  # type: ignore[no-untyped-def]

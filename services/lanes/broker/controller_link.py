@@ -73,15 +73,7 @@ class ControllerLink:
             deadline = asyncio.get_running_loop().time() + timeout_s
             while asyncio.get_running_loop().time() < deadline:
                 try:
-                    answer = await self._stub.BrokerHeartbeat(
-                        controller_pb2.BrokerHeartbeatRequest(
-                            broker_id=self.broker_id,
-                            broker_epoch=self.broker_epoch,
-                            current_metadata_offset=self.image.last_offset,
-                            want_shut_down=True,
-                        ),
-                        timeout=2,
-                    )
+                    answer = await self._stub.BrokerHeartbeat(self._heartbeat_request(want_shut_down=True), timeout=2)
                     if answer.should_shut_down or answer.error.code != ErrorCode.NONE:
                         break
                 except grpc.aio.AioRpcError:
@@ -94,6 +86,14 @@ class ControllerLink:
             await asyncio.wait_for(self._image_changed.wait_for(lambda: condition(self.image)), timeout_s)
 
     # -----------------------------------------------------------------------------------------
+
+    def _heartbeat_request(self, *, want_shut_down: bool = False) -> controller_pb2.BrokerHeartbeatRequest:
+        return controller_pb2.BrokerHeartbeatRequest(
+            broker_id=self.broker_id,
+            broker_epoch=self.broker_epoch,
+            current_metadata_offset=self.image.last_offset,
+            want_shut_down=want_shut_down,
+        )
 
     async def _register(self) -> None:
         delay = _RETRY_MIN_S
@@ -123,14 +123,7 @@ class ControllerLink:
     async def _heartbeats(self) -> None:
         while True:
             try:
-                answer = await self._stub.BrokerHeartbeat(
-                    controller_pb2.BrokerHeartbeatRequest(
-                        broker_id=self.broker_id,
-                        broker_epoch=self.broker_epoch,
-                        current_metadata_offset=self.image.last_offset,
-                    ),
-                    timeout=5,
-                )
+                answer = await self._stub.BrokerHeartbeat(self._heartbeat_request(), timeout=5)
                 code = error_code(answer.error.code)
                 if code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
                     await self._register()
