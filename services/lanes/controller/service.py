@@ -59,6 +59,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         default_partitions: int = 1,
         default_replication_factor: int = 1,
         keepalive_ms: int = 5000,
+        snapshot_every_records: int = 10_000,
     ) -> None:
         self.endpoint = endpoint
         self._clock = clock
@@ -78,6 +79,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self._changed = asyncio.Condition()
         self._last_heartbeat_ms: dict[int, int] = {}
         self._fencing: asyncio.Task[None] | None = None
+        self.snapshot_every_records = snapshot_every_records
+        self._records_since_snapshot = 0
 
     async def start(self) -> None:
         """Create the cluster on first start; give known brokers a fresh session; start fencing."""
@@ -99,6 +102,10 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         first = await asyncio.to_thread(self._metadata.append, decision.records)
         for index, record in enumerate(decision.records):
             self.state.apply(first + index, record)
+        self._records_since_snapshot += len(decision.records)
+        if self._records_since_snapshot >= self.snapshot_every_records:  # keeps the metadata log bounded
+            await asyncio.to_thread(self._metadata.snapshot, self.state)
+            self._records_since_snapshot = 0
         async with self._changed:
             self._changed.notify_all()
         return first
