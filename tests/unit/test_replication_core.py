@@ -144,3 +144,20 @@ class ReplicationMachine(RuleBasedStateMachine):
 
 ReplicationMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
 TestReplicationMachine = ReplicationMachine.TestCase
+
+
+def test_a_leader_alone_in_its_isr_sets_the_mark_when_it_takes_over() -> None:
+    alone = LeaderReplica(
+        leader_id=1,
+        replicas=[1, 2],
+        isr=[1],
+        leader_epoch_start_offset=9,
+        log_end_offset=9,
+        high_watermark=0,
+        now_ms=0,
+        replica_lag_time_max_ms=LAG_MS,
+        min_insync_replicas=1,
+    )
+    assert alone.high_watermark == 9
+    with_followers = leader([1, 2, 3])
+    assert with_followers.high_watermark == 0, "followers in the ISR must fetch first"

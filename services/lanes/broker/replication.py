@@ -64,6 +64,7 @@ class LeaderReplica:
         self.min_insync_replicas = min_insync_replicas
         # A new leader gives every follower a fresh chance to catch up.
         self.followers = {b: FollowerPosition(b, last_caught_up_ms=now_ms) for b in replicas if b != leader_id}
+        self._advance_high_watermark()  # a leader alone in its ISR owns the mark at once
 
     # -----------------------------------------------------------------------------------------
     # events

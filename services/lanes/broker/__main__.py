@@ -1,0 +1,74 @@
+"""``python -m lanes.broker``: run a broker until SIGTERM or SIGINT.
+
+Prints one JSON line on stdout once it serves: ``{"service": "broker", "broker_id": N,
+"address": "host:port"}``. Logs go to stderr. On SIGTERM it stops accepting requests, finishes
+those in flight, hands its leaderships away (controlled shutdown) and closes its logs cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from lanes.broker.service import BrokerService, add_to_server
+from lanes.protocol.clock import SystemClock
+from lanes.runtime.server import ServiceBinding, start_server
+from lanes.v1 import broker_pb2, common_pb2
+
+BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m lanes.broker", description="Run a Lanes broker.")
+    parser.add_argument("--broker-id", type=int, required=True, help="this broker's id (stable across restarts)")
+    parser.add_argument("--data-dir", type=Path, required=True, help="where partition logs live")
+    parser.add_argument("--controller", required=True, help="the controller's host:port")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise")
+    parser.add_argument("--port", type=int, default=9092, help="gRPC port (default 9092)")
+    parser.add_argument("--rack", default="", help="this broker's rack, for rack-aware placement")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    return parser.parse_args(argv)
+
+
+async def serve(options: argparse.Namespace) -> None:
+    endpoint = common_pb2.Node(node_id=options.broker_id, host=options.host, port=options.port, rack=options.rack)
+    service = BrokerService(
+        options.broker_id,
+        options.data_dir,
+        controller_address=options.controller,
+        endpoint=endpoint,
+        clock=SystemClock(),
+    )
+    running = await start_server(
+        [ServiceBinding(BROKER_SERVICE, lambda server: add_to_server(service, server))],
+        host=options.host,
+        port=options.port,
+    )
+    await service.start()
+    print(json.dumps({"service": "broker", "broker_id": options.broker_id, "address": running.address}), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    logging.getLogger(__name__).info("shutting down")
+    await running.stop(grace_s=5)
+    await service.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_args(argv)
+    logging.basicConfig(
+        level=options.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    asyncio.run(serve(options))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

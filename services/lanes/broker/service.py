@@ -1,0 +1,417 @@
+"""The Broker gRPC service: partition leaders over the log engine.
+
+The broker registers with the controller and follows its metadata through a ``ControllerLink``;
+whenever the image changes it reconciles: it leads (with a ``LeaderReplica``) every partition the
+image says it leads, opening the log with the topic's configs, drops what it no longer leads, and
+deletes the logs of deleted topics. Clients see:
+
+- ``Metadata`` from the image (the controller is never on the data path);
+- ``Produce``: validated, offset-assigned appends (lanes.storage) with acks 0, 1 and all
+  (``min.insync.replicas`` checked before the append, completion when the high-water mark covers
+  the batch, REQUEST_TIMED_OUT after ``timeout_ms``);
+- ``Fetch``: whole batches up to the high-water mark, long-polling for ``min_bytes`` up to
+  ``max_wait_ms``;
+- ``ListOffsets``: earliest, latest (the high-water mark), by timestamp.
+
+Not yet (issue #4 continues): followers and ReplicaFetch (a partition with replicas other than the
+leader cannot reach acks=all until they exist), OffsetForLeaderEpoch, DeleteRecords,
+InitProducerId and idempotent producers. Those RPCs answer UNIMPLEMENTED. Retention, flush.ms and
+checkpoints run every ``maintenance_interval_s``; compaction runs in a background thread. Owned by
+one asyncio event loop; log I/O runs in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from lanes.broker.controller_link import ControllerLink
+from lanes.broker.replication import LeaderReplica
+from lanes.metadata.state import NO_LEADER, ClusterState
+from lanes.protocol.clock import Clock
+from lanes.protocol.configs import topic_config_values
+from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.storage.cleaner import CleanerThread, LogCleaner
+from lanes.storage.log import LogConfig, PartitionLog
+from lanes.storage.manager import LogManager
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+
+_log = logging.getLogger(__name__)
+Context = grpc.aio.ServicerContext[Any, Any]
+TopicPartition = tuple[str, int]
+
+
+def _error(code: ErrorCode, message: str = "") -> common_pb2.Error:
+    return common_pb2.Error(code=int(code), message=message)  # type: ignore[arg-type]
+
+
+@dataclass
+class Leadership:
+    """A partition this broker leads."""
+
+    log: PartitionLog
+    replica: LeaderReplica
+    leader_epoch: int
+
+
+class BrokerService(broker_pb2_grpc.BrokerServicer):
+    """Serves the partitions this broker leads. Call ``start`` before serving and ``stop`` after."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        data_dir: Path,
+        *,
+        controller_address: str,
+        endpoint: common_pb2.Node,
+        clock: Clock,
+        replica_lag_time_max_ms: int = 30_000,
+        maintenance_interval_s: float = 5.0,
+    ) -> None:
+        self.broker_id = broker_id
+        self.controller_address = controller_address
+        self._clock = clock
+        self.logs = LogManager(data_dir / "logs", clock=clock)
+        self.link = ControllerLink(
+            controller_address, broker_id=broker_id, incarnation_id=str(uuid.uuid4()), endpoint=endpoint
+        )
+        self.link.on_update(lambda applied: self._reconcile())
+        self._replica_lag_time_max_ms = replica_lag_time_max_ms
+        self._leaderships: dict[TopicPartition, Leadership] = {}
+        self._data_arrived = asyncio.Condition()
+        self.maintenance_interval_s = maintenance_interval_s
+        self._maintenance: asyncio.Task[None] | None = None
+        self._cleaner = CleanerThread(LogCleaner(clock), self.logs.logs, interval_s=maintenance_interval_s)
+
+    async def start(self) -> None:
+        """Register with the controller, follow its metadata, run maintenance and compaction."""
+        await self.link.start()
+        self._maintenance = asyncio.create_task(self._maintain())
+        self._cleaner.start()
+
+    async def stop(self) -> None:
+        """Hand leadership away (controlled shutdown), then close every log cleanly."""
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+        await asyncio.to_thread(self._cleaner.stop)
+        await self.link.stop(controlled=True)
+        await asyncio.to_thread(self.logs.close)
+
+    async def _maintain(self) -> None:
+        """Retention, flush.ms and checkpoints (the high-water mark among them), periodically."""
+        while True:
+            await asyncio.sleep(self.maintenance_interval_s)
+            try:
+                await asyncio.to_thread(self.logs.maintenance)
+            except LanesError:
+                _log.exception("log maintenance failed")
+
+    # -----------------------------------------------------------------------------------------
+    # reconciling with the metadata image
+
+    @property
+    def image(self) -> ClusterState:
+        return self.link.image
+
+    def _reconcile(self) -> None:
+        image = self.image
+        led: set[TopicPartition] = set()
+        for topic in image.topics.values():
+            for partition in topic.partitions.values():
+                key = (topic.name, partition.partition)
+                if partition.leader != self.broker_id:
+                    continue
+                led.add(key)
+                current = self._leaderships.get(key)
+                if current is not None and current.leader_epoch == partition.leader_epoch:
+                    current.replica.on_isr_changed(partition.isr)
+                    continue
+                config = LogConfig.from_topic_configs(image.topic_configs(topic.name))
+                log = self.logs.open_log(topic.name, partition.partition, config)
+                log.update_config(config)
+                values = topic_config_values(image.topic_configs(topic.name))
+                self._leaderships[key] = Leadership(
+                    log=log,
+                    replica=LeaderReplica(
+                        leader_id=self.broker_id,
+                        replicas=partition.replicas,
+                        isr=partition.isr,
+                        leader_epoch_start_offset=log.log_end_offset,
+                        log_end_offset=log.log_end_offset,
+                        high_watermark=log.high_watermark,
+                        now_ms=self._clock.monotonic_ms(),
+                        replica_lag_time_max_ms=self._replica_lag_time_max_ms,
+                        min_insync_replicas=values["min.insync.replicas"],
+                    ),
+                    leader_epoch=partition.leader_epoch,
+                )
+                log.update_high_watermark(self._leaderships[key].replica.high_watermark)
+                _log.info("leading %s-%d at epoch %d", topic.name, partition.partition, partition.leader_epoch)
+        for key in set(self._leaderships) - led:
+            del self._leaderships[key]
+        existing = {(t.name, p) for t in image.topics.values() for p in t.partitions}
+        for topic_name, partition_index in self.logs.discover():
+            if (topic_name, partition_index) not in existing and image.last_offset >= 0:
+                self.logs.delete_log(topic_name, partition_index)
+
+    def _unknown_or_not_leader(self, topic: str, partition: int) -> common_pb2.Error:
+        found = self.image.topic(topic)
+        if found is None or partition not in found.partitions:
+            return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
+        leader = found.partitions[partition].leader
+        where = "no broker (offline)" if leader == NO_LEADER else f"broker {leader}"
+        return _error(
+            ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{topic}-{partition} is led by {where}, not broker {self.broker_id}"
+        )
+
+    def _leader_hint(self, topic: str, partition: int) -> common_pb2.LeaderHint | None:
+        found = self.image.topic(topic)
+        if found is None or partition not in found.partitions:
+            return None
+        state = found.partitions[partition]
+        return common_pb2.LeaderHint(leader_id=state.leader, leader_epoch=state.leader_epoch)
+
+    async def _notify(self) -> None:
+        async with self._data_arrived:
+            self._data_arrived.notify_all()
+
+    # -----------------------------------------------------------------------------------------
+    # Metadata
+
+    async def Metadata(  # noqa: N802 - gRPC method names
+        self, request: broker_pb2.MetadataRequest, context: Context
+    ) -> broker_pb2.MetadataResponse:
+        image = self.image
+        if request.topics:
+            names = list(request.topics)
+        else:
+            names = sorted(t.name for t in image.topics.values() if request.include_internal or not t.internal)
+        topics = []
+        for name in names:
+            topic = image.topic(name)
+            if topic is None:
+                topics.append(
+                    broker_pb2.TopicMetadata(
+                        name=name, error=_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+                    )
+                )
+                continue
+            fenced = {b.broker_id for b in image.brokers.values() if b.fenced}
+            topics.append(
+                broker_pb2.TopicMetadata(
+                    name=name,
+                    topic_id=topic.topic_id,
+                    error=_error(ErrorCode.NONE),
+                    is_internal=topic.internal,
+                    partitions=[
+                        broker_pb2.PartitionMetadata(
+                            partition=p.partition,
+                            error=_error(ErrorCode.NONE if p.leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE),
+                            leader_id=p.leader,
+                            leader_epoch=p.leader_epoch,
+                            replicas=p.replicas,
+                            isr=p.isr,
+                            offline_replicas=[b for b in p.replicas if b in fenced],
+                        )
+                        for _, p in sorted(topic.partitions.items())
+                    ],
+                )
+            )
+        host, _, port = self.controller_address.rpartition(":")
+        return broker_pb2.MetadataResponse(
+            cluster_id=image.cluster_id,
+            controller=common_pb2.Node(node_id=0, host=host, port=int(port)),
+            brokers=[
+                common_pb2.Node(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+                for b in image.live_brokers()
+            ],
+            topics=topics,
+            metadata_offset=image.last_offset,
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # Produce
+
+    async def Produce(  # noqa: N802
+        self, request: broker_pb2.ProduceRequest, context: Context
+    ) -> broker_pb2.ProduceResponse:
+        acks = request.acks or common_pb2.ACKS_ALL
+        timeout_s = (request.timeout_ms or 30_000) / 1000
+        responses = []
+        for topic in request.topics:
+            partitions = await asyncio.gather(
+                *(self._produce_partition(topic.topic, p, acks, timeout_s) for p in topic.partitions)
+            )
+            responses.append(broker_pb2.TopicProduceResponse(topic=topic.topic, partitions=partitions))
+        return broker_pb2.ProduceResponse(topics=responses)
+
+    async def _produce_partition(
+        self, topic: str, data: broker_pb2.PartitionProduceData, acks: int, timeout_s: float
+    ) -> broker_pb2.PartitionProduceResponse:
+        response = broker_pb2.PartitionProduceResponse(partition=data.partition, base_offset=-1, log_append_time_ms=-1)
+        leadership = self._leaderships.get((topic, data.partition))
+        if leadership is None:
+            response.error.CopyFrom(self._unknown_or_not_leader(topic, data.partition))
+            hint = self._leader_hint(topic, data.partition)
+            if hint is not None:
+                response.current_leader.CopyFrom(hint)
+            return response
+        if acks == common_pb2.ACKS_ALL and leadership.replica.check_acks_all() is not ErrorCode.NONE:
+            isr = leadership.replica.isr
+            response.error.CopyFrom(
+                _error(
+                    ErrorCode.NOT_ENOUGH_REPLICAS,
+                    f"{topic}-{data.partition} has {len(isr)} in-sync replicas {isr}, fewer than min.insync.replicas "
+                    f"{leadership.replica.min_insync_replicas}",
+                )
+            )
+            return response
+        try:
+            info = await asyncio.to_thread(leadership.log.append_as_leader, data.records, leadership.leader_epoch)
+        except LanesError as exc:
+            response.error.CopyFrom(_error(exc.code, exc.message))
+            return response
+        leadership.replica.on_append(leadership.log.log_end_offset)
+        leadership.log.update_high_watermark(leadership.replica.high_watermark)
+        await self._notify()
+        response.base_offset = info.first_offset
+        response.log_append_time_ms = info.log_append_time_ms
+        response.log_start_offset = leadership.log.log_start_offset
+        if acks == common_pb2.ACKS_ALL:
+            outcome = await self._await_replication(leadership, info.last_offset + 1, timeout_s)
+            if outcome is not ErrorCode.NONE:
+                response.error.CopyFrom(_error(outcome, f"{topic}-{data.partition}: {outcome.hint}"))
+                return response
+        response.error.CopyFrom(_error(ErrorCode.NONE))
+        return response
+
+    async def _await_replication(self, leadership: Leadership, required_offset: int, timeout_s: float) -> ErrorCode:
+        async def outcome() -> ErrorCode:
+            async with self._data_arrived:
+                while True:
+                    result = leadership.replica.acks_all_outcome(required_offset)
+                    if result is not None:
+                        return result
+                    await self._data_arrived.wait()
+
+        try:
+            return await asyncio.wait_for(outcome(), timeout_s)
+        except TimeoutError:
+            return ErrorCode.REQUEST_TIMED_OUT
+
+    # -----------------------------------------------------------------------------------------
+    # Fetch
+
+    async def Fetch(  # noqa: N802
+        self, request: broker_pb2.FetchRequest, context: Context
+    ) -> broker_pb2.FetchResponse:
+        deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
+        while True:
+            response, total = await asyncio.to_thread(self._read_all, request)
+            remaining = deadline - asyncio.get_running_loop().time()
+            if total >= max(request.min_bytes, 1) or remaining <= 0 or self._has_errors(response):
+                return response
+            async with self._data_arrived:
+                with contextlib.suppress(TimeoutError):  # the deadline: answer with what there is
+                    await asyncio.wait_for(self._data_arrived.wait(), remaining)
+
+    @staticmethod
+    def _has_errors(response: broker_pb2.FetchResponse) -> bool:
+        return any(p.error.code for t in response.topics for p in t.partitions)
+
+    def _read_all(self, request: broker_pb2.FetchRequest) -> tuple[broker_pb2.FetchResponse, int]:
+        budget = request.max_bytes or 50 * 1024 * 1024
+        total = 0
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for wanted in topic.partitions:
+                result = broker_pb2.FetchPartitionResponse(partition=wanted.partition)
+                leadership = self._leaderships.get((topic.topic, wanted.partition))
+                if leadership is None:
+                    result.error.CopyFrom(self._unknown_or_not_leader(topic.topic, wanted.partition))
+                    partitions.append(result)
+                    continue
+                log = leadership.log
+                result.high_watermark = log.high_watermark
+                result.last_stable_offset = log.high_watermark
+                result.log_start_offset = log.log_start_offset
+                if wanted.current_leader_epoch >= 0 and wanted.current_leader_epoch != leadership.leader_epoch:
+                    code = (
+                        ErrorCode.FENCED_LEADER_EPOCH
+                        if wanted.current_leader_epoch < leadership.leader_epoch
+                        else ErrorCode.UNKNOWN_LEADER_EPOCH
+                    )
+                    result.error.CopyFrom(_error(code, f"leader epoch is {leadership.leader_epoch}"))
+                    partitions.append(result)
+                    continue
+                if not log.log_start_offset <= wanted.fetch_offset <= log.high_watermark:
+                    result.error.CopyFrom(
+                        _error(
+                            ErrorCode.OFFSET_OUT_OF_RANGE,
+                            f"offset {wanted.fetch_offset} is outside {log.log_start_offset}..{log.high_watermark}",
+                        )
+                    )
+                    partitions.append(result)
+                    continue
+                limit = min(wanted.partition_max_bytes or budget, budget)
+                read = log.read(
+                    wanted.fetch_offset, limit, upper_bound_offset=log.high_watermark, min_one_batch=total == 0
+                )
+                result.records = read.records
+                result.error.CopyFrom(_error(ErrorCode.NONE))
+                total += len(read.records)
+                budget = max(0, budget - len(read.records))
+                partitions.append(result)
+            topics.append(broker_pb2.FetchTopicResponse(topic=topic.topic, partitions=partitions))
+        return broker_pb2.FetchResponse(topics=topics), total
+
+    # -----------------------------------------------------------------------------------------
+    # ListOffsets
+
+    async def ListOffsets(  # noqa: N802
+        self, request: broker_pb2.ListOffsetsRequest, context: Context
+    ) -> broker_pb2.ListOffsetsResponse:
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for wanted in topic.partitions:
+                result = broker_pb2.ListOffsetsPartitionResponse(
+                    partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
+                )
+                leadership = self._leaderships.get((topic.topic, wanted.partition))
+                if leadership is None:
+                    result.error.CopyFrom(self._unknown_or_not_leader(topic.topic, wanted.partition))
+                elif wanted.spec == broker_pb2.OFFSET_SPEC_EARLIEST:
+                    result.offset = leadership.log.log_start_offset
+                elif wanted.spec == broker_pb2.OFFSET_SPEC_LATEST:
+                    result.offset = leadership.log.high_watermark
+                elif wanted.spec == broker_pb2.OFFSET_SPEC_TIMESTAMP:
+                    found = await asyncio.to_thread(leadership.log.offset_for_timestamp, wanted.timestamp_ms)
+                    if found is not None and found.offset < leadership.log.high_watermark:
+                        result.offset, result.timestamp_ms, result.leader_epoch = (
+                            found.offset,
+                            found.timestamp_ms,
+                            found.leader_epoch,
+                        )
+                else:
+                    result.error.CopyFrom(
+                        _error(ErrorCode.UNSUPPORTED_VERSION, "use OFFSET_SPEC_EARLIEST, _LATEST or _TIMESTAMP")
+                    )
+                if not result.HasField("error"):
+                    result.error.CopyFrom(_error(ErrorCode.NONE))
+                partitions.append(result)
+            topics.append(broker_pb2.ListOffsetsTopicResponse(topic=topic.topic, partitions=partitions))
+        return broker_pb2.ListOffsetsResponse(topics=topics)
+
+
+def add_to_server(service: BrokerService, server: grpc.aio.Server) -> None:
+    """Register ``service`` on ``server`` (the generated helper is untyped)."""
+    broker_pb2_grpc.add_BrokerServicer_to_server(service, server)  # type: ignore[no-untyped-call]

@@ -1,0 +1,188 @@
+"""A broker as a real process beside a real controller: it leads its partitions, serves produce
+(acks 0/1/all), long-poll fetch, offsets and metadata, refuses bad input without harm, and keeps
+every acknowledged record across a kill -9."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import grpc
+
+from lanes.protocol.errors import ErrorCode
+from lanes.protocol.records import Record, decode_batches, encode_batch
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
+from tests.integration.processes import free_port, start_controller, start_service
+
+
+def start_broker(broker_id: int, data_dir: Path, controller: str, port: int, log: Path):  # type: ignore[no-untyped-def]
+    return start_service(
+        "lanes.broker",
+        ["--broker-id", str(broker_id), "--data-dir", str(data_dir), "--controller", controller, "--port", str(port)],
+        log,
+    )
+
+
+def batch(values: list[bytes]) -> bytes:
+    return encode_batch([Record(i, int(time.time() * 1000), None, v) for i, v in enumerate(values)])
+
+
+def produce(topic: str, partition: int, records: bytes, acks: int = common_pb2.ACKS_ALL) -> broker_pb2.ProduceRequest:
+    return broker_pb2.ProduceRequest(
+        acks=acks,
+        timeout_ms=5000,
+        topics=[
+            broker_pb2.TopicProduceData(
+                topic=topic, partitions=[broker_pb2.PartitionProduceData(partition=partition, records=records)]
+            )
+        ],
+    )
+
+
+def fetch(topic: str, partition: int, offset: int, max_wait_ms: int = 0) -> broker_pb2.FetchRequest:
+    return broker_pb2.FetchRequest(
+        max_wait_ms=max_wait_ms,
+        min_bytes=1,
+        max_bytes=10 * 1024 * 1024,
+        topics=[
+            broker_pb2.FetchTopic(
+                topic=topic,
+                partitions=[
+                    broker_pb2.FetchPartition(
+                        partition=partition,
+                        fetch_offset=offset,
+                        current_leader_epoch=-1,
+                        partition_max_bytes=1024 * 1024,
+                    )
+                ],
+            )
+        ],
+    )
+
+
+async def wait_for(check, what: str, timeout_s: float = 20):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not (result := await check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+    return result
+
+
+def test_a_broker_serves_its_partitions_and_keeps_acknowledged_records(tmp_path: Path) -> None:
+    log = tmp_path / "services.log"
+    controller = start_controller(tmp_path / "controller", free_port(), log)
+    broker_port = free_port()
+    broker = start_broker(1, tmp_path / "broker-1", controller.address, broker_port, log)
+
+    async def create() -> None:
+        async with grpc.aio.insecure_channel(controller.address) as channel:
+            stub = controller_pb2_grpc.ControllerStub(channel)
+
+            async def unfenced():  # type: ignore[no-untyped-def]
+                cluster = await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())
+                return len(cluster.brokers) == 1
+
+            await wait_for(unfenced, "the broker to be unfenced")
+            created = await stub.CreateTopics(
+                controller_pb2.CreateTopicsRequest(
+                    topics=[
+                        controller_pb2.CreatableTopic(
+                            name="orders",
+                            num_partitions=2,
+                            replication_factor=1,
+                            configs=[common_pb2.ConfigValue(name="max.message.bytes", value="4096")],
+                        )
+                    ]
+                )
+            )
+            assert created.topics[0].error.code == 0, created.topics[0].error.message
+
+    async def serve_and_check() -> list[bytes]:
+        async with grpc.aio.insecure_channel(broker.address) as channel:
+            stub = broker_pb2_grpc.BrokerStub(channel)
+
+            async def leads_both():  # type: ignore[no-untyped-def]
+                metadata = await stub.Metadata(broker_pb2.MetadataRequest(topics=["orders"]))
+                return [p.leader_id for p in metadata.topics[0].partitions] == [1, 1]
+
+            await wait_for(leads_both, "the broker to lead both partitions")
+            # A long-poll fetch waits for data that arrives while it waits.
+            waiting = asyncio.ensure_future(stub.Fetch(fetch("orders", 0, 0, max_wait_ms=5000)))
+            await asyncio.sleep(0.2)
+            acknowledged = []
+            for acks in (common_pb2.ACKS_LEADER, common_pb2.ACKS_ALL, common_pb2.ACKS_NONE):
+                values = [b"acks-%d-%d" % (acks, i) for i in range(3)]
+                answer = await stub.Produce(produce("orders", 0, batch(values), acks))
+                result = answer.topics[0].partitions[0]
+                assert result.error.code == ErrorCode.NONE, result.error.message
+                acknowledged.extend(values)
+            polled = await waiting
+            assert decode_batches(polled.topics[0].partitions[0].records), "the long poll returned the first batch"
+
+            # Bad input: clear typed errors, the log untouched, the service up.
+            bad = bytearray(batch([b"x"]))
+            bad[-1] ^= 0xFF
+            cases = [
+                (produce("orders", 0, bytes(bad)), ErrorCode.CORRUPT_MESSAGE),
+                (produce("orders", 0, batch([b"y" * 5000])), ErrorCode.MESSAGE_TOO_LARGE),
+                (produce("orders", 7, batch([b"z"])), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                (produce("nope", 0, batch([b"z"])), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+            ]
+            for request, expected in cases:
+                answer = await stub.Produce(request)
+                assert answer.topics[0].partitions[0].error.code == expected, answer
+            out_of_range = await stub.Fetch(fetch("orders", 0, 999))
+            assert out_of_range.topics[0].partitions[0].error.code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+            offsets = await stub.ListOffsets(
+                broker_pb2.ListOffsetsRequest(
+                    topics=[
+                        broker_pb2.ListOffsetsTopic(
+                            topic="orders",
+                            partitions=[
+                                broker_pb2.ListOffsetsPartition(partition=0, spec=broker_pb2.OFFSET_SPEC_EARLIEST),
+                                broker_pb2.ListOffsetsPartition(partition=0, spec=broker_pb2.OFFSET_SPEC_LATEST),
+                            ],
+                        )
+                    ]
+                )
+            )
+            assert [p.offset for p in offsets.topics[0].partitions] == [0, 9]
+            return acknowledged
+
+    async def read_back(address: str) -> list[bytes]:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = broker_pb2_grpc.BrokerStub(channel)
+
+            async def led():  # type: ignore[no-untyped-def]
+                metadata = await stub.Metadata(broker_pb2.MetadataRequest(topics=["orders"]))
+                return (
+                    metadata.topics
+                    and metadata.topics[0].partitions
+                    and metadata.topics[0].partitions[0].leader_id == 1
+                )
+
+            await wait_for(led, "leadership after the restart")
+            values: list[bytes] = []
+            offset = 0
+            while True:
+                answer = await stub.Fetch(fetch("orders", 0, offset))
+                part = answer.topics[0].partitions[0]
+                if part.error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    await asyncio.sleep(0.05)
+                    continue
+                records = [r for b in decode_batches(part.records) for r in b.records if r.offset >= offset]
+                if not records:
+                    return values
+                values.extend(r.value or b"" for r in records)
+                offset = records[-1].offset + 1
+
+    asyncio.run(create())
+    acknowledged = asyncio.run(serve_and_check())
+    assert asyncio.run(read_back(broker.address)) == acknowledged
+    broker.kill()  # no flush, no clean shutdown: what was acknowledged must still be there
+    broker = start_broker(1, tmp_path / "broker-1", controller.address, broker_port, log)
+    assert asyncio.run(read_back(broker.address)) == acknowledged
+    assert broker.terminate() == 0, "SIGTERM: controlled shutdown and a clean close"
+    assert controller.terminate() == 0
