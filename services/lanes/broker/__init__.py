@@ -1,1 +1,1 @@
-"""The broker service (issue #4; in progress: the replication core exists, the service does not yet)."""
+"""The broker service: partition leaders over the log engine (replication between brokers in progress, issue #4)."""
