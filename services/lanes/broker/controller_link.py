@@ -80,6 +80,37 @@ class ControllerLink:
                     await asyncio.sleep(_RETRY_MIN_S)
         await self._channel.close()
 
+    async def alter_partition(
+        self, topic_id: str, partition: int, *, leader_epoch: int, partition_epoch: int, new_isr: list[int]
+    ) -> controller_pb2.AlterPartitionResult | None:
+        """Propose a new ISR for a partition this broker leads; the controller's answer, or None
+        when it could not be reached."""
+        request = controller_pb2.AlterPartitionRequest(
+            broker_id=self.broker_id,
+            broker_epoch=self.broker_epoch,
+            topics=[
+                controller_pb2.AlterPartitionTopic(
+                    topic_id=topic_id,
+                    partitions=[
+                        controller_pb2.AlterPartitionProposal(
+                            partition=partition,
+                            leader_epoch=leader_epoch,
+                            partition_epoch=partition_epoch,
+                            new_isr=new_isr,
+                        )
+                    ],
+                )
+            ],
+        )
+        try:
+            answer = await self._stub.AlterPartition(request, timeout=5)
+        except grpc.aio.AioRpcError:
+            return None
+        if answer.topics and answer.topics[0].partitions:
+            result: controller_pb2.AlterPartitionResult = answer.topics[0].partitions[0]
+            return result
+        return None
+
     async def wait_for(self, condition: Callable[[ClusterState], bool], timeout_s: float) -> None:
         """Wait until ``condition(image)`` holds (TimeoutError after ``timeout_s``)."""
         async with self._image_changed:

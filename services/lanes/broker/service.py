@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import uuid
 from dataclasses import dataclass
@@ -33,11 +34,12 @@ from typing import Any
 import grpc
 
 from lanes.broker.controller_link import ControllerLink
+from lanes.broker.follower import FollowerFetcher
 from lanes.broker.replication import LeaderReplica
 from lanes.metadata.state import NO_LEADER, ClusterState
 from lanes.protocol.clock import Clock
 from lanes.protocol.configs import topic_config_values
-from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.protocol.errors import ErrorCode, LanesError, error_code
 from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.log import LogConfig, PartitionLog
 from lanes.storage.manager import LogManager
@@ -89,17 +91,23 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self.maintenance_interval_s = maintenance_interval_s
         self._maintenance: asyncio.Task[None] | None = None
         self._cleaner = CleanerThread(LogCleaner(clock), self.logs.logs, interval_s=maintenance_interval_s)
+        self._following: dict[TopicPartition, tuple[int, int, str]] = {}
+        self._fetchers: dict[int, asyncio.Task[None]] = {}
+        self.isr_check_interval_s = max(0.05, replica_lag_time_max_ms / 4000)
+        self._isr_updates: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Register with the controller, follow its metadata, run maintenance and compaction."""
         await self.link.start()
         self._maintenance = asyncio.create_task(self._maintain())
+        self._isr_updates = asyncio.create_task(self._update_isrs())
         self._cleaner.start()
 
     async def stop(self) -> None:
         """Hand leadership away (controlled shutdown), then close every log cleanly."""
-        if self._maintenance is not None:
-            self._maintenance.cancel()
+        for task in [self._maintenance, self._isr_updates, *self._fetchers.values()]:
+            if task is not None:
+                task.cancel()
         await asyncio.to_thread(self._cleaner.stop)
         await self.link.stop(controlled=True)
         await asyncio.to_thread(self.logs.close)
@@ -123,19 +131,22 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     def _reconcile(self) -> None:
         image = self.image
         led: set[TopicPartition] = set()
+        following: dict[TopicPartition, tuple[int, int, str]] = {}
         for topic in image.topics.values():
             for partition in topic.partitions.values():
                 key = (topic.name, partition.partition)
                 if partition.leader != self.broker_id:
+                    if self.broker_id in partition.replicas and partition.leader != NO_LEADER:
+                        self._open_log(image, topic.name, partition.partition)
+                        following[key] = (partition.leader, partition.leader_epoch, topic.topic_id)
                     continue
                 led.add(key)
                 current = self._leaderships.get(key)
                 if current is not None and current.leader_epoch == partition.leader_epoch:
                     current.replica.on_isr_changed(partition.isr)
                     continue
-                config = LogConfig.from_topic_configs(image.topic_configs(topic.name))
-                log = self.logs.open_log(topic.name, partition.partition, config)
-                log.update_config(config)
+                log = self._open_log(image, topic.name, partition.partition)
+                log.epochs.assign(partition.leader_epoch, log.log_end_offset)  # where this epoch starts
                 values = topic_config_values(image.topic_configs(topic.name))
                 self._leaderships[key] = Leadership(
                     log=log,
@@ -156,10 +167,60 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 _log.info("leading %s-%d at epoch %d", topic.name, partition.partition, partition.leader_epoch)
         for key in set(self._leaderships) - led:
             del self._leaderships[key]
+        self._following = following
+        for leader_id in {leader for leader, _, _ in following.values()}:
+            task = self._fetchers.get(leader_id)
+            broker = image.brokers.get(leader_id)
+            if (task is None or task.done()) and broker is not None:
+                fetcher = FollowerFetcher(
+                    broker_id=self.broker_id,
+                    broker_epoch=lambda: self.link.broker_epoch,
+                    leader_address=f"{broker.host}:{broker.port}",
+                    partitions=functools.partial(self._followed_from, leader_id),
+                )
+                self._fetchers[leader_id] = asyncio.get_running_loop().create_task(fetcher.run())
         existing = {(t.name, p) for t in image.topics.values() for p in t.partitions}
         for topic_name, partition_index in self.logs.discover():
             if (topic_name, partition_index) not in existing and image.last_offset >= 0:
                 self.logs.delete_log(topic_name, partition_index)
+
+    def _open_log(self, image: ClusterState, topic: str, partition: int) -> PartitionLog:
+        config = LogConfig.from_topic_configs(image.topic_configs(topic))
+        log = self.logs.open_log(topic, partition, config)
+        log.update_config(config)
+        return log
+
+    def _followed_from(self, leader_id: int) -> dict[TopicPartition, tuple[PartitionLog, int, str]]:
+        followed = {}
+        for key, (leader, leader_epoch, topic_id) in self._following.items():
+            log = self.logs.get(*key)
+            if leader == leader_id and log is not None:
+                followed[key] = (log, leader_epoch, topic_id)
+        return followed
+
+    async def _update_isrs(self) -> None:
+        """Ask the controller to shrink or expand the ISRs of led partitions as followers lag or
+        catch up (the controller fences stale proposals by epoch)."""
+        while True:
+            await asyncio.sleep(self.isr_check_interval_s)
+            now = self._clock.monotonic_ms()
+            for (topic, index), leadership in list(self._leaderships.items()):
+                proposal = leadership.replica.proposed_isr(now)
+                state = self.image.topic(topic)
+                if proposal is None or state is None or index not in state.partitions:
+                    continue
+                current = state.partitions[index]
+                result = await self.link.alter_partition(
+                    current.topic_id,
+                    index,
+                    leader_epoch=leadership.leader_epoch,
+                    partition_epoch=current.partition_epoch,
+                    new_isr=proposal,
+                )
+                if result is not None and error_code(result.error.code) is ErrorCode.NONE:
+                    leadership.replica.on_isr_changed(list(result.isr))
+                    leadership.log.update_high_watermark(leadership.replica.high_watermark)
+                    await self._notify()
 
     def _unknown_or_not_leader(self, topic: str, partition: int) -> common_pb2.Error:
         found = self.image.topic(topic)
@@ -372,6 +433,77 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 partitions.append(result)
             topics.append(broker_pb2.FetchTopicResponse(topic=topic.topic, partitions=partitions))
         return broker_pb2.FetchResponse(topics=topics), total
+
+    # -----------------------------------------------------------------------------------------
+    # Replication (leader side)
+
+    async def ReplicaFetch(  # noqa: N802
+        self, request: broker_pb2.ReplicaFetchRequest, context: Context
+    ) -> broker_pb2.ReplicaFetchResponse:
+        deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
+        while True:
+            response, total, urgent = await asyncio.to_thread(self._serve_replica, request)
+            await self._notify()  # follower positions may have moved the high-water mark
+            remaining = deadline - asyncio.get_running_loop().time()
+            if total >= max(request.min_bytes, 1) or urgent or remaining <= 0:
+                return response
+            async with self._data_arrived:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._data_arrived.wait(), remaining)
+
+    def _serve_replica(
+        self, request: broker_pb2.ReplicaFetchRequest
+    ) -> tuple[broker_pb2.ReplicaFetchResponse, int, bool]:
+        """Record the follower's positions and read what it lacks; ``urgent`` when a partition
+        must answer at once (an error or a divergence)."""
+        now = self._clock.monotonic_ms()
+        budget = request.max_bytes or 16 * 1024 * 1024
+        total = 0
+        urgent = False
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for wanted in topic.partitions:
+                result = broker_pb2.ReplicaFetchPartitionResponse(partition=wanted.partition)
+                leadership = self._leaderships.get((topic.topic, wanted.partition))
+                if leadership is None or wanted.current_leader_epoch != leadership.leader_epoch:
+                    result.error.CopyFrom(
+                        self._unknown_or_not_leader(topic.topic, wanted.partition)
+                        if leadership is None
+                        else _error(ErrorCode.FENCED_LEADER_EPOCH, f"leader epoch is {leadership.leader_epoch}")
+                    )
+                    partitions.append(result)
+                    urgent = True
+                    continue
+                log = leadership.log
+                result.error.CopyFrom(_error(ErrorCode.NONE))
+                result.log_start_offset = log.log_start_offset
+                epoch, end = log.epochs.end_offset_for(wanted.last_fetched_epoch, log.log_end_offset)
+                if wanted.last_fetched_epoch >= 0 and (end < wanted.fetch_offset or epoch < wanted.last_fetched_epoch):
+                    result.diverging_epoch.CopyFrom(broker_pb2.EpochEndOffset(leader_epoch=epoch, end_offset=end))
+                    result.high_watermark = log.high_watermark
+                    partitions.append(result)
+                    urgent = True
+                    continue
+                if not log.log_start_offset <= wanted.fetch_offset <= log.log_end_offset:
+                    result.error.CopyFrom(
+                        _error(ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {wanted.fetch_offset} is outside the log")
+                    )
+                    partitions.append(result)
+                    urgent = True
+                    continue
+                leadership.replica.on_follower_fetch(request.replica_id, wanted.fetch_offset, now)
+                log.update_high_watermark(leadership.replica.high_watermark)
+                read = log.read(wanted.fetch_offset, min(wanted.partition_max_bytes or budget, budget))
+                result.records = read.records
+                result.high_watermark = log.high_watermark
+                total += len(read.records)
+                budget = max(0, budget - len(read.records))
+                partitions.append(result)
+            topics.append(
+                broker_pb2.ReplicaFetchTopicResponse(topic=topic.topic, topic_id=topic.topic_id, partitions=partitions)
+            )
+        return broker_pb2.ReplicaFetchResponse(topics=topics), total, urgent
 
     # -----------------------------------------------------------------------------------------
     # ListOffsets

@@ -1,0 +1,128 @@
+"""Follower replication: fetch from partition leaders, truncate where logs diverged, append.
+
+One ``FollowerFetcher`` per leader broker fetches every partition this broker follows from it, in
+one long-polling ReplicaFetch loop. Each request carries, per partition, the follower's log end
+offset and the epoch of its last batch; the leader answers with records, its high-water mark and
+log start, or a *diverging epoch* when the follower's log holds records the leader's does not (it
+led in an epoch that ended earlier on the new leader): the follower truncates at
+``truncation_offset`` and fetches again, so no diverged log survives a failover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import grpc
+
+from lanes.broker.replication import truncation_offset
+from lanes.protocol.errors import ErrorCode, LanesError, error_code
+from lanes.storage.log import PartitionLog
+from lanes.v1 import broker_pb2, broker_pb2_grpc
+
+_log = logging.getLogger(__name__)
+TopicPartition = tuple[str, int]
+_RETRY_S = 0.1
+
+
+class FollowerFetcher:
+    """Replicates the partitions ``partitions()`` names from one leader."""
+
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        broker_epoch: Callable[[], int],
+        leader_address: str,
+        partitions: Callable[[], dict[TopicPartition, tuple[PartitionLog, int, str]]],
+        max_wait_ms: int = 500,
+    ) -> None:
+        self._broker_id = broker_id
+        self._broker_epoch = broker_epoch
+        self._channel = grpc.aio.insecure_channel(leader_address)
+        self._stub = broker_pb2_grpc.BrokerStub(self._channel)  # type: ignore[no-untyped-call]
+        self._partitions = partitions  # key -> (log, current leader epoch, topic id)
+        self._max_wait_ms = max_wait_ms
+
+    async def run(self) -> None:
+        """Fetch until there is nothing left to follow from this leader, or cancelled."""
+        try:
+            while True:
+                followed = self._partitions()
+                if not followed:
+                    return
+                try:
+                    response = await self._stub.ReplicaFetch(self._request(followed), timeout=10)
+                except grpc.aio.AioRpcError as exc:
+                    _log.debug("replica fetch failed: %s", exc.code().name)
+                    await asyncio.sleep(_RETRY_S)
+                    continue
+                if not await asyncio.to_thread(self._apply, followed, response):
+                    await asyncio.sleep(_RETRY_S)
+        finally:
+            await self._channel.close()
+
+    def _request(self, followed: dict[TopicPartition, tuple[PartitionLog, int, str]]) -> broker_pb2.ReplicaFetchRequest:
+        topics: dict[str, broker_pb2.ReplicaFetchTopic] = {}
+        for (topic, partition), (log, leader_epoch, topic_id) in sorted(followed.items()):
+            entry = topics.setdefault(topic, broker_pb2.ReplicaFetchTopic(topic=topic, topic_id=topic_id))
+            entry.partitions.append(
+                broker_pb2.ReplicaFetchPartition(
+                    partition=partition,
+                    current_leader_epoch=leader_epoch,
+                    fetch_offset=log.log_end_offset,
+                    last_fetched_epoch=log.epochs.latest_epoch,
+                    log_start_offset=log.log_start_offset,
+                    partition_max_bytes=1024 * 1024,
+                )
+            )
+        return broker_pb2.ReplicaFetchRequest(
+            replica_id=self._broker_id,
+            broker_epoch=self._broker_epoch(),
+            max_wait_ms=self._max_wait_ms,
+            min_bytes=1,
+            max_bytes=16 * 1024 * 1024,
+            topics=list(topics.values()),
+        )
+
+    def _apply(
+        self, followed: dict[TopicPartition, tuple[PartitionLog, int, str]], response: broker_pb2.ReplicaFetchResponse
+    ) -> bool:
+        """Apply one response; return whether every partition made normal progress."""
+        healthy = True
+        for topic in response.topics:
+            for part in topic.partitions:
+                entry = followed.get((topic.topic, part.partition))
+                if entry is None:
+                    continue
+                log = entry[0]
+                code = error_code(part.error.code)
+                try:
+                    if part.HasField("diverging_epoch") and part.diverging_epoch.end_offset >= 0:
+                        target = truncation_offset(
+                            log.epochs.entries,
+                            log.log_end_offset,
+                            part.diverging_epoch.leader_epoch,
+                            part.diverging_epoch.end_offset,
+                        )
+                        _log.info(
+                            "%s-%d diverged from its leader: truncating to %d", topic.topic, part.partition, target
+                        )
+                        log.truncate_to(target)
+                        continue
+                    if code is ErrorCode.OFFSET_OUT_OF_RANGE and log.log_end_offset < part.log_start_offset:
+                        log.truncate_fully_and_start_at(part.log_start_offset)
+                        continue
+                    if code is not ErrorCode.NONE:
+                        healthy = False
+                        continue
+                    if part.records:
+                        log.append_as_follower(part.records)
+                    log.update_high_watermark(min(part.high_watermark, log.log_end_offset))
+                    if part.log_start_offset > log.log_start_offset:
+                        log.delete_records_before(min(part.log_start_offset, log.high_watermark))
+                except LanesError as exc:
+                    _log.warning("replicating %s-%d failed: %s", topic.topic, part.partition, exc)
+                    healthy = False
+        return healthy

@@ -1,0 +1,114 @@
+"""Replication across real broker processes: acks=all on RF 3, a leader killed with SIGKILL,
+a new leader elected from the ISR with every acknowledged record, the old one back in the ISR."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import grpc
+
+from lanes.protocol.errors import ErrorCode
+from lanes.protocol.records import decode_batches
+from lanes.v1 import broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
+from tests.integration.processes import ServiceProcess, free_port, start_controller
+from tests.integration.test_broker_process import batch, fetch, produce, start_broker, wait_for
+
+
+async def partition_state(controller: str, topic: str, partition: int) -> controller_pb2.PartitionDescription:
+    async with grpc.aio.insecure_channel(controller) as channel:
+        stub = controller_pb2_grpc.ControllerStub(channel)
+        described = await stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(names=[topic]))
+        return described.topics[0].partitions[partition]
+
+
+async def produce_acks_all(address: str, topic: str, values: list[bytes]) -> ErrorCode:
+    async with grpc.aio.insecure_channel(address) as channel:
+        answer = await broker_pb2_grpc.BrokerStub(channel).Produce(produce(topic, 0, batch(values)))
+        return ErrorCode(answer.topics[0].partitions[0].error.code)
+
+
+async def read_all(address: str, topic: str) -> list[bytes]:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)
+        values: list[bytes] = []
+        offset = 0
+        while True:
+            part = (await stub.Fetch(fetch(topic, 0, offset))).topics[0].partitions[0]
+            assert part.error.code == ErrorCode.NONE, part.error.message
+            records = [r for b in decode_batches(part.records) for r in b.records if r.offset >= offset]
+            if not records:
+                return values
+            values.extend(r.value or b"" for r in records)
+            offset = records[-1].offset + 1
+
+
+def test_acks_all_survives_the_loss_of_the_leader(tmp_path: Path) -> None:
+    log = tmp_path / "services.log"
+    controller = start_controller(tmp_path / "controller", free_port(), log, session_timeout_ms=1500)
+    ports = {b: free_port() for b in (1, 2, 3)}
+    brokers: dict[int, ServiceProcess] = {
+        b: start_broker(b, tmp_path / f"broker-{b}", controller.address, ports[b], log) for b in (1, 2, 3)
+    }
+    address = {b: f"127.0.0.1:{ports[b]}" for b in (1, 2, 3)}
+
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(controller.address) as channel:
+            stub = controller_pb2_grpc.ControllerStub(channel)
+
+            async def three_live():  # type: ignore[no-untyped-def]
+                return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == 3
+
+            await wait_for(three_live, "three live brokers")
+            created = await stub.CreateTopics(
+                controller_pb2.CreateTopicsRequest(
+                    topics=[
+                        controller_pb2.CreatableTopic(
+                            name="payments",
+                            num_partitions=1,
+                            replication_factor=3,
+                            configs=[common_pb2.ConfigValue(name="min.insync.replicas", value="2")],
+                        )
+                    ]
+                )
+            )
+            assert created.topics[0].error.code == 0, created.topics[0].error.message
+
+        acknowledged: list[bytes] = []
+        leader = (await partition_state(controller.address, "payments", 0)).leader_id
+        for round_ in range(5):
+            values = [b"before-%d-%d" % (round_, i) for i in range(20)]
+            assert await produce_acks_all(address[leader], "payments", values) is ErrorCode.NONE
+            acknowledged.extend(values)
+
+        brokers[leader].kill()
+
+        async def new_leader():  # type: ignore[no-untyped-def]
+            state = await partition_state(controller.address, "payments", 0)
+            return state.leader_id if state.leader_id not in (leader, -1) else None
+
+        started = time.monotonic()
+        successor = await wait_for(new_leader, "a new leader", timeout_s=20)
+        print(f"time to new leader: {time.monotonic() - started:.2f} s")
+        deadline = time.monotonic() + 20
+        for round_ in range(5):
+            values = [b"after-%d-%d" % (round_, i) for i in range(20)]
+            while (outcome := await produce_acks_all(address[successor], "payments", values)) is not ErrorCode.NONE:
+                assert outcome.retriable, outcome
+                assert time.monotonic() < deadline, f"acks=all kept failing with {outcome.name}"
+                await asyncio.sleep(0.1)
+            acknowledged.extend(values)
+        assert await read_all(address[successor], "payments") == acknowledged, "every acknowledged record, in order"
+
+        brokers[leader] = start_broker(leader, tmp_path / f"broker-{leader}", controller.address, ports[leader], log)
+
+        async def back_in_isr():  # type: ignore[no-untyped-def]
+            return leader in (await partition_state(controller.address, "payments", 0)).isr
+
+        await wait_for(back_in_isr, "the restarted broker to rejoin the ISR", timeout_s=30)
+
+    asyncio.run(scenario())
+    for broker in brokers.values():
+        assert broker.terminate() == 0
+    assert controller.terminate() == 0
