@@ -149,6 +149,43 @@ def test_a_broker_serves_its_partitions_and_keeps_acknowledged_records(tmp_path:
                 )
             )
             assert [p.offset for p in offsets.topics[0].partitions] == [0, 9]
+
+            epochs = await stub.OffsetForLeaderEpoch(
+                broker_pb2.OffsetForLeaderEpochRequest(
+                    replica_id=-1,
+                    topics=[
+                        broker_pb2.OffsetForLeaderEpochTopic(
+                            topic="orders",
+                            partitions=[
+                                broker_pb2.OffsetForLeaderEpochPartition(
+                                    partition=0, current_leader_epoch=-1, leader_epoch=0
+                                )
+                            ],
+                        )
+                    ],
+                )
+            )
+            assert epochs.topics[0].partitions[0].end.end_offset == 9, "epoch 0 ends at the log end"
+            deleted = await stub.DeleteRecords(
+                broker_pb2.DeleteRecordsRequest(
+                    topics=[
+                        broker_pb2.DeleteRecordsTopic(
+                            topic="orders", partitions=[broker_pb2.DeleteRecordsPartition(partition=1, offset=-1)]
+                        )
+                    ]
+                )
+            )
+            assert deleted.topics[0].partitions[0].error.code == ErrorCode.NONE
+            too_far = await stub.DeleteRecords(
+                broker_pb2.DeleteRecordsRequest(
+                    topics=[
+                        broker_pb2.DeleteRecordsTopic(
+                            topic="orders", partitions=[broker_pb2.DeleteRecordsPartition(partition=0, offset=100)]
+                        )
+                    ]
+                )
+            )
+            assert too_far.topics[0].partitions[0].error.code == ErrorCode.OFFSET_OUT_OF_RANGE
             return acknowledged
 
     async def read_back(address: str) -> list[bytes]:

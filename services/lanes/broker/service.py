@@ -13,9 +13,11 @@ deletes the logs of deleted topics. Clients see:
   ``max_wait_ms``;
 - ``ListOffsets``: earliest, latest (the high-water mark), by timestamp.
 
-Not yet (issue #4 continues): followers and ReplicaFetch (a partition with replicas other than the
-leader cannot reach acks=all until they exist), OffsetForLeaderEpoch, DeleteRecords,
-InitProducerId and idempotent producers. Those RPCs answer UNIMPLEMENTED. Retention, flush.ms and
+- ``ReplicaFetch`` (followers long-poll the leader; divergence is detected from the follower's
+  last fetched epoch), ``OffsetForLeaderEpoch``, ``DeleteRecords`` (followers adopt the new log
+  start from ReplicaFetch); ISR changes are proposed to the controller as followers lag or catch up.
+
+Not yet (issue #4 continues): InitProducerId and idempotent producers (answers UNIMPLEMENTED). Retention, flush.ms and
 checkpoints run every ``maintenance_interval_s``; compaction runs in a background thread. Owned by
 one asyncio event loop; log I/O runs in worker threads.
 """
@@ -504,6 +506,54 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 broker_pb2.ReplicaFetchTopicResponse(topic=topic.topic, topic_id=topic.topic_id, partitions=partitions)
             )
         return broker_pb2.ReplicaFetchResponse(topics=topics), total, urgent
+
+    async def OffsetForLeaderEpoch(  # noqa: N802
+        self, request: broker_pb2.OffsetForLeaderEpochRequest, context: Context
+    ) -> broker_pb2.OffsetForLeaderEpochResponse:
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for wanted in topic.partitions:
+                result = broker_pb2.OffsetForLeaderEpochPartitionResponse(partition=wanted.partition)
+                leadership = self._leaderships.get((topic.topic, wanted.partition))
+                if leadership is None:
+                    result.error.CopyFrom(self._unknown_or_not_leader(topic.topic, wanted.partition))
+                elif wanted.current_leader_epoch >= 0 and wanted.current_leader_epoch != leadership.leader_epoch:
+                    result.error.CopyFrom(
+                        _error(ErrorCode.FENCED_LEADER_EPOCH, f"leader epoch is {leadership.leader_epoch}")
+                    )
+                else:
+                    epoch, end = leadership.log.epochs.end_offset_for(
+                        wanted.leader_epoch, leadership.log.log_end_offset
+                    )
+                    result.error.CopyFrom(_error(ErrorCode.NONE))
+                    result.end.CopyFrom(broker_pb2.EpochEndOffset(leader_epoch=epoch, end_offset=end))
+                partitions.append(result)
+            topics.append(broker_pb2.OffsetForLeaderEpochTopicResponse(topic=topic.topic, partitions=partitions))
+        return broker_pb2.OffsetForLeaderEpochResponse(topics=topics)
+
+    async def DeleteRecords(  # noqa: N802
+        self, request: broker_pb2.DeleteRecordsRequest, context: Context
+    ) -> broker_pb2.DeleteRecordsResponse:
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for wanted in topic.partitions:
+                result = broker_pb2.DeleteRecordsPartitionResponse(partition=wanted.partition, low_watermark=-1)
+                leadership = self._leaderships.get((topic.topic, wanted.partition))
+                if leadership is None:
+                    result.error.CopyFrom(self._unknown_or_not_leader(topic.topic, wanted.partition))
+                else:
+                    log = leadership.log
+                    target = log.high_watermark if wanted.offset == -1 else wanted.offset
+                    try:
+                        result.low_watermark = await asyncio.to_thread(log.delete_records_before, target)
+                        result.error.CopyFrom(_error(ErrorCode.NONE))
+                    except LanesError as exc:
+                        result.error.CopyFrom(_error(exc.code, exc.message))
+                partitions.append(result)
+            topics.append(broker_pb2.DeleteRecordsTopicResponse(topic=topic.topic, partitions=partitions))
+        return broker_pb2.DeleteRecordsResponse(topics=topics)
 
     # -----------------------------------------------------------------------------------------
     # ListOffsets
