@@ -223,3 +223,79 @@ def test_a_broker_serves_its_partitions_and_keeps_acknowledged_records(tmp_path:
     assert asyncio.run(read_back(broker.address)) == acknowledged
     assert broker.terminate() == 0, "SIGTERM: controlled shutdown and a clean close"
     assert controller.terminate() == 0
+
+
+def test_idempotent_producers_get_duplicates_recognised_even_after_a_broker_crash(tmp_path: Path) -> None:
+    log = tmp_path / "services.log"
+    controller = start_controller(tmp_path / "controller", free_port(), log)
+    port = free_port()
+    broker = start_broker(1, tmp_path / "broker-1", controller.address, port, log)
+
+    def idempotent(values: list[bytes], producer_id: int, epoch: int, sequence: int) -> bytes:
+        return encode_batch(
+            [Record(i, 1, None, v) for i, v in enumerate(values)],
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            base_sequence=sequence,
+        )
+
+    async def send(address: str, records: bytes) -> tuple[ErrorCode, int]:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = broker_pb2_grpc.BrokerStub(channel)
+            while True:
+                result = (await stub.Produce(produce("events", 0, records))).topics[0].partitions[0]
+                if result.error.code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    return ErrorCode(result.error.code), result.base_offset
+                await asyncio.sleep(0.05)
+
+    async def scenario() -> int:
+        async with grpc.aio.insecure_channel(controller.address) as channel:
+            stub = controller_pb2_grpc.ControllerStub(channel)
+
+            async def unfenced():  # type: ignore[no-untyped-def]
+                return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == 1
+
+            await wait_for(unfenced, "the broker")
+            await stub.CreateTopics(
+                controller_pb2.CreateTopicsRequest(
+                    topics=[controller_pb2.CreatableTopic(name="events", num_partitions=1, replication_factor=1)]
+                )
+            )
+        async with grpc.aio.insecure_channel(broker.address) as channel:
+            init = await broker_pb2_grpc.BrokerStub(channel).InitProducerId(
+                broker_pb2.InitProducerIdRequest(producer_id=-1, producer_epoch=-1)
+            )
+            assert init.error.code == ErrorCode.NONE
+            producer_id = init.producer_id
+        first = idempotent([b"a", b"b", b"c"], producer_id, 0, 0)
+        assert await send(broker.address, first) == (ErrorCode.NONE, 0)
+        assert await send(broker.address, first) == (ErrorCode.DUPLICATE_SEQUENCE_NUMBER, 0), "a retry is not rewritten"
+        gap = await send(broker.address, idempotent([b"x"], producer_id, 0, 5))
+        assert gap[0] is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        second = idempotent([b"d"], producer_id, 0, 3)
+        assert await send(broker.address, second) == (ErrorCode.NONE, 3)
+        return producer_id
+
+    producer_id = asyncio.run(scenario())
+    broker.kill()
+    broker = start_broker(1, tmp_path / "broker-1", controller.address, port, log)
+
+    async def after_crash() -> None:
+        second = idempotent([b"d"], producer_id, 0, 3)
+        code, offset = await send(broker.address, second)
+        assert (code, offset) == (ErrorCode.DUPLICATE_SEQUENCE_NUMBER, 3), "the state was rebuilt from the log"
+        assert await send(broker.address, idempotent([b"e"], producer_id, 1, 0)) == (ErrorCode.NONE, 4), "new epoch"
+        zombie = await send(broker.address, idempotent([b"z"], producer_id, 0, 4))
+        assert zombie[0] is ErrorCode.INVALID_PRODUCER_EPOCH
+        assert await read_back_all(broker.address) == [b"a", b"b", b"c", b"d", b"e"]
+
+    asyncio.run(after_crash())
+    assert broker.terminate() == 0
+    assert controller.terminate() == 0
+
+
+async def read_back_all(address: str) -> list[bytes]:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)
+        part = (await stub.Fetch(fetch("events", 0, 0))).topics[0].partitions[0]
+        return [r.value or b"" for b in decode_batches(part.records) for r in b.records]

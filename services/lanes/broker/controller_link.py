@@ -111,6 +111,19 @@ class ControllerLink:
             return result
         return None
 
+    async def allocate_producer_ids(self) -> tuple[int, int] | None:
+        """A block of producer ids (first, count) from the controller, or None if unreachable."""
+        try:
+            answer = await self._stub.AllocateProducerIds(
+                controller_pb2.AllocateProducerIdsRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch),
+                timeout=5,
+            )
+        except grpc.aio.AioRpcError:
+            return None
+        if answer.error.code != ErrorCode.NONE:
+            return None
+        return answer.producer_id_start, answer.producer_id_len
+
     async def wait_for(self, condition: Callable[[ClusterState], bool], timeout_s: float) -> None:
         """Wait until ``condition(image)`` holds (TimeoutError after ``timeout_s``)."""
         async with self._image_changed:

@@ -17,7 +17,11 @@ deletes the logs of deleted topics. Clients see:
   last fetched epoch), ``OffsetForLeaderEpoch``, ``DeleteRecords`` (followers adopt the new log
   start from ReplicaFetch); ISR changes are proposed to the controller as followers lag or catch up.
 
-Not yet (issue #4 continues): InitProducerId and idempotent producers (answers UNIMPLEMENTED). Retention, flush.ms and
+- idempotent producers: ``InitProducerId`` hands out ids from blocks the controller allocates;
+  Produce checks each batch's producer id, epoch and sequence (``ProducerStateTable``) and the
+  append under one lock per partition; a retried batch is answered DUPLICATE_SEQUENCE_NUMBER with
+  its original offset. A new leader rebuilds the table from its log's batch headers (it survives
+  restarts and failovers; the cost is a header scan of the partition at leadership time). Retention, flush.ms and
 checkpoints run every ``maintenance_interval_s``; compaction runs in a background thread. Owned by
 one asyncio event loop; log I/O runs in worker threads.
 """
@@ -29,7 +33,7 @@ import contextlib
 import functools
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +41,13 @@ import grpc
 
 from lanes.broker.controller_link import ControllerLink
 from lanes.broker.follower import FollowerFetcher
+from lanes.broker.producer_state import NO_PRODUCER_ID, ProducerStateTable
 from lanes.broker.replication import LeaderReplica
 from lanes.metadata.state import NO_LEADER, ClusterState
 from lanes.protocol.clock import Clock
 from lanes.protocol.configs import topic_config_values
 from lanes.protocol.errors import ErrorCode, LanesError, error_code
+from lanes.protocol.records import BatchHeader
 from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.log import LogConfig, PartitionLog
 from lanes.storage.manager import LogManager
@@ -63,6 +69,17 @@ class Leadership:
     log: PartitionLog
     replica: LeaderReplica
     leader_epoch: int
+    producers: ProducerStateTable = field(default_factory=ProducerStateTable)
+    append_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # idempotence check + append, atomic
+
+
+def producer_state_of(log: PartitionLog) -> ProducerStateTable:
+    """Idempotent-producer state rebuilt from the log's batch headers (no record is parsed)."""
+    table = ProducerStateTable()
+    for segment in log.segments():
+        for _, header in segment.batch_headers(0):
+            table.apply(header)
+    return table
 
 
 class BrokerService(broker_pb2_grpc.BrokerServicer):
@@ -96,6 +113,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._following: dict[TopicPartition, tuple[int, int, str]] = {}
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self.isr_check_interval_s = max(0.05, replica_lag_time_max_ms / 4000)
+        self._producer_ids: list[int] = []  # the rest of the current block, next first
+        self._producer_ids_lock = asyncio.Lock()
         self._isr_updates: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -164,6 +183,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         min_insync_replicas=values["min.insync.replicas"],
                     ),
                     leader_epoch=partition.leader_epoch,
+                    producers=producer_state_of(log),
                 )
                 log.update_high_watermark(self._leaderships[key].replica.high_watermark)
                 _log.info("leading %s-%d at epoch %d", topic.name, partition.partition, partition.leader_epoch)
@@ -337,7 +357,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             )
             return response
         try:
-            info = await asyncio.to_thread(leadership.log.append_as_leader, data.records, leadership.leader_epoch)
+            async with leadership.append_lock:
+                headers = await asyncio.to_thread(leadership.log.validate_produce, data.records)
+                duplicate = self._check_producers(leadership, headers, response)
+                if duplicate is not None:
+                    return duplicate
+                info = await asyncio.to_thread(
+                    leadership.log.append_as_leader, data.records, leadership.leader_epoch, validated=headers
+                )
+                for header in info.headers:
+                    leadership.producers.apply(header)
         except LanesError as exc:
             response.error.CopyFrom(_error(exc.code, exc.message))
             return response
@@ -354,6 +383,49 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 return response
         response.error.CopyFrom(_error(ErrorCode.NONE))
         return response
+
+    @staticmethod
+    def _check_producers(
+        leadership: Leadership, headers: list[BatchHeader], response: broker_pb2.PartitionProduceResponse
+    ) -> broker_pb2.PartitionProduceResponse | None:
+        """None to append; otherwise the answer (a duplicate's original offset, or the error)."""
+        for header in headers:
+            verdict = leadership.producers.check(header)
+            if verdict.duplicate_of is not None:
+                response.base_offset = verdict.duplicate_of.first_offset
+                response.error.CopyFrom(
+                    _error(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "already written: the original offset is returned")
+                )
+                return response
+            if verdict.error is not ErrorCode.NONE:
+                response.error.CopyFrom(_error(verdict.error, verdict.message))
+                return response
+        return None
+
+    async def InitProducerId(  # noqa: N802
+        self, request: broker_pb2.InitProducerIdRequest, context: Context
+    ) -> broker_pb2.InitProducerIdResponse:
+        if request.transactional_id:
+            return broker_pb2.InitProducerIdResponse(
+                error=_error(ErrorCode.UNSUPPORTED_VERSION, "transactions are not supported yet"), producer_id=-1
+            )
+        if request.producer_id != NO_PRODUCER_ID:  # an existing producer bumps its epoch
+            return broker_pb2.InitProducerIdResponse(
+                error=_error(ErrorCode.NONE), producer_id=request.producer_id, producer_epoch=request.producer_epoch + 1
+            )
+        async with self._producer_ids_lock:
+            if not self._producer_ids:
+                block = await self.link.allocate_producer_ids()
+                if block is None:
+                    return broker_pb2.InitProducerIdResponse(
+                        error=_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the controller is unreachable; retry"),
+                        producer_id=-1,
+                    )
+                self._producer_ids = list(range(block[0], block[0] + block[1]))
+            producer_id = self._producer_ids.pop(0)
+        return broker_pb2.InitProducerIdResponse(
+            error=_error(ErrorCode.NONE), producer_id=producer_id, producer_epoch=0
+        )
 
     async def _await_replication(self, leadership: Leadership, required_offset: int, timeout_s: float) -> ErrorCode:
         async def outcome() -> ErrorCode:

@@ -125,6 +125,7 @@ class AppendInfo:
     log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
     records: int
     size_bytes: int
+    headers: tuple[BatchHeader, ...] = ()  # the batches as written (offsets and epoch assigned)
 
 
 @dataclass(frozen=True)
@@ -382,16 +383,26 @@ class PartitionLog:
     # -----------------------------------------------------------------------------------------
     # appends
 
-    def append_as_leader(self, data: bytes | bytearray, leader_epoch: int) -> AppendInfo:
-        """Validate producer batches, give them offsets and ``leader_epoch``, append them.
-
-        Raises CorruptRecordError / MessageTooLargeError / UnsupportedCompressionError (nothing is
-        written), LanesError(INVALID_RECORD) for a keyless record on a compacted topic, and
-        StorageError when the disk fails (nothing is written, the log stays readable).
-        """
+    def validate_produce(self, data: bytes | bytearray) -> list[BatchHeader]:
+        """Check producer batches against this log's configs; their headers, or the error
+        ``append_as_leader`` would raise (CorruptRecordError, MessageTooLargeError,
+        UnsupportedCompressionError, INVALID_RECORD for a keyless record on a compacted topic)."""
         headers = validate_batches(data, max_batch_bytes=self._config.max_message_bytes, producer_batch=True)
         if self._config.compact:
             self._require_keys(data)
+        return headers
+
+    def append_as_leader(
+        self, data: bytes | bytearray, leader_epoch: int, *, validated: Sequence[BatchHeader] | None = None
+    ) -> AppendInfo:
+        """Validate producer batches, give them offsets and ``leader_epoch``, append them.
+
+        ``validated``: the headers ``validate_produce(data)`` returned, when the caller already
+        validated (the broker does, to check idempotent producers first). Raises what
+        ``validate_produce`` raises (nothing written), and StorageError when the disk fails
+        (nothing is written, the log stays readable).
+        """
+        headers = list(validated) if validated is not None else self.validate_produce(data)
         with self._lock:
             self._check_open()
             first_offset = self._log_end_offset
@@ -439,6 +450,7 @@ class PartitionLog:
             log_append_time_ms=append_time,
             records=sum(header.records_count for header in headers),
             size_bytes=size_bytes,
+            headers=tuple(headers),
         )
 
     def _require_keys(self, data: bytes | bytearray) -> None:
