@@ -16,10 +16,23 @@ from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, co
 from tests.integration.processes import free_port, start_controller, start_service
 
 
-def start_broker(broker_id: int, data_dir: Path, controller: str, port: int, log: Path):  # type: ignore[no-untyped-def]
+def start_broker(  # type: ignore[no-untyped-def]
+    broker_id: int, data_dir: Path, controller: str, port: int, log: Path, *, replica_lag_time_max_ms: int = 30_000
+):
     return start_service(
         "lanes.broker",
-        ["--broker-id", str(broker_id), "--data-dir", str(data_dir), "--controller", controller, "--port", str(port)],
+        [
+            "--broker-id",
+            str(broker_id),
+            "--data-dir",
+            str(data_dir),
+            "--controller",
+            controller,
+            "--port",
+            str(port),
+            "--replica-lag-time-max-ms",
+            str(replica_lag_time_max_ms),
+        ],
         log,
     )
 

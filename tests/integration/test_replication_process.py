@@ -4,6 +4,7 @@ a new leader elected from the ISR with every acknowledged record, the old one ba
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from pathlib import Path
 
@@ -107,6 +108,68 @@ def test_acks_all_survives_the_loss_of_the_leader(tmp_path: Path) -> None:
             return leader in (await partition_state(controller.address, "payments", 0)).isr
 
         await wait_for(back_in_isr, "the restarted broker to rejoin the ISR", timeout_s=30)
+
+    asyncio.run(scenario())
+    for broker in brokers.values():
+        assert broker.terminate() == 0
+    assert controller.terminate() == 0
+
+
+def test_a_paused_follower_leaves_the_isr_and_rejoins_after_it_resumes(tmp_path: Path) -> None:
+    log = tmp_path / "services.log"
+    # A session timeout longer than the test's pause: the paused broker is not fenced, only out of the ISR.
+    controller = start_controller(tmp_path / "controller", free_port(), log, session_timeout_ms=30_000)
+    ports = {b: free_port() for b in (1, 2, 3)}
+    brokers = {
+        b: start_broker(b, tmp_path / f"broker-{b}", controller.address, ports[b], log, replica_lag_time_max_ms=1500)
+        for b in (1, 2, 3)
+    }
+    address = {b: f"127.0.0.1:{ports[b]}" for b in (1, 2, 3)}
+
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(controller.address) as channel:
+            stub = controller_pb2_grpc.ControllerStub(channel)
+
+            async def three_live():  # type: ignore[no-untyped-def]
+                return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == 3
+
+            await wait_for(three_live, "three live brokers")
+            await stub.CreateTopics(
+                controller_pb2.CreateTopicsRequest(
+                    topics=[
+                        controller_pb2.CreatableTopic(
+                            name="strict",
+                            num_partitions=1,
+                            replication_factor=3,
+                            configs=[common_pb2.ConfigValue(name="min.insync.replicas", value="3")],
+                        )
+                    ]
+                )
+            )
+        state = await partition_state(controller.address, "strict", 0)
+        leader = state.leader_id
+        assert await produce_acks_all(address[leader], "strict", [b"all three"]) is ErrorCode.NONE
+        follower = next(b for b in state.replicas if b != leader)
+
+        brokers[follower].process.send_signal(signal.SIGSTOP)
+        try:
+
+            async def left_isr():  # type: ignore[no-untyped-def]
+                return follower not in (await partition_state(controller.address, "strict", 0)).isr
+
+            started = time.monotonic()
+            await wait_for(left_isr, "the paused follower to leave the ISR", timeout_s=20)
+            print(f"paused follower left the ISR after {time.monotonic() - started:.2f} s")
+            refused = await produce_acks_all(address[leader], "strict", [b"needs three"])
+            assert refused is ErrorCode.NOT_ENOUGH_REPLICAS
+        finally:
+            brokers[follower].process.send_signal(signal.SIGCONT)
+
+        async def rejoined():  # type: ignore[no-untyped-def]
+            return follower in (await partition_state(controller.address, "strict", 0)).isr
+
+        await wait_for(rejoined, "the resumed follower to rejoin the ISR", timeout_s=20)
+        assert await produce_acks_all(address[leader], "strict", [b"all three again"]) is ErrorCode.NONE
 
     asyncio.run(scenario())
     for broker in brokers.values():

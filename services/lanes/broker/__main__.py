@@ -31,6 +31,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise")
     parser.add_argument("--port", type=int, default=9092, help="gRPC port (default 9092)")
     parser.add_argument("--rack", default="", help="this broker's rack, for rack-aware placement")
+    parser.add_argument(
+        "--replica-lag-time-max-ms",
+        type=int,
+        default=30_000,
+        help="a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     return parser.parse_args(argv)
 
@@ -43,6 +49,7 @@ async def serve(options: argparse.Namespace) -> None:
         controller_address=options.controller,
         endpoint=endpoint,
         clock=SystemClock(),
+        replica_lag_time_max_ms=options.replica_lag_time_max_ms,
     )
     running = await start_server(
         [ServiceBinding(BROKER_SERVICE, lambda server: add_to_server(service, server))],
