@@ -175,3 +175,76 @@ def test_a_paused_follower_leaves_the_isr_and_rejoins_after_it_resumes(tmp_path:
     for broker in brokers.values():
         assert broker.terminate() == 0
     assert controller.terminate() == 0
+
+
+def test_a_diverged_former_leader_truncates_and_ends_byte_identical(tmp_path: Path) -> None:
+    log = tmp_path / "services.log"
+    controller = start_controller(tmp_path / "controller", free_port(), log, session_timeout_ms=3000)
+    ports = {b: free_port() for b in (1, 2)}
+    brokers = {b: start_broker(b, tmp_path / f"broker-{b}", controller.address, ports[b], log) for b in (1, 2)}
+    address = {b: f"127.0.0.1:{ports[b]}" for b in (1, 2)}
+
+    async def produce_acks(broker: int, values: list[bytes], acks: int) -> ErrorCode:
+        async with grpc.aio.insecure_channel(address[broker]) as channel:
+            answer = await broker_pb2_grpc.BrokerStub(channel).Produce(produce("ledger", 0, batch(values), acks))
+            return ErrorCode(answer.topics[0].partitions[0].error.code)
+
+    async def scenario() -> tuple[int, int]:
+        async with grpc.aio.insecure_channel(controller.address) as channel:
+            stub = controller_pb2_grpc.ControllerStub(channel)
+
+            async def two_live():  # type: ignore[no-untyped-def]
+                return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == 2
+
+            await wait_for(two_live, "two live brokers")
+            await stub.CreateTopics(
+                controller_pb2.CreateTopicsRequest(
+                    topics=[controller_pb2.CreatableTopic(name="ledger", num_partitions=1, replication_factor=2)]
+                )
+            )
+        old_leader = (await partition_state(controller.address, "ledger", 0)).leader_id
+        successor = 2 if old_leader == 1 else 1
+        assert (
+            await produce_acks(old_leader, [b"replicated-%d" % i for i in range(10)], common_pb2.ACKS_ALL)
+            is ErrorCode.NONE
+        )
+        # Cut the follower off, let the leader accept writes it will never replicate, then lose it.
+        brokers[successor].process.send_signal(signal.SIGSTOP)
+        try:
+            # A fetch already in flight would still deliver what the leader appends next (the
+            # paused process reads it on SIGCONT). Outlast the follower's long poll (500 ms max).
+            await asyncio.sleep(1.0)
+            for i in range(3):
+                assert await produce_acks(old_leader, [b"doomed-%d" % i], common_pb2.ACKS_LEADER) is ErrorCode.NONE
+            brokers[old_leader].kill()
+        finally:
+            brokers[successor].process.send_signal(signal.SIGCONT)
+
+        async def took_over():  # type: ignore[no-untyped-def]
+            return (await partition_state(controller.address, "ledger", 0)).leader_id == successor
+
+        await wait_for(took_over, "the follower to take over", timeout_s=20)
+        deadline = time.monotonic() + 20
+        while (outcome := await produce_acks(successor, [b"new-leader"], common_pb2.ACKS_LEADER)) is not ErrorCode.NONE:
+            assert outcome.retriable, outcome
+            assert time.monotonic() < deadline, outcome
+            await asyncio.sleep(0.05)
+        return old_leader, successor
+
+    old_leader, successor = asyncio.run(scenario())
+    diverged = (tmp_path / f"broker-{old_leader}" / "logs" / "ledger-0" / f"{0:020d}.log").read_bytes()
+    brokers[old_leader] = start_broker(
+        old_leader, tmp_path / f"broker-{old_leader}", controller.address, ports[old_leader], log
+    )
+    leader_log = tmp_path / f"broker-{successor}" / "logs" / "ledger-0" / f"{0:020d}.log"
+    follower_log = tmp_path / f"broker-{old_leader}" / "logs" / "ledger-0" / f"{0:020d}.log"
+    deadline = time.monotonic() + 30
+    while follower_log.read_bytes() != leader_log.read_bytes():
+        assert time.monotonic() < deadline, "the former leader never converged on the new leader's log"
+        time.sleep(0.05)
+    assert b"doomed" in diverged, "the former leader held records the new leader never had"
+    assert b"doomed" not in follower_log.read_bytes(), "the diverged tail was truncated"
+    assert b"new-leader" in follower_log.read_bytes()
+    for broker in brokers.values():
+        assert broker.terminate() == 0
+    assert controller.terminate() == 0
