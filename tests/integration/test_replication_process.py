@@ -248,3 +248,83 @@ def test_a_diverged_former_leader_truncates_and_ends_byte_identical(tmp_path: Pa
     for broker in brokers.values():
         assert broker.terminate() == 0
     assert controller.terminate() == 0
+
+
+def test_brokers_keep_serving_while_the_controller_is_down(tmp_path: Path) -> None:
+    log = tmp_path / "services.log"
+    controller_port = free_port()
+    controller = start_controller(tmp_path / "controller", controller_port, log, session_timeout_ms=3000)
+    ports = {b: free_port() for b in (1, 2, 3)}
+    brokers = {b: start_broker(b, tmp_path / f"broker-{b}", controller.address, ports[b], log) for b in (1, 2, 3)}
+    address = {b: f"127.0.0.1:{ports[b]}" for b in (1, 2, 3)}
+
+    async def setup() -> tuple[int, list[bytes]]:
+        async with grpc.aio.insecure_channel(controller.address) as channel:
+            stub = controller_pb2_grpc.ControllerStub(channel)
+
+            async def three_live():  # type: ignore[no-untyped-def]
+                return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == 3
+
+            await wait_for(three_live, "three live brokers")
+            await stub.CreateTopics(
+                controller_pb2.CreateTopicsRequest(
+                    topics=[
+                        controller_pb2.CreatableTopic(
+                            name="audit",
+                            num_partitions=1,
+                            replication_factor=3,
+                            configs=[
+                                common_pb2.ConfigValue(name="retention.ms", value="86400000"),
+                                common_pb2.ConfigValue(name="min.insync.replicas", value="2"),
+                            ],
+                        )
+                    ]
+                )
+            )
+        leader = (await partition_state(controller.address, "audit", 0)).leader_id
+        values = [b"with-controller-%d" % i for i in range(5)]
+        assert await produce_acks_all(address[leader], "audit", values) is ErrorCode.NONE
+        return leader, values
+
+    leader, acknowledged = asyncio.run(setup())
+    before = asyncio.run(partition_state(controller.address, "audit", 0))
+    controller.kill()
+
+    async def without_controller() -> list[bytes]:
+        values = [b"without-controller-%d" % i for i in range(5)]
+        assert await produce_acks_all(address[leader], "audit", values) is ErrorCode.NONE, "acks=all still works"
+        return values
+
+    acknowledged += asyncio.run(without_controller())
+    assert asyncio.run(read_all(address[leader], "audit")) == acknowledged, "fetch still works"
+
+    controller = start_controller(tmp_path / "controller", controller_port, log, session_timeout_ms=3000)
+    after = asyncio.run(partition_state(controller.address, "audit", 0))
+    assert (after.leader_id, after.leader_epoch, sorted(after.replicas)) == (
+        before.leader_id,
+        before.leader_epoch,
+        sorted(before.replicas),
+    ), "leadership intact"
+
+    async def configs() -> dict[str, str]:
+        async with grpc.aio.insecure_channel(controller.address) as channel:
+            described = await controller_pb2_grpc.ControllerStub(channel).DescribeConfigs(
+                controller_pb2.DescribeConfigsRequest(
+                    resources=[
+                        controller_pb2.DescribeConfigsResource(
+                            resource_type=common_pb2.CONFIG_RESOURCE_TYPE_TOPIC,
+                            resource_name="audit",
+                            names=["retention.ms", "min.insync.replicas"],
+                        )
+                    ]
+                )
+            )
+            return {c.name: c.value for c in described.results[0].configs}
+
+    assert asyncio.run(configs()) == {"retention.ms": "86400000", "min.insync.replicas": "2"}
+    values = [b"controller-back-%d" % i for i in range(5)]
+    assert asyncio.run(produce_acks_all(address[leader], "audit", values)) is ErrorCode.NONE
+    assert asyncio.run(read_all(address[leader], "audit")) == acknowledged + values
+    for broker in brokers.values():
+        assert broker.terminate() == 0
+    assert controller.terminate() == 0
