@@ -5,7 +5,7 @@
 #   make lint    ruff, mypy, import layering
 #   make proto   regenerate services/lanes/v1 from proto/lanes/v1
 #   make bench   run the benchmarks in tests/perf and print results (never part of make test)
-#   make up      run the local cluster (arrives with the cluster issue; see README)
+#   make up      install and run the local cluster (lanes up: a controller and 3 brokers) until Ctrl-C
 
 PYTHON ?= python3
 VENV   := .venv
@@ -25,6 +25,10 @@ $(PY):
 
 $(STAMP)-dev: $(INSTALL_INPUTS) | $(PY)
 	$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $@ $(STAMP)-run
+
+$(STAMP)-run: $(INSTALL_INPUTS) | $(PY)
+	$(PY) -m pip install --quiet -e .
 	@touch $@
 
 test: lint pytest
@@ -44,9 +48,8 @@ proto: $(STAMP)-dev
 bench: $(STAMP)-dev
 	LANES_BENCH=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/perf
 
-up:
-	@echo "make up arrives with the cluster issue (#4): there is no cluster to run yet." >&2
-	@exit 1
+up: $(STAMP)-run
+	$(BIN)/lanes up
 
 clean:
 	rm -rf $(VENV) build *.egg-info services/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from lanes.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,78 @@
+"""Service processes: start ``python -m <module>``, wait for its readiness line, stop by signal.
+
+Every Lanes service prints one JSON line on stdout once it serves (``{"service": ...,
+"address": "host:port", ...}``); logs go to stderr, here appended to a log file. Used by the local
+cluster supervisor (``lanes up``) and by the integration tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class ServiceProcess:
+    """A running service and the readiness line it printed."""
+
+    process: subprocess.Popen[str]
+    ready: dict[str, Any]
+    log_path: Path
+
+    @property
+    def address(self) -> str:
+        """``host:port`` the service listens on."""
+        return str(self.ready["address"])
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def terminate(self, timeout_s: float = 15) -> int:
+        """SIGTERM and wait for a graceful exit (SIGKILL after ``timeout_s``); the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait(timeout=10)
+
+
+def start_service(module: str, args: list[str], log_path: Path, ready_timeout_s: float = 30) -> ServiceProcess:
+    """Run ``python -m module args`` and wait for its JSON readiness line on stdout."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("a") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    assert process.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + ready_timeout_s
+    while time.monotonic() < deadline:
+        if selector.select(timeout=0.1):
+            line = process.stdout.readline()
+            if line:
+                return ServiceProcess(process, json.loads(line), log_path)
+        if process.poll() is not None:
+            break
+    process.kill()
+    raise RuntimeError(f"{module} did not become ready; the end of its log:\n{log_path.read_text()[-3000:]}")
