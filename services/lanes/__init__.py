@@ -5,3 +5,17 @@ Subpackages: ``protocol`` (record batch codec, partitioner, names, error codes; 
 ``client`` (Producer, Consumer, Admin), ``cli`` (the ``lanes`` command), ``runtime`` (gRPC
 server bootstrap, config, logging, metrics), ``v1`` (generated wire contract).
 """
+
+from typing import Any
+
+_CLIENTS = {"Admin": "lanes.client.admin"}
+
+
+def __getattr__(name: str) -> Any:
+    """``lanes.Admin`` and the other clients, imported on first use (the pure cores never pull in gRPC)."""
+    module = _CLIENTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lanes' has no attribute {name!r}")
+    import importlib  # noqa: PLC0415
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,298 @@
+"""The Admin client: topics, partitions, configs and the cluster.
+
+``lanes.aio.Admin`` is the asynchronous core; ``lanes.Admin`` the synchronous facade. Bootstrap
+from any broker: its Metadata names the controller, where admin requests go; a request answered
+NOT_CONTROLLER or failing to connect refreshes that from the brokers and retries once. Every
+error code becomes the typed exception of ``lanes.protocol.errors`` (TopicAlreadyExistsError,
+InvalidConfigError, ...), whose message says what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import grpc
+
+from lanes.client import _loop
+from lanes.protocol.errors import ErrorCode, LanesError, error_for
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
+
+T = TypeVar("T")
+TOPIC = common_pb2.CONFIG_RESOURCE_TYPE_TOPIC
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """A partition's placement and leadership."""
+
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """A topic and its partitions."""
+
+    name: str
+    topic_id: str
+    internal: bool
+    partitions: tuple[PartitionInfo, ...]
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """A broker as the controller sees it."""
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str
+    fenced: bool
+    leaders: int
+    replicas: int
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """The cluster: id, controller, brokers."""
+
+    cluster_id: str
+    controller: str
+    brokers: tuple[BrokerInfo, ...]
+
+
+@dataclass(frozen=True)
+class ConfigInfo:
+    """A topic config's effective value and where it comes from."""
+
+    name: str
+    value: str | None
+    is_default: bool
+    documentation: str
+
+
+def _raise_if_error(error: common_pb2.Error) -> None:
+    if error.code != 0:  # ErrorCode.NONE
+        raise error_for(error.code, error.message)
+
+
+class AsyncAdmin:
+    """Administration, asynchronously. ``bootstrap``: ``host:port[,host:port...]`` of brokers."""
+
+    def __init__(self, bootstrap: str, *, request_timeout_ms: int = 30_000) -> None:
+        self.bootstrap = [address.strip() for address in bootstrap.split(",") if address.strip()]
+        if not self.bootstrap:
+            raise ValueError("bootstrap needs at least one host:port")
+        self._timeout_s = request_timeout_ms / 1000
+        self._controller: str | None = None
+
+    async def _find_controller(self) -> str:
+        problems = []
+        for address in self.bootstrap:
+            try:
+                async with grpc.aio.insecure_channel(address) as channel:
+                    stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+                    metadata = await stub.Metadata(
+                        broker_pb2.MetadataRequest(topics=["__no_topic__"]), timeout=self._timeout_s
+                    )
+            except grpc.aio.AioRpcError as exc:
+                problems.append(f"{address}: {exc.code().name}")
+                continue
+            if metadata.controller.port:
+                return f"{metadata.controller.host}:{metadata.controller.port}"
+        raise LanesError(
+            f"no broker of {','.join(self.bootstrap)} could name the controller ({'; '.join(problems) or 'unknown'}); "
+            "check the bootstrap address and that the cluster is up",
+            ErrorCode.BROKER_NOT_AVAILABLE,
+        )
+
+    async def _call(self, call: Callable[[controller_pb2_grpc.ControllerStub], Awaitable[T]]) -> T:
+        for attempt in range(2):
+            if self._controller is None:
+                self._controller = await self._find_controller()
+            try:
+                async with grpc.aio.insecure_channel(self._controller) as channel:
+                    return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
+            except grpc.aio.AioRpcError as exc:
+                self._controller = None
+                if attempt == 1:
+                    raise LanesError(
+                        f"the controller did not answer: {exc.details()}", ErrorCode.NETWORK_EXCEPTION
+                    ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def create_topic(
+        self, name: str, partitions: int = -1, replication_factor: int = -1, config: Mapping[str, str] | None = None
+    ) -> str:
+        """Create a topic (-1: the cluster defaults); return its topic id."""
+        request = controller_pb2.CreateTopicsRequest(
+            topics=[
+                controller_pb2.CreatableTopic(
+                    name=name,
+                    num_partitions=partitions,
+                    replication_factor=replication_factor,
+                    configs=[common_pb2.ConfigValue(name=k, value=v) for k, v in (config or {}).items()],
+                )
+            ],
+            timeout_ms=int(self._timeout_s * 1000),
+        )
+        answer = await self._call(lambda stub: stub.CreateTopics(request, timeout=self._timeout_s))
+        _raise_if_error(answer.topics[0].error)
+        return str(answer.topics[0].topic_id)
+
+    async def delete_topic(self, name: str) -> None:
+        """Delete a topic and its records."""
+        answer = await self._call(
+            lambda stub: stub.DeleteTopics(controller_pb2.DeleteTopicsRequest(names=[name]), timeout=self._timeout_s)
+        )
+        _raise_if_error(answer.topics[0].error)
+
+    async def describe_topic(self, name: str) -> TopicInfo:
+        """A topic with its partitions."""
+        answer = await self._call(
+            lambda stub: stub.DescribeTopics(
+                controller_pb2.DescribeTopicsRequest(names=[name]), timeout=self._timeout_s
+            )
+        )
+        topic = answer.topics[0]
+        _raise_if_error(topic.error)
+        return TopicInfo(
+            topic.name,
+            topic.topic_id,
+            topic.is_internal,
+            tuple(
+                PartitionInfo(
+                    p.partition, p.leader_id, p.leader_epoch, tuple(p.replicas), tuple(p.isr), tuple(p.offline_replicas)
+                )
+                for p in topic.partitions
+            ),
+        )
+
+    async def list_topics(self, *, include_internal: bool = False) -> list[str]:
+        """Topic names, sorted."""
+        answer = await self._call(
+            lambda stub: stub.DescribeTopics(
+                controller_pb2.DescribeTopicsRequest(include_internal=include_internal), timeout=self._timeout_s
+            )
+        )
+        return sorted(topic.name for topic in answer.topics)
+
+    async def create_partitions(self, name: str, total: int) -> None:
+        """Grow a topic to ``total`` partitions (keys map differently afterwards)."""
+        request = controller_pb2.CreatePartitionsRequest(
+            topics=[controller_pb2.CreatePartitionsTopic(name=name, count=total)]
+        )
+        answer = await self._call(lambda stub: stub.CreatePartitions(request, timeout=self._timeout_s))
+        _raise_if_error(answer.topics[0].error)
+
+    async def alter_configs(
+        self,
+        name: str,
+        *,
+        set: Mapping[str, str] | None = None,
+        delete: Sequence[str] = (),
+    ) -> None:
+        """Set and remove topic config overrides, all or nothing."""
+        changes = [
+            controller_pb2.AlterableConfig(name=k, op=controller_pb2.ALTER_CONFIG_OP_SET, value=v)
+            for k, v in (set or {}).items()
+        ] + [controller_pb2.AlterableConfig(name=k, op=controller_pb2.ALTER_CONFIG_OP_DELETE) for k in delete]
+        request = controller_pb2.AlterConfigsRequest(
+            resources=[controller_pb2.AlterConfigsResource(resource_type=TOPIC, resource_name=name, configs=changes)]
+        )
+        answer = await self._call(lambda stub: stub.AlterConfigs(request, timeout=self._timeout_s))
+        _raise_if_error(answer.results[0].error)
+
+    async def describe_configs(self, name: str) -> dict[str, ConfigInfo]:
+        """Every topic config's effective value."""
+        request = controller_pb2.DescribeConfigsRequest(
+            resources=[controller_pb2.DescribeConfigsResource(resource_type=TOPIC, resource_name=name)],
+            include_documentation=True,
+        )
+        answer = await self._call(lambda stub: stub.DescribeConfigs(request, timeout=self._timeout_s))
+        result = answer.results[0]
+        _raise_if_error(result.error)
+        return {
+            entry.name: ConfigInfo(
+                entry.name,
+                entry.value if entry.HasField("value") else None,
+                entry.source == common_pb2.CONFIG_SOURCE_DEFAULT,
+                entry.documentation,
+            )
+            for entry in result.configs
+        }
+
+    async def describe_cluster(self) -> ClusterInfo:
+        """The cluster id, the controller and every broker (fenced ones included)."""
+        answer = await self._call(
+            lambda stub: stub.DescribeCluster(
+                controller_pb2.DescribeClusterRequest(include_fenced=True), timeout=self._timeout_s
+            )
+        )
+        _raise_if_error(answer.error)
+        return ClusterInfo(
+            answer.cluster_id,
+            f"{answer.controller.host}:{answer.controller.port}",
+            tuple(
+                BrokerInfo(
+                    b.endpoint.node_id,
+                    b.endpoint.host,
+                    b.endpoint.port,
+                    b.endpoint.rack,
+                    b.fenced,
+                    b.leader_count,
+                    b.replica_count,
+                )
+                for b in answer.brokers
+            ),
+        )
+
+
+class Admin:
+    """Administration, synchronously (``lanes.aio.Admin`` runs on a background loop)."""
+
+    def __init__(self, bootstrap: str, *, request_timeout_ms: int = 30_000) -> None:
+        self._admin = AsyncAdmin(bootstrap, request_timeout_ms=request_timeout_ms)
+
+    def create_topic(
+        self, name: str, partitions: int = -1, replication_factor: int = -1, config: Mapping[str, str] | None = None
+    ) -> str:
+        """See ``AsyncAdmin.create_topic``."""
+        return _loop.run(self._admin.create_topic(name, partitions, replication_factor, config))
+
+    def delete_topic(self, name: str) -> None:
+        """See ``AsyncAdmin.delete_topic``."""
+        _loop.run(self._admin.delete_topic(name))
+
+    def describe_topic(self, name: str) -> TopicInfo:
+        """See ``AsyncAdmin.describe_topic``."""
+        return _loop.run(self._admin.describe_topic(name))
+
+    def list_topics(self, *, include_internal: bool = False) -> list[str]:
+        """See ``AsyncAdmin.list_topics``."""
+        return _loop.run(self._admin.list_topics(include_internal=include_internal))
+
+    def create_partitions(self, name: str, total: int) -> None:
+        """See ``AsyncAdmin.create_partitions``."""
+        _loop.run(self._admin.create_partitions(name, total))
+
+    def alter_configs(self, name: str, *, set: Mapping[str, str] | None = None, delete: Sequence[str] = ()) -> None:
+        """See ``AsyncAdmin.alter_configs``."""
+        _loop.run(self._admin.alter_configs(name, set=set, delete=delete))
+
+    def describe_configs(self, name: str) -> dict[str, ConfigInfo]:
+        """See ``AsyncAdmin.describe_configs``."""
+        return _loop.run(self._admin.describe_configs(name))
+
+    def describe_cluster(self) -> ClusterInfo:
+        """See ``AsyncAdmin.describe_cluster``."""
+        return _loop.run(self._admin.describe_cluster())
+
+
+__all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "ClusterInfo", "ConfigInfo", "PartitionInfo", "TopicInfo"]

@@ -1,0 +1,84 @@
+"""The Admin client against a real local cluster: topics, partitions, configs, cluster, and typed
+errors that say what to do; the async twin too."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+import lanes
+import lanes.aio
+from lanes.protocol.errors import (
+    InvalidConfigError,
+    InvalidPartitionsError,
+    LanesError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from lanes.runtime.local_cluster import LocalCluster
+from tests.integration.test_lanes_up import consecutive_free_ports
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    local = LocalCluster(tmp_path_factory.mktemp("admin") / "lanes", brokers=2, port_base=consecutive_free_ports(3))
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+def bootstrap(cluster: LocalCluster) -> str:
+    return str(cluster.describe()["bootstrap"])
+
+
+def test_topics_partitions_and_configs(cluster: LocalCluster) -> None:
+    admin = lanes.Admin(bootstrap(cluster))
+    topic_id = admin.create_topic("orders", partitions=3, replication_factor=2, config={"retention.ms": "60000"})
+    assert topic_id
+    described = admin.describe_topic("orders")
+    assert (described.name, described.topic_id, len(described.partitions)) == ("orders", topic_id, 3)
+    assert all(len(p.replicas) == 2 and p.leader in p.replicas for p in described.partitions)
+    assert "orders" in admin.list_topics()
+    admin.create_partitions("orders", 5)
+    assert len(admin.describe_topic("orders").partitions) == 5
+    admin.alter_configs("orders", set={"cleanup.policy": "compact,delete"}, delete=["retention.ms"])
+    configs = admin.describe_configs("orders")
+    assert configs["cleanup.policy"].value == "compact,delete"
+    assert not configs["cleanup.policy"].is_default
+    assert configs["retention.ms"].is_default
+    assert configs["retention.ms"].documentation
+    cluster_info = admin.describe_cluster()
+    assert [b.broker_id for b in cluster_info.brokers] == [1, 2]
+    assert cluster_info.controller == cluster.describe()["controller"]
+    admin.delete_topic("orders")
+    assert "orders" not in admin.list_topics()
+
+
+def test_errors_are_typed_and_say_what_to_do(cluster: LocalCluster) -> None:
+    admin = lanes.Admin(bootstrap(cluster))
+    admin.create_topic("payments", partitions=2, replication_factor=1)
+    with pytest.raises(TopicAlreadyExistsError, match="already exists"):
+        admin.create_topic("payments")
+    with pytest.raises(InvalidPartitionsError, match="can only grow"):
+        admin.create_partitions("payments", 1)
+    with pytest.raises(InvalidConfigError, match=r"retention\.ms"):
+        admin.alter_configs("payments", set={"retention.ms": "a week"})
+    with pytest.raises(UnknownTopicOrPartitionError):
+        admin.describe_topic("nope")
+    with pytest.raises(LanesError, match="replication factor 5 is larger than the 2 live brokers"):
+        admin.create_topic("wide", replication_factor=5)
+    with pytest.raises(LanesError, match="could name the controller"):
+        lanes.Admin("127.0.0.1:1", request_timeout_ms=500).list_topics()
+
+
+def test_the_async_admin(cluster: LocalCluster) -> None:
+    async def scenario() -> list[str]:
+        admin = lanes.aio.Admin(bootstrap(cluster))
+        await admin.create_topic("async-topic", partitions=1, replication_factor=1)
+        return await admin.list_topics()
+
+    assert "async-topic" in asyncio.run(scenario())
