@@ -8,7 +8,11 @@ server bootstrap, config, logging, metrics), ``v1`` (generated wire contract).
 
 from typing import Any
 
-_CLIENTS = {"Admin": "lanes.client.admin"}
+_CLIENTS = {
+    "Admin": "lanes.client.admin",
+    "Producer": "lanes.client.producer",
+    "RecordMetadata": "lanes.client.producer",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,140 @@
+"""The Producer against a real 3-broker cluster: placement, per-partition order, typed errors, and
+exactly-once-in-order delivery while partition leaders are killed (idempotence + retries)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+import lanes
+from lanes.protocol.errors import MessageTooLargeError, UnknownTopicOrPartitionError
+from lanes.protocol.partitioner import partition_for_key
+from lanes.protocol.records import decode_batches
+from lanes.runtime.local_cluster import LocalCluster
+from lanes.runtime.processes import start_service
+from lanes.v1 import broker_pb2_grpc
+from tests.integration.test_broker_process import fetch
+from tests.integration.test_lanes_up import consecutive_free_ports
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    local = LocalCluster(tmp_path / "lanes", brokers=3, port_base=consecutive_free_ports(4), session_timeout_ms=2000)
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+def read_partition(cluster: LocalCluster, topic: str, partition: int) -> list[tuple[bytes | None, bytes | None]]:
+    """Every record of a partition, from its current leader."""
+
+    async def read() -> list[tuple[bytes | None, bytes | None]]:
+        deadline = time.monotonic() + 30
+        while True:
+            leader = (
+                lanes.Admin(str(cluster.describe()["bootstrap"])).describe_topic(topic).partitions[partition].leader
+            )
+            if leader in cluster.broker_processes:
+                address = cluster.broker_processes[leader].address
+                async with grpc.aio.insecure_channel(address) as channel:
+                    stub = broker_pb2_grpc.BrokerStub(channel)
+                    records: list[tuple[bytes | None, bytes | None]] = []
+                    offset = 0
+                    while True:
+                        part = (await stub.Fetch(fetch(topic, partition, offset))).topics[0].partitions[0]
+                        if part.error.code:
+                            break
+                        batch = [r for b in decode_batches(part.records) for r in b.records if r.offset >= offset]
+                        if not batch:
+                            return records
+                        records.extend((r.key, r.value) for r in batch)
+                        offset = batch[-1].offset + 1
+            assert time.monotonic() < deadline, f"could not read {topic}-{partition}"
+            await asyncio.sleep(0.1)
+
+    return asyncio.run(read())
+
+
+def test_records_land_where_the_partitioner_says_in_send_order(cluster: LocalCluster) -> None:
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("orders", partitions=3, replication_factor=3)
+    with lanes.Producer(bootstrap, linger_ms=2, batch_size=4096) as producer:
+        futures = [producer.send("orders", b"value-%d" % i, key=b"key-%d" % (i % 10)) for i in range(3000)]
+        keyless = [producer.send("orders", b"keyless-%d" % i) for i in range(300)]
+        results = [f.result(timeout=60) for f in futures + keyless]
+    for index, metadata in enumerate(results[:3000]):
+        assert metadata.partition == partition_for_key(b"key-%d" % (index % 10), 3)
+    by_partition: dict[int, list[int]] = defaultdict(list)
+    for metadata in results:
+        by_partition[metadata.partition].append(metadata.offset)
+    assert all(offsets == sorted(offsets) for offsets in by_partition.values()), "offsets follow send order"
+    assert {m.partition for m in results[3000:]} == {0, 1, 2}, "keyless records spread over every partition"
+    stored = {p: read_partition(cluster, "orders", p) for p in range(3)}
+    assert sum(len(records) for records in stored.values()) == 3300
+    for key_index in range(10):
+        key = b"key-%d" % key_index
+        values = [v for k, v in stored[partition_for_key(key, 3)] if k == key]
+        assert values == [b"value-%d" % i for i in range(key_index, 3000, 10)], "one key's records in send order"
+
+
+def test_errors_are_typed(cluster: LocalCluster) -> None:
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic(
+        "small", partitions=1, replication_factor=1, config={"max.message.bytes": "2048"}
+    )
+    with lanes.Producer(bootstrap) as producer:
+        with pytest.raises(UnknownTopicOrPartitionError, match="create it first"):
+            producer.send("missing", b"x").result(timeout=30)
+        with pytest.raises(MessageTooLargeError, match=r"max\.message\.bytes"):
+            producer.send("small", b"x" * 10_000).result(timeout=30)
+
+
+def test_every_record_exactly_once_in_order_while_leaders_are_killed(cluster: LocalCluster) -> None:
+    bootstrap = str(cluster.describe()["bootstrap"])
+    admin = lanes.Admin(bootstrap)
+    admin.create_topic("payments", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+    rng = random.Random(7)
+    sent: dict[int, list[bytes]] = defaultdict(list)
+    kills = 0
+    with lanes.Producer(bootstrap, linger_ms=5, batch_size=16 * 1024, delivery_timeout_ms=60_000) as producer:
+        pending = []
+        for index in range(20_000):
+            key = b"account-%d" % rng.randrange(50)
+            pending.append((key, b"payment-%06d" % index, producer.send("payments", b"payment-%06d" % index, key=key)))
+            if index in (5_000, 12_000):  # kill the leader of a partition, then bring it back
+                victim = admin.describe_topic("payments").partitions[index % 3].leader
+                cluster.broker_processes[victim].kill()
+                kills += 1
+                data_dir = cluster.data_dir / f"broker-{victim}"
+                address = cluster.broker_processes[victim].address
+                cluster.broker_processes[victim] = start_service(
+                    "lanes.broker",
+                    [
+                        "--broker-id",
+                        str(victim),
+                        "--data-dir",
+                        str(data_dir),
+                        "--controller",
+                        str(cluster.describe()["controller"]),
+                        "--port",
+                        address.rsplit(":", 1)[1],
+                    ],
+                    cluster.data_dir / "logs" / f"broker-{victim}.log",
+                )
+        for key, value, future in pending:
+            metadata = future.result(timeout=120)
+            sent[metadata.partition].append(value)
+            assert metadata.partition == partition_for_key(key, 3)
+    assert kills == 2
+    for partition, values in sent.items():
+        stored = [v for _, v in read_partition(cluster, "payments", partition)]
+        assert stored == values, f"partition {partition}: every acknowledged record exactly once, in send order"
