@@ -10,8 +10,11 @@ from typing import Any
 
 _CLIENTS = {
     "Admin": "lanes.client.admin",
+    "Consumer": "lanes.client.consumer",
+    "ConsumerRecord": "lanes.client.consumer",
     "Producer": "lanes.client.producer",
     "RecordMetadata": "lanes.client.producer",
+    "TopicPartition": "lanes.client.consumer",
 }
 
 

@@ -1,0 +1,85 @@
+"""The Consumer (free mode) against a real cluster: assign, seek, poll in order, positions,
+offset lookups, pause/resume, auto_offset_reset, and a long poll that wakes up for new records."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import lanes
+from lanes.client.consumer import TopicPartition
+from lanes.protocol.errors import LanesError
+from lanes.runtime.local_cluster import LocalCluster
+from tests.integration.test_lanes_up import consecutive_free_ports
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    local = LocalCluster(tmp_path_factory.mktemp("consumer") / "lanes", brokers=2, port_base=consecutive_free_ports(3))
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+def poll_until(consumer: lanes.Consumer, count: int, timeout_s: float = 30) -> list[lanes.ConsumerRecord]:
+    records: list[lanes.ConsumerRecord] = []
+    deadline = time.monotonic() + timeout_s
+    while len(records) < count:
+        assert time.monotonic() < deadline, f"got {len(records)} of {count} records"
+        records.extend(consumer.poll(timeout_ms=500))
+    return records
+
+
+def test_read_everything_in_order_with_positions_and_lookups(cluster: LocalCluster) -> None:
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("events", partitions=2, replication_factor=2)
+    with lanes.Producer(bootstrap, batch_size=2048) as producer:
+        futures = [producer.send("events", b"event-%04d" % i, key=b"k%d" % (i % 7)) for i in range(2000)]
+        sent = [future.result(timeout=30) for future in futures]
+    stamps = {(m.partition, m.offset): m.timestamp for m in sent}
+    partitions = [TopicPartition("events", 0), TopicPartition("events", 1)]
+    with lanes.Consumer(bootstrap, max_poll_records=300) as consumer:
+        consumer.assign(partitions)
+        consumer.seek_to_beginning()
+        records = poll_until(consumer, 2000)
+        assert len(records) == 2000
+        for partition in partitions:
+            offsets = [r.offset for r in records if r.partition == partition.partition]
+            assert offsets == list(range(len(offsets))), "every record once, in offset order"
+            assert consumer.position(partition) == len(offsets)
+        ends = consumer.end_offsets(partitions)
+        assert ends == {p: consumer.position(p) for p in partitions}
+        assert consumer.beginning_offsets(partitions) == dict.fromkeys(partitions, 0)
+        middle = next(r for r in records if r.partition == 0 and r.offset == 100)
+        found = consumer.offsets_for_times({partitions[0]: stamps[(0, 100)]})[partitions[0]]
+        assert found is not None
+        assert found[0] <= middle.offset, "the first record at or after that time"
+        consumer.seek(partitions[1], 5)
+        consumer.pause(partitions[0])
+        again = poll_until(consumer, 10)
+        assert {r.partition for r in again} == {1}, "a paused partition is not fetched"
+        assert again[0].offset == 5
+
+
+def test_latest_reset_and_a_long_poll_that_wakes_for_new_records(cluster: LocalCluster) -> None:
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("live", partitions=1, replication_factor=2)
+    with lanes.Producer(bootstrap) as producer:
+        producer.send("live", b"old").result(timeout=30)
+        with lanes.Consumer(bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=5000) as consumer:
+            consumer.assign([TopicPartition("live", 0)])
+            assert consumer.position(TopicPartition("live", 0)) == 1, "latest: after what exists"
+            timer = threading.Timer(0.5, lambda: producer.send("live", b"new").result(timeout=30))
+            timer.start()
+            started = time.monotonic()
+            records = poll_until(consumer, 1, timeout_s=20)
+            timer.join()
+            assert [r.value for r in records] == [b"new"]
+            assert time.monotonic() - started < 10
+    with pytest.raises(LanesError, match="issue #5"):
+        lanes.Consumer(bootstrap, group_id="billing")
