@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lanes.runtime.processes import ServiceProcess, start_service
 
-__all__ = ["ServiceProcess", "free_port", "start_controller", "start_service"]
+__all__ = ["ServiceProcess", "consecutive_free_ports", "free_port", "start_controller", "start_service"]
 
 
 def free_port() -> int:
@@ -15,6 +15,25 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def consecutive_free_ports(count: int) -> int:
+    """A base port with ``count`` free ports from it (for services that take consecutive ports)."""
+    for _ in range(50):
+        base = free_port()
+        held = []
+        try:
+            for offset in range(count):
+                candidate = socket.socket()
+                held.append(candidate)
+                candidate.bind(("127.0.0.1", base + offset))
+            return base
+        except OSError:
+            continue
+        finally:
+            for candidate in held:
+                candidate.close()
+    raise AssertionError("no block of free ports")
 
 
 def start_controller(

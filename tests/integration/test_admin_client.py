@@ -18,7 +18,7 @@ from lanes.protocol.errors import (
     UnknownTopicOrPartitionError,
 )
 from lanes.runtime.local_cluster import LocalCluster
-from tests.integration.test_lanes_up import consecutive_free_ports
+from tests.integration.processes import consecutive_free_ports
 
 
 @pytest.fixture(scope="module")

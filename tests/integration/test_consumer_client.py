@@ -13,7 +13,7 @@ import lanes
 from lanes.client.consumer import TopicPartition
 from lanes.protocol.errors import LanesError
 from lanes.runtime.local_cluster import LocalCluster
-from tests.integration.test_lanes_up import consecutive_free_ports
+from tests.integration.processes import consecutive_free_ports
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,28 +16,8 @@ import grpc
 
 from lanes.protocol.errors import ErrorCode
 from lanes.v1 import controller_pb2, controller_pb2_grpc
+from tests.integration.processes import consecutive_free_ports
 from tests.integration.test_replication_process import produce_acks_all, read_all
-
-
-def consecutive_free_ports(count: int) -> int:
-    """A base port with ``count`` free ports from it."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = int(probe.getsockname()[1])
-        sockets = []
-        try:
-            for offset in range(count):
-                candidate = socket.socket()
-                sockets.append(candidate)
-                candidate.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for candidate in sockets:
-                candidate.close()
-    raise AssertionError("no block of free ports")
 
 
 def lanes_up(data_dir: Path, port_base: int) -> tuple[subprocess.Popen[str], dict]:  # type: ignore[type-arg]

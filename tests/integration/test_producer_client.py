@@ -20,8 +20,8 @@ from lanes.protocol.records import decode_batches
 from lanes.runtime.local_cluster import LocalCluster
 from lanes.runtime.processes import start_service
 from lanes.v1 import broker_pb2_grpc
+from tests.integration.processes import consecutive_free_ports
 from tests.integration.test_broker_process import fetch
-from tests.integration.test_lanes_up import consecutive_free_ports
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import statistics
 import tempfile
 import time
@@ -26,31 +25,12 @@ import grpc
 from lanes.protocol.records import Record, encode_batch, validate_batches
 from lanes.runtime.local_cluster import LocalCluster
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
+from tests.integration.processes import consecutive_free_ports
 
 RECORDS_PER_BATCH = 1_000
 VALUE_BYTES = 100
 REQUESTS = 300
 IN_FLIGHT = 4
-
-
-def _port_base(count: int) -> int:
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = int(probe.getsockname()[1])
-        try:
-            held = []
-            for offset in range(count):
-                candidate = socket.socket()
-                held.append(candidate)
-                candidate.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for candidate in held:
-                candidate.close()
-    raise RuntimeError("no block of free ports")
 
 
 async def _leader_address(cluster: LocalCluster, topic: str) -> str:
@@ -157,7 +137,7 @@ def test_cluster_produce_and_consume_throughput() -> None:
         (3, common_pb2.ACKS_ALL, "3 brokers RF 3, acks=all"),
     ):
         with tempfile.TemporaryDirectory() as tmp:
-            cluster = LocalCluster(Path(tmp), brokers=brokers, port_base=_port_base(brokers + 1))
+            cluster = LocalCluster(Path(tmp), brokers=brokers, port_base=consecutive_free_ports(brokers + 1))
             cluster.start()
             try:
                 address = asyncio.run(_leader_address(cluster, "bench"))

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import logging
-import signal
 import sys
 from pathlib import Path
 
 from lanes.broker.service import BrokerService, add_to_server
 from lanes.protocol.clock import SystemClock
-from lanes.runtime.server import ServiceBinding, start_server
+from lanes.runtime.server import ServiceBinding, configure_logging, serve_until_signalled, start_server
 from lanes.v1 import broker_pb2, common_pb2
 
 BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name
@@ -57,22 +54,14 @@ async def serve(options: argparse.Namespace) -> None:
         port=options.port,
     )
     await service.start()
-    print(json.dumps({"service": "broker", "broker_id": options.broker_id, "address": running.address}), flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    logging.getLogger(__name__).info("shutting down")
-    await running.stop(grace_s=5)
-    await service.stop()
+    await serve_until_signalled(
+        running, {"service": "broker", "broker_id": options.broker_id, "address": running.address}, service.stop
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
-    logging.basicConfig(
-        level=options.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    configure_logging(options.log_level)
     asyncio.run(serve(options))
     return 0
 

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import logging
 import random
-import signal
 import sys
 from pathlib import Path
 
 from lanes.controller.service import ControllerService, add_to_server
 from lanes.protocol.clock import SystemClock
-from lanes.runtime.server import ServiceBinding, start_server
+from lanes.runtime.server import ServiceBinding, configure_logging, serve_until_signalled, start_server
 from lanes.v1 import common_pb2, controller_pb2
 
 CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["Controller"].full_name
@@ -56,25 +53,16 @@ async def serve(options: argparse.Namespace) -> None:
         port=options.port,
     )
     service.endpoint.port = running.port
-    print(
-        json.dumps({"service": "controller", "address": running.address, "cluster_id": service.state.cluster_id}),
-        flush=True,
+    await serve_until_signalled(
+        running,
+        {"service": "controller", "address": running.address, "cluster_id": service.state.cluster_id},
+        service.stop,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    logging.getLogger(__name__).info("shutting down")
-    await running.stop(grace_s=5)
-    await service.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
-    logging.basicConfig(
-        level=options.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    configure_logging(options.log_level)
     asyncio.run(serve(options))
     return 0
 

@@ -12,8 +12,14 @@ the server, letting in-flight RPCs finish within the grace period. Owned by one 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -100,3 +106,27 @@ async def start_server(
     for name in (OVERALL_HEALTH, *names):
         await running.set_serving(True, name)
     return running
+
+
+async def serve_until_signalled(
+    running: RunningServer,
+    readiness: Mapping[str, Any],
+    stop_service: Callable[[], Awaitable[None]],
+    grace_s: float = 5,
+) -> None:
+    """Print the readiness line (one JSON object on stdout), serve until SIGTERM or SIGINT, then
+    stop: the server first (in-flight requests get ``grace_s``), then the service."""
+    print(json.dumps(dict(readiness)), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    logging.getLogger(__name__).info("shutting down")
+    await running.stop(grace_s=grace_s)
+    await stop_service()
+
+
+def configure_logging(level: str) -> None:
+    """Log lines to stderr (stdout carries the readiness line)."""
+    logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
