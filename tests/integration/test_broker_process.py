@@ -74,6 +74,15 @@ def fetch(topic: str, partition: int, offset: int, max_wait_ms: int = 0) -> brok
     )
 
 
+async def wait_for_live_brokers(stub: controller_pb2_grpc.ControllerStub, count: int) -> None:
+    """Wait until the controller reports ``count`` live (unfenced) brokers."""
+
+    async def live() -> bool:
+        return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == count
+
+    await wait_for(live, f"{count} live brokers")
+
+
 async def wait_for(check, what: str, timeout_s: float = 20):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while not (result := await check()):
@@ -92,11 +101,7 @@ def test_a_broker_serves_its_partitions_and_keeps_acknowledged_records(tmp_path:
         async with grpc.aio.insecure_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
-            async def unfenced():  # type: ignore[no-untyped-def]
-                cluster = await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())
-                return len(cluster.brokers) == 1
-
-            await wait_for(unfenced, "the broker to be unfenced")
+            await wait_for_live_brokers(stub, 1)
             created = await stub.CreateTopics(
                 controller_pb2.CreateTopicsRequest(
                     topics=[
@@ -265,10 +270,7 @@ def test_idempotent_producers_get_duplicates_recognised_even_after_a_broker_cras
         async with grpc.aio.insecure_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
-            async def unfenced():  # type: ignore[no-untyped-def]
-                return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == 1
-
-            await wait_for(unfenced, "the broker")
+            await wait_for_live_brokers(stub, 1)
             await stub.CreateTopics(
                 controller_pb2.CreateTopicsRequest(
                     topics=[controller_pb2.CreatableTopic(name="events", num_partitions=1, replication_factor=1)]

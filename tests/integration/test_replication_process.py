@@ -14,7 +14,7 @@ from lanes.protocol.errors import ErrorCode
 from lanes.protocol.records import decode_batches
 from lanes.v1 import broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import ServiceProcess, free_port, start_controller
-from tests.integration.test_broker_process import batch, fetch, produce, start_broker, wait_for
+from tests.integration.test_broker_process import batch, fetch, produce, start_broker, wait_for, wait_for_live_brokers
 
 
 async def partition_state(controller: str, topic: str, partition: int) -> controller_pb2.PartitionDescription:
@@ -58,10 +58,7 @@ def test_acks_all_survives_the_loss_of_the_leader(tmp_path: Path) -> None:
         async with grpc.aio.insecure_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
-            async def three_live():  # type: ignore[no-untyped-def]
-                return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == 3
-
-            await wait_for(three_live, "three live brokers")
+            await wait_for_live_brokers(stub, 3)
             created = await stub.CreateTopics(
                 controller_pb2.CreateTopicsRequest(
                     topics=[
@@ -130,10 +127,7 @@ def test_a_paused_follower_leaves_the_isr_and_rejoins_after_it_resumes(tmp_path:
         async with grpc.aio.insecure_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
-            async def three_live():  # type: ignore[no-untyped-def]
-                return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == 3
-
-            await wait_for(three_live, "three live brokers")
+            await wait_for_live_brokers(stub, 3)
             await stub.CreateTopics(
                 controller_pb2.CreateTopicsRequest(
                     topics=[
@@ -193,10 +187,7 @@ def test_a_diverged_former_leader_truncates_and_ends_byte_identical(tmp_path: Pa
         async with grpc.aio.insecure_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
-            async def two_live():  # type: ignore[no-untyped-def]
-                return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == 2
-
-            await wait_for(two_live, "two live brokers")
+            await wait_for_live_brokers(stub, 2)
             await stub.CreateTopics(
                 controller_pb2.CreateTopicsRequest(
                     topics=[controller_pb2.CreatableTopic(name="ledger", num_partitions=1, replication_factor=2)]
@@ -262,10 +253,7 @@ def test_brokers_keep_serving_while_the_controller_is_down(tmp_path: Path) -> No
         async with grpc.aio.insecure_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
-            async def three_live():  # type: ignore[no-untyped-def]
-                return len((await stub.DescribeCluster(controller_pb2.DescribeClusterRequest())).brokers) == 3
-
-            await wait_for(three_live, "three live brokers")
+            await wait_for_live_brokers(stub, 3)
             await stub.CreateTopics(
                 controller_pb2.CreateTopicsRequest(
                     topics=[

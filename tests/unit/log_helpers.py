@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from lanes.protocol.clock import ManualClock
 from lanes.protocol.records import Record, decode_batches, encode_batch
-from lanes.storage.files import FileCache
 from lanes.storage.log import LogConfig, PartitionLog
 
 
 def config(**overrides: object) -> LogConfig:
     """A LogConfig from Kafka-named overrides given with underscores: segment_bytes=1000."""
     return LogConfig.from_topic_configs({name.replace("_", "."): str(value) for name, value in overrides.items()})
-
-
-def open_log(
-    directory: Path, log_config: LogConfig, clock: ManualClock, files: FileCache | None = None
-) -> PartitionLog:
-    return PartitionLog.open(directory, log_config, clock=clock, files=files)
 
 
 def producer_batch(values: list[bytes | None], timestamp_ms: int, keys: list[bytes | None] | None = None) -> bytes:

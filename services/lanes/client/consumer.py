@@ -26,7 +26,15 @@ from typing import TypeVar
 import grpc
 
 from lanes.client import _loop
-from lanes.protocol.errors import ErrorCode, LanesError, OffsetOutOfRangeError, error_code, error_for
+from lanes.client._cluster import ClusterView
+from lanes.protocol.errors import (
+    ErrorCode,
+    LanesError,
+    OffsetOutOfRangeError,
+    RetriableError,
+    error_code,
+    error_for,
+)
 from lanes.protocol.records import TimestampType, decode_batches
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 
@@ -90,9 +98,7 @@ class AsyncConsumer:
         self._paused: set[TopicPartition] = set()
         self._buffer: dict[TopicPartition, list[ConsumerRecord]] = {}
         self._prefetch: asyncio.Task[None] | None = None
-        self._leaders: dict[TopicPartition, int] = {}
-        self._brokers: dict[int, str] = {}
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._cluster = ClusterView(self.bootstrap, self._timeout_s)
 
     # -----------------------------------------------------------------------------------------
     # assignment and positions
@@ -293,14 +299,16 @@ class AsyncConsumer:
 
     async def _fetch(self, partitions: list[TopicPartition], max_wait_ms: int) -> None:
         await self._ensure_positions(partitions)
-        await self._refresh(sorted({tp.topic for tp in partitions if tp not in self._leaders}))
-        by_leader: dict[int, list[TopicPartition]] = {}
+        unknown = {tp.topic for tp in partitions if self._cluster.leader_address(tp.topic, tp.partition) is None}
+        await self._refresh(sorted(unknown))
+        by_leader: dict[str | None, list[TopicPartition]] = {}
         for partition in partitions:
-            by_leader.setdefault(self._leaders.get(partition, -1), []).append(partition)
+            by_leader.setdefault(self._cluster.leader_address(partition.topic, partition.partition), []).append(
+                partition
+            )
         await asyncio.gather(*(self._fetch_from(leader, group, max_wait_ms) for leader, group in by_leader.items()))
 
-    async def _fetch_from(self, leader: int, partitions: list[TopicPartition], max_wait_ms: int) -> None:
-        address = self._brokers.get(leader)
+    async def _fetch_from(self, address: str | None, partitions: list[TopicPartition], max_wait_ms: int) -> None:
         if address is None:
             self._forget_leaders(partitions)
             await asyncio.sleep(0.1)
@@ -319,7 +327,7 @@ class AsyncConsumer:
             max_wait_ms=max_wait_ms, min_bytes=self._min_bytes, max_bytes=self._max_bytes, topics=list(topics.values())
         )
         try:
-            answer = await self._stub(address).Fetch(request, timeout=self._timeout_s + max_wait_ms / 1000)
+            answer = await self._cluster.stub(address).Fetch(request, timeout=self._timeout_s + max_wait_ms / 1000)
         except grpc.aio.AioRpcError:
             self._forget_leaders(partitions)
             return
@@ -357,47 +365,33 @@ class AsyncConsumer:
 
     def _forget_leaders(self, partitions: Iterable[TopicPartition]) -> None:
         for partition in partitions:
-            self._leaders.pop(partition, None)
+            self._cluster.forget_leader(partition.topic, partition.partition)
 
     # -----------------------------------------------------------------------------------------
-    # metadata and connections
-
-    def _stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = grpc.aio.insecure_channel(address, options=[("grpc.max_receive_message_length", 64 << 20)])
-            self._channels[address] = channel
-        return broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+    # metadata
 
     def _stub_for(self, partition: TopicPartition) -> broker_pb2_grpc.BrokerStub:
-        address = self._brokers.get(self._leaders.get(partition, -1))
+        address = self._cluster.leader_address(partition.topic, partition.partition)
         if address is None:
             raise error_for(ErrorCode.LEADER_NOT_AVAILABLE, f"{partition} has no known leader")
-        return self._stub(address)
+        return self._cluster.stub(address)
 
     async def _refresh(self, topics: list[str]) -> None:
+        """Refresh leaders; an unknown topic raises, an unreachable cluster is retried later."""
         if not topics:
             return
-        for address in [*self._brokers.values(), *self.bootstrap]:
-            try:
-                metadata = await self._stub(address).Metadata(
-                    broker_pb2.MetadataRequest(topics=topics), timeout=self._timeout_s
-                )
-            except grpc.aio.AioRpcError:
-                continue
-            self._brokers = {b.node_id: f"{b.host}:{b.port}" for b in metadata.brokers}
-            for topic in metadata.topics:
-                if topic.error.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-                    raise error_for(topic.error.code, topic.error.message)
-                for partition in topic.partitions:
-                    self._leaders[TopicPartition(topic.name, partition.partition)] = partition.leader_id
-            return
+        try:
+            errors = await self._cluster.refresh(topics)
+        except RetriableError:
+            return  # no broker answered: the next fetch or lookup tries again
+        for error in errors.values():
+            if error_code(error.code) is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                raise error_for(error.code, error.message)
 
     async def close(self) -> None:
         """Stop fetching and release connections."""
         self._drop_prefetch()
-        for channel in self._channels.values():
-            await channel.close()
+        await self._cluster.close()
 
 
 class Consumer:

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 import grpc
 
 from lanes.client import _loop
+from lanes.client._cluster import ClusterView
 from lanes.protocol.compression import Compression
 from lanes.protocol.errors import ErrorCode, LanesError, RequestTimedOutError, error_code, error_for
 from lanes.protocol.partitioner import Partitioner, PartitionerFn
 from lanes.protocol.records import Record, encode_batch
-from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from lanes.v1 import broker_pb2, common_pb2
 
 HeadersArg = Mapping[str, bytes | None] | Sequence[tuple[str, bytes | None]] | None
 _ACKS = {"0": common_pb2.ACKS_NONE, "1": common_pb2.ACKS_LEADER, "all": common_pb2.ACKS_ALL, "-1": common_pb2.ACKS_ALL}
@@ -86,8 +87,6 @@ class AsyncProducer:
         max_block_ms: int = 60_000,
     ) -> None:
         self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
-        if not self.bootstrap:
-            raise ValueError("bootstrap needs at least one host:port")
         if str(acks) not in _ACKS:
             raise LanesError(f"acks={acks!r} is not one of 0, 1, all", ErrorCode.INVALID_REQUIRED_ACKS)
         self.acks = _ACKS[str(acks)]
@@ -111,10 +110,7 @@ class AsyncProducer:
         self._open: dict[tuple[str, int], _Batch] = {}
         self._queues: dict[tuple[str, int], list[_Batch]] = {}
         self._senders: dict[tuple[str, int], asyncio.Task[None]] = {}
-        self._partitions: dict[str, int] = {}
-        self._leaders: dict[tuple[str, int], int] = {}
-        self._brokers: dict[int, str] = {}
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._cluster = ClusterView(self.bootstrap, self._request_timeout_s)
         self._producer_id = -1
         self._producer_epoch = -1
         self._sequences: dict[tuple[str, int], int] = {}
@@ -124,36 +120,10 @@ class AsyncProducer:
     # -----------------------------------------------------------------------------------------
     # metadata
 
-    def _stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = grpc.aio.insecure_channel(address, options=[("grpc.max_send_message_length", 64 << 20)])
-            self._channels[address] = channel
-        return broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
-
-    async def _refresh(self, topics: Sequence[str]) -> None:
-        problems = []
-        for address in [*self._brokers.values(), *self.bootstrap]:
-            try:
-                metadata = await self._stub(address).Metadata(
-                    broker_pb2.MetadataRequest(topics=list(topics)), timeout=self._request_timeout_s
-                )
-            except grpc.aio.AioRpcError as exc:
-                problems.append(f"{address}: {exc.code().name}")
-                continue
-            self._brokers = {b.node_id: f"{b.host}:{b.port}" for b in metadata.brokers}
-            for topic in metadata.topics:
-                if topic.error.code == 0:
-                    self._partitions[topic.name] = len(topic.partitions)
-                    for partition in topic.partitions:
-                        self._leaders[(topic.name, partition.partition)] = partition.leader_id
-            return
-        raise LanesError(f"no broker answered for metadata ({'; '.join(problems)})", ErrorCode.BROKER_NOT_AVAILABLE)
-
     async def _partition_count(self, topic: str) -> int:
-        if topic not in self._partitions:
-            await self._refresh([topic])
-        count = self._partitions.get(topic)
+        if topic not in self._cluster.partition_counts:
+            await self._cluster.refresh([topic])
+        count = self._cluster.partition_counts.get(topic)
         if count is None:
             raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist; create it first")
         return count
@@ -168,9 +138,9 @@ class AsyncProducer:
     async def _request_producer_id(self) -> None:
         deadline = time.monotonic() + self._delivery_timeout_s
         while True:
-            for address in [*self._brokers.values(), *self.bootstrap]:
+            for address in [*self._cluster.brokers.values(), *self.bootstrap]:
                 try:
-                    answer = await self._stub(address).InitProducerId(
+                    answer = await self._cluster.stub(address).InitProducerId(
                         broker_pb2.InitProducerIdRequest(producer_id=-1, producer_epoch=-1),
                         timeout=self._request_timeout_s,
                     )
@@ -193,7 +163,7 @@ class AsyncProducer:
         key: bytes | None = None,
         *,
         partition: int | None = None,
-        headers: Mapping[str, bytes | None] | Sequence[tuple[str, bytes | None]] | None = None,
+        headers: HeadersArg = None,
         timestamp: int | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Add a record to its partition's batch; the future resolves when it is written."""
@@ -243,7 +213,7 @@ class AsyncProducer:
     def _close_batch(self, batch: _Batch) -> None:
         key = (batch.topic, batch.partition)
         del self._open[key]
-        self._partitioner.batch_completed(batch.topic, self._partitions.get(batch.topic, 1))
+        self._partitioner.batch_completed(batch.topic, self._cluster.partition_counts.get(batch.topic, 1))
         self._queues.setdefault(key, []).append(batch)
         sender = self._senders.get(key)
         if sender is None or sender.done():
@@ -290,8 +260,7 @@ class AsyncProducer:
         )
         last_error: LanesError = RequestTimedOutError("the batch was never acknowledged")
         while time.monotonic() < deadline:
-            leader = self._leaders.get((batch.topic, batch.partition), -1)
-            address = self._brokers.get(leader)
+            address = self._cluster.leader_address(batch.topic, batch.partition)
             if address is None:
                 last_error = error_for(
                     ErrorCode.LEADER_NOT_AVAILABLE, f"{batch.topic}-{batch.partition} has no leader now"
@@ -299,7 +268,7 @@ class AsyncProducer:
                 await self._retry_pause(batch.topic)
                 continue
             try:
-                answer = await self._stub(address).Produce(request, timeout=self._request_timeout_s)
+                answer = await self._cluster.stub(address).Produce(request, timeout=self._request_timeout_s)
             except grpc.aio.AioRpcError as exc:
                 last_error = error_for(ErrorCode.NETWORK_EXCEPTION, f"{address}: {exc.code().name}")
                 await self._retry_pause(batch.topic)
@@ -324,7 +293,7 @@ class AsyncProducer:
     async def _retry_pause(self, topic: str) -> None:
         await asyncio.sleep(self._backoff_s)
         with contextlib.suppress(LanesError):  # no broker answered: try again after the next pause
-            await self._refresh([topic])
+            await self._cluster.refresh([topic])
 
     async def flush(self) -> None:
         """Send every open batch now and wait until every record is written or failed."""
@@ -338,8 +307,7 @@ class AsyncProducer:
         """Flush, then release connections."""
         await self.flush()
         self._closed = True
-        for channel in self._channels.values():
-            await channel.close()
+        await self._cluster.close()
 
 
 class Producer:
@@ -360,7 +328,7 @@ class Producer:
         key: bytes | None = None,
         *,
         partition: int | None = None,
-        headers: Mapping[str, bytes | None] | Sequence[tuple[str, bytes | None]] | None = None,
+        headers: HeadersArg = None,
         timestamp: int | None = None,
     ) -> concurrent.futures.Future[RecordMetadata]:
         """Queue a record; the future resolves to its RecordMetadata (or raises the typed error)."""
