@@ -13,6 +13,7 @@ _CLIENTS = {
     "Consumer": "lanes.client.consumer",
     "ConsumerRecord": "lanes.client.consumer",
     "Producer": "lanes.client.producer",
+    "RecordFuture": "lanes.client.producer",
     "RecordMetadata": "lanes.client.producer",
     "TopicPartition": "lanes.client.consumer",
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import signal
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -14,11 +15,11 @@ import grpc
 import pytest
 
 import lanes
-from lanes.protocol.errors import MessageTooLargeError, UnknownTopicOrPartitionError
+import lanes.aio
+from lanes.protocol.errors import MessageTooLargeError, RequestTimedOutError, UnknownTopicOrPartitionError
 from lanes.protocol.partitioner import partition_for_key
 from lanes.protocol.records import decode_batches
 from lanes.runtime.local_cluster import LocalCluster
-from lanes.runtime.processes import start_service
 from lanes.v1 import broker_pb2_grpc
 from tests.integration.processes import consecutive_free_ports
 from tests.integration.test_broker_process import fetch
@@ -98,6 +99,62 @@ def test_errors_are_typed(cluster: LocalCluster) -> None:
             producer.send("small", b"x" * 10_000).result(timeout=30)
 
 
+def test_the_async_producer_resolves_awaitable_futures(cluster: LocalCluster) -> None:
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("events", partitions=2, replication_factor=2)
+
+    async def produce() -> list[lanes.RecordMetadata]:
+        producer = lanes.aio.Producer(bootstrap, linger_ms=1)
+        try:
+            futures = [await producer.send("events", b"e%d" % i, key=b"k%d" % (i % 4)) for i in range(500)]
+            return list(await asyncio.gather(*(_awaited(f) for f in futures)))
+        finally:
+            await producer.close()
+
+    written = asyncio.run(produce())
+    assert len({(m.partition, m.offset) for m in written}) == 500
+    for partition in (0, 1):
+        offsets = [m.offset for m in written if m.partition == partition]
+        assert offsets == list(range(len(offsets)))
+
+
+async def _awaited(future: lanes.RecordFuture) -> lanes.RecordMetadata:
+    return await future
+
+
+def test_a_full_buffer_blocks_send_then_fails_it_and_loses_nothing_sent_before(cluster: LocalCluster) -> None:
+    bootstrap = str(cluster.describe()["bootstrap"])
+    admin = lanes.Admin(bootstrap)
+    admin.create_topic("slow", partitions=1, replication_factor=1)
+    leader = cluster.broker_processes[admin.describe_topic("slow").partitions[0].leader]
+    with lanes.Producer(bootstrap, acks=1, enable_idempotence=False, buffer_memory=4096, max_block_ms=300) as producer:
+        producer.send("slow", b"warm-up").result(timeout=30)  # metadata known, channel open
+        leader.process.send_signal(signal.SIGSTOP)
+        try:
+            accepted = [producer.send("slow", b"v" * 500) for _ in range(7)]  # about 3.6 KiB buffered
+            started = time.monotonic()
+            refused = producer.send("slow", b"v" * 500)
+            blocked_s = time.monotonic() - started
+            with pytest.raises(RequestTimedOutError, match="buffer"):
+                refused.result(timeout=0)
+            assert blocked_s >= 0.25, "send blocked for max_block_ms before failing"
+        finally:
+            leader.process.send_signal(signal.SIGCONT)
+        offsets = [future.result(timeout=60).offset for future in accepted]
+    assert offsets == list(range(1, 8)), "what was accepted before the buffer filled is written, in order"
+
+
+def test_records_of_the_wrong_type_are_refused_at_send(cluster: LocalCluster) -> None:
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("typed", partitions=1, replication_factor=1)
+    with lanes.Producer(bootstrap) as producer:
+        with pytest.raises(TypeError, match="value must be bytes"):
+            producer.send("typed", "text")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="header"):
+            producer.send("typed", b"v", headers={"h": "text"})  # type: ignore[dict-item]
+        assert producer.send("typed", b"fine").result(timeout=30).offset == 0
+
+
 def test_every_record_exactly_once_in_order_while_leaders_are_killed(cluster: LocalCluster) -> None:
     bootstrap = str(cluster.describe()["bootstrap"])
     admin = lanes.Admin(bootstrap)
@@ -114,22 +171,7 @@ def test_every_record_exactly_once_in_order_while_leaders_are_killed(cluster: Lo
                 victim = admin.describe_topic("payments").partitions[index % 3].leader
                 cluster.broker_processes[victim].kill()
                 kills += 1
-                data_dir = cluster.data_dir / f"broker-{victim}"
-                address = cluster.broker_processes[victim].address
-                cluster.broker_processes[victim] = start_service(
-                    "lanes.broker",
-                    [
-                        "--broker-id",
-                        str(victim),
-                        "--data-dir",
-                        str(data_dir),
-                        "--controller",
-                        str(cluster.describe()["controller"]),
-                        "--port",
-                        address.rsplit(":", 1)[1],
-                    ],
-                    cluster.data_dir / "logs" / f"broker-{victim}.log",
-                )
+                cluster.start_broker(victim)
         for key, value, future in pending:
             metadata = future.result(timeout=120)
             sent[metadata.partition].append(value)

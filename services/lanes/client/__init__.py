@@ -2,7 +2,7 @@
 
 from lanes.client.admin import Admin, AsyncAdmin, BrokerInfo, ClusterInfo, ConfigInfo, PartitionInfo, TopicInfo
 from lanes.client.consumer import AsyncConsumer, Consumer, ConsumerRecord, TopicPartition
-from lanes.client.producer import AsyncProducer, Producer, RecordMetadata
+from lanes.client.producer import AsyncProducer, Producer, RecordFuture, RecordMetadata
 
 __all__ = [
     "Admin",
@@ -16,6 +16,7 @@ __all__ = [
     "ConsumerRecord",
     "PartitionInfo",
     "Producer",
+    "RecordFuture",
     "RecordMetadata",
     "TopicInfo",
     "TopicPartition",

@@ -1,41 +1,47 @@
 """The Producer: batching, partitioning, retries, idempotence.
 
-``lanes.aio.Producer`` is the asynchronous core; ``lanes.Producer`` the synchronous facade.
+``lanes.aio.Producer`` is the asynchronous core; ``lanes.Producer`` the synchronous facade. Both
+append to the same accumulator, so a synchronous ``send`` costs no hop to the client's event loop:
 
 - ``send`` picks the partition (``lanes.protocol.partitioner``: explicit, user partitioner,
   murmur3 of the key, sticky for keyless records) and adds the record to that partition's open
-  batch; it returns a future resolving to ``RecordMetadata`` (offset assigned) or raising the
-  typed error.
-- A batch is sent when it reaches ``batch_size`` bytes or ``linger_ms`` after its first record.
-  One batch per partition is in flight at a time, so records of a partition are written in send
-  order even when requests are retried.
+  batch under one lock; it returns a ``RecordFuture`` resolving to ``RecordMetadata`` (offset
+  assigned) or raising the typed error. Futures resolve once per batch (``_record_future``).
+- A batch closes when it reaches ``batch_size`` bytes or ``linger_ms`` after its first record;
+  closed batches queue per partition and the event loop sends them. One batch per partition is in
+  flight at a time, so records of a partition are written in send order even when requests are
+  retried.
 - Idempotence (on by default): the producer gets an id and epoch (InitProducerId) and numbers
   records per partition; a retried batch carries the same numbers, so the broker writes it once.
 - Retriable errors (leader moved, not enough replicas, timeouts, network) refresh metadata and
   retry with ``retry_backoff_ms`` until ``delivery_timeout_ms``; others fail the batch's futures.
 - The buffer is bounded by ``buffer_memory`` bytes: ``send`` waits up to ``max_block_ms`` for
-  room, then raises, instead of growing without limit.
+  room, then fails, instead of growing without limit.
+
+Threads: the accumulator (``_open``, ``_buffered``, the partitioner) is guarded by ``_lock`` and
+may be used from any thread; queues of closed batches, senders and metadata belong to the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
-import functools
 import random
+import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import grpc
 
 from lanes.client import _loop
 from lanes.client._cluster import ClusterView
+from lanes.client._record_future import BatchOutcome, RecordFuture, RecordMetadata
 from lanes.protocol.compression import Compression
 from lanes.protocol.errors import ErrorCode, LanesError, RequestTimedOutError, error_code, error_for
 from lanes.protocol.partitioner import Partitioner, PartitionerFn
-from lanes.protocol.records import Record, encode_batch
+from lanes.protocol.records import encode_batch
 from lanes.v1 import broker_pb2, common_pb2
 
 HeadersArg = Mapping[str, bytes | None] | Sequence[tuple[str, bytes | None]] | None
@@ -43,28 +49,53 @@ _ACKS = {"0": common_pb2.ACKS_NONE, "1": common_pb2.ACKS_LEADER, "all": common_p
 _RECORD_OVERHEAD_BYTES = 20  # varints and attributes of one encoded record, roughly
 
 
-@dataclass(frozen=True)
-class RecordMetadata:
-    """Where a record was written."""
+_MAX_ROOM_WAIT_S = 0.1  # a blocked synchronous send re-checks its deadline this often
+
+__all__ = ["AsyncProducer", "HeadersArg", "Producer", "RecordFuture", "RecordMetadata"]
+
+
+class _Outgoing(NamedTuple):
+    """A record checked by ``send``, with its estimated encoded size."""
 
     topic: str
-    partition: int
-    offset: int
+    value: bytes | None
+    key: bytes | None
+    partition: int | None
+    headers: tuple[tuple[str, bytes | None], ...]
     timestamp: int
+    size_bytes: int
 
 
-@dataclass
 class _Batch:
-    topic: str
-    partition: int
-    records: list[tuple[bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...], int]] = field(
-        default_factory=list
-    )
-    futures: list[asyncio.Future[RecordMetadata]] = field(default_factory=list)
-    size_bytes: int = 0
-    created: float = field(default_factory=time.monotonic)
-    encoded: bytes | None = None  # fixed at the first send attempt: retries resend the same bytes
-    base_sequence: int = -1
+    """One partition's records on their way: ``(index, timestamp, key, value, headers)`` tuples
+    (what ``encode_batch`` takes), and the outcome their futures share."""
+
+    __slots__ = ("base_sequence", "created", "encoded", "outcome", "partition", "records", "size_bytes", "topic")
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.records: list[tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]] = []
+        self.outcome = BatchOutcome()
+        self.size_bytes = 0
+        self.created = time.monotonic()
+        self.encoded: bytes | None = None  # fixed at the first send attempt: retries resend the same bytes
+        self.base_sequence = -1
+
+
+def _headers(headers: HeadersArg) -> tuple[tuple[str, bytes | None], ...]:
+    if not headers:
+        return ()
+    pairs = tuple(headers.items() if isinstance(headers, Mapping) else headers)
+    for name, value in pairs:
+        if not isinstance(name, str) or not (value is None or isinstance(value, bytes)):
+            raise TypeError(f"a header is (str name, bytes or None value), not ({name!r}, {type(value).__name__})")
+    return pairs
+
+
+def _check_bytes(what: str, data: object) -> None:
+    if data is not None and not isinstance(data, bytes):
+        raise TypeError(f"the record's {what} must be bytes or None, not {type(data).__name__}; encode it first")
 
 
 class AsyncProducer:
@@ -105,17 +136,38 @@ class AsyncProducer:
         self._backoff_s = retry_backoff_ms / 1000
         self._buffer_limit = buffer_memory
         self._max_block_s = max_block_ms / 1000
+        # the accumulator, shared by every thread
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
         self._buffered = 0
-        self._room = asyncio.Condition()
         self._open: dict[tuple[str, int], _Batch] = {}
-        self._queues: dict[tuple[str, int], list[_Batch]] = {}
+        self._closed = False
+        # the loop's own
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = -1
+        self._room_waiters: list[asyncio.Future[None]] = []
+        self._queues: dict[tuple[str, int], deque[_Batch]] = {}
         self._senders: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._cluster = ClusterView(self.bootstrap, self._request_timeout_s)
         self._producer_id = -1
         self._producer_epoch = -1
         self._sequences: dict[tuple[str, int], int] = {}
         self._init_lock = asyncio.Lock()
-        self._closed = False
+        with contextlib.suppress(RuntimeError):  # constructed outside a loop: bound at the first send
+            self._bind_loop()
+
+    def _bind_loop(self) -> None:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
+
+    def _on_loop(self, callback: object, batch: _Batch) -> None:
+        """Run ``callback(batch)`` on the loop, in call order (from the loop thread or any other)."""
+        assert self._loop is not None
+        if threading.get_ident() == self._loop_thread:
+            self._loop.call_soon(callback, batch)  # type: ignore[arg-type]
+        else:
+            self._loop.call_soon_threadsafe(callback, batch)  # type: ignore[arg-type]
 
     # -----------------------------------------------------------------------------------------
     # metadata
@@ -131,7 +183,7 @@ class AsyncProducer:
     async def _init_producer_id(self) -> None:
         if not self.idempotent or self._producer_id >= 0:
             return
-        async with self._init_lock:  # concurrent first sends: one id for the producer's lifetime
+        async with self._init_lock:  # concurrent first batches: one id for the producer's lifetime
             if self._producer_id < 0:
                 await self._request_producer_id()
 
@@ -154,7 +206,54 @@ class AsyncProducer:
             await asyncio.sleep(self._backoff_s)
 
     # -----------------------------------------------------------------------------------------
-    # sending
+    # the accumulator (any thread)
+
+    def _append(self, record: _Outgoing, num_partitions: int) -> RecordFuture | None:
+        """Add one record to its partition's open batch; None when the buffer has no room for it."""
+        with self._lock:
+            if self._closed:
+                raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
+            if self._buffered + record.size_bytes > self._buffer_limit and self._buffered > 0:
+                return None
+            chosen = self._partitioner.partition(record.topic, record.key, num_partitions, record.partition)
+            self._buffered += record.size_bytes
+            batch = self._open.get((record.topic, chosen))
+            if batch is None:
+                batch = self._open[(record.topic, chosen)] = _Batch(record.topic, chosen)
+                self._on_loop(self._arm_linger, batch)
+            index = len(batch.records)
+            batch.records.append((index, record.timestamp, record.key, record.value, record.headers))
+            batch.size_bytes += record.size_bytes
+            if batch.size_bytes >= self.batch_size:
+                self._close_locked(batch)
+        return RecordFuture(batch.outcome, record.topic, chosen, index, record.timestamp)
+
+    def _close_locked(self, batch: _Batch) -> None:
+        del self._open[(batch.topic, batch.partition)]
+        self._partitioner.batch_completed(batch.topic, self._cluster.partition_counts.get(batch.topic, 1))
+        self._on_loop(self._enqueue, batch)
+
+    @staticmethod
+    def _prepare(
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        *,
+        partition: int | None,
+        headers: HeadersArg,
+        timestamp: int | None,
+    ) -> _Outgoing:
+        """Check the record's types (a TypeError is a bug in the caller: raised, not deferred)."""
+        _check_bytes("value", value)
+        _check_bytes("key", key)
+        if timestamp is not None and (not isinstance(timestamp, int) or isinstance(timestamp, bool)):
+            raise TypeError(f"the record's timestamp is milliseconds since the epoch (int), not {timestamp!r}")
+        pairs = _headers(headers)
+        size = len(key or b"") + len(value or b"") + _RECORD_OVERHEAD_BYTES
+        for name, header_value in pairs:
+            size += len(name) + len(header_value or b"")
+        stamp = int(time.time() * 1000) if timestamp is None else timestamp
+        return _Outgoing(topic, value, key, partition, pairs, stamp, size)
 
     async def send(
         self,
@@ -165,56 +264,72 @@ class AsyncProducer:
         partition: int | None = None,
         headers: HeadersArg = None,
         timestamp: int | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
-        """Add a record to its partition's batch; the future resolves when it is written."""
-        if self._closed:
-            raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
-        await self._init_producer_id()
-        count = await self._partition_count(topic)
-        chosen = self._partitioner.partition(topic, key, count, partition)
-        header_pairs = tuple(headers.items() if isinstance(headers, Mapping) else (headers or ()))
-        size = (
-            len(key or b"")
-            + len(value or b"")
-            + sum(len(k) + len(v or b"") for k, v in header_pairs)
-            + _RECORD_OVERHEAD_BYTES
-        )
-        await self._reserve(size)
-        batch = self._open.get((topic, chosen))
-        if batch is None:
-            batch = self._open[(topic, chosen)] = _Batch(topic, chosen)
-            asyncio.get_running_loop().call_later(self.linger_s, self._close_if_open, batch)
-        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-        batch.records.append((key, value, header_pairs, int(time.time() * 1000) if timestamp is None else timestamp))
-        batch.futures.append(future)
-        batch.size_bytes += size
-        if batch.size_bytes >= self.batch_size:
-            self._close_batch(batch)
-        return future
+    ) -> RecordFuture:
+        """Add a record to its partition's batch; the returned future (awaitable) resolves when it
+        is written. Waits up to ``max_block_ms`` while the buffer is full."""
+        record = self._prepare(topic, value, key, partition=partition, headers=headers, timestamp=timestamp)
+        self._bind_loop()
+        try:
+            count = self._cluster.partition_counts.get(topic) or await self._partition_count(topic)
+            deadline = time.monotonic() + self._max_block_s
+            while (future := self._append(record, count)) is None:
+                waiter = asyncio.get_running_loop().create_future()
+                self._room_waiters.append(waiter)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._buffer_full()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter, remaining)
+            return future
+        except LanesError as exc:
+            return RecordFuture.failed(exc, topic, -1 if partition is None else partition)
 
-    async def _reserve(self, size: int) -> None:
-        async with self._room:
-            try:
-                await asyncio.wait_for(
-                    self._room.wait_for(lambda: self._buffered + size <= self._buffer_limit or self._buffered == 0),
-                    self._max_block_s,
-                )
-            except TimeoutError:
-                raise RequestTimedOutError(
-                    f"the producer's buffer ({self._buffer_limit} bytes) stayed full for {self._max_block_s:.0f} s; "
-                    "the cluster is slower than the sends, or unreachable"
-                ) from None
-            self._buffered += size
+    def _buffer_full(self) -> LanesError:
+        return RequestTimedOutError(
+            f"the producer's buffer ({self._buffer_limit} bytes) stayed full for {self._max_block_s:.0f} s; "
+            "the cluster is slower than the sends, or unreachable"
+        )
+
+    def _send_blocking(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        *,
+        partition: int | None,
+        headers: HeadersArg,
+        timestamp: int | None,
+    ) -> RecordFuture:
+        """``send`` for threads other than the loop's: blocks (up to ``max_block_ms``) while full."""
+        record = self._prepare(topic, value, key, partition=partition, headers=headers, timestamp=timestamp)
+        try:
+            count = self._cluster.partition_counts.get(topic) or _loop.run(self._partition_count(topic))
+            deadline = time.monotonic() + self._max_block_s
+            while (future := self._append(record, count)) is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._buffer_full()
+                with self._room:
+                    self._room.wait(min(remaining, _MAX_ROOM_WAIT_S))
+            return future
+        except LanesError as exc:
+            return RecordFuture.failed(exc, topic, -1 if partition is None else partition)
+
+    # -----------------------------------------------------------------------------------------
+    # the sender (the loop)
+
+    def _arm_linger(self, batch: _Batch) -> None:
+        assert self._loop is not None
+        self._loop.call_later(self.linger_s, self._close_if_open, batch)
 
     def _close_if_open(self, batch: _Batch) -> None:
-        if self._open.get((batch.topic, batch.partition)) is batch:
-            self._close_batch(batch)
+        with self._lock:
+            if self._open.get((batch.topic, batch.partition)) is batch:
+                self._close_locked(batch)
 
-    def _close_batch(self, batch: _Batch) -> None:
+    def _enqueue(self, batch: _Batch) -> None:
         key = (batch.topic, batch.partition)
-        del self._open[key]
-        self._partitioner.batch_completed(batch.topic, self._cluster.partition_counts.get(batch.topic, 1))
-        self._queues.setdefault(key, []).append(batch)
+        self._queues.setdefault(key, deque()).append(batch)
         sender = self._senders.get(key)
         if sender is None or sender.done():
             self._senders[key] = asyncio.get_running_loop().create_task(self._drain(key))
@@ -223,11 +338,22 @@ class AsyncProducer:
         queue = self._queues[key]
         while queue:
             batch = queue[0]
-            await self._deliver(batch)
-            queue.pop(0)
-            async with self._room:
-                self._buffered -= batch.size_bytes
-                self._room.notify_all()
+            try:
+                await self._init_producer_id()
+                await self._deliver(batch)
+            except LanesError as exc:
+                batch.outcome.fail(exc)
+            queue.popleft()
+            self._release(batch.size_bytes)
+
+    def _release(self, size: int) -> None:
+        with self._lock:
+            self._buffered -= size
+            self._room.notify_all()
+        waiters, self._room_waiters = self._room_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _encode(self, batch: _Batch) -> bytes:
         if batch.encoded is None:
@@ -236,7 +362,7 @@ class AsyncProducer:
                 batch.base_sequence = self._sequences.get(key, 0)
                 self._sequences[key] = (batch.base_sequence + len(batch.records)) % 2**31
             batch.encoded = encode_batch(
-                [Record(i, ts, k, v, h) for i, (k, v, h, ts) in enumerate(batch.records)],
+                batch.records,  # type: ignore[arg-type]  # (index, timestamp, key, value, headers) tuples
                 compression=self.compression,
                 producer_id=self._producer_id,
                 producer_epoch=self._producer_epoch,
@@ -258,7 +384,10 @@ class AsyncProducer:
                 )
             ],
         )
-        last_error: LanesError = RequestTimedOutError("the batch was never acknowledged")
+        last_error: LanesError = RequestTimedOutError(
+            f"a batch of {len(batch.records)} records to {batch.topic}-{batch.partition} was never acknowledged "
+            "within delivery_timeout_ms"
+        )
         while time.monotonic() < deadline:
             address = self._cluster.leader_address(batch.topic, batch.partition)
             if address is None:
@@ -274,21 +403,18 @@ class AsyncProducer:
                 await self._retry_pause(batch.topic)
                 continue
             result = answer.topics[0].partitions[0]
+            if self.acks == common_pb2.ACKS_NONE:
+                batch.outcome.complete(-1)
+                return
             code = error_code(result.error.code)
-            if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER) or self.acks == common_pb2.ACKS_NONE:
-                for index, (future, record) in enumerate(zip(batch.futures, batch.records, strict=True)):
-                    if not future.done():
-                        future.set_result(
-                            RecordMetadata(batch.topic, batch.partition, result.base_offset + index, record[3])
-                        )
+            if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
+                batch.outcome.complete(result.base_offset, result.log_append_time_ms)
                 return
             last_error = error_for(result.error.code, result.error.message)
             if not last_error.retriable:
                 break
             await self._retry_pause(batch.topic)
-        for future in batch.futures:
-            if not future.done():
-                future.set_exception(last_error)
+        batch.outcome.fail(last_error)
 
     async def _retry_pause(self, topic: str) -> None:
         await asyncio.sleep(self._backoff_s)
@@ -296,30 +422,32 @@ class AsyncProducer:
             await self._cluster.refresh([topic])
 
     async def flush(self) -> None:
-        """Send every open batch now and wait until every record is written or failed."""
-        for batch in list(self._open.values()):
-            self._close_batch(batch)
-        pending = [task for task in self._senders.values() if not task.done()]
-        if pending:
+        """Send every open batch now and wait until every record sent before is written or failed."""
+        self._bind_loop()
+        with self._lock:
+            for batch in list(self._open.values()):
+                self._close_locked(batch)
+        await asyncio.sleep(0)  # the enqueue callbacks run
+        while pending := [task for task in self._senders.values() if not task.done()]:
             await asyncio.gather(*pending)
 
     async def close(self) -> None:
-        """Flush, then release connections."""
+        """Flush, then release connections. Sends after close fail."""
         await self.flush()
-        self._closed = True
+        with self._lock:
+            self._closed = True
         await self._cluster.close()
 
 
 class Producer:
-    """Produces records (synchronously): ``send`` returns a ``concurrent.futures.Future``.
+    """Produces records (synchronously): ``send`` returns a ``RecordFuture`` at once.
 
-    Sends enter one FIFO queue and a single task appends them in order, so the records a thread
-    sends to a partition are written in the order it sent them.
+    The calling thread appends to the batch itself (no hop to the client loop per record), so the
+    records a thread sends to a partition are written in the order it sent them.
     """
 
     def __init__(self, bootstrap: str, **settings: object) -> None:
-        self._producer, self._queue = _loop.run(_create(bootstrap, settings))
-        self._appender = asyncio.run_coroutine_threadsafe(self._append_in_order(), _loop.background_loop())
+        self._producer = _loop.run(_create(bootstrap, settings))
 
     def send(
         self,
@@ -330,39 +458,19 @@ class Producer:
         partition: int | None = None,
         headers: HeadersArg = None,
         timestamp: int | None = None,
-    ) -> concurrent.futures.Future[RecordMetadata]:
-        """Queue a record; the future resolves to its RecordMetadata (or raises the typed error)."""
-        result: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
-        request = (topic, value, key, partition, headers, timestamp)
-        _loop.background_loop().call_soon_threadsafe(self._queue.put_nowait, (request, result))
-        return result
-
-    async def _append_in_order(self) -> None:
-        while True:
-            (topic, value, key, partition, headers, timestamp), result = await self._queue.get()
-            try:
-                written = await self._producer.send(
-                    topic, value, key, partition=partition, headers=headers, timestamp=timestamp
-                )
-            except Exception as exc:
-                result.set_exception(exc)
-            else:
-                written.add_done_callback(functools.partial(_settle, result))
-            finally:
-                self._queue.task_done()
+    ) -> RecordFuture:
+        """Queue a record; the future resolves to its RecordMetadata (or raises the typed error).
+        Blocks up to ``max_block_ms`` while the buffer is full."""
+        return self._producer._send_blocking(
+            topic, value, key, partition=partition, headers=headers, timestamp=timestamp
+        )
 
     def flush(self) -> None:
-        """Wait until every queued record is written or failed."""
-        _loop.run(self._flush())
-
-    async def _flush(self) -> None:
-        await self._queue.join()
-        await self._producer.flush()
+        """Wait until every record sent before is written or failed."""
+        _loop.run(self._producer.flush())
 
     def close(self) -> None:
         """Flush and release connections."""
-        self.flush()
-        self._appender.cancel()
         _loop.run(self._producer.close())
 
     def __enter__(self) -> Producer:
@@ -372,21 +480,6 @@ class Producer:
         self.close()
 
 
-def _settle(result: concurrent.futures.Future[RecordMetadata], written: asyncio.Future[RecordMetadata]) -> None:
-    if written.cancelled():
-        result.cancel()
-    elif written.exception() is not None:
-        result.set_exception(written.exception())
-    else:
-        result.set_result(written.result())
-
-
-_Request = tuple[str, bytes | None, bytes | None, int | None, HeadersArg, int | None]
-
-
-async def _create(
-    bootstrap: str, settings: Mapping[str, object]
-) -> tuple[AsyncProducer, asyncio.Queue[tuple[_Request, concurrent.futures.Future[RecordMetadata]]]]:
-    """Both live on the background loop, so they are created there."""
-    producer = AsyncProducer(bootstrap, **settings)  # type: ignore[arg-type]
-    return producer, asyncio.Queue()
+async def _create(bootstrap: str, settings: Mapping[str, object]) -> AsyncProducer:
+    """The producer lives on the background loop, so it is created there."""
+    return AsyncProducer(bootstrap, **settings)  # type: ignore[arg-type]

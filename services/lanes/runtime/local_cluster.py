@@ -71,22 +71,7 @@ class LocalCluster:
                 logs / "controller.log",
             )
             for broker_id in range(1, self.brokers + 1):
-                self.broker_processes[broker_id] = start_service(
-                    "lanes.broker",
-                    [
-                        "--broker-id",
-                        str(broker_id),
-                        "--data-dir",
-                        str(self.data_dir / f"broker-{broker_id}"),
-                        "--controller",
-                        self.controller.address,
-                        "--host",
-                        self.host,
-                        "--port",
-                        str(self.port_base + broker_id - 1),
-                    ],
-                    logs / f"broker-{broker_id}.log",
-                )
+                self.start_broker(broker_id)
             asyncio.run(self._wait_for_live_brokers(ready_timeout_s))
         except BaseException:
             self.stop()
@@ -96,6 +81,30 @@ class LocalCluster:
         temporary.write_text(json.dumps(description, indent=2) + "\n")
         temporary.replace(self.cluster_file)
         return description
+
+    def start_broker(self, broker_id: int) -> ServiceProcess:
+        """Start (or restart, after a crash or a stop) broker ``broker_id`` on its own port and data directory."""
+        assert self.controller is not None, "the controller starts first"
+        previous = self.broker_processes.get(broker_id)
+        if previous is not None and previous.process.poll() is None:
+            raise RuntimeError(f"broker {broker_id} is still running (pid {previous.pid})")
+        self.broker_processes[broker_id] = start_service(
+            "lanes.broker",
+            [
+                "--broker-id",
+                str(broker_id),
+                "--data-dir",
+                str(self.data_dir / f"broker-{broker_id}"),
+                "--controller",
+                self.controller.address,
+                "--host",
+                self.host,
+                "--port",
+                str(self.port_base + broker_id - 1),
+            ],
+            self.data_dir / "logs" / f"broker-{broker_id}.log",
+        )
+        return self.broker_processes[broker_id]
 
     def describe(self) -> dict[str, Any]:
         """What cluster.json holds."""
