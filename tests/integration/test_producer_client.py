@@ -144,6 +144,36 @@ def test_a_full_buffer_blocks_send_then_fails_it_and_loses_nothing_sent_before(c
     assert offsets == list(range(1, 8)), "what was accepted before the buffer filled is written, in order"
 
 
+def test_records_sent_while_a_batch_is_in_flight_join_one_batch(cluster: LocalCluster) -> None:
+    """Linger only makes a batch ready: while the partition's previous batch is in flight the
+    open batch keeps growing, so a slow round trip gives bigger batches, not a queue of tiny ones."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    admin = lanes.Admin(bootstrap)
+    admin.create_topic("grouped", partitions=1, replication_factor=1)
+    leader = cluster.broker_processes[admin.describe_topic("grouped").partitions[0].leader]
+    with lanes.Producer(bootstrap, acks=1, enable_idempotence=False, linger_ms=1) as producer:
+        producer.send("grouped", b"warm-up").result(timeout=30)
+        leader.process.send_signal(signal.SIGSTOP)
+        try:
+            stuck = producer.send("grouped", b"first")
+            time.sleep(0.05)  # "first" is in flight to the stopped leader
+            later = []
+            for index in range(40):
+                later.append(producer.send("grouped", b"later-%d" % index))
+                time.sleep(0.003)  # every record outlives linger_ms on its own
+        finally:
+            leader.process.send_signal(signal.SIGCONT)
+        assert stuck.result(timeout=30).offset == 1
+        assert [f.result(timeout=30).offset for f in later] == list(range(2, 42))
+
+    async def batch_sizes() -> list[int]:
+        async with grpc.aio.insecure_channel(leader.address) as channel:
+            answer = await broker_pb2_grpc.BrokerStub(channel).Fetch(fetch("grouped", 0, 0))
+        return [len(batch.records) for batch in decode_batches(answer.topics[0].partitions[0].records)]
+
+    assert asyncio.run(batch_sizes()) == [1, 1, 40]
+
+
 def test_records_of_the_wrong_type_are_refused_at_send(cluster: LocalCluster) -> None:
     bootstrap = str(cluster.describe()["bootstrap"])
     lanes.Admin(bootstrap).create_topic("typed", partitions=1, replication_factor=1)

@@ -4,16 +4,19 @@ a new leader elected from the ISR with every acknowledged record, the old one ba
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from pathlib import Path
 
 import grpc
 
+import lanes
 from lanes.protocol.errors import ErrorCode
 from lanes.protocol.records import decode_batches
+from lanes.runtime.local_cluster import LocalCluster
 from lanes.v1 import broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import ServiceProcess, free_port, start_controller
+from tests.integration.processes import ServiceProcess, consecutive_free_ports, free_port, start_controller
 from tests.integration.test_broker_process import batch, fetch, produce, start_broker, wait_for, wait_for_live_brokers
 
 
@@ -316,3 +319,24 @@ def test_brokers_keep_serving_while_the_controller_is_down(tmp_path: Path) -> No
     for broker in brokers.values():
         assert broker.terminate() == 0
     assert controller.terminate() == 0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_an_idle_replicated_cluster_does_not_spin(tmp_path: Path) -> None:
+    """Followers long-poll their leader; one follower's fetch must not wake the other's in a loop."""
+    cluster = LocalCluster(tmp_path / "lanes", brokers=3, port_base=consecutive_free_ports(4))
+    cluster.start()
+    try:
+        lanes.Admin(str(cluster.describe()["bootstrap"])).create_topic("quiet", partitions=3, replication_factor=3)
+        time.sleep(1)  # leaders elected, followers fetching
+        before = {i: _cpu_seconds(p.pid) for i, p in cluster.broker_processes.items()}
+        time.sleep(3)
+        used = {i: _cpu_seconds(p.pid) - before[i] for i, p in cluster.broker_processes.items()}
+    finally:
+        cluster.stop()
+    assert all(seconds < 0.6 for seconds in used.values()), f"CPU seconds in 3 idle seconds per broker: {used}"

@@ -516,8 +516,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> broker_pb2.ReplicaFetchResponse:
         deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
         while True:
-            response, total, urgent = await asyncio.to_thread(self._serve_replica, request)
-            await self._notify()  # follower positions may have moved the high-water mark
+            response, total, urgent, advanced = await asyncio.to_thread(self._serve_replica, request)
+            if advanced:  # producers waiting for acks=all, consumers waiting for data below the mark
+                await self._notify()
             remaining = deadline - asyncio.get_running_loop().time()
             if total >= max(request.min_bytes, 1) or urgent or remaining <= 0:
                 return response
@@ -527,13 +528,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     def _serve_replica(
         self, request: broker_pb2.ReplicaFetchRequest
-    ) -> tuple[broker_pb2.ReplicaFetchResponse, int, bool]:
+    ) -> tuple[broker_pb2.ReplicaFetchResponse, int, bool, bool]:
         """Record the follower's positions and read what it lacks; ``urgent`` when a partition
-        must answer at once (an error or a divergence)."""
+        must answer at once (an error or a divergence), ``advanced`` when a high-water mark moved.
+
+        Only a moved mark wakes the other long-polls: waking them on every fetch would make the
+        followers' long-polls wake each other in a loop."""
         now = self._clock.monotonic_ms()
         budget = request.max_bytes or 16 * 1024 * 1024
         total = 0
         urgent = False
+        advanced = False
         topics = []
         for topic in request.topics:
             partitions = []
@@ -567,7 +572,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     urgent = True
                     continue
                 leadership.replica.on_follower_fetch(request.replica_id, wanted.fetch_offset, now)
-                log.update_high_watermark(leadership.replica.high_watermark)
+                before = log.high_watermark
+                advanced |= log.update_high_watermark(leadership.replica.high_watermark) > before
                 read = log.read(wanted.fetch_offset, min(wanted.partition_max_bytes or budget, budget))
                 result.records = read.records
                 result.high_watermark = log.high_watermark
@@ -577,7 +583,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             topics.append(
                 broker_pb2.ReplicaFetchTopicResponse(topic=topic.topic, topic_id=topic.topic_id, partitions=partitions)
             )
-        return broker_pb2.ReplicaFetchResponse(topics=topics), total, urgent
+        return broker_pb2.ReplicaFetchResponse(topics=topics), total, urgent, advanced
 
     async def OffsetForLeaderEpoch(  # noqa: N802
         self, request: broker_pb2.OffsetForLeaderEpochRequest, context: Context

@@ -229,9 +229,13 @@ class AsyncProducer:
         return RecordFuture(batch.outcome, record.topic, chosen, index, record.timestamp)
 
     def _close_locked(self, batch: _Batch) -> None:
+        self._detach_locked(batch)
+        self._on_loop(self._enqueue, batch)
+
+    def _detach_locked(self, batch: _Batch) -> None:
+        """No more records join ``batch`` (the caller holds the lock)."""
         del self._open[(batch.topic, batch.partition)]
         self._partitioner.batch_completed(batch.topic, self._cluster.partition_counts.get(batch.topic, 1))
-        self._on_loop(self._enqueue, batch)
 
     @staticmethod
     def _prepare(
@@ -323,8 +327,15 @@ class AsyncProducer:
         self._loop.call_later(self.linger_s, self._close_if_open, batch)
 
     def _close_if_open(self, batch: _Batch) -> None:
+        """Linger is over. While the partition has a batch in flight the open batch keeps taking
+        records (the sender takes it next): batches grow with the round trip instead of queueing
+        up small, so latency stays near one round trip at any rate."""
+        key = (batch.topic, batch.partition)
+        sender = self._senders.get(key)
+        if sender is not None and not sender.done():
+            return
         with self._lock:
-            if self._open.get((batch.topic, batch.partition)) is batch:
+            if self._open.get(key) is batch:
                 self._close_locked(batch)
 
     def _enqueue(self, batch: _Batch) -> None:
@@ -335,8 +346,17 @@ class AsyncProducer:
             self._senders[key] = asyncio.get_running_loop().create_task(self._drain(key))
 
     async def _drain(self, key: tuple[str, int]) -> None:
+        """Send the partition's batches one at a time: the closed ones, then the open one once
+        its linger is over."""
         queue = self._queues[key]
-        while queue:
+        while True:
+            if not queue:
+                with self._lock:
+                    batch = self._open.get(key)
+                    if batch is None or time.monotonic() < batch.created + self.linger_s:
+                        return
+                    self._detach_locked(batch)
+                queue.append(batch)
             batch = queue[0]
             try:
                 await self._init_producer_id()
