@@ -1,10 +1,10 @@
-"""The Producer against a real 3-broker cluster: placement, per-partition order, typed errors, and
-exactly-once-in-order delivery while partition leaders are killed (idempotence + retries)."""
+"""The Producer against a real 3-broker cluster: placement, per-partition order, typed errors, the
+bounded buffer, batching while a request is in flight, the async twin. Delivery while leaders are
+killed: test_leader_kills.py."""
 
 from __future__ import annotations
 
 import asyncio
-import random
 import signal
 import time
 from collections import defaultdict
@@ -183,30 +183,3 @@ def test_records_of_the_wrong_type_are_refused_at_send(cluster: LocalCluster) ->
         with pytest.raises(TypeError, match="header"):
             producer.send("typed", b"v", headers={"h": "text"})  # type: ignore[dict-item]
         assert producer.send("typed", b"fine").result(timeout=30).offset == 0
-
-
-def test_every_record_exactly_once_in_order_while_leaders_are_killed(cluster: LocalCluster) -> None:
-    bootstrap = str(cluster.describe()["bootstrap"])
-    admin = lanes.Admin(bootstrap)
-    admin.create_topic("payments", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
-    rng = random.Random(7)
-    sent: dict[int, list[bytes]] = defaultdict(list)
-    kills = 0
-    with lanes.Producer(bootstrap, linger_ms=5, batch_size=16 * 1024, delivery_timeout_ms=60_000) as producer:
-        pending = []
-        for index in range(20_000):
-            key = b"account-%d" % rng.randrange(50)
-            pending.append((key, b"payment-%06d" % index, producer.send("payments", b"payment-%06d" % index, key=key)))
-            if index in (5_000, 12_000):  # kill the leader of a partition, then bring it back
-                victim = admin.describe_topic("payments").partitions[index % 3].leader
-                cluster.broker_processes[victim].kill()
-                kills += 1
-                cluster.start_broker(victim)
-        for key, value, future in pending:
-            metadata = future.result(timeout=120)
-            sent[metadata.partition].append(value)
-            assert metadata.partition == partition_for_key(key, 3)
-    assert kills == 2
-    for partition, values in sent.items():
-        stored = [v for _, v in read_partition(cluster, "payments", partition)]
-        assert stored == values, f"partition {partition}: every acknowledged record exactly once, in send order"

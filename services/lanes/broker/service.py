@@ -113,6 +113,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._following: dict[TopicPartition, tuple[int, int, str]] = {}
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self.isr_check_interval_s = max(0.05, replica_lag_time_max_ms / 4000)
+        self._isr_check_now = asyncio.Event()  # set when a follower caught up: expansions need no wait
         self._producer_ids: list[int] = []  # the rest of the current block, next first
         self._producer_ids_lock = asyncio.Lock()
         self._isr_updates: asyncio.Task[None] | None = None
@@ -224,7 +225,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         """Ask the controller to shrink or expand the ISRs of led partitions as followers lag or
         catch up (the controller fences stale proposals by epoch)."""
         while True:
-            await asyncio.sleep(self.isr_check_interval_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._isr_check_now.wait(), self.isr_check_interval_s)
+            self._isr_check_now.clear()
             now = self._clock.monotonic_ms()
             for (topic, index), leadership in list(self._leaderships.items()):
                 proposal = leadership.replica.proposed_isr(now)
@@ -516,7 +519,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> broker_pb2.ReplicaFetchResponse:
         deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
         while True:
-            response, total, urgent, advanced = await asyncio.to_thread(self._serve_replica, request)
+            response, total, urgent, advanced, isr_due = await asyncio.to_thread(self._serve_replica, request)
+            if isr_due:  # a follower outside the ISR caught up: expand now, not at the next periodic check
+                self._isr_check_now.set()
             if advanced:  # producers waiting for acks=all, consumers waiting for data below the mark
                 await self._notify()
             remaining = deadline - asyncio.get_running_loop().time()
@@ -528,9 +533,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     def _serve_replica(
         self, request: broker_pb2.ReplicaFetchRequest
-    ) -> tuple[broker_pb2.ReplicaFetchResponse, int, bool, bool]:
+    ) -> tuple[broker_pb2.ReplicaFetchResponse, int, bool, bool, bool]:
         """Record the follower's positions and read what it lacks; ``urgent`` when a partition
-        must answer at once (an error or a divergence), ``advanced`` when a high-water mark moved.
+        must answer at once (an error or a divergence), ``advanced`` when a high-water mark moved,
+        ``isr_due`` when the fetching follower, outside an ISR, has caught up.
 
         Only a moved mark wakes the other long-polls: waking them on every fetch would make the
         followers' long-polls wake each other in a loop."""
@@ -539,6 +545,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         total = 0
         urgent = False
         advanced = False
+        isr_due = False
         topics = []
         for topic in request.topics:
             partitions = []
@@ -574,6 +581,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 leadership.replica.on_follower_fetch(request.replica_id, wanted.fetch_offset, now)
                 before = log.high_watermark
                 advanced |= log.update_high_watermark(leadership.replica.high_watermark) > before
+                isr_due |= (
+                    request.replica_id not in leadership.replica.isr
+                    and leadership.replica.proposed_isr(now) is not None
+                )
                 read = log.read(wanted.fetch_offset, min(wanted.partition_max_bytes or budget, budget))
                 result.records = read.records
                 result.high_watermark = log.high_watermark
@@ -583,7 +594,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             topics.append(
                 broker_pb2.ReplicaFetchTopicResponse(topic=topic.topic, topic_id=topic.topic_id, partitions=partitions)
             )
-        return broker_pb2.ReplicaFetchResponse(topics=topics), total, urgent, advanced
+        return broker_pb2.ReplicaFetchResponse(topics=topics), total, urgent, advanced, isr_due
 
     async def OffsetForLeaderEpoch(  # noqa: N802
         self, request: broker_pb2.OffsetForLeaderEpochRequest, context: Context

@@ -65,6 +65,8 @@ class LocalCluster:
                     str(self.port_base + self.brokers),
                     "--session-timeout-ms",
                     str(self.session_timeout_ms),
+                    "--heartbeat-interval-ms",
+                    str(max(100, min(1000, self.session_timeout_ms // 4))),
                     "--default-replication-factor",
                     str(min(3, self.brokers)),
                 ],
