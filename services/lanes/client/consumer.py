@@ -387,6 +387,14 @@ class AsyncConsumer:
         for error in errors.values():
             if error_code(error.code) is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 raise error_for(error.code, error.message)
+        for partition in self._positions:
+            count = self._cluster.partition_counts.get(partition.topic)
+            if partition.topic in topics and count is not None and partition.partition >= count:
+                raise error_for(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"{partition.topic} has partitions 0..{count - 1}; partition {partition.partition} does not exist "
+                    "(assign an existing one, or add partitions with Admin.create_partitions)",
+                )
 
     async def close(self) -> None:
         """Stop fetching and release connections."""

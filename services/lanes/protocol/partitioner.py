@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import mmh3
 
-from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.protocol.errors import ErrorCode, error_for
 
 #: A user partitioner: ``(topic, key, num_partitions) -> partition``.
 PartitionerFn = Callable[[str, bytes | None, int], int]
@@ -74,9 +74,9 @@ class Partitioner:
         if num_partitions <= 0:
             raise ValueError(f"topic {topic!r} has no partitions")
         if explicit_partition is not None:
-            return _checked(topic, explicit_partition, num_partitions, "the record's partition")
+            return _checked(topic, explicit_partition, num_partitions, "partition")
         if self._user is not None:
-            return _checked(topic, self._user(topic, key, num_partitions), num_partitions, "the partitioner")
+            return _checked(topic, self._user(topic, key, num_partitions), num_partitions, "the partitioner's choice")
         if key is not None:
             return partition_for_key(key, num_partitions)
         return self._sticky.partition(topic, num_partitions)
@@ -88,8 +88,8 @@ class Partitioner:
 
 def _checked(topic: str, partition: object, num_partitions: int, source: str) -> int:
     if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < num_partitions:
-        raise LanesError(
-            f"{source} chose partition {partition!r} for topic {topic!r}, which has partitions 0..{num_partitions - 1}",
+        raise error_for(
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            f"{source} {partition!r} does not exist: topic {topic!r} has partitions 0..{num_partitions - 1}",
         )
     return partition
