@@ -248,6 +248,9 @@ class AsyncProducer:
         timestamp: int | None,
     ) -> _Outgoing:
         """Check the record's types (a TypeError is a bug in the caller: raised, not deferred)."""
+        if headers is None and timestamp is None and type(value) is bytes and (key is None or type(key) is bytes):
+            size = len(value) + (len(key) if key else 0) + _RECORD_OVERHEAD_BYTES  # the common case, quickly
+            return _Outgoing(topic, value, key, partition, (), int(time.time() * 1000), size)
         _check_bytes("value", value)
         _check_bytes("key", key)
         if timestamp is not None and (not isinstance(timestamp, int) or isinstance(timestamp, bool)):
@@ -311,7 +314,7 @@ class AsyncProducer:
             deadline = time.monotonic() + self._max_block_s
             while (future := self._append(record, count)) is None:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or threading.get_ident() == self._loop_thread:  # only the loop frees room
                     raise self._buffer_full()
                 with self._room:
                     self._room.wait(min(remaining, _MAX_ROOM_WAIT_S))
