@@ -109,6 +109,10 @@ def read_back(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes | N
     return stored
 
 
+def _first_difference(left: list[tuple[int, bytes, bytes]], right: list[tuple[int, bytes, bytes]]) -> int:
+    return next((i for i, (a, b) in enumerate(zip(left, right, strict=False)) if a != b), min(len(left), len(right)))
+
+
 def test_every_acknowledged_record_exactly_once_in_order_while_leaders_are_killed(
     tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
@@ -140,8 +144,9 @@ def test_every_acknowledged_record_exactly_once_in_order_while_leaders_are_kille
         stored = read_back(bootstrap, "ledger")
         for partition in range(PARTITIONS):
             assert stored[partition] == sent[partition], (
-                f"partition {partition}: every acknowledged record exactly once, at its acknowledged offset, "
-                "in send order"
+                f"partition {partition}: every acknowledged record exactly once, at its acknowledged offset, in "
+                f"send order; {len(sent[partition])} acknowledged, {len(stored[partition])} read back, first "
+                f"difference at index {_first_difference(stored[partition], sent[partition])}"
             )
         assert sum(len(records) for records in stored.values()) == RECORDS
     finally:

@@ -340,3 +340,31 @@ def test_an_idle_replicated_cluster_does_not_spin(tmp_path: Path) -> None:
     finally:
         cluster.stop()
     assert all(seconds < 0.6 for seconds in used.values()), f"CPU seconds in 3 idle seconds per broker: {used}"
+
+
+def test_leadership_returns_to_preferred_replicas_when_a_broker_comes_back(tmp_path: Path) -> None:
+    cluster = LocalCluster(
+        tmp_path / "lanes",
+        brokers=3,
+        port_base=consecutive_free_ports(4),
+        session_timeout_ms=2000,
+        leader_imbalance_check_interval_ms=300,
+    )
+    cluster.start()
+    try:
+        admin = lanes.Admin(str(cluster.describe()["bootstrap"]))
+        admin.create_topic("balanced", partitions=6, replication_factor=3)
+
+        def leaders() -> list[tuple[int, int]]:
+            return [(p.leader, p.replicas[0]) for p in admin.describe_topic("balanced").partitions]
+
+        assert all(leader == preferred for leader, preferred in leaders())
+        cluster.broker_processes[1].terminate()  # controlled shutdown: its partitions get other leaders
+        assert all(leader != 1 for leader, _ in leaders())
+        cluster.start_broker(1)
+        deadline = time.monotonic() + 30
+        while not all(leader == preferred for leader, preferred in leaders()):
+            assert time.monotonic() < deadline, f"leadership never went back to the preferred replicas: {leaders()}"
+            time.sleep(0.1)
+    finally:
+        cluster.stop()

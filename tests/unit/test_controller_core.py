@@ -239,10 +239,15 @@ def test_preferred_election_restores_balance_when_brokers_return() -> None:
                     new_isr=[*partition.isr, 1],
                 )
             )
+    led_elsewhere = sorted(("t", p.partition) for p in topic.partitions.values() if p.leader != p.replicas[0])
+    assert led_elsewhere, "broker 1's partitions are led by others after its return"
+    assert cluster.core.imbalanced_partitions(per_broker_percentage=10) == led_elsewhere
+    assert cluster.core.imbalanced_partitions(per_broker_percentage=100) == [], "within the tolerated imbalance"
     decision, outcomes = cluster.core.elect_preferred_leaders()
     cluster.commit(decision)
     assert all(p.leader == p.replicas[0] for p in topic.partitions.values())
     assert ErrorCode.NONE in outcomes.values()
+    assert cluster.core.imbalanced_partitions(per_broker_percentage=0) == [], "balanced again"
 
 
 def test_topic_deletion_and_internal_topics() -> None:

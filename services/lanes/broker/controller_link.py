@@ -60,10 +60,16 @@ class ControllerLink:
         """Call ``listener`` after each change of the image."""
         self._listeners.append(listener)
 
-    async def start(self) -> None:
-        """Register (retrying until the controller answers), then keep watching and beating."""
+    async def start(self, catch_up_timeout_s: float = 10) -> None:
+        """Register (retrying until the controller answers), then keep watching and beating; return
+        once the image has caught up with the registration (so the broker knows its partitions
+        before it answers clients), or after ``catch_up_timeout_s`` with a warning."""
         await self._register()
         self._tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._heartbeats())]
+        try:
+            await self.wait_for(lambda image: image.last_offset >= self.broker_epoch, catch_up_timeout_s)
+        except TimeoutError:
+            _log.warning("metadata not caught up after %.0f s; serving with what is known", catch_up_timeout_s)
 
     async def stop(self, *, controlled: bool = True, timeout_s: float = 10) -> None:
         """Stop; with ``controlled``, first ask the controller to move leaderships away."""

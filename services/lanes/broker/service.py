@@ -662,6 +662,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     result.error.CopyFrom(self._unknown_or_not_leader(topic.topic, wanted.partition))
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_EARLIEST:
                     result.offset = leadership.log.log_start_offset
+                elif leadership.log.high_watermark < leadership.replica.epoch_start_offset:
+                    # A new leader learns the high-water mark from its followers' next fetches;
+                    # until then "latest" would be too low (as Kafka: OFFSET_NOT_AVAILABLE).
+                    result.error.CopyFrom(
+                        _error(
+                            ErrorCode.OFFSET_NOT_AVAILABLE,
+                            f"{topic.topic}-{wanted.partition} has a new leader that has not yet established its "
+                            "high-water mark; retry shortly",
+                        )
+                    )
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_LATEST:
                     result.offset = leadership.log.high_watermark
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_TIMESTAMP:

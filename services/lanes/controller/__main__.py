@@ -30,6 +30,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--heartbeat-interval-ms", type=int, default=1000, help="how often brokers heartbeat")
     parser.add_argument("--default-partitions", type=int, default=1, help="num.partitions for new topics")
     parser.add_argument("--default-replication-factor", type=int, default=1, help="default.replication.factor")
+    parser.add_argument(
+        "--leader-imbalance-check-interval-ms",
+        type=int,
+        default=300_000,
+        help="how often leadership goes back to preferred replicas (leader.imbalance.check.interval; 0: never)",
+    )
+    parser.add_argument(
+        "--leader-imbalance-per-broker-percentage",
+        type=int,
+        default=10,
+        help="rebalance a broker whose preferred partitions are led elsewhere above this percentage",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     return parser.parse_args(argv)
 
@@ -45,6 +57,8 @@ async def serve(options: argparse.Namespace) -> None:
         heartbeat_interval_ms=options.heartbeat_interval_ms,
         default_partitions=options.default_partitions,
         default_replication_factor=options.default_replication_factor,
+        leader_imbalance_check_interval_ms=options.leader_imbalance_check_interval_ms,
+        leader_imbalance_per_broker_percentage=options.leader_imbalance_per_broker_percentage,
     )
     await service.start()
     running = await start_server(

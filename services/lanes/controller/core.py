@@ -540,6 +540,25 @@ class ControllerCore:
                 outcomes[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return decision, outcomes
 
+    def imbalanced_partitions(self, per_broker_percentage: int) -> list[tuple[str, int]]:
+        """Partitions whose leadership should go back to their preferred replica (Kafka's
+        ``auto.leader.rebalance.enable`` rule): for each live broker, when more than
+        ``per_broker_percentage`` percent of the partitions it prefers are led elsewhere, those of
+        them where it is in sync."""
+        live = {b.broker_id for b in self.state.live_brokers()}
+        preferred_by: dict[int, list[tuple[str, int, bool, bool]]] = {}
+        for topic, partition in self._partitions():
+            broker = partition.replicas[0]
+            preferred_by.setdefault(broker, []).append(
+                (topic.name, partition.partition, partition.leader == broker, broker in partition.isr)
+            )
+        moves: list[tuple[str, int]] = []
+        for broker, partitions in sorted(preferred_by.items()):
+            elsewhere = [(name, index, in_sync) for name, index, leads, in_sync in partitions if not leads]
+            if broker in live and len(elsewhere) * 100 > per_broker_percentage * len(partitions):
+                moves.extend((name, index) for name, index, in_sync in elsewhere if in_sync)
+        return moves
+
     def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[Decision, int, int]:
         """A block of producer ids for a broker: (decision, first id, block size)."""
         refused = self._check_broker(broker_id, broker_epoch)

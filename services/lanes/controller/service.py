@@ -60,6 +60,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         default_replication_factor: int = 1,
         keepalive_ms: int = 5000,
         snapshot_every_records: int = 10_000,
+        leader_imbalance_check_interval_ms: int = 300_000,
+        leader_imbalance_per_broker_percentage: int = 10,
     ) -> None:
         self.endpoint = endpoint
         self._clock = clock
@@ -79,6 +81,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self._changed = asyncio.Condition()
         self._last_heartbeat_ms: dict[int, int] = {}
         self._fencing: asyncio.Task[None] | None = None
+        self._rebalancing: asyncio.Task[None] | None = None
+        self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
+        self.leader_imbalance_per_broker_percentage = leader_imbalance_per_broker_percentage
         self.snapshot_every_records = snapshot_every_records
         self._records_since_snapshot = 0
 
@@ -88,11 +93,14 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         now = self._clock.monotonic_ms()
         self._last_heartbeat_ms = {broker_id: now for broker_id in self.state.brokers}
         self._fencing = asyncio.create_task(self._fence_silent_brokers())
+        if self.leader_imbalance_check_interval_ms > 0:
+            self._rebalancing = asyncio.create_task(self._rebalance_leaders())
 
     async def stop(self) -> None:
-        """Stop fencing and close the metadata log."""
-        if self._fencing is not None:
-            self._fencing.cancel()
+        """Stop fencing and rebalancing, close the metadata log."""
+        for task in (self._fencing, self._rebalancing):
+            if task is not None:
+                task.cancel()
         self._metadata.close()
 
     async def _commit(self, decision: Decision) -> int:
@@ -127,6 +135,18 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                     await self._decide_and_commit(
                         lambda broker_id=broker.broker_id: self.core.fence_broker(broker_id, "session timeout")
                     )
+
+    async def _rebalance_leaders(self) -> None:
+        """Every ``leader_imbalance_check_interval_ms``, give leadership back to preferred replicas
+        where a broker leads too few of its preferred partitions (brokers that came back)."""
+        while True:
+            await asyncio.sleep(self.leader_imbalance_check_interval_ms / 1000)
+            async with self._lock:
+                wanted = self.core.imbalanced_partitions(self.leader_imbalance_per_broker_percentage)
+                if wanted:
+                    decision, _ = self.core.elect_preferred_leaders(wanted)
+                    _log.info("preferred leader election for %d partitions", len(decision.records))
+                    await self._commit(decision)
 
     def _session_alive(self, broker_id: int) -> bool:
         last = self._last_heartbeat_ms.get(broker_id)

@@ -40,6 +40,7 @@ class LocalCluster:
     port_base: int = 9092
     host: str = "127.0.0.1"
     session_timeout_ms: int = 6000
+    leader_imbalance_check_interval_ms: int = 300_000
     controller: ServiceProcess | None = None
     broker_processes: dict[int, ServiceProcess] = field(default_factory=dict)
 
@@ -67,6 +68,8 @@ class LocalCluster:
                     str(self.session_timeout_ms),
                     "--heartbeat-interval-ms",
                     str(max(100, min(1000, self.session_timeout_ms // 4))),
+                    "--leader-imbalance-check-interval-ms",
+                    str(self.leader_imbalance_check_interval_ms),
                     "--default-replication-factor",
                     str(min(3, self.brokers)),
                 ],
