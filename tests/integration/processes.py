@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
+from lanes.runtime.local_cluster import LocalCluster
 from lanes.runtime.processes import ServiceProcess, start_service
 
-__all__ = ["ServiceProcess", "consecutive_free_ports", "free_port", "start_controller", "start_service"]
+__all__ = [
+    "ServiceProcess",
+    "consecutive_free_ports",
+    "free_port",
+    "running_cluster",
+    "start_controller",
+    "start_service",
+]
 
 
 def free_port() -> int:
@@ -54,3 +64,14 @@ def start_controller(
         ],
         log_path,
     )
+
+
+@contextlib.contextmanager
+def running_cluster(data_dir: Path, brokers: int, **settings: int) -> Iterator[LocalCluster]:
+    """A started ``LocalCluster`` (controller + ``brokers`` brokers) on free ports, stopped after."""
+    cluster = LocalCluster(data_dir, brokers=brokers, port_base=consecutive_free_ports(brokers + 1), **settings)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

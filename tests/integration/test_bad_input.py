@@ -18,17 +18,13 @@ from lanes.protocol.errors import (
     UnknownTopicOrPartitionError,
 )
 from lanes.runtime.local_cluster import LocalCluster
-from tests.integration.processes import consecutive_free_ports
+from tests.integration.processes import running_cluster
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    local = LocalCluster(tmp_path / "lanes", brokers=2, port_base=consecutive_free_ports(3), session_timeout_ms=2000)
-    local.start()
-    try:
+    with running_cluster(tmp_path / "lanes", 2, session_timeout_ms=2000) as local:
         yield local
-    finally:
-        local.stop()
 
 
 def test_mistakes_get_typed_errors_and_leave_the_cluster_and_its_logs_intact(cluster: LocalCluster) -> None:

@@ -13,17 +13,13 @@ import lanes
 from lanes.client.consumer import TopicPartition
 from lanes.protocol.errors import LanesError
 from lanes.runtime.local_cluster import LocalCluster
-from tests.integration.processes import consecutive_free_ports
+from tests.integration.processes import running_cluster
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    local = LocalCluster(tmp_path_factory.mktemp("consumer") / "lanes", brokers=2, port_base=consecutive_free_ports(3))
-    local.start()
-    try:
+    with running_cluster(tmp_path_factory.mktemp("consumer") / "lanes", 2) as local:
         yield local
-    finally:
-        local.stop()
 
 
 def poll_until(consumer: lanes.Consumer, count: int, timeout_s: float = 30) -> list[lanes.ConsumerRecord]:

@@ -23,7 +23,7 @@ from lanes.client.admin import Admin
 from lanes.protocol.errors import LanesError
 from lanes.protocol.partitioner import partition_for_key
 from lanes.runtime.local_cluster import LocalCluster
-from tests.integration.processes import consecutive_free_ports
+from tests.integration.processes import running_cluster
 
 RECORDS = 100_000
 PARTITIONS = 6
@@ -116,9 +116,7 @@ def _first_difference(left: list[tuple[int, bytes, bytes]], right: list[tuple[in
 def test_every_acknowledged_record_exactly_once_in_order_while_leaders_are_killed(
     tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
-    cluster = LocalCluster(tmp_path / "lanes", brokers=3, port_base=consecutive_free_ports(4), session_timeout_ms=2000)
-    cluster.start()
-    try:
+    with running_cluster(tmp_path / "lanes", 3, session_timeout_ms=2000) as cluster:
         bootstrap = str(cluster.describe()["bootstrap"])
         admin = lanes.Admin(bootstrap)
         admin.create_topic("ledger", partitions=PARTITIONS, replication_factor=3, config={"min.insync.replicas": "2"})
@@ -149,8 +147,6 @@ def test_every_acknowledged_record_exactly_once_in_order_while_leaders_are_kille
                 f"difference at index {_first_difference(stored[partition], sent[partition])}"
             )
         assert sum(len(records) for records in stored.values()) == RECORDS
-    finally:
-        cluster.stop()
 
     record_property("time_to_new_leader_s", [round(s, 3) for s in killer.failover_s])
     record_property("time_to_whole_isr_after_restart_s", [round(s, 3) for s in killer.rejoin_s])

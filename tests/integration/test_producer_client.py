@@ -21,18 +21,14 @@ from lanes.protocol.partitioner import partition_for_key
 from lanes.protocol.records import decode_batches
 from lanes.runtime.local_cluster import LocalCluster
 from lanes.v1 import broker_pb2_grpc
-from tests.integration.processes import consecutive_free_ports
+from tests.integration.processes import running_cluster
 from tests.integration.test_broker_process import fetch
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    local = LocalCluster(tmp_path / "lanes", brokers=3, port_base=consecutive_free_ports(4), session_timeout_ms=2000)
-    local.start()
-    try:
+    with running_cluster(tmp_path / "lanes", 3, session_timeout_ms=2000) as local:
         yield local
-    finally:
-        local.stop()
 
 
 def read_partition(cluster: LocalCluster, topic: str, partition: int) -> list[tuple[bytes | None, bytes | None]]:

@@ -14,9 +14,8 @@ import grpc
 import lanes
 from lanes.protocol.errors import ErrorCode
 from lanes.protocol.records import decode_batches
-from lanes.runtime.local_cluster import LocalCluster
 from lanes.v1 import broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import ServiceProcess, consecutive_free_ports, free_port, start_controller
+from tests.integration.processes import ServiceProcess, free_port, running_cluster, start_controller
 from tests.integration.test_broker_process import batch, fetch, produce, start_broker, wait_for, wait_for_live_brokers
 
 
@@ -329,29 +328,19 @@ def _cpu_seconds(pid: int) -> float:
 
 def test_an_idle_replicated_cluster_does_not_spin(tmp_path: Path) -> None:
     """Followers long-poll their leader; one follower's fetch must not wake the other's in a loop."""
-    cluster = LocalCluster(tmp_path / "lanes", brokers=3, port_base=consecutive_free_ports(4))
-    cluster.start()
-    try:
+    with running_cluster(tmp_path / "lanes", 3) as cluster:
         lanes.Admin(str(cluster.describe()["bootstrap"])).create_topic("quiet", partitions=3, replication_factor=3)
         time.sleep(1)  # leaders elected, followers fetching
         before = {i: _cpu_seconds(p.pid) for i, p in cluster.broker_processes.items()}
         time.sleep(3)
         used = {i: _cpu_seconds(p.pid) - before[i] for i, p in cluster.broker_processes.items()}
-    finally:
-        cluster.stop()
     assert all(seconds < 0.6 for seconds in used.values()), f"CPU seconds in 3 idle seconds per broker: {used}"
 
 
 def test_leadership_returns_to_preferred_replicas_when_a_broker_comes_back(tmp_path: Path) -> None:
-    cluster = LocalCluster(
-        tmp_path / "lanes",
-        brokers=3,
-        port_base=consecutive_free_ports(4),
-        session_timeout_ms=2000,
-        leader_imbalance_check_interval_ms=300,
-    )
-    cluster.start()
-    try:
+    with running_cluster(
+        tmp_path / "lanes", 3, session_timeout_ms=2000, leader_imbalance_check_interval_ms=300
+    ) as cluster:
         admin = lanes.Admin(str(cluster.describe()["bootstrap"]))
         admin.create_topic("balanced", partitions=6, replication_factor=3)
 
@@ -366,5 +355,3 @@ def test_leadership_returns_to_preferred_replicas_when_a_broker_comes_back(tmp_p
         while not all(leader == preferred for leader, preferred in leaders()):
             assert time.monotonic() < deadline, f"leadership never went back to the preferred replicas: {leaders()}"
             time.sleep(0.1)
-    finally:
-        cluster.stop()

@@ -297,18 +297,9 @@ class AsyncProducer:
             "the cluster is slower than the sends, or unreachable"
         )
 
-    def _send_blocking(
-        self,
-        topic: str,
-        value: bytes | None,
-        key: bytes | None,
-        *,
-        partition: int | None,
-        headers: HeadersArg,
-        timestamp: int | None,
-    ) -> RecordFuture:
+    def _send_blocking(self, record: _Outgoing) -> RecordFuture:
         """``send`` for threads other than the loop's: blocks (up to ``max_block_ms``) while full."""
-        record = self._prepare(topic, value, key, partition=partition, headers=headers, timestamp=timestamp)
+        topic, partition = record.topic, record.partition
         try:
             count = self._cluster.partition_counts.get(topic) or _loop.run(self._partition_count(topic))
             deadline = time.monotonic() + self._max_block_s
@@ -484,8 +475,9 @@ class Producer:
     ) -> RecordFuture:
         """Queue a record; the future resolves to its RecordMetadata (or raises the typed error).
         Blocks up to ``max_block_ms`` while the buffer is full."""
-        return self._producer._send_blocking(
-            topic, value, key, partition=partition, headers=headers, timestamp=timestamp
+        producer = self._producer
+        return producer._send_blocking(
+            producer._prepare(topic, value, key, partition=partition, headers=headers, timestamp=timestamp)
         )
 
     def flush(self) -> None:
