@@ -14,19 +14,23 @@ from pathlib import Path
 
 from lanes.broker.service import BrokerService, add_to_server
 from lanes.protocol.clock import SystemClock
-from lanes.runtime.server import ServiceBinding, configure_logging, serve_until_signalled, start_server
+from lanes.runtime.server import (
+    ServiceBinding,
+    configure_logging,
+    serve_until_signalled,
+    service_argument_parser,
+    start_server,
+)
 from lanes.v1 import broker_pb2, common_pb2
 
 BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m lanes.broker", description="Run a Lanes broker.")
+    parser = service_argument_parser("python -m lanes.broker", "Run a Lanes broker.", default_port=9092)
     parser.add_argument("--broker-id", type=int, required=True, help="this broker's id (stable across restarts)")
     parser.add_argument("--data-dir", type=Path, required=True, help="where partition logs live")
     parser.add_argument("--controller", required=True, help="the controller's host:port")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise")
-    parser.add_argument("--port", type=int, default=9092, help="gRPC port (default 9092)")
     parser.add_argument("--rack", default="", help="this broker's rack, for rack-aware placement")
     parser.add_argument(
         "--replica-lag-time-max-ms",
@@ -34,7 +38,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=30_000,
         help="a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)",
     )
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     return parser.parse_args(argv)
 
 

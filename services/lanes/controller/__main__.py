@@ -14,17 +14,21 @@ from pathlib import Path
 
 from lanes.controller.service import ControllerService, add_to_server
 from lanes.protocol.clock import SystemClock
-from lanes.runtime.server import ServiceBinding, configure_logging, serve_until_signalled, start_server
+from lanes.runtime.server import (
+    ServiceBinding,
+    configure_logging,
+    serve_until_signalled,
+    service_argument_parser,
+    start_server,
+)
 from lanes.v1 import common_pb2, controller_pb2
 
 CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["Controller"].full_name
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m lanes.controller", description="Run the Lanes controller.")
+    parser = service_argument_parser("python -m lanes.controller", "Run the Lanes controller.", default_port=9093)
     parser.add_argument("--data-dir", type=Path, required=True, help="where the metadata log and snapshots live")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=9093, help="gRPC port (default 9093; 0 picks a free one)")
     parser.add_argument("--node-id", type=int, default=0, help="the controller's node id (default 0)")
     parser.add_argument("--session-timeout-ms", type=int, default=6000, help="fence brokers silent this long")
     parser.add_argument("--heartbeat-interval-ms", type=int, default=1000, help="how often brokers heartbeat")
@@ -42,7 +46,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=10,
         help="rebalance a broker whose preferred partitions are led elsewhere above this percentage",
     )
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     return parser.parse_args(argv)
 
 

@@ -12,6 +12,7 @@ the server, letting in-flight RPCs finish within the grace period. Owned by one 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
@@ -130,3 +131,14 @@ async def serve_until_signalled(
 def configure_logging(level: str) -> None:
     """Log lines to stderr (stdout carries the readiness line)."""
     logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+
+def service_argument_parser(prog: str, description: str, default_port: int) -> argparse.ArgumentParser:
+    """An argument parser with what every service takes: ``--host``, ``--port``, ``--log-level``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=default_port, help=f"gRPC port (default {default_port}; 0 picks a free one)"
+    )
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    return parser
