@@ -329,8 +329,12 @@ def _cpu_seconds(pid: int) -> float:
 def test_an_idle_replicated_cluster_does_not_spin(tmp_path: Path) -> None:
     """Followers long-poll their leader; one follower's fetch must not wake the other's in a loop."""
     with running_cluster(tmp_path / "lanes", 3) as cluster:
-        lanes.Admin(str(cluster.describe()["bootstrap"])).create_topic("quiet", partitions=3, replication_factor=3)
-        time.sleep(1)  # leaders elected, followers fetching
+        admin = lanes.Admin(str(cluster.describe()["bootstrap"]))
+        admin.create_topic("quiet", partitions=3, replication_factor=3)
+        deadline = time.monotonic() + 30
+        while not all(len(p.isr) == 3 for p in admin.describe_topic("quiet").partitions):  # followers fetching
+            assert time.monotonic() < deadline, "the followers never joined the ISRs"
+            time.sleep(0.05)
         before = {i: _cpu_seconds(p.pid) for i, p in cluster.broker_processes.items()}
         time.sleep(3)
         used = {i: _cpu_seconds(p.pid) - before[i] for i, p in cluster.broker_processes.items()}

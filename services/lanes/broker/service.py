@@ -247,6 +247,22 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     leadership.log.update_high_watermark(leadership.replica.high_watermark)
                     await self._notify()
 
+    def _led(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Leadership | common_pb2.Error:
+        """This broker's leadership of the partition, or the error to answer: not led here, or the
+        caller's ``current_leader_epoch`` is older (FENCED_LEADER_EPOCH) or newer
+        (UNKNOWN_LEADER_EPOCH) than this leader's; -1 skips the epoch check (as Kafka)."""
+        leadership = self._leaderships.get((topic, partition))
+        if leadership is None:
+            return self._unknown_or_not_leader(topic, partition)
+        if current_leader_epoch >= 0 and current_leader_epoch != leadership.leader_epoch:
+            code = (
+                ErrorCode.FENCED_LEADER_EPOCH
+                if current_leader_epoch < leadership.leader_epoch
+                else ErrorCode.UNKNOWN_LEADER_EPOCH
+            )
+            return _error(code, f"{topic}-{partition}: leader epoch is {leadership.leader_epoch}")
+        return leadership
+
     def _unknown_or_not_leader(self, topic: str, partition: int) -> common_pb2.Error:
         found = self.image.topic(topic)
         if found is None or partition not in found.partitions:
@@ -472,24 +488,15 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = []
             for wanted in topic.partitions:
                 result = broker_pb2.FetchPartitionResponse(partition=wanted.partition)
-                leadership = self._leaderships.get((topic.topic, wanted.partition))
-                if leadership is None:
-                    result.error.CopyFrom(self._unknown_or_not_leader(topic.topic, wanted.partition))
+                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                if not isinstance(leadership, Leadership):
+                    result.error.CopyFrom(leadership)
                     partitions.append(result)
                     continue
                 log = leadership.log
                 result.high_watermark = log.high_watermark
                 result.last_stable_offset = log.high_watermark
                 result.log_start_offset = log.log_start_offset
-                if wanted.current_leader_epoch >= 0 and wanted.current_leader_epoch != leadership.leader_epoch:
-                    code = (
-                        ErrorCode.FENCED_LEADER_EPOCH
-                        if wanted.current_leader_epoch < leadership.leader_epoch
-                        else ErrorCode.UNKNOWN_LEADER_EPOCH
-                    )
-                    result.error.CopyFrom(_error(code, f"leader epoch is {leadership.leader_epoch}"))
-                    partitions.append(result)
-                    continue
                 if not log.log_start_offset <= wanted.fetch_offset <= log.high_watermark:
                     result.error.CopyFrom(
                         _error(
@@ -551,13 +558,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = []
             for wanted in topic.partitions:
                 result = broker_pb2.ReplicaFetchPartitionResponse(partition=wanted.partition)
-                leadership = self._leaderships.get((topic.topic, wanted.partition))
-                if leadership is None or wanted.current_leader_epoch != leadership.leader_epoch:
-                    result.error.CopyFrom(
-                        self._unknown_or_not_leader(topic.topic, wanted.partition)
-                        if leadership is None
-                        else _error(ErrorCode.FENCED_LEADER_EPOCH, f"leader epoch is {leadership.leader_epoch}")
-                    )
+                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                if not isinstance(leadership, Leadership):
+                    result.error.CopyFrom(leadership)
                     partitions.append(result)
                     urgent = True
                     continue
@@ -604,13 +607,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = []
             for wanted in topic.partitions:
                 result = broker_pb2.OffsetForLeaderEpochPartitionResponse(partition=wanted.partition)
-                leadership = self._leaderships.get((topic.topic, wanted.partition))
-                if leadership is None:
-                    result.error.CopyFrom(self._unknown_or_not_leader(topic.topic, wanted.partition))
-                elif wanted.current_leader_epoch >= 0 and wanted.current_leader_epoch != leadership.leader_epoch:
-                    result.error.CopyFrom(
-                        _error(ErrorCode.FENCED_LEADER_EPOCH, f"leader epoch is {leadership.leader_epoch}")
-                    )
+                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                if not isinstance(leadership, Leadership):
+                    result.error.CopyFrom(leadership)
                 else:
                     epoch, end = leadership.log.epochs.end_offset_for(
                         wanted.leader_epoch, leadership.log.log_end_offset
@@ -629,9 +628,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = []
             for wanted in topic.partitions:
                 result = broker_pb2.DeleteRecordsPartitionResponse(partition=wanted.partition, low_watermark=-1)
-                leadership = self._leaderships.get((topic.topic, wanted.partition))
-                if leadership is None:
-                    result.error.CopyFrom(self._unknown_or_not_leader(topic.topic, wanted.partition))
+                leadership = self._led(topic.topic, wanted.partition)
+                if not isinstance(leadership, Leadership):
+                    result.error.CopyFrom(leadership)
                 else:
                     log = leadership.log
                     target = log.high_watermark if wanted.offset == -1 else wanted.offset
@@ -657,9 +656,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 result = broker_pb2.ListOffsetsPartitionResponse(
                     partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
                 )
-                leadership = self._leaderships.get((topic.topic, wanted.partition))
-                if leadership is None:
-                    result.error.CopyFrom(self._unknown_or_not_leader(topic.topic, wanted.partition))
+                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                if not isinstance(leadership, Leadership):
+                    result.error.CopyFrom(leadership)
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_EARLIEST:
                     result.offset = leadership.log.log_start_offset
                 elif leadership.log.high_watermark < leadership.replica.epoch_start_offset:

@@ -18,8 +18,6 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
-from lanes.protocol.errors import LanesError, RequestTimedOutError
-
 
 @dataclass(frozen=True)
 class RecordMetadata:
@@ -151,8 +149,3 @@ class RecordFuture:
         if waiter is not None:
             yield from waiter.__await__()
         return self.result(0)
-
-
-def timed_out(what: str) -> LanesError:
-    """The error of a batch that was never acknowledged before its deadline."""
-    return RequestTimedOutError(f"{what} was never acknowledged before delivery_timeout_ms")

@@ -49,8 +49,6 @@ _ACKS = {"0": common_pb2.ACKS_NONE, "1": common_pb2.ACKS_LEADER, "all": common_p
 _RECORD_OVERHEAD_BYTES = 20  # varints and attributes of one encoded record, roughly
 
 
-_MAX_ROOM_WAIT_S = 0.1  # a blocked synchronous send re-checks its deadline this often
-
 __all__ = ["AsyncProducer", "HeadersArg", "Producer", "RecordFuture", "RecordMetadata"]
 
 
@@ -213,7 +211,7 @@ class AsyncProducer:
         with self._lock:
             if self._closed:
                 raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
-            if self._buffered + record.size_bytes > self._buffer_limit and self._buffered > 0:
+            if not self._has_room(record.size_bytes):
                 return None
             chosen = self._partitioner.partition(record.topic, record.key, num_partitions, record.partition)
             self._buffered += record.size_bytes
@@ -227,6 +225,11 @@ class AsyncProducer:
             if batch.size_bytes >= self.batch_size:
                 self._close_locked(batch)
         return RecordFuture(batch.outcome, record.topic, chosen, index, record.timestamp)
+
+    def _has_room(self, size: int) -> bool:
+        """Whether ``size`` more bytes fit the buffer (a record larger than it fits an empty one);
+        the caller holds the lock."""
+        return self._buffered + size <= self._buffer_limit or self._buffered == 0
 
     def _close_locked(self, batch: _Batch) -> None:
         self._detach_locked(batch)
@@ -307,8 +310,8 @@ class AsyncProducer:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or threading.get_ident() == self._loop_thread:  # only the loop frees room
                     raise self._buffer_full()
-                with self._room:
-                    self._room.wait(min(remaining, _MAX_ROOM_WAIT_S))
+                with self._room:  # the same lock as _append's check: no release is missed
+                    self._room.wait_for(lambda: self._has_room(record.size_bytes), remaining)
             return future
         except LanesError as exc:
             return RecordFuture.failed(exc, topic, -1 if partition is None else partition)
