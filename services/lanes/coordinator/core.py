@@ -1,0 +1,660 @@
+"""Consumer-group decisions of one coordinator shard, as a pure core (DESIGN.md section 8).
+
+Modelled on Kafka's KIP-848. Every call takes the time (``now_ms``, from the caller's clock) and
+the partition counts of the cluster's topics, decides, and returns its answer together with the
+``__consumer_offsets`` records that carry the change; the records are already applied to the
+``GroupStore`` (the same ``apply`` a replay uses). The caller appends them to the shard and
+answers the client only once they are durable; if that fails it throws the shard's state away
+and replays the log, so a decision never outlives its records.
+
+Protocol, per heartbeat:
+
+1. Join (member epoch 0), validate (an unknown member: UNKNOWN_MEMBER_ID; a stale epoch:
+   FENCED_MEMBER_EPOCH), leave (-1), or leave temporarily (-2, static members: the member keeps
+   its partitions for ``session_timeout_ms`` so a restart with the same ``group.instance.id``
+   takes them back without a rebalance).
+2. A new member, a changed subscription or assignor, or a changed partition count of a subscribed
+   topic bumps the *group epoch*; when it is ahead of the *assignment epoch* the assignor computes
+   a new target assignment (sticky: from the previous targets).
+3. The member is reconciled towards its target, revoke before assign: partitions it must give up
+   go to ``pending_revocation`` and it stays at its epoch until it reports (``owned``) that it has
+   released them (or ``rebalance_timeout_ms`` passes and it is fenced); then it moves to the
+   assignment epoch and receives the new partitions that no other member still holds. The rest
+   follow on later heartbeats as their previous owners release them.
+
+Invariant (checked by ``Group.check_invariants``): a partition is held (assigned or pending
+revocation) by at most one member of a group at any time.
+
+Offsets: commits carry the member epoch; a member may commit with its current epoch, or its
+previous one while it still holds the partition; free consumers and tools (member epoch -1)
+commit only while the group has no members, as in Kafka. Offsets of a group that has been empty
+for ``offsets_retention_ms`` expire, and so do offsets of topics an active group no longer
+subscribes to, counted from their commit time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from lanes.coordinator.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSubscription, assignor_named
+from lanes.coordinator.group import (
+    NO_PARTITIONS,
+    NOT_EMPTY,
+    CurrentAssignment,
+    Group,
+    GroupRecord,
+    GroupStore,
+    MemberIdentity,
+    OffsetCommit,
+    Partitions,
+    TopicPartition,
+    assignment_metadata_record,
+    by_topic,
+    current_record,
+    flatten,
+    group_metadata_record,
+    group_tombstones,
+    member_record,
+    offset_record,
+    target_record,
+)
+from lanes.protocol.errors import ErrorCode
+from lanes.protocol.names import is_internal_topic
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+TEMPORARY_LEAVE_EPOCH = -2
+FREE_CONSUMER_EPOCH = -1
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """Coordinator-wide group settings (flags of ``lanes coordinator``)."""
+
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_group_size: int = 10_000
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offset_metadata_max_bytes: int = 4096
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """Topic names, or a regular expression (full match, internal topics excluded)."""
+
+    topic_names: tuple[str, ...] = ()
+    topic_regex: str = ""
+
+
+@dataclass(frozen=True)
+class HeartbeatInput:
+    """One heartbeat. ``None`` fields are unchanged since the member's previous heartbeat."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str = ""
+    rack_id: str = ""
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = 0
+    subscription: Subscription | None = None
+    server_assignor: str | None = None
+    owned: Partitions | None = None
+
+
+@dataclass(frozen=True)
+class HeartbeatResult:
+    """The answer to a heartbeat."""
+
+    error: ErrorCode = ErrorCode.NONE
+    message: str = ""
+    member_id: str = ""
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Partitions | None = None
+
+
+@dataclass(frozen=True)
+class CommitEntry:
+    """One partition's commit."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+
+
+@dataclass
+class Decision:
+    """Records to append (already applied to the store)."""
+
+    records: list[GroupRecord] = field(default_factory=list)
+
+
+class GroupCoordinatorCore:
+    """The groups of one shard and every decision about them."""
+
+    def __init__(self, config: GroupConfig | None = None) -> None:
+        self.config = config or GroupConfig()
+        self.store = GroupStore()
+
+    # -----------------------------------------------------------------------------------------
+    # Loading
+
+    def loaded(self, now_ms: int) -> None:
+        """Start every member's session and revocation timers at ``now_ms`` (after a replay)."""
+        for group in self.store:
+            for member_id in group.members:
+                group.last_heartbeat_ms[member_id] = now_ms
+                if group.assignment(member_id).pending_revocation:
+                    group.revocation_deadline_ms[member_id] = now_ms + self._rebalance_timeout_ms(group, member_id)
+
+    # -----------------------------------------------------------------------------------------
+    # Heartbeat
+
+    def heartbeat(
+        self, request: HeartbeatInput, now_ms: int, partition_counts: Mapping[str, int]
+    ) -> tuple[HeartbeatResult, Decision]:
+        """Decide one heartbeat (see the module docstring)."""
+        decision = Decision()
+        group = self.store.get(request.group_id)
+        if request.member_epoch in (LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH):
+            return self._leave(group, request, now_ms, decision), decision
+        refusal = self._check_heartbeat(group, request)
+        if refusal is not None:
+            return refusal, decision
+        if group is None:
+            group = self.store.groups[request.group_id] = _new_group(request.group_id)
+        member_id = request.member_id
+        previous = group.members.get(member_id)
+        bump = False
+        if request.member_epoch == JOIN_EPOCH:
+            replaced = self._static_predecessor(group, request)
+            if replaced is not None:
+                previous = self._replace_static_member(group, replaced, member_id, decision)
+            elif previous is not None:
+                # A rejoin after the member was fenced on its side: it owns nothing any more.
+                self._set_current(group, member_id, CurrentAssignment(), decision)
+            else:
+                bump = True
+        identity = self._updated_identity(previous, request)
+        if previous is not None and _subscription_key(identity) != _subscription_key(previous):
+            bump = True
+        if identity != group.members.get(member_id):
+            self._emit(decision, member_record(group.group_id, member_id, identity))
+        group.last_heartbeat_ms[member_id] = now_ms
+
+        assignor = _preferred_assignor(group)
+        counts = _subscribed_counts(group, partition_counts)
+        rebalance = bump or assignor != group.assignor or counts != group.assigned_for_counts
+        if rebalance or group.empty_since_ms != NOT_EMPTY:
+            if rebalance:
+                group.group_epoch += 1
+            group.assignor = assignor
+            group.empty_since_ms = NOT_EMPTY
+            self._emit(decision, group_metadata_record(group))
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group, partition_counts, counts, decision)
+
+        self._reconcile(group, member_id, request.owned, now_ms, decision)
+        current = group.assignment(member_id)
+        return (
+            HeartbeatResult(
+                member_id=member_id,
+                member_epoch=current.member_epoch,
+                heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+                assignment=current.assigned,
+            ),
+            decision,
+        )
+
+    def _check_heartbeat(self, group: Group | None, request: HeartbeatInput) -> HeartbeatResult | None:
+        def refuse(code: ErrorCode, message: str) -> HeartbeatResult:
+            return HeartbeatResult(error=code, message=message, member_id=request.member_id)
+
+        if not request.member_id:
+            return refuse(ErrorCode.INVALID_REQUEST, "a heartbeat needs a member id (a UUID the client generates)")
+        if request.server_assignor and request.server_assignor not in ASSIGNORS:
+            return refuse(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                f"unknown assignor {request.server_assignor!r}; use one of {', '.join(sorted(ASSIGNORS))}",
+            )
+        if request.subscription is not None and request.subscription.topic_regex:
+            try:
+                re.compile(request.subscription.topic_regex)
+            except re.error as exc:
+                return refuse(
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    f"subscription pattern {request.subscription.topic_regex!r} is invalid: {exc}",
+                )
+        members = group.members if group is not None else {}
+        if request.member_epoch == JOIN_EPOCH:
+            if request.subscription is None:
+                return refuse(ErrorCode.INVALID_REQUEST, "a joining member must send its subscription")
+            predecessor = self._static_predecessor(group, request) if group is not None else None
+            if predecessor is not None and group is not None:
+                if group.assignment(predecessor).member_epoch != TEMPORARY_LEAVE_EPOCH:
+                    return refuse(
+                        ErrorCode.UNRELEASED_INSTANCE_ID,
+                        f"instance id {request.instance_id!r} is still used by member {predecessor}; "
+                        "it must leave first (or its session expire)",
+                    )
+            elif request.member_id not in members and len(members) >= self.config.max_group_size:
+                return refuse(
+                    ErrorCode.GROUP_MAX_SIZE_REACHED,
+                    f"group {request.group_id!r} has {len(members)} members, the most allowed",
+                )
+            return None
+        if request.member_id not in members or group is None:
+            return refuse(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"member {request.member_id} is not in group {request.group_id!r}"
+            )
+        identity = members[request.member_id]
+        if identity.instance_id != request.instance_id:
+            return refuse(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"member {request.member_id} has instance id {identity.instance_id!r}, not {request.instance_id!r}",
+            )
+        current = group.assignment(request.member_id)
+        if request.member_epoch == current.member_epoch:
+            return None
+        owned = request.owned if request.owned is not None else NO_PARTITIONS
+        if request.member_epoch == current.previous_member_epoch and owned <= current.held():
+            return None  # the member missed our last answer; it is re-sent
+        return refuse(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"member epoch {request.member_epoch} is stale (current {current.member_epoch}); rejoin with epoch 0",
+        )
+
+    @staticmethod
+    def _static_predecessor(group: Group | None, request: HeartbeatInput) -> str | None:
+        """The other member holding the joining member's instance id, if any."""
+        if group is None or not request.instance_id:
+            return None
+        for member_id, identity in group.members.items():
+            if identity.instance_id == request.instance_id and member_id != request.member_id:
+                return member_id
+        return None
+
+    def _replace_static_member(self, group: Group, old_id: str, new_id: str, decision: Decision) -> MemberIdentity:
+        """A restarted static member takes over its predecessor's assignment, without a rebalance;
+        returns the predecessor's identity."""
+        identity = group.members[old_id]
+        current = group.assignment(old_id)
+        target = group.targets.get(old_id, NO_PARTITIONS)
+        epoch = current.previous_member_epoch if current.member_epoch == TEMPORARY_LEAVE_EPOCH else current.member_epoch
+        self._remove_records(group, old_id, decision)
+        group.last_heartbeat_ms.pop(old_id, None)
+        self._emit(decision, target_record(group.group_id, new_id, target))
+        self._set_current(
+            group,
+            new_id,
+            CurrentAssignment(
+                member_epoch=epoch,
+                previous_member_epoch=current.previous_member_epoch,
+                assigned=current.assigned,
+                pending_revocation=current.pending_revocation,
+            ),
+            decision,
+        )
+        return identity
+
+    @staticmethod
+    def _updated_identity(previous: MemberIdentity | None, request: HeartbeatInput) -> MemberIdentity:
+        base = previous or MemberIdentity()
+        subscription = request.subscription
+        return MemberIdentity(
+            instance_id=request.instance_id,
+            rack_id=request.rack_id or base.rack_id,
+            client_id=request.client_id or base.client_id,
+            client_host=request.client_host or base.client_host,
+            topic_names=tuple(sorted(set(subscription.topic_names))) if subscription is not None else base.topic_names,
+            topic_regex=subscription.topic_regex if subscription is not None else base.topic_regex,
+            server_assignor=request.server_assignor if request.server_assignor is not None else base.server_assignor,
+            rebalance_timeout_ms=request.rebalance_timeout_ms or base.rebalance_timeout_ms,
+        )
+
+    def _leave(self, group: Group | None, request: HeartbeatInput, now_ms: int, decision: Decision) -> HeartbeatResult:
+        if group is None or request.member_id not in group.members:
+            return HeartbeatResult(
+                error=ErrorCode.UNKNOWN_MEMBER_ID,
+                message=f"member {request.member_id} is not in group {request.group_id!r}",
+                member_id=request.member_id,
+                member_epoch=request.member_epoch,
+            )
+        if request.member_epoch == TEMPORARY_LEAVE_EPOCH and group.members[request.member_id].instance_id:
+            current = group.assignment(request.member_id)
+            self._set_current(
+                group,
+                request.member_id,
+                CurrentAssignment(
+                    member_epoch=TEMPORARY_LEAVE_EPOCH,
+                    previous_member_epoch=current.member_epoch,
+                    assigned=current.assigned,
+                    pending_revocation=current.pending_revocation,
+                ),
+                decision,
+            )
+            group.last_heartbeat_ms[request.member_id] = now_ms
+        else:
+            self._remove_member(group, request.member_id, now_ms, decision)
+        return HeartbeatResult(member_id=request.member_id, member_epoch=request.member_epoch)
+
+    def leave(self, group_id: str, member_id: str, instance_id: str, now_ms: int) -> tuple[ErrorCode, str, Decision]:
+        """LeaveGroup: remove a member at once (a static one too, releasing its partitions)."""
+        decision = Decision()
+        group = self.store.get(group_id)
+        if group is not None and not member_id and instance_id:
+            member_id = next((m for m, i in group.members.items() if i.instance_id == instance_id), "")
+        if group is None or member_id not in group.members:
+            message = f"member {member_id or instance_id} is not in group {group_id!r}"
+            return ErrorCode.UNKNOWN_MEMBER_ID, message, decision
+        if instance_id and group.members[member_id].instance_id != instance_id:
+            message = f"member {member_id} does not have instance id {instance_id!r}"
+            return ErrorCode.FENCED_INSTANCE_ID, message, decision
+        self._remove_member(group, member_id, now_ms, decision)
+        return ErrorCode.NONE, "", decision
+
+    # -----------------------------------------------------------------------------------------
+    # Timers
+
+    def expire(self, now_ms: int) -> tuple[list[tuple[str, str, str]], Decision]:
+        """Fence members whose session expired or who did not revoke in time, and drop expired
+        offsets and groups. Returns (group id, member id, reason) of each fenced member."""
+        decision = Decision()
+        fenced: list[tuple[str, str, str]] = []
+        for group in list(self.store):
+            for member_id in list(group.members):
+                last = group.last_heartbeat_ms.get(member_id, now_ms)
+                deadline = group.revocation_deadline_ms.get(member_id)
+                if now_ms - last > self.config.session_timeout_ms:
+                    timeout_ms = self.config.session_timeout_ms
+                    reason = f"no heartbeat for {now_ms - last} ms (session timeout {timeout_ms} ms)"
+                elif deadline is not None and now_ms > deadline and group.assignment(member_id).pending_revocation:
+                    reason = "did not revoke its partitions within its rebalance timeout"
+                else:
+                    continue
+                fenced.append((group.group_id, member_id, reason))
+                self._remove_member(group, member_id, now_ms, decision)
+            self._expire_offsets(group, now_ms, decision)
+        return fenced, decision
+
+    def _expire_offsets(self, group: Group, now_ms: int, decision: Decision) -> None:
+        retention = self.config.offsets_retention_ms
+        if not group.members:
+            if group.empty_since_ms != NOT_EMPTY and now_ms - group.empty_since_ms >= retention:
+                for record in group_tombstones(group):
+                    self._emit(decision, record)
+            return
+        subscribed = set(group.assigned_for_counts or {})
+        for partition, commit in sorted(group.offsets.items()):
+            unsubscribed = group.assigned_for_counts is not None and partition[0] not in subscribed
+            if unsubscribed and now_ms - commit.commit_timestamp_ms >= retention:
+                self._emit(decision, offset_record(group.group_id, partition, None))
+
+    # -----------------------------------------------------------------------------------------
+    # Offsets
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        entries: Sequence[CommitEntry],
+        *,
+        now_ms: int,
+        partition_counts: Mapping[str, int],
+    ) -> tuple[list[tuple[CommitEntry, ErrorCode, str]], Decision]:
+        """Commit positions; per entry its outcome."""
+        decision = Decision()
+        group = self.store.get(group_id)
+        refusal = self._check_committer(group, group_id, member_id, member_epoch, entries)
+        outcomes: list[tuple[CommitEntry, ErrorCode, str]] = []
+        for entry in entries:
+            code, message = refusal or _check_entry(entry, partition_counts, self.config.offset_metadata_max_bytes)
+            outcomes.append((entry, code, message))
+        if not any(code is ErrorCode.NONE for _, code, _ in outcomes):
+            return outcomes, decision
+        if group is None:
+            group = self.store.groups[group_id] = _new_group(group_id)
+            group.empty_since_ms = now_ms
+            self._emit(decision, group_metadata_record(group))
+        for entry, code, _ in outcomes:
+            if code is ErrorCode.NONE:
+                commit = OffsetCommit(entry.offset, entry.leader_epoch, entry.metadata, now_ms)
+                self._emit(decision, offset_record(group_id, (entry.topic, entry.partition), commit))
+        return outcomes, decision
+
+    def _check_committer(
+        self, group: Group | None, group_id: str, member_id: str, member_epoch: int, entries: Sequence[CommitEntry]
+    ) -> tuple[ErrorCode, str] | None:
+        if not member_id or member_epoch == FREE_CONSUMER_EPOCH:
+            if group is not None and group.members:
+                return (
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    f"group {group_id!r} has {len(group.members)} members; only its members may commit "
+                    "(a free consumer or tool may commit only while the group is empty)",
+                )
+            return None
+        if group is None or member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group_id!r}; rejoin the group"
+        current = group.assignment(member_id)
+        if member_epoch == current.member_epoch:
+            return None
+        committed = {(e.topic, e.partition) for e in entries}
+        if member_epoch == current.previous_member_epoch and committed <= current.held():
+            return None
+        return (
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"member epoch {member_epoch} is stale (current {current.member_epoch}); the commit is refused",
+        )
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetCommit | None]:
+        """Committed offsets of ``partitions`` (None: every partition with one)."""
+        group = self.store.get(group_id)
+        offsets = group.offsets if group is not None else {}
+        if partitions is None:
+            return dict(sorted(offsets.items()))
+        return {partition: offsets.get(partition) for partition in partitions}
+
+    def reset_offsets(
+        self, group_id: str, new_offsets: Mapping[TopicPartition, int], now_ms: int
+    ) -> tuple[ErrorCode, str, Decision]:
+        """Set an empty group's committed offsets (the caller computed them from the logs)."""
+        decision = Decision()
+        group = self.store.get(group_id)
+        if group is not None and group.members:
+            return (
+                ErrorCode.NON_EMPTY_GROUP,
+                f"group {group_id!r} has {len(group.members)} active members; stop them before resetting offsets",
+                decision,
+            )
+        if group is None:
+            group = self.store.groups[group_id] = _new_group(group_id)
+            group.empty_since_ms = now_ms
+            self._emit(decision, group_metadata_record(group))
+        for partition, offset in sorted(new_offsets.items()):
+            previous = group.offsets.get(partition)
+            commit = OffsetCommit(offset, -1, previous.metadata if previous else "", now_ms)
+            self._emit(decision, offset_record(group_id, partition, commit))
+        return ErrorCode.NONE, "", decision
+
+    def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]], Decision]:
+        """Delete committed offsets of topics the group does not subscribe to."""
+        decision = Decision()
+        group = self.store.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND, [], decision
+        subscribed = {t for member_id in group.members for t in _member_topics(group, member_id, None)}
+        results: list[tuple[TopicPartition, ErrorCode]] = []
+        for partition in partitions:
+            if partition[0] in subscribed:
+                results.append((partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                continue
+            if partition in group.offsets:
+                self._emit(decision, offset_record(group_id, partition, None))
+            results.append((partition, ErrorCode.NONE))
+        return ErrorCode.NONE, results, decision
+
+    def delete_group(self, group_id: str) -> tuple[ErrorCode, str, Decision]:
+        """Delete an empty group with its offsets."""
+        decision = Decision()
+        group = self.store.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r} does not exist", decision
+        if group.members:
+            return (
+                ErrorCode.NON_EMPTY_GROUP,
+                f"group {group_id!r} has {len(group.members)} active members; stop them first",
+                decision,
+            )
+        for record in group_tombstones(group):
+            self._emit(decision, record)
+        return ErrorCode.NONE, "", decision
+
+    # -----------------------------------------------------------------------------------------
+    # Assignment and reconciliation
+
+    def _compute_target(
+        self, group: Group, partition_counts: Mapping[str, int], counts: dict[str, int], decision: Decision
+    ) -> None:
+        members = [
+            MemberSubscription(
+                member_id=member_id,
+                topics=frozenset(_member_topics(group, member_id, partition_counts)),
+                previous=by_topic(group.targets.get(member_id, NO_PARTITIONS)),
+            )
+            for member_id in sorted(group.members)
+        ]
+        assignment = assignor_named(group.assignor)(members, counts)
+        for member_id in sorted(group.members):
+            target = flatten(assignment.get(member_id, {}))
+            if group.targets.get(member_id) != target:
+                self._emit(decision, target_record(group.group_id, member_id, target))
+        self._emit(decision, assignment_metadata_record(group.group_id, group.group_epoch))
+        group.assigned_for_counts = counts
+
+    def _reconcile(
+        self, group: Group, member_id: str, owned: Partitions | None, now_ms: int, decision: Decision
+    ) -> None:
+        current = group.assignment(member_id)
+        target = group.targets.get(member_id, NO_PARTITIONS)
+        if current.pending_revocation:
+            if owned is None or owned & current.pending_revocation:
+                return  # still revoking
+            current = CurrentAssignment(current.member_epoch, current.previous_member_epoch, current.assigned)
+            group.revocation_deadline_ms.pop(member_id, None)
+        revoke = current.assigned - target
+        if revoke:
+            self._set_current(
+                group,
+                member_id,
+                CurrentAssignment(
+                    current.member_epoch, current.previous_member_epoch, current.assigned & target, revoke
+                ),
+                decision,
+            )
+            group.revocation_deadline_ms[member_id] = now_ms + self._rebalance_timeout_ms(group, member_id)
+            return
+        held_by_others: set[TopicPartition] = set()
+        for other_id, other in group.current.items():
+            if other_id != member_id:
+                held_by_others |= other.held()
+        grant = (target - current.assigned) - held_by_others
+        updated = CurrentAssignment(
+            member_epoch=group.assignment_epoch,
+            previous_member_epoch=current.member_epoch
+            if current.member_epoch != group.assignment_epoch
+            else current.previous_member_epoch,
+            assigned=current.assigned | grant,
+        )
+        if updated != group.current.get(member_id):
+            self._set_current(group, member_id, updated, decision)
+
+    def _rebalance_timeout_ms(self, group: Group, member_id: str) -> int:
+        identity = group.members.get(member_id)
+        timeout = identity.rebalance_timeout_ms if identity is not None else 0
+        return timeout or self.config.session_timeout_ms
+
+    # -----------------------------------------------------------------------------------------
+    # Record helpers
+
+    def _emit(self, decision: Decision, record: GroupRecord) -> None:
+        self.store.apply(*record)
+        decision.records.append(record)
+
+    def _set_current(self, group: Group, member_id: str, current: CurrentAssignment, decision: Decision) -> None:
+        self._emit(decision, current_record(group.group_id, member_id, current))
+
+    def _remove_records(self, group: Group, member_id: str, decision: Decision) -> None:
+        self._emit(decision, member_record(group.group_id, member_id, None))
+        self._emit(decision, target_record(group.group_id, member_id, None))
+        self._emit(decision, current_record(group.group_id, member_id, None))
+
+    def _remove_member(self, group: Group, member_id: str, now_ms: int, decision: Decision) -> None:
+        """A member leaves or is fenced: its partitions are free at once; the group rebalances."""
+        self._remove_records(group, member_id, decision)
+        group.group_epoch += 1
+        if not group.members:
+            group.empty_since_ms = now_ms
+        self._emit(decision, group_metadata_record(group))
+
+
+def _new_group(group_id: str) -> Group:
+    return Group(group_id)
+
+
+def _subscription_key(identity: MemberIdentity) -> tuple[tuple[str, ...], str, str]:
+    return identity.topic_names, identity.topic_regex, identity.server_assignor
+
+
+def _member_topics(group: Group, member_id: str, partition_counts: Mapping[str, int] | None) -> set[str]:
+    """Topics a member subscribes to that exist (by name, or matching its pattern)."""
+    identity = group.members[member_id]
+    if identity.topic_regex:
+        if partition_counts is None:
+            return set(group.assigned_for_counts or {})
+        pattern = re.compile(identity.topic_regex)
+        return {t for t in partition_counts if not is_internal_topic(t) and pattern.fullmatch(t)}
+    if partition_counts is None:
+        return set(identity.topic_names)
+    return {t for t in identity.topic_names if t in partition_counts}
+
+
+def _subscribed_counts(group: Group, partition_counts: Mapping[str, int]) -> dict[str, int]:
+    topics: set[str] = set()
+    for member_id in group.members:
+        topics |= _member_topics(group, member_id, partition_counts)
+    return {topic: partition_counts[topic] for topic in sorted(topics)}
+
+
+def _preferred_assignor(group: Group) -> str:
+    """The assignor most members ask for (ties: by name); the default when none asks."""
+    votes = Counter(identity.server_assignor for identity in group.members.values() if identity.server_assignor)
+    if not votes:
+        return DEFAULT_ASSIGNOR
+    return min(votes, key=lambda name: (-votes[name], name))
+
+
+def _check_entry(
+    entry: CommitEntry, partition_counts: Mapping[str, int], metadata_max_bytes: int
+) -> tuple[ErrorCode, str]:
+    if not 0 <= entry.partition < partition_counts.get(entry.topic, 0):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{entry.topic}-{entry.partition} does not exist"
+    if entry.offset < 0:
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE, f"offset {entry.offset} is negative"
+    if len(entry.metadata.encode()) > metadata_max_bytes:
+        return (
+            ErrorCode.OFFSET_METADATA_TOO_LARGE,
+            f"commit metadata of {len(entry.metadata.encode())} bytes exceeds {metadata_max_bytes}",
+        )
+    return ErrorCode.NONE, ""

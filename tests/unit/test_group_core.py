@@ -1,0 +1,431 @@
+"""The consumer-group core (lanes.coordinator.core): KIP-848 reconciliation, fencing, static
+membership, offsets, retention, and replay of its records — driven with an explicit clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lanes.coordinator.core import (
+    CommitEntry,
+    GroupConfig,
+    GroupCoordinatorCore,
+    HeartbeatInput,
+    HeartbeatResult,
+    Subscription,
+)
+from lanes.coordinator.group import GroupRecord, GroupStore, Partitions
+from lanes.protocol.errors import ErrorCode
+from lanes.v1 import coordinator_pb2
+
+COUNTS = {"orders": 6, "payments": 2}
+CONFIG = GroupConfig(session_timeout_ms=10_000, heartbeat_interval_ms=1_000, offsets_retention_ms=60_000)
+
+
+@dataclass
+class Client:
+    """A member as a well-behaved client runs it: it uses what it was assigned, and releases
+    revoked partitions at once (or later, when ``slow``)."""
+
+    member_id: str
+    topics: tuple[str, ...] = ("orders",)
+    instance_id: str = ""
+    epoch: int = 0
+    owned: Partitions = frozenset()
+    log: list[HeartbeatResult] = field(default_factory=list)
+
+
+class Harness:
+    def __init__(self, config: GroupConfig = CONFIG) -> None:
+        self.core = GroupCoordinatorCore(config)
+        self.now_ms = 1_000_000
+        self.counts = dict(COUNTS)
+        self.records: list[GroupRecord] = []
+
+    def beat(self, client: Client, *, release: bool = True, epoch: int | None = None) -> HeartbeatResult:
+        joining = client.epoch == 0
+        result, decision = self.core.heartbeat(
+            HeartbeatInput(
+                group_id="g",
+                member_id=client.member_id,
+                member_epoch=client.epoch if epoch is None else epoch,
+                instance_id=client.instance_id,
+                subscription=Subscription(client.topics) if joining else None,
+                owned=client.owned,
+            ),
+            self.now_ms,
+            self.counts,
+        )
+        self.records.extend(decision.records)
+        client.log.append(result)
+        if result.error is ErrorCode.NONE and result.member_epoch >= 0:
+            client.epoch = result.member_epoch
+            assert result.assignment is not None
+            kept = client.owned & result.assignment if release else client.owned
+            client.owned = kept | (result.assignment - client.owned)
+        self.check()
+        return result
+
+    def check(self) -> None:
+        group = self.core.store.get("g")
+        if group is not None:
+            group.check_invariants()
+
+    def group(self):  # type: ignore[no-untyped-def]
+        group = self.core.store.get("g")
+        assert group is not None
+        return group
+
+
+def settle(harness: Harness, clients: list[Client], rounds: int = 6) -> None:
+    for _ in range(rounds):
+        for client in clients:
+            harness.beat(client)
+
+
+def test_first_member_gets_everything_then_shares_after_revoking() -> None:
+    h = Harness()
+    a, b = Client("a"), Client("b")
+    h.beat(a)
+    assert a.owned == {("orders", p) for p in range(6)}
+    assert h.group().state() == coordinator_pb2.GROUP_STATE_STABLE
+
+    h.beat(b)  # b joins: nothing free yet
+    assert b.owned == frozenset()
+    assert h.group().state() == coordinator_pb2.GROUP_STATE_RECONCILING
+    h.beat(a, release=False)  # a is told to revoke three but has not yet
+    assert len(h.group().current["a"].pending_revocation) == 3
+    h.beat(b)
+    assert b.owned == frozenset(), "b got partitions a still holds"
+    h.beat(a)  # a releases them ...
+    assert h.group().current["a"].pending_revocation, "released but not reported yet"
+    h.beat(a)  # ... and reports it
+    h.beat(b)
+    assert len(a.owned) == 3 and len(b.owned) == 3 and not a.owned & b.owned
+    assert h.group().state() == coordinator_pb2.GROUP_STATE_STABLE
+    assert a.epoch == b.epoch == h.group().assignment_epoch == h.group().group_epoch == 2
+
+
+def test_leave_frees_partitions_for_the_others() -> None:
+    h = Harness()
+    a, b = Client("a"), Client("b")
+    settle(h, [a, b])
+    h.beat(b, epoch=-1)
+    h.beat(a)
+    assert len(a.owned) == 6
+    assert "b" not in h.group().members
+
+
+def test_silent_member_is_fenced_after_the_session_timeout() -> None:
+    h = Harness()
+    a, b = Client("a"), Client("b")
+    settle(h, [a, b])
+    h.now_ms += CONFIG.session_timeout_ms - 1
+    h.beat(a)
+    fenced, _ = h.core.expire(h.now_ms)
+    assert fenced == []
+    h.now_ms += 2
+    fenced, _ = h.core.expire(h.now_ms)
+    assert [(g, m) for g, m, _ in fenced] == [("g", "b")]
+    h.beat(a)
+    assert len(a.owned) == 6
+    assert h.beat(b).error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() -> None:
+    h = Harness()
+    a = Client("a")
+    h.beat(a)
+    b = Client("b")
+    h.beat(b)
+    h.beat(a, release=False)
+    h.now_ms += CONFIG.session_timeout_ms // 2
+    h.beat(a, release=False)  # still heartbeating, never releasing
+    h.beat(b)
+    h.now_ms += CONFIG.session_timeout_ms // 2 + 1
+    h.beat(b)
+    fenced, _ = h.core.expire(h.now_ms)
+    assert [m for _, m, _ in fenced] == ["a"]
+    h.beat(b)
+    assert len(b.owned) == 6
+
+
+def test_stale_epoch_is_fenced_and_rejoin_owns_nothing() -> None:
+    h = Harness()
+    a, b = Client("a"), Client("b")
+    settle(h, [a, b])
+    assert h.beat(a, epoch=a.epoch + 7).error is ErrorCode.FENCED_MEMBER_EPOCH
+    a.epoch, a.owned = 0, frozenset()
+    h.beat(a)
+    settle(h, [a, b])
+    assert len(a.owned) == 3 and len(b.owned) == 3
+
+
+def test_static_member_keeps_its_partitions_across_a_quick_restart() -> None:
+    h = Harness()
+    a, b = Client("a", instance_id="pod-0"), Client("b", instance_id="pod-1")
+    settle(h, [a, b])
+    before_epoch = h.group().group_epoch
+    partitions = a.owned
+    h.beat(a, epoch=-2)
+    h.beat(b)
+    assert len(b.owned) == 3, "a temporarily departed static member's partitions must not move"
+    a2 = Client("a-restarted", instance_id="pod-0")
+    h.beat(a2)
+    assert a2.owned == partitions
+    assert h.group().group_epoch == before_epoch
+    assert "a" not in h.group().members
+
+
+def test_static_instance_in_use_is_refused_until_released() -> None:
+    h = Harness()
+    a = Client("a", instance_id="pod-0")
+    h.beat(a)
+    result = h.beat(Client("a2", instance_id="pod-0"))
+    assert result.error is ErrorCode.UNRELEASED_INSTANCE_ID
+
+
+def test_temporarily_departed_static_member_expires_after_the_session_timeout() -> None:
+    h = Harness()
+    a, b = Client("a", instance_id="pod-0"), Client("b")
+    settle(h, [a, b])
+    h.beat(a, epoch=-2)
+    h.now_ms += CONFIG.session_timeout_ms + 1
+    h.beat(b)
+    h.core.expire(h.now_ms)
+    h.beat(b)
+    assert len(b.owned) == 6
+
+
+def test_new_partitions_trigger_a_rebalance() -> None:
+    h = Harness()
+    a = Client("a")
+    h.beat(a)
+    h.counts["orders"] = 8
+    h.beat(a)
+    assert len(a.owned) == 8
+
+
+def test_regex_subscription_follows_topics_and_never_internal_ones() -> None:
+    h = Harness()
+    h.counts["__consumer_offsets"] = 50
+    a = Client("a")
+    result, _ = h.core.heartbeat(
+        HeartbeatInput("g", "a", 0, subscription=Subscription(topic_regex=".*")), h.now_ms, h.counts
+    )
+    assert result.assignment is not None
+    assert {t for t, _ in result.assignment} == {"orders", "payments"}
+    h.counts["refunds"] = 1
+    a.epoch = result.member_epoch
+    a.owned = result.assignment
+    h.beat(a)
+    assert ("refunds", 0) in a.owned
+
+
+def test_bad_requests_get_clear_errors() -> None:
+    h = Harness()
+    bad_regex, _ = h.core.heartbeat(
+        HeartbeatInput("g", "a", 0, subscription=Subscription(topic_regex="(")), h.now_ms, h.counts
+    )
+    assert bad_regex.error is ErrorCode.INVALID_REGULAR_EXPRESSION
+    bad_assignor, _ = h.core.heartbeat(
+        HeartbeatInput("g", "a", 0, subscription=Subscription(("orders",)), server_assignor="sticky"),
+        h.now_ms,
+        h.counts,
+    )
+    assert bad_assignor.error is ErrorCode.UNSUPPORTED_ASSIGNOR and "uniform" in bad_assignor.message
+    unknown, _ = h.core.heartbeat(HeartbeatInput("g", "nobody", 3), h.now_ms, h.counts)
+    assert unknown.error is ErrorCode.UNKNOWN_MEMBER_ID
+    full = Harness(GroupConfig(max_group_size=1))
+    full.beat(Client("a"))
+    assert full.beat(Client("b")).error is ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert h.core.store.get("g") is None, "refused requests must leave no state behind"
+
+
+def test_group_chooses_the_assignor_its_members_ask_for() -> None:
+    h = Harness()
+    for member_id in ("a", "b"):
+        h.core.heartbeat(
+            HeartbeatInput("g", member_id, 0, subscription=Subscription(("orders",)), server_assignor="range"),
+            h.now_ms,
+            h.counts,
+        )
+    assert h.group().assignor == "range"
+
+
+def test_commits_are_fenced_by_member_epoch() -> None:
+    h = Harness()
+    a, b = Client("a"), Client("b")
+    settle(h, [a, b])
+    entry = CommitEntry("orders", sorted(a.owned)[0][1], 42, metadata="m")
+    outcomes, _ = h.core.commit_offsets("g", "a", a.epoch, [entry], now_ms=h.now_ms, partition_counts=h.counts)
+    assert outcomes[0][1] is ErrorCode.NONE
+    stale, _ = h.core.commit_offsets("g", "a", a.epoch + 5, [entry], now_ms=h.now_ms, partition_counts=h.counts)
+    assert stale[0][1] is ErrorCode.FENCED_MEMBER_EPOCH
+    unknown, _ = h.core.commit_offsets("g", "zombie", 1, [entry], now_ms=h.now_ms, partition_counts=h.counts)
+    assert unknown[0][1] is ErrorCode.UNKNOWN_MEMBER_ID
+    free, _ = h.core.commit_offsets("g", "", -1, [entry], now_ms=h.now_ms, partition_counts=h.counts)
+    assert free[0][1] is ErrorCode.UNKNOWN_MEMBER_ID and "empty" in free[0][2]
+    committed = h.core.fetch_offsets("g", [("orders", entry.partition), ("orders", 5)])
+    assert committed[("orders", entry.partition)] is not None
+    assert committed[("orders", entry.partition)].offset == 42  # type: ignore[union-attr]
+    assert committed[("orders", 5)] is None or committed[("orders", 5)].offset != 42  # type: ignore[union-attr]
+
+
+def test_free_commits_and_bad_entries() -> None:
+    h = Harness()
+    entries = [
+        CommitEntry("orders", 0, 10),
+        CommitEntry("orders", 9, 10),
+        CommitEntry("nope", 0, 1),
+        CommitEntry("orders", 1, -3),
+        CommitEntry("orders", 2, 1, metadata="x" * 5000),
+    ]
+    outcomes, decision = h.core.commit_offsets("free", "", -1, entries, now_ms=h.now_ms, partition_counts=h.counts)
+    assert [code for _, code, _ in outcomes] == [
+        ErrorCode.NONE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+        ErrorCode.OFFSET_METADATA_TOO_LARGE,
+    ]
+    assert list(h.core.fetch_offsets("free", None)) == [("orders", 0)]
+    assert h.core.store.get("free") is not None
+    assert h.core.store.get("free").state() == coordinator_pb2.GROUP_STATE_EMPTY  # type: ignore[union-attr]
+    assert len([r for r in decision.records if r[0].HasField("offset_commit")]) == 1
+
+
+def test_offsets_of_an_empty_group_expire_after_the_retention() -> None:
+    h = Harness()
+    a = Client("a")
+    h.beat(a)
+    h.core.commit_offsets("g", "a", a.epoch, [CommitEntry("orders", 0, 5)], now_ms=h.now_ms, partition_counts=h.counts)
+    h.beat(a, epoch=-1)
+    h.now_ms += CONFIG.offsets_retention_ms - 1
+    h.core.expire(h.now_ms)
+    assert h.core.fetch_offsets("g", None)
+    h.now_ms += 1
+    h.core.expire(h.now_ms)
+    assert h.core.store.get("g") is None
+
+
+def test_delete_and_reset_need_an_empty_group() -> None:
+    h = Harness()
+    a = Client("a")
+    h.beat(a)
+    assert h.core.delete_group("g")[0] is ErrorCode.NON_EMPTY_GROUP
+    assert h.core.reset_offsets("g", {("orders", 0): 3}, h.now_ms)[0] is ErrorCode.NON_EMPTY_GROUP
+    code, results, _ = h.core.delete_offsets("g", [("orders", 0), ("payments", 1)])
+    assert code is ErrorCode.NONE
+    assert [c for _, c in results] == [ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.NONE]
+    h.beat(a, epoch=-1)
+    assert h.core.reset_offsets("g", {("orders", 0): 3}, h.now_ms)[0] is ErrorCode.NONE
+    assert h.core.fetch_offsets("g", None)[("orders", 0)].offset == 3  # type: ignore[union-attr]
+    assert h.core.delete_group("g")[0] is ErrorCode.NONE
+    assert h.core.store.get("g") is None
+    assert h.core.delete_group("g")[0] is ErrorCode.GROUP_ID_NOT_FOUND
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay and a randomized protocol simulation
+
+
+def compacted(records: list[GroupRecord]) -> list[GroupRecord]:
+    """What log compaction leaves: the last record of each key, in log order, tombstones removed."""
+    last: dict[bytes, int] = {}
+    for index, (key, _) in enumerate(records):
+        last[key.SerializeToString(deterministic=True)] = index
+    return [
+        r for i, r in enumerate(records) if last[r[0].SerializeToString(deterministic=True)] == i and r[1] is not None
+    ]
+
+
+def durable_view(store: GroupStore) -> dict[str, object]:
+    return {
+        g.group_id: (
+            g.group_epoch,
+            g.assignor,
+            g.empty_since_ms,
+            g.assignment_epoch,
+            g.members,
+            g.targets,
+            g.current,
+            g.offsets,
+        )
+        for g in store
+    }
+
+
+operations = st.lists(
+    st.tuples(
+        st.sampled_from(["beat", "beat", "slow-beat", "slow-beat", "leave", "crash", "tick", "grow", "commit"]),
+        st.integers(0, 2),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=operations)
+def test_random_membership_never_gives_a_partition_two_owners_and_replays_exactly(ops: list[tuple[str, int]]) -> None:
+    h = Harness()
+    clients = [Client(f"m{i}", topics=("orders", "payments") if i % 2 else ("orders",)) for i in range(3)]
+    active: set[int] = set()
+    for op, index in ops:
+        client = clients[index]
+        if op in ("beat", "slow-beat"):
+            result = h.beat(client, release=op == "beat")
+            if result.error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH):
+                client.epoch, client.owned = 0, frozenset()  # the client drops everything and rejoins
+            else:
+                active.add(index)
+        elif op == "leave" and index in active:
+            h.beat(client, epoch=-1)
+            client.epoch, client.owned = 0, frozenset()
+            active.discard(index)
+        elif op == "crash":
+            client.owned = frozenset()  # it stops using partitions; the coordinator will fence it
+            active.discard(index)
+        elif op == "tick":
+            h.now_ms += 4_000
+            _, decision = h.core.expire(h.now_ms)
+            h.records.extend(decision.records)
+            for c in clients:  # a client whose session lapsed without a heartbeat drops its partitions
+                group = h.core.store.get("g")
+                if group is None or c.member_id not in group.members:
+                    c.owned = frozenset()
+        elif op == "grow":
+            h.counts["orders"] += 1
+        elif op == "commit" and client.owned:
+            topic, partition = sorted(client.owned)[0]
+            _, decision = h.core.commit_offsets(
+                "g",
+                client.member_id,
+                client.epoch,
+                [CommitEntry(topic, partition, 7)],
+                now_ms=h.now_ms,
+                partition_counts=h.counts,
+            )
+            h.records.extend(decision.records)
+        owners: dict[tuple[str, int], str] = {}
+        for c in clients:
+            for partition in c.owned:
+                assert owners.setdefault(partition, c.member_id) == c.member_id, f"{partition} used by two clients"
+        h.check()
+
+    replayed = GroupStore()
+    replayed.apply_all(h.records)
+    assert durable_view(replayed) == durable_view(h.core.store)
+    from_compacted = GroupStore()
+    from_compacted.apply_all(compacted(h.records))
+    assert durable_view(from_compacted) == durable_view(h.core.store)
+
+    # Liveness: once everyone heartbeats and releases promptly, the group converges.
+    live = [c for c in clients if (g := h.core.store.get("g")) is not None and c.member_id in g.members]
+    settle(h, live, rounds=4)
+    group = h.core.store.get("g")
+    if group is not None and live:
+        assert group.state() == coordinator_pb2.GROUP_STATE_STABLE
+        assert {p for c in live for p in c.owned} == {p for t in group.targets.values() for p in t}
