@@ -103,7 +103,9 @@ def test_first_member_gets_everything_then_shares_after_revoking() -> None:
     assert h.group().current["a"].pending_revocation, "released but not reported yet"
     h.beat(a)  # ... and reports it
     h.beat(b)
-    assert len(a.owned) == 3 and len(b.owned) == 3 and not a.owned & b.owned
+    assert len(a.owned) == 3
+    assert len(b.owned) == 3
+    assert not a.owned & b.owned
     assert h.group().state() == coordinator_pb2.GROUP_STATE_STABLE
     assert a.epoch == b.epoch == h.group().assignment_epoch == h.group().group_epoch == 2
 
@@ -160,7 +162,8 @@ def test_stale_epoch_is_fenced_and_rejoin_owns_nothing() -> None:
     a.epoch, a.owned = 0, frozenset()
     h.beat(a)
     settle(h, [a, b])
-    assert len(a.owned) == 3 and len(b.owned) == 3
+    assert len(a.owned) == 3
+    assert len(b.owned) == 3
 
 
 def test_static_member_keeps_its_partitions_across_a_quick_restart() -> None:
@@ -235,7 +238,8 @@ def test_bad_requests_get_clear_errors() -> None:
         h.now_ms,
         h.counts,
     )
-    assert bad_assignor.error is ErrorCode.UNSUPPORTED_ASSIGNOR and "uniform" in bad_assignor.message
+    assert bad_assignor.error is ErrorCode.UNSUPPORTED_ASSIGNOR
+    assert "uniform" in bad_assignor.message
     unknown, _ = h.core.heartbeat(HeartbeatInput("g", "nobody", 3), h.now_ms, h.counts)
     assert unknown.error is ErrorCode.UNKNOWN_MEMBER_ID
     full = Harness(GroupConfig(max_group_size=1))
@@ -267,7 +271,8 @@ def test_commits_are_fenced_by_member_epoch() -> None:
     unknown, _ = h.core.commit_offsets("g", "zombie", 1, [entry], now_ms=h.now_ms, partition_counts=h.counts)
     assert unknown[0][1] is ErrorCode.UNKNOWN_MEMBER_ID
     free, _ = h.core.commit_offsets("g", "", -1, [entry], now_ms=h.now_ms, partition_counts=h.counts)
-    assert free[0][1] is ErrorCode.UNKNOWN_MEMBER_ID and "empty" in free[0][2]
+    assert free[0][1] is ErrorCode.UNKNOWN_MEMBER_ID
+    assert "empty" in free[0][2]
     committed = h.core.fetch_offsets("g", [("orders", entry.partition), ("orders", 5)])
     assert committed[("orders", entry.partition)] is not None
     assert committed[("orders", entry.partition)].offset == 42  # type: ignore[union-attr]
