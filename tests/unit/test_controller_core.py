@@ -366,3 +366,107 @@ class ControllerMachine(RuleBasedStateMachine):
 
 ControllerMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=40, deadline=None)
 TestControllerMachine = ControllerMachine.TestCase
+
+
+# ---------------------------------------------------------------------------------------------
+# Group coordinators and the shards of __consumer_offsets
+
+
+def _register_coordinator(cluster: Cluster, coordinator_id: int, incarnation: str = "") -> Decision:
+    decision = cluster.commit(
+        cluster.core.register_coordinator(
+            coordinator_id,
+            incarnation or f"c-{next(cluster.incarnations)}",
+            cluster_id="",
+            host="127.0.0.1",
+            port=9500 + coordinator_id,
+        )
+    )
+    assert decision.error is ErrorCode.NONE, decision.message
+    return decision
+
+
+def _owners(cluster: Cluster) -> Counter[int]:
+    return Counter(shard.coordinator_id for shard in cluster.state.shards.values())
+
+
+def test_offsets_topic_waits_for_a_coordinator_and_enough_brokers() -> None:
+    cluster = Cluster()
+    cluster.core.default_replication_factor = 2
+    cluster.core.offsets_topic_partitions = 10
+    cluster.start_broker(1)
+    assert not cluster.commit(cluster.core.ensure_offsets_topic()).records, "no coordinator yet"
+    _register_coordinator(cluster, 1)
+    cluster.commit(cluster.core.register_broker(2, "b2", cluster_id="", host="h", port=2))
+    assert not cluster.commit(cluster.core.ensure_offsets_topic()).records, "broker 2 is registered but fenced"
+    cluster.commit(cluster.core.broker_heartbeat(2, cluster.state.brokers[2].epoch, cluster.state.last_offset))
+    cluster.commit(cluster.core.ensure_offsets_topic())
+    topic = cluster.state.topic("__consumer_offsets")
+    assert topic is not None
+    assert topic.internal
+    assert len(topic.partitions) == 10
+    assert all(len(p.replicas) == 2 for p in topic.partitions.values())
+    assert cluster.state.topic_configs("__consumer_offsets") == {"cleanup.policy": "compact"}
+    assert _owners(cluster) == {1: 10}
+    producer_ids = {s.producer_id for s in cluster.state.shards.values()}
+    assert len(producer_ids) == 10, "each shard writes with a producer id of its own"
+    assert cluster.state.next_producer_id > max(producer_ids), "shard producer ids are never handed out again"
+    assert not cluster.commit(cluster.core.ensure_offsets_topic()).records
+
+
+def test_shards_are_balanced_and_move_only_when_needed() -> None:
+    cluster = Cluster()
+    cluster.core.offsets_topic_partitions = 7
+    cluster.start_broker(1)
+    _register_coordinator(cluster, 1)
+    cluster.commit(cluster.core.ensure_offsets_topic())
+    before = dict(cluster.state.shards)
+    _register_coordinator(cluster, 2)
+    assert _owners(cluster) == {1: 4, 2: 3}
+    moved = [s for s in before if before[s].coordinator_id != cluster.state.shards[s].coordinator_id]
+    assert len(moved) == 3, "only the new coordinator's share moves"
+    for shard in moved:
+        assert cluster.state.shards[shard].shard_epoch == before[shard].shard_epoch + 1
+        assert cluster.state.shards[shard].producer_id == before[shard].producer_id
+    _register_coordinator(cluster, 3)
+    assert sorted(_owners(cluster).values()) == [2, 2, 3]
+
+    owned_by_2 = {s for s, o in cluster.state.shards.items() if o.coordinator_id == 2}
+    cluster.commit(cluster.core.fence_coordinator(2, "session timeout"))
+    assert cluster.state.coordinators[2].fenced
+    assert 2 not in _owners(cluster)
+    assert sorted(_owners(cluster).values()) == [3, 4]
+    assert all(cluster.state.shards[s].shard_epoch >= 2 for s in owned_by_2)
+    assert cluster.core.coordinator_heartbeat(2, cluster.state.coordinators[2].epoch).error is (
+        ErrorCode.STALE_BROKER_EPOCH
+    )
+
+
+def test_a_restarted_coordinator_reloads_its_shards_under_a_new_epoch() -> None:
+    cluster = Cluster()
+    cluster.core.offsets_topic_partitions = 4
+    cluster.start_broker(1)
+    _register_coordinator(cluster, 1, "first")
+    cluster.commit(cluster.core.ensure_offsets_topic())
+    epochs = {s: o.shard_epoch for s, o in cluster.state.shards.items()}
+    refused = cluster.core.register_coordinator(
+        1, "second", cluster_id="", host="h", port=1, previous_session_alive=True
+    )
+    assert refused.error is ErrorCode.DUPLICATE_BROKER_REGISTRATION
+    _register_coordinator(cluster, 1, "second")
+    assert all(o.coordinator_id == 1 for o in cluster.state.shards.values())
+    assert all(o.shard_epoch == epochs[s] + 1 for s, o in cluster.state.shards.items())
+
+
+def test_without_live_coordinators_shards_have_no_owner_until_one_returns() -> None:
+    cluster = Cluster()
+    cluster.core.offsets_topic_partitions = 3
+    cluster.start_broker(1)
+    _register_coordinator(cluster, 1)
+    cluster.commit(cluster.core.ensure_offsets_topic())
+    cluster.commit(cluster.core.coordinator_shutdown(1, cluster.state.coordinators[1].epoch))
+    assert _owners(cluster) == {-1: 3}
+    _register_coordinator(cluster, 5)
+    assert _owners(cluster) == {5: 3}
+    restored = ClusterState.from_snapshot(cluster.state.to_records(), cluster.state.last_offset)
+    assert restored.shards == cluster.state.shards

@@ -46,6 +46,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=10,
         help="rebalance a broker whose preferred partitions are led elsewhere above this percentage",
     )
+    parser.add_argument(
+        "--offsets-topic-partitions",
+        type=int,
+        default=50,
+        help="shards of __consumer_offsets, created when the first group coordinator registers",
+    )
     return parser.parse_args(argv)
 
 
@@ -62,6 +68,7 @@ async def serve(options: argparse.Namespace) -> None:
         default_replication_factor=options.default_replication_factor,
         leader_imbalance_check_interval_ms=options.leader_imbalance_check_interval_ms,
         leader_imbalance_per_broker_percentage=options.leader_imbalance_per_broker_percentage,
+        offsets_topic_partitions=options.offsets_topic_partitions,
     )
     await service.start()
     running = await start_server(

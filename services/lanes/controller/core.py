@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from lanes.controller.placement import BrokerSlot, assign_replicas
-from lanes.metadata.state import NO_LEADER, ClusterState, PartitionInfo, TopicInfo
+from lanes.metadata.state import NO_LEADER, ClusterState, PartitionInfo, ShardInfo, TopicInfo
 from lanes.protocol.configs import TOPIC_CONFIGS, parse_topic_configs
 from lanes.protocol.errors import ErrorCode, LanesError
-from lanes.protocol.names import collision_key, validate_topic_name
+from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, collision_key, validate_topic_name
 from lanes.v1 import common_pb2, metadata_pb2
 
 Record = metadata_pb2.MetadataRecord
@@ -82,8 +82,10 @@ class ControllerCore:
         default_partitions: int = 1,
         default_replication_factor: int = 1,
         producer_id_block_size: int = 1000,
+        offsets_topic_partitions: int = 50,
     ) -> None:
         self.state = state
+        self.offsets_topic_partitions = offsets_topic_partitions
         self._rng = rng
         self._new_id = new_id
         self.default_partitions = default_partitions
@@ -227,6 +229,169 @@ class ControllerCore:
     def _unclean(self, topic: TopicInfo) -> bool:
         value = self.state.topic_configs(topic.name).get("unclean.leader.election.enable", "false")
         return value.lower() == "true"
+
+    # -----------------------------------------------------------------------------------------
+    # group coordinators and their shards
+
+    def register_coordinator(
+        self,
+        coordinator_id: int,
+        incarnation_id: str,
+        *,
+        cluster_id: str,
+        host: str,
+        port: int,
+        previous_session_alive: bool = False,
+    ) -> Decision:
+        """Register a group coordinator (live at once) and rebalance the shards onto it.
+
+        Its epoch is the offset of its registration record. A new incarnation of a live id is
+        refused while the old one's session lasts; otherwise the old one is fenced and every
+        shard it owned gets a new shard epoch, since the new process must load it afresh.
+        """
+        if cluster_id and cluster_id != self.state.cluster_id:
+            return Decision.refuse(
+                ErrorCode.INCONSISTENT_CLUSTER_ID,
+                f"coordinator {coordinator_id} belongs to cluster {cluster_id}, this is {self.state.cluster_id}",
+            )
+        existing = self.state.coordinators.get(coordinator_id)
+        decision = Decision()
+        if existing is not None and not existing.fenced:
+            if existing.incarnation_id != incarnation_id and previous_session_alive:
+                return Decision.refuse(
+                    ErrorCode.DUPLICATE_BROKER_REGISTRATION,
+                    f"coordinator id {coordinator_id} is registered by another live process; "
+                    "wait for its session to expire or use another id",
+                )
+            decision.records.append(self._coordinator_fenced(coordinator_id, existing.epoch, "re-registered"))
+        registered = metadata_pb2.CoordinatorRegisteredRecord(
+            coordinator_id=coordinator_id,
+            incarnation_id=incarnation_id,
+            coordinator_epoch=self._next_offset(decision),
+            endpoint=common_pb2.Node(node_id=coordinator_id, host=host, port=port),
+        )
+        decision.records.append(Record(coordinator_registered=registered))
+        live = {c.coordinator_id for c in self.state.live_coordinators()} | {coordinator_id}
+        decision.records.extend(self._shard_moves(live, restarted={coordinator_id}))
+        return decision
+
+    def _check_coordinator(self, coordinator_id: int, coordinator_epoch: int) -> Decision | None:
+        coordinator = self.state.coordinators.get(coordinator_id)
+        if coordinator is None:
+            return Decision.refuse(
+                ErrorCode.BROKER_ID_NOT_REGISTERED, f"coordinator {coordinator_id} is not registered"
+            )
+        if coordinator.epoch != coordinator_epoch or coordinator.fenced:
+            return Decision.refuse(
+                ErrorCode.STALE_BROKER_EPOCH,
+                f"coordinator {coordinator_id} epoch {coordinator_epoch} is stale or fenced: register again",
+            )
+        return None
+
+    def coordinator_heartbeat(self, coordinator_id: int, coordinator_epoch: int) -> Decision:
+        """A live coordinator; nothing changes unless it was fenced meanwhile (then: register again)."""
+        return self._check_coordinator(coordinator_id, coordinator_epoch) or Decision()
+
+    def coordinator_shutdown(self, coordinator_id: int, coordinator_epoch: int) -> Decision:
+        """A coordinator leaving: fence it, so its shards move to the others."""
+        refused = self._check_coordinator(coordinator_id, coordinator_epoch)
+        if refused is not None:
+            return refused
+        return self.fence_coordinator(coordinator_id, "controlled shutdown")
+
+    def fence_coordinator(self, coordinator_id: int, reason: str) -> Decision:
+        """Fence a coordinator (session expired, shutdown); its shards move to live ones."""
+        coordinator = self.state.coordinators.get(coordinator_id)
+        if coordinator is None or coordinator.fenced:
+            return Decision()
+        decision = Decision([self._coordinator_fenced(coordinator_id, coordinator.epoch, reason)])
+        live = {c.coordinator_id for c in self.state.live_coordinators()} - {coordinator_id}
+        decision.records.extend(self._shard_moves(live))
+        return decision
+
+    @staticmethod
+    def _coordinator_fenced(coordinator_id: int, epoch: int, reason: str) -> Record:
+        return Record(
+            coordinator_fenced=metadata_pb2.CoordinatorFencedRecord(
+                coordinator_id=coordinator_id, coordinator_epoch=epoch, reason=reason
+            )
+        )
+
+    def ensure_offsets_topic(self) -> Decision:
+        """Create ``__consumer_offsets`` once a coordinator exists and enough brokers are live
+        (the cluster's default replication factor, at most the registered brokers), and give its
+        shards to the live coordinators. Nothing when it exists or cannot be created yet."""
+        if self.state.topic(CONSUMER_OFFSETS_TOPIC) is not None or not self.state.live_coordinators():
+            return Decision()
+        factor = max(1, min(self.default_replication_factor, len(self.state.brokers)))
+        if len(self.state.live_brokers()) < factor:
+            return Decision()
+        decision = self.create_internal_topic(CONSUMER_OFFSETS_TOPIC, self.offsets_topic_partitions, factor)
+        if decision.error is not ErrorCode.NONE:
+            return decision
+        live = {c.coordinator_id for c in self.state.live_coordinators()}
+        decision.records.extend(self._shard_moves(live, shard_count=self.offsets_topic_partitions))
+        return decision
+
+    def _shard_moves(
+        self, live: set[int], *, restarted: frozenset[int] | set[int] = frozenset(), shard_count: int | None = None
+    ) -> list[Record]:
+        """ShardAssigned records that give every shard to a live coordinator, balanced (owned
+        counts differ by at most one) and sticky (a shard moves only when its owner is gone,
+        restarted, or holds more than its share). A moved shard gets the next shard epoch."""
+        if shard_count is None:
+            topic = self.state.topic(CONSUMER_OFFSETS_TOPIC)
+            shard_count = len(topic.partitions) if topic is not None else 0
+        if shard_count == 0:
+            return []
+        owner: dict[int, int] = {}
+        load = dict.fromkeys(sorted(live), 0)
+        ceiling = -(-shard_count // len(live)) if live else 0
+        for shard in range(shard_count):
+            keeper = self.state.shards[shard].coordinator_id if shard in self.state.shards else -1
+            if keeper in load and keeper not in restarted and load[keeper] < ceiling:
+                owner[shard] = keeper
+                load[keeper] += 1
+        for shard in range(shard_count):
+            if shard not in owner and load:
+                chosen = min(load, key=lambda c: (load[c], c))
+                owner[shard] = chosen
+                load[chosen] += 1
+        while load and max(load.values()) - min(load.values()) > 1:
+            donor = max(load, key=lambda c: (load[c], -c))
+            receiver = min(load, key=lambda c: (load[c], c))
+            shard = max(s for s, c in owner.items() if c == donor)
+            owner[shard] = receiver
+            load[donor] -= 1
+            load[receiver] += 1
+        records = []
+        next_producer_id = self.state.next_producer_id
+        for shard in range(shard_count):
+            current = self.state.shards.get(shard)
+            new_owner = owner.get(shard, -1)
+            moved = current is None or current.coordinator_id != new_owner or new_owner in restarted
+            if not moved:
+                continue
+            if current is None:
+                shard_info = ShardInfo(new_owner, 1, next_producer_id)
+                next_producer_id += 1
+            else:
+                shard_info = ShardInfo(new_owner, current.shard_epoch + 1, current.producer_id)
+            records.append(
+                Record(
+                    shard_assigned=metadata_pb2.ShardAssignedRecord(
+                        shard=shard,
+                        coordinator_id=shard_info.coordinator_id,
+                        shard_epoch=shard_info.shard_epoch,
+                        producer_id=shard_info.producer_id,
+                    )
+                )
+            )
+        if next_producer_id != self.state.next_producer_id:
+            records.append(
+                Record(producer_ids=metadata_pb2.ProducerIdsRecord(node_id=-1, next_producer_id=next_producer_id))
+            )
+        return records
 
     # -----------------------------------------------------------------------------------------
     # topics

@@ -28,6 +28,7 @@ from lanes.metadata.state import PartitionInfo, TopicInfo
 from lanes.protocol.clock import Clock
 from lanes.protocol.configs import TOPIC_CONFIGS
 from lanes.protocol.errors import ErrorCode
+from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 _log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         snapshot_every_records: int = 10_000,
         leader_imbalance_check_interval_ms: int = 300_000,
         leader_imbalance_per_broker_percentage: int = 10,
+        offsets_topic_partitions: int = 50,
     ) -> None:
         self.endpoint = endpoint
         self._clock = clock
@@ -73,6 +75,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             new_id=lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4)),
             default_partitions=default_partitions,
             default_replication_factor=default_replication_factor,
+            offsets_topic_partitions=offsets_topic_partitions,
         )
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
@@ -80,6 +83,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self._lock = asyncio.Lock()
         self._changed = asyncio.Condition()
         self._last_heartbeat_ms: dict[int, int] = {}
+        self._coordinator_heartbeat_ms: dict[int, int] = {}
         self._fencing: asyncio.Task[None] | None = None
         self._rebalancing: asyncio.Task[None] | None = None
         self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
@@ -92,6 +96,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         await self._commit(self.core.create_cluster(self._clock.now_ms()))
         now = self._clock.monotonic_ms()
         self._last_heartbeat_ms = {broker_id: now for broker_id in self.state.brokers}
+        self._coordinator_heartbeat_ms = dict.fromkeys(self.state.coordinators, now)
         self._fencing = asyncio.create_task(self._fence_silent_brokers())
         if self.leader_imbalance_check_interval_ms > 0:
             self._rebalancing = asyncio.create_task(self._rebalance_leaders())
@@ -125,6 +130,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             return decision
 
     async def _fence_silent_brokers(self) -> None:
+        """Fence brokers and coordinators whose session expired; create ``__consumer_offsets``
+        once it can be (a coordinator and enough live brokers)."""
         while True:
             await asyncio.sleep(self.heartbeat_interval_ms / 2000)
             now = self._clock.monotonic_ms()
@@ -135,6 +142,18 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                     await self._decide_and_commit(
                         lambda broker_id=broker.broker_id: self.core.fence_broker(broker_id, "session timeout")
                     )
+            for coordinator in self.state.live_coordinators():
+                silent_ms = now - self._coordinator_heartbeat_ms.get(coordinator.coordinator_id, now)
+                if silent_ms > self.session_timeout_ms:
+                    _log.info("fencing coordinator %d: no heartbeat for %d ms", coordinator.coordinator_id, silent_ms)
+                    await self._decide_and_commit(
+                        lambda coordinator_id=coordinator.coordinator_id: self.core.fence_coordinator(
+                            coordinator_id, "session timeout"
+                        )
+                    )
+            decision = await self._decide_and_commit(self.core.ensure_offsets_topic)
+            if decision.records:
+                _log.info("created %s with %d shards", CONSUMER_OFFSETS_TOPIC, self.core.offsets_topic_partitions)
 
     async def _rebalance_leaders(self) -> None:
         """Every ``leader_imbalance_check_interval_ms``, give leadership back to preferred replicas
@@ -212,6 +231,58 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             await self._commit(decision)
         return controller_pb2.AllocateProducerIdsResponse(
             error=_error(decision.error, decision.message), producer_id_start=start, producer_id_len=size
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # group coordinators
+
+    async def RegisterCoordinator(  # noqa: N802
+        self, request: controller_pb2.RegisterCoordinatorRequest, context: Context
+    ) -> controller_pb2.RegisterCoordinatorResponse:
+        last = self._coordinator_heartbeat_ms.get(request.coordinator_id)
+        alive = last is not None and self._clock.monotonic_ms() - last <= self.session_timeout_ms
+        decision = await self._decide_and_commit(
+            lambda: self.core.register_coordinator(
+                request.coordinator_id,
+                request.incarnation_id,
+                cluster_id=request.cluster_id,
+                host=request.endpoint.host,
+                port=request.endpoint.port,
+                previous_session_alive=alive,
+            )
+        )
+        if decision.error is not ErrorCode.NONE:
+            return controller_pb2.RegisterCoordinatorResponse(error=_error(decision.error, decision.message))
+        self._coordinator_heartbeat_ms[request.coordinator_id] = self._clock.monotonic_ms()
+        await self._decide_and_commit(self.core.ensure_offsets_topic)
+        return controller_pb2.RegisterCoordinatorResponse(
+            error=_error(ErrorCode.NONE),
+            coordinator_epoch=self.state.coordinators[request.coordinator_id].epoch,
+            cluster_id=self.state.cluster_id,
+        )
+
+    async def CoordinatorHeartbeat(  # noqa: N802
+        self, request: controller_pb2.CoordinatorHeartbeatRequest, context: Context
+    ) -> controller_pb2.CoordinatorHeartbeatResponse:
+        if request.want_shut_down:
+            decision = await self._decide_and_commit(
+                lambda: self.core.coordinator_shutdown(request.coordinator_id, request.coordinator_epoch)
+            )
+        else:
+            decision = await self._decide_and_commit(
+                lambda: self.core.coordinator_heartbeat(request.coordinator_id, request.coordinator_epoch)
+            )
+        if decision.error is not ErrorCode.NONE:
+            return controller_pb2.CoordinatorHeartbeatResponse(error=_error(decision.error, decision.message))
+        if not request.want_shut_down:
+            self._coordinator_heartbeat_ms[request.coordinator_id] = self._clock.monotonic_ms()
+        coordinator = self.state.coordinators[request.coordinator_id]
+        return controller_pb2.CoordinatorHeartbeatResponse(
+            error=_error(ErrorCode.NONE),
+            is_fenced=coordinator.fenced,
+            should_shut_down=request.want_shut_down and coordinator.fenced,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            session_timeout_ms=self.session_timeout_ms,
         )
 
     # -----------------------------------------------------------------------------------------
@@ -381,11 +452,25 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             for _, b in sorted(self.state.brokers.items())
             if request.include_fenced or not b.fenced
         ]
+        shards: dict[int, list[int]] = {}
+        for shard, owner in sorted(self.state.shards.items()):
+            shards.setdefault(owner.coordinator_id, []).append(shard)
+        coordinators = [
+            controller_pb2.CoordinatorDescription(
+                endpoint=common_pb2.Node(node_id=c.coordinator_id, host=c.host, port=c.port),
+                coordinator_epoch=c.epoch,
+                fenced=c.fenced,
+                shards=shards.get(c.coordinator_id, []),
+            )
+            for _, c in sorted(self.state.coordinators.items())
+            if request.include_fenced or not c.fenced
+        ]
         return controller_pb2.DescribeClusterResponse(
             error=_error(ErrorCode.NONE),
             cluster_id=self.state.cluster_id,
             controller=self.endpoint,
             brokers=brokers,
+            coordinators=coordinators,
             metadata_offset=self.state.last_offset,
         )
 

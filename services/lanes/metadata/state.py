@@ -74,6 +74,16 @@ class CoordinatorInfo:
     fenced: bool
 
 
+@dataclass(frozen=True)
+class ShardInfo:
+    """Who owns a shard of ``__consumer_offsets`` (coordinator -1: nobody), since which shard
+    epoch, and the producer id its owners write with."""
+
+    coordinator_id: int
+    shard_epoch: int
+    producer_id: int
+
+
 class ClusterState:
     """The whole cluster's metadata, as of ``last_offset``."""
 
@@ -86,7 +96,7 @@ class ClusterState:
         self.topic_ids: dict[str, str] = {}  # name -> topic id
         self.configs: dict[tuple[int, str], dict[str, str]] = {}  # (resource type, name) -> overrides
         self.coordinators: dict[int, CoordinatorInfo] = {}
-        self.shards: dict[int, tuple[int, int]] = {}  # shard -> (coordinator id, shard epoch)
+        self.shards: dict[int, ShardInfo] = {}  # shard (partition of __consumer_offsets) -> owner
         self.next_producer_id = 0
 
     # -----------------------------------------------------------------------------------------
@@ -96,6 +106,10 @@ class ClusterState:
         """The topic named ``name``, if it exists."""
         topic_id = self.topic_ids.get(name)
         return self.topics.get(topic_id) if topic_id is not None else None
+
+    def live_coordinators(self) -> list[CoordinatorInfo]:
+        """Unfenced coordinators, by id."""
+        return [c for _, c in sorted(self.coordinators.items()) if not c.fenced]
 
     def live_brokers(self) -> list[BrokerInfo]:
         """Unfenced brokers, by id."""
@@ -207,7 +221,7 @@ class ClusterState:
             coordinator.fenced = True
 
     def _apply_shard_assigned(self, record: metadata_pb2.ShardAssignedRecord) -> None:
-        self.shards[record.shard] = (record.coordinator_id, record.shard_epoch)
+        self.shards[record.shard] = ShardInfo(record.coordinator_id, record.shard_epoch, record.producer_id)
 
     def _apply_producer_ids(self, record: metadata_pb2.ProducerIdsRecord) -> None:
         self.next_producer_id = max(self.next_producer_id, record.next_producer_id)
@@ -292,11 +306,14 @@ class ClusterState:
                         )
                     )
                 )
-        for shard, (coordinator_id, shard_epoch) in sorted(self.shards.items()):
+        for shard, owner in sorted(self.shards.items()):
             records.append(
                 metadata_pb2.MetadataRecord(
                     shard_assigned=metadata_pb2.ShardAssignedRecord(
-                        shard=shard, coordinator_id=coordinator_id, shard_epoch=shard_epoch
+                        shard=shard,
+                        coordinator_id=owner.coordinator_id,
+                        shard_epoch=owner.shard_epoch,
+                        producer_id=owner.producer_id,
                     )
                 )
             )

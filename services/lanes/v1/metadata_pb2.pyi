@@ -184,14 +184,16 @@ class CoordinatorFencedRecord(_message.Message):
     def __init__(self, coordinator_id: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ShardAssignedRecord(_message.Message):
-    __slots__ = ("shard", "coordinator_id", "shard_epoch")
+    __slots__ = ("shard", "coordinator_id", "shard_epoch", "producer_id")
     SHARD_FIELD_NUMBER: _ClassVar[int]
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     SHARD_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     shard: int
     coordinator_id: int
     shard_epoch: int
-    def __init__(self, shard: _Optional[int] = ..., coordinator_id: _Optional[int] = ..., shard_epoch: _Optional[int] = ...) -> None: ...
+    producer_id: int
+    def __init__(self, shard: _Optional[int] = ..., coordinator_id: _Optional[int] = ..., shard_epoch: _Optional[int] = ..., producer_id: _Optional[int] = ...) -> None: ...
 
 class ProducerIdsRecord(_message.Message):
     __slots__ = ("node_id", "node_epoch", "next_producer_id")
