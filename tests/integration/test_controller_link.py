@@ -8,7 +8,7 @@ from pathlib import Path
 
 import grpc
 
-from lanes.broker.controller_link import ControllerLink
+from lanes.runtime.controller_link import ControllerLink
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import free_port, start_controller
 
@@ -40,14 +40,14 @@ def test_the_link_registers_follows_metadata_across_a_controller_restart_and_shu
         nonlocal controller
         link = ControllerLink(
             controller.address,
-            broker_id=1,
+            node_id=1,
             incarnation_id="incarnation-a",
             endpoint=common_pb2.Node(node_id=1, host="127.0.0.1", port=19001),
         )
         deltas: list[int] = []
         link.on_update(lambda applied: deltas.extend(offset for offset, _ in applied))
         await link.start()
-        assert link.broker_epoch >= 0
+        assert link.node_epoch >= 0
         await link.wait_for(lambda image: image.brokers.get(1) is not None and not image.brokers[1].fenced, 15)
 
         await create_topic(controller.address, "before-restart")

@@ -39,7 +39,6 @@ from typing import Any
 
 import grpc
 
-from lanes.broker.controller_link import ControllerLink
 from lanes.broker.follower import FollowerFetcher
 from lanes.broker.producer_state import NO_PRODUCER_ID, ProducerStateTable
 from lanes.broker.replication import LeaderReplica
@@ -48,6 +47,7 @@ from lanes.protocol.clock import Clock
 from lanes.protocol.configs import topic_config_values
 from lanes.protocol.errors import ErrorCode, LanesError, error_code
 from lanes.protocol.records import BatchHeader
+from lanes.runtime.controller_link import ControllerLink
 from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.log import LogConfig, PartitionLog
 from lanes.storage.manager import LogManager
@@ -101,7 +101,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._clock = clock
         self.logs = LogManager(data_dir / "logs", clock=clock)
         self.link = ControllerLink(
-            controller_address, broker_id=broker_id, incarnation_id=str(uuid.uuid4()), endpoint=endpoint
+            controller_address, node_id=broker_id, incarnation_id=str(uuid.uuid4()), endpoint=endpoint
         )
         self.link.on_update(lambda applied: self._reconcile())
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
@@ -197,7 +197,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             if (task is None or task.done()) and broker is not None:
                 fetcher = FollowerFetcher(
                     broker_id=self.broker_id,
-                    broker_epoch=lambda: self.link.broker_epoch,
+                    broker_epoch=lambda: self.link.node_epoch,
                     leader_address=f"{broker.host}:{broker.port}",
                     partitions=functools.partial(self._followed_from, leader_id),
                 )

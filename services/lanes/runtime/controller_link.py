@@ -1,4 +1,7 @@
-"""A broker's link to the controller: registration, heartbeats, and the metadata image.
+"""A node's link to the controller: registration, heartbeats, and the metadata image.
+
+Brokers and group coordinators both register (``role``), heartbeat to keep their session, and
+follow the metadata log; only the requests differ.
 
 The image is a ``ClusterState`` (the controller's own state machine) kept current by the
 WatchMetadata stream: a snapshot first, then deltas; after a disconnect (controller restart,
@@ -16,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import grpc
 
@@ -28,25 +31,28 @@ _log = logging.getLogger(__name__)
 Listener = Callable[[list[tuple[int, metadata_pb2.MetadataRecord]]], None]
 _RETRY_MIN_S = 0.05
 _RETRY_MAX_S = 1.0
+Role = Literal["broker", "coordinator"]
 
 
 class ControllerLink:
-    """Registration, heartbeats and the metadata image of one broker."""
+    """Registration, heartbeats and the metadata image of one broker or coordinator."""
 
     def __init__(
         self,
         controller_address: str,
         *,
-        broker_id: int,
+        node_id: int,
         incarnation_id: str,
         endpoint: common_pb2.Node,
         cluster_id: str = "",
+        role: Role = "broker",
     ) -> None:
-        self.broker_id = broker_id
+        self.node_id = node_id
+        self.role = role
         self.incarnation_id = incarnation_id
         self.endpoint = endpoint
         self.cluster_id = cluster_id
-        self.broker_epoch = -1
+        self.node_epoch = -1
         self.fenced = True
         self.image = ClusterState()
         self.heartbeat_interval_s = 0.5
@@ -62,24 +68,24 @@ class ControllerLink:
 
     async def start(self, catch_up_timeout_s: float = 10) -> None:
         """Register (retrying until the controller answers), then keep watching and beating; return
-        once the image has caught up with the registration (so the broker knows its partitions
-        before it answers clients), or after ``catch_up_timeout_s`` with a warning."""
+        once the image has caught up with the registration (so the node knows its partitions or
+        shards before it answers clients), or after ``catch_up_timeout_s`` with a warning."""
         await self._register()
         self._tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._heartbeats())]
         try:
-            await self.wait_for(lambda image: image.last_offset >= self.broker_epoch, catch_up_timeout_s)
+            await self.wait_for(lambda image: image.last_offset >= self.node_epoch, catch_up_timeout_s)
         except TimeoutError:
             _log.warning("metadata not caught up after %.0f s; serving with what is known", catch_up_timeout_s)
 
     async def stop(self, *, controlled: bool = True, timeout_s: float = 10) -> None:
-        """Stop; with ``controlled``, first ask the controller to move leaderships away."""
+        """Stop; with ``controlled``, first ask the controller to move leaderships (or shards) away."""
         for task in self._tasks:
             task.cancel()
-        if controlled and self.broker_epoch >= 0:
+        if controlled and self.node_epoch >= 0:
             deadline = asyncio.get_running_loop().time() + timeout_s
             while asyncio.get_running_loop().time() < deadline:
                 try:
-                    answer = await self._stub.BrokerHeartbeat(self._heartbeat_request(want_shut_down=True), timeout=2)
+                    answer = await self._heartbeat(want_shut_down=True)
                     if answer.should_shut_down or answer.error.code != ErrorCode.NONE:
                         break
                 except grpc.aio.AioRpcError:
@@ -92,8 +98,8 @@ class ControllerLink:
         """Propose a new ISR for a partition this broker leads; the controller's answer, or None
         when it could not be reached."""
         request = controller_pb2.AlterPartitionRequest(
-            broker_id=self.broker_id,
-            broker_epoch=self.broker_epoch,
+            broker_id=self.node_id,
+            broker_epoch=self.node_epoch,
             topics=[
                 controller_pb2.AlterPartitionTopic(
                     topic_id=topic_id,
@@ -121,7 +127,7 @@ class ControllerLink:
         """A block of producer ids (first, count) from the controller, or None if unreachable."""
         try:
             answer = await self._stub.AllocateProducerIds(
-                controller_pb2.AllocateProducerIdsRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch),
+                controller_pb2.AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.node_epoch),
                 timeout=5,
             )
         except grpc.aio.AioRpcError:
@@ -137,43 +143,72 @@ class ControllerLink:
 
     # -----------------------------------------------------------------------------------------
 
-    def _heartbeat_request(self, *, want_shut_down: bool = False) -> controller_pb2.BrokerHeartbeatRequest:
-        return controller_pb2.BrokerHeartbeatRequest(
-            broker_id=self.broker_id,
-            broker_epoch=self.broker_epoch,
-            current_metadata_offset=self.image.last_offset,
-            want_shut_down=want_shut_down,
+    async def _heartbeat(self, *, want_shut_down: bool = False) -> Any:
+        """One heartbeat (BrokerHeartbeat or CoordinatorHeartbeat); raises AioRpcError."""
+        if self.role == "broker":
+            return await self._stub.BrokerHeartbeat(
+                controller_pb2.BrokerHeartbeatRequest(
+                    broker_id=self.node_id,
+                    broker_epoch=self.node_epoch,
+                    current_metadata_offset=self.image.last_offset,
+                    want_shut_down=want_shut_down,
+                ),
+                timeout=5,
+            )
+        return await self._stub.CoordinatorHeartbeat(
+            controller_pb2.CoordinatorHeartbeatRequest(
+                coordinator_id=self.node_id,
+                coordinator_epoch=self.node_epoch,
+                current_metadata_offset=self.image.last_offset,
+                want_shut_down=want_shut_down,
+            ),
+            timeout=5,
         )
+
+    async def _register_once(self) -> tuple[common_pb2.Error, int, str]:
+        if self.role == "broker":
+            answer: Any = await self._stub.RegisterBroker(
+                controller_pb2.RegisterBrokerRequest(
+                    broker_id=self.node_id,
+                    incarnation_id=self.incarnation_id,
+                    cluster_id=self.cluster_id,
+                    endpoint=self.endpoint,
+                ),
+                timeout=5,
+            )
+            return answer.error, answer.broker_epoch, answer.cluster_id
+        answer = await self._stub.RegisterCoordinator(
+            controller_pb2.RegisterCoordinatorRequest(
+                coordinator_id=self.node_id,
+                incarnation_id=self.incarnation_id,
+                cluster_id=self.cluster_id,
+                endpoint=self.endpoint,
+            ),
+            timeout=5,
+        )
+        return answer.error, answer.coordinator_epoch, answer.cluster_id
 
     async def _register(self) -> None:
         delay = _RETRY_MIN_S
         while True:
             try:
-                answer = await self._stub.RegisterBroker(
-                    controller_pb2.RegisterBrokerRequest(
-                        broker_id=self.broker_id,
-                        incarnation_id=self.incarnation_id,
-                        cluster_id=self.cluster_id,
-                        endpoint=self.endpoint,
-                    ),
-                    timeout=5,
-                )
+                error, epoch, cluster_id = await self._register_once()
             except grpc.aio.AioRpcError as exc:
                 _log.info("controller unreachable (%s); retrying registration", exc.code().name)
             else:
-                if answer.error.code == ErrorCode.NONE:
-                    self.broker_epoch = answer.broker_epoch
-                    self.cluster_id = answer.cluster_id
-                    self.fenced = True
+                if error_code(error.code) is ErrorCode.NONE:
+                    self.node_epoch = epoch
+                    self.cluster_id = cluster_id
+                    self.fenced = self.role == "broker"
                     return
-                _log.warning("registration refused: %s", answer.error.message)
+                _log.warning("registration refused: %s", error.message)
             await asyncio.sleep(delay)
             delay = min(delay * 2, _RETRY_MAX_S)
 
     async def _heartbeats(self) -> None:
         while True:
             try:
-                answer = await self._stub.BrokerHeartbeat(self._heartbeat_request(), timeout=5)
+                answer = await self._heartbeat()
                 code = error_code(answer.error.code)
                 if code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
                     await self._register()
@@ -191,8 +226,8 @@ class ControllerLink:
             try:
                 stream = self._stub.WatchMetadata(
                     controller_pb2.WatchMetadataRequest(
-                        node_id=self.broker_id,
-                        node_epoch=self.broker_epoch,
+                        node_id=self.node_id,
+                        node_epoch=self.node_epoch,
                         from_offset=self.image.last_offset + 1 if self.image.last_offset >= 0 else -1,
                     )
                 )
