@@ -68,8 +68,11 @@ def start_controller(
 
 @contextlib.contextmanager
 def running_cluster(data_dir: Path, brokers: int, **settings: int) -> Iterator[LocalCluster]:
-    """A started ``LocalCluster`` (controller + ``brokers`` brokers) on free ports, stopped after."""
-    cluster = LocalCluster(data_dir, brokers=brokers, port_base=consecutive_free_ports(brokers + 1), **settings)
+    """A started ``LocalCluster`` (controller, ``brokers`` brokers, coordinators) on free ports, stopped after."""
+    coordinators = settings.get("coordinators", 1)
+    cluster = LocalCluster(
+        data_dir, brokers=brokers, port_base=consecutive_free_ports(brokers + 1 + coordinators), **settings
+    )
     cluster.start()
     try:
         yield cluster

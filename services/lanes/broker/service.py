@@ -35,7 +35,6 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import grpc
 
@@ -48,18 +47,14 @@ from lanes.protocol.configs import topic_config_values
 from lanes.protocol.errors import ErrorCode, LanesError, error_code
 from lanes.protocol.records import BatchHeader
 from lanes.runtime.controller_link import ControllerLink
+from lanes.runtime.wire import Context, wire_error
 from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.log import LogConfig, PartitionLog
 from lanes.storage.manager import LogManager
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 _log = logging.getLogger(__name__)
-Context = grpc.aio.ServicerContext[Any, Any]
 TopicPartition = tuple[str, int]
-
-
-def _error(code: ErrorCode, message: str = "") -> common_pb2.Error:
-    return common_pb2.Error(code=int(code), message=message)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -260,16 +255,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 if current_leader_epoch < leadership.leader_epoch
                 else ErrorCode.UNKNOWN_LEADER_EPOCH
             )
-            return _error(code, f"{topic}-{partition}: leader epoch is {leadership.leader_epoch}")
+            return wire_error(code, f"{topic}-{partition}: leader epoch is {leadership.leader_epoch}")
         return leadership
 
     def _unknown_or_not_leader(self, topic: str, partition: int) -> common_pb2.Error:
         found = self.image.topic(topic)
         if found is None or partition not in found.partitions:
-            return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
+            return wire_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
         leader = found.partitions[partition].leader
         where = "no broker (offline)" if leader == NO_LEADER else f"broker {leader}"
-        return _error(
+        return wire_error(
             ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{topic}-{partition} is led by {where}, not broker {self.broker_id}"
         )
 
@@ -301,7 +296,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             if topic is None:
                 topics.append(
                     broker_pb2.TopicMetadata(
-                        name=name, error=_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+                        name=name,
+                        error=wire_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"),
                     )
                 )
                 continue
@@ -310,12 +306,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 broker_pb2.TopicMetadata(
                     name=name,
                     topic_id=topic.topic_id,
-                    error=_error(ErrorCode.NONE),
+                    error=wire_error(ErrorCode.NONE),
                     is_internal=topic.internal,
                     partitions=[
                         broker_pb2.PartitionMetadata(
                             partition=p.partition,
-                            error=_error(ErrorCode.NONE if p.leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE),
+                            error=wire_error(
+                                ErrorCode.NONE if p.leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE
+                            ),
                             leader_id=p.leader,
                             leader_epoch=p.leader_epoch,
                             replicas=p.replicas,
@@ -368,7 +366,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         if acks == common_pb2.ACKS_ALL and leadership.replica.check_acks_all() is not ErrorCode.NONE:
             isr = leadership.replica.isr
             response.error.CopyFrom(
-                _error(
+                wire_error(
                     ErrorCode.NOT_ENOUGH_REPLICAS,
                     f"{topic}-{data.partition} has {len(isr)} in-sync replicas {isr}, fewer than min.insync.replicas "
                     f"{leadership.replica.min_insync_replicas}",
@@ -387,7 +385,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 for header in info.headers:
                     leadership.producers.apply(header)
         except LanesError as exc:
-            response.error.CopyFrom(_error(exc.code, exc.message))
+            response.error.CopyFrom(wire_error(exc.code, exc.message))
             return response
         leadership.replica.on_append(leadership.log.log_end_offset)
         leadership.log.update_high_watermark(leadership.replica.high_watermark)
@@ -398,9 +396,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         if acks == common_pb2.ACKS_ALL:
             outcome = await self._await_replication(leadership, info.last_offset + 1, timeout_s)
             if outcome is not ErrorCode.NONE:
-                response.error.CopyFrom(_error(outcome, f"{topic}-{data.partition}: {outcome.hint}"))
+                response.error.CopyFrom(wire_error(outcome, f"{topic}-{data.partition}: {outcome.hint}"))
                 return response
-        response.error.CopyFrom(_error(ErrorCode.NONE))
+        response.error.CopyFrom(wire_error(ErrorCode.NONE))
         return response
 
     @staticmethod
@@ -413,11 +411,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             if verdict.duplicate_of is not None:
                 response.base_offset = verdict.duplicate_of.first_offset
                 response.error.CopyFrom(
-                    _error(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "already written: the original offset is returned")
+                    wire_error(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "already written: the original offset is returned")
                 )
                 return response
             if verdict.error is not ErrorCode.NONE:
-                response.error.CopyFrom(_error(verdict.error, verdict.message))
+                response.error.CopyFrom(wire_error(verdict.error, verdict.message))
                 return response
         return None
 
@@ -426,24 +424,26 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> broker_pb2.InitProducerIdResponse:
         if request.transactional_id:
             return broker_pb2.InitProducerIdResponse(
-                error=_error(ErrorCode.UNSUPPORTED_VERSION, "transactions are not supported yet"), producer_id=-1
+                error=wire_error(ErrorCode.UNSUPPORTED_VERSION, "transactions are not supported yet"), producer_id=-1
             )
         if request.producer_id != NO_PRODUCER_ID:  # an existing producer bumps its epoch
             return broker_pb2.InitProducerIdResponse(
-                error=_error(ErrorCode.NONE), producer_id=request.producer_id, producer_epoch=request.producer_epoch + 1
+                error=wire_error(ErrorCode.NONE),
+                producer_id=request.producer_id,
+                producer_epoch=request.producer_epoch + 1,
             )
         async with self._producer_ids_lock:
             if not self._producer_ids:
                 block = await self.link.allocate_producer_ids()
                 if block is None:
                     return broker_pb2.InitProducerIdResponse(
-                        error=_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the controller is unreachable; retry"),
+                        error=wire_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the controller is unreachable; retry"),
                         producer_id=-1,
                     )
                 self._producer_ids = list(range(block[0], block[0] + block[1]))
             producer_id = self._producer_ids.pop(0)
         return broker_pb2.InitProducerIdResponse(
-            error=_error(ErrorCode.NONE), producer_id=producer_id, producer_epoch=0
+            error=wire_error(ErrorCode.NONE), producer_id=producer_id, producer_epoch=0
         )
 
     async def _await_replication(self, leadership: Leadership, required_offset: int, timeout_s: float) -> ErrorCode:
@@ -499,7 +499,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 result.log_start_offset = log.log_start_offset
                 if not log.log_start_offset <= wanted.fetch_offset <= log.high_watermark:
                     result.error.CopyFrom(
-                        _error(
+                        wire_error(
                             ErrorCode.OFFSET_OUT_OF_RANGE,
                             f"offset {wanted.fetch_offset} is outside {log.log_start_offset}..{log.high_watermark}",
                         )
@@ -511,7 +511,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     wanted.fetch_offset, limit, upper_bound_offset=log.high_watermark, min_one_batch=total == 0
                 )
                 result.records = read.records
-                result.error.CopyFrom(_error(ErrorCode.NONE))
+                result.error.CopyFrom(wire_error(ErrorCode.NONE))
                 total += len(read.records)
                 budget = max(0, budget - len(read.records))
                 partitions.append(result)
@@ -565,7 +565,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     urgent = True
                     continue
                 log = leadership.log
-                result.error.CopyFrom(_error(ErrorCode.NONE))
+                result.error.CopyFrom(wire_error(ErrorCode.NONE))
                 result.log_start_offset = log.log_start_offset
                 epoch, end = log.epochs.end_offset_for(wanted.last_fetched_epoch, log.log_end_offset)
                 if wanted.last_fetched_epoch >= 0 and (end < wanted.fetch_offset or epoch < wanted.last_fetched_epoch):
@@ -576,7 +576,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     continue
                 if not log.log_start_offset <= wanted.fetch_offset <= log.log_end_offset:
                     result.error.CopyFrom(
-                        _error(ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {wanted.fetch_offset} is outside the log")
+                        wire_error(ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {wanted.fetch_offset} is outside the log")
                     )
                     partitions.append(result)
                     urgent = True
@@ -614,7 +614,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     epoch, end = leadership.log.epochs.end_offset_for(
                         wanted.leader_epoch, leadership.log.log_end_offset
                     )
-                    result.error.CopyFrom(_error(ErrorCode.NONE))
+                    result.error.CopyFrom(wire_error(ErrorCode.NONE))
                     result.end.CopyFrom(broker_pb2.EpochEndOffset(leader_epoch=epoch, end_offset=end))
                 partitions.append(result)
             topics.append(broker_pb2.OffsetForLeaderEpochTopicResponse(topic=topic.topic, partitions=partitions))
@@ -636,9 +636,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     target = log.high_watermark if wanted.offset == -1 else wanted.offset
                     try:
                         result.low_watermark = await asyncio.to_thread(log.delete_records_before, target)
-                        result.error.CopyFrom(_error(ErrorCode.NONE))
+                        result.error.CopyFrom(wire_error(ErrorCode.NONE))
                     except LanesError as exc:
-                        result.error.CopyFrom(_error(exc.code, exc.message))
+                        result.error.CopyFrom(wire_error(exc.code, exc.message))
                 partitions.append(result)
             topics.append(broker_pb2.DeleteRecordsTopicResponse(topic=topic.topic, partitions=partitions))
         return broker_pb2.DeleteRecordsResponse(topics=topics)
@@ -665,7 +665,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     # A new leader learns the high-water mark from its followers' next fetches;
                     # until then "latest" would be too low (as Kafka: OFFSET_NOT_AVAILABLE).
                     result.error.CopyFrom(
-                        _error(
+                        wire_error(
                             ErrorCode.OFFSET_NOT_AVAILABLE,
                             f"{topic.topic}-{wanted.partition} has a new leader that has not yet established its "
                             "high-water mark; retry shortly",
@@ -683,10 +683,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         )
                 else:
                     result.error.CopyFrom(
-                        _error(ErrorCode.UNSUPPORTED_VERSION, "use OFFSET_SPEC_EARLIEST, _LATEST or _TIMESTAMP")
+                        wire_error(ErrorCode.UNSUPPORTED_VERSION, "use OFFSET_SPEC_EARLIEST, _LATEST or _TIMESTAMP")
                     )
                 if not result.HasField("error"):
-                    result.error.CopyFrom(_error(ErrorCode.NONE))
+                    result.error.CopyFrom(wire_error(ErrorCode.NONE))
                 partitions.append(result)
             topics.append(broker_pb2.ListOffsetsTopicResponse(topic=topic.topic, partitions=partitions))
         return broker_pb2.ListOffsetsResponse(topics=topics)

@@ -13,8 +13,10 @@ from lanes.runtime.local_cluster import LocalCluster
 
 
 def up(options: argparse.Namespace) -> int:
-    """Run a controller and N brokers until Ctrl-C or SIGTERM."""
-    cluster = LocalCluster(options.data_dir, brokers=options.brokers, port_base=options.port_base)
+    """Run a controller, N brokers and M group coordinators until Ctrl-C or SIGTERM."""
+    cluster = LocalCluster(
+        options.data_dir, brokers=options.brokers, coordinators=options.coordinators, port_base=options.port_base
+    )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
@@ -25,6 +27,7 @@ def up(options: argparse.Namespace) -> int:
         return 1
     print(f"bootstrap: {description['bootstrap']}")
     print(f"controller: {description['controller']}")
+    print(f"coordinators: {','.join(c['address'] for c in description['coordinators'])}")
     print(f"{cluster.health()}  (cluster.json in {options.data_dir}; Ctrl-C to stop)", flush=True)
     try:
         while not stop.wait(1.0):
@@ -44,16 +47,22 @@ def main(argv: list[str] | None = None) -> int:
         "--data-dir", type=Path, default=Path(".lanes"), help="where everything lives (default ./.lanes)"
     )
     up_parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    up_parser.add_argument("--coordinators", type=int, default=1, help="number of group coordinators (default 1)")
     up_parser.add_argument("--port-base", type=int, default=9092, help="first broker's port (default 9092)")
     up_parser.set_defaults(run=up)
     commands.add_parser("controller", help="run the controller (see python -m lanes.controller --help)", add_help=False)
     commands.add_parser("broker", help="run a broker (see python -m lanes.broker --help)", add_help=False)
+    commands.add_parser(
+        "coordinator", help="run a group coordinator (see python -m lanes.coordinator --help)", add_help=False
+    )
     arguments = sys.argv[1:] if argv is None else argv
-    if arguments and arguments[0] in {"controller", "broker"}:
+    if arguments and arguments[0] in {"controller", "broker", "coordinator"}:
         if arguments[0] == "controller":
             from lanes.controller.__main__ import main as service_main  # noqa: PLC0415 - one service per process
-        else:
+        elif arguments[0] == "broker":
             from lanes.broker.__main__ import main as service_main  # noqa: PLC0415
+        else:
+            from lanes.coordinator.__main__ import main as service_main  # noqa: PLC0415
         return service_main(arguments[1:])
     options = parser.parse_args(arguments)
     return int(options.run(options))

@@ -18,7 +18,6 @@ import random
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 
@@ -29,20 +28,16 @@ from lanes.protocol.clock import Clock
 from lanes.protocol.configs import TOPIC_CONFIGS
 from lanes.protocol.errors import ErrorCode
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
+from lanes.runtime.wire import Context, wire_error
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 _log = logging.getLogger(__name__)
-Context = grpc.aio.ServicerContext[Any, Any]
 _OPS = {
     controller_pb2.ALTER_CONFIG_OP_SET: "set",
     controller_pb2.ALTER_CONFIG_OP_DELETE: "delete",
     controller_pb2.ALTER_CONFIG_OP_APPEND: "append",
     controller_pb2.ALTER_CONFIG_OP_SUBTRACT: "subtract",
 }
-
-
-def _error(code: ErrorCode, message: str = "") -> common_pb2.Error:
-    return common_pb2.Error(code=int(code), message=message)  # type: ignore[arg-type]
 
 
 class ControllerService(controller_pb2_grpc.ControllerServicer):
@@ -189,10 +184,10 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             )
         )
         if decision.error is not ErrorCode.NONE:
-            return controller_pb2.RegisterBrokerResponse(error=_error(decision.error, decision.message))
+            return controller_pb2.RegisterBrokerResponse(error=wire_error(decision.error, decision.message))
         self._last_heartbeat_ms[request.broker_id] = self._clock.monotonic_ms()
         return controller_pb2.RegisterBrokerResponse(
-            error=_error(ErrorCode.NONE),
+            error=wire_error(ErrorCode.NONE),
             broker_epoch=self.state.brokers[request.broker_id].epoch,
             cluster_id=self.state.cluster_id,
         )
@@ -211,11 +206,11 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 )
             )
         if decision.error is not ErrorCode.NONE:
-            return controller_pb2.BrokerHeartbeatResponse(error=_error(decision.error, decision.message))
+            return controller_pb2.BrokerHeartbeatResponse(error=wire_error(decision.error, decision.message))
         self._last_heartbeat_ms[request.broker_id] = self._clock.monotonic_ms()
         broker = self.state.brokers[request.broker_id]
         return controller_pb2.BrokerHeartbeatResponse(
-            error=_error(ErrorCode.NONE),
+            error=wire_error(ErrorCode.NONE),
             is_caught_up=request.current_metadata_offset >= broker.epoch,
             is_fenced=broker.fenced,
             should_shut_down=request.want_shut_down and broker.fenced,
@@ -230,7 +225,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             decision, start, size = self.core.allocate_producer_ids(request.broker_id, request.broker_epoch)
             await self._commit(decision)
         return controller_pb2.AllocateProducerIdsResponse(
-            error=_error(decision.error, decision.message), producer_id_start=start, producer_id_len=size
+            error=wire_error(decision.error, decision.message), producer_id_start=start, producer_id_len=size
         )
 
     # -----------------------------------------------------------------------------------------
@@ -252,11 +247,11 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             )
         )
         if decision.error is not ErrorCode.NONE:
-            return controller_pb2.RegisterCoordinatorResponse(error=_error(decision.error, decision.message))
+            return controller_pb2.RegisterCoordinatorResponse(error=wire_error(decision.error, decision.message))
         self._coordinator_heartbeat_ms[request.coordinator_id] = self._clock.monotonic_ms()
         await self._decide_and_commit(self.core.ensure_offsets_topic)
         return controller_pb2.RegisterCoordinatorResponse(
-            error=_error(ErrorCode.NONE),
+            error=wire_error(ErrorCode.NONE),
             coordinator_epoch=self.state.coordinators[request.coordinator_id].epoch,
             cluster_id=self.state.cluster_id,
         )
@@ -273,12 +268,12 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 lambda: self.core.coordinator_heartbeat(request.coordinator_id, request.coordinator_epoch)
             )
         if decision.error is not ErrorCode.NONE:
-            return controller_pb2.CoordinatorHeartbeatResponse(error=_error(decision.error, decision.message))
+            return controller_pb2.CoordinatorHeartbeatResponse(error=wire_error(decision.error, decision.message))
         if not request.want_shut_down:
             self._coordinator_heartbeat_ms[request.coordinator_id] = self._clock.monotonic_ms()
         coordinator = self.state.coordinators[request.coordinator_id]
         return controller_pb2.CoordinatorHeartbeatResponse(
-            error=_error(ErrorCode.NONE),
+            error=wire_error(ErrorCode.NONE),
             is_fenced=coordinator.fenced,
             should_shut_down=request.want_shut_down and coordinator.fenced,
             heartbeat_interval_ms=self.heartbeat_interval_ms,
@@ -342,7 +337,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 lambda new=new: self.core.create_topic(new, validate_only=request.validate_only)
             )
             result = controller_pb2.CreatableTopicResult(
-                name=topic.name, error=_error(decision.error, decision.message)
+                name=topic.name, error=wire_error(decision.error, decision.message)
             )
             created = self.state.topic(topic.name)
             if decision.error is ErrorCode.NONE and created is not None and not request.validate_only:
@@ -366,7 +361,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             decision = await self._decide_and_commit(lambda name=name: self.core.delete_topic(name))
             results.append(
                 controller_pb2.DeletableTopicResult(
-                    name=name, topic_id=topic.topic_id if topic else "", error=_error(decision.error, decision.message)
+                    name=name,
+                    topic_id=topic.topic_id if topic else "",
+                    error=wire_error(decision.error, decision.message),
                 )
             )
         return controller_pb2.DeleteTopicsResponse(topics=results)
@@ -384,7 +381,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             )
             results.append(
                 controller_pb2.CreatePartitionsTopicResult(
-                    name=topic.name, error=_error(decision.error, decision.message)
+                    name=topic.name, error=wire_error(decision.error, decision.message)
                 )
             )
         return controller_pb2.CreatePartitionsResponse(topics=results)
@@ -402,7 +399,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             if topic is None:
                 descriptions.append(
                     controller_pb2.TopicDescription(
-                        name=name, error=_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+                        name=name,
+                        error=wire_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"),
                     )
                 )
                 continue
@@ -414,7 +412,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         return controller_pb2.TopicDescription(
             name=topic.name,
             topic_id=topic.topic_id,
-            error=_error(ErrorCode.NONE),
+            error=wire_error(ErrorCode.NONE),
             is_internal=topic.internal,
             partitions=[self._describe_partition(p, fenced) for _, p in sorted(topic.partitions.items())],
         )
@@ -466,7 +464,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             if request.include_fenced or not c.fenced
         ]
         return controller_pb2.DescribeClusterResponse(
-            error=_error(ErrorCode.NONE),
+            error=wire_error(ErrorCode.NONE),
             cluster_id=self.state.cluster_id,
             controller=self.endpoint,
             brokers=brokers,
@@ -498,7 +496,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 controller_pb2.AlterConfigsResourceResult(
                     resource_type=resource.resource_type,
                     resource_name=resource.resource_name,
-                    error=_error(decision.error, decision.message),
+                    error=wire_error(decision.error, decision.message),
                 )
             )
         return controller_pb2.AlterConfigsResponse(results=results)
@@ -512,13 +510,15 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 resource_type=resource.resource_type, resource_name=resource.resource_name
             )
             if resource.resource_type != common_pb2.CONFIG_RESOURCE_TYPE_TOPIC:
-                result.error.CopyFrom(_error(ErrorCode.INVALID_REQUEST, "only topic configs can be described so far"))
+                result.error.CopyFrom(
+                    wire_error(ErrorCode.INVALID_REQUEST, "only topic configs can be described so far")
+                )
             elif self.state.topic(resource.resource_name) is None:
                 result.error.CopyFrom(
-                    _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {resource.resource_name!r} does not exist")
+                    wire_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {resource.resource_name!r} does not exist")
                 )
             else:
-                result.error.CopyFrom(_error(ErrorCode.NONE))
+                result.error.CopyFrom(wire_error(ErrorCode.NONE))
                 result.configs.extend(
                     self._config_entries(resource.resource_name, resource.names, request.include_documentation)
                 )
@@ -570,7 +570,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                     )
                 )
                 result = controller_pb2.AlterPartitionResult(
-                    partition=proposal.partition, error=_error(decision.error, decision.message)
+                    partition=proposal.partition, error=wire_error(decision.error, decision.message)
                 )
                 current = self.state.topics.get(topic.topic_id)
                 state = current.partitions.get(proposal.partition) if current else None
@@ -581,14 +581,14 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                     result.partition_epoch = state.partition_epoch
                 partitions.append(result)
             topics.append(controller_pb2.AlterPartitionTopicResult(topic_id=topic.topic_id, partitions=partitions))
-        return controller_pb2.AlterPartitionResponse(error=_error(ErrorCode.NONE), topics=topics)
+        return controller_pb2.AlterPartitionResponse(error=wire_error(ErrorCode.NONE), topics=topics)
 
     async def ElectLeaders(  # noqa: N802
         self, request: controller_pb2.ElectLeadersRequest, context: Context
     ) -> controller_pb2.ElectLeadersResponse:
         if request.election_type != controller_pb2.ELECTION_TYPE_PREFERRED:
             return controller_pb2.ElectLeadersResponse(
-                error=_error(
+                error=wire_error(
                     ErrorCode.INVALID_REQUEST,
                     "unclean election happens only for topics with unclean.leader.election.enable=true",
                 )
@@ -598,9 +598,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             decision, outcomes = self.core.elect_preferred_leaders(wanted)
             await self._commit(decision)
         return controller_pb2.ElectLeadersResponse(
-            error=_error(ErrorCode.NONE),
+            error=wire_error(ErrorCode.NONE),
             results=[
-                controller_pb2.ElectionResult(topic=topic, partition=partition, error=_error(code))
+                controller_pb2.ElectionResult(topic=topic, partition=partition, error=wire_error(code))
                 for (topic, partition), code in sorted(outcomes.items())
             ],
         )

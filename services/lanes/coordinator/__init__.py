@@ -1,1 +1,1 @@
-"""The group coordinator service (issue #5; not built yet)."""
+"""The group coordinator service: consumer groups and committed offsets (DESIGN.md section 8)."""

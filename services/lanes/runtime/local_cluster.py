@@ -1,16 +1,19 @@
-"""The local cluster behind ``lanes up``: a controller and N brokers as real processes.
+"""The local cluster behind ``lanes up``: a controller, N brokers and M group coordinators as
+real processes.
 
 Layout under the data directory (default ``./.lanes``)::
 
     controller/          the controller's metadata log and snapshots
     broker-<id>/         each broker's partition logs
     logs/<name>.log      each process's log (stderr)
-    cluster.json         written once every broker is live; removed by a clean stop
+    cluster.json         written once every broker and coordinator is live; removed by a clean stop
 
 ``cluster.json``: ``{"bootstrap": "host:port,...", "controller": "host:port", "brokers": [{"id",
-"address", "pid", "data_dir"}], "pid": <supervisor pid>}``. Brokers listen on ``port_base``,
-``port_base + 1``, ...; the controller on ``port_base + brokers``. Starting again on the same
-data directory brings back every topic and record.
+"address", "pid", "data_dir"}], "coordinators": [{"id", "address", "pid"}], "pid": <supervisor
+pid>}``. Brokers listen on ``port_base``, ``port_base + 1``, ...; the controller on ``port_base +
+brokers``; coordinators on the ports after it. Coordinators keep no files: groups and offsets
+live in ``__consumer_offsets``. Starting again on the same data directory brings back every
+topic, record, group and committed offset.
 """
 
 from __future__ import annotations
@@ -41,15 +44,21 @@ class LocalCluster:
     host: str = "127.0.0.1"
     session_timeout_ms: int = 6000
     leader_imbalance_check_interval_ms: int = 300_000
+    coordinators: int = 1
+    offsets_topic_partitions: int = 50
+    group_session_timeout_ms: int = 45_000
+    group_heartbeat_interval_ms: int = 5_000
     controller: ServiceProcess | None = None
     broker_processes: dict[int, ServiceProcess] = field(default_factory=dict)
+    coordinator_processes: dict[int, ServiceProcess] = field(default_factory=dict)
 
     @property
     def cluster_file(self) -> Path:
         return self.data_dir / CLUSTER_FILE
 
     def start(self, ready_timeout_s: float = 60) -> dict[str, Any]:
-        """Start every process, wait until every broker is live, write and return cluster.json."""
+        """Start every process, wait until every broker is live and every shard of
+        ``__consumer_offsets`` has a coordinator, write and return cluster.json."""
         if self.brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -72,12 +81,16 @@ class LocalCluster:
                     str(self.leader_imbalance_check_interval_ms),
                     "--default-replication-factor",
                     str(min(3, self.brokers)),
+                    "--offsets-topic-partitions",
+                    str(self.offsets_topic_partitions),
                 ],
                 logs / "controller.log",
             )
             for broker_id in range(1, self.brokers + 1):
                 self.start_broker(broker_id)
-            asyncio.run(self._wait_for_live_brokers(ready_timeout_s))
+            for coordinator_id in range(1, self.coordinators + 1):
+                self.start_coordinator(coordinator_id)
+            asyncio.run(self._wait_until_ready(ready_timeout_s))
         except BaseException:
             self.stop()
             raise
@@ -111,6 +124,32 @@ class LocalCluster:
         )
         return self.broker_processes[broker_id]
 
+    def start_coordinator(self, coordinator_id: int) -> ServiceProcess:
+        """Start (or restart) group coordinator ``coordinator_id`` on its own port."""
+        assert self.controller is not None, "the controller starts first"
+        previous = self.coordinator_processes.get(coordinator_id)
+        if previous is not None and previous.process.poll() is None:
+            raise RuntimeError(f"coordinator {coordinator_id} is still running (pid {previous.pid})")
+        self.coordinator_processes[coordinator_id] = start_service(
+            "lanes.coordinator",
+            [
+                "--coordinator-id",
+                str(coordinator_id),
+                "--controller",
+                self.controller.address,
+                "--host",
+                self.host,
+                "--port",
+                str(self.port_base + self.brokers + coordinator_id),
+                "--session-timeout-ms",
+                str(self.group_session_timeout_ms),
+                "--heartbeat-interval-ms",
+                str(self.group_heartbeat_interval_ms),
+            ],
+            self.data_dir / "logs" / f"coordinator-{coordinator_id}.log",
+        )
+        return self.coordinator_processes[coordinator_id]
+
     def describe(self) -> dict[str, Any]:
         """What cluster.json holds."""
         assert self.controller is not None
@@ -126,21 +165,33 @@ class LocalCluster:
                 }
                 for broker_id, p in sorted(self.broker_processes.items())
             ],
+            "coordinators": [
+                {"id": coordinator_id, "address": p.address, "pid": p.pid}
+                for coordinator_id, p in sorted(self.coordinator_processes.items())
+            ],
             "pid": os.getpid(),
         }
 
-    async def _wait_for_live_brokers(self, timeout_s: float) -> None:
+    async def _wait_until_ready(self, timeout_s: float) -> None:
         assert self.controller is not None
         deadline = time.monotonic() + timeout_s
         async with grpc.aio.insecure_channel(self.controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
             while True:
                 cluster = await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=5)
-                if len(cluster.brokers) == self.brokers:
+                shards = sum(len(c.shards) for c in cluster.coordinators)
+                wanted_shards = self.offsets_topic_partitions if self.coordinators else 0
+                if (
+                    len(cluster.brokers) == self.brokers
+                    and len(cluster.coordinators) == self.coordinators
+                    and shards == wanted_shards
+                ):
                     return
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        f"only {len(cluster.brokers)} of {self.brokers} brokers came up; see {self.data_dir}/logs"
+                        f"{len(cluster.brokers)} of {self.brokers} brokers and {len(cluster.coordinators)} of "
+                        f"{self.coordinators} coordinators ({shards} of {wanted_shards} shards) came up; "
+                        f"see {self.data_dir}/logs"
                     )
                 await asyncio.sleep(0.1)
 
@@ -166,12 +217,16 @@ class LocalCluster:
     def dead_processes(self) -> list[str]:
         """Names of processes that exited on their own."""
         processes = {f"broker-{i}": p for i, p in self.broker_processes.items()}
+        processes |= {f"coordinator-{i}": p for i, p in self.coordinator_processes.items()}
         if self.controller is not None:
             processes["controller"] = self.controller
         return [name for name, p in processes.items() if p.process.poll() is not None]
 
     def stop(self) -> None:
-        """SIGTERM the brokers (they hand leadership away and close cleanly), then the controller."""
+        """SIGTERM the coordinators (their shards move), the brokers (they hand leadership away and
+        close cleanly), then the controller."""
+        for process in self.coordinator_processes.values():
+            process.terminate()
         for process in self.broker_processes.values():
             if process.process.poll() is None:
                 process.process.terminate()

@@ -1,0 +1,695 @@
+"""The GroupCoordinator gRPC service (DESIGN.md section 8; proto/lanes/v1/coordinator.proto).
+
+A coordinator registers with the controller (``ControllerLink``, role coordinator) and follows
+the metadata log. The controller assigns it shards of ``__consumer_offsets``; for each shard
+that becomes its own it fences the previous owner and replays the shard (``ShardLog``), then
+serves the shard's groups from a ``GroupCoordinatorCore``; a shard that moves away, or whose
+epoch changes, is dropped at once. A group lives on shard ``mmh3(group id) mod shards``; requests
+for groups on other shards answer NOT_COORDINATOR, and for a shard still loading
+COORDINATOR_LOAD_IN_PROGRESS (both retriable: clients find the coordinator again).
+
+Every answer that depends on group state is sent only once that state is durable in the shard
+(``LoadedShard.durable``). A timer fences members whose session or rebalance timeout passed and
+expires offsets. Owned by one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+import grpc
+
+from lanes.coordinator.brokers import BrokerAccess
+from lanes.coordinator.core import (
+    CommitEntry,
+    Decision,
+    GroupConfig,
+    GroupCoordinatorCore,
+    HeartbeatInput,
+    Subscription,
+)
+from lanes.coordinator.group import Group, TopicPartition, assignment_of, partitions_of
+from lanes.coordinator.shard import LoadedShard
+from lanes.coordinator.shard_log import ShardFencedError, ShardLog, ShardUnavailableError
+from lanes.metadata.state import ShardInfo
+from lanes.protocol.clock import Clock
+from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
+from lanes.protocol.partitioner import partition_for_key
+from lanes.runtime.controller_link import ControllerLink
+from lanes.runtime.wire import Context, wire_error
+from lanes.v1 import broker_pb2, common_pb2, coordinator_pb2, coordinator_pb2_grpc
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
+_DURABLE_TIMEOUT_S = 10.0
+
+
+class GroupRouteError(LanesError):
+    """The group cannot be served here now (the code says why and what the client does)."""
+
+
+class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
+    """Consumer groups of the shards this coordinator owns. ``start`` before serving."""
+
+    def __init__(
+        self,
+        coordinator_id: int,
+        *,
+        controller_address: str,
+        endpoint: common_pb2.Node,
+        clock: Clock,
+        config: GroupConfig | None = None,
+        expire_interval_ms: int = 250,
+    ) -> None:
+        self.coordinator_id = coordinator_id
+        self.endpoint = endpoint
+        self.config = config or GroupConfig()
+        self._clock = clock
+        self.link = ControllerLink(
+            controller_address,
+            node_id=coordinator_id,
+            incarnation_id=str(uuid.uuid4()),
+            endpoint=endpoint,
+            role="coordinator",
+        )
+        self.brokers = BrokerAccess(lambda: self.link.image)
+        self.shards: dict[int, LoadedShard] = {}
+        self._failed_epochs: dict[int, int] = {}  # shard -> epoch it failed under (not retried)
+        self._expire_interval_s = expire_interval_ms / 1000
+        self._timer: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Register, follow metadata, load the shards given to this coordinator."""
+        self.link.on_update(lambda applied: self._sync_shards())
+        await self.link.start()
+        self._sync_shards()
+        self._timer = asyncio.create_task(self._expire_loop())
+
+    async def stop(self) -> None:
+        """Hand the shards back (the controller moves them) and stop."""
+        if self._timer is not None:
+            self._timer.cancel()
+        await self.link.stop(controlled=True)
+        for shard in list(self.shards.values()):
+            shard.close(GroupRouteError("the coordinator is shutting down", ErrorCode.NOT_COORDINATOR))
+        self.shards.clear()
+        await self.brokers.close()
+
+    # -----------------------------------------------------------------------------------------
+    # shards
+
+    def _owned_shards(self) -> dict[int, ShardInfo]:
+        image = self.link.image
+        me = image.coordinators.get(self.coordinator_id)
+        if me is None or me.fenced or me.epoch != self.link.node_epoch:
+            return {}
+        return {s: info for s, info in image.shards.items() if info.coordinator_id == self.coordinator_id}
+
+    def _sync_shards(self) -> None:
+        owned = self._owned_shards()
+        for shard, loaded in list(self.shards.items()):
+            info = owned.get(shard)
+            if info is None or info.shard_epoch != loaded.info.shard_epoch:
+                _log.info("shard %d moved away (epoch %d)", shard, loaded.info.shard_epoch)
+                loaded.close(GroupRouteError(f"shard {shard} moved to another coordinator", ErrorCode.NOT_COORDINATOR))
+                del self.shards[shard]
+        for shard, info in sorted(owned.items()):
+            if shard in self.shards or self._failed_epochs.get(shard) == info.shard_epoch:
+                continue
+            log = ShardLog(
+                self.brokers, self._clock, shard=shard, producer_id=info.producer_id, shard_epoch=info.shard_epoch
+            )
+            loaded = LoadedShard(shard, info, GroupCoordinatorCore(self.config), log, self._shard_failed)
+            self.shards[shard] = loaded
+            loaded.start_loading(self._load(loaded))
+
+    async def _load(self, loaded: LoadedShard) -> None:
+        started = self._clock.monotonic_ms()
+        try:
+            records = await loaded.log.fence_and_read()
+        except (ShardFencedError, ShardUnavailableError) as exc:
+            _log.warning("shard %d not loaded: %s", loaded.shard, exc)
+            self._shard_failed(loaded)
+            return
+        loaded.activate(records, self._clock.now_ms())
+        _log.info(
+            "loaded shard %d (epoch %d): %d groups from %d records in %d ms",
+            loaded.shard,
+            loaded.info.shard_epoch,
+            len(loaded.core.store.groups),
+            len(records),
+            self._clock.monotonic_ms() - started,
+        )
+
+    def _shard_failed(self, loaded: LoadedShard) -> None:
+        if self.shards.get(loaded.shard) is loaded:
+            del self.shards[loaded.shard]
+            self._failed_epochs[loaded.shard] = loaded.info.shard_epoch
+            loaded.close(GroupRouteError(f"shard {loaded.shard} failed", ErrorCode.NOT_COORDINATOR))
+
+    async def _expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._expire_interval_s)
+            for loaded in list(self.shards.values()):
+                if not loaded.active:
+                    continue
+                fenced, _ = loaded.decide(self._expiring(self._clock.now_ms()))
+                for group_id, member_id, reason in fenced:
+                    _log.info("group %s: member %s removed: %s", group_id, member_id, reason)
+
+    @staticmethod
+    def _expiring(
+        now_ms: int,
+    ) -> Callable[[GroupCoordinatorCore], tuple[list[tuple[str, str, str]], Decision]]:
+        return lambda core: core.expire(now_ms)
+
+    # -----------------------------------------------------------------------------------------
+    # routing
+
+    def shard_count(self) -> int:
+        """Partitions of __consumer_offsets (0 while it does not exist)."""
+        topic = self.link.image.topic(CONSUMER_OFFSETS_TOPIC)
+        return len(topic.partitions) if topic is not None else 0
+
+    def _route(self, group_id: str) -> LoadedShard:
+        try:
+            validate_group_id(group_id)
+        except LanesError as exc:
+            raise GroupRouteError(exc.message, ErrorCode.INVALID_GROUP_ID) from None
+        count = self.shard_count()
+        if count == 0:
+            raise GroupRouteError(f"{CONSUMER_OFFSETS_TOPIC} does not exist yet", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        shard = partition_for_key(group_id.encode(), count)
+        loaded = self.shards.get(shard)
+        if loaded is None:
+            raise GroupRouteError(
+                f"group {group_id!r} is on shard {shard}, not served by coordinator {self.coordinator_id}",
+                ErrorCode.NOT_COORDINATOR,
+            )
+        if not loaded.active:
+            raise GroupRouteError(f"shard {shard} is still loading", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        return loaded
+
+    async def _decide(self, group_id: str, decide: Callable[[GroupCoordinatorCore], tuple[T, Decision]]) -> T:
+        """Route, decide, and wait until the decision (and all before it) is durable."""
+        loaded = self._route(group_id)
+        result, position = loaded.decide(decide)
+        await self._durable(loaded, position)
+        return result
+
+    async def _durable(self, loaded: LoadedShard, position: int) -> None:
+        try:
+            await loaded.durable(position, _DURABLE_TIMEOUT_S)
+        except TimeoutError:
+            raise GroupRouteError(
+                f"shard {loaded.shard} is not writable yet (its partition has no leader or too few replicas)",
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            ) from None
+        except LanesError as exc:
+            raise GroupRouteError(exc.message, ErrorCode.NOT_COORDINATOR) from None
+
+    def partition_counts(self) -> dict[str, int]:
+        """Partition count of every topic in the metadata image."""
+        return {topic.name: len(topic.partitions) for topic in self.link.image.topics.values()}
+
+    # -----------------------------------------------------------------------------------------
+    # RPCs: discovery and membership
+
+    async def FindCoordinator(  # noqa: N802
+        self, request: coordinator_pb2.FindCoordinatorRequest, context: Context
+    ) -> coordinator_pb2.FindCoordinatorResponse:
+        image = self.link.image
+        count = self.shard_count()
+        answers = []
+        for group_id in request.group_ids:
+            try:
+                validate_group_id(group_id)
+            except LanesError as exc:
+                answers.append(
+                    coordinator_pb2.GroupCoordinatorLocation(
+                        group_id=group_id, error=wire_error(ErrorCode.INVALID_GROUP_ID, exc.message)
+                    )
+                )
+                continue
+            if count == 0:
+                answers.append(
+                    coordinator_pb2.GroupCoordinatorLocation(
+                        group_id=group_id,
+                        error=wire_error(
+                            ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{CONSUMER_OFFSETS_TOPIC} is not created yet"
+                        ),
+                    )
+                )
+                continue
+            shard = partition_for_key(group_id.encode(), count)
+            owner = image.shards.get(shard)
+            coordinator = image.coordinators.get(owner.coordinator_id) if owner is not None else None
+            if coordinator is None or coordinator.fenced:
+                answers.append(
+                    coordinator_pb2.GroupCoordinatorLocation(
+                        group_id=group_id,
+                        shard=shard,
+                        error=wire_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"shard {shard} has no live coordinator"),
+                    )
+                )
+                continue
+            answers.append(
+                coordinator_pb2.GroupCoordinatorLocation(
+                    group_id=group_id,
+                    shard=shard,
+                    error=wire_error(ErrorCode.NONE),
+                    coordinator=common_pb2.Node(
+                        node_id=coordinator.coordinator_id, host=coordinator.host, port=coordinator.port
+                    ),
+                )
+            )
+        return coordinator_pb2.FindCoordinatorResponse(coordinators=answers)
+
+    async def Heartbeat(  # noqa: N802
+        self, request: coordinator_pb2.HeartbeatRequest, context: Context
+    ) -> coordinator_pb2.HeartbeatResponse:
+        joining = request.member_epoch == 0
+        heartbeat = HeartbeatInput(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            member_epoch=request.member_epoch,
+            instance_id=request.instance_id,
+            rack_id=request.rack_id,
+            client_id=request.client_id,
+            client_host=_peer_host(context),
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            subscription=Subscription(tuple(request.subscription.topic_names), request.subscription.topic_regex)
+            if request.HasField("subscription")
+            else None,
+            server_assignor=request.server_assignor if request.server_assignor or joining else None,
+            owned=partitions_of(request.owned_partitions) if request.HasField("owned_partitions") else None,
+        )
+        counts = self.partition_counts()
+        now_ms = self._clock.now_ms()
+        try:
+            result = await self._decide(request.group_id, lambda core: core.heartbeat(heartbeat, now_ms, counts))
+        except GroupRouteError as exc:
+            return coordinator_pb2.HeartbeatResponse(
+                error=wire_error(exc.code, exc.message), member_id=request.member_id
+            )
+        response = coordinator_pb2.HeartbeatResponse(
+            error=wire_error(result.error, result.message),
+            member_id=result.member_id,
+            member_epoch=result.member_epoch,
+            heartbeat_interval_ms=result.heartbeat_interval_ms or self.config.heartbeat_interval_ms,
+        )
+        if result.assignment is not None:
+            response.assignment.CopyFrom(assignment_of(result.assignment))
+        return response
+
+    async def LeaveGroup(  # noqa: N802
+        self, request: coordinator_pb2.LeaveGroupRequest, context: Context
+    ) -> coordinator_pb2.LeaveGroupResponse:
+        now_ms = self._clock.now_ms()
+        try:
+            code, message = await self._decide(
+                request.group_id,
+                lambda core: _pair(core.leave(request.group_id, request.member_id, request.instance_id, now_ms)),
+            )
+        except GroupRouteError as exc:
+            return coordinator_pb2.LeaveGroupResponse(error=wire_error(exc.code, exc.message))
+        if code is ErrorCode.NONE:
+            _log.info(
+                "group %s: member %s left (%s)", request.group_id, request.member_id, request.reason or "no reason"
+            )
+        return coordinator_pb2.LeaveGroupResponse(error=wire_error(code, message))
+
+    # -----------------------------------------------------------------------------------------
+    # RPCs: offsets
+
+    async def CommitOffsets(  # noqa: N802
+        self, request: coordinator_pb2.CommitOffsetsRequest, context: Context
+    ) -> coordinator_pb2.CommitOffsetsResponse:
+        entries = [
+            CommitEntry(t.topic, p.partition, p.committed_offset, p.committed_leader_epoch, p.metadata)
+            for t in request.topics
+            for p in t.partitions
+        ]
+        counts = self.partition_counts()
+        now_ms = self._clock.now_ms()
+        try:
+            outcomes = await self._decide(
+                request.group_id,
+                lambda core: core.commit_offsets(
+                    request.group_id,
+                    request.member_id,
+                    request.member_epoch,
+                    entries,
+                    now_ms=now_ms,
+                    partition_counts=counts,
+                ),
+            )
+            results = [(e.topic, e.partition, wire_error(code, message)) for e, code, message in outcomes]
+        except GroupRouteError as exc:
+            results = [(e.topic, e.partition, wire_error(exc.code, exc.message)) for e in entries]
+        by_topic: dict[str, list[coordinator_pb2.PartitionResult]] = {}
+        for topic, partition, error in results:
+            by_topic.setdefault(topic, []).append(coordinator_pb2.PartitionResult(partition=partition, error=error))
+        return coordinator_pb2.CommitOffsetsResponse(
+            topics=[coordinator_pb2.CommitOffsetsTopicResult(topic=t, partitions=ps) for t, ps in by_topic.items()]
+        )
+
+    async def FetchOffsets(  # noqa: N802
+        self, request: coordinator_pb2.FetchOffsetsRequest, context: Context
+    ) -> coordinator_pb2.FetchOffsetsResponse:
+        try:
+            loaded = self._route(request.group_id)
+            await self._durable(loaded, loaded.position())
+        except GroupRouteError as exc:
+            return coordinator_pb2.FetchOffsetsResponse(error=wire_error(exc.code, exc.message))
+        wanted = [(tp.topic, p) for tp in request.partitions for p in tp.partitions] or None
+        offsets = loaded.core.fetch_offsets(request.group_id, wanted)
+        by_topic: dict[str, list[coordinator_pb2.CommittedOffset]] = {}
+        for (topic, partition), commit in offsets.items():
+            by_topic.setdefault(topic, []).append(
+                coordinator_pb2.CommittedOffset(
+                    partition=partition,
+                    committed_offset=commit.offset if commit is not None else -1,
+                    committed_leader_epoch=commit.leader_epoch if commit is not None else -1,
+                    metadata=commit.metadata if commit is not None else "",
+                    commit_timestamp_ms=commit.commit_timestamp_ms if commit is not None else -1,
+                    error=wire_error(ErrorCode.NONE),
+                )
+            )
+        return coordinator_pb2.FetchOffsetsResponse(
+            error=wire_error(ErrorCode.NONE),
+            topics=[coordinator_pb2.FetchOffsetsTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # RPCs: administration
+
+    async def ListGroups(  # noqa: N802
+        self, request: coordinator_pb2.ListGroupsRequest, context: Context
+    ) -> coordinator_pb2.ListGroupsResponse:
+        states = set(request.states)
+        listings = []
+        loading = False
+        for loaded in sorted(self.shards.values(), key=lambda s: s.shard):
+            if not loaded.active:
+                loading = True
+                continue
+            for group in loaded.core.store:
+                state = group.state()
+                if not states or state in states:
+                    listings.append(
+                        coordinator_pb2.GroupListing(
+                            group_id=group.group_id,
+                            state=state,  # type: ignore[arg-type]
+                            member_count=len(group.members),
+                            coordinator_id=self.coordinator_id,
+                        )
+                    )
+        error = (
+            wire_error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "some shards are still loading")
+            if loading
+            else wire_error(ErrorCode.NONE)
+        )
+        listings.sort(key=lambda listing: listing.group_id)
+        return coordinator_pb2.ListGroupsResponse(error=error, groups=listings)
+
+    async def DescribeGroups(  # noqa: N802
+        self, request: coordinator_pb2.DescribeGroupsRequest, context: Context
+    ) -> coordinator_pb2.DescribeGroupsResponse:
+        described = []
+        for group_id in request.group_ids:
+            try:
+                loaded = self._route(group_id)
+                await self._durable(loaded, loaded.position())
+            except GroupRouteError as exc:
+                described.append(
+                    coordinator_pb2.GroupDescription(group_id=group_id, error=wire_error(exc.code, exc.message))
+                )
+                continue
+            group = loaded.core.store.get(group_id)
+            if group is None:
+                described.append(
+                    coordinator_pb2.GroupDescription(
+                        group_id=group_id,
+                        error=wire_error(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r} does not exist"),
+                        state=coordinator_pb2.GROUP_STATE_DEAD,
+                    )
+                )
+                continue
+            description = self._describe(group)
+            if request.include_offsets:
+                description.offsets.extend(await self._offset_states(group))
+            described.append(description)
+        return coordinator_pb2.DescribeGroupsResponse(groups=described)
+
+    def _describe(self, group: Group) -> coordinator_pb2.GroupDescription:
+        members = []
+        for member_id, identity in sorted(group.members.items()):
+            current = group.assignment(member_id)
+            members.append(
+                coordinator_pb2.MemberDescription(
+                    member_id=member_id,
+                    instance_id=identity.instance_id,
+                    member_epoch=current.member_epoch,
+                    client_id=identity.client_id,
+                    client_host=identity.client_host,
+                    rack_id=identity.rack_id,
+                    subscription=coordinator_pb2.Subscription(
+                        topic_names=identity.topic_names, topic_regex=identity.topic_regex
+                    ),
+                    assignment=assignment_of(current.assigned),
+                    target_assignment=assignment_of(group.targets.get(member_id, frozenset())),
+                )
+            )
+        return coordinator_pb2.GroupDescription(
+            group_id=group.group_id,
+            error=wire_error(ErrorCode.NONE),
+            state=group.state(),  # type: ignore[arg-type]
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor=group.assignor,
+            members=members,
+            coordinator=self.endpoint,
+        )
+
+    async def _offset_states(self, group: Group) -> list[coordinator_pb2.PartitionOffsetState]:
+        owners: dict[TopicPartition, str] = {}
+        for member_id in group.members:
+            for partition in group.assignment(member_id).assigned:
+                owners[partition] = member_id
+        counts = self.partition_counts()
+        partitions = sorted({p for p in set(group.offsets) | set(owners) if p[1] < counts.get(p[0], 0)})
+        ends = await self.brokers.list_offsets(partitions, broker_pb2.OFFSET_SPEC_LATEST)
+        now_ms = self._clock.now_ms()
+        states = []
+        for partition in partitions:
+            commit = group.offsets.get(partition)
+            end = ends.get(partition)
+            log_end = end.offset if end is not None and end.error is ErrorCode.NONE else -1
+            committed = commit.offset if commit is not None else -1
+            lag = max(0, log_end - committed) if log_end >= 0 and committed >= 0 else -1
+            lag_ms = -1
+            if lag > 0:
+                appended = await self.brokers.record_timestamp(partition[0], partition[1], committed)
+                lag_ms = max(0, now_ms - appended) if appended is not None else -1
+            elif lag == 0:
+                lag_ms = 0
+            states.append(
+                coordinator_pb2.PartitionOffsetState(
+                    topic=partition[0],
+                    partition=partition[1],
+                    committed_offset=committed,
+                    metadata=commit.metadata if commit is not None else "",
+                    log_end_offset=log_end,
+                    lag=lag,
+                    lag_ms=lag_ms,
+                    member_id=owners.get(partition, ""),
+                )
+            )
+        return states
+
+    async def DeleteGroups(  # noqa: N802
+        self, request: coordinator_pb2.DeleteGroupsRequest, context: Context
+    ) -> coordinator_pb2.DeleteGroupsResponse:
+        results = []
+        for group_id in request.group_ids:
+            try:
+                code, message = await self._decide(group_id, _deleting(group_id))
+            except GroupRouteError as exc:
+                code, message = exc.code, exc.message
+            results.append(coordinator_pb2.GroupResult(group_id=group_id, error=wire_error(code, message)))
+        return coordinator_pb2.DeleteGroupsResponse(results=results)
+
+    async def ResetOffsets(  # noqa: N802
+        self, request: coordinator_pb2.ResetOffsetsRequest, context: Context
+    ) -> coordinator_pb2.ResetOffsetsResponse:
+        try:
+            loaded = self._route(request.group_id)
+            await self._durable(loaded, loaded.position())
+        except GroupRouteError as exc:
+            return coordinator_pb2.ResetOffsetsResponse(error=wire_error(exc.code, exc.message))
+        group = loaded.core.store.get(request.group_id)
+        if group is not None and group.members:
+            return coordinator_pb2.ResetOffsetsResponse(
+                error=wire_error(
+                    ErrorCode.NON_EMPTY_GROUP,
+                    f"group {request.group_id!r} has {len(group.members)} active members; stop them first",
+                )
+            )
+        kind = request.to.WhichOneof("to")
+        if kind is None:
+            return coordinator_pb2.ResetOffsetsResponse(
+                error=wire_error(
+                    ErrorCode.INVALID_REQUEST, "say where to reset to: earliest, latest, offset, timestamp or shift"
+                )
+            )
+        committed = dict(group.offsets) if group is not None else {}
+        wanted = [(tp.topic, p) for tp in request.partitions for p in tp.partitions] or sorted(committed)
+        counts = self.partition_counts()
+        missing = [p for p in wanted if not 0 <= p[1] < counts.get(p[0], 0)]
+        present = [p for p in wanted if p not in missing]
+        targets, errors = await self._reset_targets(present, kind, request.to, committed)
+        resets = [
+            coordinator_pb2.OffsetReset(
+                topic=topic,
+                partition=partition,
+                previous_offset=committed[(topic, partition)].offset if (topic, partition) in committed else -1,
+                new_offset=targets.get((topic, partition), -1),
+                error=wire_error(*errors.get((topic, partition), (ErrorCode.NONE, ""))),
+            )
+            for topic, partition in wanted
+            if (topic, partition) not in missing
+        ]
+        resets += [
+            coordinator_pb2.OffsetReset(
+                topic=topic,
+                partition=partition,
+                previous_offset=-1,
+                new_offset=-1,
+                error=wire_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist"),
+            )
+            for topic, partition in missing
+        ]
+        if not request.dry_run and targets:
+            now_ms = self._clock.now_ms()
+            try:
+                code, message = await self._decide(
+                    request.group_id, lambda core: _pair(core.reset_offsets(request.group_id, targets, now_ms))
+                )
+            except GroupRouteError as exc:
+                code, message = exc.code, exc.message
+            if code is not ErrorCode.NONE:
+                return coordinator_pb2.ResetOffsetsResponse(error=wire_error(code, message))
+        return coordinator_pb2.ResetOffsetsResponse(
+            error=wire_error(ErrorCode.NONE), resets=resets, dry_run=request.dry_run
+        )
+
+    async def _reset_targets(
+        self,
+        partitions: list[TopicPartition],
+        kind: str,
+        to: coordinator_pb2.OffsetResetSpec,
+        committed: Mapping[TopicPartition, object],
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, tuple[ErrorCode, str]]]:
+        earliest = await self.brokers.list_offsets(partitions, broker_pb2.OFFSET_SPEC_EARLIEST)
+        latest = await self.brokers.list_offsets(partitions, broker_pb2.OFFSET_SPEC_LATEST)
+        by_time = (
+            await self.brokers.list_offsets(partitions, broker_pb2.OFFSET_SPEC_TIMESTAMP, to.timestamp_ms)
+            if kind == "timestamp_ms"
+            else {}
+        )
+        targets: dict[TopicPartition, int] = {}
+        errors: dict[TopicPartition, tuple[ErrorCode, str]] = {}
+        for partition in partitions:
+            low, high = earliest.get(partition), latest.get(partition)
+            if low is None or high is None or low.error is not ErrorCode.NONE or high.error is not ErrorCode.NONE:
+                failed = low if low is not None and low.error is not ErrorCode.NONE else high
+                code = failed.error if failed is not None else ErrorCode.LEADER_NOT_AVAILABLE
+                errors[partition] = (code, f"could not read the offsets of {partition[0]}-{partition[1]}")
+                continue
+            previous = getattr(committed.get(partition), "offset", None)
+            if kind == "earliest":
+                target = low.offset
+            elif kind == "latest":
+                target = high.offset
+            elif kind == "offset":
+                target = to.offset
+            elif kind == "timestamp_ms":
+                found = by_time.get(partition)
+                target = (
+                    found.offset
+                    if found is not None and found.error is ErrorCode.NONE and found.offset >= 0
+                    else high.offset
+                )
+            else:  # shift_by
+                target = (previous if previous is not None else low.offset) + to.shift_by
+            targets[partition] = min(max(target, low.offset), high.offset)
+        return targets, errors
+
+    async def DeleteOffsets(  # noqa: N802
+        self, request: coordinator_pb2.DeleteOffsetsRequest, context: Context
+    ) -> coordinator_pb2.DeleteOffsetsResponse:
+        wanted = [(tp.topic, p) for tp in request.partitions for p in tp.partitions]
+        try:
+            code, results = await self._decide(
+                request.group_id,
+                lambda core: _deleted(core.delete_offsets(request.group_id, wanted)),
+            )
+        except GroupRouteError as exc:
+            return coordinator_pb2.DeleteOffsetsResponse(error=wire_error(exc.code, exc.message))
+        if code is not ErrorCode.NONE:
+            return coordinator_pb2.DeleteOffsetsResponse(
+                error=wire_error(code, f"group {request.group_id!r} does not exist")
+            )
+        return coordinator_pb2.DeleteOffsetsResponse(
+            error=wire_error(ErrorCode.NONE),
+            results=[
+                coordinator_pb2.TopicPartitionResult(
+                    topic=topic,
+                    partition=partition,
+                    error=wire_error(
+                        result,
+                        "the group subscribes to this topic; its offsets are in use"
+                        if result is not ErrorCode.NONE
+                        else "",
+                    ),
+                )
+                for (topic, partition), result in results
+            ],
+        )
+
+
+def _pair(outcome: tuple[ErrorCode, str, Decision]) -> tuple[tuple[ErrorCode, str], Decision]:
+    code, message, decision = outcome
+    return (code, message), decision
+
+
+def _deleting(
+    group_id: str,
+) -> Callable[[GroupCoordinatorCore], tuple[tuple[ErrorCode, str], Decision]]:
+    return lambda core: _pair(core.delete_group(group_id))
+
+
+def _deleted(
+    outcome: tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]], Decision],
+) -> tuple[tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]]], Decision]:
+    code, results, decision = outcome
+    return (code, results), decision
+
+
+def _peer_host(context: Context) -> str:
+    """The client's host as gRPC reports the peer (``ipv4:1.2.3.4:5678``, ``ipv6:[::1]:5678``)."""
+    peer = context.peer() or ""
+    _, _, address = peer.partition(":")
+    host, _, _ = address.rpartition(":")
+    return host.strip("[]") or address
+
+
+def add_to_server(service: GroupCoordinatorService, server: grpc.aio.Server) -> None:
+    """Register the service on a gRPC server."""
+    coordinator_pb2_grpc.add_GroupCoordinatorServicer_to_server(service, server)  # type: ignore[no-untyped-call]
