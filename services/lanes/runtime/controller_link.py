@@ -31,7 +31,7 @@ _log = logging.getLogger(__name__)
 Listener = Callable[[list[tuple[int, metadata_pb2.MetadataRecord]]], None]
 _RETRY_MIN_S = 0.05
 _RETRY_MAX_S = 1.0
-Role = Literal["broker", "coordinator"]
+Role = Literal["broker", "coordinator", "observer"]  # an observer only watches the metadata
 
 
 class ControllerLink:
@@ -70,8 +70,12 @@ class ControllerLink:
         """Register (retrying until the controller answers), then keep watching and beating; return
         once the image has caught up with the registration (so the node knows its partitions or
         shards before it answers clients), or after ``catch_up_timeout_s`` with a warning."""
-        await self._register()
-        self._tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._heartbeats())]
+        if self.role == "observer":
+            self.node_epoch = 0
+            self._tasks = [asyncio.create_task(self._watch())]
+        else:
+            await self._register()
+            self._tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._heartbeats())]
         try:
             await self.wait_for(lambda image: image.last_offset >= self.node_epoch, catch_up_timeout_s)
         except TimeoutError:
@@ -81,7 +85,7 @@ class ControllerLink:
         """Stop; with ``controlled``, first ask the controller to move leaderships (or shards) away."""
         for task in self._tasks:
             task.cancel()
-        if controlled and self.node_epoch >= 0:
+        if controlled and self.node_epoch >= 0 and self.role != "observer":
             deadline = asyncio.get_running_loop().time() + timeout_s
             while asyncio.get_running_loop().time() < deadline:
                 try:
