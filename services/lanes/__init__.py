@@ -10,10 +10,12 @@ from typing import Any
 
 _CLIENTS = {
     "Admin": "lanes.client.admin",
+    "CommitFailedError": "lanes.client.consumer",
     "Consumer": "lanes.client.consumer",
     "ConsumerRecord": "lanes.client.consumer",
     "Producer": "lanes.client.producer",
     "RecordFuture": "lanes.client.producer",
+    "RebalanceListener": "lanes.client.consumer",
     "RecordMetadata": "lanes.client.producer",
     "TopicPartition": "lanes.client.consumer",
 }

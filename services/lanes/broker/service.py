@@ -332,6 +332,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 common_pb2.Node(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
                 for b in image.live_brokers()
             ],
+            coordinators=[
+                common_pb2.Node(node_id=c.coordinator_id, host=c.host, port=c.port) for c in image.live_coordinators()
+            ],
             topics=topics,
             metadata_offset=image.last_offset,
         )

@@ -26,13 +26,18 @@ class ClusterView:
             raise ValueError("bootstrap needs at least one host:port")
         self.bootstrap = list(bootstrap)
         self.brokers: dict[int, str] = {}
+        self.coordinators: dict[int, str] = {}
         self.leaders: dict[tuple[str, int], int] = {}
         self.partition_counts: dict[str, int] = {}
         self._timeout_s = request_timeout_s
         self._channels: dict[str, grpc.aio.Channel] = {}
 
     def stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
-        """A stub on the (cached) channel to ``address``."""
+        """A broker stub on the (cached) channel to ``address``."""
+        return broker_pb2_grpc.BrokerStub(self.channel(address))  # type: ignore[no-untyped-call]
+
+    def channel(self, address: str) -> grpc.aio.Channel:
+        """The (cached) channel to ``address``, for any service there."""
         channel = self._channels.get(address)
         if channel is None:
             options = [
@@ -40,7 +45,7 @@ class ClusterView:
                 ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
             ]
             channel = self._channels[address] = grpc.aio.insecure_channel(address, options=options)
-        return broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        return channel
 
     def leader_address(self, topic: str, partition: int) -> str | None:
         """Where the partition's leader listens, if known."""
@@ -63,6 +68,7 @@ class ClusterView:
                 problems.append(f"{address}: {exc.code().name}")
                 continue
             self.brokers = {b.node_id: f"{b.host}:{b.port}" for b in metadata.brokers}
+            self.coordinators = {c.node_id: f"{c.host}:{c.port}" for c in metadata.coordinators}
             errors = {}
             for topic in metadata.topics:
                 errors[topic.name] = topic.error

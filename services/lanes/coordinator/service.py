@@ -302,6 +302,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             member_id=result.member_id,
             member_epoch=result.member_epoch,
             heartbeat_interval_ms=result.heartbeat_interval_ms or self.config.heartbeat_interval_ms,
+            session_timeout_ms=self.config.session_timeout_ms,
         )
         if result.assignment is not None:
             response.assignment.CopyFrom(assignment_of(result.assignment))
