@@ -14,10 +14,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 import lanes
 from lanes.runtime.local_cluster import LocalCluster
+from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
 from tests.integration.processes import running_cluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -221,3 +223,62 @@ def test_commit_before_processing_loses_the_batch_in_flight_at_most_once(cluster
         successor.stop()
     finally:
         crashing.stop()
+
+
+def test_coordinator_failover_keeps_the_group_and_its_offsets(tmp_path: Path) -> None:
+    settings = {**GROUP_SETTINGS, "coordinators": 2, "session_timeout_ms": 2000}
+    with running_cluster(tmp_path, 3, **settings) as cluster:
+        bootstrap = cluster.describe()["bootstrap"]
+        lanes.Admin(bootstrap).create_topic("trades", partitions=4, replication_factor=3)
+        partitions = [lanes.TopicPartition("trades", p) for p in range(4)]
+        seen: set[tuple[int, int]] = set()
+        stop = threading.Event()
+        consumers = [lanes.Consumer(bootstrap, group_id="desk", auto_offset_reset="earliest") for _ in range(2)]
+        for consumer in consumers:
+            consumer.subscribe(["trades"])
+        errors: list[BaseException] = []
+
+        def consume(consumer: lanes.Consumer) -> None:
+            try:
+                while not stop.is_set():
+                    records = consumer.poll(100)
+                    seen.update((r.partition, r.offset) for r in records)
+                    if records:
+                        consumer.commit()
+            except BaseException as exc:  # surfaced by the assertion below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=consume, args=(c,)) for c in consumers]
+        for thread in threads:
+            thread.start()
+        try:
+            produce(bootstrap, "trades", 200)
+            wait_until(lambda: len(seen) == 200, 30, "the group reads the first 200")
+            with lanes.Consumer(bootstrap, group_id="desk") as probe:
+                wait_until(lambda: sum(v or 0 for v in probe.committed(partitions).values()) == 200, 15, "commits")
+                owner_id = _coordinator_of(cluster, "desk")
+                cluster.coordinator_processes[owner_id].process.send_signal(signal.SIGKILL)
+                produce(bootstrap, "trades", 200, start=200)
+                resumed = wait_until(lambda: len(seen) == 400, 60, "the group reads on after the failover")
+                print(f"\ncoordinator {owner_id} killed: the group read on within {resumed:.2f} s")
+                wait_until(lambda: sum(v or 0 for v in probe.committed(partitions).values()) == 400, 30, "commits")
+                assert _coordinator_of(cluster, "desk") != owner_id
+            assert not errors, errors
+            assert sorted(len(c.assignment()) for c in consumers) == [2, 2], "the same members, still sharing"
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
+            for consumer in consumers:
+                consumer.close()
+
+
+def _coordinator_of(cluster: LocalCluster, group_id: str) -> int:
+    for coordinator in cluster.describe()["coordinators"]:
+        if cluster.coordinator_processes[coordinator["id"]].process.poll() is not None:
+            continue
+        with grpc.insecure_channel(coordinator["address"]) as channel:
+            stub = coordinator_pb2_grpc.GroupCoordinatorStub(channel)  # type: ignore[no-untyped-call]
+            found = stub.FindCoordinator(coordinator_pb2.FindCoordinatorRequest(group_ids=[group_id]), timeout=5)
+        return int(found.coordinators[0].coordinator.node_id)
+    raise AssertionError("no live coordinator")
