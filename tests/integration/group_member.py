@@ -3,7 +3,8 @@
 ``python -m tests.integration.group_member --bootstrap B --group G --topic T [options]`` joins
 the group and prints one JSON line per event on stdout: ``{"event": "assigned" | "revoked" |
 "lost", "partitions": [...]}``, ``{"event": "record", "partition": p, "offset": o}`` when it
-processes a record, ``{"event": "committed"}`` after a commit. Options choose when it commits
+processes a record, ``{"event": "committed"}`` after a commit (``commit-failed`` when the member was fenced),
+``closed`` after a clean close on SIGTERM; every event carries its wall-clock time ``t``. Options choose when it commits
 (after processing: at-least-once; before: at-most-once) and how it misbehaves.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
@@ -19,7 +21,7 @@ import lanes
 
 
 def emit(**event: object) -> None:
-    print(json.dumps(event), flush=True)
+    print(json.dumps({**event, "t": time.time()}), flush=True)
 
 
 class Listener(lanes.RebalanceListener):
@@ -56,8 +58,10 @@ def main() -> int:
         max_poll_records=options.max_poll_records,
     )
     consumer.subscribe([options.topic], listener=Listener())
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     processed = 0
-    while True:
+    while not stopping:
         records = consumer.poll(100)
         if 0 <= options.stop_polling_after_records <= processed and consumer.assignment():
             emit(event="stopped-polling")
@@ -73,8 +77,15 @@ def main() -> int:
             emit(event="record", partition=record.partition, offset=record.offset)
         processed += len(records)
         if options.commit == "after" and not 0 <= options.stop_committing_after_records < processed:
-            consumer.commit()
-            emit(event="committed")
+            try:
+                consumer.commit()
+            except lanes.CommitFailedError as exc:
+                emit(event="commit-failed", reason=str(exc))
+            else:
+                emit(event="committed")
+    consumer.close()
+    emit(event="closed")
+    return 0
 
 
 if __name__ == "__main__":
