@@ -77,5 +77,5 @@ def test_latest_reset_and_a_long_poll_that_wakes_for_new_records(cluster: LocalC
             timer.join()
             assert [r.value for r in records] == [b"new"]
             assert time.monotonic() - started < 10
-    with pytest.raises(LanesError, match="issue #5"):
-        lanes.Consumer(bootstrap, group_id="billing")
+    with pytest.raises(LanesError, match="group id is empty"):
+        lanes.Consumer(bootstrap, group_id="")

@@ -46,6 +46,7 @@ from lanes.protocol.clock import Clock
 from lanes.protocol.configs import topic_config_values
 from lanes.protocol.errors import ErrorCode, LanesError, error_code
 from lanes.protocol.records import BatchHeader
+from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.wire import Context, wire_error
 from lanes.storage.cleaner import CleanerThread, LogCleaner
@@ -101,7 +102,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self.link.on_update(lambda applied: self._reconcile())
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
         self._leaderships: dict[TopicPartition, Leadership] = {}
-        self._data_arrived = asyncio.Condition()
+        self._data_arrived = Broadcast()  # appends, HWM advances, ISR changes
         self.maintenance_interval_s = maintenance_interval_s
         self._maintenance: asyncio.Task[None] | None = None
         self._cleaner = CleanerThread(LogCleaner(clock), self.logs.logs, interval_s=maintenance_interval_s)
@@ -240,7 +241,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 if result is not None and error_code(result.error.code) is ErrorCode.NONE:
                     leadership.replica.on_isr_changed(list(result.isr))
                     leadership.log.update_high_watermark(leadership.replica.high_watermark)
-                    await self._notify()
+                    self._notify()
 
     def _led(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Leadership | common_pb2.Error:
         """This broker's leadership of the partition, or the error to answer: not led here, or the
@@ -275,9 +276,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         state = found.partitions[partition]
         return common_pb2.LeaderHint(leader_id=state.leader, leader_epoch=state.leader_epoch)
 
-    async def _notify(self) -> None:
-        async with self._data_arrived:
-            self._data_arrived.notify_all()
+    def _notify(self) -> None:
+        self._data_arrived.notify_all()
 
     # -----------------------------------------------------------------------------------------
     # Metadata
@@ -392,7 +392,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             return response
         leadership.replica.on_append(leadership.log.log_end_offset)
         leadership.log.update_high_watermark(leadership.replica.high_watermark)
-        await self._notify()
+        self._notify()
         response.base_offset = info.first_offset
         response.log_append_time_ms = info.log_append_time_ms
         response.log_start_offset = leadership.log.log_start_offset
@@ -451,12 +451,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     async def _await_replication(self, leadership: Leadership, required_offset: int, timeout_s: float) -> ErrorCode:
         async def outcome() -> ErrorCode:
-            async with self._data_arrived:
-                while True:
-                    result = leadership.replica.acks_all_outcome(required_offset)
-                    if result is not None:
-                        return result
-                    await self._data_arrived.wait()
+            while True:
+                ticket = self._data_arrived.ticket()
+                result = leadership.replica.acks_all_outcome(required_offset)
+                if result is not None:
+                    return result
+                await self._data_arrived.wait(ticket, None)
 
         try:
             return await asyncio.wait_for(outcome(), timeout_s)
@@ -471,13 +471,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> broker_pb2.FetchResponse:
         deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
         while True:
+            ticket = self._data_arrived.ticket()  # before reading: an append meanwhile wakes us
             response, total = await asyncio.to_thread(self._read_all, request)
             remaining = deadline - asyncio.get_running_loop().time()
             if total >= max(request.min_bytes, 1) or remaining <= 0 or self._has_errors(response):
                 return response
-            async with self._data_arrived:
-                with contextlib.suppress(TimeoutError):  # the deadline: answer with what there is
-                    await asyncio.wait_for(self._data_arrived.wait(), remaining)
+            await self._data_arrived.wait(ticket, remaining)  # the deadline: answer with what there is
 
     @staticmethod
     def _has_errors(response: broker_pb2.FetchResponse) -> bool:
@@ -529,17 +528,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> broker_pb2.ReplicaFetchResponse:
         deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
         while True:
+            ticket = self._data_arrived.ticket()
             response, total, urgent, advanced, isr_due = await asyncio.to_thread(self._serve_replica, request)
             if isr_due:  # a follower outside the ISR caught up: expand now, not at the next periodic check
                 self._isr_check_now.set()
             if advanced:  # producers waiting for acks=all, consumers waiting for data below the mark
-                await self._notify()
+                self._notify()
             remaining = deadline - asyncio.get_running_loop().time()
             if total >= max(request.min_bytes, 1) or urgent or remaining <= 0:
                 return response
-            async with self._data_arrived:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._data_arrived.wait(), remaining)
+            await self._data_arrived.wait(ticket, remaining)
 
     def _serve_replica(
         self, request: broker_pb2.ReplicaFetchRequest

@@ -28,6 +28,7 @@ from lanes.protocol.clock import Clock
 from lanes.protocol.configs import TOPIC_CONFIGS
 from lanes.protocol.errors import ErrorCode
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
+from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.wire import Context, wire_error
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
@@ -76,7 +77,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self._keepalive_s = keepalive_ms / 1000
         self._lock = asyncio.Lock()
-        self._changed = asyncio.Condition()
+        self._changed = Broadcast()  # the metadata log grew
         self._last_heartbeat_ms: dict[int, int] = {}
         self._coordinator_heartbeat_ms: dict[int, int] = {}
         self._fencing: asyncio.Task[None] | None = None
@@ -114,8 +115,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         if self._records_since_snapshot >= self.snapshot_every_records:  # keeps the metadata log bounded
             await asyncio.to_thread(self._metadata.snapshot, self.state)
             self._records_since_snapshot = 0
-        async with self._changed:
-            self._changed.notify_all()
+        self._changed.notify_all()
         return first
 
     async def _decide_and_commit(self, decide) -> Decision:  # type: ignore[no-untyped-def]
@@ -298,6 +298,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             )
             next_offset = at + 1
         while True:
+            ticket = self._changed.ticket()
             applied_end = self.state.last_offset + 1
             if next_offset < applied_end:
                 chunk = [(o, r) for o, r in self._metadata.read(next_offset) if o < applied_end]
@@ -310,12 +311,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                     )
                     next_offset = chunk[-1][0] + 1
                     continue
-            async with self._changed:
-                try:
-                    await asyncio.wait_for(self._changed.wait(), timeout=self._keepalive_s)
-                    continue
-                except TimeoutError:
-                    pass
+            if await self._changed.wait(ticket, self._keepalive_s):
+                continue
             yield controller_pb2.MetadataUpdate(next_offset=next_offset, log_end_offset=self._metadata.end_offset)
 
     # -----------------------------------------------------------------------------------------

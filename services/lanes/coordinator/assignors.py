@@ -23,6 +23,7 @@ Contract (property-tested in tests/unit/test_assignors.py):
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -119,13 +120,7 @@ def uniform_assignor(members: Sequence[MemberSubscription], partition_counts: Ma
                     owner[key] = member_id
                     loads[member_id] += 1
 
-    for topic in sorted(subscribers):
-        for partition in range(partition_counts[topic]):
-            if (topic, partition) not in owner:
-                chosen = min(subscribers[topic], key=lambda m: (loads[m], m))
-                owner[(topic, partition)] = chosen
-                loads[chosen] += 1
-
+    _place_unowned(owner, loads, subscribers, partition_counts)
     _balance(owner, loads, subscribers)
     owned: dict[str, dict[str, set[int]]] = {}
     for (topic, partition), member_id in owner.items():
@@ -133,13 +128,56 @@ def uniform_assignor(members: Sequence[MemberSubscription], partition_counts: Ma
     return _freeze(members, owned)
 
 
+def _place_unowned(
+    owner: dict[tuple[str, int], str],
+    loads: dict[str, int],
+    subscribers: Mapping[str, list[str]],
+    partition_counts: Mapping[str, int],
+) -> None:
+    """Give each unowned partition to the least loaded subscriber of its topic (ties: id).
+
+    One heap of (load, member) per distinct subscriber list, refreshed lazily: an entry whose load
+    is stale is dropped when it surfaces, and every load change pushes a fresh entry into each heap
+    holding that member. O(P log M) instead of scanning every subscriber for every partition.
+    """
+    heaps: dict[tuple[str, ...], list[tuple[int, str]]] = {}
+    heaps_of: dict[str, list[list[tuple[int, str]]]] = {}
+    for members in subscribers.values():
+        key = tuple(members)
+        if key not in heaps:
+            heap = [(loads[m], m) for m in members]
+            heapq.heapify(heap)
+            heaps[key] = heap
+            for member in members:
+                heaps_of.setdefault(member, []).append(heap)
+    for topic in sorted(subscribers):
+        heap = heaps[tuple(subscribers[topic])]
+        for partition in range(partition_counts[topic]):
+            if (topic, partition) in owner:
+                continue
+            while heap[0][0] != loads[heap[0][1]]:
+                heapq.heappop(heap)
+            chosen = heap[0][1]
+            owner[(topic, partition)] = chosen
+            loads[chosen] += 1
+            for holder in heaps_of[chosen]:
+                heapq.heappush(holder, (loads[chosen], chosen))
+
+
 def _balance(owner: dict[tuple[str, int], str], loads: dict[str, int], subscribers: Mapping[str, list[str]]) -> None:
     """Move partitions from heavy to light members until no move would narrow a gap of two."""
+    eligible = {m for members in subscribers.values() for m in members}
+    if not eligible or max(loads[m] for m in eligible) - min(loads[m] for m in eligible) <= 1:
+        return  # no gap of two anywhere: nothing can move
+    owned: dict[str, list[tuple[str, int]]] = {}
+    for key, member in owner.items():
+        owned.setdefault(member, []).append(key)
     while True:
+        lightest = {topic: min(members, key=lambda m: (loads[m], m)) for topic, members in subscribers.items()}
         move = None
         for donor in sorted(loads, key=lambda m: (-loads[m], m)):
-            for key in sorted((k for k, m in owner.items() if m == donor), reverse=True):
-                receiver = min(subscribers[key[0]], key=lambda m: (loads[m], m))
+            for key in sorted(owned.get(donor, ()), reverse=True):
+                receiver = lightest[key[0]]
                 if loads[donor] - loads[receiver] > 1:
                     move = (key, donor, receiver)
                     break
@@ -149,6 +187,8 @@ def _balance(owner: dict[tuple[str, int], str], loads: dict[str, int], subscribe
             return
         key, donor, receiver = move
         owner[key] = receiver
+        owned[donor].remove(key)
+        owned.setdefault(receiver, []).append(key)
         loads[donor] -= 1
         loads[receiver] += 1
 

@@ -22,6 +22,7 @@ from lanes.coordinator.group import GroupRecord
 from lanes.coordinator.shard_log import ShardLog, ShardUnavailableError
 from lanes.metadata.state import ShardInfo
 from lanes.protocol.errors import LanesError
+from lanes.runtime.broadcast import Broadcast
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -49,7 +50,7 @@ class LoadedShard:
         self._pending: list[GroupRecord] = []
         self._decided = 0  # records decided so far
         self._durable = 0  # records known to be in the log
-        self._progress = asyncio.Condition()
+        self._progress = Broadcast()  # records became durable, or the shard failed
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -82,10 +83,7 @@ class LoadedShard:
     async def durable(self, position: int, timeout_s: float) -> None:
         """Wait until every record decided up to ``position`` is durable; raise the shard's
         failure, or TimeoutError (the writes go on; the client retries)."""
-        async with self._progress:
-            await asyncio.wait_for(
-                self._progress.wait_for(lambda: self._durable >= position or self.failure is not None), timeout_s
-            )
+        await self._progress.wait_until(lambda: self._durable >= position or self.failure is not None, timeout_s)
         if self._durable < position and self.failure is not None:
             raise self.failure
 
@@ -97,11 +95,8 @@ class LoadedShard:
         self.log.close()
         for task in self._tasks:
             task.cancel()
-        self._tasks = [asyncio.ensure_future(self._notify())]
-
-    async def _notify(self) -> None:
-        async with self._progress:
-            self._progress.notify_all()
+        self._tasks = []
+        self._progress.notify_all()
 
     async def _write_loop(self) -> None:
         try:
@@ -113,16 +108,16 @@ class LoadedShard:
                     del self._pending[:MAX_RECORDS_PER_WRITE]
                     await self.log.append(batch)
                     self._durable += len(batch)
-                    await self._notify()
+                    self._progress.notify_all()
         except LanesError as exc:
             _log.warning("shard %d (epoch %d) stops: %s", self.shard, self.info.shard_epoch, exc)
             self.failure = exc
-            await self._notify()
+            self._progress.notify_all()
             self._on_failure(self)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug: fail the shard loudly rather than serve unlogged state
             _log.exception("shard %d writer failed", self.shard)
             self.failure = ShardUnavailableError(f"shard {self.shard} writer failed: {exc}")
-            await self._notify()
+            self._progress.notify_all()
             self._on_failure(self)

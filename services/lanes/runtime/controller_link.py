@@ -25,6 +25,7 @@ import grpc
 
 from lanes.metadata.state import ClusterState
 from lanes.protocol.errors import ErrorCode, error_code
+from lanes.runtime.broadcast import Broadcast
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
 _log = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ class ControllerLink:
         self._stub = controller_pb2_grpc.ControllerStub(self._channel)  # type: ignore[no-untyped-call]
         self._listeners: list[Listener] = []
         self._tasks: list[asyncio.Task[Any]] = []
-        self._image_changed = asyncio.Condition()
+        self._image_changed = Broadcast()
 
     def on_update(self, listener: Listener) -> None:
         """Call ``listener`` after each change of the image."""
@@ -142,8 +143,7 @@ class ControllerLink:
 
     async def wait_for(self, condition: Callable[[ClusterState], bool], timeout_s: float) -> None:
         """Wait until ``condition(image)`` holds (TimeoutError after ``timeout_s``)."""
-        async with self._image_changed:
-            await asyncio.wait_for(self._image_changed.wait_for(lambda: condition(self.image)), timeout_s)
+        await self._image_changed.wait_until(lambda: condition(self.image), timeout_s)
 
     # -----------------------------------------------------------------------------------------
 
@@ -257,5 +257,4 @@ class ControllerLink:
                 return
         for listener in self._listeners:
             listener(applied)
-        async with self._image_changed:
-            self._image_changed.notify_all()
+        self._image_changed.notify_all()
