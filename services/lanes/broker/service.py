@@ -45,6 +45,7 @@ from lanes.metadata.state import NO_LEADER, ClusterState
 from lanes.protocol.clock import Clock
 from lanes.protocol.configs import topic_config_values
 from lanes.protocol.errors import ErrorCode, LanesError, error_code
+from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.controller_link import ControllerLink
@@ -355,6 +356,18 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             responses.append(broker_pb2.TopicProduceResponse(topic=topic.topic, partitions=partitions))
         return broker_pb2.ProduceResponse(topics=responses)
 
+    def _check_internal_writer(self, topic: str, partition: int, headers: list[BatchHeader]) -> None:
+        """Only a shard's coordinator writes ``__consumer_offsets``: with the shard's producer id
+        (header-only check; the producer epoch check that follows fences old owners)."""
+        if topic != CONSUMER_OFFSETS_TOPIC:
+            return
+        shard = self.image.shards.get(partition)
+        if shard is None or any(h.producer_id != shard.producer_id for h in headers):
+            raise LanesError(
+                f"{topic} is internal: only the group coordinator owning shard {partition} writes it",
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+            )
+
     async def _produce_partition(
         self, topic: str, data: broker_pb2.PartitionProduceData, acks: int, timeout_s: float
     ) -> broker_pb2.PartitionProduceResponse:
@@ -379,6 +392,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         try:
             async with leadership.append_lock:
                 headers = await asyncio.to_thread(leadership.log.validate_produce, data.records)
+                self._check_internal_writer(topic, data.partition, headers)
                 duplicate = self._check_producers(leadership, headers, response)
                 if duplicate is not None:
                     return duplicate

@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from google.protobuf.message import DecodeError
+
 from lanes.coordinator.brokers import BrokerAccess
 from lanes.coordinator.group import GroupRecord
 from lanes.protocol.clock import Clock
@@ -79,7 +81,13 @@ class ShardLog:
                 for batch in decode_batches(answer.records):
                     for record in batch.records:
                         if offset <= record.offset <= marker_offset and record.key:
-                            records.append(_parse(record.key, record.value))
+                            parsed = _parse(record.key, record.value)
+                            if parsed is not None:
+                                records.append(parsed)
+                            else:
+                                _log.error(
+                                    "shard %d: record at offset %d does not parse; skipped", self.shard, record.offset
+                                )
                     offset = max(offset, batch.header.next_offset)
                 delay = _RETRY_MIN_S
                 continue
@@ -146,6 +154,13 @@ class ShardLog:
         raise ShardUnavailableError(f"shard {self.shard} was unloaded")
 
 
-def _parse(key: bytes, value: bytes | None) -> GroupRecord:
-    parsed_key = group_records_pb2.GroupRecordKey.FromString(key)
-    return parsed_key, group_records_pb2.GroupRecordValue.FromString(value) if value is not None else None
+def _parse(key: bytes, value: bytes | None) -> GroupRecord | None:
+    """The record, or None when it is not a group record this version understands."""
+    try:
+        parsed_key = group_records_pb2.GroupRecordKey.FromString(key)
+        parsed_value = group_records_pb2.GroupRecordValue.FromString(value) if value is not None else None
+    except DecodeError:
+        return None
+    if parsed_key.WhichOneof("key") is None:
+        return None
+    return parsed_key, parsed_value
