@@ -34,7 +34,8 @@ from typing import Literal
 import grpc
 
 from lanes.client._cluster import ClusterView
-from lanes.protocol.errors import ErrorCode, LanesError, error_code, error_for
+from lanes.client._coordinators import Coordinators
+from lanes.protocol.errors import ErrorCode, LanesError, error_for
 from lanes.runtime.wire import code_of
 from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 
@@ -75,6 +76,7 @@ class GroupMembership:
         request_timeout_s: float,
     ) -> None:
         self.cluster = cluster
+        self.coordinators = Coordinators(cluster, request_timeout_s)
         self.group_id = group_id
         self.instance_id = instance_id
         self.client_id = client_id
@@ -93,7 +95,6 @@ class GroupMembership:
         self._last_success_sent = time.monotonic()
         self._last_poll = time.monotonic()
         self._timeout_s = request_timeout_s
-        self._coordinator: str | None = None
         self._wake = asyncio.Event()
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -164,10 +165,10 @@ class GroupMembership:
         if self._task is not None:
             self._task.cancel()
             self._task = None
-        if self.member_epoch > 0 and self._coordinator is not None:
+        if self.member_epoch > 0:
             epoch = -2 if self.instance_id else -1
             try:
-                await self._send(self._coordinator, epoch)
+                await self._send(await self.coordinator(), epoch)
             except (grpc.aio.AioRpcError, LanesError) as exc:
                 _log.info("group %s: leave not delivered (%s); the session will expire", self.group_id, exc)
         self.member_epoch = 0
@@ -178,40 +179,15 @@ class GroupMembership:
     # coordinator calls
 
     def coordinator_stub(self, address: str) -> coordinator_pb2_grpc.GroupCoordinatorStub:
-        return coordinator_pb2_grpc.GroupCoordinatorStub(self.cluster.channel(address))  # type: ignore[no-untyped-call]
+        return self.coordinators.stub(address)
 
     async def coordinator(self) -> str:
-        """The group's coordinator address (found through any coordinator the brokers list)."""
-        if self._coordinator is not None:
-            return self._coordinator
-        if not self.cluster.coordinators:
-            await self.cluster.refresh([])
-        problems = []
-        for address in list(self.cluster.coordinators.values()):
-            try:
-                found = await self.coordinator_stub(address).FindCoordinator(
-                    coordinator_pb2.FindCoordinatorRequest(group_ids=[self.group_id]), timeout=self._timeout_s
-                )
-            except grpc.aio.AioRpcError as exc:
-                problems.append(f"{address}: {exc.code().name}")
-                continue
-            location = found.coordinators[0]
-            code = error_code(location.error.code)
-            if code is ErrorCode.NONE:
-                self._coordinator = f"{location.coordinator.host}:{location.coordinator.port}"
-                return self._coordinator
-            if code is not None and not code.retriable:
-                raise error_for(location.error.code, location.error.message)
-            problems.append(f"{address}: {location.error.message}")
-        self.cluster.coordinators.clear()  # look them up again next time
-        raise error_for(
-            ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            f"no coordinator for group {self.group_id!r} yet ({'; '.join(problems) or 'none listed by the brokers'})",
-        )
+        """The group's coordinator address."""
+        return await self.coordinators.find(self.group_id)
 
     def forget_coordinator(self) -> None:
         """The coordinator moved or failed: find it again."""
-        self._coordinator = None
+        self.coordinators.forget(self.group_id)
 
     async def _send(self, address: str, epoch: int) -> coordinator_pb2.HeartbeatResponse:
         request = coordinator_pb2.HeartbeatRequest(
@@ -255,9 +231,9 @@ class GroupMembership:
                 self.rebalance_timeout_ms,
             )
             self._left_for_poll_timeout = True
-            if self.member_epoch > 0 and self._coordinator is not None:
+            if self.member_epoch > 0:
                 with contextlib.suppress(grpc.aio.AioRpcError, LanesError):
-                    await self._send(self._coordinator, -1)
+                    await self._send(await self.coordinator(), -1)
             self.member_epoch = 0
             self.assigned = None
             self._changed.set()

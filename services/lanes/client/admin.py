@@ -1,10 +1,11 @@
-"""The Admin client: topics, partitions, configs and the cluster.
+"""The Admin client: topics, partitions, configs, the cluster, and consumer groups.
 
 ``lanes.aio.Admin`` is the asynchronous core; ``lanes.Admin`` the synchronous facade. Bootstrap
 from any broker: its Metadata names the controller, where admin requests go; a request answered
 NOT_CONTROLLER or failing to connect refreshes that from the brokers and retries once. Every
 error code becomes the typed exception of ``lanes.protocol.errors`` (TopicAlreadyExistsError,
-InvalidConfigError, ...), whose message says what to do.
+InvalidConfigError, ...), whose message says what to do. Group requests go to each group's
+coordinator (``_group_admin``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import TypeVar
 import grpc
 
 from lanes.client import _loop
+from lanes.client._group_admin import GroupAdmin, GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
+from lanes.client.consumer import TopicPartition
 from lanes.protocol.errors import ErrorCode, LanesError, error_for
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 
@@ -91,6 +94,14 @@ class AsyncAdmin:
             raise ValueError("bootstrap needs at least one host:port")
         self._timeout_s = request_timeout_ms / 1000
         self._controller: str | None = None
+        self._groups: GroupAdmin | None = None
+
+    @property
+    def groups(self) -> GroupAdmin:
+        """Group administration (created on first use)."""
+        if self._groups is None:
+            self._groups = GroupAdmin(self.bootstrap, self._timeout_s)
+        return self._groups
 
     async def _find_controller(self) -> str:
         problems = []
@@ -253,6 +264,38 @@ class AsyncAdmin:
             ),
         )
 
+    # -----------------------------------------------------------------------------------------
+    # consumer groups
+
+    async def list_groups(self) -> list[GroupListing]:
+        """Every consumer group of the cluster, by id."""
+        return await self.groups.list_groups()
+
+    async def describe_group(self, group_id: str, *, include_offsets: bool = True) -> GroupDescription:
+        """A group's state, members, assignments, and per partition committed offset, log end
+        offset and lag (records and milliseconds)."""
+        return await self.groups.describe_group(group_id, include_offsets=include_offsets)
+
+    async def delete_group(self, group_id: str) -> None:
+        """Delete an empty group and its committed offsets."""
+        await self.groups.delete_group(group_id)
+
+    async def reset_offsets(
+        self, group_id: str, to: str, *, partitions: Sequence[TopicPartition] = (), dry_run: bool = True
+    ) -> list[OffsetReset]:
+        """Move an empty group's offsets to ``earliest``, ``latest``, ``offset:N``,
+        ``timestamp:MS`` or ``shift:N`` (clamped to the log); a dry run unless ``dry_run=False``."""
+        return await self.groups.reset_offsets(group_id, to, partitions=partitions, dry_run=dry_run)
+
+    async def delete_offsets(self, group_id: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, str]:
+        """Delete a group's offsets of topics it does not subscribe to; per partition '' or why not."""
+        return await self.groups.delete_offsets(group_id, partitions)
+
+    async def close(self) -> None:
+        """Release connections."""
+        if self._groups is not None:
+            await self._groups.close()
+
 
 class Admin:
     """Administration, synchronously (``lanes.aio.Admin`` runs on a background loop)."""
@@ -294,5 +337,50 @@ class Admin:
         """See ``AsyncAdmin.describe_cluster``."""
         return _loop.run(self._admin.describe_cluster())
 
+    def list_groups(self) -> list[GroupListing]:
+        """See ``AsyncAdmin.list_groups``."""
+        return _loop.run(self._admin.list_groups())
 
-__all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "ClusterInfo", "ConfigInfo", "PartitionInfo", "TopicInfo"]
+    def describe_group(self, group_id: str, *, include_offsets: bool = True) -> GroupDescription:
+        """See ``AsyncAdmin.describe_group``."""
+        return _loop.run(self._admin.describe_group(group_id, include_offsets=include_offsets))
+
+    def delete_group(self, group_id: str) -> None:
+        """See ``AsyncAdmin.delete_group``."""
+        _loop.run(self._admin.delete_group(group_id))
+
+    def reset_offsets(
+        self, group_id: str, to: str, *, partitions: Sequence[TopicPartition] = (), dry_run: bool = True
+    ) -> list[OffsetReset]:
+        """See ``AsyncAdmin.reset_offsets``."""
+        return _loop.run(self._admin.reset_offsets(group_id, to, partitions=partitions, dry_run=dry_run))
+
+    def delete_offsets(self, group_id: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, str]:
+        """See ``AsyncAdmin.delete_offsets``."""
+        return _loop.run(self._admin.delete_offsets(group_id, partitions))
+
+    def close(self) -> None:
+        """Release connections."""
+        _loop.run(self._admin.close())
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = [
+    "Admin",
+    "AsyncAdmin",
+    "BrokerInfo",
+    "ClusterInfo",
+    "ConfigInfo",
+    "GroupDescription",
+    "GroupListing",
+    "MemberInfo",
+    "OffsetReset",
+    "PartitionInfo",
+    "PartitionLag",
+    "TopicInfo",
+]

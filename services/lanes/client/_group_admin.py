@@ -1,0 +1,268 @@
+"""Consumer-group administration behind ``lanes.Admin``: list, describe (with lag), delete groups,
+reset and delete their offsets. Each request goes to the group's coordinator (found through
+``Coordinators``); answers that the coordinator moved or is loading are retried until the
+request timeout. Owned by the client's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import grpc
+
+from lanes.client._cluster import ClusterView
+from lanes.client._coordinators import REDISCOVER, Coordinators
+from lanes.client.consumer import TopicPartition
+from lanes.protocol.errors import ErrorCode, LanesError, RetriableError, error_for
+from lanes.runtime.wire import code_of
+from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+
+T = TypeVar("T")
+_STATES = {
+    coordinator_pb2.GROUP_STATE_EMPTY: "empty",
+    coordinator_pb2.GROUP_STATE_RECONCILING: "reconciling",
+    coordinator_pb2.GROUP_STATE_STABLE: "stable",
+    coordinator_pb2.GROUP_STATE_DEAD: "dead",
+    coordinator_pb2.GROUP_STATE_LOADING: "loading",
+}
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    """A group, briefly."""
+
+    group_id: str
+    state: str
+    members: int
+    coordinator_id: int
+
+
+@dataclass(frozen=True)
+class MemberInfo:
+    """A member of a group."""
+
+    member_id: str
+    instance_id: str
+    client_id: str
+    client_host: str
+    member_epoch: int
+    assignment: frozenset[TopicPartition]
+    target_assignment: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """A group's progress on one partition (-1: unknown; lag_ms: age of the oldest unread record)."""
+
+    topic: str
+    partition: int
+    committed_offset: int
+    log_end_offset: int
+    lag: int
+    lag_ms: int
+    member_id: str
+    metadata: str
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A group in full."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    coordinator: str
+    members: tuple[MemberInfo, ...]
+    offsets: tuple[PartitionLag, ...]
+
+    @property
+    def total_lag(self) -> int:
+        """Records not yet committed, over every partition with a known lag."""
+        return sum(p.lag for p in self.offsets if p.lag > 0)
+
+
+@dataclass(frozen=True)
+class OffsetReset:
+    """One partition's reset (``new_offset`` -1 with an error when it could not be computed)."""
+
+    topic: str
+    partition: int
+    previous_offset: int
+    new_offset: int
+    error: str
+
+
+def reset_spec(to: str) -> coordinator_pb2.OffsetResetSpec:
+    """``earliest`` | ``latest`` | ``offset:N`` | ``timestamp:MS`` | ``shift:N`` as a spec."""
+    kind, _, value = to.partition(":")
+    try:
+        if kind == "earliest" and not value:
+            return coordinator_pb2.OffsetResetSpec(earliest=True)
+        if kind == "latest" and not value:
+            return coordinator_pb2.OffsetResetSpec(latest=True)
+        if kind == "offset":
+            return coordinator_pb2.OffsetResetSpec(offset=int(value))
+        if kind == "timestamp":
+            return coordinator_pb2.OffsetResetSpec(timestamp_ms=int(value))
+        if kind == "shift":
+            return coordinator_pb2.OffsetResetSpec(shift_by=int(value))
+    except ValueError:
+        pass
+    raise LanesError(
+        f"cannot reset to {to!r}: use earliest, latest, offset:N, timestamp:MILLISECONDS or shift:N",
+        ErrorCode.INVALID_REQUEST,
+    )
+
+
+def _topic_partitions(partitions: Iterable[TopicPartition]) -> list[common_pb2.TopicPartitions]:
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(set(partitions)):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return [common_pb2.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
+
+
+def _partitions(assignment: coordinator_pb2.Assignment) -> frozenset[TopicPartition]:
+    return frozenset(TopicPartition(tp.topic, p) for tp in assignment.topic_partitions for p in tp.partitions)
+
+
+class GroupAdmin:
+    """Group administration (asynchronous)."""
+
+    def __init__(self, bootstrap: list[str], request_timeout_s: float) -> None:
+        self._timeout_s = request_timeout_s
+        self._cluster = ClusterView(bootstrap, request_timeout_s)
+        self._coordinators = Coordinators(self._cluster, request_timeout_s)
+
+    async def _ask(
+        self,
+        group_id: str,
+        call: Callable[[coordinator_pb2_grpc.GroupCoordinatorStub], Awaitable[T]],
+        error_of: Callable[[T], common_pb2.Error],
+    ) -> T:
+        """``call`` the group's coordinator, retrying while it moves or loads; raise other errors."""
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            try:
+                answer = await call(self._coordinators.stub(await self._coordinators.find(group_id)))
+                code = code_of(error_of(answer))
+                message = error_of(answer).message
+            except grpc.aio.AioRpcError as exc:
+                code, message = ErrorCode.NETWORK_EXCEPTION, exc.code().name
+            except RetriableError as exc:
+                code, message = exc.code, exc.message
+            if code is ErrorCode.NONE:
+                return answer
+            if not code.retriable:
+                raise error_for(code, message)
+            if code in REDISCOVER or code is ErrorCode.NETWORK_EXCEPTION:
+                self._coordinators.forget(group_id)
+            if time.monotonic() > deadline:
+                raise error_for(code, f"group {group_id!r}: {message}")
+            await asyncio.sleep(0.1)
+
+    async def list_groups(self) -> list[GroupListing]:
+        """Every group of the cluster (each coordinator lists the groups of its shards)."""
+        listings: dict[str, GroupListing] = {}
+        for address in await self._coordinators.addresses():
+            try:
+                answer = await self._coordinators.stub(address).ListGroups(
+                    coordinator_pb2.ListGroupsRequest(), timeout=self._timeout_s
+                )
+            except grpc.aio.AioRpcError as exc:
+                raise error_for(
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE, f"coordinator {address}: {exc.code().name}"
+                ) from exc
+            for group in answer.groups:
+                listings[group.group_id] = GroupListing(
+                    group.group_id, _STATES.get(group.state, "unknown"), group.member_count, group.coordinator_id
+                )
+        return [listings[g] for g in sorted(listings)]
+
+    async def describe_group(self, group_id: str, *, include_offsets: bool = True) -> GroupDescription:
+        """Members, assignments and, per partition, committed offset, end offset and lag."""
+        answer = await self._ask(
+            group_id,
+            lambda stub: stub.DescribeGroups(
+                coordinator_pb2.DescribeGroupsRequest(group_ids=[group_id], include_offsets=include_offsets),
+                timeout=self._timeout_s,
+            ),
+            lambda response: response.groups[0].error,
+        )
+        group = answer.groups[0]
+        return GroupDescription(
+            group_id=group.group_id,
+            state=_STATES.get(group.state, "unknown"),
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor=group.assignor,
+            coordinator=f"{group.coordinator.host}:{group.coordinator.port}",
+            members=tuple(
+                MemberInfo(
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.member_epoch,
+                    _partitions(m.assignment),
+                    _partitions(m.target_assignment),
+                )
+                for m in group.members
+            ),
+            offsets=tuple(
+                PartitionLag(
+                    o.topic, o.partition, o.committed_offset, o.log_end_offset, o.lag, o.lag_ms, o.member_id, o.metadata
+                )
+                for o in group.offsets
+            ),
+        )
+
+    async def delete_group(self, group_id: str) -> None:
+        """Delete an empty group and its offsets (NonEmptyGroupError while it has members)."""
+        await self._ask(
+            group_id,
+            lambda stub: stub.DeleteGroups(
+                coordinator_pb2.DeleteGroupsRequest(group_ids=[group_id]), timeout=self._timeout_s
+            ),
+            lambda response: response.results[0].error,
+        )
+
+    async def reset_offsets(
+        self, group_id: str, to: str, *, partitions: Iterable[TopicPartition] = (), dry_run: bool = True
+    ) -> list[OffsetReset]:
+        """Move an empty group's offsets (``to``: see ``reset_spec``) of ``partitions`` (default:
+        every partition it has offsets for). A dry run (the default) only computes them."""
+        spec = reset_spec(to)
+        answer = await self._ask(
+            group_id,
+            lambda stub: stub.ResetOffsets(
+                coordinator_pb2.ResetOffsetsRequest(
+                    group_id=group_id, partitions=_topic_partitions(partitions), to=spec, dry_run=dry_run
+                ),
+                timeout=self._timeout_s,
+            ),
+            lambda response: response.error,
+        )
+        return [
+            OffsetReset(r.topic, r.partition, r.previous_offset, r.new_offset, r.error.message) for r in answer.resets
+        ]
+
+    async def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, str]:
+        """Delete committed offsets; per partition an error message ('' when deleted)."""
+        answer = await self._ask(
+            group_id,
+            lambda stub: stub.DeleteOffsets(
+                coordinator_pb2.DeleteOffsetsRequest(group_id=group_id, partitions=_topic_partitions(partitions)),
+                timeout=self._timeout_s,
+            ),
+            lambda response: response.error,
+        )
+        return {TopicPartition(r.topic, r.partition): r.error.message for r in answer.results}
+
+    async def close(self) -> None:
+        """Release connections."""
+        await self._cluster.close()
