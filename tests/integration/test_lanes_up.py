@@ -14,6 +14,7 @@ from pathlib import Path
 
 import grpc
 
+import lanes
 from lanes.protocol.errors import ErrorCode
 from lanes.v1 import controller_pb2, controller_pb2_grpc
 from tests.integration.processes import consecutive_free_ports
@@ -57,12 +58,13 @@ def alive(pid: int) -> bool:
 
 def test_lanes_up_runs_a_cluster_that_survives_a_restart(tmp_path: Path) -> None:
     data_dir = tmp_path / "lanes"
-    base = consecutive_free_ports(4)
+    base = consecutive_free_ports(5)
     supervisor, cluster = lanes_up(data_dir, base)
     assert cluster["pid"] == supervisor.pid
     assert cluster["bootstrap"] == ",".join(f"127.0.0.1:{base + i}" for i in range(3))
     assert cluster["controller"] == f"127.0.0.1:{base + 3}"
     assert [b["id"] for b in cluster["brokers"]] == [1, 2, 3]
+    assert [(c["id"], c["address"]) for c in cluster["coordinators"]] == [(1, f"127.0.0.1:{base + 4}")]
     first_broker = cluster["brokers"][0]["address"]
 
     async def use() -> list[bytes]:
@@ -86,6 +88,9 @@ def test_lanes_up_runs_a_cluster_that_survives_a_restart(tmp_path: Path) -> None
         return await read_all(address, "greetings")
 
     assert asyncio.run(use()) == [b"hello", b"world"]
+    greetings = lanes.TopicPartition("greetings", 0)
+    with lanes.Consumer(cluster["bootstrap"], group_id="greeters") as consumer:
+        consumer.commit({greetings: 2})
     supervisor.send_signal(signal.SIGTERM)
     assert supervisor.wait(timeout=60) == 0
     assert not (data_dir / "cluster.json").exists()
@@ -109,6 +114,8 @@ def test_lanes_up_runs_a_cluster_that_survives_a_restart(tmp_path: Path) -> None
                 await asyncio.sleep(0.1)
 
     assert asyncio.run(read_again()) == [b"hello", b"world"], "topics and records come back"
+    with lanes.Consumer(cluster["bootstrap"], group_id="greeters") as consumer:
+        assert consumer.committed([greetings]) == {greetings: 2}, "committed offsets come back"
     assert first_broker == cluster["brokers"][0]["address"]
     supervisor.send_signal(signal.SIGTERM)
     assert supervisor.wait(timeout=60) == 0

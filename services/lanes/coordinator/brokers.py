@@ -103,7 +103,10 @@ class BrokerAccess:
                     topic=topic,
                     partitions=[
                         broker_pb2.FetchPartition(
-                            partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes
+                            partition=partition,
+                            fetch_offset=offset,
+                            current_leader_epoch=-1,  # unchecked: 0 would be fenced by any later leader
+                            partition_max_bytes=max_bytes,
                         )
                     ],
                 )
@@ -131,7 +134,12 @@ class BrokerAccess:
             topics: dict[str, list[broker_pb2.ListOffsetsPartition]] = {}
             for topic, partition in wanted:
                 topics.setdefault(topic, []).append(
-                    broker_pb2.ListOffsetsPartition(partition=partition, spec=spec, timestamp_ms=timestamp_ms)  # type: ignore[arg-type]
+                    broker_pb2.ListOffsetsPartition(
+                        partition=partition,
+                        spec=spec,  # type: ignore[arg-type]
+                        timestamp_ms=timestamp_ms,
+                        current_leader_epoch=-1,
+                    )
                 )
             request = broker_pb2.ListOffsetsRequest(
                 topics=[broker_pb2.ListOffsetsTopic(topic=t, partitions=ps) for t, ps in topics.items()]
