@@ -67,6 +67,9 @@ def test_asynchronous_commit_calls_back(cluster: LocalCluster) -> None:
         assert done.wait(20)
         assert outcome == [({TP("clicks", 1): 5}, None)]
         assert consumer.committed([TP("clicks", 0), TP("clicks", 1)]) == {TP("clicks", 0): None, TP("clicks", 1): 5}
+        consumer.commit({TP("clicks", 0): (3, "batch-17")})
+    described = {p.partition: p for p in lanes.Admin(bootstrap).describe_group("clickers").offsets}
+    assert (described[0].committed_offset, described[0].metadata) == (3, "batch-17"), "metadata kept with the offset"
 
 
 def test_reset_none_raises_a_clear_error_without_a_committed_offset(cluster: LocalCluster) -> None:

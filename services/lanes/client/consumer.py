@@ -104,7 +104,8 @@ class RebalanceListener:
         self.on_partitions_revoked(partitions)
 
 
-CommitCallback = Callable[[dict[TopicPartition, int], BaseException | None], None]
+Offset = int | tuple[int, str]  # an offset, or (offset, metadata) to commit
+CommitCallback = Callable[[dict[TopicPartition, Offset], BaseException | None], None]
 
 
 class AsyncConsumer:
@@ -268,16 +269,19 @@ class AsyncConsumer:
 
     async def commit(
         self,
-        offsets: Mapping[TopicPartition, int] | None = None,
+        offsets: Mapping[TopicPartition, Offset] | None = None,
         *,
         asynchronous: bool = False,
         callback: CommitCallback | None = None,
     ) -> None:
         """Commit ``offsets`` (default: the position of every owned partition — the offset after
-        the last record ``poll`` returned). Synchronous by default: returns once durable, raises
+        the last record ``poll`` returned); a value may be ``(offset, metadata)`` to store a string
+        with the offset (shown by ``Admin.describe_group``). Synchronous by default: returns once durable, raises
         CommitFailedError when the member was fenced. With ``asynchronous``, returns at once and
         calls ``callback(offsets, error_or_None)`` when done."""
-        wanted = dict(offsets) if offsets is not None else {tp: p for tp, p in self._positions.items() if p is not None}
+        wanted: dict[TopicPartition, Offset] = (
+            dict(offsets) if offsets is not None else {tp: p for tp, p in self._positions.items() if p is not None}
+        )
         if not asynchronous:
             await self._commit_positions(wanted)
             if callback is not None:
@@ -297,16 +301,17 @@ class AsyncConsumer:
         self._pending_commits.add(task)
         task.add_done_callback(self._pending_commits.discard)
 
-    async def _commit_positions(self, offsets: Mapping[TopicPartition, int | None]) -> None:
+    async def _commit_positions(self, offsets: Mapping[TopicPartition, Offset | None]) -> None:
         group = self._require_group("commit")
         entries = {tp: o for tp, o in offsets.items() if o is not None}
         if not entries:
             return
         by_topic: dict[str, list[coordinator_pb2.CommitOffsetsPartition]] = {}
-        for tp, offset in sorted(entries.items()):
+        for tp, value in sorted(entries.items()):
+            offset, metadata = value if isinstance(value, tuple) else (value, "")
             by_topic.setdefault(tp.topic, []).append(
                 coordinator_pb2.CommitOffsetsPartition(
-                    partition=tp.partition, committed_offset=offset, committed_leader_epoch=-1
+                    partition=tp.partition, committed_offset=offset, committed_leader_epoch=-1, metadata=metadata
                 )
             )
         deadline = time.monotonic() + self._timeout_s
@@ -815,7 +820,7 @@ class Consumer:
 
     def commit(
         self,
-        offsets: Mapping[TopicPartition, int] | None = None,
+        offsets: Mapping[TopicPartition, Offset] | None = None,
         *,
         asynchronous: bool = False,
         callback: CommitCallback | None = None,
