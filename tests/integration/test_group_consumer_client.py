@@ -103,3 +103,19 @@ def test_bad_subscriptions_are_refused_up_front(cluster: LocalCluster) -> None:
     with pytest.raises(LanesError) as bad_assignor:
         lanes.Consumer(bootstrap, group_id="g", assignor="sticky")
     assert bad_assignor.value.code is ErrorCode.UNSUPPORTED_ASSIGNOR
+
+
+def test_a_pattern_subscription_picks_up_topics_created_later(cluster: LocalCluster) -> None:
+    bootstrap = cluster.describe()["bootstrap"]
+    admin = lanes.Admin(bootstrap)
+    admin.create_topic("metrics-cpu", partitions=1, replication_factor=1)
+    admin.create_topic("logs-app", partitions=1, replication_factor=1)
+    with lanes.Consumer(bootstrap, group_id="dashboards", auto_offset_reset="earliest") as consumer:
+        consumer.subscribe(pattern="metrics-.*")
+        wait_until(lambda: (consumer.poll(100), consumer.assignment())[1] == {TP("metrics-cpu", 0)}, 20, "match")
+        admin.create_topic("metrics-disk", partitions=2, replication_factor=1)
+        produce(bootstrap, "metrics-disk", 10)
+        read: list[lanes.ConsumerRecord] = []
+        wait_until(lambda: (read.extend(consumer.poll(100)), len(read))[1] == 10, 30, "the new topic's records")
+        assert consumer.assignment() == {TP("metrics-cpu", 0), TP("metrics-disk", 0), TP("metrics-disk", 1)}
+        assert {r.topic for r in read} == {"metrics-disk"}
