@@ -8,7 +8,6 @@ those in flight, hands its leaderships away (controlled shutdown) and closes its
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from lanes.broker.service import BrokerService, add_to_server
 from lanes.protocol.clock import SystemClock
 from lanes.runtime.server import (
     ServiceBinding,
-    configure_logging,
+    run_service,
     serve_until_signalled,
     service_argument_parser,
     start_server,
@@ -63,10 +62,7 @@ async def serve(options: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = parse_args(argv)
-    configure_logging(options.log_level)
-    asyncio.run(serve(options))
-    return 0
+    return run_service(parse_args, serve, argv)
 
 
 if __name__ == "__main__":

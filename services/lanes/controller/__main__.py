@@ -7,7 +7,6 @@ Prints one JSON line on stdout once it serves: ``{"service": "controller", "addr
 from __future__ import annotations
 
 import argparse
-import asyncio
 import random
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from lanes.controller.service import ControllerService, add_to_server
 from lanes.protocol.clock import SystemClock
 from lanes.runtime.server import (
     ServiceBinding,
-    configure_logging,
+    run_service,
     serve_until_signalled,
     service_argument_parser,
     start_server,
@@ -85,10 +84,7 @@ async def serve(options: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = parse_args(argv)
-    configure_logging(options.log_level)
-    asyncio.run(serve(options))
-    return 0
+    return run_service(parse_args, serve, argv)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ shards to other coordinators, then stops.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from lanes.coordinator.core import GroupConfig
@@ -16,7 +15,7 @@ from lanes.coordinator.service import GroupCoordinatorService, add_to_server
 from lanes.protocol.clock import SystemClock
 from lanes.runtime.server import (
     ServiceBinding,
-    configure_logging,
+    run_service,
     serve_until_signalled,
     service_argument_parser,
     start_server,
@@ -83,10 +82,7 @@ async def serve(options: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = parse_args(argv)
-    configure_logging(options.log_level)
-    asyncio.run(serve(options))
-    return 0
+    return run_service(parse_args, serve, argv)
 
 
 if __name__ == "__main__":

@@ -102,53 +102,53 @@ class LocalCluster:
 
     def start_broker(self, broker_id: int) -> ServiceProcess:
         """Start (or restart, after a crash or a stop) broker ``broker_id`` on its own port and data directory."""
-        assert self.controller is not None, "the controller starts first"
-        previous = self.broker_processes.get(broker_id)
-        if previous is not None and previous.process.poll() is None:
-            raise RuntimeError(f"broker {broker_id} is still running (pid {previous.pid})")
-        self.broker_processes[broker_id] = start_service(
-            "lanes.broker",
-            [
-                "--broker-id",
-                str(broker_id),
-                "--data-dir",
-                str(self.data_dir / f"broker-{broker_id}"),
-                "--controller",
-                self.controller.address,
-                "--host",
-                self.host,
-                "--port",
-                str(self.port_base + broker_id - 1),
-            ],
-            self.data_dir / "logs" / f"broker-{broker_id}.log",
+        return self._start_node(
+            "broker",
+            broker_id,
+            self.broker_processes,
+            ["--data-dir", str(self.data_dir / f"broker-{broker_id}")],
+            port=self.port_base + broker_id - 1,
         )
-        return self.broker_processes[broker_id]
 
     def start_coordinator(self, coordinator_id: int) -> ServiceProcess:
         """Start (or restart) group coordinator ``coordinator_id`` on its own port."""
-        assert self.controller is not None, "the controller starts first"
-        previous = self.coordinator_processes.get(coordinator_id)
-        if previous is not None and previous.process.poll() is None:
-            raise RuntimeError(f"coordinator {coordinator_id} is still running (pid {previous.pid})")
-        self.coordinator_processes[coordinator_id] = start_service(
-            "lanes.coordinator",
+        return self._start_node(
+            "coordinator",
+            coordinator_id,
+            self.coordinator_processes,
             [
-                "--coordinator-id",
-                str(coordinator_id),
-                "--controller",
-                self.controller.address,
-                "--host",
-                self.host,
-                "--port",
-                str(self.port_base + self.brokers + coordinator_id),
                 "--session-timeout-ms",
                 str(self.group_session_timeout_ms),
                 "--heartbeat-interval-ms",
                 str(self.group_heartbeat_interval_ms),
             ],
-            self.data_dir / "logs" / f"coordinator-{coordinator_id}.log",
+            port=self.port_base + self.brokers + coordinator_id,
         )
-        return self.coordinator_processes[coordinator_id]
+
+    def _start_node(
+        self, kind: str, node_id: int, processes: dict[int, ServiceProcess], args: list[str], *, port: int
+    ) -> ServiceProcess:
+        """``python -m lanes.<kind> --<kind>-id N --controller ... --host ... --port ... args``."""
+        assert self.controller is not None, "the controller starts first"
+        previous = processes.get(node_id)
+        if previous is not None and previous.process.poll() is None:
+            raise RuntimeError(f"{kind} {node_id} is still running (pid {previous.pid})")
+        processes[node_id] = start_service(
+            f"lanes.{kind}",
+            [
+                f"--{kind}-id",
+                str(node_id),
+                "--controller",
+                self.controller.address,
+                "--host",
+                self.host,
+                "--port",
+                str(port),
+                *args,
+            ],
+            self.data_dir / "logs" / f"{kind}-{node_id}.log",
+        )
+        return processes[node_id]
 
     def describe(self) -> dict[str, Any]:
         """What cluster.json holds."""

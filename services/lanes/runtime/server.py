@@ -18,7 +18,7 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,3 +142,15 @@ def service_argument_parser(prog: str, description: str, default_port: int) -> a
     )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     return parser
+
+
+def run_service(
+    parse_args: Callable[[list[str] | None], argparse.Namespace],
+    serve: Callable[[argparse.Namespace], Coroutine[Any, Any, None]],
+    argv: list[str] | None,
+) -> int:
+    """The ``main`` of every service module: parse, configure logging, serve until signalled."""
+    options = parse_args(argv)
+    configure_logging(options.log_level)
+    asyncio.run(serve(options))
+    return 0
