@@ -232,8 +232,12 @@ class AsyncProducer:
         return self._buffered + size <= self._buffer_limit or self._buffered == 0
 
     def _close_locked(self, batch: _Batch) -> None:
+        """Queue ``batch`` for sending, behind its partition's earlier batches (the caller holds
+        the lock). It joins the queue here, at once: were it handed to the loop to queue later,
+        the sender could meanwhile take the partition's next open batch and send it first."""
         self._detach_locked(batch)
-        self._on_loop(self._enqueue, batch)
+        self._queues.setdefault((batch.topic, batch.partition), deque()).append(batch)
+        self._on_loop(self._ensure_sender, batch)
 
     def _detach_locked(self, batch: _Batch) -> None:
         """No more records join ``batch`` (the caller holds the lock)."""
@@ -335,9 +339,9 @@ class AsyncProducer:
             if self._open.get(key) is batch:
                 self._close_locked(batch)
 
-    def _enqueue(self, batch: _Batch) -> None:
+    def _ensure_sender(self, batch: _Batch) -> None:
+        """Start the partition's sender unless it runs (it sends ``batch`` in its turn)."""
         key = (batch.topic, batch.partition)
-        self._queues.setdefault(key, deque()).append(batch)
         sender = self._senders.get(key)
         if sender is None or sender.done():
             self._senders[key] = asyncio.get_running_loop().create_task(self._drain(key))
@@ -345,22 +349,23 @@ class AsyncProducer:
     async def _drain(self, key: tuple[str, int]) -> None:
         """Send the partition's batches one at a time: the closed ones, then the open one once
         its linger is over."""
-        queue = self._queues[key]
         while True:
-            if not queue:
-                with self._lock:
+            with self._lock:  # closing threads append to the queue under the lock
+                queue = self._queues.setdefault(key, deque())
+                if not queue:
                     batch = self._open.get(key)
                     if batch is None or time.monotonic() < batch.created + self.linger_s:
                         return
                     self._detach_locked(batch)
-                queue.append(batch)
-            batch = queue[0]
+                    queue.append(batch)
+                batch = queue[0]
             try:
                 await self._init_producer_id()
                 await self._deliver(batch)
             except LanesError as exc:
                 batch.outcome.fail(exc)
-            queue.popleft()
+            with self._lock:
+                queue.popleft()
             self._release(batch.size_bytes)
 
     def _release(self, size: int) -> None:
