@@ -82,6 +82,8 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         self._failed_epochs: dict[int, int] = {}  # shard -> epoch it failed under (not retried)
         self._expire_interval_s = expire_interval_ms / 1000
         self._timer: asyncio.Task[None] | None = None
+        self._counts: dict[str, int] = {}
+        self._counts_at: tuple[int, int] = (0, -2)
 
     async def start(self) -> None:
         """Register, follow metadata, load the shards given to this coordinator."""
@@ -214,8 +216,12 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             raise GroupRouteError(exc.message, ErrorCode.NOT_COORDINATOR) from None
 
     def partition_counts(self) -> dict[str, int]:
-        """Partition count of every topic in the metadata image."""
-        return {topic.name: len(topic.partitions) for topic in self.link.image.topics.values()}
+        """Partition count of every topic in the metadata image (recomputed when the image moves)."""
+        image = self.link.image
+        if self._counts_at != (id(image), image.last_offset):
+            self._counts = {topic.name: len(topic.partitions) for topic in image.topics.values()}
+            self._counts_at = (id(image), image.last_offset)
+        return self._counts
 
     # -----------------------------------------------------------------------------------------
     # RPCs: discovery and membership
