@@ -4,6 +4,7 @@ errors that say what to do; the async twin too."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -78,3 +79,28 @@ def test_the_async_admin(cluster: LocalCluster) -> None:
         return await admin.list_topics()
 
     assert "async-topic" in asyncio.run(scenario())
+
+
+def test_describe_logs_reports_every_replica_with_offsets_and_size(cluster: LocalCluster) -> None:
+    admin = lanes.Admin(bootstrap(cluster))
+    admin.create_topic("sized", partitions=2, replication_factor=2)
+    with lanes.Producer(bootstrap(cluster)) as producer:
+        for i in range(10):
+            producer.send("sized", b"x" * 100, partition=i % 2)
+    deadline = time.monotonic() + 10
+    while True:  # followers catch up asynchronously
+        replicas = admin.describe_logs(["sized"])
+        if all(r.log_end_offset == 5 for r in replicas) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert [(r.partition, r.broker_id) for r in replicas] == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    leaders = {p.partition: p.leader for p in admin.describe_topic("sized").partitions}
+    for replica in replicas:
+        assert replica.is_leader == (leaders[replica.partition] == replica.broker_id)
+        assert (replica.log_start_offset, replica.log_end_offset, replica.segments) == (0, 5, 1)
+        assert replica.size_bytes > 500
+    assert {r.high_watermark for r in replicas if r.is_leader} == {5}
+    assert admin.describe_logs(["no-such-topic"]) == []
+    cluster_info = admin.describe_cluster()
+    assert [c.coordinator_id for c in cluster_info.coordinators] == [1]
+    assert cluster_info.metadata_offset > 0

@@ -11,7 +11,8 @@ deletes the logs of deleted topics. Clients see:
   the batch, REQUEST_TIMED_OUT after ``timeout_ms``);
 - ``Fetch``: whole batches up to the high-water mark, long-polling for ``min_bytes`` up to
   ``max_wait_ms``;
-- ``ListOffsets``: earliest, latest (the high-water mark), by timestamp.
+- ``ListOffsets``: earliest, latest (the high-water mark), by timestamp;
+- ``DescribeLogs``: offsets, size and segments of every replica the broker stores.
 
 - ``ReplicaFetch`` (followers long-poll the leader; divergence is detected from the follower's
   last fetched epoch), ``OffsetForLeaderEpoch``, ``DeleteRecords`` (followers adopt the new log
@@ -705,6 +706,29 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 partitions.append(result)
             topics.append(broker_pb2.ListOffsetsTopicResponse(topic=topic.topic, partitions=partitions))
         return broker_pb2.ListOffsetsResponse(topics=topics)
+
+    # -----------------------------------------------------------------------------------------
+    # DescribeLogs
+
+    async def DescribeLogs(  # noqa: N802
+        self, request: broker_pb2.DescribeLogsRequest, context: Context
+    ) -> broker_pb2.DescribeLogsResponse:
+        wanted = set(request.topics)
+        replicas = [
+            broker_pb2.ReplicaLog(
+                topic=topic,
+                partition=partition,
+                is_leader=(topic, partition) in self._leaderships,
+                log_start_offset=log.log_start_offset,
+                log_end_offset=log.log_end_offset,
+                high_watermark=log.high_watermark,
+                size_bytes=log.size_bytes,
+                segments=log.segment_count,
+            )
+            for (topic, partition), log in self.logs.logs_by_partition()
+            if not wanted or topic in wanted
+        ]
+        return broker_pb2.DescribeLogsResponse(broker_id=self.broker_id, replicas=replicas)
 
 
 def add_to_server(service: BrokerService, server: grpc.aio.Server) -> None:

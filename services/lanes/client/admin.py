@@ -10,6 +10,7 @@ coordinator (``_group_admin``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -62,12 +63,40 @@ class BrokerInfo:
 
 
 @dataclass(frozen=True)
+class CoordinatorInfo:
+    """A group coordinator as the controller sees it."""
+
+    coordinator_id: int
+    host: str
+    port: int
+    fenced: bool
+    shards: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class ClusterInfo:
-    """The cluster: id, controller, brokers."""
+    """The cluster: id, controller, brokers, group coordinators."""
 
     cluster_id: str
     controller: str
     brokers: tuple[BrokerInfo, ...]
+    coordinators: tuple[CoordinatorInfo, ...] = ()
+    metadata_offset: int = -1
+
+
+@dataclass(frozen=True)
+class ReplicaLogInfo:
+    """One partition replica's log on one broker (``high_watermark`` is authoritative on the leader)."""
+
+    broker_id: int
+    topic: str
+    partition: int
+    is_leader: bool
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    size_bytes: int
+    segments: int
 
 
 @dataclass(frozen=True)
@@ -166,24 +195,39 @@ class AsyncAdmin:
 
     async def describe_topic(self, name: str) -> TopicInfo:
         """A topic with its partitions."""
+        return (await self.describe_topics([name]))[0]
+
+    async def describe_topics(self, names: Sequence[str] = (), *, include_internal: bool = False) -> list[TopicInfo]:
+        """Topics with their partitions, sorted by name; no names: every topic. An unknown name
+        raises its error (UnknownTopicOrPartitionError)."""
         answer = await self._call(
             lambda stub: stub.DescribeTopics(
-                controller_pb2.DescribeTopicsRequest(names=[name]), timeout=self._timeout_s
+                controller_pb2.DescribeTopicsRequest(names=list(names), include_internal=include_internal),
+                timeout=self._timeout_s,
             )
         )
-        topic = answer.topics[0]
-        _raise_if_error(topic.error)
-        return TopicInfo(
-            topic.name,
-            topic.topic_id,
-            topic.is_internal,
-            tuple(
-                PartitionInfo(
-                    p.partition, p.leader_id, p.leader_epoch, tuple(p.replicas), tuple(p.isr), tuple(p.offline_replicas)
+        topics = []
+        for topic in answer.topics:
+            _raise_if_error(topic.error)
+            topics.append(
+                TopicInfo(
+                    topic.name,
+                    topic.topic_id,
+                    topic.is_internal,
+                    tuple(
+                        PartitionInfo(
+                            p.partition,
+                            p.leader_id,
+                            p.leader_epoch,
+                            tuple(p.replicas),
+                            tuple(p.isr),
+                            tuple(p.offline_replicas),
+                        )
+                        for p in topic.partitions
+                    ),
                 )
-                for p in topic.partitions
-            ),
-        )
+            )
+        return sorted(topics, key=lambda t: t.name)
 
     async def list_topics(self, *, include_internal: bool = False) -> list[str]:
         """Topic names, sorted."""
@@ -262,7 +306,51 @@ class AsyncAdmin:
                 )
                 for b in answer.brokers
             ),
+            tuple(
+                CoordinatorInfo(c.endpoint.node_id, c.endpoint.host, c.endpoint.port, c.fenced, tuple(c.shards))
+                for c in answer.coordinators
+            ),
+            answer.metadata_offset,
         )
+
+    async def describe_logs(self, topics: Sequence[str] = ()) -> list[ReplicaLogInfo]:
+        """Every replica's log (offsets, size, segments) of ``topics`` (all when empty), asked of
+        every live broker at once; sorted by topic, partition, broker. A broker that does not
+        answer raises BROKER_NOT_AVAILABLE naming it."""
+        cluster = await self.describe_cluster()
+
+        async def ask(broker: BrokerInfo) -> broker_pb2.DescribeLogsResponse:
+            address = f"{broker.host}:{broker.port}"
+            try:
+                async with grpc.aio.insecure_channel(address) as channel:
+                    stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+                    answer: broker_pb2.DescribeLogsResponse = await stub.DescribeLogs(
+                        broker_pb2.DescribeLogsRequest(topics=list(topics)), timeout=self._timeout_s
+                    )
+                    return answer
+            except grpc.aio.AioRpcError as exc:
+                raise LanesError(
+                    f"broker {broker.broker_id} at {address} did not answer: {exc.details()}",
+                    ErrorCode.BROKER_NOT_AVAILABLE,
+                ) from exc
+
+        answers = await asyncio.gather(*(ask(b) for b in cluster.brokers if not b.fenced))
+        replicas = [
+            ReplicaLogInfo(
+                answer.broker_id,
+                r.topic,
+                r.partition,
+                r.is_leader,
+                r.log_start_offset,
+                r.log_end_offset,
+                r.high_watermark,
+                r.size_bytes,
+                r.segments,
+            )
+            for answer in answers
+            for r in answer.replicas
+        ]
+        return sorted(replicas, key=lambda r: (r.topic, r.partition, r.broker_id))
 
     # -----------------------------------------------------------------------------------------
     # consumer groups
@@ -316,6 +404,14 @@ class Admin:
     def describe_topic(self, name: str) -> TopicInfo:
         """See ``AsyncAdmin.describe_topic``."""
         return _loop.run(self._admin.describe_topic(name))
+
+    def describe_topics(self, names: Sequence[str] = (), *, include_internal: bool = False) -> list[TopicInfo]:
+        """See ``AsyncAdmin.describe_topics``."""
+        return _loop.run(self._admin.describe_topics(names, include_internal=include_internal))
+
+    def describe_logs(self, topics: Sequence[str] = ()) -> list[ReplicaLogInfo]:
+        """See ``AsyncAdmin.describe_logs``."""
+        return _loop.run(self._admin.describe_logs(topics))
 
     def list_topics(self, *, include_internal: bool = False) -> list[str]:
         """See ``AsyncAdmin.list_topics``."""
@@ -376,11 +472,13 @@ __all__ = [
     "BrokerInfo",
     "ClusterInfo",
     "ConfigInfo",
+    "CoordinatorInfo",
     "GroupDescription",
     "GroupListing",
     "MemberInfo",
     "OffsetReset",
     "PartitionInfo",
     "PartitionLag",
+    "ReplicaLogInfo",
     "TopicInfo",
 ]

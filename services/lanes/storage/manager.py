@@ -85,6 +85,11 @@ class LogManager:
         with self._lock:
             return list(self._logs.values())
 
+    def logs_by_partition(self) -> list[tuple[tuple[str, int], PartitionLog]]:
+        """Every open log with its (topic, partition), sorted."""
+        with self._lock:
+            return sorted(self._logs.items(), key=lambda item: item[0])
+
     def delete_log(self, topic: str, partition: int) -> None:
         """Delete a partition's log from disk (its topic was deleted or the replica moved)."""
         with self._lock:

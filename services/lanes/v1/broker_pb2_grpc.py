@@ -75,6 +75,11 @@ class BrokerStub:
                 request_serializer=lanes_dot_v1_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
                 response_deserializer=lanes_dot_v1_dot_broker__pb2.InitProducerIdResponse.FromString,
                 _registered_method=True)
+        self.DescribeLogs = channel.unary_unary(
+                '/lanes.v1.Broker/DescribeLogs',
+                request_serializer=lanes_dot_v1_dot_broker__pb2.DescribeLogsRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_broker__pb2.DescribeLogsResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -139,6 +144,13 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeLogs(self, request, context):
+        """The partition replicas this broker stores: offsets, size and segments of each log.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -181,6 +193,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.InitProducerId,
                     request_deserializer=lanes_dot_v1_dot_broker__pb2.InitProducerIdRequest.FromString,
                     response_serializer=lanes_dot_v1_dot_broker__pb2.InitProducerIdResponse.SerializeToString,
+            ),
+            'DescribeLogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeLogs,
+                    request_deserializer=lanes_dot_v1_dot_broker__pb2.DescribeLogsRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_broker__pb2.DescribeLogsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -400,6 +417,33 @@ class Broker:
             '/lanes.v1.Broker/InitProducerId',
             lanes_dot_v1_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
             lanes_dot_v1_dot_broker__pb2.InitProducerIdResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.Broker/DescribeLogs',
+            lanes_dot_v1_dot_broker__pb2.DescribeLogsRequest.SerializeToString,
+            lanes_dot_v1_dot_broker__pb2.DescribeLogsResponse.FromString,
             options,
             channel_credentials,
             insecure,
