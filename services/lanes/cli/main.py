@@ -1,71 +1,60 @@
-"""The ``lanes`` command. So far: ``lanes up`` (the local cluster), ``lanes controller`` and
-``lanes broker`` (one service each); the rest of the CLI arrives with issue #6."""
+"""The ``lanes`` command: one grammar for the local cluster, topics, records and groups.
+
+Every command takes ``--bootstrap``, ``--output table|json`` and ``--debug``; errors are one
+line on stderr with a documented exit code (``lanes.cli.common``). ``lanes controller|broker|
+coordinator`` run one service each (their own flags; see ``python -m lanes.broker --help``).
+"""
 
 from __future__ import annotations
 
-import argparse
-import signal
 import sys
-import threading
-from pathlib import Path
 
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.cli import cluster, completion, consume, groups, local, produce, topics
+from lanes.cli.common import Parser, run_command
+
+SERVICES = {"controller", "broker", "coordinator"}
 
 
-def up(options: argparse.Namespace) -> int:
-    """Run a controller, N brokers and M group coordinators until Ctrl-C or SIGTERM."""
-    cluster = LocalCluster(
-        options.data_dir, brokers=options.brokers, coordinators=options.coordinators, port_base=options.port_base
+def build_parser() -> Parser:
+    """The whole ``lanes`` parser."""
+    parser = Parser(
+        prog="lanes",
+        description="Lanes: partitioned, replicated event logs. Every command has --help with examples.",
+        epilog="exit codes: 0 ok, 1 refused by the cluster, 2 bad usage, 3 not found, 4 cluster unreachable, "
+        "70 a bug in Lanes, 130 interrupted",
     )
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    try:
-        description = cluster.start()
-    except RuntimeError as exc:
-        print(f"lanes up failed: {exc}", file=sys.stderr)
-        return 1
-    print(f"bootstrap: {description['bootstrap']}")
-    print(f"controller: {description['controller']}")
-    print(f"coordinators: {','.join(c['address'] for c in description['coordinators'])}")
-    print(f"{cluster.health()}  (cluster.json in {options.data_dir}; Ctrl-C to stop)", flush=True)
-    try:
-        while not stop.wait(1.0):
-            for name in cluster.dead_processes():
-                print(f"warning: {name} exited; see {options.data_dir}/logs/{name}.log", file=sys.stderr, flush=True)
-    finally:
-        cluster.stop()
-    print("stopped", flush=True)
-    return 0
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+    local.register(commands)
+    cluster.register(commands)
+    topics.register(commands)
+    produce.register(commands)
+    consume.register(commands)
+    groups.register(commands)
+    completion.register(commands, build_parser)
+    for service in sorted(SERVICES):
+        commands.add_parser(
+            service, help=f"run a {service} process (see python -m lanes.{service} --help)", add_help=False
+        )
+    return parser
+
+
+def _service_main(name: str, arguments: list[str]) -> int:
+    if name == "controller":
+        from lanes.controller.__main__ import main  # noqa: PLC0415 - one service per process
+    elif name == "broker":
+        from lanes.broker.__main__ import main  # noqa: PLC0415
+    else:
+        from lanes.coordinator.__main__ import main  # noqa: PLC0415
+    return main(arguments)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lanes", description="Lanes: partitioned, replicated event logs.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    up_parser = commands.add_parser("up", help="run a local cluster of real processes until Ctrl-C")
-    up_parser.add_argument(
-        "--data-dir", type=Path, default=Path(".lanes"), help="where everything lives (default ./.lanes)"
-    )
-    up_parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
-    up_parser.add_argument("--coordinators", type=int, default=1, help="number of group coordinators (default 1)")
-    up_parser.add_argument("--port-base", type=int, default=9092, help="first broker's port (default 9092)")
-    up_parser.set_defaults(run=up)
-    commands.add_parser("controller", help="run the controller (see python -m lanes.controller --help)", add_help=False)
-    commands.add_parser("broker", help="run a broker (see python -m lanes.broker --help)", add_help=False)
-    commands.add_parser(
-        "coordinator", help="run a group coordinator (see python -m lanes.coordinator --help)", add_help=False
-    )
+    """Run ``lanes`` with ``argv`` (default: the process's arguments); return the exit code."""
     arguments = sys.argv[1:] if argv is None else argv
-    if arguments and arguments[0] in {"controller", "broker", "coordinator"}:
-        if arguments[0] == "controller":
-            from lanes.controller.__main__ import main as service_main  # noqa: PLC0415 - one service per process
-        elif arguments[0] == "broker":
-            from lanes.broker.__main__ import main as service_main  # noqa: PLC0415
-        else:
-            from lanes.coordinator.__main__ import main as service_main  # noqa: PLC0415
-        return service_main(arguments[1:])
-    options = parser.parse_args(arguments)
-    return int(options.run(options))
+    if arguments and arguments[0] in SERVICES:
+        return _service_main(arguments[0], arguments[1:])
+    options = build_parser().parse_args(arguments)
+    return run_command(options, options.run)
 
 
 if __name__ == "__main__":

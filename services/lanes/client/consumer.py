@@ -789,6 +789,9 @@ class Consumer:
     def resume(self, *partitions: TopicPartition) -> None:
         _loop.run(_call(self._consumer.resume, *partitions))
 
+    def paused(self) -> set[TopicPartition]:
+        return self._consumer.paused()
+
     def subscribe(
         self,
         topics: Iterable[str] | str | re.Pattern[str] = (),

@@ -8,9 +8,9 @@ Layout under the data directory (default ``./.lanes``)::
     logs/<name>.log      each process's log (stderr)
     cluster.json         written once every broker and coordinator is live; removed by a clean stop
 
-``cluster.json``: ``{"bootstrap": "host:port,...", "controller": "host:port", "brokers": [{"id",
-"address", "pid", "data_dir"}], "coordinators": [{"id", "address", "pid"}], "pid": <supervisor
-pid>}``. Brokers listen on ``port_base``, ``port_base + 1``, ...; the controller on ``port_base +
+``cluster.json``: ``{"bootstrap": "host:port,...", "controller": "host:port", "controller_pid",
+"brokers": [{"id", "address", "pid", "data_dir"}], "coordinators": [{"id", "address", "pid"}],
+"pid": <supervisor pid>}``. Brokers listen on ``port_base``, ``port_base + 1``, ...; the controller on ``port_base +
 brokers``; coordinators on the ports after it. Coordinators keep no files: groups and offsets
 live in ``__consumer_offsets``. Starting again on the same data directory brings back every
 topic, record, group and committed offset.
@@ -156,6 +156,7 @@ class LocalCluster:
         return {
             "bootstrap": ",".join(p.address for _, p in sorted(self.broker_processes.items())),
             "controller": self.controller.address,
+            "controller_pid": self.controller.pid,
             "brokers": [
                 {
                     "id": broker_id,

@@ -1,0 +1,137 @@
+"""``lanes status`` and ``lanes cluster describe``: who is in the cluster, and is it healthy."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lanes.cli.common import add_command, add_group, admin_for, emit, table
+from lanes.client.admin import Admin
+
+
+def cluster_document(admin: Admin) -> dict[str, Any]:
+    """The stable JSON of ``cluster describe``: id, controller, brokers and coordinators."""
+    cluster = admin.describe_cluster()
+    return {
+        "cluster_id": cluster.cluster_id,
+        "controller": cluster.controller,
+        "metadata_offset": cluster.metadata_offset,
+        "brokers": [
+            {
+                "id": b.broker_id,
+                "address": f"{b.host}:{b.port}",
+                "rack": b.rack or None,
+                "state": "fenced" if b.fenced else "live",
+                "leaders": b.leaders,
+                "replicas": b.replicas,
+            }
+            for b in cluster.brokers
+        ],
+        "coordinators": [
+            {
+                "id": c.coordinator_id,
+                "address": f"{c.host}:{c.port}",
+                "state": "fenced" if c.fenced else "live",
+                "shards": len(c.shards),
+            }
+            for c in cluster.coordinators
+        ],
+    }
+
+
+def _render_members(d: dict[str, Any]) -> str:
+    brokers = table(
+        [(b["id"], b["address"], b["rack"], b["state"], b["leaders"], b["replicas"]) for b in d["brokers"]],
+        ["broker", "address", "rack", "state", "leaders", "replicas"],
+    )
+    coordinators = table(
+        [(c["id"], c["address"], c["state"], c["shards"]) for c in d["coordinators"]],
+        ["coordinator", "address", "state", "shards"],
+    )
+    return (
+        f"cluster {d['cluster_id']}  controller {d['controller']}  metadata offset {d['metadata_offset']}\n\n"
+        f"{brokers}\n\n{coordinators if d['coordinators'] else 'no group coordinators: consumer groups cannot work'}"
+    )
+
+
+def describe(options: argparse.Namespace) -> None:
+    """The cluster's id, controller, brokers and group coordinators."""
+    with admin_for(options) as admin:
+        emit(options, cluster_document(admin), _render_members)
+
+
+def status_document(admin: Admin) -> dict[str, Any]:
+    """``cluster describe`` plus partition health: under-replicated and offline partitions."""
+    document = cluster_document(admin)
+    topics = admin.describe_topics(include_internal=True)
+    partitions = [(t.name, p) for t in topics for p in t.partitions]
+    document["topics"] = len(topics)
+    document["partitions"] = len(partitions)
+    document["under_replicated_partitions"] = [
+        {"topic": name, "partition": p.partition, "replicas": list(p.replicas), "isr": list(p.isr)}
+        for name, p in partitions
+        if len(p.isr) < len(p.replicas)
+    ]
+    document["offline_partitions"] = [
+        {"topic": name, "partition": p.partition, "replicas": list(p.replicas)}
+        for name, p in partitions
+        if p.leader < 0
+    ]
+    document["healthy"] = (
+        not document["under_replicated_partitions"]
+        and not document["offline_partitions"]
+        and all(b["state"] == "live" for b in document["brokers"])
+        and all(c["state"] == "live" for c in document["coordinators"])
+    )
+    return document
+
+
+def _render_status(d: dict[str, Any]) -> str:
+    live = sum(b["state"] == "live" for b in d["brokers"])
+    lines = [
+        f"{'healthy' if d['healthy'] else 'DEGRADED'}: {live}/{len(d['brokers'])} brokers live, "
+        f"{sum(c['state'] == 'live' for c in d['coordinators'])} coordinators, {d['topics']} topics, "
+        f"{d['partitions']} partitions ({len(d['offline_partitions'])} offline, "
+        f"{len(d['under_replicated_partitions'])} under-replicated)",
+        "",
+        _render_members(d),
+    ]
+    if d["under_replicated_partitions"]:
+        rows = [
+            (p["topic"], p["partition"], ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"])))
+            for p in d["under_replicated_partitions"]
+        ]
+        lines += ["", "under-replicated partitions:", table(rows, ["topic", "partition", "replicas", "isr"])]
+    if d["offline_partitions"]:
+        offline = [(p["topic"], p["partition"], ",".join(map(str, p["replicas"]))) for p in d["offline_partitions"]]
+        lines += [
+            "",
+            "offline partitions (no leader: reads and writes fail):",
+            table(offline, ["topic", "partition", "replicas"]),
+        ]
+    return "\n".join(lines)
+
+
+def status(options: argparse.Namespace) -> None:
+    """Brokers, controller, coordinators, under-replicated and offline partitions."""
+    with admin_for(options) as admin:
+        emit(options, status_document(admin), _render_status)
+
+
+def register(commands: Any) -> None:
+    """Add ``status`` and ``cluster describe`` to the ``lanes`` parser."""
+    add_command(
+        commands,
+        "status",
+        summary="show the cluster's health: brokers, controller, coordinators, problem partitions",
+        examples="lanes status\nlanes status --bootstrap broker-0.lanes:9092 --output json | jq .healthy",
+        run=status,
+    )
+    cluster = add_group(commands, "cluster", "describe the cluster")
+    add_command(
+        cluster,
+        "describe",
+        summary="show the cluster id, controller, brokers and group coordinators",
+        examples="lanes cluster describe\nlanes cluster describe --output json",
+        run=describe,
+    )

@@ -1,0 +1,188 @@
+"""``lanes up`` and ``lanes down``: the local cluster of real processes.
+
+``lanes up`` runs in the foreground until Ctrl-C (``make up``); ``lanes up --detach`` starts the
+same supervisor in the background (its output in ``<data-dir>/logs/up.log``) and returns once the
+cluster is ready. ``lanes down`` stops the cluster started from a data directory: SIGTERM to the
+supervisor (which stops coordinators, brokers and the controller cleanly), waiting for every
+process of ``cluster.json`` to exit; processes left by a supervisor that was killed are stopped
+directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from lanes.cli.common import EXIT_REFUSED, add_command, emit, progress
+from lanes.cli.values import positive_int
+from lanes.runtime.local_cluster import CLUSTER_FILE, LocalCluster
+
+
+def _read_cluster_file(data_dir: Path) -> dict[str, Any] | None:
+    try:
+        document: dict[str, Any] = json.loads((data_dir / CLUSTER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return document
+
+
+def _is_lanes_process(pid: int) -> bool:
+    """Whether ``pid`` is alive and a Lanes process (not an unrelated one that reused the pid)."""
+    try:
+        command_line = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"lanes" in command_line
+
+
+def _service_pids(description: dict[str, Any]) -> list[int]:
+    pids = [node["pid"] for node in description.get("coordinators", []) + description.get("brokers", [])]
+    if "controller_pid" in description:
+        pids.append(description["controller_pid"])
+    return [int(pid) for pid in pids]
+
+
+def _render_up(d: dict[str, Any]) -> str:
+    return (
+        f"bootstrap: {d['bootstrap']}\ncontroller: {d['controller']}\n"
+        f"coordinators: {','.join(c['address'] for c in d['coordinators'])}"
+    )
+
+
+def up(options: argparse.Namespace) -> int:
+    """Run a controller, N brokers and M group coordinators (until Ctrl-C, or detached)."""
+    running = _read_cluster_file(options.data_dir)
+    if running and _is_lanes_process(int(running["pid"])):
+        print(
+            f"lanes: a cluster is already running from {options.data_dir} (pid {running['pid']}, "
+            f"bootstrap {running['bootstrap']}); stop it with: lanes down --data-dir {options.data_dir}",
+            file=sys.stderr,
+        )
+        return EXIT_REFUSED
+    if options.detach:
+        return _up_detached(options)
+    cluster = LocalCluster(
+        options.data_dir, brokers=options.brokers, coordinators=options.coordinators, port_base=options.port_base
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        description = cluster.start()
+    except RuntimeError as exc:
+        print(f"lanes: the cluster did not start: {exc}", file=sys.stderr)
+        cluster.stop()
+        return EXIT_REFUSED
+    emit(options, description, _render_up)
+    if options.output == "table":
+        print(f"{cluster.health()}  (cluster.json in {options.data_dir}; Ctrl-C to stop)", flush=True)
+    sys.stdout.flush()
+    try:
+        while not stop.wait(1.0):
+            for name in cluster.dead_processes():
+                print(f"warning: {name} exited; see {options.data_dir}/logs/{name}.log", file=sys.stderr, flush=True)
+    finally:
+        cluster.stop()
+    if options.output == "table":
+        print("stopped", flush=True)
+    return 0
+
+
+def _up_detached(options: argparse.Namespace) -> int:
+    logs = options.data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "lanes.cli", "up", "--data-dir", str(options.data_dir), "--output", "json"]
+    command += ["--brokers", str(options.brokers), "--coordinators", str(options.coordinators)]
+    command += ["--port-base", str(options.port_base)]
+    with open(logs / "up.log", "ab") as log:
+        supervisor = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + options.timeout
+    while True:
+        description = _read_cluster_file(options.data_dir)
+        if description and description.get("pid") == supervisor.pid:
+            break
+        if supervisor.poll() is not None or time.monotonic() > deadline:
+            if supervisor.poll() is None:
+                supervisor.terminate()
+            tail = (logs / "up.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            print(f"lanes: the cluster did not start: {tail[0]} (see {logs / 'up.log'})", file=sys.stderr)
+            return EXIT_REFUSED
+        time.sleep(0.1)
+    emit(options, description, _render_up)
+    if options.output == "table":
+        print(
+            f"running in the background (pid {supervisor.pid}); stop it with: lanes down --data-dir {options.data_dir}"
+        )
+    return 0
+
+
+def down(options: argparse.Namespace) -> int:
+    """Stop the cluster started from ``--data-dir`` and wait until every process exited."""
+    description = _read_cluster_file(options.data_dir)
+    if description is None:
+        emit(options, {"stopped": False}, lambda _: f"no cluster is running from {options.data_dir}")
+        return 0
+    supervisor = int(description["pid"])
+    services = [pid for pid in _service_pids(description) if _is_lanes_process(pid)]
+    if _is_lanes_process(supervisor):
+        os.kill(supervisor, signal.SIGTERM)
+    else:  # the supervisor died without cleaning up: stop what it left behind
+        for pid in services:
+            os.kill(pid, signal.SIGTERM)
+    waiting = [supervisor, *services]
+    deadline = time.monotonic() + options.timeout
+    while True:
+        waiting = [pid for pid in waiting if _is_lanes_process(pid)]
+        if not waiting:
+            break
+        if time.monotonic() > deadline:
+            for pid in waiting:
+                os.kill(pid, signal.SIGKILL)
+            progress(f"killed {len(waiting)} processes that did not stop within {options.timeout:g} s", final=True)
+            break
+        progress(f"stopping the cluster in {options.data_dir}: {len(waiting)} processes left")
+        time.sleep(0.2)
+    (options.data_dir / CLUSTER_FILE).unlink(missing_ok=True)
+    emit(options, {"stopped": True}, lambda _: f"stopped the cluster in {options.data_dir}")
+    return 0
+
+
+def register(commands: Any) -> None:
+    """Add ``up`` and ``down`` to the ``lanes`` parser."""
+    parser = add_command(
+        commands,
+        "up",
+        summary="run a local cluster of real processes (controller, brokers, coordinators)",
+        examples="""
+lanes up                      # foreground, Ctrl-C stops it
+lanes up --detach             # background; then: lanes down
+lanes up --brokers 1 --data-dir /tmp/lanes --port-base 19092""",
+        run=up,
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path(".lanes"), help="where everything lives (default ./.lanes)"
+    )
+    parser.add_argument("--brokers", type=positive_int, default=3, help="number of brokers (default 3)")
+    parser.add_argument("--coordinators", type=positive_int, default=1, help="number of group coordinators (default 1)")
+    parser.add_argument(
+        "--port-base", type=int, default=9092, help="first broker's port; the rest follow (default 9092)"
+    )
+    parser.add_argument("--detach", "-d", action="store_true", help="run in the background; stop with lanes down")
+    parser.add_argument("--timeout", type=float, default=90, help="seconds --detach waits for the cluster (default 90)")
+    parser = add_command(
+        commands,
+        "down",
+        summary="stop the local cluster started from a data directory",
+        examples="lanes down\nlanes down --data-dir /tmp/lanes",
+        run=down,
+    )
+    parser.add_argument("--data-dir", type=Path, default=Path(".lanes"), help="the data directory of lanes up")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds to wait before killing (default 60)")
