@@ -70,6 +70,9 @@ def _consume_free(options: argparse.Namespace, printer: Printer, start: StartPos
     with Consumer(bootstrap_of(options), enable_auto_commit=False) as consumer:
         consumer.assign(partitions)
         _start_free(consumer, partitions, start)
+        if options.verbose:
+            starts = ", ".join(f"{tp.partition} at {consumer.position(tp)}" for tp in partitions)
+            progress(f"reading {options.topic} partitions {starts}", final=True)
         ends = {} if options.follow else consumer.end_offsets(partitions)
         for tp in partitions:  # already at the end: nothing to fetch
             if tp in ends and consumer.position(tp) >= ends[tp]:
@@ -141,7 +144,7 @@ def consume(options: argparse.Namespace) -> None:
         else:
             _consume_free(options, printer, start)
     finally:
-        if options.summary or sys.stderr.isatty():
+        if options.verbose or sys.stderr.isatty():
             progress(f"read {printer.count} records from {options.topic}", final=True)
 
 
@@ -179,4 +182,6 @@ lanes consume prices --from 2026-11-22T09:00:00Z --pretty""",
         "(ms), %%K/%%S key/value length, \\n \\t escapes (default %%v)",
     )
     parser.add_argument("--pretty", action="store_true", help="indent values that are JSON")
-    parser.add_argument("--summary", action="store_true", help="print how many records were read (on stderr)")
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="print where reading starts and how many records were read (stderr)"
+    )

@@ -7,6 +7,7 @@ coordinator`` run one service each (their own flags; see ``python -m lanes.broke
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from lanes.cli import cluster, completion, consume, groups, local, produce, topics
@@ -54,7 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     if arguments and arguments[0] in SERVICES:
         return _service_main(arguments[0], arguments[1:])
     options = build_parser().parse_args(arguments)
+    signal.signal(signal.SIGTERM, _interrupt)  # like Ctrl-C: consumers leave their group, producers flush
     return run_command(options, options.run)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":
