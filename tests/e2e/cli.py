@@ -30,7 +30,7 @@ class Workdir:
         env.pop("LANES_BOOTSTRAP", None)
         return env
 
-    def run(self, *args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:  # noqa: A002
+    def run(self, *args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [*LANES, *args],
             cwd=self.path,
@@ -42,13 +42,13 @@ class Workdir:
             check=False,
         )
 
-    def ok(self, *args: str, input: str | None = None) -> str:  # noqa: A002
+    def ok(self, *args: str, input: str | None = None) -> str:
         """stdout of a command that must succeed."""
         done = self.run(*args, input=input)
         assert done.returncode == 0, f"lanes {' '.join(args)} exited {done.returncode}: {done.stderr}"
         return done.stdout
 
-    def json(self, *args: str, input: str | None = None) -> Any:  # noqa: A002
+    def json(self, *args: str, input: str | None = None) -> Any:
         """The parsed ``--output json`` of a command that must succeed."""
         return json.loads(self.ok(*args, "--output", "json", input=input))
 

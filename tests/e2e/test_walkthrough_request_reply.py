@@ -29,7 +29,8 @@ def test_requests_are_answered_by_id(lanes: Workdir) -> None:
     ]
     requester = lanes.start("lanes consume responses --from latest --follow --verbose --format '%k %v'")
     try:
-        assert requester.stderr is not None and requester.stdout is not None
+        assert requester.stderr is not None
+        assert requester.stdout is not None
         positioned = requester.stderr.readline()  # printed once every partition is at its end offset
         assert positioned.startswith("reading responses partitions 0 at"), positioned
         lines: queue.Queue[str] = queue.Queue()

@@ -31,9 +31,11 @@ def test_streams_intro(lanes: Workdir) -> None:
         assert partition["low_watermark"] == 0
         assert partition["high_watermark"] == records  # first offset 0, last offset records - 1
         assert (partition["size_bytes"] > 0) == (records > 0)
-        assert partition["leader"] in partition["replicas"] and partition["isr"] == partition["replicas"]
+        assert partition["leader"] in partition["replicas"]
+        assert partition["isr"] == partition["replicas"]
     table = lanes.ok("topics", "describe", "streams-intro")
-    assert "LOW-WATER" in table and "HIGH-WATER" in table
+    assert "LOW-WATER" in table
+    assert "HIGH-WATER" in table
 
     for partition, key in ((foo, "foo"), (bar, "bar")):
         lines = lanes.ok("consume", "streams-intro", "--partition", str(partition), "--format", "%o %k:%v").splitlines()

@@ -90,10 +90,12 @@ def test_trading_strategies_and_order_execution(lanes: Workdir) -> None:
             group = wait_for(
                 lambda s=strategy: caught_up(lanes, f"trading-strategy.{s}", len(prices)), "strategies", 60
             )
-            assert len(group["members"]) == 2 and group["state"] == "stable"
+            assert len(group["members"]) == 2
+            assert group["state"] == "stable"
         wait_for(lambda: caught_up(lanes, "order-execution", 2 * len(prices)), "order execution to catch up", 60)
         table = lanes.ok("groups", "describe", "order-execution")
-        assert "total lag 0" in table and "lanes-cli" in table
+        assert "total lag 0" in table
+        assert "lanes-cli" in table
     finally:
         executed = stop(execution).splitlines()
         for process in instances:

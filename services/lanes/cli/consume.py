@@ -183,5 +183,8 @@ lanes consume prices --from 2026-11-22T09:00:00Z --pretty""",
     )
     parser.add_argument("--pretty", action="store_true", help="indent values that are JSON")
     parser.add_argument(
-        "--verbose", "-v", action="store_true", help="print where reading starts and how many records were read (stderr)"
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="print where reading starts and how many records were read (on stderr)",
     )
