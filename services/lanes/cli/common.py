@@ -57,7 +57,6 @@ CLI_HINTS = {
     ErrorCode.GROUP_ID_NOT_FOUND: "list groups with: lanes groups list",
     ErrorCode.NON_EMPTY_GROUP: "stop the group's consumers first, or add --wait to wait until they leave",
     ErrorCode.INVALID_CONFIG: "every topic config and its meaning: lanes configs describe topic NAME",
-    ErrorCode.INVALID_REPLICATION_FACTOR: "see the live brokers with: lanes cluster describe",
 }
 Command = Callable[[argparse.Namespace], int | None]
 
@@ -173,7 +172,7 @@ def run_command(options: argparse.Namespace, command: Command) -> int:
         return _fail(options, str(exc), EXIT_NOT_FOUND)
     except LanesError as exc:
         hint = CLI_HINTS.get(exc.code, "")
-        message = f"{exc.message}; {hint}" if hint and "; " not in exc.message else exc.message
+        message = f"{exc.message}; {hint}" if hint and hint not in exc.message else exc.message
         return _fail(options, message, exit_code_for(exc))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -1,0 +1,58 @@
+"""``lanes up --detach``, ``lanes status`` and ``lanes down`` on a cluster of their own: status sees a
+killed broker (fenced, partitions under-replicated) and its return; a second ``up`` on the same
+data directory is refused; ``down`` stops every process, also after the supervisor was killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from lanes.cli.local import _is_lanes_process
+from tests.e2e.cli import Workdir, wait_for
+from tests.integration.processes import consecutive_free_ports
+
+
+def status(lanes: Workdir) -> dict[str, Any]:
+    return dict(lanes.json("status"))
+
+
+def test_status_and_down_follow_the_processes(tmp_path: Path) -> None:
+    lanes = Workdir(tmp_path)
+    lanes.ok("up", "--detach", "--brokers", "2", "--port-base", str(consecutive_free_ports(4)))
+    cluster = json.loads((tmp_path / ".lanes" / "cluster.json").read_text())
+    pids = [cluster["pid"], cluster["controller_pid"]] + [
+        n["pid"] for n in cluster["brokers"] + cluster["coordinators"]
+    ]
+    try:
+        again = lanes.run("up", "--detach")
+        assert again.returncode == 1
+        assert "already running" in again.stderr
+        assert "lanes down" in again.stderr
+
+        lanes.ok("topics", "create", "mirrored", "--partitions", "4", "--replication-factor", "2")
+        healthy = wait_for(lambda: (s := status(lanes))["healthy"] and s, "a healthy cluster")
+        assert [b["state"] for b in healthy["brokers"]] == ["live", "live"]
+        assert healthy["under_replicated_partitions"] == []
+        assert "healthy: 2/2 brokers live" in lanes.ok("status")
+
+        os.kill(cluster["brokers"][1]["pid"], signal.SIGKILL)  # the supervisor notices but does not restart it
+        degraded = wait_for(lambda: (s := status(lanes))["brokers"][1]["state"] == "fenced" and s, "broker 2 fenced")
+        assert not degraded["healthy"]
+        assert {
+            (p["topic"], tuple(p["isr"])) for p in degraded["under_replicated_partitions"] if p["topic"] == "mirrored"
+        } == {("mirrored", (1,))}
+        assert "DEGRADED: 1/2 brokers live" in lanes.ok("status")
+
+        os.kill(cluster["pid"], signal.SIGKILL)  # the supervisor dies without cleaning up
+    finally:
+        done = lanes.run("down", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "stopped the cluster" in done.stdout
+    assert not [pid for pid in pids if _is_lanes_process(pid)]
+    assert not (tmp_path / ".lanes" / "cluster.json").exists()
+    assert lanes.ok("down").strip() == "no cluster is running from .lanes"
+    unreachable = lanes.run("status", "--bootstrap", cluster["bootstrap"])
+    assert unreachable.returncode == 4
