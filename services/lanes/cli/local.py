@@ -139,6 +139,7 @@ def down(options: argparse.Namespace) -> int:
             os.kill(pid, signal.SIGTERM)
     waiting = [supervisor, *services]
     deadline = time.monotonic() + options.timeout
+    reported = 0
     while True:
         waiting = [pid for pid in waiting if _is_lanes_process(pid)]
         if not waiting:
@@ -148,7 +149,9 @@ def down(options: argparse.Namespace) -> int:
                 os.kill(pid, signal.SIGKILL)
             progress(f"killed {len(waiting)} processes that did not stop within {options.timeout:g} s", final=True)
             break
-        progress(f"stopping the cluster in {options.data_dir}: {len(waiting)} processes left")
+        if len(waiting) != reported:
+            progress(f"stopping the cluster in {options.data_dir}: {len(waiting)} processes left")
+            reported = len(waiting)
         time.sleep(0.2)
     (options.data_dir / CLUSTER_FILE).unlink(missing_ok=True)
     emit(options, {"stopped": True}, lambda _: f"stopped the cluster in {options.data_dir}")
