@@ -1,0 +1,145 @@
+"""The rest of the command set end to end: topic lifecycle and configs, the cluster, produce from a
+file with headers and progress, consume by time, JSON lines, formats and pretty JSON."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tests.e2e.cli import Workdir
+
+
+def test_topic_lifecycle_and_configs(lanes: Workdir) -> None:
+    created = lanes.json(
+        "topics",
+        "create",
+        "lifecycle",
+        "--partitions",
+        "2",
+        "--replication-factor",
+        "3",
+        "--config",
+        "retention.ms=600000",
+    )
+    assert (created["partitions"], created["replication_factor"], created["created"]) == (2, 3, True)
+    again = lanes.json("topics", "create", "lifecycle", "--if-not-exists")
+    assert (again["created"], again["topic_id"]) == (False, created["topic_id"])
+    listed = {t["name"]: t for t in lanes.json("topics", "list")}
+    assert listed["lifecycle"]["partitions"] == 2
+    assert "__consumer_offsets" not in listed
+    assert "__consumer_offsets" in {t["name"] for t in lanes.json("topics", "list", "--internal")}
+
+    altered = lanes.json(
+        "topics",
+        "alter",
+        "lifecycle",
+        "--partitions",
+        "4",
+        "--config",
+        "cleanup.policy=compact",
+        "--delete-config",
+        "retention.ms",
+    )
+    assert altered["partitions"] == 4
+    assert altered["changes"][0].startswith("partitions 2 -> 4")
+    configs = {c["name"]: c for c in lanes.json("configs", "describe", "topic", "lifecycle")}
+    assert (configs["cleanup.policy"]["value"], configs["cleanup.policy"]["source"]) == ("compact", "topic")
+    assert configs["retention.ms"]["source"] == "default"
+    assert configs["retention.ms"]["documentation"]
+    rows = [line.split() for line in lanes.ok("configs", "describe", "topic", "lifecycle").splitlines()]
+    assert ["cleanup.policy", "compact", "topic"] in rows
+
+    assert lanes.ok("topics", "delete", "lifecycle").strip() == "deleted topic lifecycle"
+    assert "lifecycle" not in {t["name"] for t in lanes.json("topics", "list")}
+    assert lanes.run("topics", "describe", "lifecycle").returncode == 3
+
+
+def test_cluster_describe(lanes: Workdir) -> None:
+    cluster = lanes.json("cluster", "describe")
+    assert [b["id"] for b in cluster["brokers"]] == [1, 2, 3]
+    assert all(b["state"] == "live" for b in cluster["brokers"])
+    assert [(c["id"], c["shards"]) for c in cluster["coordinators"]] == [(1, 50)]
+    assert cluster["controller"] == json.loads((lanes.path / ".lanes" / "cluster.json").read_text())["controller"]
+    assert "BROKER  ADDRESS" in lanes.ok("cluster", "describe")
+
+
+def test_produce_a_file_with_headers_and_consume_it_many_ways(lanes: Workdir, tmp_path: Path) -> None:
+    lanes.ok("topics", "create", "events", "--partitions", "3", "--replication-factor", "2")
+    lines = [f'user-{n % 7}\t{{"n": {n}, "kind": "click"}}' for n in range(1000)]
+    source = tmp_path / "events.tsv"
+    source.write_text("\n".join(lines) + "\n\n")  # a trailing blank line is skipped
+    done = lanes.run(
+        "produce",
+        "events",
+        "--file",
+        str(source),
+        "--key-separator",
+        "\t",
+        "--header",
+        "source=import",
+        "--compression",
+        "zstd",
+        "--acks",
+        "1",
+        "--progress",
+        "--output",
+        "json",
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["records"] == 1000
+    assert sum(p["records"] for p in summary["partitions"]) == 1000
+    assert all(p["last_offset"] - p["first_offset"] + 1 == p["records"] for p in summary["partitions"])
+    assert "produced 1000 records" in done.stderr
+
+    as_json = [json.loads(line) for line in lanes.ok("consume", "events", "--output", "json").splitlines()]
+    assert len(as_json) == 1000
+    assert {(r["key"], json.loads(r["value"])["n"]) for r in as_json} == {(f"user-{n % 7}", n) for n in range(1000)}
+    assert all(r["headers"] == [{"key": "source", "value": "import"}] for r in as_json)
+    by_partition: dict[int, list[int]] = {}
+    for r in as_json:
+        by_partition.setdefault(r["partition"], []).append(r["offset"])
+    assert all(offsets == sorted(offsets) for offsets in by_partition.values())
+
+    first = as_json[0]
+    line = lanes.ok(
+        "consume",
+        "events",
+        "--partition",
+        str(first["partition"]),
+        "--max-records",
+        "1",
+        "--format",
+        "%t|%p|%o|%k|%h|%T|%K|%S",
+    )
+    value_length = len(first["value"].encode())
+    assert line == (
+        f"events|{first['partition']}|{first['offset']}|{first['key']}|source=import|{first['timestamp']}|"
+        f"{len(first['key'])}|{value_length}\n"
+    )
+    pretty = lanes.ok("consume", "events", "--partition", str(first["partition"]), "--max-records", "1", "--pretty")
+    assert pretty == json.dumps(json.loads(first["value"]), indent=2) + "\n"
+
+    time.sleep(0.05)
+    after = datetime.now(UTC).isoformat()
+    assert lanes.ok("consume", "events", "--from", after) == ""
+    lanes.ok("produce", "events", "--key-separator", "\t", input='late\t{"n": 1000}\n')
+    assert lanes.ok("consume", "events", "--from", after, "--format", "%k %v") == 'late {"n": 1000}\n'
+    assert lanes.ok("consume", "events", "--from", "latest") == ""
+    partition, count = first["partition"], len(by_partition[first["partition"]])
+    near_end = lanes.ok(
+        "consume",
+        "events",
+        "--partition",
+        str(partition),
+        "--from",
+        str(count - 2),
+        "--max-records",
+        "2",
+        "--format",
+        "%o",
+    )
+    assert near_end.split() == [str(count - 2), str(count - 1)]
+    assert lanes.ok("consume", "events", "--from", "99999", "--format", "%o") == ""  # clamped to the end
