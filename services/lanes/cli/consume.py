@@ -5,14 +5,17 @@ Free (no ``--group``): reads every partition (or ``--partition N``) from ``--fro
 ``--follow``. In a group (``--group G``): the group assigns partitions and committed offsets say
 where to start (``--from earliest|latest`` only applies to partitions without one); what was
 printed is committed after each batch (at least once), and without ``--follow`` it stops once its
-partitions are caught up. ``--max-records N`` stops after N records either way.
+partitions are caught up. ``--max-records N`` stops after N records either way; so do Ctrl-C and
+SIGTERM (between polls: exit 0, the group left cleanly).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -23,6 +26,19 @@ from lanes.client.consumer import Consumer, ConsumerRecord, TopicPartition
 
 POLL_MS = 500
 IDLE_MEMBER_GIVE_UP_S = 15.0
+
+
+class Stop:
+    """Ctrl-C and SIGTERM end the consume loop between polls (never inside a client call), so the
+    consumer commits what it printed and leaves its group cleanly."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: self.requested.set())
+
+    def __bool__(self) -> bool:
+        return self.requested.is_set()
 
 
 class Printer:
@@ -61,7 +77,7 @@ def _start_free(consumer: Consumer, partitions: list[TopicPartition], start: Sta
             consumer.seek(tp, hit[0] if hit is not None else ends[tp])
 
 
-def _consume_free(options: argparse.Namespace, printer: Printer, start: StartPosition) -> None:
+def _consume_free(options: argparse.Namespace, printer: Printer, start: StartPosition, stop: Stop) -> None:
     count = topic_partitions(options, options.topic)
     if options.partition is not None and options.partition >= count:
         raise UsageError(f"--partition {options.partition}: {options.topic} has partitions 0-{count - 1}")
@@ -77,7 +93,7 @@ def _consume_free(options: argparse.Namespace, printer: Printer, start: StartPos
         for tp in partitions:  # already at the end: nothing to fetch
             if tp in ends and consumer.position(tp) >= ends[tp]:
                 consumer.pause(tp)
-        while options.follow or consumer.paused() != set(partitions):
+        while (options.follow or consumer.paused() != set(partitions)) and not stop:
             records = consumer.poll(POLL_MS)
             if options.max_records is not None:
                 records = records[: options.max_records - printer.count]
@@ -91,7 +107,7 @@ def _consume_free(options: argparse.Namespace, printer: Printer, start: StartPos
                 return
 
 
-def _consume_group(options: argparse.Namespace, printer: Printer, start: StartPosition) -> None:
+def _consume_group(options: argparse.Namespace, printer: Printer, start: StartPosition, stop: Stop) -> None:
     if options.partition is not None:
         raise UsageError("--partition cannot be used with --group: the group assigns partitions")
     if start.kind not in {"earliest", "latest"}:
@@ -110,7 +126,7 @@ def _consume_group(options: argparse.Namespace, printer: Printer, start: StartPo
     idle_since = time.monotonic()
     try:
         consumer.subscribe([options.topic])
-        while True:
+        while not stop:
             records = consumer.poll(POLL_MS)
             if options.max_records is not None:
                 records = records[: options.max_records - printer.count]
@@ -138,11 +154,12 @@ def consume(options: argparse.Namespace) -> None:
     """Print records of a topic."""
     start = parse_start(options.from_)
     printer = Printer(options)
+    stop = Stop()
     try:
         if options.group:
-            _consume_group(options, printer, start)
+            _consume_group(options, printer, start, stop)
         else:
-            _consume_free(options, printer, start)
+            _consume_free(options, printer, start, stop)
     finally:
         if options.verbose or sys.stderr.isatty():
             progress(f"read {printer.count} records from {options.topic}", final=True)

@@ -99,23 +99,21 @@ def human_bytes(size: int | None) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type`` for counts: a whole number of at least 1."""
+def _whole_number(text: str, minimum: int) -> int:
     try:
         number = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{number} must be at least 1")
+    if number < minimum:
+        raise argparse.ArgumentTypeError(f"{number} must be at least {minimum}")
     return number
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type`` for counts: a whole number of at least 1."""
+    return _whole_number(text, 1)
 
 
 def non_negative_int(text: str) -> int:
     """An argparse ``type`` for partitions and offsets: a whole number of at least 0."""
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"{number} must not be negative")
-    return number
+    return _whole_number(text, 0)
