@@ -112,7 +112,10 @@ def test_resetting_a_group_with_members_is_refused_until_they_leave(lanes: Workd
         assert waiting.poll() is None, "--wait waits while the group has members"
     finally:
         stop(member)
+    stopped_at = time.monotonic()
+    assert member.returncode == 0, "SIGTERM ends lanes consume cleanly"
     out, err = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, err
+    assert time.monotonic() - stopped_at < 15, "the member left at once, not after its 45 s session lapsed"
     assert "waiting for group busy-group to become empty" in err
     assert "reset the offsets of group busy-group" in out
