@@ -45,7 +45,12 @@ lint: $(STAMP)-dev
 proto: $(STAMP)-dev
 	$(PY) tools/genproto.py
 
-bench: $(STAMP)-dev
+$(STAMP)-bench: $(INSTALL_INPUTS) | $(PY)
+	$(PY) -m pip install --quiet -e ".[dev,bench]"
+	@touch $@ $(STAMP)-dev $(STAMP)-run
+
+bench: $(STAMP)-bench
+	tools/ensure-bench-deps.sh
 	LANES_BENCH=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/perf
 
 up: $(STAMP)-run

@@ -1,0 +1,83 @@
+"""Workload 1, produce throughput: ``records`` records of ``value_bytes`` each from one producer in
+this process, to one stream/partition per system, timed from the first send to the last
+acknowledgement. Every function returns the elapsed seconds and raises if any record failed.
+
+Durability per system (stated next to every figure):
+- Lanes: acks=1 on one broker, or acks=all (idempotent) on three brokers with RF 3;
+- Redis: XADD pipelined 1,000 commands per round trip, acknowledged by the server (AOF everysec);
+- JetStream: async publish, every publish acknowledged by the stream (file storage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import nats
+import redis
+from nats.js.api import StorageType, StreamConfig
+
+import lanes
+
+REDIS_PIPELINE = 1_000
+NATS_MAX_PENDING = 4_000
+
+
+def lanes_produce(bootstrap: str, topic: str, records: int, value: bytes, *, acks: str) -> float:
+    """``lanes.Producer.send`` per record, then ``flush``."""
+    with lanes.Producer(bootstrap, acks=acks, enable_idempotence=acks == "all") as producer:
+        failures: list[BaseException] = []
+        started = time.perf_counter()
+        last = None
+        for _ in range(records):
+            last = producer.send(topic, value)
+        producer.flush()
+        elapsed = time.perf_counter() - started
+        if last is not None and last.exception() is not None:
+            failures.append(last.exception())  # type: ignore[arg-type]
+    if failures:
+        raise RuntimeError(f"lanes produce failed: {failures[0]}")
+    return elapsed
+
+
+def redis_produce(address: str, stream: str, records: int, value: bytes) -> float:
+    """XADD in pipelines of ``REDIS_PIPELINE`` commands (no MULTI), each pipeline's replies checked."""
+    host, port = address.split(":")
+    client = redis.Redis(host=host, port=int(port))
+    started = time.perf_counter()
+    sent = 0
+    while sent < records:
+        pipe = client.pipeline(transaction=False)
+        for _ in range(min(REDIS_PIPELINE, records - sent)):
+            pipe.xadd(stream, {b"v": value})
+        replies = pipe.execute()
+        sent += len(replies)
+    elapsed = time.perf_counter() - started
+    client.close()
+    return elapsed
+
+
+async def _nats_produce(address: str, subject: str, records: int, value: bytes) -> float:
+    connection = await nats.connect(f"nats://{address}")
+    stream = connection.jetstream(publish_async_max_pending=NATS_MAX_PENDING)
+    await stream.add_stream(StreamConfig(name=subject.replace(".", "-"), subjects=[subject], storage=StorageType.FILE))
+    failures: list[BaseException] = []
+
+    def check(future: asyncio.Future[object]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            failures.append(future.exception())  # type: ignore[arg-type]
+
+    started = time.perf_counter()
+    for _ in range(records):
+        (await stream.publish_async(subject, value)).add_done_callback(check)
+    await stream.publish_async_completed()
+    elapsed = time.perf_counter() - started
+    await connection.close()
+    if failures:
+        raise RuntimeError(f"jetstream publish failed: {failures[0]}")
+    return elapsed
+
+
+def nats_produce(address: str, subject: str, records: int, value: bytes) -> float:
+    """JetStream async publish with acks, ``NATS_MAX_PENDING`` in flight."""
+    return asyncio.run(_nats_produce(address, subject, records, value))
