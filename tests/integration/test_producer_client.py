@@ -179,3 +179,76 @@ def test_records_of_the_wrong_type_are_refused_at_send(cluster: LocalCluster) ->
         with pytest.raises(TypeError, match="header"):
             producer.send("typed", b"v", headers={"h": "text"})  # type: ignore[dict-item]
         assert producer.send("typed", b"fine").result(timeout=30).offset == 0
+
+
+def _stored_batch_sizes(address: str, topic: str) -> list[int]:
+    async def sizes() -> list[int]:
+        async with grpc.aio.insecure_channel(address) as channel:
+            answer = await broker_pb2_grpc.BrokerStub(channel).Fetch(fetch(topic, 0, 0))
+        return [len(batch.records) for batch in decode_batches(answer.topics[0].partitions[0].records)]
+
+    return asyncio.run(sizes())
+
+
+def _queue_behind_a_stopped_leader(
+    cluster: LocalCluster, producer: lanes.Producer, topic: str, values: list[bytes]
+) -> tuple[lanes.RecordFuture, list[lanes.RecordFuture]]:
+    """Send one record to the stopped leader (in flight), then ``values`` (queued behind it)."""
+    leader = cluster.broker_processes[
+        lanes.Admin(str(cluster.describe()["bootstrap"])).describe_topic(topic).partitions[0].leader
+    ]
+    producer.send(topic, b"warm-up").result(timeout=30)
+    leader.process.send_signal(signal.SIGSTOP)
+    try:
+        stuck = producer.send(topic, b"first")
+        time.sleep(0.05)  # "first" is in flight to the stopped leader
+        return stuck, [producer.send(topic, value) for value in values]
+    finally:
+        leader.process.send_signal(signal.SIGCONT)
+
+
+def test_batches_queued_behind_a_request_go_out_as_one(cluster: LocalCluster) -> None:
+    """The request grows with the backlog: batches closed by size while the partition's request
+    was in flight leave together, as one record batch, up to max_request_size."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    admin = lanes.Admin(bootstrap)
+    admin.create_topic("backlog", partitions=1, replication_factor=1)
+    leader = cluster.broker_processes[admin.describe_topic("backlog").partitions[0].leader]
+    values = [b"%04d" % i + b"v" * 996 for i in range(60)]
+    with lanes.Producer(bootstrap, batch_size=2048, max_request_size=40_000) as producer:
+        stuck, queued = _queue_behind_a_stopped_leader(cluster, producer, "backlog", values)
+        assert stuck.result(timeout=30).offset == 1
+        assert [f.result(timeout=30).offset for f in queued] == list(range(2, 62))
+    sizes = _stored_batch_sizes(leader.address, "backlog")
+    assert sizes[:2] == [1, 1]
+    assert sum(sizes) == 62
+    assert max(sizes) > 3, f"queued batches (3 records each) were not coalesced: {sizes}"
+    assert all(size <= 40 for size in sizes), f"a request went over max_request_size: {sizes}"
+    assert [v for _k, v in read_partition(cluster, "backlog", 0)][2:] == values
+
+
+def test_a_coalesced_batch_too_large_for_the_topic_is_sent_batch_by_batch(cluster: LocalCluster) -> None:
+    """A topic whose max.message.bytes is below max_request_size refuses the coalesced batch; the
+    producer sends its batches one by one instead (renumbered: idempotence still holds)."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    admin = lanes.Admin(bootstrap)
+    admin.create_topic("narrow", partitions=1, replication_factor=1, config={"max.message.bytes": "8000"})
+    values = [b"%04d" % i + b"v" * 996 for i in range(30)]
+    with lanes.Producer(bootstrap, batch_size=2048) as producer:
+        stuck, queued = _queue_behind_a_stopped_leader(cluster, producer, "narrow", values)
+        assert stuck.result(timeout=30).offset == 1
+        assert [f.result(timeout=30).offset for f in queued] == list(range(2, 32))
+    assert [v for _k, v in read_partition(cluster, "narrow", 0)][2:] == values
+
+
+def test_a_refused_batch_leaves_no_gap_in_the_idempotent_sequence(cluster: LocalCluster) -> None:
+    """A batch the broker refuses outright was never written: its sequence numbers are reused, so
+    the next batch is not refused as out of order."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic(
+        "strict", partitions=1, replication_factor=1, config={"max.message.bytes": "2048"}
+    )
+    with lanes.Producer(bootstrap) as producer:
+        with pytest.raises(MessageTooLargeError):
+            producer.send("strict", b"x" * 10_000).result(timeout=30)
+        assert [producer.send("strict", b"ok-%d" % i).result(timeout=30).offset for i in range(3)] == [0, 1, 2]

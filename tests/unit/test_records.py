@@ -96,6 +96,18 @@ def test_header_fields_round_trip(codec: BatchCodec, batch: list[Record], compre
     assert codec.decode(encoded).records == batch
 
 
+@given(runs=st.lists(contiguous_record_lists(), min_size=1, max_size=5), compression=compressions)
+def test_runs_encode_as_their_renumbered_concatenation(
+    codec: BatchCodec, runs: list[list[Record]], compression: Compression
+) -> None:
+    """The producer's coalescing: runs numbered from 0 each are byte for byte the batch of all
+    their records numbered one after another."""
+    renumbered = [record._replace(offset=index) for index, record in enumerate(r for run in runs for r in run)]
+    settings = {"compression": compression, "producer_id": 9, "producer_epoch": 1, "base_sequence": 5}
+    assert codec.encode_runs(runs, **settings) == codec.encode(renumbered, **settings)  # type: ignore[arg-type]
+    assert codec.decode(codec.encode_runs(runs)).records == renumbered
+
+
 def test_null_and_empty_keys_values_and_headers_are_distinct(codec: BatchCodec) -> None:
     batch = [
         Record(0, 1, None, None),

@@ -117,8 +117,9 @@ class FollowerFetcher:
                     if code is not ErrorCode.NONE:
                         healthy = False
                         continue
-                    if part.records:
-                        log.append_as_follower(part.records)
+                    records = part.records  # each read of a bytes field copies it: read once
+                    if records:
+                        log.append_as_follower(records)
                     log.update_high_watermark(min(part.high_watermark, log.log_end_offset))
                     if part.log_start_offset > log.log_start_offset:
                         log.delete_records_before(min(part.log_start_offset, log.high_watermark))

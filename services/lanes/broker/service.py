@@ -390,15 +390,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 )
             )
             return response
+        records = data.records  # each read of a bytes field copies it: read once
         try:
             async with leadership.append_lock:
-                headers = await asyncio.to_thread(leadership.log.validate_produce, data.records)
+                headers = await asyncio.to_thread(leadership.log.validate_produce, records)
                 self._check_internal_writer(topic, data.partition, headers)
                 duplicate = self._check_producers(leadership, headers, response)
                 if duplicate is not None:
                     return duplicate
                 info = await asyncio.to_thread(
-                    leadership.log.append_as_leader, data.records, leadership.leader_epoch, validated=headers
+                    leadership.log.append_as_leader, records, leadership.leader_epoch, validated=headers
                 )
                 for header in info.headers:
                     leadership.producers.apply(header)

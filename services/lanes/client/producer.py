@@ -8,9 +8,11 @@ append to the same accumulator, so a synchronous ``send`` costs no hop to the cl
   batch under one lock; it returns a ``RecordFuture`` resolving to ``RecordMetadata`` (offset
   assigned) or raising the typed error. Futures resolve once per batch (``_record_future``).
 - A batch closes when it reaches ``batch_size`` bytes or ``linger_ms`` after its first record;
-  closed batches queue per partition and the event loop sends them. One batch per partition is in
-  flight at a time, so records of a partition are written in send order even when requests are
-  retried.
+  closed batches queue per partition and the event loop sends them. One request per partition is
+  in flight at a time, so records of a partition are written in send order even when requests are
+  retried; when the partition's sender is free it takes every queued batch, up to
+  ``max_request_size`` bytes, as one record batch (``encode_runs``): the request grows with the
+  backlog, so a partition's throughput is not capped at ``batch_size`` per round trip.
 - Idempotence (on by default): the producer gets an id and epoch (InitProducerId) and numbers
   records per partition; a retried batch carries the same numbers, so the broker writes it once.
 - Retriable errors (leader moved, not enough replicas, timeouts, network) refresh metadata and
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import random
 import threading
 import time
@@ -41,7 +44,7 @@ from lanes.client._record_future import BatchOutcome, RecordFuture, RecordMetada
 from lanes.protocol.compression import Compression
 from lanes.protocol.errors import ErrorCode, LanesError, RequestTimedOutError, error_code, error_for
 from lanes.protocol.partitioner import Partitioner, PartitionerFn
-from lanes.protocol.records import encode_batch
+from lanes.protocol.records import encode_runs
 from lanes.v1 import broker_pb2, common_pb2
 
 HeadersArg = Mapping[str, bytes | None] | Sequence[tuple[str, bytes | None]] | None
@@ -68,7 +71,7 @@ class _Batch:
     """One partition's records on their way: ``(index, timestamp, key, value, headers)`` tuples
     (what ``encode_batch`` takes), and the outcome their futures share."""
 
-    __slots__ = ("base_sequence", "created", "encoded", "outcome", "partition", "records", "size_bytes", "topic")
+    __slots__ = ("created", "outcome", "partition", "records", "size_bytes", "topic")
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -77,8 +80,38 @@ class _Batch:
         self.outcome = BatchOutcome()
         self.size_bytes = 0
         self.created = time.monotonic()
-        self.encoded: bytes | None = None  # fixed at the first send attempt: retries resend the same bytes
+
+
+class _Request:
+    """Batches of one partition sent as one record batch: encoded and numbered once, so retries
+    resend the same bytes and sequence numbers."""
+
+    __slots__ = ("base_sequence", "batches", "encoded", "records")
+
+    def __init__(self, batches: list[_Batch]) -> None:
+        self.batches = batches
+        self.records = sum(len(batch.records) for batch in batches)
+        self.encoded = b""
         self.base_sequence = -1
+
+    @property
+    def topic(self) -> str:
+        return self.batches[0].topic
+
+    @property
+    def partition(self) -> int:
+        return self.batches[0].partition
+
+    def complete(self, base_offset: int, log_append_time_ms: int) -> None:
+        """Each batch's records follow the previous batch's."""
+        for batch in self.batches:
+            batch.outcome.complete(base_offset, log_append_time_ms)
+            if base_offset >= 0:
+                base_offset += len(batch.records)
+
+    def fail(self, error: LanesError) -> None:
+        for batch in self.batches:
+            batch.outcome.fail(error)
 
 
 def _headers(headers: HeadersArg) -> tuple[tuple[str, bytes | None], ...]:
@@ -106,6 +139,7 @@ class AsyncProducer:
         acks: str | int = "all",
         linger_ms: int = 5,
         batch_size: int = 64 * 1024,
+        max_request_size: int = 1024 * 1024,
         enable_idempotence: bool = True,
         compression_type: str = "none",
         partitioner: PartitionerFn | None = None,
@@ -126,6 +160,7 @@ class AsyncProducer:
             )
         self.linger_s = linger_ms / 1000
         self.batch_size = batch_size
+        self.max_request_size = max_request_size
         self.idempotent = enable_idempotence
         self.compression = Compression.parse(compression_type)
         self._partitioner = Partitioner(random.Random(), partitioner)
@@ -146,6 +181,7 @@ class AsyncProducer:
         self._room_waiters: list[asyncio.Future[None]] = []
         self._queues: dict[tuple[str, int], deque[_Batch]] = {}
         self._senders: dict[tuple[str, int], asyncio.Task[None]] = {}
+        self._sending: set[tuple[str, int]] = set()  # partitions whose sender runs or is starting (under _lock)
         self._cluster = ClusterView(self.bootstrap, self._request_timeout_s)
         self._producer_id = -1
         self._producer_epoch = -1
@@ -215,10 +251,12 @@ class AsyncProducer:
                 return None
             chosen = self._partitioner.partition(record.topic, record.key, num_partitions, record.partition)
             self._buffered += record.size_bytes
-            batch = self._open.get((record.topic, chosen))
+            key = (record.topic, chosen)
+            batch = self._open.get(key)
             if batch is None:
-                batch = self._open[(record.topic, chosen)] = _Batch(record.topic, chosen)
-                self._on_loop(self._arm_linger, batch)
+                batch = self._open[key] = _Batch(record.topic, chosen)
+                if key not in self._sending:  # a busy sender looks at the open batch when it is done
+                    self._on_loop(self._arm_linger, batch)
             index = len(batch.records)
             batch.records.append((index, record.timestamp, record.key, record.value, record.headers))
             batch.size_bytes += record.size_bytes
@@ -235,9 +273,12 @@ class AsyncProducer:
         """Queue ``batch`` for sending, behind its partition's earlier batches (the caller holds
         the lock). It joins the queue here, at once: were it handed to the loop to queue later,
         the sender could meanwhile take the partition's next open batch and send it first."""
+        key = (batch.topic, batch.partition)
         self._detach_locked(batch)
-        self._queues.setdefault((batch.topic, batch.partition), deque()).append(batch)
-        self._on_loop(self._ensure_sender, batch)
+        self._queues.setdefault(key, deque()).append(batch)
+        if key not in self._sending:
+            self._sending.add(key)
+            self._on_loop(self._ensure_sender, batch)
 
     def _detach_locked(self, batch: _Batch) -> None:
         """No more records join ``batch`` (the caller holds the lock)."""
@@ -328,15 +369,12 @@ class AsyncProducer:
         self._loop.call_later(self.linger_s, self._close_if_open, batch)
 
     def _close_if_open(self, batch: _Batch) -> None:
-        """Linger is over. While the partition has a batch in flight the open batch keeps taking
+        """Linger is over. While the partition's sender is busy the open batch keeps taking
         records (the sender takes it next): batches grow with the round trip instead of queueing
         up small, so latency stays near one round trip at any rate."""
         key = (batch.topic, batch.partition)
-        sender = self._senders.get(key)
-        if sender is not None and not sender.done():
-            return
         with self._lock:
-            if self._open.get(key) is batch:
+            if key not in self._sending and self._open.get(key) is batch:
                 self._close_locked(batch)
 
     def _ensure_sender(self, batch: _Batch) -> None:
@@ -347,26 +385,71 @@ class AsyncProducer:
             self._senders[key] = asyncio.get_running_loop().create_task(self._drain(key))
 
     async def _drain(self, key: tuple[str, int]) -> None:
-        """Send the partition's batches one at a time: the closed ones, then the open one once
-        its linger is over."""
+        """Send the partition's batches, one request at a time: the closed ones (as many as fit
+        ``max_request_size`` in one request), then the open one once its linger is over. The
+        partition is in ``_sending`` until this returns; it leaves it under the same lock as its
+        last look at the queue, so no closed batch is missed."""
+        try:
+            await self._drain_queue(key)
+        except BaseException:
+            with self._lock:
+                self._sending.discard(key)
+            raise
+
+    async def _drain_queue(self, key: tuple[str, int]) -> None:
+        assert self._loop is not None
         while True:
             with self._lock:  # closing threads append to the queue under the lock
                 queue = self._queues.setdefault(key, deque())
                 if not queue:
                     batch = self._open.get(key)
-                    if batch is None or time.monotonic() < batch.created + self.linger_s:
+                    if batch is None:
+                        self._sending.discard(key)
+                        return
+                    linger_left_s = batch.created + self.linger_s - time.monotonic()
+                    if linger_left_s > 0:
+                        self._loop.call_later(linger_left_s, self._close_if_open, batch)
+                        self._sending.discard(key)
                         return
                     self._detach_locked(batch)
                     queue.append(batch)
-                batch = queue[0]
+                batches = self._next_request_locked(queue)
             try:
                 await self._init_producer_id()
-                await self._deliver(batch)
+                await self._deliver_batches(batches)
             except LanesError as exc:
-                batch.outcome.fail(exc)
+                _Request(batches).fail(exc)
             with self._lock:
-                queue.popleft()
-            self._release(batch.size_bytes)
+                for _ in batches:
+                    queue.popleft()
+            self._release(sum(batch.size_bytes for batch in batches))
+
+    def _next_request_locked(self, queue: deque[_Batch]) -> list[_Batch]:
+        """The queue's first batches, as many as fit ``max_request_size`` (at least one)."""
+        batches = [queue[0]]
+        size = queue[0].size_bytes
+        for batch in itertools.islice(queue, 1, None):
+            size += batch.size_bytes
+            if size > self.max_request_size:
+                break
+            batches.append(batch)
+        return batches
+
+    async def _deliver_batches(self, batches: list[_Batch]) -> None:
+        """Deliver ``batches`` as one request; if the broker finds the coalesced batch too large
+        (a topic's max.message.bytes below max_request_size), deliver them one by one."""
+        request = _Request(batches)
+        error = await self._deliver(request)
+        if error is None:
+            return
+        if error.code is ErrorCode.MESSAGE_TOO_LARGE and len(batches) > 1:
+            for batch in batches:
+                single = _Request([batch])
+                failure = await self._deliver(single)
+                if failure is not None:
+                    single.fail(failure)
+            return
+        request.fail(error)
 
     def _release(self, size: int) -> None:
         with self._lock:
@@ -377,37 +460,50 @@ class AsyncProducer:
             if not waiter.done():
                 waiter.set_result(None)
 
-    def _encode(self, batch: _Batch) -> bytes:
-        if batch.encoded is None:
-            key = (batch.topic, batch.partition)
+    def _encode(self, request: _Request) -> bytes:
+        """Number and encode ``request`` (once: retries resend the same bytes)."""
+        if not request.encoded:
+            key = (request.topic, request.partition)
             if self.idempotent:
-                batch.base_sequence = self._sequences.get(key, 0)
-                self._sequences[key] = (batch.base_sequence + len(batch.records)) % 2**31
-            batch.encoded = encode_batch(
-                batch.records,  # type: ignore[arg-type]  # (index, timestamp, key, value, headers) tuples
+                request.base_sequence = self._sequences.get(key, 0)
+                self._sequences[key] = (request.base_sequence + request.records) % 2**31
+            request.encoded = encode_runs(
+                [batch.records for batch in request.batches],  # type: ignore[misc]  # Record-shaped tuples
                 compression=self.compression,
                 producer_id=self._producer_id,
                 producer_epoch=self._producer_epoch,
-                base_sequence=batch.base_sequence,
+                base_sequence=request.base_sequence,
             )
-        return batch.encoded
+        return request.encoded
 
-    async def _deliver(self, batch: _Batch) -> None:
+    def _unnumber(self, request: _Request) -> None:
+        """The broker refused ``request`` outright (nothing of it was written): give its sequence
+        numbers back, so the partition's next batch does not leave a gap the broker refuses. It is
+        the newest numbered request of its partition: one request is in flight per partition."""
+        if request.base_sequence >= 0:
+            self._sequences[(request.topic, request.partition)] = request.base_sequence
+            request.base_sequence = -1
+        request.encoded = b""
+
+    async def _deliver(self, request: _Request) -> LanesError | None:
+        """Send ``request`` until it is written, retrying what may succeed later; resolve its
+        futures, or return the error that stopped it."""
+        batch = request.batches[0]
         deadline = batch.created + self._delivery_timeout_s
-        request = broker_pb2.ProduceRequest(
+        produce = broker_pb2.ProduceRequest(
             acks=self.acks,
             timeout_ms=int(self._request_timeout_s * 1000),
             topics=[
                 broker_pb2.TopicProduceData(
                     topic=batch.topic,
                     partitions=[
-                        broker_pb2.PartitionProduceData(partition=batch.partition, records=self._encode(batch))
+                        broker_pb2.PartitionProduceData(partition=batch.partition, records=self._encode(request))
                     ],
                 )
             ],
         )
         last_error: LanesError = RequestTimedOutError(
-            f"a batch of {len(batch.records)} records to {batch.topic}-{batch.partition} was never acknowledged "
+            f"a batch of {request.records} records to {batch.topic}-{batch.partition} was never acknowledged "
             "within delivery_timeout_ms"
         )
         while time.monotonic() < deadline:
@@ -419,24 +515,25 @@ class AsyncProducer:
                 await self._retry_pause(batch.topic)
                 continue
             try:
-                answer = await self._cluster.stub(address).Produce(request, timeout=self._request_timeout_s)
+                answer = await self._cluster.stub(address).Produce(produce, timeout=self._request_timeout_s)
             except grpc.aio.AioRpcError as exc:
                 last_error = error_for(ErrorCode.NETWORK_EXCEPTION, f"{address}: {exc.code().name}")
                 await self._retry_pause(batch.topic)
                 continue
             result = answer.topics[0].partitions[0]
             if self.acks == common_pb2.ACKS_NONE:
-                batch.outcome.complete(-1)
-                return
+                request.complete(-1, -1)
+                return None
             code = error_code(result.error.code)
             if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
-                batch.outcome.complete(result.base_offset, result.log_append_time_ms)
-                return
+                request.complete(result.base_offset, result.log_append_time_ms)
+                return None
             last_error = error_for(result.error.code, result.error.message)
             if not last_error.retriable:
-                break
+                self._unnumber(request)
+                return last_error
             await self._retry_pause(batch.topic)
-        batch.outcome.fail(last_error)
+        return last_error
 
     async def _retry_pause(self, topic: str) -> None:
         await asyncio.sleep(self._backoff_s)

@@ -472,15 +472,66 @@ class BatchCodec:
         """
         if not records:
             raise ValueError("a record batch needs at least one record")
-        base_timestamp = records[0][1] if delete_horizon_ms is None else delete_horizon_ms
+        return self.encode_runs(
+            [records],
+            base_offset=base_offset,
+            compression=compression,
+            timestamp_type=timestamp_type,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            partition_leader_epoch=partition_leader_epoch,
+            is_transactional=is_transactional,
+            is_control=is_control,
+            last_offset_delta=last_offset_delta,
+            delete_horizon_ms=delete_horizon_ms,
+        )
+
+    def encode_runs(
+        self,
+        runs: Sequence[Sequence[Record]],
+        *,
+        base_offset: int = 0,
+        compression: Compression = Compression.NONE,
+        timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        partition_leader_epoch: int = -1,
+        is_transactional: bool = False,
+        is_control: bool = False,
+        last_offset_delta: int | None = None,
+        delete_horizon_ms: int | None = None,
+    ) -> bytes:
+        """Encode several runs of records as one batch. Each run is numbered as if it were a
+        batch of its own at ``base_offset`` (the producer numbers each of its batches from 0) and
+        is placed right after the previous run's last offset, so batches queued for one partition
+        become one batch without touching a record in Python. ``encode`` is the one-run case."""
+        runs = [run for run in runs if run]
+        if not runs:
+            raise ValueError("a record batch needs at least one record")
+        base_timestamp = runs[0][0][1] if delete_horizon_ms is None else delete_horizon_ms
         if not isinstance(base_timestamp, int):
             raise TypeError(f"record 0 timestamp must be an int, not {type(base_timestamp).__name__}")
-        section, max_timestamp, records_last_delta = self._section.encode_records(records, base_offset, base_timestamp)
+        sections: list[bytes] = []
+        max_timestamp = -1
+        shift = 0  # where the current run's offset deltas start
+        count = 0
+        for run in runs:
+            section, run_max_timestamp, run_last_delta = self._section.encode_records(
+                run, base_offset - shift, base_timestamp
+            )
+            sections.append(section)
+            max_timestamp = max(max_timestamp, run_max_timestamp)
+            records_last_delta = run_last_delta
+            shift = run_last_delta + 1
+            count += len(run)
         if last_offset_delta is None:
             last_offset_delta = records_last_delta
         elif last_offset_delta < records_last_delta:
             raise ValueError(f"last_offset_delta {last_offset_delta} is below the last record's {records_last_delta}")
-        payload = compress(compression, section)
+        # uncompressed, the sections are the payload as they are: one copy, in the final join
+        payload = sections if compression is Compression.NONE else [compress(compression, b"".join(sections))]
         attributes = (
             int(compression)
             | (_TIMESTAMP_TYPE_BIT if timestamp_type is TimestampType.LOG_APPEND_TIME else 0)
@@ -496,12 +547,14 @@ class BatchCodec:
             producer_id,
             producer_epoch,
             base_sequence,
-            len(records),
+            count,
         )
-        crc = crc32c(payload, crc32c(tail))
-        batch_length = HEADER_BYTES - LOG_OVERHEAD_BYTES + len(payload)
+        crc = crc32c(tail)
+        for part in payload:
+            crc = crc32c(part, crc)
+        batch_length = HEADER_BYTES - LOG_OVERHEAD_BYTES + sum(len(part) for part in payload)
         head = _HEADER_HEAD.pack(base_offset, batch_length, partition_leader_epoch, MAGIC, crc)
-        return b"".join((head, tail, payload))
+        return b"".join((head, tail, *payload))
 
     def decode(self, buffer: bytes | bytearray | memoryview, position: int = 0) -> RecordBatch:
         """Validate and decode the batch at ``position``."""
@@ -537,5 +590,6 @@ PYTHON_CODEC = BatchCodec(_records_py)
 DEFAULT_CODEC = BatchCodec(_fast_section_codec) if _fast_section_codec is not None else PYTHON_CODEC
 
 encode_batch = DEFAULT_CODEC.encode
+encode_runs = DEFAULT_CODEC.encode_runs
 decode_batch = DEFAULT_CODEC.decode
 decode_batches = DEFAULT_CODEC.decode_all
