@@ -1,17 +1,31 @@
-"""Lanes side by side with Redis Streams and NATS JetStream (issue #7; run by ``make bench``,
-never by ``make test``). Every server is started here on its own loopback port and stopped by PID;
-the same driver process runs the same workload against each; a warm-up run is excluded and each
-figure is the median of ``LANES_BENCH_RUNS`` (default 3) runs with its spread.
+"""Lanes side by side with Redis Streams and NATS JetStream, and against the machine's limits
+(issue #7; run by ``make bench``, never by ``make test``; docs/performance.md explains it).
 
-So far: workload 1, produce throughput (100 B and 1 KiB values, ``LANES_BENCH_RECORDS`` records,
-default 1,000,000). Next: consume throughput, latency at a fixed rate, partition and producer
-scaling, the machine's limits, the chart, docs/performance.md.
+Every server is started here on its own loopback port and stopped by PID; this one driver process
+runs the same workloads with the same record counts and sizes against each system:
+
+1. produce throughput (``tests/perf/peers/produce.py``), 100 B and 1 KiB values;
+2. consume throughput of the records each produce run wrote (``consume.py``);
+3. produce and end-to-end latency at a fixed offered rate (``latency.py``);
+4. Lanes only: 1, 6 and 24 partitions; 1 and 3 producer processes (``scaling.py``);
+5. the machine's limits: sequential writes to the data directory's filesystem, loopback gRPC
+   (``limits.py``).
+
+Each figure is the median of ``LANES_BENCH_RUNS`` (default 3) runs, after a warm-up run that is
+not counted (a tenth of the records, or one second of latency). Results: a table on stdout,
+``tests/perf/results/latest.json`` and ``latest.png``.
+
+Settings (environment): ``LANES_BENCH_RECORDS`` (default 1,000,000), ``LANES_BENCH_RUNS`` (3),
+``LANES_BENCH_LATENCY_RATE`` (10,000 records/s), ``LANES_BENCH_LATENCY_SECONDS`` (5),
+``LANES_BENCH_DIR`` (where data directories go; default: the system's temporary directory).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,13 +33,40 @@ from pathlib import Path
 import lanes
 from lanes.runtime.local_cluster import LocalCluster
 from tests.integration.processes import consecutive_free_ports, free_port
-from tests.perf.peers.produce import lanes_produce, nats_produce, redis_produce
-from tests.perf.peers.report import Figure, save, table
-from tests.perf.peers.servers import start_nats, start_redis
+from tests.perf.peers import consume, latency, limits, produce, scaling
+from tests.perf.peers.report import Figure, chart, save, table
+from tests.perf.peers.servers import Server, start_grpc_sink, start_nats, start_redis
 
 RECORDS = int(os.environ.get("LANES_BENCH_RECORDS", "1000000"))
 RUNS = int(os.environ.get("LANES_BENCH_RUNS", "3"))
+LATENCY_RATE_PER_S = int(os.environ.get("LANES_BENCH_LATENCY_RATE", "10000"))
+LATENCY_SECONDS = float(os.environ.get("LANES_BENCH_LATENCY_SECONDS", "5"))
 VALUE_SIZES = (100, 1024)
+LATENCY_VALUE_BYTES = 100
+PARTITION_COUNTS = (1, 6, 24)
+PRODUCER_PROCESSES = (1, 3)
+BATCH_BYTES = 64 * 1024  # the producer's batch_size: the chunk of the disk and gRPC limits
+REQUEST_BYTES = 1024 * 1024  # the producer's max_request_size: what a busy partition sends at once
+PERCENTILES = ((50, 0.5), (99, 0.99), (99.9, 0.999))
+
+LANES_ACKS_1 = "acks=1, 1 broker, page cache (no fsync)"
+LANES_ACKS_ALL = "acks=all, 3 brokers RF 3, min.insync=2, idempotent, no fsync"
+REDIS = "XADD pipelined x1000, AOF appendfsync everysec"
+NATS = "publish_async, each acked by the stream, file storage"
+
+WARM_UP = -1  # the run number of the warm-up run
+
+
+def measure(figure: Figure, run: Callable[[int], float]) -> Figure:
+    """``run(WARM_UP)`` (not counted), then ``RUNS`` timed runs; ``run(n)`` returns the figure."""
+    run(WARM_UP)
+    for attempt in range(RUNS):
+        figure.runs.append(run(attempt))
+    return figure
+
+
+def records_for(run: int) -> int:
+    return max(1, RECORDS // 10) if run == WARM_UP else RECORDS
 
 
 @contextmanager
@@ -39,65 +80,274 @@ def lanes_cluster(data_dir: Path, brokers: int) -> Iterator[str]:
         cluster.stop()
 
 
-def measure(figure: Figure, run: Callable[[int, int], float], records: int) -> Figure:
-    """A warm-up run (a tenth of the records, not counted), then ``RUNS`` timed runs as records/s."""
-    run(-1, max(1, records // 10))
+@contextmanager
+def peer(server: Server) -> Iterator[Server]:
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def end_offset(bootstrap: str, topic: str, partitions: int) -> int:
+    with lanes.Consumer(bootstrap) as consumer:
+        ends = consumer.end_offsets([lanes.TopicPartition(topic, p) for p in range(partitions)])
+    return sum(ends.values())
+
+
+def latency_figures(system: str, settings: str, run: Callable[[int], latency.Latencies]) -> list[Figure]:
+    """Figures for produce and end-to-end p50/p99/p99.9 (ms) from the same runs."""
+    figures = {
+        (kind, label): Figure(
+            f"latency {kind} p{label} @ {LATENCY_RATE_PER_S:,}/s", system, settings, "ms", higher_is_better=False
+        )
+        for kind in ("produce", "end-to-end")
+        for label, _fraction in PERCENTILES
+    }
+    run(WARM_UP)
     for attempt in range(RUNS):
-        figure.runs.append(records / run(attempt, records))
-    return figure
+        result = run(attempt)
+        for kind, samples in (("produce", result.produce_s), ("end-to-end", result.end_to_end_s)):
+            ordered = sorted(samples)
+            for label, fraction in PERCENTILES:
+                value = ordered[min(len(ordered) - 1, math.ceil(len(ordered) * fraction) - 1)]
+                figures[(kind, label)].runs.append(value * 1000)
+    return list(figures.values())
 
 
-def test_produce_throughput_against_peers() -> None:
+def latency_seconds(run: int) -> float:
+    return 1.0 if run == WARM_UP else LATENCY_SECONDS
+
+
+# ---------------------------------------------------------------------------------------------
+# the systems
+
+
+def bench_redis(root: Path) -> list[Figure]:
+    figures = []
+    with peer(start_redis(root / "redis", free_port())) as server:
+        for size in VALUE_SIZES:
+            value = os.urandom(size)
+            figures.append(
+                measure(
+                    Figure(f"produce {RECORDS:,} x {size} B", "redis streams", REDIS, "rec/s"),
+                    lambda n, size=size, value=value: (
+                        records_for(n) / produce.redis_produce(server.address, f"s{size}-{n}", records_for(n), value)
+                    ),
+                )
+            )
+            figures.append(
+                measure(
+                    Figure(f"consume {RECORDS:,} x {size} B", "redis streams", "XREADGROUP x1000 + XACK", "rec/s"),
+                    lambda n, size=size: (
+                        records_for(n) / consume.redis_consume(server.address, f"s{size}-{n}", records_for(n), "g")
+                    ),
+                )
+            )
+            produce.redis_delete(server.address, [f"s{size}-{n}" for n in (WARM_UP, *range(RUNS))])
+        figures += latency_figures(
+            "redis streams",
+            "XADD pipelined per 1 ms tick; XREAD BLOCK",
+            lambda n: latency.redis_latency(
+                server.address, f"latency-{n}", LATENCY_RATE_PER_S, latency_seconds(n), LATENCY_VALUE_BYTES
+            ),
+        )
+    return figures
+
+
+def bench_nats(root: Path) -> list[Figure]:
+    figures = []
+    with peer(start_nats(root / "nats", free_port())) as server:
+        for size in VALUE_SIZES:
+            value = os.urandom(size)
+            subject = f"bench.s{size}.r{{}}"
+            figures.append(
+                measure(
+                    Figure(f"produce {RECORDS:,} x {size} B", "nats jetstream", NATS, "rec/s"),
+                    lambda n, subject=subject, value=value: (
+                        records_for(n)
+                        / produce.nats_produce(server.address, subject.format(n + 1), records_for(n), value)
+                    ),
+                )
+            )
+            figures.append(
+                measure(
+                    Figure(
+                        f"consume {RECORDS:,} x {size} B", "nats jetstream", "pull fetch x1000, AckPolicy.ALL", "rec/s"
+                    ),
+                    lambda n, subject=subject: (
+                        records_for(n)
+                        / consume.nats_consume(server.address, subject.format(n + 1), records_for(n), "c")
+                    ),
+                )
+            )
+            produce.nats_delete(server.address, [subject.format(n + 1) for n in (WARM_UP, *range(RUNS))])
+        figures += latency_figures(
+            "nats jetstream",
+            "publish_async per record; pull fetch",
+            lambda n: latency.nats_latency(
+                server.address, f"latency.r{n + 1}", LATENCY_RATE_PER_S, latency_seconds(n), LATENCY_VALUE_BYTES
+            ),
+        )
+    return figures
+
+
+def bench_lanes(root: Path, brokers: int) -> list[Figure]:
+    acks, settings = ("1", LANES_ACKS_1) if brokers == 1 else ("all", LANES_ACKS_ALL)
+    system = f"lanes acks={acks}"
+    figures = []
+    with lanes_cluster(root / f"lanes-{brokers}", brokers) as bootstrap:
+        admin = lanes.Admin(bootstrap)
+        configs = {"min.insync.replicas": str(min(2, brokers))}
+
+        def topic(name: str, partitions: int = 1) -> str:
+            admin.create_topic(name, partitions, brokers, configs)
+            return name
+
+        for size in VALUE_SIZES:
+            value = os.urandom(size)
+            figures.append(
+                measure(
+                    Figure(f"produce {RECORDS:,} x {size} B", system, settings, "rec/s"),
+                    lambda n, size=size, value=value: (
+                        records_for(n)
+                        / produce.lanes_produce(bootstrap, topic(f"s{size}-{n}"), records_for(n), value, acks=acks)
+                    ),
+                )
+            )
+            figures.append(
+                measure(
+                    Figure(f"consume {RECORDS:,} x {size} B", system, "group consumer x1000, commit per poll", "rec/s"),
+                    lambda n, size=size: (
+                        records_for(n)
+                        / consume.lanes_consume(bootstrap, f"s{size}-{n}", records_for(n), f"g-{size}-{n}")
+                    ),
+                )
+            )
+            for n in (WARM_UP, *range(RUNS)):
+                admin.delete_topic(f"s{size}-{n}")
+        figures += latency_figures(
+            system,
+            f"{settings.split(',')[0]}, linger 1 ms; free consumer",
+            lambda n: latency.lanes_latency(
+                bootstrap,
+                topic(f"latency-{n}"),
+                LATENCY_RATE_PER_S,
+                latency_seconds(n),
+                LATENCY_VALUE_BYTES,
+                acks=acks,
+            ),
+        )
+        if brokers == 1:
+            figures += scaling_figures(bootstrap, topic)
+    return figures
+
+
+def scaling_figures(bootstrap: str, topic: Callable[[str, int], str]) -> list[Figure]:
+    """Workload 4 on the one-broker cluster (acks=1, 100-byte values); every run's records are
+    counted back from the partitions' end offsets."""
+    value = os.urandom(100)
+    figures = []
+    shapes = [(p, 1) for p in PARTITION_COUNTS] + [(6, q) for q in PRODUCER_PROCESSES if q > 1]
+    for partitions, processes in shapes:
+
+        def run(n: int, partitions: int = partitions, processes: int = processes) -> float:
+            name = topic(f"scale-{partitions}-{processes}-{n}", partitions)
+            count = records_for(n)
+            if processes == 1:
+                elapsed, expected = produce.lanes_produce(bootstrap, name, count, value, acks="1"), count
+            else:  # each process also writes a warm-up record
+                elapsed = scaling.lanes_produce_processes(bootstrap, name, count, value, acks="1", processes=processes)
+                expected = count + processes
+            written = end_offset(bootstrap, name, partitions)
+            if written != expected:
+                raise RuntimeError(f"{name}: {written:,} records written, expected {expected:,}")
+            return count / elapsed
+
+        figures.append(
+            measure(
+                Figure(
+                    f"scaling: produce {RECORDS:,} x 100 B",
+                    f"lanes {partitions} part., {processes} proc.",
+                    LANES_ACKS_1 + "; keyless (sticky)",
+                    "rec/s",
+                ),
+                run,
+            )
+        )
+    return figures
+
+
+def bench_limits(root: Path) -> list[Figure]:
+    """The data directory's filesystem and loopback gRPC, for chunks/messages of a batch's size."""
+    figures = []
+    root.mkdir(parents=True, exist_ok=True)
+    volume = 512 * 1024 * 1024
+    for chunk_bytes in (BATCH_BYTES, REQUEST_BYTES):
+        chunk = os.urandom(chunk_bytes)
+        label = f"{chunk_bytes // 1024} KiB"
+        figures.append(
+            measure(
+                Figure(f"limit: sequential write, {label} chunks", "filesystem", "no fsync (page cache)", "MiB/s"),
+                lambda _n, chunk=chunk: limits.raw_write_mb_s(root, chunk, volume // len(chunk), fsync=False),
+            )
+        )
+        figures.append(
+            measure(
+                Figure(f"limit: sequential write, {label} chunks", "filesystem", "fdatasync per chunk", "MiB/s"),
+                lambda _n, chunk=chunk: limits.raw_write_mb_s(
+                    root, chunk, max(20, 64 * 1024 * 1024 // len(chunk)), fsync=True
+                ),
+            )
+        )
+    with peer(start_grpc_sink(root / "grpc", free_port())) as sink:
+        for message_bytes in (BATCH_BYTES, REQUEST_BYTES):
+            requests = max(200, 2 * 1024 * 1024 * 1024 // message_bytes // 4)
+            for in_flight in (1, 4):
+                figures.append(
+                    measure(
+                        Figure(
+                            f"limit: loopback gRPC, {message_bytes // 1024} KiB messages",
+                            f"grpc.aio, {in_flight} in flight",
+                            "Python grpc.aio server that stores nothing",
+                            "MiB/s",
+                        ),
+                        lambda _n, size=message_bytes, count=requests, depth=in_flight: limits.grpc_loopback_mb_s(
+                            sink.address, size, count, depth
+                        ),
+                    )
+                )
+    return figures
+
+
+def test_lanes_against_redis_jetstream_and_the_machine() -> None:
+    started = time.monotonic()
     figures: list[Figure] = []
-    with tempfile.TemporaryDirectory(prefix="lanes-peers-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="lanes-peers-", dir=os.environ.get("LANES_BENCH_DIR")) as scratch:
         root = Path(scratch)
-        redis_server = start_redis(root / "redis", free_port())
-        nats_server = start_nats(root / "nats", free_port())
-        try:
-            for size in VALUE_SIZES:
-                value = os.urandom(size)
-                workload = f"produce {RECORDS:,} x {size} B"
-                figures.append(
-                    measure(
-                        Figure(workload, "redis streams", "XADD pipelined x1000, AOF everysec", "r/s"),
-                        lambda n, count, size=size, value=value: redis_produce(
-                            redis_server.address, f"s{size}-{n}", count, value
-                        ),
-                        RECORDS,
-                    )
-                )
-                figures.append(
-                    measure(
-                        Figure(workload, "nats jetstream", "async publish, acked, file storage", "r/s"),
-                        lambda n, count, size=size, value=value: nats_produce(
-                            nats_server.address, f"bench.s{size}.r{n + 1}", count, value
-                        ),
-                        RECORDS,
-                    )
-                )
-        finally:
-            redis_server.stop()
-            nats_server.stop()
-        for brokers, acks, durability in ((1, "1", "acks=1, 1 broker"), (3, "all", "acks=all, RF 3, idempotent")):
-            with lanes_cluster(root / f"lanes-{brokers}", brokers) as bootstrap:
-                for size in VALUE_SIZES:
-                    value = os.urandom(size)
-                    topic = f"bench-{size}"
-                    lanes.Admin(bootstrap).create_topic(
-                        topic, 1, brokers, {"min.insync.replicas": str(min(2, brokers))}
-                    )
-                    figures.append(
-                        measure(
-                            Figure(f"produce {RECORDS:,} x {size} B", f"lanes acks={acks}", durability, "r/s"),
-                            lambda _n, count, value=value, topic=topic, acks=acks: lanes_produce(
-                                bootstrap, topic, count, value, acks=acks
-                            ),
-                            RECORDS,
-                        )
-                    )
+        figures += bench_limits(root / "limits")
+        figures += bench_lanes(root, brokers=1)
+        figures += bench_lanes(root, brokers=3)
+        figures += bench_redis(root)
+        figures += bench_nats(root)
     order = {"lanes acks=1": 0, "lanes acks=all": 1, "redis streams": 2, "nats jetstream": 3}
-    figures.sort(key=lambda f: (f.workload, order[f.system]))
-    print()
-    print(table(figures))
-    save(figures, {"records": RECORDS, "runs": RUNS, "value_sizes": list(VALUE_SIZES)})
+    workloads = list(dict.fromkeys(f.workload for f in figures))
+    figures.sort(key=lambda f: (workloads.index(f.workload), order.get(f.system, 4)))
+    lanes_1k = next(f for f in figures if f.system == "lanes acks=1" and f.workload.endswith("x 1024 B"))
+    lanes_mib_s = lanes_1k.median * 1024 / (1024 * 1024)
+    settings = {
+        "records": RECORDS,
+        "runs": RUNS,
+        "value_sizes": list(VALUE_SIZES),
+        "latency_rate_per_s": LATENCY_RATE_PER_S,
+        "latency_seconds": LATENCY_SECONDS,
+        "lanes_acks_1_produce_1k_mib_s": lanes_mib_s,
+        "elapsed_s": round(time.monotonic() - started),
+    }
+    print(f"\n\nLanes against Redis Streams, NATS JetStream and the machine (median of {RUNS} runs after a warm-up)")
+    print("lanes/this: Lanes acks=1 (throughput: higher is better; latency: lower is better) over the row;")
+    print(f"for limits, Lanes acks=1 produce of 1 KiB values ({lanes_mib_s:,.0f} MiB/s of values) over the limit\n")
+    print(table(figures, lanes_mib_s))
+    json_path = save(figures, settings)
+    png_path = chart(figures)
+    print(f"\nsaved {json_path} and {png_path} ({settings['elapsed_s']} s)")
     assert all(len(f.runs) == RUNS for f in figures)

@@ -3,9 +3,13 @@ this process, to one stream/partition per system, timed from the first send to t
 acknowledgement. Every function returns the elapsed seconds and raises if any record failed.
 
 Durability per system (stated next to every figure):
-- Lanes: acks=1 on one broker, or acks=all (idempotent) on three brokers with RF 3;
+- Lanes: acks=1 on one broker, or acks=all (idempotent) on three brokers with RF 3; the
+  producer's defaults otherwise (batch_size 64 KiB, linger 5 ms, max_request_size 1 MiB);
 - Redis: XADD pipelined 1,000 commands per round trip, acknowledged by the server (AOF everysec);
 - JetStream: async publish, every publish acknowledged by the stream (file storage).
+
+Every record is checked: the consume workload reads each run's records back and fails unless the
+count is exact. ``redis_delete`` and ``nats_delete`` free a run's streams afterwards.
 """
 
 from __future__ import annotations
@@ -81,3 +85,22 @@ async def _nats_produce(address: str, subject: str, records: int, value: bytes) 
 def nats_produce(address: str, subject: str, records: int, value: bytes) -> float:
     """JetStream async publish with acks, ``NATS_MAX_PENDING`` in flight."""
     return asyncio.run(_nats_produce(address, subject, records, value))
+
+
+def redis_delete(address: str, streams: list[str]) -> None:
+    host, port = address.split(":")
+    client = redis.Redis(host=host, port=int(port))
+    client.delete(*streams)
+    client.close()
+
+
+async def _nats_delete(address: str, subjects: list[str]) -> None:
+    connection = await nats.connect(f"nats://{address}")
+    stream = connection.jetstream()
+    for subject in subjects:
+        await stream.delete_stream(subject.replace(".", "-"))
+    await connection.close()
+
+
+def nats_delete(address: str, subjects: list[str]) -> None:
+    asyncio.run(_nats_delete(address, subjects))

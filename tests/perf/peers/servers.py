@@ -8,7 +8,8 @@ data directory of its own, started here and stopped by PID.
   publish is acknowledged once the stream stored it (JetStream's own notion of durable; it
   fsyncs on its sync interval, default 2 minutes).
 
-``tools/ensure-bench-deps.sh`` (run by ``make bench``) installs both when they are missing.
+``tools/ensure-bench-deps.sh`` (run by ``make bench``) installs both when they are missing. The
+loopback gRPC limit's sink server (``limits.py``) is started the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,10 +72,15 @@ def _wait_for_port(server: Server, timeout_s: float = 20) -> Server:
             time.sleep(0.05)
 
 
+_REPOSITORY = Path(__file__).resolve().parents[3]
+
+
 def _start(name: str, command: list[str], port: int, data_dir: Path) -> Server:
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(data_dir / "server.log", "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=_REPOSITORY
+        )
     return _wait_for_port(Server(name, process, port, data_dir))
 
 
@@ -89,3 +96,8 @@ def start_nats(data_dir: Path, port: int) -> Server:
     """nats-server with JetStream file storage, bound to loopback."""
     command = [_binary("nats-server"), "-js", "-sd", str(data_dir / "jetstream"), "-a", "127.0.0.1", "-p", str(port)]
     return _start("nats", command, port, data_dir)
+
+
+def start_grpc_sink(data_dir: Path, port: int) -> Server:
+    """The loopback gRPC limit's server (``tests.perf.peers.limits``), in a process of its own."""
+    return _start("grpc sink", [sys.executable, "-m", "tests.perf.peers.limits", str(port)], port, data_dir)

@@ -1,0 +1,223 @@
+"""Workload 3, latency at a fixed offered rate: ``rate_per_s`` records/s for ``seconds``, sent in
+ticks of one millisecond (each tick sends its share, then the driver sleeps until the next tick),
+while a consumer in the same process reads them as they come.
+
+Both latencies are measured from each record's *scheduled* send time, so a stalled system is
+charged for the records it made wait (no coordinated omission):
+
+- produce latency: scheduled send -> acknowledgement (each system's notion, as in workload 1);
+- end-to-end latency: scheduled send -> the consumer holding the record.
+
+A record's value carries its sequence number in its first 8 bytes. Consumers: Lanes, a free
+consumer assigned the partition at its end; Redis, XREAD BLOCK from ``$``; JetStream, a pull
+consumer (``AckPolicy.NONE``: the consumer side does not ack, as XREAD and a free consumer). The
+producer settings are the throughput ones, except Lanes' ``linger_ms=1`` (at 10 records per
+millisecond a longer linger only adds waiting; Redis sends each tick's pipeline at once and
+JetStream publishes each record at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import nats
+import redis
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+
+import lanes
+
+_SEQUENCE = struct.Struct(">q")
+_DRAIN_TIMEOUT_S = 30
+
+
+@dataclass
+class Latencies:
+    """Seconds per record, in sequence order (NaN: never observed)."""
+
+    produce_s: list[float]
+    end_to_end_s: list[float]
+
+
+class _Schedule:
+    """The fixed-rate schedule: record ``i`` is due at ``start + i / rate``; ticks of 1 ms."""
+
+    def __init__(self, rate_per_s: int, seconds: float, value_bytes: int) -> None:
+        self.rate_per_s = rate_per_s
+        self.count = int(rate_per_s * seconds)
+        self.per_tick = max(1, rate_per_s // 1000)
+        self.padding = b"p" * (value_bytes - _SEQUENCE.size)
+        self.start = 0.0
+        self.acked = [float("nan")] * self.count
+        self.seen = [float("nan")] * self.count
+        self.seen_count = 0
+        self.all_seen = threading.Event()
+
+    def due(self, sequence: int) -> float:
+        return self.start + sequence / self.rate_per_s
+
+    def value(self, sequence: int) -> bytes:
+        return _SEQUENCE.pack(sequence) + self.padding
+
+    def ticks(self) -> range:
+        return range(0, self.count, self.per_tick)
+
+    def tick_records(self, first: int) -> range:
+        return range(first, min(first + self.per_tick, self.count))
+
+    def on_ack(self, sequence: int) -> None:
+        self.acked[sequence] = time.perf_counter()
+
+    def on_seen(self, values: list[bytes]) -> None:
+        now = time.perf_counter()
+        for value in values:
+            sequence = _SEQUENCE.unpack_from(value)[0]
+            if 0 <= sequence < self.count:
+                self.seen[sequence] = now
+                self.seen_count += 1
+        if self.seen_count >= self.count:
+            self.all_seen.set()
+
+    def result(self) -> Latencies:
+        missing = sum(1 for t in self.seen if math.isnan(t))
+        if missing:
+            raise RuntimeError(f"{missing:,} of {self.count:,} records never reached the consumer")
+        return Latencies(
+            [self.acked[i] - self.due(i) for i in range(self.count)],
+            [self.seen[i] - self.due(i) for i in range(self.count)],
+        )
+
+
+def _run_schedule(schedule: _Schedule, send_tick: Callable[[range], None]) -> None:
+    schedule.start = time.perf_counter() + 0.05
+    for first in schedule.ticks():
+        pause = schedule.due(first) - time.perf_counter()
+        if pause > 0:
+            time.sleep(pause)
+        send_tick(schedule.tick_records(first))
+
+
+def lanes_latency(
+    bootstrap: str, topic: str, rate_per_s: int, seconds: float, value_bytes: int, *, acks: str
+) -> Latencies:
+    schedule = _Schedule(rate_per_s, seconds, value_bytes)
+    stop = threading.Event()
+    ready = threading.Event()
+
+    def consume() -> None:
+        with lanes.Consumer(bootstrap, fetch_max_wait_ms=100) as consumer:
+            consumer.assign([lanes.TopicPartition(topic, 0)])
+            consumer.seek_to_end()
+            consumer.position(lanes.TopicPartition(topic, 0))
+            ready.set()
+            while not stop.is_set() and not schedule.all_seen.is_set():
+                schedule.on_seen([record.value for record in consumer.poll(timeout_ms=100) if record.value])
+
+    reader = threading.Thread(target=consume, name="latency-consumer")
+    reader.start()
+    try:
+        ready.wait(30)
+        with lanes.Producer(bootstrap, acks=acks, enable_idempotence=acks == "all", linger_ms=1) as producer:
+            producer.send(topic, schedule.value(-1)).result(timeout=30)  # warm: metadata, producer id
+
+            def send_tick(sequences: range) -> None:
+                for sequence in sequences:
+                    producer.send(topic, schedule.value(sequence)).add_done_callback(
+                        lambda _f, sequence=sequence: schedule.on_ack(sequence)
+                    )
+
+            _run_schedule(schedule, send_tick)
+        schedule.all_seen.wait(_DRAIN_TIMEOUT_S)
+    finally:
+        stop.set()
+        reader.join()
+    return schedule.result()
+
+
+def redis_latency(address: str, stream: str, rate_per_s: int, seconds: float, value_bytes: int) -> Latencies:
+    schedule = _Schedule(rate_per_s, seconds, value_bytes)
+    host, port = address.split(":")
+    producer = redis.Redis(host=host, port=int(port))
+    producer.xadd(stream, {b"v": schedule.value(-1)})
+    stop = threading.Event()
+
+    def consume() -> None:
+        reader = redis.Redis(host=host, port=int(port))
+        last = producer.xinfo_stream(stream)["last-generated-id"]
+        while not stop.is_set() and not schedule.all_seen.is_set():
+            answer = reader.xread({stream: last}, count=1000, block=100)
+            if answer:
+                entries = answer[0][1]
+                last = entries[-1][0]
+                schedule.on_seen([fields[b"v"] for _id, fields in entries])
+        reader.close()
+
+    reader_thread = threading.Thread(target=consume, name="latency-consumer")
+    reader_thread.start()
+    try:
+
+        def send_tick(sequences: range) -> None:
+            pipe = producer.pipeline(transaction=False)
+            for sequence in sequences:
+                pipe.xadd(stream, {b"v": schedule.value(sequence)})
+            pipe.execute()
+            for sequence in sequences:
+                schedule.on_ack(sequence)
+
+        _run_schedule(schedule, send_tick)
+        schedule.all_seen.wait(_DRAIN_TIMEOUT_S)
+    finally:
+        stop.set()
+        reader_thread.join()
+        producer.close()
+    return schedule.result()
+
+
+async def _nats_latency(address: str, subject: str, rate_per_s: int, seconds: float, value_bytes: int) -> Latencies:
+    schedule = _Schedule(rate_per_s, seconds, value_bytes)
+    connection = await nats.connect(f"nats://{address}")
+    stream = connection.jetstream(publish_async_max_pending=4_000)
+    await stream.add_stream(StreamConfig(name=subject.replace(".", "-"), subjects=[subject], storage=StorageType.FILE))
+    subscription = await stream.pull_subscribe(
+        subject,
+        durable=None,
+        config=ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.NEW),
+    )
+    done = asyncio.Event()
+
+    async def consume() -> None:
+        while not done.is_set() and not schedule.all_seen.is_set():
+            try:
+                messages = await subscription.fetch(1000, timeout=0.1)
+            except TimeoutError:
+                continue
+            schedule.on_seen([message.data for message in messages])
+
+    reader = asyncio.create_task(consume())
+    try:
+        schedule.start = time.perf_counter() + 0.05
+        for first in schedule.ticks():
+            pause = schedule.due(first) - time.perf_counter()
+            if pause > 0:
+                await asyncio.sleep(pause)
+            for sequence in schedule.tick_records(first):
+                ack = await stream.publish_async(subject, schedule.value(sequence))
+                ack.add_done_callback(lambda _f, sequence=sequence: schedule.on_ack(sequence))
+        await stream.publish_async_completed()
+        deadline = time.monotonic() + _DRAIN_TIMEOUT_S
+        while not schedule.all_seen.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+    finally:
+        done.set()
+        await reader
+        await connection.close()
+    return schedule.result()
+
+
+def nats_latency(address: str, subject: str, rate_per_s: int, seconds: float, value_bytes: int) -> Latencies:
+    return asyncio.run(_nats_latency(address, subject, rate_per_s, seconds, value_bytes))
