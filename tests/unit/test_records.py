@@ -6,6 +6,7 @@ from __future__ import annotations
 import array
 import os
 import struct
+from typing import NamedTuple
 
 import pytest
 from crc32c import crc32c
@@ -106,6 +107,28 @@ def test_runs_encode_as_their_renumbered_concatenation(
     settings = {"compression": compression, "producer_id": 9, "producer_epoch": 1, "base_sequence": 5}
     assert codec.encode_runs(runs, **settings) == codec.encode(renumbered, **settings)  # type: ignore[arg-type]
     assert codec.decode(codec.encode_runs(runs)).records == renumbered
+
+
+class _Tagged(NamedTuple):
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    topic: str
+    epoch: int
+
+
+@given(batch=record_lists(), compression=compressions)
+def test_decode_builds_the_callers_record_type_with_the_batch_fields(
+    codec: BatchCodec, batch: list[Record], compression: Compression
+) -> None:
+    """A consumer's records come out of the codec whole: the five record fields, then what the
+    trailer derives from the batch header."""
+    encoded = codec.encode(batch, compression=compression, partition_leader_epoch=4)
+    decoded = codec.decode(encoded, record_type=_Tagged, trailer=lambda header: ("t", header.partition_leader_epoch))
+    assert decoded.records == [_Tagged(*record, "t", 4) for record in batch]
+    assert all(type(record) is _Tagged for record in decoded.records)
 
 
 def test_null_and_empty_keys_values_and_headers_are_distinct(codec: BatchCodec) -> None:

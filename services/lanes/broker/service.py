@@ -52,7 +52,7 @@ from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.wire import Context, wire_error
 from lanes.storage.cleaner import CleanerThread, LogCleaner
-from lanes.storage.log import LogConfig, PartitionLog
+from lanes.storage.log import AppendInfo, LogConfig, PartitionLog
 from lanes.storage.manager import LogManager
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
@@ -390,21 +390,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 )
             )
             return response
-        records = data.records  # each read of a bytes field copies it: read once
         try:
             async with leadership.append_lock:
-                headers = await asyncio.to_thread(leadership.log.validate_produce, records)
-                self._check_internal_writer(topic, data.partition, headers)
-                duplicate = self._check_producers(leadership, headers, response)
-                if duplicate is not None:
-                    return duplicate
-                info = await asyncio.to_thread(
-                    leadership.log.append_as_leader, records, leadership.leader_epoch, validated=headers
-                )
-                for header in info.headers:
-                    leadership.producers.apply(header)
+                info = await asyncio.to_thread(self._validate_and_append, leadership, topic, data, response)
         except LanesError as exc:
             response.error.CopyFrom(wire_error(exc.code, exc.message))
+            return response
+        if info is None:  # a duplicate: ``response`` holds the original offsets, or a sequence error
             return response
         leadership.replica.on_append(leadership.log.log_end_offset)
         leadership.log.update_high_watermark(leadership.replica.high_watermark)
@@ -419,6 +411,26 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 return response
         response.error.CopyFrom(wire_error(ErrorCode.NONE))
         return response
+
+    def _validate_and_append(
+        self,
+        leadership: Leadership,
+        topic: str,
+        data: broker_pb2.PartitionProduceData,
+        response: broker_pb2.PartitionProduceResponse,
+    ) -> AppendInfo | None:
+        """Validate the batches, check their writer and producer sequences, append: one hop off
+        the event loop per request (the caller holds the partition's append lock, which also
+        guards ``leadership.producers``). None when nothing is appended (``response`` says why)."""
+        records = data.records  # each read of a bytes field copies it: read once
+        headers = leadership.log.validate_produce(records)
+        self._check_internal_writer(topic, data.partition, headers)
+        if self._check_producers(leadership, headers, response) is not None:
+            return None
+        info = leadership.log.append_as_leader(records, leadership.leader_epoch, validated=headers)
+        for header in info.headers:
+            leadership.producers.apply(header)
+        return info
 
     @staticmethod
     def _check_producers(

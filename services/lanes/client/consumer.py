@@ -30,7 +30,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import grpc
 
@@ -46,7 +46,7 @@ from lanes.protocol.errors import (
     error_for,
 )
 from lanes.protocol.names import validate_group_id, validate_topic_name
-from lanes.protocol.records import TimestampType, decode_batches
+from lanes.protocol.records import BatchHeader, TimestampType, decode_batches
 from lanes.runtime.wire import code_of
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, coordinator_pb2
 
@@ -69,19 +69,57 @@ class TopicPartition:
     partition: int
 
 
-@dataclass(frozen=True)
-class ConsumerRecord:
-    """A record as a consumer sees it."""
+class ConsumerRecord(NamedTuple):
+    """A record as a consumer sees it. A named tuple whose first five fields are a decoded
+    record's, so the record codec builds it directly (in C) with the batch's fields appended:
+    no per-record Python work between the wire and ``poll``."""
 
-    topic: str
-    partition: int
     offset: int
     timestamp: int
-    timestamp_type: TimestampType
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
+    topic: str
+    partition: int
+    timestamp_type: TimestampType
     leader_epoch: int
+
+
+def _consumer_records(topic: str, partition: int, data: bytes, start: int) -> list[ConsumerRecord]:
+    """The records of fetched batches from offset ``start`` on, built by the codec with the
+    batch's topic, partition, timestamp type and leader epoch appended."""
+
+    def trailer(header: BatchHeader) -> tuple[str, int, TimestampType, int]:
+        return (topic, partition, header.timestamp_type, header.partition_leader_epoch)
+
+    records: list[ConsumerRecord] = []
+    for batch in decode_batches(data, record_type=ConsumerRecord, trailer=trailer):
+        decoded: list[ConsumerRecord] = batch.records  # type: ignore[assignment]  # decoded as ConsumerRecord
+        if batch.header.base_offset < start:  # only a fetch's first batch may begin before the position
+            decoded = [record for record in decoded if record.offset >= start]
+        if batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME:  # the broker's time, for every record
+            decoded = [record._replace(timestamp=batch.header.max_timestamp) for record in decoded]
+        records.extend(decoded)
+    return records
+
+
+class _Buffered:
+    """A partition's fetched records not yet returned by ``poll``: taken from the front without
+    copying the rest."""
+
+    __slots__ = ("_next", "_records")
+
+    def __init__(self, records: list[ConsumerRecord]) -> None:
+        self._records = records
+        self._next = 0
+
+    def __bool__(self) -> bool:
+        return self._next < len(self._records)
+
+    def take(self, count: int) -> list[ConsumerRecord]:
+        chunk = self._records[self._next : self._next + count]
+        self._next += len(chunk)
+        return chunk
 
 
 class RebalanceListener:
@@ -149,7 +187,7 @@ class AsyncConsumer:
         self._timeout_s = request_timeout_ms / 1000
         self._positions: dict[TopicPartition, int | None] = {}
         self._paused: set[TopicPartition] = set()
-        self._buffer: dict[TopicPartition, list[ConsumerRecord]] = {}
+        self._buffer: dict[TopicPartition, _Buffered] = {}
         self._prefetch: asyncio.Task[None] | None = None
         self._cluster = ClusterView(self.bootstrap, self._timeout_s)
         self._auto_commit = enable_auto_commit and group_id is not None
@@ -615,11 +653,10 @@ class AsyncConsumer:
     def _take(self) -> list[ConsumerRecord]:
         taken: list[ConsumerRecord] = []
         for partition in list(self._buffer):
-            records = self._buffer[partition]
             room = self._max_poll_records - len(taken)
             if room <= 0:
                 break
-            chunk, self._buffer[partition] = records[:room], records[room:]
+            chunk = self._buffer[partition].take(room)
             if chunk and partition in self._positions and partition not in self._paused:
                 taken.extend(chunk)
                 self._positions[partition] = chunk[-1].offset + 1
@@ -676,25 +713,9 @@ class AsyncConsumer:
                 if code is not ErrorCode.NONE:
                     self._forget_leaders([partition])
                     continue
-                start = self._positions.get(partition) or 0
-                self._buffer[partition] = [
-                    ConsumerRecord(
-                        topic.topic,
-                        part.partition,
-                        record.offset,
-                        batch.header.max_timestamp
-                        if batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME
-                        else record.timestamp,
-                        batch.header.timestamp_type,
-                        record.key,
-                        record.value,
-                        record.headers,
-                        batch.header.partition_leader_epoch,
-                    )
-                    for batch in decode_batches(part.records)
-                    for record in batch.records
-                    if record.offset >= start
-                ]
+                self._buffer[partition] = _Buffered(
+                    _consumer_records(topic.topic, part.partition, part.records, self._positions.get(partition) or 0)
+                )
 
     def _forget_leaders(self, partitions: Iterable[TopicPartition]) -> None:
         for partition in partitions:

@@ -451,10 +451,12 @@ static PyObject *decode_records(PyObject *module, PyObject *args) {
     Py_ssize_t count;
     long long base_offset, base_timestamp;
     PyObject *record_type;
-    if (!PyArg_ParseTuple(args, "y*nLLO:decode_records", &section, &count, &base_offset, &base_timestamp,
-                          &record_type)) {
+    PyObject *trailer = NULL;
+    if (!PyArg_ParseTuple(args, "y*nLLO|O!:decode_records", &section, &count, &base_offset, &base_timestamp,
+                          &record_type, &PyTuple_Type, &trailer)) {
         return NULL;
     }
+    Py_ssize_t trailer_size = trailer == NULL ? 0 : PyTuple_GET_SIZE(trailer);
     if (!PyType_Check(record_type) || !PyType_IsSubtype((PyTypeObject *)record_type, &PyTuple_Type)) {
         PyBuffer_Release(&section);
         PyErr_SetString(PyExc_TypeError, "record_type must be a tuple subclass");
@@ -540,7 +542,7 @@ static PyObject *decode_records(PyObject *module, PyObject *args) {
             Py_DECREF(headers);
             goto error;
         }
-        PyObject *fields = PyTuple_New(5);
+        PyObject *fields = PyTuple_New(5 + trailer_size);
         if (fields == NULL) {
             Py_DECREF(key);
             Py_DECREF(value);
@@ -552,6 +554,11 @@ static PyObject *decode_records(PyObject *module, PyObject *args) {
         PyTuple_SET_ITEM(fields, 2, key);
         PyTuple_SET_ITEM(fields, 3, value);
         PyTuple_SET_ITEM(fields, 4, headers);
+        for (Py_ssize_t t = 0; t < trailer_size; t++) {
+            PyObject *item = PyTuple_GET_ITEM(trailer, t);
+            Py_INCREF(item);
+            PyTuple_SET_ITEM(fields, 5 + t, item);
+        }
         if (PyTuple_GET_ITEM(fields, 0) == NULL || PyTuple_GET_ITEM(fields, 1) == NULL) {
             Py_DECREF(fields);
             goto error;
@@ -591,7 +598,7 @@ static PyMethodDef methods[] = {
     {"encode_records", encode_records, METH_VARARGS,
      "encode_records(records, base_offset, base_timestamp) -> (section, max_timestamp, last_offset_delta)"},
     {"decode_records", decode_records, METH_VARARGS,
-     "decode_records(section, count, base_offset, base_timestamp, record_type) -> list"},
+     "decode_records(section, count, base_offset, base_timestamp, record_type, trailer=()) -> list"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -5,5 +5,11 @@ from typing import Any
 
 def encode_records(records: Sequence[Any], base_offset: int, base_timestamp: int, /) -> tuple[bytes, int, int]: ...
 def decode_records(
-    section: bytes | memoryview, count: int, base_offset: int, base_timestamp: int, record_type: type, /
+    section: bytes | memoryview,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    record_type: type,
+    trailer: tuple[Any, ...] = (),
+    /,
 ) -> list[Any]: ...

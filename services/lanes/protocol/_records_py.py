@@ -8,9 +8,12 @@ layout is described in ``lanes.protocol.records``.
     ``records`` is a sequence of ``Record`` tuples ``(offset, timestamp, key, value, headers)``.
     Offsets must be strictly increasing and at least ``base_offset``. Raises ValueError or
     TypeError for records that cannot be encoded.
-``decode_records(section, count, base_offset, base_timestamp, record_type) -> list[record_type]``
-    Parses exactly ``count`` records filling ``section`` exactly. Raises ValueError naming the
-    record index, the byte position within the section and what is wrong.
+``decode_records(section, count, base_offset, base_timestamp, record_type, trailer=()) -> list[record_type]``
+    Parses exactly ``count`` records filling ``section`` exactly. Each record is
+    ``record_type(offset, timestamp, key, value, headers, *trailer)``: ``trailer`` holds fields
+    common to the batch (a consumer's topic, partition, ...), so a record is built once, in C
+    on the fast path. Raises ValueError naming the record index, the byte position within the
+    section and what is wrong.
 """
 
 from __future__ import annotations
@@ -156,7 +159,12 @@ class _Reader:
 
 
 def decode_records(
-    section: bytes | memoryview, count: int, base_offset: int, base_timestamp: int, record_type: Any
+    section: bytes | memoryview,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    record_type: Any,
+    trailer: tuple[Any, ...] = (),
 ) -> list[Any]:
     """Decode the records section; see the module docstring."""
     reader = _Reader(bytes(section))
@@ -209,6 +217,7 @@ def decode_records(
                 key,
                 value,
                 tuple(headers),
+                *trailer,
             )
         )
     if reader.position != total:

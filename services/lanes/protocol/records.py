@@ -52,10 +52,10 @@ Invariants and what guards them:
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import IntEnum
 from types import ModuleType
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from crc32c import crc32c
 
@@ -189,7 +189,7 @@ class RecordBatch(NamedTuple):
     """A decoded batch: its header and its records."""
 
     header: BatchHeader
-    records: list[Record]
+    records: list[Record]  # or of the record_type it was decoded with
 
 
 class SectionCodec(Protocol):
@@ -200,8 +200,15 @@ class SectionCodec(Protocol):
     ) -> tuple[bytes, int, int]: ...
 
     def decode_records(
-        self, section: bytes | memoryview, count: int, base_offset: int, base_timestamp: int, record_type: type, /
-    ) -> list[Record]: ...
+        self,
+        section: bytes | memoryview,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        record_type: type,
+        trailer: tuple[Any, ...] = (),
+        /,
+    ) -> list[Any]: ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -556,8 +563,17 @@ class BatchCodec:
         head = _HEADER_HEAD.pack(base_offset, batch_length, partition_leader_epoch, MAGIC, crc)
         return b"".join((head, tail, *payload))
 
-    def decode(self, buffer: bytes | bytearray | memoryview, position: int = 0) -> RecordBatch:
-        """Validate and decode the batch at ``position``."""
+    def decode(
+        self,
+        buffer: bytes | bytearray | memoryview,
+        position: int = 0,
+        *,
+        record_type: type[tuple[Any, ...]] = Record,
+        trailer: Callable[[BatchHeader], tuple[Any, ...]] | None = None,
+    ) -> RecordBatch:
+        """Validate and decode the batch at ``position``. Records are ``record_type`` tuples:
+        ``(offset, timestamp, key, value, headers)`` followed by ``trailer(header)``, fields the
+        caller derives once per batch."""
         header = validate_batch(buffer, position)
         raw = memoryview(buffer)[position + HEADER_BYTES : position + header.size_bytes]
         section = raw if header.compression is Compression.NONE else decompress(header.compression, bytes(raw))
@@ -565,17 +581,30 @@ class BatchCodec:
         if count > len(section) // MIN_RECORD_BYTES + 1:
             raise _corrupt(position, f"recordsCount {count} cannot fit in a {len(section)}-byte records section")
         try:
-            records = self._section.decode_records(section, count, header.base_offset, header.base_timestamp, Record)
+            records = self._section.decode_records(
+                section,
+                count,
+                header.base_offset,
+                header.base_timestamp,
+                record_type,
+                () if trailer is None else trailer(header),
+            )
         except ValueError as exc:
             raise _corrupt(position, str(exc)) from exc
         return RecordBatch(header, records)
 
-    def decode_all(self, buffer: bytes | bytearray | memoryview) -> list[RecordBatch]:
-        """Validate and decode every batch of a concatenation filling ``buffer``."""
+    def decode_all(
+        self,
+        buffer: bytes | bytearray | memoryview,
+        *,
+        record_type: type[tuple[Any, ...]] = Record,
+        trailer: Callable[[BatchHeader], tuple[Any, ...]] | None = None,
+    ) -> list[RecordBatch]:
+        """Validate and decode every batch of a concatenation filling ``buffer`` (see ``decode``)."""
         batches = []
         position = 0
         while position < len(buffer):
-            batch = self.decode(buffer, position)
+            batch = self.decode(buffer, position, record_type=record_type, trailer=trailer)
             batches.append(batch)
             position += batch.header.size_bytes
         return batches
