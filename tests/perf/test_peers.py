@@ -30,7 +30,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 import lanes
+from lanes.protocol.errors import LanesError
 from lanes.runtime.local_cluster import LocalCluster
 from tests.integration.processes import consecutive_free_ports, free_port
 from tests.perf.peers import consume, latency, limits, produce, scaling
@@ -57,12 +60,26 @@ NATS = "publish_async, each acked by the stream, file storage"
 WARM_UP = -1  # the run number of the warm-up run
 
 
+_STARTED = time.monotonic()
+
+
+def progress(figure: Figure) -> Figure:
+    """One line per figure as it completes, so a long run shows where it is."""
+    print(
+        f"[{time.monotonic() - _STARTED:6.0f} s] {figure.workload} / {figure.system}: "
+        + ", ".join(f"{run:,.2f}" for run in figure.runs)
+        + f" {figure.unit}",
+        flush=True,
+    )
+    return figure
+
+
 def measure(figure: Figure, run: Callable[[int], float]) -> Figure:
     """``run(WARM_UP)`` (not counted), then ``RUNS`` timed runs; ``run(n)`` returns the figure."""
     run(WARM_UP)
     for attempt in range(RUNS):
         figure.runs.append(run(attempt))
-    return figure
+    return progress(figure)
 
 
 def records_for(run: int) -> int:
@@ -88,6 +105,19 @@ def peer(server: Server) -> Iterator[Server]:
         server.stop()
 
 
+def wait_until_served(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30) -> None:
+    """Brokers learn of a new topic from the controller shortly after it is created."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            end_offset(bootstrap, topic, partitions)
+            return
+        except LanesError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def end_offset(bootstrap: str, topic: str, partitions: int) -> int:
     with lanes.Consumer(bootstrap) as consumer:
         ends = consumer.end_offsets([lanes.TopicPartition(topic, p) for p in range(partitions)])
@@ -111,7 +141,7 @@ def latency_figures(system: str, settings: str, run: Callable[[int], latency.Lat
             for label, fraction in PERCENTILES:
                 value = ordered[min(len(ordered) - 1, math.ceil(len(ordered) * fraction) - 1)]
                 figures[(kind, label)].runs.append(value * 1000)
-    return list(figures.values())
+    return [progress(figure) for figure in figures.values()]
 
 
 def latency_seconds(run: int) -> float:
@@ -201,6 +231,7 @@ def bench_lanes(root: Path, brokers: int) -> list[Figure]:
 
         def topic(name: str, partitions: int = 1) -> str:
             admin.create_topic(name, partitions, brokers, configs)
+            wait_until_served(bootstrap, name, partitions)
             return name
 
         for size in VALUE_SIZES:
@@ -227,7 +258,7 @@ def bench_lanes(root: Path, brokers: int) -> list[Figure]:
                 admin.delete_topic(f"s{size}-{n}")
         figures += latency_figures(
             system,
-            f"{settings.split(',')[0]}, linger 1 ms; free consumer",
+            f"{settings.split(',')[0]}, linger 0 ms; free consumer",
             lambda n: latency.lanes_latency(
                 bootstrap,
                 topic(f"latency-{n}"),
@@ -300,6 +331,18 @@ def bench_limits(root: Path) -> list[Figure]:
             )
         )
     with peer(start_grpc_sink(root / "grpc", free_port())) as sink:
+        figures.append(
+            measure(
+                Figure(
+                    f"limit: loopback gRPC round trip, {LATENCY_VALUE_BYTES + 100} B",
+                    "grpc.aio, 1 in flight",
+                    "mean per request: the latency floor",
+                    "ms",
+                    higher_is_better=False,
+                ),
+                lambda _n: limits.grpc_round_trip_ms(sink.address, LATENCY_VALUE_BYTES + 100, 3_000),
+            )
+        )
         for message_bytes in (BATCH_BYTES, REQUEST_BYTES):
             requests = max(200, 2 * 1024 * 1024 * 1024 // message_bytes // 4)
             for in_flight in (1, 4):
@@ -319,6 +362,7 @@ def bench_limits(root: Path) -> list[Figure]:
     return figures
 
 
+@pytest.mark.timeout(1800)
 def test_lanes_against_redis_jetstream_and_the_machine() -> None:
     started = time.monotonic()
     figures: list[Figure] = []

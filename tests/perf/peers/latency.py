@@ -11,9 +11,10 @@ charged for the records it made wait (no coordinated omission):
 A record's value carries its sequence number in its first 8 bytes. Consumers: Lanes, a free
 consumer assigned the partition at its end; Redis, XREAD BLOCK from ``$``; JetStream, a pull
 consumer (``AckPolicy.NONE``: the consumer side does not ack, as XREAD and a free consumer). The
-producer settings are the throughput ones, except Lanes' ``linger_ms=1`` (at 10 records per
-millisecond a longer linger only adds waiting; Redis sends each tick's pipeline at once and
-JetStream publishes each record at once).
+producer settings are the throughput ones, except Lanes' ``linger_ms=0``: Redis sends each
+tick's pipeline at once and JetStream publishes each record at once, so Lanes sends a batch as
+soon as the partition's previous request is answered (records that arrive meanwhile join it).
+The floor under every Lanes figure is a Python gRPC round trip: ``limits.grpc_round_trip_ms``.
 """
 
 from __future__ import annotations
@@ -108,21 +109,28 @@ def lanes_latency(
     schedule = _Schedule(rate_per_s, seconds, value_bytes)
     stop = threading.Event()
     ready = threading.Event()
+    failures: list[BaseException] = []
 
     def consume() -> None:
-        with lanes.Consumer(bootstrap, fetch_max_wait_ms=100) as consumer:
-            consumer.assign([lanes.TopicPartition(topic, 0)])
-            consumer.seek_to_end()
-            consumer.position(lanes.TopicPartition(topic, 0))
+        try:
+            with lanes.Consumer(bootstrap, fetch_max_wait_ms=100) as consumer:
+                consumer.assign([lanes.TopicPartition(topic, 0)])
+                consumer.seek_to_end()
+                consumer.position(lanes.TopicPartition(topic, 0))
+                ready.set()
+                while not stop.is_set() and not schedule.all_seen.is_set():
+                    schedule.on_seen([record.value for record in consumer.poll(timeout_ms=100) if record.value])
+        except BaseException as exc:
+            failures.append(exc)
             ready.set()
-            while not stop.is_set() and not schedule.all_seen.is_set():
-                schedule.on_seen([record.value for record in consumer.poll(timeout_ms=100) if record.value])
 
     reader = threading.Thread(target=consume, name="latency-consumer")
     reader.start()
     try:
         ready.wait(30)
-        with lanes.Producer(bootstrap, acks=acks, enable_idempotence=acks == "all", linger_ms=1) as producer:
+        if failures:
+            raise RuntimeError(f"the latency consumer failed: {failures[0]!r}") from failures[0]
+        with lanes.Producer(bootstrap, acks=acks, enable_idempotence=acks == "all", linger_ms=0) as producer:
             producer.send(topic, schedule.value(-1)).result(timeout=30)  # warm: metadata, producer id
 
             def send_tick(sequences: range) -> None:

@@ -7,7 +7,7 @@ fraction of the hardware:
   own process (as a broker is) that receives raw bytes and answers an empty message, driven from
   this process by a ``grpc.aio`` client with ``in_flight`` requests outstanding. It is the
   transport Lanes uses, doing nothing with what arrives: what a broker could take if storing
-  cost nothing.
+  cost nothing; and the round trip of a small message, one at a time: the latency floor.
 
 ``python -m tests.perf.peers.limits PORT`` runs the sink server.
 """
@@ -79,6 +79,12 @@ async def _drive(address: str, message: bytes, requests: int, in_flight: int) ->
         start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(in_flight)))
         return time.perf_counter() - start
+
+
+def grpc_round_trip_ms(address: str, message_bytes: int, requests: int) -> float:
+    """Mean milliseconds per request of ``message_bytes``, one at a time: the latency floor of
+    any request/response over Python gRPC on this machine."""
+    return asyncio.run(_drive(address, os.urandom(message_bytes), requests, 1)) / requests * 1000
 
 
 def grpc_loopback_mb_s(address: str, message_bytes: int, requests: int, in_flight: int) -> float:
