@@ -2,8 +2,8 @@
 ticks of one millisecond (each tick sends its share, then the driver sleeps until the next tick),
 while a consumer in the same process reads them as they come.
 
-Both latencies are measured from each record's *scheduled* send time, so a stalled system is
-charged for the records it made wait (no coordinated omission):
+Both latencies are measured from each record's *scheduled* send time (the start of its tick), so
+a stalled system is charged for the records it made wait (no coordinated omission):
 
 - produce latency: scheduled send -> acknowledgement (each system's notion, as in workload 1);
 - end-to-end latency: scheduled send -> the consumer holding the record.
@@ -46,7 +46,7 @@ class Latencies:
 
 
 class _Schedule:
-    """The fixed-rate schedule: record ``i`` is due at ``start + i / rate``; ticks of 1 ms."""
+    """The fixed-rate schedule: ticks of 1 ms, each sending ``per_tick`` records at its start."""
 
     def __init__(self, rate_per_s: int, seconds: float, value_bytes: int) -> None:
         self.rate_per_s = rate_per_s
@@ -60,7 +60,8 @@ class _Schedule:
         self.all_seen = threading.Event()
 
     def due(self, sequence: int) -> float:
-        return self.start + sequence / self.rate_per_s
+        """When the tick that sends ``sequence`` is scheduled (every record of a tick leaves then)."""
+        return self.start + (sequence - sequence % self.per_tick) / self.rate_per_s
 
     def value(self, sequence: int) -> bytes:
         return _SEQUENCE.pack(sequence) + self.padding
