@@ -392,6 +392,6 @@ def test_lanes_against_redis_jetstream_and_the_machine() -> None:
     print(f"for limits, Lanes acks=1 produce of 1 KiB values ({lanes_mib_s:,.0f} MiB/s of values) over the limit\n")
     print(table(figures, lanes_mib_s))
     json_path = save(figures, settings)
-    png_path = chart(figures)
+    png_path = chart(figures, lanes_mib_s)
     print(f"\nsaved {json_path} and {png_path} ({settings['elapsed_s']} s)")
     assert all(len(f.runs) == RUNS for f in figures)

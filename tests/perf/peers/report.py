@@ -94,8 +94,9 @@ def save(figures: list[Figure], settings: dict[str, object], directory: Path = R
     return path
 
 
-def chart(figures: list[Figure], directory: Path = RESULTS) -> Path:
-    """One bar chart per unit group (throughput, latency, limits), medians with min-max whiskers."""
+def chart(figures: list[Figure], lanes_mib_s: float | None = None, directory: Path = RESULTS) -> Path:
+    """One bar chart per unit group (throughput, latency, limits with Lanes acks=1 produce of
+    1 KiB values in MiB/s next to them), medians with min-max whiskers."""
     import matplotlib  # noqa: PLC0415 - only `make bench` installs it
 
     matplotlib.use("Agg")
@@ -104,7 +105,8 @@ def chart(figures: list[Figure], directory: Path = RESULTS) -> Path:
     groups = {
         "throughput (records/s, higher is better)": [f for f in figures if f.unit == "rec/s"],
         "latency (ms, lower is better)": [f for f in figures if f.unit == "ms"],
-        "machine limits and Lanes (MiB/s)": [f for f in figures if f.unit == "MiB/s"],
+        "machine limits and Lanes (MiB/s)": [f for f in figures if f.unit == "MiB/s"]
+        + ([Figure("produce 1 KiB values", LANES_REFERENCE, "", "MiB/s", [lanes_mib_s])] if lanes_mib_s else []),
     }
     groups = {title: rows for title, rows in groups.items() if rows}
     fig, axes = plt.subplots(len(groups), 1, figsize=(14, 5.5 * len(groups)), squeeze=False)
