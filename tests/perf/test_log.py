@@ -25,6 +25,7 @@ from lanes.protocol.clock import SystemClock
 from lanes.protocol.records import Record, encode_batch
 from lanes.storage.log import LogConfig, PartitionLog
 from lanes.storage.manager import LogManager
+from tests.perf.peers.limits import raw_write_mb_s
 
 RECORDS_PER_BATCH = 1_000
 RUNS = 3
@@ -45,20 +46,6 @@ def _fmt(label: str, figures: tuple[float, float, float], unit: str) -> str:
     if not unit:  # a ratio
         return f"  {label:<46} {median:>10.2f} {'':<10} (spread {low:.2f}..{high:.2f})"
     return f"  {label:<46} {median:>10,.1f} {unit:<10} (spread {low:,.1f}..{high:,.1f})"
-
-
-def _raw_write_mb_s(directory: Path, batch: bytes, batches: int, fsync: bool) -> float:
-    path = directory / "raw.bin"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    start = time.perf_counter()
-    for _ in range(batches):
-        os.write(fd, batch)
-        if fsync:
-            os.fdatasync(fd)
-    elapsed = time.perf_counter() - start
-    os.close(fd)
-    path.unlink()
-    return len(batch) * batches / elapsed / MiB
 
 
 def _log_append_mb_s(directory: Path, batch: bytes, batches: int, overrides: dict[str, str]) -> float:
@@ -89,11 +76,11 @@ def test_append_throughput_against_raw_writes() -> None:
             batch = _batch(value_bytes)
             batches = total_mb * MiB // len(batch)
             raw, ours, ratio = _paired(
-                lambda b=batch, n=batches: _raw_write_mb_s(directory, b, n, fsync=False),
+                lambda b=batch, n=batches: raw_write_mb_s(directory, b, n, fsync=False),
                 lambda b=batch, n=batches: _log_append_mb_s(directory, b, n, {}),
             )
             raw_sync, ours_sync, ratio_sync = _paired(
-                lambda b=batch, n=fsync_batches: _raw_write_mb_s(directory, b, n, fsync=True),
+                lambda b=batch, n=fsync_batches: raw_write_mb_s(directory, b, n, fsync=True),
                 lambda b=batch, n=fsync_batches: _log_append_mb_s(directory, b, n, {"flush.messages": "1"}),
             )
             records_per_mb = MiB / len(batch) * RECORDS_PER_BATCH
