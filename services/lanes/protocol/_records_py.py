@@ -158,7 +158,7 @@ class _Reader:
         return value
 
 
-def decode_records(
+def decode_records(  # noqa: PLR0917 - the C fast path's positional signature
     section: bytes | memoryview,
     count: int,
     base_offset: int,

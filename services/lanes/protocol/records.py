@@ -199,7 +199,7 @@ class SectionCodec(Protocol):
         self, records: Sequence[Record], base_offset: int, base_timestamp: int, /
     ) -> tuple[bytes, int, int]: ...
 
-    def decode_records(
+    def decode_records(  # noqa: PLR0917 - the C fast path's positional signature
         self,
         section: bytes | memoryview,
         count: int,
