@@ -16,6 +16,7 @@ import pytest
 
 import lanes
 import lanes.aio
+from lanes.client import _loop
 from lanes.protocol.errors import MessageTooLargeError, RequestTimedOutError, UnknownTopicOrPartitionError
 from lanes.protocol.partitioner import partition_for_key
 from lanes.protocol.records import decode_batches
@@ -181,6 +182,22 @@ def test_records_of_the_wrong_type_are_refused_at_send(cluster: LocalCluster) ->
         assert producer.send("typed", b"fine").result(timeout=30).offset == 0
 
 
+def wait_in_flight(producer: lanes.Producer, topic: str, partition: int, timeout_s: float = 10) -> None:
+    """Until the partition's sender has taken every record sent so far, so records sent after
+    this cannot join its request: wait for the open batch to close (linger), then let the client
+    loop run what was queued on it before (the sender's first step takes the closed batch)."""
+    accumulator = producer._producer
+    key = (topic, partition)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with accumulator._lock:
+            if key in accumulator._sending and key not in accumulator._open:
+                break
+        assert time.monotonic() < deadline, f"{topic}-{partition} never closed its batch"
+        time.sleep(0.001)
+    _loop.run(asyncio.sleep(0))
+
+
 def _stored_batch_sizes(address: str, topic: str) -> list[int]:
     async def sizes() -> list[int]:
         async with grpc.aio.insecure_channel(address) as channel:
@@ -201,7 +218,7 @@ def _queue_behind_a_stopped_leader(
     leader.process.send_signal(signal.SIGSTOP)
     try:
         stuck = producer.send(topic, b"first")
-        time.sleep(0.05)  # "first" is in flight to the stopped leader
+        wait_in_flight(producer, topic, 0)
         return stuck, [producer.send(topic, value) for value in values]
     finally:
         leader.process.send_signal(signal.SIGCONT)

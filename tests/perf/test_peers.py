@@ -152,79 +152,79 @@ def latency_seconds(run: int) -> float:
 # the systems
 
 
-def bench_redis(root: Path) -> list[Figure]:
+def throughput_figures(
+    system: str,
+    settings: tuple[str, str],
+    produce_run: Callable[[str, int, bytes], float],
+    consume_run: Callable[[str, int, str], float],
+    delete: Callable[[list[str]], None],
+) -> list[Figure]:
+    """Workloads 1 and 2 for one system and every value size: ``produce_run(stream, count,
+    value)`` and ``consume_run(stream, count, group)`` return seconds; run ``n`` writes stream
+    ``s<size>-<n>`` and the consume run ``n`` reads it back; ``delete`` frees the streams after.
+    ``settings``: what produce and consume figures state about durability and acknowledgement."""
     figures = []
+    for size in VALUE_SIZES:
+        value = os.urandom(size)
+
+        def stream(n: int, size: int = size) -> str:
+            return f"s{size}-{n}"
+
+        figures.append(
+            measure(
+                Figure(f"produce {RECORDS:,} x {size} B", system, settings[0], "rec/s"),
+                lambda n, stream=stream, value=value: records_for(n) / produce_run(stream(n), records_for(n), value),
+            )
+        )
+        figures.append(
+            measure(
+                Figure(f"consume {RECORDS:,} x {size} B", system, settings[1], "rec/s"),
+                lambda n, stream=stream: records_for(n) / consume_run(stream(n), records_for(n), f"g-{stream(n)}"),
+            )
+        )
+        delete([stream(n) for n in (WARM_UP, *range(RUNS))])
+    return figures
+
+
+def bench_redis(root: Path) -> list[Figure]:
     with peer(start_redis(root / "redis", free_port())) as server:
-        for size in VALUE_SIZES:
-            value = os.urandom(size)
-            figures.append(
-                measure(
-                    Figure(f"produce {RECORDS:,} x {size} B", "redis streams", REDIS, "rec/s"),
-                    lambda n, size=size, value=value: (
-                        records_for(n) / produce.redis_produce(server.address, f"s{size}-{n}", records_for(n), value)
-                    ),
-                )
-            )
-            figures.append(
-                measure(
-                    Figure(f"consume {RECORDS:,} x {size} B", "redis streams", "XREADGROUP x1000 + XACK", "rec/s"),
-                    lambda n, size=size: (
-                        records_for(n) / consume.redis_consume(server.address, f"s{size}-{n}", records_for(n), "g")
-                    ),
-                )
-            )
-            produce.redis_delete(server.address, [f"s{size}-{n}" for n in (WARM_UP, *range(RUNS))])
-        figures += latency_figures(
+        address = server.address
+        return throughput_figures(
+            "redis streams",
+            (REDIS, "XREADGROUP x1000 + XACK"),
+            lambda name, count, value: produce.redis_produce(address, name, count, value),
+            lambda name, count, group: consume.redis_consume(address, name, count, group),
+            lambda names: produce.redis_delete(address, names),
+        ) + latency_figures(
             "redis streams",
             "XADD pipelined per 1 ms tick; XREAD BLOCK",
             lambda n: latency.redis_latency(
-                server.address, f"latency-{n}", LATENCY_RATE_PER_S, latency_seconds(n), LATENCY_VALUE_BYTES
+                address, f"latency-{n}", LATENCY_RATE_PER_S, latency_seconds(n), LATENCY_VALUE_BYTES
             ),
         )
-    return figures
 
 
 def bench_nats(root: Path) -> list[Figure]:
-    figures = []
     with peer(start_nats(root / "nats", free_port())) as server:
-        for size in VALUE_SIZES:
-            value = os.urandom(size)
-            subject = f"bench.s{size}.r{{}}"
-            figures.append(
-                measure(
-                    Figure(f"produce {RECORDS:,} x {size} B", "nats jetstream", NATS, "rec/s"),
-                    lambda n, subject=subject, value=value: (
-                        records_for(n)
-                        / produce.nats_produce(server.address, subject.format(n + 1), records_for(n), value)
-                    ),
-                )
-            )
-            figures.append(
-                measure(
-                    Figure(
-                        f"consume {RECORDS:,} x {size} B", "nats jetstream", "pull fetch x1000, AckPolicy.ALL", "rec/s"
-                    ),
-                    lambda n, subject=subject: (
-                        records_for(n)
-                        / consume.nats_consume(server.address, subject.format(n + 1), records_for(n), "c")
-                    ),
-                )
-            )
-            produce.nats_delete(server.address, [subject.format(n + 1) for n in (WARM_UP, *range(RUNS))])
-        figures += latency_figures(
+        address = server.address
+        return throughput_figures(
+            "nats jetstream",
+            (NATS, "pull fetch x1000, AckPolicy.ALL"),
+            lambda name, count, value: produce.nats_produce(address, name, count, value),
+            lambda name, count, group: consume.nats_consume(address, name, count, group),
+            lambda names: produce.nats_delete(address, names),
+        ) + latency_figures(
             "nats jetstream",
             "publish_async per record; pull fetch",
             lambda n: latency.nats_latency(
-                server.address, f"latency.r{n + 1}", LATENCY_RATE_PER_S, latency_seconds(n), LATENCY_VALUE_BYTES
+                address, f"latency.r{n + 1}", LATENCY_RATE_PER_S, latency_seconds(n), LATENCY_VALUE_BYTES
             ),
         )
-    return figures
 
 
 def bench_lanes(root: Path, brokers: int) -> list[Figure]:
     acks, settings = ("1", LANES_ACKS_1) if brokers == 1 else ("all", LANES_ACKS_ALL)
     system = f"lanes acks={acks}"
-    figures = []
     with lanes_cluster(root / f"lanes-{brokers}", brokers) as bootstrap:
         admin = lanes.Admin(bootstrap)
         configs = {"min.insync.replicas": str(min(2, brokers))}
@@ -234,28 +234,17 @@ def bench_lanes(root: Path, brokers: int) -> list[Figure]:
             wait_until_served(bootstrap, name, partitions)
             return name
 
-        for size in VALUE_SIZES:
-            value = os.urandom(size)
-            figures.append(
-                measure(
-                    Figure(f"produce {RECORDS:,} x {size} B", system, settings, "rec/s"),
-                    lambda n, size=size, value=value: (
-                        records_for(n)
-                        / produce.lanes_produce(bootstrap, topic(f"s{size}-{n}"), records_for(n), value, acks=acks)
-                    ),
-                )
-            )
-            figures.append(
-                measure(
-                    Figure(f"consume {RECORDS:,} x {size} B", system, "group consumer x1000, commit per poll", "rec/s"),
-                    lambda n, size=size: (
-                        records_for(n)
-                        / consume.lanes_consume(bootstrap, f"s{size}-{n}", records_for(n), f"g-{size}-{n}")
-                    ),
-                )
-            )
-            for n in (WARM_UP, *range(RUNS)):
-                admin.delete_topic(f"s{size}-{n}")
+        def delete_topics(names: list[str]) -> None:
+            for name in names:
+                admin.delete_topic(name)
+
+        figures = throughput_figures(
+            system,
+            (settings, "group consumer x1000, commit per poll"),
+            lambda name, count, value: produce.lanes_produce(bootstrap, topic(name), count, value, acks=acks),
+            lambda name, count, group: consume.lanes_consume(bootstrap, name, count, group),
+            delete_topics,
+        )
         figures += latency_figures(
             system,
             f"{settings.split(',')[0]}, linger 0 ms; free consumer",

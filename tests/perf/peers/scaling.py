@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 
 import lanes
@@ -19,12 +20,12 @@ import lanes
 _START_TIMEOUT_S = 60
 
 
-def _producer_process(job: tuple[str, str, int, bytes, str], go: Event, results: object) -> None:
+def _producer_process(job: tuple[str, str, int, bytes, str], go: Event, results: Queue[tuple[str, object]]) -> None:
     bootstrap, topic, records, value, acks = job
     try:
         with lanes.Producer(bootstrap, acks=acks, enable_idempotence=acks == "all") as producer:
             producer.send(topic, value).result(timeout=30)  # warm: metadata, channel, producer id
-            results.put(("ready", 0.0))  # type: ignore[attr-defined]
+            results.put(("ready", 0.0))
             if not go.wait(_START_TIMEOUT_S):
                 raise RuntimeError("never told to start")
             last = None
@@ -33,9 +34,9 @@ def _producer_process(job: tuple[str, str, int, bytes, str], go: Event, results:
             producer.flush()
             if last is not None:
                 last.result(timeout=0)
-        results.put(("done", time.time()))  # type: ignore[attr-defined]
+        results.put(("done", time.time()))
     except BaseException as exc:  # reported to the driver, which fails the run
-        results.put(("failed", repr(exc)))  # type: ignore[attr-defined]
+        results.put(("failed", repr(exc)))
 
 
 def lanes_produce_processes(
@@ -44,7 +45,7 @@ def lanes_produce_processes(
     """Seconds for ``processes`` producer processes to send ``records`` records between them."""
     context = multiprocessing.get_context("spawn")
     go = context.Event()
-    results = context.Queue()
+    results: Queue[tuple[str, object]] = context.Queue()
     share = records // processes
     workers = [
         context.Process(
