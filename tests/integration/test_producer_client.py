@@ -269,3 +269,97 @@ def test_a_refused_batch_leaves_no_gap_in_the_idempotent_sequence(cluster: Local
         with pytest.raises(MessageTooLargeError):
             producer.send("strict", b"x" * 10_000).result(timeout=30)
         assert [producer.send("strict", b"ok-%d" % i).result(timeout=30).offset for i in range(3)] == [0, 1, 2]
+
+
+def wait_taken(producer: lanes.Producer, topic: str, partition: int, timeout_s: float = 10) -> None:
+    """Until the partition's sender has taken every closed batch into a request (sent it)."""
+    accumulator = producer._producer
+    key = (topic, partition)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with accumulator._lock:
+            if not accumulator._queues.get(key):
+                break
+        assert time.monotonic() < deadline, f"{topic}-{partition}: the sender never took its batches"
+        time.sleep(0.001)
+    _loop.run(asyncio.sleep(0))
+
+
+def _send_while_stopped(
+    cluster: LocalCluster, producer: lanes.Producer, topic: str, batches: list[list[bytes]], window: int = 5
+) -> list[list[lanes.RecordFuture]]:
+    """Stop the leader; send each batch of values (each closes by size), the first ``window`` as
+    a request each (the sender takes one before the next closes), the rest queued; resume the
+    leader."""
+    leader = cluster.broker_processes[
+        lanes.Admin(str(cluster.describe()["bootstrap"])).describe_topic(topic).partitions[0].leader
+    ]
+    producer.send(topic, b"warm-up").result(timeout=30)
+    leader.process.send_signal(signal.SIGSTOP)
+    try:
+        futures = []
+        for index, values in enumerate(batches):
+            futures.append([producer.send(topic, value) for value in values])
+            if index < window:
+                wait_taken(producer, topic, 0)
+        return futures
+    finally:
+        leader.process.send_signal(signal.SIGCONT)
+
+
+@pytest.mark.parametrize("in_flight", [1, 5])
+def test_a_partition_keeps_its_window_of_requests_in_flight_in_order(cluster: LocalCluster, in_flight: int) -> None:
+    """Up to max_in_flight_requests_per_partition requests of a partition are in flight at once
+    (each batch closed while the leader is stopped leaves on its own); the rest wait and leave
+    coalesced. The log holds them in send order."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    admin = lanes.Admin(bootstrap)
+    admin.create_topic("window", partitions=1, replication_factor=1)
+    leader = cluster.broker_processes[admin.describe_topic("window").partitions[0].leader]
+    batches = [[b"%02d-%d" % (b, i) + b"v" * 996 for i in range(3)] for b in range(12)]  # 3 records close a batch
+    with lanes.Producer(bootstrap, batch_size=2048, max_in_flight_requests_per_partition=in_flight) as producer:
+        futures = _send_while_stopped(cluster, producer, "window", batches, in_flight)
+        assert [f.result(timeout=30).offset for group in futures for f in group] == list(range(1, 37))
+    assert _stored_batch_sizes(leader.address, "window") == [1] + [3] * in_flight + [36 - 3 * in_flight]
+    assert [v for _k, v in read_partition(cluster, "window", 0)][1:] == [v for values in batches for v in values]
+
+
+def test_a_request_refused_mid_window_leaves_no_gap_for_the_requests_behind_it(cluster: LocalCluster) -> None:
+    """Idempotent producer, four requests in flight; the broker refuses the second (too large),
+    so the third and fourth find a gap in the sequence (OUT_OF_ORDER_SEQUENCE_NUMBER). The producer
+    renumbers and resends them: only the refused records are missing, the rest are in order."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("gap", partitions=1, replication_factor=1, config={"max.message.bytes": "8000"})
+    batches = [[b"a-%d" % i + b"v" * 1000 for i in range(3)], [b"x" * 10_000]]
+    batches += [[b"%s-%d" % (name, i) + b"v" * 1000 for i in range(3)] for name in (b"c", b"d")]
+    with lanes.Producer(bootstrap, batch_size=2048) as producer:
+        first, refused, third, fourth = _send_while_stopped(cluster, producer, "gap", batches)
+        with pytest.raises(MessageTooLargeError):
+            refused[0].result(timeout=30)
+        assert [f.result(timeout=30).offset for f in first + third + fourth] == list(range(1, 10))
+        assert producer.send("gap", b"after").result(timeout=30).offset == 10
+    written = [v for _k, v in read_partition(cluster, "gap", 0)]
+    assert written == [b"warm-up", *batches[0], *batches[2], *batches[3], b"after"]
+
+
+def test_requests_whose_answers_are_lost_are_written_once(cluster: LocalCluster) -> None:
+    """The leader stops longer than the request timeout with a window of requests in flight: the
+    producer gives up on the stream and resends. The stopped broker still appends what it had
+    received when it resumes; the resends are recognised as duplicates: each record once, in order."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("lost", partitions=1, replication_factor=1)
+    batches = [[b"%02d-%d" % (b, i) + b"v" * 996 for i in range(3)] for b in range(5)]
+    with lanes.Producer(bootstrap, batch_size=2048, request_timeout_ms=500, retry_backoff_ms=20) as producer:
+        leader = cluster.broker_processes[lanes.Admin(bootstrap).describe_topic("lost").partitions[0].leader]
+        producer.send("lost", b"warm-up").result(timeout=30)
+        leader.process.send_signal(signal.SIGSTOP)
+        try:
+            futures = []
+            for values in batches:
+                futures.extend(producer.send("lost", value) for value in values)
+                wait_taken(producer, "lost", 0)
+            time.sleep(2.5)  # > request timeout + grace: the stream is given up, its requests resent
+        finally:
+            leader.process.send_signal(signal.SIGCONT)
+        assert [f.result(timeout=30).offset for f in futures] == list(range(1, 16))
+    assert [v for _k, v in read_partition(cluster, "lost", 0)] == [b"warm-up"] + [v for vs in batches for v in vs]

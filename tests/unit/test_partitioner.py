@@ -62,14 +62,16 @@ def test_keyless_records_stick_to_a_partition_per_batch_and_cover_all_partitions
         batch_partition = sticky.partition("t", partitions)
         assert all(sticky.partition("t", partitions) == batch_partition for _ in range(10))
         seen.append(batch_partition)
-        sticky.batch_completed("t", partitions)
+        sticky.batch_completed("t", (batch_partition + 1) % partitions, partitions)  # another partition's batch
+        assert sticky.partition("t", partitions) == batch_partition, "only its own batch moves it on"
+        sticky.batch_completed("t", batch_partition, partitions)
     assert sorted(seen) == list(range(partitions)), "one full round visits every partition once"
 
 
 def test_keyless_partition_follows_a_shrunk_view_of_partitions() -> None:
     sticky = StickyPartitioner(random.Random(1))
     for _ in range(5):
-        sticky.batch_completed("t", 10)
+        sticky.batch_completed("t", sticky.partition("t", 10), 10)
     assert 0 <= sticky.partition("t", 2) < 2
 
 

@@ -28,16 +28,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from lanes.protocol.errors import ErrorCode
-from lanes.protocol.records import BatchHeader
+from lanes.protocol.records import MAX_CACHED_BATCHES, BatchHeader, next_sequence
 
 NO_PRODUCER_ID = -1
-MAX_CACHED_BATCHES = 5
-_SEQUENCE_LIMIT = 2**31
-
-
-def next_sequence(sequence: int, records: int) -> int:
-    """The sequence after ``records`` records starting at ``sequence`` (wraps at 2^31)."""
-    return (sequence + records) % _SEQUENCE_LIMIT
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ import contextlib
 import functools
 import logging
 import uuid
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -347,15 +348,57 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Produce(  # noqa: N802
         self, request: broker_pb2.ProduceRequest, context: Context
     ) -> broker_pb2.ProduceResponse:
+        return await self._start_produce(request)
+
+    async def ProduceStream(  # noqa: N802
+        self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: Context
+    ) -> AsyncIterator[broker_pb2.ProduceResponse]:
+        """Each request is started as soon as it is read, so a partition's appends happen in
+        stream order (``_start_produce``) while earlier ones wait for replication; the answers
+        go back in request order."""
+        answers: asyncio.Queue[Coroutine[None, None, broker_pb2.ProduceResponse] | None] = asyncio.Queue()
+
+        async def read() -> None:
+            try:
+                async for request in requests:
+                    answers.put_nowait(self._start_produce(request))
+            finally:
+                answers.put_nowait(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while (answer := await answers.get()) is not None:
+                yield await answer
+        finally:
+            reader.cancel()
+            while not answers.empty():  # the client left: the appends go on, nobody hears of them
+                if (unheard := answers.get_nowait()) is not None:
+                    unheard.close()
+
+    def _start_produce(self, request: broker_pb2.ProduceRequest) -> Coroutine[None, None, broker_pb2.ProduceResponse]:
+        """Start every partition's append of ``request`` now; the returned awaitable gives the
+        answer. Appends queue on their partition's (FIFO) append lock in the order requests are
+        started: no ``await`` comes before it in ``_produce_partition``."""
         acks = request.acks or common_pb2.ACKS_ALL
         timeout_s = (request.timeout_ms or 30_000) / 1000
-        responses = []
-        for topic in request.topics:
-            partitions = await asyncio.gather(
-                *(self._produce_partition(topic.topic, p, acks, timeout_s) for p in topic.partitions)
+        loop = asyncio.get_running_loop()
+        started = [
+            (
+                topic.topic,
+                [loop.create_task(self._produce_partition(topic.topic, p, acks, timeout_s)) for p in topic.partitions],
             )
-            responses.append(broker_pb2.TopicProduceResponse(topic=topic.topic, partitions=partitions))
-        return broker_pb2.ProduceResponse(topics=responses)
+            for topic in request.topics
+        ]
+
+        async def answer() -> broker_pb2.ProduceResponse:
+            return broker_pb2.ProduceResponse(
+                topics=[
+                    broker_pb2.TopicProduceResponse(topic=topic, partitions=await asyncio.gather(*partitions))
+                    for topic, partitions in started
+                ]
+            )
+
+        return answer()
 
     def _check_internal_writer(self, topic: str, partition: int, headers: list[BatchHeader]) -> None:
         """Only a shard's coordinator writes ``__consumer_offsets``: with the shard's producer id

@@ -8,13 +8,20 @@ append to the same accumulator, so a synchronous ``send`` costs no hop to the cl
   batch under one lock; it returns a ``RecordFuture`` resolving to ``RecordMetadata`` (offset
   assigned) or raising the typed error. Futures resolve once per batch (``_record_future``).
 - A batch closes when it reaches ``batch_size`` bytes or ``linger_ms`` after its first record;
-  closed batches queue per partition and the event loop sends them. One request per partition is
-  in flight at a time, so records of a partition are written in send order even when requests are
-  retried; when the partition's sender is free it takes every queued batch, up to
-  ``max_request_size`` bytes, as one record batch (``encode_runs``): the request grows with the
-  backlog, so a partition's throughput is not capped at ``batch_size`` per round trip.
+  closed batches queue per partition and the event loop sends them: up to
+  ``max_in_flight_requests_per_partition`` requests per partition at once (default 5), on one
+  ``ProduceStream`` per broker (``_produce_stream``), which the broker handles in order, so records
+  of a partition are written in send order. A request takes every queued batch, up to
+  ``max_request_size`` bytes, as one record batch (``encode_runs``): when the window is full the
+  next request grows with the backlog. While requests are in flight the open batch keeps growing
+  past ``linger_ms`` until the next answer, so batches grow with the round trip at low rates.
 - Idempotence (on by default): the producer gets an id and epoch (InitProducerId) and numbers
   records per partition; a retried batch carries the same numbers, so the broker writes it once.
+  When a request is not written at its first attempt, the window is recovered in order
+  (``_recover``): what was written is kept, the rest is resent one request at a time, renumbered
+  if a refused request left a gap. Order then holds across retries. Without idempotence a retry
+  can reorder records when more than one request was in flight (as in Kafka): set
+  ``max_in_flight_requests_per_partition=1`` for strict order without idempotence.
 - Retriable errors (leader moved, not enough replicas, timeouts, network) refresh metadata and
   retry with ``retry_backoff_ms`` until ``delivery_timeout_ms``; others fail the batch's futures.
 - The buffer is bounded by ``buffer_memory`` bytes: ``send`` waits up to ``max_block_ms`` for
@@ -28,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import random
 import threading
 import time
@@ -40,16 +46,20 @@ import grpc
 
 from lanes.client import _loop
 from lanes.client._cluster import ClusterView
+from lanes.client._produce_stream import ProduceStream
 from lanes.client._record_future import BatchOutcome, RecordFuture, RecordMetadata
 from lanes.protocol.compression import Compression
 from lanes.protocol.errors import ErrorCode, LanesError, RequestTimedOutError, error_code, error_for
 from lanes.protocol.partitioner import Partitioner, PartitionerFn
-from lanes.protocol.records import encode_runs
+from lanes.protocol.records import MAX_CACHED_BATCHES, encode_runs, next_sequence
 from lanes.v1 import broker_pb2, common_pb2
 
 HeadersArg = Mapping[str, bytes | None] | Sequence[tuple[str, bytes | None]] | None
 _ACKS = {"0": common_pb2.ACKS_NONE, "1": common_pb2.ACKS_LEADER, "all": common_pb2.ACKS_ALL, "-1": common_pb2.ACKS_ALL}
 _RECORD_OVERHEAD_BYTES = 20  # varints and attributes of one encoded record, roughly
+#: The broker answers REQUEST_TIMED_OUT itself after the request's timeout_ms; the client waits
+#: this much longer before it gives up on the answer (and on the stream, whose answers are ordered).
+_ANSWER_GRACE_S = 1.0
 
 
 __all__ = ["AsyncProducer", "HeadersArg", "Producer", "RecordFuture", "RecordMetadata"]
@@ -83,16 +93,19 @@ class _Batch:
 
 
 class _Request:
-    """Batches of one partition sent as one record batch: encoded and numbered once, so retries
-    resend the same bytes and sequence numbers."""
+    """Batches of one partition sent as one record batch. ``message`` is encoded once per
+    numbering, so retries resend the same bytes and sequence numbers; ``answer`` is its first
+    attempt in flight."""
 
-    __slots__ = ("base_sequence", "batches", "encoded", "records")
+    __slots__ = ("answer", "base_sequence", "batches", "message", "records", "size_bytes")
 
     def __init__(self, batches: list[_Batch]) -> None:
         self.batches = batches
         self.records = sum(len(batch.records) for batch in batches)
-        self.encoded = b""
+        self.size_bytes = sum(batch.size_bytes for batch in batches)
+        self.message: broker_pb2.ProduceRequest | None = None
         self.base_sequence = -1
+        self.answer: asyncio.Task[broker_pb2.PartitionProduceResponse] | None = None
 
     @property
     def topic(self) -> str:
@@ -140,6 +153,7 @@ class AsyncProducer:
         linger_ms: int = 5,
         batch_size: int = 64 * 1024,
         max_request_size: int = 1024 * 1024,
+        max_in_flight_requests_per_partition: int = MAX_CACHED_BATCHES,
         enable_idempotence: bool = True,
         compression_type: str = "none",
         partitioner: PartitionerFn | None = None,
@@ -161,6 +175,13 @@ class AsyncProducer:
         self.linger_s = linger_ms / 1000
         self.batch_size = batch_size
         self.max_request_size = max_request_size
+        if not 1 <= max_in_flight_requests_per_partition <= (MAX_CACHED_BATCHES if enable_idempotence else 2**31):
+            raise LanesError(
+                f"max_in_flight_requests_per_partition={max_in_flight_requests_per_partition} must be at least 1, and "
+                f"at most {MAX_CACHED_BATCHES} with idempotence (the broker recognises retries of that many batches)",
+                ErrorCode.INVALID_REQUEST,
+            )
+        self.max_in_flight = max_in_flight_requests_per_partition
         self.idempotent = enable_idempotence
         self.compression = Compression.parse(compression_type)
         self._partitioner = Partitioner(random.Random(), partitioner)
@@ -182,6 +203,9 @@ class AsyncProducer:
         self._queues: dict[tuple[str, int], deque[_Batch]] = {}
         self._senders: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._sending: set[tuple[str, int]] = set()  # partitions whose sender runs or is starting (under _lock)
+        self._awaiting_batches: set[tuple[str, int]] = set()  # senders with room for a request (under _lock)
+        self._wakes: dict[tuple[str, int], asyncio.Event] = {}
+        self._streams: dict[str, ProduceStream] = {}
         self._cluster = ClusterView(self.bootstrap, self._request_timeout_s)
         self._producer_id = -1
         self._producer_epoch = -1
@@ -279,11 +303,16 @@ class AsyncProducer:
         if key not in self._sending:
             self._sending.add(key)
             self._on_loop(self._ensure_sender, batch)
+        elif key in self._awaiting_batches:
+            self._awaiting_batches.discard(key)
+            self._on_loop(self._wake_sender, batch)
 
     def _detach_locked(self, batch: _Batch) -> None:
         """No more records join ``batch`` (the caller holds the lock)."""
         del self._open[(batch.topic, batch.partition)]
-        self._partitioner.batch_completed(batch.topic, self._cluster.partition_counts.get(batch.topic, 1))
+        self._partitioner.batch_completed(
+            batch.topic, batch.partition, self._cluster.partition_counts.get(batch.topic, 1)
+        )
 
     @staticmethod
     def _prepare(
@@ -384,66 +413,144 @@ class AsyncProducer:
         if sender is None or sender.done():
             self._senders[key] = asyncio.get_running_loop().create_task(self._drain(key))
 
+    def _wake_sender(self, batch: _Batch) -> None:
+        """A batch closed while the partition's sender waits with room in its window."""
+        wake = self._wakes.get((batch.topic, batch.partition))
+        if wake is not None:
+            wake.set()
+
     async def _drain(self, key: tuple[str, int]) -> None:
-        """Send the partition's batches, one request at a time: the closed ones (as many as fit
+        """Send the partition's batches until none is left: the closed ones (as many as fit
         ``max_request_size`` in one request), then the open one once its linger is over. The
         partition is in ``_sending`` until this returns; it leaves it under the same lock as its
         last look at the queue, so no closed batch is missed."""
+        wake = self._wakes[key] = asyncio.Event()
         try:
-            await self._drain_queue(key)
+            await self._drain_window(key, wake)
         except BaseException:
             with self._lock:
                 self._sending.discard(key)
             raise
-
-    async def _drain_queue(self, key: tuple[str, int]) -> None:
-        assert self._loop is not None
-        while True:
-            with self._lock:  # closing threads append to the queue under the lock
-                queue = self._queues.setdefault(key, deque())
-                if not queue:
-                    batch = self._open.get(key)
-                    if batch is None:
-                        self._sending.discard(key)
-                        return
-                    linger_left_s = batch.created + self.linger_s - time.monotonic()
-                    if linger_left_s > 0:
-                        self._loop.call_later(linger_left_s, self._close_if_open, batch)
-                        self._sending.discard(key)
-                        return
-                    self._detach_locked(batch)
-                    queue.append(batch)
-                batches = self._next_request_locked(queue)
-            try:
-                await self._init_producer_id()
-                await self._deliver_batches(batches)
-            except LanesError as exc:
-                _Request(batches).fail(exc)
+        finally:
             with self._lock:
-                for _ in batches:
-                    queue.popleft()
-            self._release(sum(batch.size_bytes for batch in batches))
+                self._awaiting_batches.discard(key)
 
-    def _next_request_locked(self, queue: deque[_Batch]) -> list[_Batch]:
-        """The queue's first batches, as many as fit ``max_request_size`` (at least one)."""
-        batches = [queue[0]]
-        size = queue[0].size_bytes
-        for batch in itertools.islice(queue, 1, None):
-            size += batch.size_bytes
-            if size > self.max_request_size:
-                break
-            batches.append(batch)
-        return batches
+    async def _drain_window(self, key: tuple[str, int], wake: asyncio.Event) -> None:
+        """Keep up to ``max_in_flight_requests_per_partition`` requests in flight, settling their
+        answers oldest first. Requests go out on the leader's produce stream, which keeps their
+        order; when one is not written at its first attempt, ``_recover`` takes over the window."""
+        window: deque[_Request] = deque()
+        while True:
+            wake.clear()
+            while window and window[0].answer is not None and window[0].answer.done():
+                request = window.popleft()
+                if not self._settle_first_answer(request):
+                    await self._recover(key, [request, *window])
+                    window.clear()
+            while len(window) < self.max_in_flight and (batches := self._take_request(key, idle=not window)):
+                request = _Request(batches)
+                try:
+                    await self._init_producer_id()
+                except LanesError as exc:
+                    request.fail(exc)
+                    self._release(request.size_bytes)
+                    continue
+                self._launch(request, wake)
+                window.append(request)
+            if not window:
+                with self._lock:
+                    if self._queues.get(key) or key in self._awaiting_batches:
+                        continue  # a batch closed meanwhile
+                    self._sending.discard(key)
+                    return
+            with self._lock:
+                if len(window) < self.max_in_flight:
+                    if self._queues.get(key):
+                        continue
+                    self._awaiting_batches.add(key)  # _close_locked wakes us for a new batch
+            await wake.wait()
+            with self._lock:
+                self._awaiting_batches.discard(key)
 
-    async def _deliver_batches(self, batches: list[_Batch]) -> None:
-        """Deliver ``batches`` as one request; if the broker finds the coalesced batch too large
-        (a topic's max.message.bytes below max_request_size), deliver them one by one."""
-        request = _Request(batches)
+    def _take_request(self, key: tuple[str, int], *, idle: bool) -> list[_Batch] | None:
+        """The partition's next request: its closed batches (as many as fit ``max_request_size``),
+        or else its open batch once linger is over. None when there is nothing to send yet; an
+        ``idle`` sender (nothing in flight) then arms the open batch's linger and stops."""
+        assert self._loop is not None
+        with self._lock:  # closing threads append to the queue under the lock
+            queue = self._queues.setdefault(key, deque())
+            if not queue:
+                batch = self._open.get(key)
+                if batch is None:
+                    return None
+                linger_left_s = batch.created + self.linger_s - time.monotonic()
+                if linger_left_s > 0:  # while requests are in flight, it grows until the next answer
+                    if idle:
+                        self._loop.call_later(linger_left_s, self._close_if_open, batch)
+                    return None
+                self._detach_locked(batch)
+                queue.append(batch)
+            batches = [queue.popleft()]
+            size = batches[0].size_bytes
+            while queue and size + queue[0].size_bytes <= self.max_request_size:
+                size += queue[0].size_bytes
+                batches.append(queue.popleft())
+            return batches
+
+    def _launch(self, request: _Request, wake: asyncio.Event) -> None:
+        """Number, encode and send ``request`` (its first attempt); ``wake`` is set when it is
+        answered."""
+        assert self._loop is not None
+        self._number(request)
+        request.answer = self._loop.create_task(self._attempt(request))
+        request.answer.add_done_callback(lambda _: wake.set())
+
+    def _settle_first_answer(self, request: _Request) -> bool:
+        """Resolve ``request`` if its first attempt wrote it; False when ``_recover`` must."""
+        assert request.answer is not None
+        if request.answer.exception() is not None:
+            return False
+        if self._outcome(request, request.answer.result()) is not None:
+            return False
+        self._release(request.size_bytes)
+        return True
+
+    async def _recover(self, key: tuple[str, int], requests: list[_Request]) -> None:
+        """``requests[0]``, the oldest in flight, was not written at its first attempt; the later
+        ones may have been refused because of it (OUT_OF_ORDER_SEQUENCE_NUMBER after a gap) or
+        written (without idempotence, or if the first was written but its answer lost). Wait for
+        every answer, then in order: keep what was written; send the rest again one request at a
+        time (``_deliver``: retries, a coalesced batch too large split up), renumbered where a
+        refused request before them gave its sequence numbers back. The first request's own
+        refusal is final unless it can be split: everything before it is written."""
+        await asyncio.wait([request.answer for request in requests if request.answer is not None])
+        if self.idempotent:
+            self._sequences[key] = requests[0].base_sequence
+        for position, request in enumerate(requests):
+            assert request.answer is not None
+            first = request.answer.exception() or request.answer.result()
+            error = first if isinstance(first, BaseException) else self._outcome(request, first)
+            if error is None:
+                self._number(request)  # its numbers are the next ones: move past them
+            elif (
+                position == 0
+                and isinstance(error, LanesError)
+                and not error.retriable
+                and not (error.code is ErrorCode.MESSAGE_TOO_LARGE and len(request.batches) > 1)
+            ):
+                request.fail(error)  # nothing of it was written: its numbers stay free
+            else:
+                await self._deliver_batches(request)
+            self._release(request.size_bytes)
+
+    async def _deliver_batches(self, request: _Request) -> None:
+        """Deliver ``request`` (retrying); if the broker finds the coalesced batch too large (a
+        topic's max.message.bytes below max_request_size), deliver its batches one by one."""
         error = await self._deliver(request)
         if error is None:
             return
-        if error.code is ErrorCode.MESSAGE_TOO_LARGE and len(batches) > 1:
-            for batch in batches:
+        if error.code is ErrorCode.MESSAGE_TOO_LARGE and len(request.batches) > 1:
+            for batch in request.batches:
                 single = _Request([batch])
                 failure = await self._deliver(single)
                 if failure is not None:
@@ -460,79 +567,96 @@ class AsyncProducer:
             if not waiter.done():
                 waiter.set_result(None)
 
-    def _encode(self, request: _Request) -> bytes:
-        """Number and encode ``request`` (once: retries resend the same bytes)."""
-        if not request.encoded:
+    def _number(self, request: _Request) -> None:
+        """Give ``request`` its partition's next sequence numbers and encode it. A request that
+        already has those numbers keeps its bytes: a retry must resend exactly what the broker
+        may have written."""
+        if self.idempotent:
             key = (request.topic, request.partition)
-            if self.idempotent:
-                request.base_sequence = self._sequences.get(key, 0)
-                self._sequences[key] = (request.base_sequence + request.records) % 2**31
-            request.encoded = encode_runs(
+            expected = self._sequences.get(key, 0)
+            if request.base_sequence != expected:
+                request.base_sequence = expected
+                request.message = None
+            self._sequences[key] = next_sequence(expected, request.records)
+        if request.message is None:
+            records = encode_runs(
                 [batch.records for batch in request.batches],  # type: ignore[misc]  # Record-shaped tuples
                 compression=self.compression,
                 producer_id=self._producer_id,
                 producer_epoch=self._producer_epoch,
                 base_sequence=request.base_sequence,
             )
-        return request.encoded
+            request.message = broker_pb2.ProduceRequest(
+                acks=self.acks,
+                timeout_ms=int(self._request_timeout_s * 1000),
+                topics=[
+                    broker_pb2.TopicProduceData(
+                        topic=request.topic,
+                        partitions=[broker_pb2.PartitionProduceData(partition=request.partition, records=records)],
+                    )
+                ],
+            )
 
     def _unnumber(self, request: _Request) -> None:
         """The broker refused ``request`` outright (nothing of it was written): give its sequence
-        numbers back, so the partition's next batch does not leave a gap the broker refuses. It is
-        the newest numbered request of its partition: one request is in flight per partition."""
+        numbers back, so the partition's next request does not leave a gap the broker refuses.
+        It is the newest numbered request of its partition (``_deliver`` sends one at a time)."""
         if request.base_sequence >= 0:
             self._sequences[(request.topic, request.partition)] = request.base_sequence
-            request.base_sequence = -1
-        request.encoded = b""
+
+    def _stream(self, address: str) -> ProduceStream:
+        stream = self._streams.get(address)
+        if stream is None or stream.broken:
+            stream = self._streams[address] = ProduceStream(self._cluster.stub(address), address)
+        return stream
+
+    async def _attempt(self, request: _Request) -> broker_pb2.PartitionProduceResponse:
+        """Send ``request`` once to its partition's leader; its answer, or a retriable error."""
+        address = self._cluster.leader_address(request.topic, request.partition)
+        if address is None:
+            raise error_for(ErrorCode.LEADER_NOT_AVAILABLE, f"{request.topic}-{request.partition} has no leader now")
+        assert request.message is not None
+        stream = self._stream(address)
+        answer = stream.send(request.message)
+        try:
+            response = await asyncio.wait_for(answer, self._request_timeout_s + _ANSWER_GRACE_S)
+        except TimeoutError:
+            stream.abort()  # answers come in order: a lost one holds up every later one
+            raise RequestTimedOutError(f"{address} did not answer within request_timeout_ms") from None
+        return response.topics[0].partitions[0]
+
+    def _outcome(self, request: _Request, result: broker_pb2.PartitionProduceResponse) -> LanesError | None:
+        """Resolve ``request`` from the broker's answer, or return the error it carries."""
+        if self.acks == common_pb2.ACKS_NONE:
+            request.complete(-1, -1)
+            return None
+        code = error_code(result.error.code)
+        if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
+            request.complete(result.base_offset, result.log_append_time_ms)
+            return None
+        return error_for(result.error.code, result.error.message)
 
     async def _deliver(self, request: _Request) -> LanesError | None:
         """Send ``request`` until it is written, retrying what may succeed later; resolve its
         futures, or return the error that stopped it."""
-        batch = request.batches[0]
-        deadline = batch.created + self._delivery_timeout_s
-        produce = broker_pb2.ProduceRequest(
-            acks=self.acks,
-            timeout_ms=int(self._request_timeout_s * 1000),
-            topics=[
-                broker_pb2.TopicProduceData(
-                    topic=batch.topic,
-                    partitions=[
-                        broker_pb2.PartitionProduceData(partition=batch.partition, records=self._encode(request))
-                    ],
-                )
-            ],
-        )
+        deadline = request.batches[0].created + self._delivery_timeout_s
+        self._number(request)
         last_error: LanesError = RequestTimedOutError(
-            f"a batch of {request.records} records to {batch.topic}-{batch.partition} was never acknowledged "
+            f"a batch of {request.records} records to {request.topic}-{request.partition} was never acknowledged "
             "within delivery_timeout_ms"
         )
         while time.monotonic() < deadline:
-            address = self._cluster.leader_address(batch.topic, batch.partition)
-            if address is None:
-                last_error = error_for(
-                    ErrorCode.LEADER_NOT_AVAILABLE, f"{batch.topic}-{batch.partition} has no leader now"
-                )
-                await self._retry_pause(batch.topic)
-                continue
             try:
-                answer = await self._cluster.stub(address).Produce(produce, timeout=self._request_timeout_s)
-            except grpc.aio.AioRpcError as exc:
-                last_error = error_for(ErrorCode.NETWORK_EXCEPTION, f"{address}: {exc.code().name}")
-                await self._retry_pause(batch.topic)
-                continue
-            result = answer.topics[0].partitions[0]
-            if self.acks == common_pb2.ACKS_NONE:
-                request.complete(-1, -1)
+                error = self._outcome(request, await self._attempt(request))
+            except LanesError as exc:  # no answer: retriable
+                error = exc
+            if error is None:
                 return None
-            code = error_code(result.error.code)
-            if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
-                request.complete(result.base_offset, result.log_append_time_ms)
-                return None
-            last_error = error_for(result.error.code, result.error.message)
-            if not last_error.retriable:
+            last_error = error
+            if not error.retriable:
                 self._unnumber(request)
-                return last_error
-            await self._retry_pause(batch.topic)
+                return error
+            await self._retry_pause(request.topic)
         return last_error
 
     async def _retry_pause(self, topic: str) -> None:
@@ -555,6 +679,8 @@ class AsyncProducer:
         await self.flush()
         with self._lock:
             self._closed = True
+        for stream in self._streams.values():
+            await stream.close()
         await self._cluster.close()
 
 

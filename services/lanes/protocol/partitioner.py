@@ -54,10 +54,13 @@ class StickyPartitioner:
             self._current[topic] = current
         return current
 
-    def batch_completed(self, topic: str, num_partitions: int) -> None:
-        """A batch of keyless records for ``topic`` was closed: move to the next partition."""
+    def batch_completed(self, topic: str, partition: int, num_partitions: int) -> None:
+        """A batch of ``topic``'s ``partition`` was closed: if keyless records were going there,
+        they move to the next partition. (Batches of other partitions, closed by keyed records or
+        by linger, do not move them: each partition gets a full batch in its turn.)"""
         current = self.partition(topic, num_partitions)
-        self._current[topic] = (current + 1) % num_partitions
+        if partition == current:
+            self._current[topic] = (current + 1) % num_partitions
 
 
 class Partitioner:
@@ -81,9 +84,9 @@ class Partitioner:
             return partition_for_key(key, num_partitions)
         return self._sticky.partition(topic, num_partitions)
 
-    def batch_completed(self, topic: str, num_partitions: int) -> None:
-        """Tell the sticky partitioner a batch of ``topic`` closed (keyless records move on)."""
-        self._sticky.batch_completed(topic, num_partitions)
+    def batch_completed(self, topic: str, partition: int, num_partitions: int) -> None:
+        """Tell the sticky partitioner a batch of ``topic``'s ``partition`` closed."""
+        self._sticky.batch_completed(topic, partition, num_partitions)
 
 
 def _checked(topic: str, partition: object, num_partitions: int, source: str) -> int:

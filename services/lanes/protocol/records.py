@@ -87,6 +87,11 @@ MAX_TIMESTAMP_POSITION = 35
 #: The smallest encoded record: seven one-byte fields.
 MIN_RECORD_BYTES = 7
 
+#: The batches an idempotent producer may have in flight per partition: the leader remembers this
+#: many of a producer's last batches to recognise retries of them (duplicates).
+MAX_CACHED_BATCHES = 5
+_SEQUENCE_LIMIT = 2**31
+
 _COMPRESSION_MASK = 0x07
 _LARGEST_CODEC = max(Compression)
 _TIMESTAMP_TYPE_BIT = 0x08
@@ -213,6 +218,11 @@ class SectionCodec(Protocol):
 
 # ---------------------------------------------------------------------------------------------
 # header-level operations: cost per batch, independent of the number of records
+
+
+def next_sequence(sequence: int, records: int) -> int:
+    """The producer sequence after ``records`` records starting at ``sequence`` (wraps at 2^31)."""
+    return (sequence + records) % _SEQUENCE_LIMIT
 
 
 def _corrupt(position: int, message: str) -> CorruptRecordError:

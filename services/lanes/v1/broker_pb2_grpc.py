@@ -45,6 +45,11 @@ class BrokerStub:
                 request_serializer=lanes_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
                 response_deserializer=lanes_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
                 _registered_method=True)
+        self.ProduceStream = channel.stream_stream(
+                '/lanes.v1.Broker/ProduceStream',
+                request_serializer=lanes_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
+                _registered_method=True)
         self.Fetch = channel.unary_unary(
                 '/lanes.v1.Broker/Fetch',
                 request_serializer=lanes_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
@@ -96,6 +101,16 @@ class BrokerServicer:
 
     def Produce(self, request, context):
         """Append record batches to partition leaders with the requested acknowledgement level.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ProduceStream(self, request_iterator, context):
+        """Produce, pipelined: the broker handles the stream's requests in the order they were sent
+        (appends to a partition happen in stream order) and answers each, in the same order. A
+        producer keeps several requests per partition in flight on one stream without risking
+        their order; a stream that breaks fails every request still waiting for its answer.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -161,6 +176,11 @@ def add_BrokerServicer_to_server(servicer, server):
             ),
             'Produce': grpc.unary_unary_rpc_method_handler(
                     servicer.Produce,
+                    request_deserializer=lanes_dot_v1_dot_broker__pb2.ProduceRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_broker__pb2.ProduceResponse.SerializeToString,
+            ),
+            'ProduceStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ProduceStream,
                     request_deserializer=lanes_dot_v1_dot_broker__pb2.ProduceRequest.FromString,
                     response_serializer=lanes_dot_v1_dot_broker__pb2.ProduceResponse.SerializeToString,
             ),
@@ -253,6 +273,33 @@ class Broker:
             request,
             target,
             '/lanes.v1.Broker/Produce',
+            lanes_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
+            lanes_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ProduceStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/lanes.v1.Broker/ProduceStream',
             lanes_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
             lanes_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
             options,

@@ -1,0 +1,89 @@
+"""A producer's pipelined connection to one broker: the ``ProduceStream`` RPC.
+
+Requests are written to the stream in ``send`` order and the broker answers them in that order,
+so the futures of requests still waiting for their answer (``_waiting``, oldest first) are
+resolved by position. The broker starts each request as soon as it reads it, so a partition's
+appends happen in stream order however many requests are in flight.
+
+A stream that ends or breaks (the broker went away, or ``abort`` after a request took too long:
+answers come in order, so one lost answer stalls every later one) fails every waiting future with
+a retriable NETWORK_EXCEPTION and is ``broken`` from then on; the producer opens a new one.
+Owned by the client's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+
+import grpc
+
+from lanes.protocol.errors import ErrorCode, LanesError, error_for
+from lanes.v1 import broker_pb2, broker_pb2_grpc
+
+
+class ProduceStream:
+    """One ``ProduceStream`` call to the broker at ``address``."""
+
+    def __init__(self, stub: broker_pb2_grpc.BrokerStub, address: str) -> None:
+        self.address = address
+        self.broken = False
+        self._outbox: asyncio.Queue[broker_pb2.ProduceRequest | None] = asyncio.Queue()
+        self._waiting: deque[asyncio.Future[broker_pb2.ProduceResponse]] = deque()
+        self._call = stub.ProduceStream(self._requests())
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _requests(self) -> AsyncIterator[broker_pb2.ProduceRequest]:
+        while (request := await self._outbox.get()) is not None:
+            yield request
+
+    def send(self, request: broker_pb2.ProduceRequest) -> asyncio.Future[broker_pb2.ProduceResponse]:
+        """Write ``request`` after the ones sent before; the future resolves to its answer or
+        raises a retriable LanesError when the stream breaks first."""
+        answer: asyncio.Future[broker_pb2.ProduceResponse] = asyncio.get_running_loop().create_future()
+        if self.broken:
+            answer.set_exception(self._broken_error("the stream had already broken"))
+            return answer
+        self._waiting.append(answer)
+        self._outbox.put_nowait(request)
+        return answer
+
+    async def _read(self) -> None:
+        reason = "the broker ended the stream"
+        try:
+            async for response in self._call:
+                answer = self._waiting.popleft()
+                if not answer.done():  # its sender may have stopped waiting
+                    answer.set_result(response)
+        except grpc.aio.AioRpcError as exc:
+            reason = exc.code().name
+        except IndexError:
+            reason = "the broker answered a request that was never sent"
+        except asyncio.CancelledError:  # a cancelled call raises it in its reader
+            reason = "aborted: an answer took longer than the request timeout"
+            if not self.broken:  # not our ``abort``: this task itself was cancelled
+                raise
+        finally:
+            self.broken = True
+            error = self._broken_error(reason)
+            while self._waiting:
+                answer = self._waiting.popleft()
+                if not answer.done():
+                    answer.set_exception(error)
+
+    def _broken_error(self, reason: str) -> LanesError:
+        return error_for(ErrorCode.NETWORK_EXCEPTION, f"{self.address}: produce stream broke ({reason})")
+
+    def abort(self) -> None:
+        """Give up on the stream: every request waiting for an answer fails (retriable)."""
+        self.broken = True
+        self._call.cancel()
+
+    async def close(self) -> None:
+        """End the stream after the requests already sent are answered."""
+        self._outbox.put_nowait(None)
+        try:
+            await self._reader
+        finally:
+            self.broken = True
