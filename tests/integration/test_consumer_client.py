@@ -79,3 +79,24 @@ def test_latest_reset_and_a_long_poll_that_wakes_for_new_records(cluster: LocalC
             assert time.monotonic() - started < 10
     with pytest.raises(LanesError, match="group id is empty"):
         lanes.Consumer(bootstrap, group_id="")
+
+
+def test_the_next_fetch_continues_where_the_buffer_ends(cluster: LocalCluster) -> None:
+    """Polls smaller than a fetch leave records buffered; the consumer already fetches the next
+    ones (from the end of its buffer, not from its position) while they are polled, so every
+    record comes once, in order, and a seek drops what was read ahead."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("ahead", partitions=1, replication_factor=1)
+    with lanes.Producer(bootstrap, batch_size=1024) as producer:
+        for future in [producer.send("ahead", b"record-%04d" % i) for i in range(3000)]:
+            future.result(timeout=30)
+    partition = TopicPartition("ahead", 0)
+    with lanes.Consumer(bootstrap, max_poll_records=70, max_partition_fetch_bytes=4096) as consumer:
+        consumer.assign([partition])
+        consumer.seek_to_beginning()
+        first = poll_until(consumer, 1000)
+        consumer.seek(partition, 500)
+        rest = poll_until(consumer, 2500)
+    assert [r.offset for r in first] == list(range(len(first)))
+    assert [r.offset for r in rest] == list(range(500, 3000))
+    assert [r.value for r in rest] == [b"record-%04d" % i for i in range(500, 3000)]

@@ -15,8 +15,9 @@
   latest; ``none`` raises). With a ``group_id`` it may commit, while the group has no members.
 - ``poll(timeout_ms)`` returns up to ``max_poll_records`` records in offset order per partition,
   fetching from each partition's leader (long-poll up to ``fetch_max_wait_ms``); while the caller
-  processes them, the next fetch is already under way (prefetch). Paused partitions are not
-  fetched. A moved leader is found again through metadata.
+  processes them, the next fetch is already under way (prefetch), and a partition with at most
+  one poll's or one fetch's worth of records left is fetched ahead, from where its buffer ends.
+  Paused partitions are not fetched. A moved leader is found again through metadata.
 - ``offsets_for_times``, ``beginning_offsets``, ``end_offsets`` look offsets up.
 """
 
@@ -105,16 +106,25 @@ def _consumer_records(topic: str, partition: int, data: bytes, start: int) -> li
 
 class _Buffered:
     """A partition's fetched records not yet returned by ``poll``: taken from the front without
-    copying the rest."""
+    copying the rest. ``end_offset`` is where the next fetch of the partition continues."""
 
-    __slots__ = ("_next", "_records")
+    __slots__ = ("_next", "_records", "end_offset", "last_fetch_records")
 
-    def __init__(self, records: list[ConsumerRecord]) -> None:
+    def __init__(self, records: list[ConsumerRecord], end_offset: int, last_fetch_records: int) -> None:
         self._records = records
         self._next = 0
+        self.end_offset = end_offset
+        self.last_fetch_records = last_fetch_records
 
     def __bool__(self) -> bool:
         return self._next < len(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records) - self._next
+
+    def extended(self, records: list[ConsumerRecord], end_offset: int) -> _Buffered:
+        """The records left, then ``records`` (fetched from ``self.end_offset`` on)."""
+        return _Buffered(self._records[self._next :] + records, end_offset, len(records))
 
     def take(self, count: int) -> list[ConsumerRecord]:
         chunk = self._records[self._next : self._next + count]
@@ -663,9 +673,21 @@ class AsyncConsumer:
         return taken
 
     def _start_fetch(self, max_wait_ms: int) -> None:
-        fetchable = [tp for tp in self._positions if tp not in self._paused and not self._buffer.get(tp)]
+        """Fetch the partitions with at most one poll's (or one fetch's) worth of records
+        buffered, from where their buffer ends: the broker reads the next records while the
+        caller works through those. A partition's buffer holds at most about two fetches."""
+        fetchable = [tp for tp in self._positions if tp not in self._paused and self._wants_records(tp)]
         if fetchable:
             self._prefetch = asyncio.get_running_loop().create_task(self._fetch(fetchable, max_wait_ms))
+
+    def _wants_records(self, partition: TopicPartition) -> bool:
+        buffered = self._buffer.get(partition)
+        return not buffered or len(buffered) <= max(self._max_poll_records, buffered.last_fetch_records)
+
+    def _fetch_offset(self, partition: TopicPartition) -> int:
+        """Where the partition's next fetch starts: after what is buffered, else its position."""
+        buffered = self._buffer.get(partition)
+        return buffered.end_offset if buffered else self._positions[partition] or 0
 
     async def _fetch(self, partitions: list[TopicPartition], max_wait_ms: int) -> None:
         await self._ensure_positions(partitions)
@@ -684,11 +706,12 @@ class AsyncConsumer:
             await asyncio.sleep(0.1)
             return
         topics: dict[str, broker_pb2.FetchTopic] = {}
+        fetched = {partition: self._fetch_offset(partition) for partition in partitions}
         for partition in partitions:
             topics.setdefault(partition.topic, broker_pb2.FetchTopic(topic=partition.topic)).partitions.append(
                 broker_pb2.FetchPartition(
                     partition=partition.partition,
-                    fetch_offset=self._positions[partition] or 0,
+                    fetch_offset=fetched[partition],
                     current_leader_epoch=-1,
                     partition_max_bytes=self._partition_max_bytes,
                 )
@@ -707,15 +730,26 @@ class AsyncConsumer:
                 code = error_code(part.error.code)
                 if code is ErrorCode.OFFSET_OUT_OF_RANGE:
                     self._positions[partition] = None  # reset per auto_offset_reset at the next fetch
+                    self._buffer.pop(partition, None)  # read ahead of a log that was cut back
                     if self.auto_offset_reset == "none":
                         raise OffsetOutOfRangeError(part.error.message)
                     continue
                 if code is not ErrorCode.NONE:
                     self._forget_leaders([partition])
                     continue
-                self._buffer[partition] = _Buffered(
-                    _consumer_records(topic.topic, part.partition, part.records, self._positions.get(partition) or 0)
-                )
+                self._buffer_fetched(partition, fetched[partition], topic.topic, part)
+
+    def _buffer_fetched(
+        self, partition: TopicPartition, offset: int, topic: str, part: broker_pb2.FetchPartitionResponse
+    ) -> None:
+        """Buffer the records fetched from ``offset``, behind the partition's buffered ones."""
+        records = _consumer_records(topic, part.partition, part.records, offset)
+        end_offset = records[-1].offset + 1 if records else offset
+        buffered = self._buffer.get(partition)
+        if buffered:
+            self._buffer[partition] = buffered.extended(records, end_offset)
+        elif records:
+            self._buffer[partition] = _Buffered(records, end_offset, len(records))
 
     def _forget_leaders(self, partitions: Iterable[TopicPartition]) -> None:
         for partition in partitions:
