@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.e2e.cli import Workdir
+from tests.e2e.cli import Workdir, wait_for
 
 
 def test_topic_lifecycle_and_configs(lanes: Workdir) -> None:
@@ -93,6 +93,14 @@ def test_produce_a_file_with_headers_and_consume_it_many_ways(lanes: Workdir, tm
     assert sum(p["records"] for p in summary["partitions"]) == 1000
     assert all(p["last_offset"] - p["first_offset"] + 1 == p["records"] for p in summary["partitions"])
     assert "produced 1000 records" in done.stderr
+    # acks=1 answered once the leaders had the records; `consume` stops at the high-water marks,
+    # which move when the followers (RF 2) have them too
+    wait_for(
+        lambda: (
+            sum(p["high_watermark"] for p in lanes.json("topics", "describe", "events")["partition_details"]) == 1000
+        ),
+        "the followers to replicate the acks=1 records",
+    )
 
     as_json = [json.loads(line) for line in lanes.ok("consume", "events", "--output", "json").splitlines()]
     assert len(as_json) == 1000

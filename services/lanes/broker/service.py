@@ -556,15 +556,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     def _read_all(self, request: broker_pb2.FetchRequest) -> tuple[broker_pb2.FetchResponse, int]:
         budget = request.max_bytes or 50 * 1024 * 1024
         total = 0
-        topics = []
+        response = broker_pb2.FetchResponse()
         for topic in request.topics:
-            partitions = []
+            partitions = response.topics.add(topic=topic.topic).partitions
             for wanted in topic.partitions:
-                result = broker_pb2.FetchPartitionResponse(partition=wanted.partition)
+                result = partitions.add(partition=wanted.partition)
                 leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
                 if not isinstance(leadership, Leadership):
                     result.error.CopyFrom(leadership)
-                    partitions.append(result)
                     continue
                 log = leadership.log
                 result.high_watermark = log.high_watermark
@@ -577,7 +576,6 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                             f"offset {wanted.fetch_offset} is outside {log.log_start_offset}..{log.high_watermark}",
                         )
                     )
-                    partitions.append(result)
                     continue
                 limit = min(wanted.partition_max_bytes or budget, budget)
                 read = log.read(
@@ -587,9 +585,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 result.error.CopyFrom(wire_error(ErrorCode.NONE))
                 total += len(read.records)
                 budget = max(0, budget - len(read.records))
-                partitions.append(result)
-            topics.append(broker_pb2.FetchTopicResponse(topic=topic.topic, partitions=partitions))
-        return broker_pb2.FetchResponse(topics=topics), total
+        return response, total
 
     # -----------------------------------------------------------------------------------------
     # Replication (leader side)
@@ -625,15 +621,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         urgent = False
         advanced = False
         isr_due = False
-        topics = []
+        response = broker_pb2.ReplicaFetchResponse()
         for topic in request.topics:
-            partitions = []
+            partitions = response.topics.add(topic=topic.topic, topic_id=topic.topic_id).partitions
             for wanted in topic.partitions:
-                result = broker_pb2.ReplicaFetchPartitionResponse(partition=wanted.partition)
+                result = partitions.add(partition=wanted.partition)
                 leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
                 if not isinstance(leadership, Leadership):
                     result.error.CopyFrom(leadership)
-                    partitions.append(result)
                     urgent = True
                     continue
                 log = leadership.log
@@ -643,14 +638,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 if wanted.last_fetched_epoch >= 0 and (end < wanted.fetch_offset or epoch < wanted.last_fetched_epoch):
                     result.diverging_epoch.CopyFrom(broker_pb2.EpochEndOffset(leader_epoch=epoch, end_offset=end))
                     result.high_watermark = log.high_watermark
-                    partitions.append(result)
                     urgent = True
                     continue
                 if not log.log_start_offset <= wanted.fetch_offset <= log.log_end_offset:
                     result.error.CopyFrom(
                         wire_error(ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {wanted.fetch_offset} is outside the log")
                     )
-                    partitions.append(result)
                     urgent = True
                     continue
                 leadership.replica.on_follower_fetch(request.replica_id, wanted.fetch_offset, now)
@@ -665,11 +658,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 result.high_watermark = log.high_watermark
                 total += len(read.records)
                 budget = max(0, budget - len(read.records))
-                partitions.append(result)
-            topics.append(
-                broker_pb2.ReplicaFetchTopicResponse(topic=topic.topic, topic_id=topic.topic_id, partitions=partitions)
-            )
-        return broker_pb2.ReplicaFetchResponse(topics=topics), total, urgent, advanced, isr_due
+        return response, total, urgent, advanced, isr_due
 
     async def OffsetForLeaderEpoch(  # noqa: N802
         self, request: broker_pb2.OffsetForLeaderEpochRequest, context: Context

@@ -52,6 +52,7 @@ from lanes.protocol.compression import Compression
 from lanes.protocol.errors import ErrorCode, LanesError, RequestTimedOutError, error_code, error_for
 from lanes.protocol.partitioner import Partitioner, PartitionerFn
 from lanes.protocol.records import MAX_CACHED_BATCHES, encode_runs, next_sequence
+from lanes.runtime.wire import produce_request
 from lanes.v1 import broker_pb2, common_pb2
 
 HeadersArg = Mapping[str, bytes | None] | Sequence[tuple[str, bytes | None]] | None
@@ -586,15 +587,12 @@ class AsyncProducer:
                 producer_epoch=self._producer_epoch,
                 base_sequence=request.base_sequence,
             )
-            request.message = broker_pb2.ProduceRequest(
+            request.message = produce_request(
+                request.topic,
+                request.partition,
+                records,
                 acks=self.acks,
                 timeout_ms=int(self._request_timeout_s * 1000),
-                topics=[
-                    broker_pb2.TopicProduceData(
-                        topic=request.topic,
-                        partitions=[broker_pb2.PartitionProduceData(partition=request.partition, records=records)],
-                    )
-                ],
             )
 
     def _unnumber(self, request: _Request) -> None:

@@ -15,7 +15,7 @@ import grpc
 from lanes.metadata.state import NO_LEADER, ClusterState
 from lanes.protocol.errors import ErrorCode
 from lanes.protocol.records import decode_batches
-from lanes.runtime.wire import code_of, wire_error
+from lanes.runtime.wire import code_of, produce_request, wire_error
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 TopicPartition = tuple[str, int]
@@ -68,15 +68,7 @@ class BrokerAccess:
                 partition=partition,
                 error=wire_error(ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition} has no leader"),
             )
-        request = broker_pb2.ProduceRequest(
-            acks=common_pb2.ACKS_ALL,
-            timeout_ms=timeout_ms,
-            topics=[
-                broker_pb2.TopicProduceData(
-                    topic=topic, partitions=[broker_pb2.PartitionProduceData(partition=partition, records=batch)]
-                )
-            ],
-        )
+        request = produce_request(topic, partition, batch, acks=common_pb2.ACKS_ALL, timeout_ms=timeout_ms)
         try:
             answer = await self._stub(address).Produce(request, timeout=timeout_ms / 1000 + _REQUEST_TIMEOUT_S)
         except grpc.aio.AioRpcError as exc:

@@ -1,4 +1,9 @@
-"""Small conversions between the wire's error messages and ``ErrorCode``, shared by services."""
+"""Small conversions between the wire's messages and Python values, shared by services and clients.
+
+Messages that carry record batches are built top-down (``.add()``, then the ``records`` field set
+once): protobuf copies a submessage passed to a constructor, so building them bottom-up copies
+every batch once per level of nesting.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import Any
 import grpc
 
 from lanes.protocol.errors import ErrorCode, error_code
-from lanes.v1 import common_pb2
+from lanes.v1 import broker_pb2, common_pb2
 
 #: The servicer context of every Lanes RPC handler.
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -22,3 +27,12 @@ def code_of(error: common_pb2.Error) -> ErrorCode:
     """The ErrorCode of a received Error; numbers this version lacks count as UNKNOWN_SERVER_ERROR."""
     known = error_code(error.code)
     return ErrorCode.UNKNOWN_SERVER_ERROR if known is None else known  # NONE is falsy: no `or`
+
+
+def produce_request(
+    topic: str, partition: int, records: bytes, *, acks: int, timeout_ms: int
+) -> broker_pb2.ProduceRequest:
+    """A ProduceRequest of one partition's record batch bytes (copied once, into the message)."""
+    request = broker_pb2.ProduceRequest(acks=acks, timeout_ms=timeout_ms)  # type: ignore[arg-type]
+    request.topics.add(topic=topic).partitions.add(partition=partition).records = records
+    return request

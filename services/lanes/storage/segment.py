@@ -243,7 +243,7 @@ class LogSegment:
                 next_offset = header.next_offset
         if taken:
             self._read_cursor = (next_offset, position + taken)
-        return bytes(memoryview(chunk)[:taken]), next_offset
+        return chunk[:taken], next_offset  # the chunk itself (no copy) when every byte of it was taken
 
     # -----------------------------------------------------------------------------------------
     # recovery and truncation
