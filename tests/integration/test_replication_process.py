@@ -359,3 +359,38 @@ def test_leadership_returns_to_preferred_replicas_when_a_broker_comes_back(tmp_p
         while not all(leader == preferred for leader, preferred in leaders()):
             assert time.monotonic() < deadline, f"leadership never went back to the preferred replicas: {leaders()}"
             time.sleep(0.1)
+
+
+def test_a_follower_catches_up_a_backlog_larger_than_grpcs_default_message_limit(tmp_path: Path) -> None:
+    """A paused follower's first fetch after it resumes brings back up to 1 MiB per partition it
+    follows from the leader: with five partitions that is over gRPC's default 4 MiB message size,
+    which the brokers' channels to each other must lift (they once did not, and such a follower
+    never caught up: every fetch failed with RESOURCE_EXHAUSTED)."""
+    topic, partitions, value = "backlog", 10, os.urandom(64 * 1024)
+    with running_cluster(tmp_path, brokers=2, session_timeout_ms=20_000) as cluster:
+        bootstrap = str(cluster.describe()["bootstrap"])
+        with lanes.Admin(bootstrap) as admin:
+            admin.create_topic(topic, partitions=partitions, replication_factor=2)
+            led_by_1 = [p.partition for p in admin.describe_topic(topic).partitions if p.leader == 1]
+        assert len(led_by_1) >= 5, f"placement gave broker 1 only {led_by_1}"
+        follower = cluster.broker_processes[2].process
+        follower.send_signal(signal.SIGSTOP)  # shorter than the session timeout: paused, not fenced
+        try:
+            with lanes.Producer(bootstrap, acks="1", enable_idempotence=False) as producer:
+                for partition in led_by_1:
+                    for _ in range(24):  # 1.5 MiB per partition
+                        producer.send(topic, value, partition=partition)
+                producer.flush()
+        finally:
+            follower.send_signal(signal.SIGCONT)
+
+        def caught_up() -> bool:
+            with lanes.Admin(bootstrap) as admin:
+                logs = admin.describe_logs([topic])
+            ends = {(log.broker_id, log.partition): log.log_end_offset for log in logs}
+            return all(ends.get((2, partition)) == ends[(1, partition)] == 24 for partition in led_by_1)
+
+        deadline = time.monotonic() + 20
+        while not caught_up():
+            assert time.monotonic() < deadline, "the resumed follower did not catch up with its leader"
+            time.sleep(0.1)

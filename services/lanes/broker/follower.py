@@ -18,6 +18,7 @@ import grpc
 
 from lanes.broker.replication import truncation_offset
 from lanes.protocol.errors import ErrorCode, LanesError, error_code
+from lanes.runtime.channels import open_channel
 from lanes.storage.log import PartitionLog
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 
@@ -40,7 +41,7 @@ class FollowerFetcher:
     ) -> None:
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
-        self._channel = grpc.aio.insecure_channel(leader_address)
+        self._channel = open_channel(leader_address)
         self._stub = broker_pb2_grpc.BrokerStub(self._channel)  # type: ignore[no-untyped-call]
         self._partitions = partitions  # key -> (log, current leader epoch, topic id)
         self._max_wait_ms = max_wait_ms

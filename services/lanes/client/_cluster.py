@@ -13,9 +13,8 @@ from collections.abc import Sequence
 import grpc
 
 from lanes.protocol.errors import ErrorCode, error_for
+from lanes.runtime.channels import open_channel
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
-
-_MAX_MESSAGE_BYTES = 64 << 20
 
 
 class ClusterView:
@@ -40,11 +39,7 @@ class ClusterView:
         """The (cached) channel to ``address``, for any service there."""
         channel = self._channels.get(address)
         if channel is None:
-            options = [
-                ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-                ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
-            ]
-            channel = self._channels[address] = grpc.aio.insecure_channel(address, options=options)
+            channel = self._channels[address] = open_channel(address)
         return channel
 
     def leader_address(self, topic: str, partition: int) -> str | None:

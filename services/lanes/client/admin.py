@@ -21,6 +21,7 @@ from lanes.client import _loop
 from lanes.client._group_admin import GroupAdmin, GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
 from lanes.client.consumer import TopicPartition
 from lanes.protocol.errors import ErrorCode, LanesError, error_for
+from lanes.runtime.channels import open_channel
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 
 T = TypeVar("T")
@@ -136,7 +137,7 @@ class AsyncAdmin:
         problems = []
         for address in self.bootstrap:
             try:
-                async with grpc.aio.insecure_channel(address) as channel:
+                async with open_channel(address) as channel:
                     stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
                     metadata = await stub.Metadata(
                         broker_pb2.MetadataRequest(topics=["__no_topic__"]), timeout=self._timeout_s
@@ -157,7 +158,7 @@ class AsyncAdmin:
             if self._controller is None:
                 self._controller = await self._find_controller()
             try:
-                async with grpc.aio.insecure_channel(self._controller) as channel:
+                async with open_channel(self._controller) as channel:
                     return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
             except grpc.aio.AioRpcError as exc:
                 self._controller = None
@@ -322,7 +323,7 @@ class AsyncAdmin:
         async def ask(broker: BrokerInfo) -> broker_pb2.DescribeLogsResponse:
             address = f"{broker.host}:{broker.port}"
             try:
-                async with grpc.aio.insecure_channel(address) as channel:
+                async with open_channel(address) as channel:
                     stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
                     answer: broker_pb2.DescribeLogsResponse = await stub.DescribeLogs(
                         broker_pb2.DescribeLogsRequest(topics=list(topics)), timeout=self._timeout_s

@@ -15,6 +15,7 @@ import grpc
 from lanes.metadata.state import NO_LEADER, ClusterState
 from lanes.protocol.errors import ErrorCode
 from lanes.protocol.records import decode_batches
+from lanes.runtime.channels import open_channel
 from lanes.runtime.wire import code_of, produce_request, wire_error
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
@@ -55,7 +56,7 @@ class BrokerAccess:
     def _stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = grpc.aio.insecure_channel(address)
+            channel = self._channels[address] = open_channel(address)
         return broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
 
     async def produce(

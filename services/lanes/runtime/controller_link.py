@@ -26,6 +26,7 @@ import grpc
 from lanes.metadata.state import ClusterState
 from lanes.protocol.errors import ErrorCode, error_code
 from lanes.runtime.broadcast import Broadcast
+from lanes.runtime.channels import open_channel
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
 _log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class ControllerLink:
         self.fenced = True
         self.image = ClusterState()
         self.heartbeat_interval_s = 0.5
-        self._channel = grpc.aio.insecure_channel(controller_address)
+        self._channel = open_channel(controller_address)
         self._stub = controller_pb2_grpc.ControllerStub(self._channel)  # type: ignore[no-untyped-call]
         self._listeners: list[Listener] = []
         self._tasks: list[asyncio.Task[Any]] = []

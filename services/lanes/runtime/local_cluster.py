@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
-
+from lanes.runtime.channels import open_channel
 from lanes.runtime.processes import ServiceProcess, start_service
 from lanes.v1 import controller_pb2, controller_pb2_grpc
 
@@ -176,7 +175,7 @@ class LocalCluster:
     async def _wait_until_ready(self, timeout_s: float) -> None:
         assert self.controller is not None
         deadline = time.monotonic() + timeout_s
-        async with grpc.aio.insecure_channel(self.controller.address) as channel:
+        async with open_channel(self.controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
             while True:
                 cluster = await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=5)
@@ -202,7 +201,7 @@ class LocalCluster:
 
     async def _health(self) -> str:
         assert self.controller is not None
-        async with grpc.aio.insecure_channel(self.controller.address) as channel:
+        async with open_channel(self.controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
             cluster = await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(include_fenced=True), timeout=5)
             topics = await stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(), timeout=5)

@@ -27,9 +27,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
-#: Largest message a Lanes server sends or accepts: fetch responses and produce requests carry
-#: many batches, well beyond gRPC's 4 MiB default.
-DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+from lanes.runtime.channels import MESSAGE_SIZE_OPTIONS
+
 #: The health service's name for the whole server.
 OVERALL_HEALTH = ""
 
@@ -80,16 +79,10 @@ async def start_server(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> RunningServer:
-    """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one)."""
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_send_message_length", max_message_bytes),
-            ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.so_reuseport", 0),
-        ]
-    )
+    """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes and
+    sends messages up to the channels' ``MAX_MESSAGE_BYTES``."""
+    server = grpc.aio.server(options=[*MESSAGE_SIZE_OPTIONS, ("grpc.so_reuseport", 0)])
     for binding in bindings:
         binding.add_to_server(server)
     health = HealthServicer()

@@ -22,14 +22,11 @@ from pathlib import Path
 
 import grpc
 
-from lanes.runtime.server import DEFAULT_MAX_MESSAGE_BYTES
+from lanes.runtime.channels import MESSAGE_SIZE_OPTIONS
 
 MiB = 1024 * 1024
 SINK_METHOD = "/lanes.bench.Sink/Put"
-_OPTIONS = [
-    ("grpc.max_send_message_length", DEFAULT_MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", DEFAULT_MAX_MESSAGE_BYTES),
-]
+_OPTIONS = MESSAGE_SIZE_OPTIONS  # Lanes' own: the sink takes what a broker takes
 
 
 def raw_write_mb_s(directory: Path, chunk: bytes, chunks: int, *, fsync: bool) -> float:
