@@ -34,6 +34,7 @@ $(STAMP)-run: $(INSTALL_INPUTS) | $(PY)
 test: lint pytest
 
 pytest: $(STAMP)-dev
+	tools/ensure-debian-packages.sh "the tests" promtool=prometheus
 	$(BIN)/pytest -q tests
 
 lint: $(STAMP)-dev
@@ -50,7 +51,7 @@ $(STAMP)-bench: $(INSTALL_INPUTS) | $(PY)
 	@touch $@ $(STAMP)-dev $(STAMP)-run
 
 bench: $(STAMP)-bench
-	tools/ensure-bench-deps.sh
+	tools/ensure-debian-packages.sh "the benchmarks' peers" redis-server=redis-server nats-server=nats-server
 	LANES_BENCH=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/perf
 
 up: $(STAMP)-run

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from lanes.runtime.local_cluster import LocalCluster
 from tests.e2e.cli import Workdir
 from tests.integration.processes import consecutive_free_ports
 
@@ -14,7 +15,9 @@ from tests.integration.processes import consecutive_free_ports
 @pytest.fixture(scope="session")
 def lanes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workdir]:
     workdir = Workdir(tmp_path_factory.mktemp("e2e"))
-    workdir.ok("up", "--detach", "--brokers", "3", "--port-base", str(consecutive_free_ports(5)))
+    workdir.ok(
+        "up", "--detach", "--brokers", "3", "--port-base", str(consecutive_free_ports(LocalCluster.ports_for(3)))
+    )
     try:
         yield workdir
     finally:

@@ -151,3 +151,27 @@ def test_produce_a_file_with_headers_and_consume_it_many_ways(lanes: Workdir, tm
     )
     assert near_end.split() == [str(count - 2), str(count - 1)]
     assert lanes.ok("consume", "events", "--from", "99999", "--format", "%o") == ""  # clamped to the end
+
+
+def test_status_watch_summarizes_the_metrics_of_every_process(lanes: Workdir) -> None:
+    lanes.ok("topics", "create", "watched", "--partitions", "2", "--replication-factor", "3")
+    lines = [
+        json.loads(line)
+        for line in lanes.ok(
+            "status", "--watch", "--interval", "0.5", "--updates", "2", "--output", "json"
+        ).splitlines()
+    ]
+    assert len(lines) == 2
+    first, second = lines
+    assert first["records_in_per_s"] is None  # rates need two scrapes
+    assert second["records_in_per_s"] is not None
+    assert second["brokers_live"] == 3
+    assert second["offline_partitions"] == 0
+    assert second["unreachable"] == []
+    text = lanes.ok("status", "--watch", "--interval", "0.2", "--updates", "2").splitlines()
+    assert len(text) == 2
+    assert "brokers 3/3" in text[1]
+    assert "rec/s" in text[1]
+    refused = lanes.run("status", "--watch", "--interval", "0")
+    assert refused.returncode == 2
+    assert "must be above 0 seconds" in refused.stderr

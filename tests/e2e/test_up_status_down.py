@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes.cli.local import _is_lanes_process
+from lanes.runtime.local_cluster import LocalCluster
 from tests.e2e.cli import Workdir, wait_for
 from tests.integration.processes import consecutive_free_ports
 
@@ -21,7 +22,7 @@ def status(lanes: Workdir) -> dict[str, Any]:
 
 def test_status_and_down_follow_the_processes(tmp_path: Path) -> None:
     lanes = Workdir(tmp_path)
-    lanes.ok("up", "--detach", "--brokers", "2", "--port-base", str(consecutive_free_ports(4)))
+    lanes.ok("up", "--detach", "--brokers", "2", "--port-base", str(consecutive_free_ports(LocalCluster.ports_for(2))))
     cluster = json.loads((tmp_path / ".lanes" / "cluster.json").read_text())
     pids = [cluster["pid"], cluster["controller_pid"]] + [
         n["pid"] for n in cluster["brokers"] + cluster["coordinators"]

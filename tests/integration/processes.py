@@ -71,7 +71,10 @@ def running_cluster(data_dir: Path, brokers: int, **settings: int) -> Iterator[L
     """A started ``LocalCluster`` (controller, ``brokers`` brokers, coordinators) on free ports, stopped after."""
     coordinators = settings.get("coordinators", 1)
     cluster = LocalCluster(
-        data_dir, brokers=brokers, port_base=consecutive_free_ports(brokers + 1 + coordinators), **settings
+        data_dir,
+        brokers=brokers,
+        port_base=consecutive_free_ports(LocalCluster.ports_for(brokers, coordinators)),
+        **settings,
     )
     cluster.start()
     try:

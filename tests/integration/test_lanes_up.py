@@ -16,6 +16,7 @@ import grpc
 
 import lanes
 from lanes.protocol.errors import ErrorCode
+from lanes.runtime.local_cluster import LocalCluster
 from lanes.v1 import controller_pb2, controller_pb2_grpc
 from tests.integration.processes import consecutive_free_ports
 from tests.integration.test_replication_process import produce_acks_all, read_all
@@ -58,13 +59,16 @@ def alive(pid: int) -> bool:
 
 def test_lanes_up_runs_a_cluster_that_survives_a_restart(tmp_path: Path) -> None:
     data_dir = tmp_path / "lanes"
-    base = consecutive_free_ports(5)
+    base = consecutive_free_ports(LocalCluster.ports_for(3))
     supervisor, cluster = lanes_up(data_dir, base)
     assert cluster["pid"] == supervisor.pid
     assert cluster["bootstrap"] == ",".join(f"127.0.0.1:{base + i}" for i in range(3))
     assert cluster["controller"] == f"127.0.0.1:{base + 3}"
     assert [b["id"] for b in cluster["brokers"]] == [1, 2, 3]
     assert [(c["id"], c["address"]) for c in cluster["coordinators"]] == [(1, f"127.0.0.1:{base + 4}")]
+    assert cluster["controller_metrics"] == f"127.0.0.1:{base + 8}"
+    assert [b["metrics"] for b in cluster["brokers"]] == [f"127.0.0.1:{base + 5 + i}" for i in range(3)]
+    assert [c["metrics"] for c in cluster["coordinators"]] == [f"127.0.0.1:{base + 9}"]
     first_broker = cluster["brokers"][0]["address"]
 
     async def use() -> list[bytes]:

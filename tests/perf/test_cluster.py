@@ -195,7 +195,9 @@ def test_cluster_produce_and_consume_throughput() -> None:
         (3, "all", common_pb2.ACKS_ALL, "3 brokers RF 3, acks=all, min.insync.replicas=2"),
     ):
         with tempfile.TemporaryDirectory() as tmp:
-            cluster = LocalCluster(Path(tmp), brokers=brokers, port_base=consecutive_free_ports(brokers + 1))
+            cluster = LocalCluster(
+                Path(tmp), brokers=brokers, port_base=consecutive_free_ports(LocalCluster.ports_for(brokers))
+            )
             cluster.start()
             try:
                 bootstrap = str(cluster.describe()["bootstrap"])

@@ -89,7 +89,10 @@ def records_for(run: int) -> int:
 @contextmanager
 def lanes_cluster(data_dir: Path, brokers: int) -> Iterator[str]:
     cluster = LocalCluster(
-        data_dir, brokers=brokers, port_base=consecutive_free_ports(brokers + 2), offsets_topic_partitions=1
+        data_dir,
+        brokers=brokers,
+        port_base=consecutive_free_ports(LocalCluster.ports_for(brokers)),
+        offsets_topic_partitions=1,
     )
     try:
         yield str(cluster.start()["bootstrap"])

@@ -8,11 +8,14 @@ those in flight, hands its leaderships away (controlled shutdown) and closes its
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from lanes.broker.metrics import BrokerMetrics
 from lanes.broker.service import BrokerService, add_to_server
 from lanes.protocol.clock import SystemClock
+from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,
     run_service,
@@ -26,7 +29,9 @@ BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = service_argument_parser("python -m lanes.broker", "Run a Lanes broker.", default_port=9092)
+    parser = service_argument_parser(
+        "python -m lanes.broker", "Run a Lanes broker.", default_port=9092, default_metrics_port=9402
+    )
     parser.add_argument("--broker-id", type=int, required=True, help="this broker's id (stable across restarts)")
     parser.add_argument("--data-dir", type=Path, required=True, help="where partition logs live")
     parser.add_argument("--controller", required=True, help="the controller's host:port")
@@ -37,11 +42,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=30_000,
         help="a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)",
     )
+    parser.add_argument(
+        "--metrics-partition-series",
+        choices=("on", "off"),
+        default=os.environ.get("LANES_METRICS_PARTITION_SERIES", "on"),
+        help="report per-partition series (offsets, size, ISR, lag); off keeps a broker with many partitions' "
+        "scrapes small (env LANES_METRICS_PARTITION_SERIES; default on)",
+    )
     return parser.parse_args(argv)
 
 
 async def serve(options: argparse.Namespace) -> None:
     endpoint = common_pb2.Node(node_id=options.broker_id, host=options.host, port=options.port, rack=options.rack)
+    metrics = ServiceMetrics("broker")
     service = BrokerService(
         options.broker_id,
         options.data_dir,
@@ -49,15 +62,21 @@ async def serve(options: argparse.Namespace) -> None:
         endpoint=endpoint,
         clock=SystemClock(),
         replica_lag_time_max_ms=options.replica_lag_time_max_ms,
+        metrics=BrokerMetrics(metrics, partition_series=options.metrics_partition_series == "on"),
     )
     running = await start_server(
         [ServiceBinding(BROKER_SERVICE, lambda server: add_to_server(service, server))],
         host=options.host,
         port=options.port,
+        metrics=metrics,
     )
     await service.start()
     await serve_until_signalled(
-        running, {"service": "broker", "broker_id": options.broker_id, "address": running.address}, service.stop
+        running,
+        {"service": "broker", "broker_id": options.broker_id, "address": running.address},
+        service.stop,
+        metrics=metrics,
+        metrics_port=options.metrics_port,
     )
 
 

@@ -19,6 +19,7 @@ import grpc
 from lanes.broker.replication import truncation_offset
 from lanes.protocol.errors import ErrorCode, LanesError, error_code
 from lanes.runtime.channels import open_channel
+from lanes.runtime.logs import fields
 from lanes.storage.log import PartitionLog
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 
@@ -37,6 +38,7 @@ class FollowerFetcher:
         broker_epoch: Callable[[], int],
         leader_address: str,
         partitions: Callable[[], dict[TopicPartition, tuple[PartitionLog, int, str]]],
+        leader_high_watermarks: dict[TopicPartition, int] | None = None,
         max_wait_ms: int = 500,
     ) -> None:
         self._broker_id = broker_id
@@ -45,6 +47,8 @@ class FollowerFetcher:
         self._stub = broker_pb2_grpc.BrokerStub(self._channel)  # type: ignore[no-untyped-call]
         self._partitions = partitions  # key -> (log, current leader epoch, topic id)
         self._max_wait_ms = max_wait_ms
+        #: the leader's high-water mark per partition, as last fetched (for replica lag metrics)
+        self.leader_high_watermarks = {} if leader_high_watermarks is None else leader_high_watermarks
 
     async def run(self) -> None:
         """Fetch until there is nothing left to follow from this leader, or cancelled."""
@@ -108,7 +112,11 @@ class FollowerFetcher:
                             part.diverging_epoch.end_offset,
                         )
                         _log.info(
-                            "%s-%d diverged from its leader: truncating to %d", topic.topic, part.partition, target
+                            "%s-%d diverged from its leader: truncating to %d",
+                            topic.topic,
+                            part.partition,
+                            target,
+                            extra=fields(topic=topic.topic, partition=part.partition),
                         )
                         log.truncate_to(target)
                         continue
@@ -118,6 +126,7 @@ class FollowerFetcher:
                     if code is not ErrorCode.NONE:
                         healthy = False
                         continue
+                    self.leader_high_watermarks[(topic.topic, part.partition)] = part.high_watermark
                     records = part.records  # each read of a bytes field copies it: read once
                     if records:
                         log.append_as_follower(records)
@@ -125,6 +134,12 @@ class FollowerFetcher:
                     if part.log_start_offset > log.log_start_offset:
                         log.delete_records_before(min(part.log_start_offset, log.high_watermark))
                 except LanesError as exc:
-                    _log.warning("replicating %s-%d failed: %s", topic.topic, part.partition, exc)
+                    _log.warning(
+                        "replicating %s-%d failed: %s",
+                        topic.topic,
+                        part.partition,
+                        exc,
+                        extra=fields(topic=topic.topic, partition=part.partition),
+                    )
                     healthy = False
         return healthy

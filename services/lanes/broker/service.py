@@ -33,14 +33,17 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
+from prometheus_client.metrics_core import Metric
 
 from lanes.broker.follower import FollowerFetcher
+from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
 from lanes.broker.producer_state import NO_PRODUCER_ID, ProducerStateTable
 from lanes.broker.replication import LeaderReplica
 from lanes.metadata.state import NO_LEADER, ClusterState
@@ -51,6 +54,8 @@ from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.controller_link import ControllerLink
+from lanes.runtime.logs import fields
+from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.wire import Context, wire_error
 from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.log import AppendInfo, LogConfig, PartitionLog
@@ -94,11 +99,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         clock: Clock,
         replica_lag_time_max_ms: int = 30_000,
         maintenance_interval_s: float = 5.0,
+        metrics: BrokerMetrics | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self.metrics = metrics or BrokerMetrics(ServiceMetrics("broker"))
         self.controller_address = controller_address
         self._clock = clock
-        self.logs = LogManager(data_dir / "logs", clock=clock)
+        self.logs = LogManager(data_dir / "logs", clock=clock, on_flush_s=self.metrics.fsync_duration.observe)
         self.link = ControllerLink(
             controller_address, node_id=broker_id, incarnation_id=str(uuid.uuid4()), endpoint=endpoint
         )
@@ -110,6 +117,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._maintenance: asyncio.Task[None] | None = None
         self._cleaner = CleanerThread(LogCleaner(clock), self.logs.logs, interval_s=maintenance_interval_s)
         self._following: dict[TopicPartition, tuple[int, int, str]] = {}
+        self._leader_high_watermarks: dict[TopicPartition, int] = {}  # followed partitions, as last fetched
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self.isr_check_interval_s = max(0.05, replica_lag_time_max_ms / 4000)
         self._isr_check_now = asyncio.Event()  # set when a follower caught up: expansions need no wait
@@ -119,6 +127,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     async def start(self) -> None:
         """Register with the controller, follow its metadata, run maintenance and compaction."""
+        self.metrics.service.add_snapshot(self._metrics_snapshot)
         await self.link.start()
         self._maintenance = asyncio.create_task(self._maintain())
         self._isr_updates = asyncio.create_task(self._update_isrs())
@@ -164,7 +173,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 led.add(key)
                 current = self._leaderships.get(key)
                 if current is not None and current.leader_epoch == partition.leader_epoch:
-                    current.replica.on_isr_changed(partition.isr)
+                    self._isr_changed(current, partition.isr)
                     continue
                 log = self._open_log(image, topic.name, partition.partition)
                 log.epochs.assign(partition.leader_epoch, log.log_end_offset)  # where this epoch starts
@@ -186,7 +195,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     producers=producer_state_of(log),
                 )
                 log.update_high_watermark(self._leaderships[key].replica.high_watermark)
-                _log.info("leading %s-%d at epoch %d", topic.name, partition.partition, partition.leader_epoch)
+                _log.info(
+                    "leading %s-%d at epoch %d",
+                    topic.name,
+                    partition.partition,
+                    partition.leader_epoch,
+                    extra=fields(topic=topic.name, partition=partition.partition),
+                )
         for key in set(self._leaderships) - led:
             del self._leaderships[key]
         self._following = following
@@ -199,6 +214,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     broker_epoch=lambda: self.link.node_epoch,
                     leader_address=f"{broker.host}:{broker.port}",
                     partitions=functools.partial(self._followed_from, leader_id),
+                    leader_high_watermarks=self._leader_high_watermarks,
                 )
                 self._fetchers[leader_id] = asyncio.get_running_loop().create_task(fetcher.run())
         existing = {(t.name, p) for t in image.topics.values() for p in t.partitions}
@@ -242,9 +258,15 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     new_isr=proposal,
                 )
                 if result is not None and error_code(result.error.code) is ErrorCode.NONE:
-                    leadership.replica.on_isr_changed(list(result.isr))
+                    self._isr_changed(leadership, list(result.isr))
                     leadership.log.update_high_watermark(leadership.replica.high_watermark)
                     self._notify()
+
+    def _isr_changed(self, leadership: Leadership, isr: list[int]) -> None:
+        """The controller accepted ``isr`` (heard from AlterPartition's answer or the metadata,
+        whichever comes first: the second is no change and is not counted again)."""
+        self.metrics.isr_changed(len(leadership.replica.isr), len(isr))
+        leadership.replica.on_isr_changed(isr)
 
     def _led(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Leadership | common_pb2.Error:
         """This broker's leadership of the partition, or the error to answer: not led here, or the
@@ -361,7 +383,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         async def read() -> None:
             try:
                 async for request in requests:
-                    answers.put_nowait(self._start_produce(request))
+                    answers.put_nowait(self._start_produce(request, stream=True))
             finally:
                 answers.put_nowait(None)
 
@@ -375,10 +397,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 if (unheard := answers.get_nowait()) is not None:
                     unheard.close()
 
-    def _start_produce(self, request: broker_pb2.ProduceRequest) -> Coroutine[None, None, broker_pb2.ProduceResponse]:
+    def _start_produce(
+        self, request: broker_pb2.ProduceRequest, *, stream: bool = False
+    ) -> Coroutine[None, None, broker_pb2.ProduceResponse]:
         """Start every partition's append of ``request`` now; the returned awaitable gives the
         answer. Appends queue on their partition's (FIFO) append lock in the order requests are
-        started: no ``await`` comes before it in ``_produce_partition``."""
+        started: no ``await`` comes before it in ``_produce_partition``. A ``stream`` request's
+        answer time is recorded here (the interceptor times unary calls only)."""
+        started_s = time.perf_counter()
         acks = request.acks or common_pb2.ACKS_ALL
         timeout_s = (request.timeout_ms or 30_000) / 1000
         loop = asyncio.get_running_loop()
@@ -391,12 +417,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         ]
 
         async def answer() -> broker_pb2.ProduceResponse:
-            return broker_pb2.ProduceResponse(
-                topics=[
-                    broker_pb2.TopicProduceResponse(topic=topic, partitions=await asyncio.gather(*partitions))
-                    for topic, partitions in started
-                ]
-            )
+            response = broker_pb2.ProduceResponse()
+            for topic, partitions in started:
+                answered = response.topics.add(topic=topic).partitions
+                for result in await asyncio.gather(*partitions):
+                    answered.append(result)
+                    if result.error.code:
+                        self.metrics.partition_error("Produce", result.error.code)
+            if stream:
+                self.metrics.service.observe_rpc("ProduceStream", time.perf_counter() - started_s)
+            return response
 
         return answer()
 
@@ -444,6 +474,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         leadership.replica.on_append(leadership.log.log_end_offset)
         leadership.log.update_high_watermark(leadership.replica.high_watermark)
         self._notify()
+        self.metrics.appended(topic, info.records, info.size_bytes)
         response.base_offset = info.first_offset
         response.log_append_time_ms = info.log_append_time_ms
         response.log_start_offset = leadership.log.log_start_offset
@@ -543,9 +574,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
         while True:
             ticket = self._data_arrived.ticket()  # before reading: an append meanwhile wakes us
-            response, total = await asyncio.to_thread(self._read_all, request)
+            response, sizes = await asyncio.to_thread(self._read_all, request)
             remaining = deadline - asyncio.get_running_loop().time()
-            if total >= max(request.min_bytes, 1) or remaining <= 0 or self._has_errors(response):
+            if sum(sizes.values()) >= max(request.min_bytes, 1) or remaining <= 0 or self._has_errors(response):
+                for topic, size in sizes.items():
+                    self.metrics.fetched(topic, size)
                 return response
             await self._data_arrived.wait(ticket, remaining)  # the deadline: answer with what there is
 
@@ -553,9 +586,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     def _has_errors(response: broker_pb2.FetchResponse) -> bool:
         return any(p.error.code for t in response.topics for p in t.partitions)
 
-    def _read_all(self, request: broker_pb2.FetchRequest) -> tuple[broker_pb2.FetchResponse, int]:
+    def _read_all(self, request: broker_pb2.FetchRequest) -> tuple[broker_pb2.FetchResponse, dict[str, int]]:
+        """The answer to ``request`` as the logs are now, and the record bytes in it by topic."""
         budget = request.max_bytes or 50 * 1024 * 1024
         total = 0
+        sizes: dict[str, int] = {}
         response = broker_pb2.FetchResponse()
         for topic in request.topics:
             partitions = response.topics.add(topic=topic.topic).partitions
@@ -564,6 +599,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
                 if not isinstance(leadership, Leadership):
                     result.error.CopyFrom(leadership)
+                    self.metrics.partition_error("Fetch", leadership.code)
                     continue
                 log = leadership.log
                 result.high_watermark = log.high_watermark
@@ -576,6 +612,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                             f"offset {wanted.fetch_offset} is outside {log.log_start_offset}..{log.high_watermark}",
                         )
                     )
+                    self.metrics.partition_error("Fetch", ErrorCode.OFFSET_OUT_OF_RANGE.value)
                     continue
                 limit = min(wanted.partition_max_bytes or budget, budget)
                 read = log.read(
@@ -583,9 +620,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 )
                 result.records = read.records
                 result.error.CopyFrom(wire_error(ErrorCode.NONE))
+                sizes[topic.topic] = sizes.get(topic.topic, 0) + len(read.records)
                 total += len(read.records)
                 budget = max(0, budget - len(read.records))
-        return response, total
+        return response, sizes
 
     # -----------------------------------------------------------------------------------------
     # Replication (leader side)
@@ -761,19 +799,49 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         wanted = set(request.topics)
         replicas = [
             broker_pb2.ReplicaLog(
-                topic=topic,
-                partition=partition,
-                is_leader=(topic, partition) in self._leaderships,
-                log_start_offset=log.log_start_offset,
-                log_end_offset=log.log_end_offset,
-                high_watermark=log.high_watermark,
-                size_bytes=log.size_bytes,
-                segments=log.segment_count,
+                topic=replica.topic,
+                partition=replica.partition,
+                is_leader=replica.leader,
+                log_start_offset=replica.log_start_offset,
+                log_end_offset=replica.log_end_offset,
+                high_watermark=replica.high_watermark,
+                size_bytes=replica.size_bytes,
+                segments=replica.segments,
             )
-            for (topic, partition), log in self.logs.logs_by_partition()
-            if not wanted or topic in wanted
+            for replica in self.replica_states()
+            if not wanted or replica.topic in wanted
         ]
         return broker_pb2.DescribeLogsResponse(broker_id=self.broker_id, replicas=replicas)
+
+    # -----------------------------------------------------------------------------------------
+    # Metrics
+
+    def replica_states(self) -> list[ReplicaState]:
+        """Every partition replica stored here, sorted (call on the service's loop)."""
+        states = []
+        for key, log in self.logs.logs_by_partition():
+            leadership = self._leaderships.get(key)
+            end = log.log_end_offset
+            states.append(
+                ReplicaState(
+                    topic=key[0],
+                    partition=key[1],
+                    log_start_offset=log.log_start_offset,
+                    log_end_offset=end,
+                    high_watermark=log.high_watermark,
+                    size_bytes=log.size_bytes,
+                    segments=log.segment_count,
+                    leader=leadership is not None,
+                    replicas=len(leadership.replica.followers) + 1 if leadership else 0,
+                    in_sync_replicas=len(leadership.replica.isr) if leadership else 0,
+                    min_insync_replicas=leadership.replica.min_insync_replicas if leadership else 0,
+                    lag_records=max(0, self._leader_high_watermarks.get(key, end) - end) if not leadership else 0,
+                )
+            )
+        return states
+
+    async def _metrics_snapshot(self) -> list[Metric]:
+        return self.metrics.gauges(self.replica_states(), DiskSpace.of(self.logs.data_dir))
 
 
 def add_to_server(service: BrokerService, server: grpc.aio.Server) -> None:

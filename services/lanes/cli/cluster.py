@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lanes.cli.common import add_command, add_group, admin_for, emit, table
+from lanes.cli import watch
+from lanes.cli.common import CLUSTER_FILE, Stop, add_command, add_group, admin_for, emit, table
+from lanes.cli.values import positive_int, positive_seconds
 from lanes.client.admin import Admin
 
 
@@ -113,19 +115,52 @@ def _render_status(d: dict[str, Any]) -> str:
 
 
 def status(options: argparse.Namespace) -> None:
-    """Brokers, controller, coordinators, under-replicated and offline partitions."""
+    """Brokers, controller, coordinators, under-replicated and offline partitions; with
+    ``--watch``, a live one-line summary from the services' metrics until Ctrl-C."""
+    if options.watch:
+        stop = Stop()
+        show = watch.as_json if options.output == "json" else watch.render
+        watch.watch(
+            watch.endpoints(options.metrics),
+            interval_s=options.interval,
+            updates=options.updates,
+            emit=lambda summary: print(show(summary), flush=True),
+            sleep=stop.requested.wait,
+            stopped=lambda: bool(stop),
+        )
+        return
     with admin_for(options) as admin:
         emit(options, status_document(admin), _render_status)
 
 
 def register(commands: Any) -> None:
     """Add ``status`` and ``cluster describe`` to the ``lanes`` parser."""
-    add_command(
+    status_parser = add_command(
         commands,
         "status",
         summary="show the cluster's health: brokers, controller, coordinators, problem partitions",
-        examples="lanes status\nlanes status --bootstrap broker-0.lanes:9092 --output json | jq .healthy",
+        examples=(
+            "lanes status\nlanes status --bootstrap broker-0.lanes:9092 --output json | jq .healthy\n"
+            "lanes status --watch\nlanes status --watch --metrics broker-0:9402,controller-0:9401 --interval 5"
+        ),
         run=status,
+    )
+    status_parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="print a live one-line summary (throughput, problem partitions, consumer lag) from the services' "
+        "metrics until Ctrl-C; --output json prints one JSON object per line",
+    )
+    status_parser.add_argument(
+        "--metrics",
+        help=f"with --watch: the metrics endpoints to scrape, host:port,... (default: every process in "
+        f"./{CLUSTER_FILE})",
+    )
+    status_parser.add_argument(
+        "--interval", type=positive_seconds, default=2.0, help="with --watch: seconds between updates (default 2)"
+    )
+    status_parser.add_argument(
+        "--updates", type=positive_int, default=None, help="with --watch: stop after this many lines (default: never)"
     )
     cluster = add_group(commands, "cluster", "describe the cluster")
     add_command(

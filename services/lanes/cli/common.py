@@ -22,7 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -226,3 +228,16 @@ def topic_partitions(options: argparse.Namespace, topic: str) -> int:
             return len(admin.describe_topic(topic).partitions)
         except UnknownTopicOrPartitionError:
             raise missing_topic(topic) from None
+
+
+class Stop:
+    """Ctrl-C and SIGTERM end the loops of long-running commands between steps (never inside a client
+    call): ``lanes consume`` commits what it printed and leaves its group cleanly."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: self.requested.set())
+
+    def __bool__(self) -> bool:
+        return self.requested.is_set()

@@ -13,32 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 import time
 from typing import Any
 
-from lanes.cli.common import add_command, bootstrap_of, progress, topic_partitions
+from lanes.cli.common import Stop, add_command, bootstrap_of, progress, topic_partitions
 from lanes.cli.record_format import DEFAULT_FORMAT, RecordFormat, record_document
 from lanes.cli.values import StartPosition, UsageError, non_negative_int, parse_start, positive_int
 from lanes.client.consumer import Consumer, ConsumerRecord, TopicPartition
 
 POLL_MS = 500
 IDLE_MEMBER_GIVE_UP_S = 15.0
-
-
-class Stop:
-    """Ctrl-C and SIGTERM end the consume loop between polls (never inside a client call), so the
-    consumer commits what it printed and leaves its group cleanly."""
-
-    def __init__(self) -> None:
-        self.requested = threading.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: self.requested.set())
-
-    def __bool__(self) -> bool:
-        return self.requested.is_set()
 
 
 class Printer:

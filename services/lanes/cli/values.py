@@ -109,6 +109,17 @@ def _whole_number(text: str, minimum: int) -> int:
     return number
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse ``type`` for intervals: a number of seconds above 0."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be above 0 seconds")
+    return seconds
+
+
 def positive_int(text: str) -> int:
     """An argparse ``type`` for counts: a whole number of at least 1."""
     return _whole_number(text, 1)

@@ -11,8 +11,10 @@ import random
 import sys
 from pathlib import Path
 
+from lanes.controller.metrics import ControllerMetrics
 from lanes.controller.service import ControllerService, add_to_server
 from lanes.protocol.clock import SystemClock
+from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,
     run_service,
@@ -26,7 +28,9 @@ CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["Controller"].fu
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = service_argument_parser("python -m lanes.controller", "Run the Lanes controller.", default_port=9093)
+    parser = service_argument_parser(
+        "python -m lanes.controller", "Run the Lanes controller.", default_port=9093, default_metrics_port=9401
+    )
     parser.add_argument("--data-dir", type=Path, required=True, help="where the metadata log and snapshots live")
     parser.add_argument("--node-id", type=int, default=0, help="the controller's node id (default 0)")
     parser.add_argument("--session-timeout-ms", type=int, default=6000, help="fence brokers silent this long")
@@ -56,6 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 async def serve(options: argparse.Namespace) -> None:
     clock = SystemClock()
+    metrics = ServiceMetrics("controller")
     service = ControllerService(
         options.data_dir,
         endpoint=common_pb2.Node(node_id=options.node_id, host=options.host, port=options.port),
@@ -68,18 +73,22 @@ async def serve(options: argparse.Namespace) -> None:
         leader_imbalance_check_interval_ms=options.leader_imbalance_check_interval_ms,
         leader_imbalance_per_broker_percentage=options.leader_imbalance_per_broker_percentage,
         offsets_topic_partitions=options.offsets_topic_partitions,
+        metrics=ControllerMetrics(metrics),
     )
     await service.start()
     running = await start_server(
         [ServiceBinding(CONTROLLER_SERVICE, lambda server: add_to_server(service, server))],
         host=options.host,
         port=options.port,
+        metrics=metrics,
     )
     service.endpoint.port = running.port
     await serve_until_signalled(
         running,
         {"service": "controller", "address": running.address, "cluster_id": service.state.cluster_id},
         service.stop,
+        metrics=metrics,
+        metrics_port=options.metrics_port,
     )
 
 

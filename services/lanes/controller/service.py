@@ -20,15 +20,18 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
+from prometheus_client.metrics_core import Metric
 
 from lanes.controller.core import ConfigOp, ControllerCore, Decision, NewTopic
 from lanes.controller.metadata_log import MetadataLog
+from lanes.controller.metrics import ControllerMetrics
 from lanes.metadata.state import PartitionInfo, TopicInfo
 from lanes.protocol.clock import Clock
 from lanes.protocol.configs import TOPIC_CONFIGS
 from lanes.protocol.errors import ErrorCode
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.runtime.broadcast import Broadcast
+from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.wire import Context, wire_error
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
@@ -60,8 +63,10 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         leader_imbalance_check_interval_ms: int = 300_000,
         leader_imbalance_per_broker_percentage: int = 10,
         offsets_topic_partitions: int = 50,
+        metrics: ControllerMetrics | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.metrics = metrics or ControllerMetrics(ServiceMetrics("controller"))
         self._clock = clock
         self._metadata = MetadataLog(data_dir, clock)
         self.state = self._metadata.load()
@@ -89,6 +94,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
 
     async def start(self) -> None:
         """Create the cluster on first start; give known brokers a fresh session; start fencing."""
+        self.metrics.service.add_snapshot(self._metrics_snapshot)
         await self._commit(self.core.create_cluster(self._clock.now_ms()))
         now = self._clock.monotonic_ms()
         self._last_heartbeat_ms = {broker_id: now for broker_id in self.state.brokers}
@@ -111,12 +117,16 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         first = await asyncio.to_thread(self._metadata.append, decision.records)
         for index, record in enumerate(decision.records):
             self.state.apply(first + index, record)
+        self.metrics.committed(decision.records)
         self._records_since_snapshot += len(decision.records)
         if self._records_since_snapshot >= self.snapshot_every_records:  # keeps the metadata log bounded
             await asyncio.to_thread(self._metadata.snapshot, self.state)
             self._records_since_snapshot = 0
         self._changed.notify_all()
         return first
+
+    async def _metrics_snapshot(self) -> list[Metric]:
+        return self.metrics.gauges(self.state)
 
     async def _decide_and_commit(self, decide) -> Decision:  # type: ignore[no-untyped-def]
         async with self._lock:

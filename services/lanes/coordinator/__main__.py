@@ -11,8 +11,10 @@ import argparse
 import sys
 
 from lanes.coordinator.core import GroupConfig
+from lanes.coordinator.metrics import CoordinatorMetrics
 from lanes.coordinator.service import GroupCoordinatorService, add_to_server
 from lanes.protocol.clock import SystemClock
+from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,
     run_service,
@@ -27,7 +29,9 @@ _DEFAULTS = GroupConfig()
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = service_argument_parser("python -m lanes.coordinator", "Run a Lanes group coordinator.", default_port=9094)
+    parser = service_argument_parser(
+        "python -m lanes.coordinator", "Run a Lanes group coordinator.", default_port=9094, default_metrics_port=9403
+    )
     parser.add_argument("--coordinator-id", type=int, required=True, help="this coordinator's id (stable)")
     parser.add_argument("--controller", required=True, help="the controller's host:port")
     parser.add_argument(
@@ -60,17 +64,20 @@ async def serve(options: argparse.Namespace) -> None:
         offsets_retention_ms=options.offsets_retention_minutes * 60_000,
     )
     endpoint = common_pb2.Node(node_id=options.coordinator_id, host=options.host, port=options.port)
+    metrics = ServiceMetrics("coordinator")
     service = GroupCoordinatorService(
         options.coordinator_id,
         controller_address=options.controller,
         endpoint=endpoint,
         clock=SystemClock(),
         config=config,
+        metrics=CoordinatorMetrics(metrics),
     )
     running = await start_server(
         [ServiceBinding(COORDINATOR_SERVICE, lambda server: add_to_server(service, server))],
         host=options.host,
         port=options.port,
+        metrics=metrics,
     )
     endpoint.port = running.port
     await service.start()
@@ -78,6 +85,8 @@ async def serve(options: argparse.Namespace) -> None:
         running,
         {"service": "coordinator", "coordinator_id": options.coordinator_id, "address": running.address},
         service.stop,
+        metrics=metrics,
+        metrics_port=options.metrics_port,
     )
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 import grpc
+from prometheus_client.metrics_core import Metric
 
 from lanes.coordinator.brokers import BrokerAccess
 from lanes.coordinator.core import (
@@ -33,6 +34,7 @@ from lanes.coordinator.core import (
     Subscription,
 )
 from lanes.coordinator.group import Group, TopicPartition, assignment_of, partitions_of
+from lanes.coordinator.metrics import CoordinatorMetrics, GroupState, PartitionLag
 from lanes.coordinator.shard import LoadedShard
 from lanes.coordinator.shard_log import ShardFencedError, ShardLog, ShardUnavailableError
 from lanes.metadata.state import ShardInfo
@@ -41,6 +43,8 @@ from lanes.protocol.errors import ErrorCode, LanesError
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
 from lanes.protocol.partitioner import partition_for_key
 from lanes.runtime.controller_link import ControllerLink
+from lanes.runtime.logs import fields
+from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.wire import Context, wire_error
 from lanes.v1 import broker_pb2, common_pb2, coordinator_pb2, coordinator_pb2_grpc
 
@@ -65,8 +69,10 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         clock: Clock,
         config: GroupConfig | None = None,
         expire_interval_ms: int = 250,
+        metrics: CoordinatorMetrics | None = None,
     ) -> None:
         self.coordinator_id = coordinator_id
+        self.metrics = metrics or CoordinatorMetrics(ServiceMetrics("coordinator"))
         self.endpoint = endpoint
         self.config = config or GroupConfig()
         self._clock = clock
@@ -87,6 +93,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
 
     async def start(self) -> None:
         """Register, follow metadata, load the shards given to this coordinator."""
+        self.metrics.service.add_snapshot(self._metrics_snapshot)
         self.link.on_update(lambda applied: self._sync_shards())
         await self.link.start()
         self._sync_shards()
@@ -162,7 +169,9 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                     continue
                 fenced, _ = loaded.decide(self._expiring(self._clock.now_ms()))
                 for group_id, member_id, reason in fenced:
-                    _log.info("group %s: member %s removed: %s", group_id, member_id, reason)
+                    _log.info(
+                        "group %s: member %s removed: %s", group_id, member_id, reason, extra=fields(group=group_id)
+                    )
 
     @staticmethod
     def _expiring(
@@ -200,7 +209,12 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
     async def _decide(self, group_id: str, decide: Callable[[GroupCoordinatorCore], tuple[T, Decision]]) -> T:
         """Route, decide, and wait until the decision (and all before it) is durable."""
         loaded = self._route(group_id)
+        before = loaded.core.store.get(group_id)
+        epoch_before = before.group_epoch if before is not None else 0
         result, position = loaded.decide(decide)
+        after = loaded.core.store.get(group_id)
+        if after is not None and after.group_epoch > epoch_before:
+            self.metrics.rebalances.inc()
         await self._durable(loaded, position)
         return result
 
@@ -327,7 +341,11 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             return coordinator_pb2.LeaveGroupResponse(error=wire_error(exc.code, exc.message))
         if code is ErrorCode.NONE:
             _log.info(
-                "group %s: member %s left (%s)", request.group_id, request.member_id, request.reason or "no reason"
+                "group %s: member %s left (%s)",
+                request.group_id,
+                request.member_id,
+                request.reason or "no reason",
+                extra=fields(group=request.group_id),
             )
         return coordinator_pb2.LeaveGroupResponse(error=wire_error(code, message))
 
@@ -359,6 +377,8 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             results = [(e.topic, e.partition, wire_error(code, message)) for e, code, message in outcomes]
         except GroupRouteError as exc:
             results = [(e.topic, e.partition, wire_error(exc.code, exc.message)) for e in entries]
+        failed = sum(1 for _, _, error in results if error.code)
+        self.metrics.committed(len(results) - failed, failed)
         by_topic: dict[str, list[coordinator_pb2.PartitionResult]] = {}
         for topic, partition, error in results:
             by_topic.setdefault(topic, []).append(coordinator_pb2.PartitionResult(partition=partition, error=error))
@@ -519,6 +539,25 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                 )
             )
         return states
+
+    # -----------------------------------------------------------------------------------------
+    # metrics
+
+    async def _metrics_snapshot(self) -> list[Metric]:
+        """Groups of the loaded shards with their lag (end offsets and record times read from the
+        brokers now, every group at once)."""
+        loaded = [shard for shard in self.shards.values() if shard.active]
+        groups = [group for shard in loaded for group in shard.core.store]
+        offsets = await asyncio.gather(*(self._offset_states(group) for group in groups), return_exceptions=True)
+        states = []
+        for group, partitions in zip(groups, offsets, strict=True):
+            lags = (
+                ()
+                if isinstance(partitions, BaseException)
+                else tuple(PartitionLag(p.topic, p.partition, p.committed_offset, p.lag, p.lag_ms) for p in partitions)
+            )
+            states.append(GroupState(group.group_id, group.state(), len(group.members), group.group_epoch, lags))
+        return self.metrics.gauges(len(loaded), len(self.shards) - len(loaded), states)
 
     async def DeleteGroups(  # noqa: N802
         self, request: coordinator_pb2.DeleteGroupsRequest, context: Context

@@ -9,11 +9,14 @@ Layout under the data directory (default ``./.lanes``)::
     cluster.json         written once every broker and coordinator is live; removed by a clean stop
 
 ``cluster.json``: ``{"bootstrap": "host:port,...", "controller": "host:port", "controller_pid",
-"brokers": [{"id", "address", "pid", "data_dir"}], "coordinators": [{"id", "address", "pid"}],
-"pid": <supervisor pid>}``. Brokers listen on ``port_base``, ``port_base + 1``, ...; the controller on ``port_base +
-brokers``; coordinators on the ports after it. Coordinators keep no files: groups and offsets
-live in ``__consumer_offsets``. Starting again on the same data directory brings back every
-topic, record, group and committed offset.
+"controller_metrics": "host:port", "brokers": [{"id", "address", "pid", "data_dir", "metrics"}],
+"coordinators": [{"id", "address", "pid", "metrics"}], "pid": <supervisor pid>}`` (``metrics``:
+each process's Prometheus endpoint, ``http://<metrics>/metrics``). Brokers listen on
+``port_base``, ``port_base + 1``, ...; the controller on ``port_base + brokers``; coordinators on
+the ports after it; then, in the same order, each process's metrics endpoint: ``ports_for`` ports
+from ``port_base`` in all (gRPC 9092-9096 and metrics 9097-9101 for 3 brokers and a coordinator).
+Coordinators keep no files: groups and offsets live in ``__consumer_offsets``. Starting again on the
+same data directory brings back every topic, record, group and committed offset.
 """
 
 from __future__ import annotations
@@ -47,9 +50,19 @@ class LocalCluster:
     offsets_topic_partitions: int = 50
     group_session_timeout_ms: int = 45_000
     group_heartbeat_interval_ms: int = 5_000
+    replica_lag_time_max_ms: int = 30_000
     controller: ServiceProcess | None = None
     broker_processes: dict[int, ServiceProcess] = field(default_factory=dict)
     coordinator_processes: dict[int, ServiceProcess] = field(default_factory=dict)
+
+    @staticmethod
+    def ports_for(brokers: int, coordinators: int = 1) -> int:
+        """Consecutive ports a cluster uses from ``port_base``: gRPC, then metrics, per process."""
+        return 2 * (brokers + 1 + coordinators)
+
+    def _metrics_port(self, grpc_port: int) -> str:
+        """A process's metrics port: its gRPC port shifted past every process's gRPC port."""
+        return str(grpc_port + self.brokers + 1 + self.coordinators)
 
     @property
     def cluster_file(self) -> Path:
@@ -72,6 +85,8 @@ class LocalCluster:
                     self.host,
                     "--port",
                     str(self.port_base + self.brokers),
+                    "--metrics-port",
+                    self._metrics_port(self.port_base + self.brokers),
                     "--session-timeout-ms",
                     str(self.session_timeout_ms),
                     "--heartbeat-interval-ms",
@@ -105,7 +120,12 @@ class LocalCluster:
             "broker",
             broker_id,
             self.broker_processes,
-            ["--data-dir", str(self.data_dir / f"broker-{broker_id}")],
+            [
+                "--data-dir",
+                str(self.data_dir / f"broker-{broker_id}"),
+                "--replica-lag-time-max-ms",
+                str(self.replica_lag_time_max_ms),
+            ],
             port=self.port_base + broker_id - 1,
         )
 
@@ -143,6 +163,8 @@ class LocalCluster:
                 self.host,
                 "--port",
                 str(port),
+                "--metrics-port",
+                self._metrics_port(port),
                 *args,
             ],
             self.data_dir / "logs" / f"{kind}-{node_id}.log",
@@ -156,17 +178,19 @@ class LocalCluster:
             "bootstrap": ",".join(p.address for _, p in sorted(self.broker_processes.items())),
             "controller": self.controller.address,
             "controller_pid": self.controller.pid,
+            "controller_metrics": self.controller.ready.get("metrics_address"),
             "brokers": [
                 {
                     "id": broker_id,
                     "address": p.address,
                     "pid": p.pid,
                     "data_dir": str(self.data_dir / f"broker-{broker_id}"),
+                    "metrics": p.ready.get("metrics_address"),
                 }
                 for broker_id, p in sorted(self.broker_processes.items())
             ],
             "coordinators": [
-                {"id": coordinator_id, "address": p.address, "pid": p.pid}
+                {"id": coordinator_id, "address": p.address, "pid": p.pid, "metrics": p.ready.get("metrics_address")}
                 for coordinator_id, p in sorted(self.coordinator_processes.items())
             ],
             "pid": os.getpid(),

@@ -16,8 +16,8 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
-import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +28,8 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from lanes.runtime.channels import MESSAGE_SIZE_OPTIONS
+from lanes.runtime.logs import FORMATS, configure_logging
+from lanes.runtime.metrics import ServiceMetrics
 
 #: The health service's name for the whole server.
 OVERALL_HEALTH = ""
@@ -79,10 +81,14 @@ async def start_server(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
+    metrics: ServiceMetrics | None = None,
 ) -> RunningServer:
     """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes and
-    sends messages up to the channels' ``MAX_MESSAGE_BYTES``."""
-    server = grpc.aio.server(options=[*MESSAGE_SIZE_OPTIONS, ("grpc.so_reuseport", 0)])
+    sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its calls into ``metrics``."""
+    server = grpc.aio.server(
+        options=[*MESSAGE_SIZE_OPTIONS, ("grpc.so_reuseport", 0)],
+        interceptors=[metrics.interceptor()] if metrics is not None else None,
+    )
     for binding in bindings:
         binding.add_to_server(server)
     health = HealthServicer()
@@ -107,33 +113,58 @@ async def serve_until_signalled(
     readiness: Mapping[str, Any],
     stop_service: Callable[[], Awaitable[None]],
     grace_s: float = 5,
+    *,
+    metrics: ServiceMetrics | None = None,
+    metrics_port: int = -1,
 ) -> None:
-    """Print the readiness line (one JSON object on stdout), serve until SIGTERM or SIGINT, then
-    stop: the server first (in-flight requests get ``grace_s``), then the service."""
-    print(json.dumps(dict(readiness)), flush=True)
+    """Serve ``metrics`` on ``/metrics`` at ``metrics_port`` (-1: not at all), print the
+    readiness line (one JSON object on stdout, with ``metrics_address`` when served), serve until
+    SIGTERM or SIGINT, then stop: the server first (in-flight requests get ``grace_s``), then the
+    service."""
+    readiness = dict(readiness)
+    if metrics is not None and metrics_port >= 0:
+        try:
+            readiness["metrics_address"] = metrics.serve_http(running.host, metrics_port)
+        except OSError as exc:
+            raise OSError(f"cannot serve metrics on {running.host}:{metrics_port}: {exc.strerror or exc}") from exc
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in (signal.SIGTERM, signal.SIGINT):  # before the readiness line: a SIGTERM right after it stops cleanly
         loop.add_signal_handler(signum, stop.set)
+    print(json.dumps(readiness), flush=True)
     await stop.wait()
     logging.getLogger(__name__).info("shutting down")
     await running.stop(grace_s=grace_s)
     await stop_service()
+    if metrics is not None:
+        metrics.stop()
 
 
-def configure_logging(level: str) -> None:
-    """Log lines to stderr (stdout carries the readiness line)."""
-    logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-
-
-def service_argument_parser(prog: str, description: str, default_port: int) -> argparse.ArgumentParser:
-    """An argument parser with what every service takes: ``--host``, ``--port``, ``--log-level``."""
+def service_argument_parser(
+    prog: str, description: str, default_port: int, default_metrics_port: int
+) -> argparse.ArgumentParser:
+    """An argument parser with what every service takes: ``--host``, ``--port``,
+    ``--metrics-port`` (env ``LANES_METRICS_PORT``), ``--log-level``."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise (default 127.0.0.1)")
     parser.add_argument(
         "--port", type=int, default=default_port, help=f"gRPC port (default {default_port}; 0 picks a free one)"
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(os.environ.get("LANES_METRICS_PORT", default_metrics_port)),
+        help=f"port of the Prometheus /metrics endpoint, on --host (env LANES_METRICS_PORT; default "
+        f"{default_metrics_port}; 0 picks a free one; -1 serves none)",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        default=os.environ.get("LANES_LOG_FORMAT", "text"),
+        help="log lines on stderr as text or as JSON objects (env LANES_LOG_FORMAT; default text)",
+    )
+    parser.set_defaults(service=prog.rsplit(".", 1)[-1])
     return parser
 
 
@@ -144,6 +175,9 @@ def run_service(
 ) -> int:
     """The ``main`` of every service module: parse, configure logging, serve until signalled."""
     options = parse_args(argv)
-    configure_logging(options.log_level)
+    node_id = next(
+        (getattr(options, name) for name in ("broker_id", "coordinator_id", "node_id") if hasattr(options, name)), None
+    )
+    configure_logging(options.log_level, options.log_format, service=options.service, node_id=node_id)
     asyncio.run(serve(options))
     return 0

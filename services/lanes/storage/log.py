@@ -35,6 +35,7 @@ from __future__ import annotations
 import bisect
 import shutil
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,6 +178,8 @@ class PartitionLog:
         self.epochs = LeaderEpochCache(directory / LEADER_EPOCH_FILE)
         #: Segments cut and batches dropped by the last open's recovery (for logs and tests).
         self.recovered_bytes_cut = 0
+        #: Called with the seconds each fsync pass of ``flush`` took (metrics), if set.
+        self.on_flush_s: Callable[[float], None] | None = None
 
     # -----------------------------------------------------------------------------------------
     # opening and recovery
@@ -546,8 +549,11 @@ class PartitionLog:
                 segments = [s for s in self._segments if s.next_offset > self._durable_offset]
                 self._unflushed_records = 0
                 self._first_unflushed_ms = None
+            started_s = time.perf_counter()
             for segment in segments:  # rolled segments' indexes were flushed at the roll
                 segment.flush(include_indexes=False)
+            if self.on_flush_s is not None and segments:
+                self.on_flush_s(time.perf_counter() - started_s)
             flushed_to = end
         except OSError as exc:
             raise storage_error("flushing", self.directory, exc) from exc

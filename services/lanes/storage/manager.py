@@ -15,6 +15,7 @@ broker runs periodically: retention, flush.ms and checkpoints. Thread-safe.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from lanes.protocol.clock import Clock
@@ -39,8 +40,16 @@ def parse_log_directory_name(name: str) -> tuple[str, int] | None:
 class LogManager:
     """Opens, tracks, maintains and closes the partition logs under ``data_dir``."""
 
-    def __init__(self, data_dir: Path, *, clock: Clock, max_open_files: int = DEFAULT_MAX_OPEN_FILES) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        clock: Clock,
+        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
+        on_flush_s: Callable[[float], None] | None = None,
+    ) -> None:
         self.data_dir = data_dir
+        self._on_flush_s = on_flush_s  # given to every log: the seconds of each fsync pass
         data_dir.mkdir(parents=True, exist_ok=True)
         self.files = FileCache(max_open_files)
         self._clock = clock
@@ -72,6 +81,7 @@ class LogManager:
                 directory = self.data_dir / log_directory_name(topic, partition)
                 clean = self.clean_shutdown and directory.exists()
                 log = PartitionLog.open(directory, config, clock=self._clock, files=self.files, clean_shutdown=clean)
+                log.on_flush_s = self._on_flush_s
                 self._logs[key] = log
             return log
 

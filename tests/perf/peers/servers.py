@@ -8,7 +8,7 @@ data directory of its own, started here and stopped by PID.
   publish is acknowledged once the stream stored it (JetStream's own notion of durable; it
   fsyncs on its sync interval, default 2 minutes).
 
-``tools/ensure-bench-deps.sh`` (run by ``make bench``) installs both when they are missing. The
+``tools/ensure-debian-packages.sh`` (run by ``make bench``) installs both when they are missing. The
 loopback gRPC limit's sink server (``limits.py``) is started the same way.
 """
 
@@ -51,7 +51,7 @@ class Server:
 def _binary(name: str) -> str:
     found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
     if found is None:
-        raise RuntimeError(f"{name} is not installed; run tools/ensure-bench-deps.sh (make bench does)")
+        raise RuntimeError(f"{name} is not installed; make bench installs it (tools/ensure-debian-packages.sh)")
     return found
 
 

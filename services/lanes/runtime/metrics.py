@@ -1,0 +1,166 @@
+"""Prometheus metrics of one service process: its registry, its ``/metrics`` endpoint, and RPC
+timing for every gRPC method it serves.
+
+Every Lanes service (controller, broker, coordinator) owns one ``ServiceMetrics``:
+
+- the registry holds the client library's process, platform and GC collectors (CPU, memory,
+  open file descriptors, garbage collections), ``lanes_rpc_duration_seconds`` (a histogram per
+  service, method and gRPC status code, fed by ``RpcMetricsInterceptor``), the service's own
+  counters, and *snapshot collectors*;
+- a snapshot collector reports state the service already keeps (log offsets, ISR sizes, group
+  states...) when Prometheus scrapes, not as it changes: the hot path pays nothing for it. The
+  scrape runs in the HTTP server's thread while the state belongs to the service's event loop, so
+  the snapshot function is run *on that loop* (``run_coroutine_threadsafe``) and sees a
+  consistent state;
+- ``serve_http(host, port)`` starts the endpoint (port 0 picks a free one) in a daemon thread.
+
+Conventions: names start with ``lanes_``, values are in base units (seconds, bytes), counters end
+in ``_total``. Label values are bounded: topics and partitions (per-partition series can be
+switched off with ``--metrics-partition-series off``), groups, methods, error codes — never
+client ids or offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Any
+
+import grpc
+from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.exposition import start_http_server
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.metrics_core import Metric
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+_log = logging.getLogger(__name__)
+
+#: RPC latency buckets, seconds: from a loopback round trip (~0.5 ms) to a long-poll's end.
+RPC_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+#: How long a scrape waits for the service's loop to take its snapshot.
+SNAPSHOT_TIMEOUT_S = 5.0
+
+Snapshot = Callable[[], Awaitable[Iterable[Metric]]]
+
+
+class _SnapshotCollector(Collector):
+    """Runs ``snapshot`` on ``loop`` at each scrape; a snapshot that fails is logged and skipped
+    (the rest of the scrape still answers)."""
+
+    def __init__(self, snapshot: Snapshot, loop: asyncio.AbstractEventLoop) -> None:
+        self._snapshot = snapshot
+        self._loop = loop
+
+    def describe(self) -> list[Metric]:
+        """Nothing up front: without ``describe`` the registry would ``collect`` at registration,
+        which waits for the loop that is registering (a deadlock until the timeout)."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        async def take() -> list[Metric]:
+            return list(await self._snapshot())
+
+        try:
+            metrics = asyncio.run_coroutine_threadsafe(take(), self._loop).result(SNAPSHOT_TIMEOUT_S)
+        except Exception:  # a scrape must not take the endpoint down
+            _log.exception("metrics snapshot failed")
+            return
+        yield from metrics
+
+
+class ServiceMetrics:
+    """The metrics of one service process (``service``: controller, broker, coordinator)."""
+
+    def __init__(self, service: str) -> None:
+        self.service = service
+        self.registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.rpc_duration = Histogram(
+            "lanes_rpc_duration_seconds",
+            "Time to answer a gRPC request, by service, method and status code (the count is the request rate).",
+            ["service", "method", "code"],
+            buckets=RPC_BUCKETS_S,
+            registry=self.registry,
+        )
+        self._http: Any = None
+
+    def observe_rpc(self, method: str, seconds: float, code: grpc.StatusCode = grpc.StatusCode.OK) -> None:
+        """Record one answered request of ``method``."""
+        self.rpc_duration.labels(self.service, method, code.name).observe(seconds)
+
+    def add_snapshot(self, snapshot: Snapshot) -> None:
+        """Report what ``snapshot()`` (run on the calling loop) returns at every scrape."""
+        self.registry.register(_SnapshotCollector(snapshot, asyncio.get_running_loop()))
+
+    def interceptor(self) -> RpcMetricsInterceptor:
+        return RpcMetricsInterceptor(self)
+
+    def serve_http(self, host: str, port: int) -> str:
+        """Serve ``/metrics`` on ``host:port`` (0: a free port) in a daemon thread; return the
+        address it listens on."""
+        self._http, _thread = start_http_server(port, addr=host, registry=self.registry)
+        return f"{host}:{self._http.server_port}"
+
+    def stop(self) -> None:
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+
+
+class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
+    """Times every unary-unary call into ``lanes_rpc_duration_seconds``. Streaming calls are
+    long-lived (a produce stream, a metadata watch): the services time the requests inside them."""
+
+    def __init__(self, metrics: ServiceMetrics) -> None:
+        self._metrics = metrics
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_streaming or handler.response_streaming:
+            return handler
+        method = handler_call_details.method.rsplit("/", 1)[-1]
+        behavior: Any = handler.unary_unary
+        metrics = self._metrics
+
+        async def timed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            started = time.perf_counter()
+            code = grpc.StatusCode.UNKNOWN
+            try:
+                answer = await behavior(request, context)
+                code = context.code() or grpc.StatusCode.OK
+                return answer
+            except asyncio.CancelledError:
+                code = grpc.StatusCode.CANCELLED
+                raise
+            except Exception:
+                code = context.code() or grpc.StatusCode.UNKNOWN  # set by context.abort
+                raise
+            finally:
+                metrics.observe_rpc(method, time.perf_counter() - started, _status(code))
+
+        return grpc.unary_unary_rpc_method_handler(
+            timed,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def _status(code: object) -> grpc.StatusCode:
+    """``context.code()`` gives a StatusCode, or (some grpc versions) its integer value."""
+    if isinstance(code, grpc.StatusCode):
+        return code
+    for status in grpc.StatusCode:
+        if status.value[0] == code:
+            return status
+    return grpc.StatusCode.UNKNOWN
