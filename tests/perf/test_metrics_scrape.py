@@ -29,17 +29,18 @@ def test_scraping_a_broker_with_1000_partitions() -> None:
         bootstrap = str(described["bootstrap"])
         with lanes.Admin(bootstrap) as admin:
             admin.create_topic("wide", partitions=PARTITIONS, replication_factor=1)
-        with lanes.Producer(bootstrap, acks="1") as producer:
+        with lanes.Producer(bootstrap, acks="1", enable_idempotence=False) as producer:
             for partition in range(PARTITIONS):
                 producer.send("wide", b"x" * 100, partition=partition)
             producer.flush()
         address = described["brokers"][0]["metrics"]
         times_ms, body = [], b""
-        for _ in range(SCRAPES):
+        for scrape in range(SCRAPES + 1):
             started = time.perf_counter()
             with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
                 body = answer.read()
-            times_ms.append((time.perf_counter() - started) * 1000)
+            if scrape:  # the first one warms up (the broker may still be opening its 1,000 logs)
+                times_ms.append((time.perf_counter() - started) * 1000)
         lines = body.decode().splitlines()
         partition_lines = sum(1 for line in lines if line.startswith("lanes_partition_"))
         broker_only = sum(
@@ -49,6 +50,7 @@ def test_scraping_a_broker_with_1000_partitions() -> None:
         )
         print(
             f"\n/metrics of a broker with {PARTITIONS:,} partitions: median {statistics.median(times_ms):.1f} ms, "
-            f"max {max(times_ms):.1f} ms over {SCRAPES} scrapes; {len(body) / 1024:.0f} KiB, {len(lines):,} lines "
+            f"p90 {statistics.quantiles(times_ms, n=10)[-1]:.1f} ms, max {max(times_ms):.1f} ms over {SCRAPES} scrapes "
+            f"after a warm-up; {len(body) / 1024:.0f} KiB, {len(lines):,} lines "
             f"({partition_lines:,} per-partition samples); without per-partition series {broker_only / 1024:.0f} KiB"
         )
