@@ -114,6 +114,7 @@ def test_every_service_reports_what_the_workload_did(tmp_path: Path) -> None:
                 read += len(consumer.poll(timeout_ms=500))
         assert read == records
         assert brokers_sum(cluster, "lanes_broker_bytes_out_total", topic="metered") >= bytes_in
+        assert brokers_sum(cluster, "lanes_broker_records_out_total", topic="metered") >= records
 
         broker = scrape(described["brokers"][0]["metrics"])
         assert value(broker, "lanes_rpc_duration_seconds_count", service="broker", method="Metadata", code="OK") > 0

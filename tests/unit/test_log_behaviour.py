@@ -298,3 +298,14 @@ def test_log_manager_maintenance_applies_retention_flush_ms_and_checkpoints(tmp_
     manager.delete_log("events", 0)
     assert not (tmp_path / "events-0").exists()
     assert manager.get("events", 0) is None
+
+
+def test_a_read_counts_the_records_of_the_batches_it_returns(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(), clock=clock)
+    fill(log, clock, 4)  # 4 batches of 3 records
+    assert log.read(0, 1 << 20).records_count == 12
+    assert log.read(4, 1 << 20).records_count == 9  # from the batch holding offset 4: whole batches
+    assert log.read(0, 1 << 20, upper_bound_offset=6).records_count == 6
+    assert log.read(12, 1 << 20).records_count == 0
+    log.close()

@@ -4,7 +4,8 @@ Counted as requests are answered (one increment per partition per request, never
 
 - ``lanes_broker_records_in_total`` / ``lanes_broker_bytes_in_total`` {topic}: appended by
   producers on this broker as leader (bytes as stored: record batches, compressed);
-- ``lanes_broker_bytes_out_total`` {topic}: record batch bytes answered to consumers' fetches;
+- ``lanes_broker_bytes_out_total`` / ``lanes_broker_records_out_total`` {topic}: record batches
+  answered to consumers' fetches (whole batches: a fetch from the middle of a batch counts all of it);
 - ``lanes_broker_partition_errors_total`` {rpc, code}: per-partition errors of Produce and Fetch;
 - ``lanes_broker_isr_shrinks_total`` / ``lanes_broker_isr_expands_total``: ISR changes of
   partitions this broker leads, as the controller accepted them;
@@ -87,6 +88,12 @@ class BrokerMetrics:
         self.bytes_out = Counter(
             "lanes_broker_bytes_out", "Record batch bytes sent to consumers, by topic.", ["topic"], registry=registry
         )
+        self.records_out = Counter(
+            "lanes_broker_records_out",
+            "Records sent to consumers (in whole batches), by topic.",
+            ["topic"],
+            registry=registry,
+        )
         self.partition_errors = Counter(
             "lanes_broker_partition_errors",
             "Per-partition errors answered, by RPC and error code.",
@@ -110,9 +117,10 @@ class BrokerMetrics:
         self.records_in.labels(topic).inc(records)
         self.bytes_in.labels(topic).inc(size_bytes)
 
-    def fetched(self, topic: str, size_bytes: int) -> None:
+    def fetched(self, topic: str, size_bytes: int, records: int) -> None:
         if size_bytes:
             self.bytes_out.labels(topic).inc(size_bytes)
+            self.records_out.labels(topic).inc(records)
 
     def partition_error(self, rpc: str, code: int) -> None:
         known = error_code(code)

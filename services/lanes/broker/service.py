@@ -574,11 +574,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
         while True:
             ticket = self._data_arrived.ticket()  # before reading: an append meanwhile wakes us
-            response, sizes = await asyncio.to_thread(self._read_all, request)
+            response, sent = await asyncio.to_thread(self._read_all, request)
             remaining = deadline - asyncio.get_running_loop().time()
-            if sum(sizes.values()) >= max(request.min_bytes, 1) or remaining <= 0 or self._has_errors(response):
-                for topic, size in sizes.items():
-                    self.metrics.fetched(topic, size)
+            total = sum(size for size, _ in sent.values())
+            if total >= max(request.min_bytes, 1) or remaining <= 0 or self._has_errors(response):
+                for topic, (size, records) in sent.items():
+                    self.metrics.fetched(topic, size, records)
                 return response
             await self._data_arrived.wait(ticket, remaining)  # the deadline: answer with what there is
 
@@ -586,11 +587,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     def _has_errors(response: broker_pb2.FetchResponse) -> bool:
         return any(p.error.code for t in response.topics for p in t.partitions)
 
-    def _read_all(self, request: broker_pb2.FetchRequest) -> tuple[broker_pb2.FetchResponse, dict[str, int]]:
-        """The answer to ``request`` as the logs are now, and the record bytes in it by topic."""
+    def _read_all(
+        self, request: broker_pb2.FetchRequest
+    ) -> tuple[broker_pb2.FetchResponse, dict[str, tuple[int, int]]]:
+        """The answer to ``request`` as the logs are now, and the record batch bytes and records in
+        it by topic."""
         budget = request.max_bytes or 50 * 1024 * 1024
         total = 0
-        sizes: dict[str, int] = {}
+        sent: dict[str, tuple[int, int]] = {}
         response = broker_pb2.FetchResponse()
         for topic in request.topics:
             partitions = response.topics.add(topic=topic.topic).partitions
@@ -620,10 +624,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 )
                 result.records = read.records
                 result.error.CopyFrom(wire_error(ErrorCode.NONE))
-                sizes[topic.topic] = sizes.get(topic.topic, 0) + len(read.records)
+                size, records = sent.get(topic.topic, (0, 0))
+                sent[topic.topic] = (size + len(read.records), records + read.records_count)
                 total += len(read.records)
                 budget = max(0, budget - len(read.records))
-        return response, sizes
+        return response, sent
 
     # -----------------------------------------------------------------------------------------
     # Replication (leader side)

@@ -137,6 +137,7 @@ class ReadResult:
     next_offset: int
     log_start_offset: int
     log_end_offset: int
+    records_count: int = 0  # records in the batches read (from their headers)
 
 
 @dataclass(frozen=True)
@@ -606,9 +607,9 @@ class PartitionLog:
             position = max(0, bisect.bisect_right(self._bases, offset) - 1)
             for segment in self._segments[position:]:
                 start = max(offset, segment.base_offset)
-                data, next_offset = segment.read(start, max_bytes, upper_bound_offset, min_one_batch)
+                data, next_offset, records = segment.read(start, max_bytes, upper_bound_offset, min_one_batch)
                 if data:
-                    return ReadResult(data, next_offset, self._log_start_offset, self._log_end_offset)
+                    return ReadResult(data, next_offset, self._log_start_offset, self._log_end_offset, records)
                 if upper_bound_offset is not None and segment.next_offset >= upper_bound_offset:
                     break
             return ReadResult(b"", offset, self._log_start_offset, self._log_end_offset)
@@ -632,7 +633,7 @@ class PartitionLog:
             return None
 
     def _first_record_at(self, segment: LogSegment, header: BatchHeader, timestamp_ms: int) -> TimestampOffset | None:
-        data, _ = segment.read(header.base_offset, header.size_bytes, None, True)
+        data, _, _ = segment.read(header.base_offset, header.size_bytes, None, True)
         batch = decode_batch(data)
         log_append_time = batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME
         for record in batch.records:

@@ -216,17 +216,19 @@ class LogSegment:
 
     def read(
         self, offset: int, max_bytes: int, upper_bound_offset: int | None, min_one_batch: bool
-    ) -> tuple[bytes, int]:
+    ) -> tuple[bytes, int, int]:
         """Whole batches from the one containing ``offset``: at most ``max_bytes`` (except one
         batch when ``min_one_batch``), only batches ending below ``upper_bound_offset``.
 
-        Returns the bytes and the offset after the last batch returned (``offset`` if none).
+        Returns the bytes, the offset after the last batch returned (``offset`` if none) and the
+        records in those batches (from their headers).
         """
         position = self.position_of(offset)
         available = self.size_bytes - position
         if available <= 0:
-            return b"", offset
+            return b"", offset, 0
         taken = 0
+        records = 0
         next_offset = offset
         with self._files.lease(self.log_path) as fd:
             chunk = pread_exact(fd, min(max(max_bytes, HEADER_BYTES), available), position)
@@ -237,13 +239,14 @@ class LogSegment:
                 if taken + header.size_bytes > len(chunk):
                     if taken == 0 and min_one_batch:  # a first batch larger than max_bytes
                         chunk = pread_exact(fd, header.size_bytes, position)
-                        taken, next_offset = len(chunk), header.next_offset
+                        taken, next_offset, records = len(chunk), header.next_offset, header.records_count
                     break
                 taken += header.size_bytes
+                records += header.records_count
                 next_offset = header.next_offset
         if taken:
             self._read_cursor = (next_offset, position + taken)
-        return chunk[:taken], next_offset  # the chunk itself (no copy) when every byte of it was taken
+        return chunk[:taken], next_offset, records  # the chunk itself (no copy) when all of it was taken
 
     # -----------------------------------------------------------------------------------------
     # recovery and truncation
