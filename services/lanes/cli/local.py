@@ -51,9 +51,15 @@ def _service_pids(description: dict[str, Any]) -> list[int]:
 
 
 def _render_up(d: dict[str, Any]) -> str:
+    metrics = [  # in port order: brokers, controller, coordinators
+        *(b.get("metrics") for b in d["brokers"]),
+        d.get("controller_metrics"),
+        *(c.get("metrics") for c in d["coordinators"]),
+    ]
     return (
         f"bootstrap: {d['bootstrap']}\ncontroller: {d['controller']}\n"
-        f"coordinators: {','.join(c['address'] for c in d['coordinators'])}"
+        f"coordinators: {','.join(c['address'] for c in d['coordinators'])}\n"
+        f"metrics (Prometheus): {','.join(m for m in metrics if m)}  (lanes status --watch)"
     )
 
 
