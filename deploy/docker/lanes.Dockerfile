@@ -1,0 +1,38 @@
+# The `lanes` image: every Lanes service (controller, broker, coordinator), the operator and the
+# CLI, in one virtual environment. Build from the repository's root:
+#   docker build -f deploy/docker/lanes.Dockerfile -t lanes:dev .
+# Run a service: `python -m lanes.broker --broker-id 1 ...` (the chart sets the command).
+# tests/k8s/test_images.py checks this file against the repository and builds the same wheel.
+
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+
+# Build: compile the record codec's C fast path and install Lanes with the operator's extra.
+FROM ${PYTHON_IMAGE} AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY services ./services
+COPY operator ./operator
+COPY spark-apps ./spark-apps
+RUN python -m venv /opt/lanes \
+ && /opt/lanes/bin/pip install --no-cache-dir ".[operator]" \
+ && /opt/lanes/bin/python -c "import lanes.protocol._records_c"
+
+# Run: the interpreter and the virtual environment only; no compiler, no shell tools added.
+FROM ${PYTHON_IMAGE}
+RUN groupadd --gid 10001 lanes \
+ && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin lanes
+COPY --from=build /opt/lanes /opt/lanes
+ENV PATH=/opt/lanes/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    LANES_LOG_FORMAT=json
+# gRPC: broker 9092, controller 9093, coordinator 9094; Prometheus: 9401-9403 (docs/operations.md)
+EXPOSE 9092 9093 9094 9401 9402 9403
+# Data lives on a mounted volume (the chart's volumeClaimTemplates); the root filesystem can be read-only.
+VOLUME ["/var/lib/lanes"]
+USER 10001:10001
+ENTRYPOINT ["lanes"]
+CMD ["--help"]
