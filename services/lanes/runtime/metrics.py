@@ -135,32 +135,23 @@ class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
 
         async def timed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             started = time.perf_counter()
-            code = grpc.StatusCode.UNKNOWN
+            code = grpc.StatusCode.UNKNOWN  # an exception the handler did not turn into a status
             try:
                 answer = await behavior(request, context)
-                code = context.code() or grpc.StatusCode.OK
-                return answer
             except asyncio.CancelledError:
                 code = grpc.StatusCode.CANCELLED
                 raise
             except Exception:
-                code = context.code() or grpc.StatusCode.UNKNOWN  # set by context.abort
+                code = context.code() or code  # context.abort sets it
                 raise
+            else:
+                code = context.code() or grpc.StatusCode.OK  # None unless the handler set one
+                return answer
             finally:
-                metrics.observe_rpc(method, time.perf_counter() - started, _status(code))
+                metrics.observe_rpc(method, time.perf_counter() - started, code)
 
         return grpc.unary_unary_rpc_method_handler(
             timed,
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
-
-
-def _status(code: object) -> grpc.StatusCode:
-    """``context.code()`` gives a StatusCode, or (some grpc versions) its integer value."""
-    if isinstance(code, grpc.StatusCode):
-        return code
-    for status in grpc.StatusCode:
-        if status.value[0] == code:
-            return status
-    return grpc.StatusCode.UNKNOWN
