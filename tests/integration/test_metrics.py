@@ -7,60 +7,25 @@ from __future__ import annotations
 import json
 import signal
 import time
-import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
-
 import lanes
+from lanes.cli.watch import Samples, scrape, total
 from lanes.runtime.local_cluster import LocalCluster
 from lanes.runtime.processes import start_service
+from tests.e2e.cli import wait_for
 from tests.integration.processes import free_port, running_cluster
 
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
-
-def scrape_text(address: str) -> str:
-    """The body of ``http://address/metrics``."""
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
-        return str(answer.read().decode())
-
-
-def scrape(address: str) -> Samples:
-    """Every sample of ``http://address/metrics``, by (name, labels)."""
-    text = scrape_text(address)
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    """The sum of ``name`` over the samples carrying ``labels`` (0 when there are none)."""
-    wanted = set(labels.items())
-    return sum(v for (n, have), v in samples.items() if n == name and wanted <= have)
-
-
-def broker_samples(cluster: LocalCluster) -> Samples:
-    """Every broker's samples summed by (name, labels)."""
-    summed: Samples = {}
-    for broker in cluster.describe()["brokers"]:
-        for key, sample in scrape(broker["metrics"]).items():
-            summed[key] = summed.get(key, 0) + sample
-    return summed
+def scraped(*addresses: str) -> Samples:
+    """The samples of every endpoint, summed by (name, labels); each must answer."""
+    samples, unreachable = scrape(addresses)
+    assert not unreachable, f"no answer from {unreachable}"
+    return samples
 
 
 def brokers_sum(cluster: LocalCluster, name: str, **labels: str) -> float:
-    return value(broker_samples(cluster), name, **labels)
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    return total(scraped(*(b["metrics"] for b in cluster.describe()["brokers"])), name, **labels)
 
 
 def test_every_service_reports_what_the_workload_did(tmp_path: Path) -> None:
@@ -76,16 +41,18 @@ def test_every_service_reports_what_the_workload_did(tmp_path: Path) -> None:
         assert all(addresses), f"a service announced no metrics endpoint: {addresses}"
         with lanes.Admin(bootstrap) as admin:
             admin.create_topic("metered", partitions=3, replication_factor=2)
+        sent_from = time.time()
         with lanes.Producer(bootstrap, acks="all") as producer:
             for n in range(records):
                 producer.send("metered", n.to_bytes(4, "big") * (value_bytes // 4), key=str(n % 17).encode())
             producer.flush()
+        sent_until = time.time()
 
         assert brokers_sum(cluster, "lanes_broker_records_in_total", topic="metered") == records
         bytes_in = brokers_sum(cluster, "lanes_broker_bytes_in_total", topic="metered")
         assert bytes_in > records * value_bytes * 0.5  # batches as stored (compressible values)
         assert brokers_sum(cluster, "lanes_partition_log_end_offset", topic="metered") == 2 * records  # RF 2
-        wait_until(
+        wait_for(
             lambda: brokers_sum(cluster, "lanes_partition_high_watermark", topic="metered") == 2 * records,
             "the followers' high-water marks",
         )
@@ -116,38 +83,39 @@ def test_every_service_reports_what_the_workload_did(tmp_path: Path) -> None:
         assert brokers_sum(cluster, "lanes_broker_bytes_out_total", topic="metered") >= bytes_in
         assert brokers_sum(cluster, "lanes_broker_records_out_total", topic="metered") >= records
 
-        broker = scrape(described["brokers"][0]["metrics"])
-        assert value(broker, "lanes_rpc_duration_seconds_count", service="broker", method="Metadata", code="OK") > 0
-        assert value(broker, "process_cpu_seconds_total") > 0
-        assert value(broker, "python_gc_objects_collected_total") > 0
-        controller = scrape(described["controller_metrics"])
-        created = value(controller, "lanes_rpc_duration_seconds_count", method="CreateTopics", code="OK")
+        broker = scraped(described["brokers"][0]["metrics"])
+        assert total(broker, "lanes_rpc_duration_seconds_count", service="broker", method="Metadata", code="OK") > 0
+        assert total(broker, "process_cpu_seconds_total") > 0
+        assert total(broker, "python_gc_objects_collected_total") > 0
+        controller = scraped(described["controller_metrics"])
+        created = total(controller, "lanes_rpc_duration_seconds_count", method="CreateTopics", code="OK")
         assert created == 2  # metered and synced
-        coordinator = scrape(described["coordinators"][0]["metrics"])
-        assert value(coordinator, "process_resident_memory_bytes") > 0
+        coordinator = scraped(described["coordinators"][0]["metrics"])
+        assert total(coordinator, "process_resident_memory_bytes") > 0
 
         # consumer lag: a group that committed the start of partition 0, nothing of 1, all of 2
         partitions = [lanes.TopicPartition("metered", p) for p in range(3)]
         with lanes.Consumer(bootstrap, group_id="readers") as consumer:
             ends = {tp.partition: end for tp, end in consumer.end_offsets(partitions).items()}
             consumer.commit({partitions[0]: 10, partitions[2]: ends[2]})
-        time.sleep(0.2)  # a record's age, so that lag in seconds is above 0
-        coordinator = scrape(described["coordinators"][0]["metrics"])
+        scraped_from = time.time()
+        coordinator = scraped(described["coordinators"][0]["metrics"])
+        scraped_until = time.time()
         lag = {
-            p: value(
-                coordinator, "lanes_consumer_group_lag_records", group="readers", topic="metered", partition=str(p)
-            )
-            for p in range(3)
+            labels["partition"]: sample
+            for (name, label_pairs), sample in coordinator.items()
+            if name == "lanes_consumer_group_lag_records" and (labels := dict(label_pairs))["group"] == "readers"
         }
-        assert lag == {0: ends[0] - 10, 1: 0, 2: 0}
-        seconds = value(
+        assert lag == {"0": ends[0] - 10, "2": 0}  # partition 1: no commit, no owner, left out
+        seconds = total(
             coordinator, "lanes_consumer_group_lag_seconds", group="readers", topic="metered", partition="0"
         )
-        assert 0.2 <= seconds < 300
-        assert value(coordinator, "lanes_consumer_group_lag_seconds", group="readers", partition="2") == 0
-        assert value(coordinator, "lanes_consumer_group_committed_offset", group="readers", partition="0") == 10
-        assert value(coordinator, "lanes_coordinator_groups", state="empty") == 1
-        assert value(coordinator, "lanes_coordinator_offset_commits_total", result="ok") == 2
+        # the age of the record at offset 10, appended between sent_from and sent_until (ms precision)
+        assert scraped_from - sent_until - 0.002 <= seconds <= scraped_until - sent_from + 0.002
+        assert total(coordinator, "lanes_consumer_group_lag_seconds", group="readers", partition="2") == 0
+        assert total(coordinator, "lanes_consumer_group_committed_offset", group="readers", partition="0") == 10
+        assert total(coordinator, "lanes_coordinator_groups", state="empty") == 1
+        assert total(coordinator, "lanes_coordinator_offset_commits_total", result="ok") == 2
         logs = "".join(path.read_text() for path in (tmp_path / "logs").glob("*.log"))
         assert "metrics snapshot failed" not in logs
 
@@ -166,18 +134,18 @@ def test_under_replicated_partitions_follow_a_paused_follower(tmp_path: Path) ->
         leader_metrics = next(b["metrics"] for b in cluster.describe()["brokers"] if b["id"] == leader)
 
         def under_replicated() -> float:
-            return value(scrape(leader_metrics), "lanes_broker_under_replicated_partitions")
+            return total(scraped(leader_metrics), "lanes_broker_under_replicated_partitions")
 
         assert under_replicated() == 0
-        shrinks_before = value(scrape(leader_metrics), "lanes_broker_isr_shrinks_total")
+        shrinks_before = total(scraped(leader_metrics), "lanes_broker_isr_shrinks_total")
         cluster.broker_processes[follower].process.send_signal(signal.SIGSTOP)
         try:
-            wait_until(lambda: under_replicated() == 1, "under-replicated to go to 1 with the follower paused")
-            assert value(scrape(leader_metrics), "lanes_broker_isr_shrinks_total") == shrinks_before + 1
+            wait_for(lambda: under_replicated() == 1, "under-replicated to go to 1 with the follower paused")
+            assert total(scraped(leader_metrics), "lanes_broker_isr_shrinks_total") == shrinks_before + 1
         finally:
             cluster.broker_processes[follower].process.send_signal(signal.SIGCONT)
-        wait_until(lambda: under_replicated() == 0, "under-replicated back to 0 once the follower resumed")
-        assert value(scrape(leader_metrics), "lanes_broker_isr_expands_total") >= 1
+        wait_for(lambda: under_replicated() == 0, "under-replicated back to 0 once the follower resumed")
+        assert total(scraped(leader_metrics), "lanes_broker_isr_expands_total") >= 1
 
 
 def test_services_write_json_log_lines_when_asked(tmp_path: Path) -> None:

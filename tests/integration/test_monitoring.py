@@ -16,8 +16,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 import lanes
+from lanes.cli.watch import scrape_text
 from tests.integration.processes import running_cluster
-from tests.integration.test_metrics import scrape_text
 
 ROOT = Path(__file__).resolve().parents[2]
 ALERTS = ROOT / "deploy" / "monitoring" / "lanes-alerts.yaml"

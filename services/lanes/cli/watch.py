@@ -13,10 +13,9 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -62,14 +61,19 @@ def endpoints(flag: str | None, cluster_file: Path = CLUSTER_FILE) -> list[str]:
     )
 
 
+def scrape_text(address: str, timeout_s: float = 5) -> str:
+    """The body of ``http://address/metrics``."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=timeout_s) as answer:
+        return str(answer.read().decode())
+
+
 def scrape(addresses: Iterable[str], timeout_s: float = 5) -> tuple[Samples, list[str]]:
     """Every endpoint's samples summed by (name, labels), and the endpoints that did not answer."""
     samples: Samples = {}
     unreachable = []
     for address in addresses:
         try:
-            with urllib.request.urlopen(f"http://{address}/metrics", timeout=timeout_s) as answer:
-                text = answer.read().decode()
+            text = scrape_text(address, timeout_s)
         except (OSError, urllib.error.URLError):
             unreachable.append(address)
             continue
@@ -80,7 +84,8 @@ def scrape(addresses: Iterable[str], timeout_s: float = 5) -> tuple[Samples, lis
     return samples, unreachable
 
 
-def _total(samples: Samples, name: str, **labels: str) -> float:
+def total(samples: Samples, name: str, **labels: str) -> float:
+    """The sum of ``name`` over the samples carrying ``labels`` (0 when there are none)."""
     wanted = set(labels.items())
     return sum(value for (metric, have), value in samples.items() if metric == name and wanted <= have)
 
@@ -91,7 +96,7 @@ def summarize(now: Samples, before: Samples | None, elapsed_s: float, *, clock: 
     def rate(name: str) -> float | None:
         if before is None or elapsed_s <= 0:
             return None
-        return max(0.0, _total(now, name) - _total(before, name)) / elapsed_s
+        return max(0.0, total(now, name) - total(before, name)) / elapsed_s
 
     lags = [
         (dict(labels), value) for (name, labels), value in now.items() if name == "lanes_consumer_group_lag_seconds"
@@ -103,11 +108,11 @@ def summarize(now: Samples, before: Samples | None, elapsed_s: float, *, clock: 
         records_in_per_s=rate("lanes_broker_records_in_total"),
         bytes_in_per_s=rate("lanes_broker_bytes_in_total"),
         bytes_out_per_s=rate("lanes_broker_bytes_out_total"),
-        brokers_live=int(_total(now, "lanes_controller_brokers", state="unfenced")),
-        brokers_fenced=int(_total(now, "lanes_controller_brokers", state="fenced")),
-        under_replicated_partitions=int(_total(now, "lanes_broker_under_replicated_partitions")),
-        under_min_isr_partitions=int(_total(now, "lanes_broker_under_min_isr_partitions")),
-        offline_partitions=int(_total(now, "lanes_controller_offline_partitions")),
+        brokers_live=int(total(now, "lanes_controller_brokers", state="unfenced")),
+        brokers_fenced=int(total(now, "lanes_controller_brokers", state="fenced")),
+        under_replicated_partitions=int(total(now, "lanes_broker_under_replicated_partitions")),
+        under_min_isr_partitions=int(total(now, "lanes_broker_under_min_isr_partitions")),
+        offline_partitions=int(total(now, "lanes_controller_offline_partitions")),
         groups=len(groups),
         max_lag_seconds=worst[1] if worst else None,
         max_lag_group=f"{worst[0]['group']}/{worst[0]['topic']}" if worst else None,
@@ -151,7 +156,7 @@ def watch(
 ) -> None:
     """Scrape every ``interval_s`` and ``emit`` a summary, ``updates`` times (None: until
     ``stopped()``)."""
-    before: Mapping[Any, float] | None = None
+    before: Samples | None = None
     taken_at = 0.0
     count = 0
     while not stopped() and (updates is None or count < updates):
@@ -162,7 +167,7 @@ def watch(
         emit(
             summarize(
                 samples,
-                dict(before) if before is not None else None,
+                before,
                 now - taken_at,
                 clock=time.strftime("%H:%M:%S"),
                 unreachable=unreachable,
