@@ -38,7 +38,7 @@ class FollowerFetcher:
         broker_epoch: Callable[[], int],
         leader_address: str,
         partitions: Callable[[], dict[TopicPartition, tuple[PartitionLog, int, str]]],
-        leader_high_watermarks: dict[TopicPartition, int] | None = None,
+        leader_high_watermarks: dict[TopicPartition, int],
         max_wait_ms: int = 500,
     ) -> None:
         self._broker_id = broker_id
@@ -47,8 +47,9 @@ class FollowerFetcher:
         self._stub = broker_pb2_grpc.BrokerStub(self._channel)  # type: ignore[no-untyped-call]
         self._partitions = partitions  # key -> (log, current leader epoch, topic id)
         self._max_wait_ms = max_wait_ms
-        #: the leader's high-water mark per partition, as last fetched (for replica lag metrics)
-        self.leader_high_watermarks = {} if leader_high_watermarks is None else leader_high_watermarks
+        #: the leader's high-water mark per partition, as last fetched (the broker's replica lag
+        #: metrics read it; the broker drops the partitions it stops following)
+        self._leader_high_watermarks = leader_high_watermarks
 
     async def run(self) -> None:
         """Fetch until there is nothing left to follow from this leader, or cancelled."""
@@ -126,7 +127,7 @@ class FollowerFetcher:
                     if code is not ErrorCode.NONE:
                         healthy = False
                         continue
-                    self.leader_high_watermarks[(topic.topic, part.partition)] = part.high_watermark
+                    self._leader_high_watermarks[(topic.topic, part.partition)] = part.high_watermark
                     records = part.records  # each read of a bytes field copies it: read once
                     if records:
                         log.append_as_follower(records)

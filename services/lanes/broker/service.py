@@ -205,6 +205,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         for key in set(self._leaderships) - led:
             del self._leaderships[key]
         self._following = following
+        for key in set(self._leader_high_watermarks) - set(following):  # no longer followed here
+            del self._leader_high_watermarks[key]
         for leader_id in {leader for leader, _, _ in following.values()}:
             task = self._fetchers.get(leader_id)
             broker = image.brokers.get(leader_id)
