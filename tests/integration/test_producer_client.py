@@ -287,6 +287,20 @@ def wait_taken(producer: lanes.Producer, topic: str, partition: int, timeout_s: 
     _loop.run(asyncio.sleep(0))
 
 
+def wait_stream_given_up(producer: lanes.Producer, timeout_s: float = 10) -> None:
+    """Until the producer gave up on a produce stream (an answer took longer than the request
+    timeout), read on the client's loop, which owns the streams."""
+    accumulator = producer._producer
+
+    async def given_up() -> bool:
+        return any(stream.broken for stream in accumulator._streams.values())
+
+    deadline = time.monotonic() + timeout_s
+    while not _loop.run(given_up()):
+        assert time.monotonic() < deadline, "the producer never gave up on its produce stream"
+        time.sleep(0.01)
+
+
 def _send_while_stopped(
     cluster: LocalCluster, producer: lanes.Producer, topic: str, batches: list[list[bytes]], window: int = 5
 ) -> list[list[lanes.RecordFuture]]:
@@ -360,7 +374,7 @@ def test_requests_whose_answers_are_lost_are_written_once(cluster: LocalCluster)
             for values in batches:
                 futures.extend(producer.send("lost", value) for value in values)
                 wait_taken(producer, "lost", 0)
-            time.sleep(2.5)  # > request timeout + grace: the stream is given up, its requests resent
+            wait_stream_given_up(producer)  # request timeout + grace passed: its requests are resent
         finally:
             leader.process.send_signal(signal.SIGCONT)
         assert [f.result(timeout=30).offset for f in futures] == list(range(1, 16))
