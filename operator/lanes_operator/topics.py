@@ -132,7 +132,7 @@ def ready_condition(refusals: tuple[Refusal, ...], observed: ObservedTopic | Non
     return "True", "Ready", "the topic matches the spec"
 
 
-def status(spec: TopicSpec, observed: ObservedTopic | None, refusals: tuple[Refusal, ...]) -> dict[str, Any]:
+def status(spec: TopicSpec, observed: ObservedTopic | None) -> dict[str, Any]:
     """The resource's status fields (without conditions and observedGeneration, which the handler
     adds with their times and generation)."""
     fields: dict[str, Any] = {"topicName": spec.topic_name}

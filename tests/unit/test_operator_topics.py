@@ -3,7 +3,7 @@ never be done while applying the rest."""
 
 from __future__ import annotations
 
-from lanes_operator.topics import ObservedTopic, Refusal, TopicPlan, TopicSpec, plan, ready_condition, status
+from lanes_operator.topics import ObservedTopic, TopicPlan, TopicSpec, plan, ready_condition, status
 
 
 def observed(partitions: int = 3, rf: int = 3, **configs: str) -> ObservedTopic:
@@ -58,7 +58,7 @@ def test_shrinking_and_replication_changes_are_refused_and_the_rest_applied() ->
 def test_offline_partitions_make_the_topic_not_ready() -> None:
     broken = ObservedTopic("id-1", 3, 3, {}, under_replicated_partitions=3, offline_partitions=1)
     assert ready_condition((), broken)[:2] == ("False", "OfflinePartitions")
-    assert status(TopicSpec("prices", 3, 3), broken, ()) == {
+    assert status(TopicSpec("prices", 3, 3), broken) == {
         "topicName": "prices",
         "topicId": "id-1",
         "partitions": 3,
@@ -66,4 +66,4 @@ def test_offline_partitions_make_the_topic_not_ready() -> None:
         "underReplicatedPartitions": 3,
         "offlinePartitions": 1,
     }
-    assert status(TopicSpec("prices", 3, 3), None, (Refusal("x", "y"),)) == {"topicName": "prices"}
+    assert status(TopicSpec("prices", 3, 3), None) == {"topicName": "prices"}
