@@ -13,10 +13,10 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import lanes
+from lanes.cli.watch import scrape_text
 from tests.integration.processes import running_cluster
 
 PARTITIONS = 1_000
@@ -34,14 +34,13 @@ def test_scraping_a_broker_with_1000_partitions() -> None:
                 producer.send("wide", b"x" * 100, partition=partition)
             producer.flush()
         address = described["brokers"][0]["metrics"]
-        times_ms, body = [], b""
+        times_ms, body = [], ""
         for scrape in range(SCRAPES + 1):
             started = time.perf_counter()
-            with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
-                body = answer.read()
+            body = scrape_text(address)
             if scrape:  # the first one warms up (the broker may still be opening its 1,000 logs)
                 times_ms.append((time.perf_counter() - started) * 1000)
-        lines = body.decode().splitlines()
+        lines = body.splitlines()
         partition_lines = sum(1 for line in lines if line.startswith("lanes_partition_"))
         broker_only = sum(
             len(line) + 1
@@ -51,6 +50,6 @@ def test_scraping_a_broker_with_1000_partitions() -> None:
         print(
             f"\n/metrics of a broker with {PARTITIONS:,} partitions: median {statistics.median(times_ms):.1f} ms, "
             f"p90 {statistics.quantiles(times_ms, n=10)[-1]:.1f} ms, max {max(times_ms):.1f} ms over {SCRAPES} scrapes "
-            f"after a warm-up; {len(body) / 1024:.0f} KiB, {len(lines):,} lines "
+            f"after a warm-up; {len(body.encode()) / 1024:.0f} KiB, {len(lines):,} lines "
             f"({partition_lines:,} per-partition samples); without per-partition series {broker_only / 1024:.0f} KiB"
         )

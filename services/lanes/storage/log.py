@@ -365,9 +365,10 @@ class PartitionLog:
 
     @property
     def size_bytes(self) -> int:
-        """Bytes of all segments."""
-        with self._lock:
-            return sum(segment.size_bytes for segment in self._segments)
+        """Bytes of all segments, read without the log's lock (like the offsets above): callers
+        on an event loop (DescribeLogs, metrics) must not wait for a checkpoint's or a cleaner's
+        fsyncs, which hold it. A segment rolled or deleted meanwhile may be counted or not."""
+        return sum(segment.size_bytes for segment in list(self._segments))  # list(): one atomic copy
 
     @property
     def segment_count(self) -> int:
