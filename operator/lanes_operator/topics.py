@@ -15,12 +15,13 @@ Rules (issue #9, docs/kubernetes.md):
   replicas yet). The rest of the spec is still applied, and the Ready condition says False with
   the reason and what to do.
 
-A topic's *name* in Lanes is ``spec.topicName`` or else ``metadata.name``.
+A topic's *name* in Lanes is ``spec.topicName`` or else ``metadata.name``. When several Topic
+resources name one topic, the oldest manages it (``owner``); the younger ones report a conflict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,3 +146,19 @@ def status(spec: TopicSpec, observed: ObservedTopic | None) -> dict[str, Any]:
             offlinePartitions=observed.offline_partitions,
         )
     return fields
+
+
+@dataclass(frozen=True, order=True)
+class Claim:
+    """A Topic resource naming a topic. Claims order oldest first (creation time, then namespace
+    and name, so that the order is total and every operator replica agrees on it)."""
+
+    created: str  # metadata.creationTimestamp, RFC 3339 in UTC: orders as text
+    namespace: str
+    name: str
+
+
+def owner(claims: Iterable[Claim]) -> Claim | None:
+    """The resource that manages a topic when several name it: the oldest. The others report a
+    conflict and change nothing, so two resources never fight over one topic."""
+    return min(claims, default=None)

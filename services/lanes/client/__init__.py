@@ -1,5 +1,6 @@
-"""The client library: Admin, Producer, Consumer (free mode; groups arrive with issue #5)."""
+"""The client library: Admin, Producer, Consumer (free consumers and consumer groups)."""
 
+from lanes.client._group_admin import GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
 from lanes.client.admin import Admin, AsyncAdmin, BrokerInfo, ClusterInfo, ConfigInfo, PartitionInfo, TopicInfo
 from lanes.client.consumer import AsyncConsumer, Consumer, ConsumerRecord, TopicPartition
 from lanes.client.producer import AsyncProducer, Producer, RecordFuture, RecordMetadata
@@ -14,7 +15,12 @@ __all__ = [
     "ConfigInfo",
     "Consumer",
     "ConsumerRecord",
+    "GroupDescription",
+    "GroupListing",
+    "MemberInfo",
+    "OffsetReset",
     "PartitionInfo",
+    "PartitionLag",
     "Producer",
     "RecordFuture",
     "RecordMetadata",

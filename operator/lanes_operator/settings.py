@@ -1,0 +1,60 @@
+"""The operator's settings, from its environment (the Helm chart sets them; docs/kubernetes.md
+lists them). Read once, when the handlers are registered: kopf fixes timer intervals then."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    bootstrap: str  # LANES_BOOTSTRAP: host:port[,host:port...] of brokers
+    topic_resync_s: float = 30.0  # LANES_OPERATOR_TOPIC_RESYNC_SECONDS: out-of-band changes are repaired this often
+    group_interval_s: float = 10.0  # LANES_OPERATOR_GROUP_INTERVAL_SECONDS: group status, resets and autoscaling
+    request_timeout_ms: int = 10_000  # LANES_OPERATOR_REQUEST_TIMEOUT_MS: each request to the Lanes cluster
+    metrics_port: int = 9404  # LANES_OPERATOR_METRICS_PORT: /metrics (-1: none)
+    priority: int | None = None  # LANES_OPERATOR_PRIORITY: peering priority (default: random per process)
+    peering_lifetime_s: int = 20  # LANES_OPERATOR_PEERING_LIFETIME_SECONDS: a silent replica is gone after this
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> OperatorSettings:
+        """Settings from ``env``; ValueError naming the variable when a value is unusable."""
+
+        def number(name: str, default: float, kind: type[float] | type[int] = float) -> float:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                value = kind(raw)
+            except ValueError:
+                raise ValueError(f"{name}={raw!r} is not a number") from None
+            return value
+
+        bootstrap = env.get("LANES_BOOTSTRAP", "127.0.0.1:9093").strip()
+        if not bootstrap:
+            raise ValueError("LANES_BOOTSTRAP is empty: set it to the brokers' host:port list")
+        priority = env.get("LANES_OPERATOR_PRIORITY", "").strip()
+        settings = cls(
+            bootstrap=bootstrap,
+            topic_resync_s=number("LANES_OPERATOR_TOPIC_RESYNC_SECONDS", cls.topic_resync_s),
+            group_interval_s=number("LANES_OPERATOR_GROUP_INTERVAL_SECONDS", cls.group_interval_s),
+            request_timeout_ms=int(number("LANES_OPERATOR_REQUEST_TIMEOUT_MS", cls.request_timeout_ms, int)),
+            metrics_port=int(number("LANES_OPERATOR_METRICS_PORT", cls.metrics_port, int)),
+            priority=int(number("LANES_OPERATOR_PRIORITY", 0, int)) if priority else None,
+            peering_lifetime_s=int(number("LANES_OPERATOR_PEERING_LIFETIME_SECONDS", cls.peering_lifetime_s, int)),
+        )
+        for name, value in (
+            ("LANES_OPERATOR_TOPIC_RESYNC_SECONDS", settings.topic_resync_s),
+            ("LANES_OPERATOR_GROUP_INTERVAL_SECONDS", settings.group_interval_s),
+            ("LANES_OPERATOR_REQUEST_TIMEOUT_MS", settings.request_timeout_ms),
+        ):
+            if value <= 0:
+                raise ValueError(f"{name} must be above 0")
+        return settings
+
+    def peering_priority(self, rng: random.Random) -> int:
+        """This replica's peering priority: the configured one, or a random one, so that among
+        the replicas of one Deployment exactly one (the highest) is active and the others wait."""
+        return self.priority if self.priority is not None else rng.randrange(1, 2**31)

@@ -1,0 +1,168 @@
+"""The real operator, ``kopf run -m lanes_operator.main``, as a process of its own against the API
+emulator (its kubeconfig) and a real Lanes cluster; and the ``kubectl``-like calls tests make."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+from kubernetes.client.exceptions import ApiException
+
+from tests.e2e.cli import wait_for
+from tests.integration.processes import free_port
+
+GROUP, VERSION = "lanes.dev", "v1alpha1"
+
+
+@dataclass
+class OperatorProcess:
+    """``kopf run`` of the Lanes operator, cluster-wide and standalone (the emulator cannot serve
+    kopf's namespace listing; peering has its own test)."""
+
+    kubeconfig: Path
+    bootstrap: str
+    log_path: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
+    extra_args: tuple[str, ...] = ("--standalone",)
+    process: subprocess.Popen[bytes] | None = None
+    health_port: int = 0
+    metrics_port: int = 0
+
+    def start(self) -> OperatorProcess:
+        self.health_port = free_port()
+        self.metrics_port = free_port()
+        env = dict(
+            os.environ,
+            KUBECONFIG=str(self.kubeconfig),
+            LANES_BOOTSTRAP=self.bootstrap,
+            LANES_OPERATOR_TOPIC_RESYNC_SECONDS="1",
+            LANES_OPERATOR_GROUP_INTERVAL_SECONDS="1",
+            LANES_OPERATOR_METRICS_PORT=str(self.metrics_port),
+            **self.extra_env,
+        )
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "kopf",
+                    "run",
+                    "-m",
+                    "lanes_operator.main",
+                    "--all-namespaces",
+                    f"--liveness=http://127.0.0.1:{self.health_port}/healthz",
+                    *self.extra_args,
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        wait_for(self.healthy, f"the operator's liveness endpoint (log: {self.log_path})", timeout_s=60)
+        return self
+
+    def healthy(self) -> bool:
+        assert self.process is not None
+        assert self.process.poll() is None, f"the operator exited {self.process.returncode}: {self.log()}"
+        url = f"http://127.0.0.1:{self.health_port}/healthz"
+        with suppress(OSError), urllib.request.urlopen(url, timeout=2) as answer:
+            return bool(answer.status == 200)
+        return False
+
+    @property
+    def metrics_address(self) -> str:
+        return f"127.0.0.1:{self.metrics_port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup runs (a crash, or a node lost)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class Kube:
+    """What a test does with ``kubectl``: apply, patch, delete, get custom resources and Events."""
+
+    def __init__(self, kubeconfig: Path, namespace: str = "default") -> None:
+        self.client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
+        self.custom = kubernetes.client.CustomObjectsApi(self.client)
+        self.core = kubernetes.client.CoreV1Api(self.client)
+        self.apps = kubernetes.client.AppsV1Api(self.client)
+        self.namespace = namespace
+
+    def create(self, plural: str, name: str, spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+        kind = {"topics": "Topic", "consumergroups": "ConsumerGroup"}[plural]
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": kind,
+            "metadata": {"name": name, **metadata},
+            "spec": spec,
+        }
+        return dict(self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, plural, body))
+
+    def get(self, plural: str, name: str) -> dict[str, Any] | None:
+        try:
+            return dict(self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, plural, name))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def patch(self, plural: str, name: str, body: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, plural, name, body)
+
+    def delete(self, plural: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, plural, name)
+
+    def condition(self, plural: str, name: str, type_: str = "Ready") -> dict[str, Any]:
+        found = self.get(plural, name) or {}
+        for condition in found.get("status", {}).get("conditions", []):
+            if condition["type"] == type_:
+                return dict(condition)
+        return {}
+
+    def events(self, name: str) -> list[tuple[str, str, str]]:
+        """(type, reason, message) of the Events about the object ``name``, oldest first."""
+        events = self.core.list_namespaced_event(self.namespace).items
+        return [(e.type, e.reason, e.message) for e in events if e.involved_object.name == name]
+
+    def create_deployment(self, name: str, replicas: int) -> None:
+        labels = {"app": name}
+        self.apps.create_namespaced_deployment(
+            self.namespace,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name},
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": "consumer", "image": "lanes:dev"}]},
+                    },
+                },
+            },
+        )
+
+    def replicas(self, name: str) -> int:
+        return int(self.apps.read_namespaced_deployment(name, self.namespace).spec.replicas)
