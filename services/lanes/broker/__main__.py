@@ -18,6 +18,7 @@ from lanes.protocol.clock import SystemClock
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,
+    advertised_host,
     run_service,
     serve_until_signalled,
     service_argument_parser,
@@ -53,7 +54,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def serve(options: argparse.Namespace) -> None:
-    endpoint = common_pb2.Node(node_id=options.broker_id, host=options.host, port=options.port, rack=options.rack)
+    endpoint = common_pb2.Node(
+        node_id=options.broker_id, host=advertised_host(options), port=options.port, rack=options.rack
+    )
     metrics = ServiceMetrics("broker")
     service = BrokerService(
         options.broker_id,

@@ -17,6 +17,7 @@ from lanes.protocol.clock import SystemClock
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,
+    advertised_host,
     run_service,
     serve_until_signalled,
     service_argument_parser,
@@ -63,7 +64,7 @@ async def serve(options: argparse.Namespace) -> None:
     metrics = ServiceMetrics("controller")
     service = ControllerService(
         options.data_dir,
-        endpoint=common_pb2.Node(node_id=options.node_id, host=options.host, port=options.port),
+        endpoint=common_pb2.Node(node_id=options.node_id, host=advertised_host(options), port=options.port),
         clock=clock,
         rng=random.Random(),
         session_timeout_ms=options.session_timeout_ms,

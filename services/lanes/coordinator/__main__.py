@@ -17,6 +17,7 @@ from lanes.protocol.clock import SystemClock
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,
+    advertised_host,
     run_service,
     serve_until_signalled,
     service_argument_parser,
@@ -63,7 +64,7 @@ async def serve(options: argparse.Namespace) -> None:
         max_group_size=options.max_group_size,
         offsets_retention_ms=options.offsets_retention_minutes * 60_000,
     )
-    endpoint = common_pb2.Node(node_id=options.coordinator_id, host=options.host, port=options.port)
+    endpoint = common_pb2.Node(node_id=options.coordinator_id, host=advertised_host(options), port=options.port)
     metrics = ServiceMetrics("coordinator")
     service = GroupCoordinatorService(
         options.coordinator_id,

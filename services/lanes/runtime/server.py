@@ -140,13 +140,24 @@ async def serve_until_signalled(
         metrics.stop()
 
 
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
+
+
 def service_argument_parser(
     prog: str, description: str, default_port: int, default_metrics_port: int
 ) -> argparse.ArgumentParser:
     """An argument parser with what every service takes: ``--host``, ``--port``,
     ``--metrics-port`` (env ``LANES_METRICS_PORT``), ``--log-level``."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise (default 127.0.0.1)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on, and to advertise without --advertised-host"
+    )
+    parser.add_argument(
+        "--advertised-host",
+        default=os.environ.get("LANES_ADVERTISED_HOST") or None,
+        help="the name other nodes and clients reach this node by, when it differs from --host (in Kubernetes: the "
+        "pod's stable DNS name, with --host 0.0.0.0; env LANES_ADVERTISED_HOST)",
+    )
     parser.add_argument(
         "--port", type=int, default=default_port, help=f"gRPC port (default {default_port}; 0 picks a free one)"
     )
@@ -166,6 +177,18 @@ def service_argument_parser(
     )
     parser.set_defaults(service=prog.rsplit(".", 1)[-1])
     return parser
+
+
+def advertised_host(options: argparse.Namespace) -> str:
+    """The host this node registers for others to dial: ``--advertised-host``, else ``--host``.
+    A wildcard address cannot be dialled, so it must come with an advertised name."""
+    host = str(getattr(options, "advertised_host", None) or options.host)
+    if host in WILDCARD_HOSTS:
+        raise SystemExit(
+            f"lanes.{options.service}: --host {options.host} listens on every interface and cannot be dialled; "
+            "set --advertised-host (env LANES_ADVERTISED_HOST) to the name others reach this node by"
+        )
+    return host
 
 
 def run_service(
