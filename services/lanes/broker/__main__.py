@@ -8,6 +8,7 @@ those in flight, hands its leaderships away (controlled shutdown) and closes its
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from lanes.broker.service import BrokerService, add_to_server
 from lanes.protocol.clock import SystemClock
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
+    RunningServer,
     ServiceBinding,
     advertised_host,
     run_service,
@@ -53,6 +55,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+#: The health service a broker pod's readiness probe asks (gRPC probe ``service``).
+IN_SYNC_HEALTH = "lanes.broker.InSync"
+
+
 async def serve(options: argparse.Namespace) -> None:
     endpoint = common_pb2.Node(
         node_id=options.broker_id, host=advertised_host(options), port=options.port, rack=options.rack
@@ -74,13 +80,26 @@ async def serve(options: argparse.Namespace) -> None:
         metrics=metrics,
     )
     await service.start()
+    reporting = asyncio.create_task(report_in_sync(service, running))
+
+    async def stop() -> None:
+        reporting.cancel()
+        await service.stop()
+
     await serve_until_signalled(
         running,
         {"service": "broker", "broker_id": options.broker_id, "address": running.address},
-        service.stop,
+        stop,
         metrics=metrics,
         metrics_port=options.metrics_port,
     )
+
+
+async def report_in_sync(service: BrokerService, running: RunningServer, interval_s: float = 1.0) -> None:
+    """Keep the ``lanes.broker.InSync`` health status current (``BrokerService.in_sync``)."""
+    while True:
+        await running.set_serving(service.in_sync(), IN_SYNC_HEALTH)
+        await asyncio.sleep(interval_s)
 
 
 def main(argv: list[str] | None = None) -> int:

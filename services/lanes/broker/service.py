@@ -142,6 +142,20 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         await self.link.stop(controlled=True)
         await asyncio.to_thread(self.logs.close)
 
+    def in_sync(self) -> bool:
+        """Ready to take traffic and safe to restart the next broker: registered and unfenced,
+        and in the ISR of every partition it replicates that has a leader (a broker that just
+        restarted is not, until it has caught up). Pods' readiness probes ask this, through the
+        ``lanes.broker.InSync`` health service, so a rolling restart waits for it."""
+        if self.link.fenced:
+            return False
+        return all(
+            self.broker_id in partition.isr
+            for topic in self.image.topics.values()
+            for partition in topic.partitions.values()
+            if self.broker_id in partition.replicas and partition.leader != NO_LEADER
+        )
+
     async def _maintain(self) -> None:
         """Retention, flush.ms and checkpoints (the high-water mark among them), periodically."""
         while True:
