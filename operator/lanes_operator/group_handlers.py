@@ -7,7 +7,8 @@ Every ``LANES_OPERATOR_GROUP_INTERVAL_SECONDS``, and at once when the resource c
    no members (GroupActive=True says it waits); ``status.lastAppliedReset`` records it;
 3. autoscaling: the target's ``scale`` subresource gets the stabilized recommendation;
 4. the status: state, members, lag (records, seconds), partitions, replicas, conditions Ready,
-   GroupActive and (with autoscale) ScalingActive.
+   GroupActive, (with autoscale) ScalingActive and (with an assignor) AssignorMatches: members
+   choose the assignor when they join, so the spec's is checked, not imposed.
 
 Deleting a ConsumerGroup resource leaves the Lanes group and its offsets alone (``lanes groups
 delete`` removes them); there is no finalizer.
@@ -86,6 +87,19 @@ async def reconcile(
             outcome.condition("GroupActive", "True", "MembersActive", f"{members} members consume")
         else:
             outcome.condition("GroupActive", "False", "Empty", "no member consumes")
+
+        wanted_assignor = spec.get("assignor")
+        if wanted_assignor and description is not None and description.assignor:
+            if description.assignor == wanted_assignor:
+                outcome.condition("AssignorMatches", "True", "AssignorMatches", f"the group uses {wanted_assignor}")
+            else:
+                outcome.condition(
+                    "AssignorMatches",
+                    "False",
+                    "AssignorMismatch",
+                    f"the members use {description.assignor}, the spec says {wanted_assignor}: members choose the "
+                    "assignor when they join (the consumers' assignor setting): change their configuration",
+                )
 
         if spec.get("autoscale"):
             await _autoscale(

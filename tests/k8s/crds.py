@@ -25,8 +25,8 @@ def crds() -> dict[str, dict[str, Any]]:
     """Every CRD of the chart, by kind."""
     found = {}
     for path in sorted(CRD_DIR.glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
-        found[crd["spec"]["names"]["kind"]] = crd
+        for crd in yaml.safe_load_all(path.read_text()):
+            found[crd["spec"]["names"]["kind"]] = crd
     return found
 
 

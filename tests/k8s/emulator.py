@@ -41,6 +41,7 @@ VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
 RESOURCES: dict[str, kmock.ResourceInfo] = {
     "v1/namespaces": kmock.ResourceInfo(kind="Namespace", namespaced=False, verbs=VERBS),
     "v1/events": kmock.ResourceInfo(kind="Event", namespaced=True, verbs=VERBS),
+    "v1/nodes": kmock.ResourceInfo(kind="Node", namespaced=False, verbs=VERBS),
     "apiextensions.k8s.io/v1/customresourcedefinitions": kmock.ResourceInfo(
         kind="CustomResourceDefinition", namespaced=False, verbs=VERBS
     ),

@@ -27,9 +27,11 @@ def refusals(resource: dict[str, Any], old: dict[str, Any] | None = None) -> lis
 
 
 def test_the_crds_are_valid_kubernetes_objects() -> None:
-    assert set(crds()) == {"Topic", "ConsumerGroup"}
+    assert set(crds()) == {"Topic", "ConsumerGroup", "ClusterKopfPeering", "KopfPeering"}
     for crd in crds().values():
         kubernetes_validate.validate(crd, KUBERNETES_VERSION, strict=True)
+    for kind in ("Topic", "ConsumerGroup"):
+        crd = crds()[kind]
         version = crd["spec"]["versions"][0]
         assert version["name"] == "v1alpha1"
         assert version["subresources"] == {"status": {}}

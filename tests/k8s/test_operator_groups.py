@@ -39,7 +39,7 @@ def test_status_reports_the_groups_real_lag_and_members(
     produce(bootstrap, "payments", 100)
     consume_and_commit(bootstrap, "billing", "payments", 100)
     produce(bootstrap, "payments", 30, start=100)  # 30 records the group has not read
-    kube.create("consumergroups", "billing", {"topics": ["payments"]})
+    kube.create("consumergroups", "billing", {"topics": ["payments"], "assignor": "range"})
 
     found = wait_for(lambda: (s := status(kube, "billing")).get("lag") == 30 and s, "lag 30 in the status")
     assert (found["groupId"], found["state"], found["members"]) == ("billing", "empty", 0)
@@ -65,6 +65,8 @@ def test_status_reports_the_groups_real_lag_and_members(
         member.subscribe(["payments"])
         wait_for(lambda: (member.poll(100), status(kube, "billing").get("members") == 1)[1], "one member reported")
         assert kube.condition("consumergroups", "billing", "GroupActive")["status"] == "True"
+        mismatch = wait_for(lambda: kube.condition("consumergroups", "billing", "AssignorMatches"), "assignor checked")
+        assert (mismatch["status"], mismatch["reason"]) == ("False", "AssignorMismatch")  # the member uses uniform
 
 
 def test_a_reset_waits_for_an_empty_group_and_applies_once(
