@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -84,6 +85,19 @@ def test_records_land_where_the_partitioner_says_in_send_order(cluster: LocalClu
         key = b"key-%d" % key_index
         values = [v for k, v in stored[partition_for_key(key, 3)] if k == key]
         assert values == [b"value-%d" % i for i in range(key_index, 3000, 10)], "one key's records in send order"
+
+
+def test_a_send_waits_a_moment_for_a_topic_that_is_being_created(cluster: LocalCluster) -> None:
+    """``create`` then ``send`` at once: the brokers may learn of the topic a moment after the
+    controller answered; the producer asks again for ``unknown_topic_wait_ms`` instead of failing."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    creating = threading.Timer(0.5, lambda: lanes.Admin(bootstrap).create_topic("late", partitions=1))
+    with lanes.Producer(bootstrap, unknown_topic_wait_ms=10_000) as producer:
+        creating.start()
+        try:
+            assert producer.send("late", b"x").result(timeout=30).offset == 0
+        finally:
+            creating.join()
 
 
 def test_errors_are_typed(cluster: LocalCluster) -> None:

@@ -163,6 +163,7 @@ class AsyncProducer:
         retry_backoff_ms: int = 100,
         buffer_memory: int = 32 * 1024 * 1024,
         max_block_ms: int = 60_000,
+        unknown_topic_wait_ms: int = 2_000,
     ) -> None:
         self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
         if str(acks) not in _ACKS:
@@ -191,6 +192,7 @@ class AsyncProducer:
         self._backoff_s = retry_backoff_ms / 1000
         self._buffer_limit = buffer_memory
         self._max_block_s = max_block_ms / 1000
+        self._unknown_topic_wait_s = min(unknown_topic_wait_ms, max_block_ms) / 1000
         # the accumulator, shared by every thread
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
@@ -232,11 +234,20 @@ class AsyncProducer:
     # metadata
 
     async def _partition_count(self, topic: str) -> int:
-        if topic not in self._cluster.partition_counts:
-            await self._cluster.refresh([topic])
+        """The topic's partition count. A topic the brokers do not know yet is asked for again
+        for ``unknown_topic_wait_ms`` (a topic just created reaches every broker's metadata a
+        moment later: ``create`` then ``send`` must work), then it is an error."""
         count = self._cluster.partition_counts.get(topic)
-        if count is None:
-            raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist; create it first")
+        deadline = time.monotonic() + self._unknown_topic_wait_s
+        while count is None:
+            await self._cluster.refresh([topic])
+            count = self._cluster.partition_counts.get(topic)
+            if count is None:
+                if time.monotonic() >= deadline:
+                    raise error_for(
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist; create it first"
+                    )
+                await asyncio.sleep(self._backoff_s)
         return count
 
     async def _init_producer_id(self) -> None:
