@@ -52,8 +52,13 @@ def helm_values(release: dict[str, Any]) -> dict[str, Any]:
 def test_the_schema_is_current_and_the_artifacts_exist() -> None:
     assert SKAFFOLD["apiVersion"] == "skaffold/v4beta13"
     assert SKAFFOLD["kind"] == "Config"
-    for artifact in SKAFFOLD["build"]["artifacts"]:
-        assert (ROOT / artifact["docker"]["dockerfile"]).is_file()
+    artifacts = {a["image"]: a["docker"]["dockerfile"] for a in SKAFFOLD["build"]["artifacts"]}
+    assert artifacts == {
+        "lanes": "deploy/docker/lanes.Dockerfile",
+        "lanes-spark": "deploy/docker/lanes-spark.Dockerfile",
+    }
+    for dockerfile in artifacts.values():
+        assert (ROOT / dockerfile).is_file()
 
 
 @pytest.mark.parametrize("profile", [None, *(p["name"] for p in SKAFFOLD["profiles"])])

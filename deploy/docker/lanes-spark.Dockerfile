@@ -1,0 +1,39 @@
+# The `lanes-spark` image: Apache Spark (the official image: JVM, Spark, its Python API in
+# /opt/spark/python) plus Lanes' Spark data source and example jobs, for SparkApplications and
+# `spark-submit --master k8s://...` (docs/spark.md). Build from the repository's root:
+#   docker build -f deploy/docker/lanes-spark.Dockerfile -t lanes-spark:dev .
+# Lanes needs Python 3.11; the Spark image's Ubuntu (jammy) has it as python3.11. Drivers and
+# executors run it from /opt/lanes (PYSPARK_PYTHON), with Spark's own pyspark on the path Spark
+# sets, so the Python side always matches the JVM side.
+# tests/k8s/test_images.py checks this file against the repository.
+
+ARG SPARK_IMAGE=apache/spark:4.0.1-scala2.13-java17-python3-ubuntu
+
+# Build: Lanes (with its compiled codec) and pyarrow into a Python 3.11 virtual environment.
+FROM ${SPARK_IMAGE} AS build
+USER root
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3.11 python3.11-venv python3.11-dev gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY services ./services
+COPY operator ./operator
+COPY spark-apps ./spark-apps
+RUN python3.11 -m venv /opt/lanes \
+ && /opt/lanes/bin/pip install --no-cache-dir ".[arrow]" \
+ && /opt/lanes/bin/python -c "import lanes.protocol._records_c, lanes_spark, pyarrow"
+
+# Run: Spark's image, Python 3.11 without a compiler, the environment, the jobs.
+FROM ${SPARK_IMAGE}
+USER root
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3.11 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /opt/lanes /opt/lanes
+COPY spark-apps /opt/lanes-spark
+ENV PYSPARK_PYTHON=/opt/lanes/bin/python \
+    PYSPARK_DRIVER_PYTHON=/opt/lanes/bin/python \
+    PYTHONDONTWRITEBYTECODE=1
+# Spark's user (uid 185 in the official image), numeric so runAsNonRoot can check it.
+USER 185
