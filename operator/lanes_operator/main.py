@@ -70,4 +70,5 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     context: Context | None = memo.get("lanes")
     if context is not None:
         await context.admin.close()
+        context.workloads.close()
         context.metrics.stop()

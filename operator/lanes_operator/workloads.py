@@ -26,7 +26,11 @@ class Workloads:
     """Scale of Deployments and StatefulSets."""
 
     def __init__(self, client: Any) -> None:
+        self._client = client
         self._apps = kubernetes.client.AppsV1Api(client)
+
+    def close(self) -> None:
+        self._client.close()
 
     async def replicas(self, namespace: str, kind: str, name: str) -> int | None:
         """The workload's desired replicas, or None when it does not exist."""

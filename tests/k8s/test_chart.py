@@ -106,6 +106,16 @@ def test_every_pod_is_hardened_and_sized() -> None:
             assert "/tmp" in mounts or container["name"] == "rack", (name, container["name"])
 
 
+def test_only_the_rack_init_container_holds_an_api_token() -> None:
+    for name, spec in pod_specs(render(EVERYTHING_ON)):
+        if "operator" in name:
+            continue  # the operator talks to the API
+        assert spec.get("automountServiceAccountToken") is False, name
+        for container in containers(spec):
+            token_mounts = [m for m in container.get("volumeMounts", []) if "serviceaccount" in m["mountPath"]]
+            assert bool(token_mounts) == (container["name"] == "rack"), (name, container["name"])
+
+
 def test_services_probe_their_grpc_health_and_brokers_are_ready_only_in_sync() -> None:
     objects = render()
     for component, port in (("controller", 9093), ("broker", 9092), ("coordinator", 9094)):
