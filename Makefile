@@ -34,8 +34,8 @@ $(STAMP)-run: $(INSTALL_INPUTS) | $(PY)
 test: lint pytest
 
 pytest: $(STAMP)-dev
-	tools/ensure-debian-packages.sh "the tests" promtool=prometheus
-	$(BIN)/pytest -q tests
+	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless
+	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q tests
 
 lint: $(STAMP)-dev
 	$(BIN)/ruff check services operator spark-apps tests tools

@@ -1,0 +1,53 @@
+"""Spark tests: one local[2] session per module against one real Lanes cluster (``lanes up``'s
+processes). The session uses this virtual environment's interpreter for its Python workers and
+binds loopback only (../shared/TESTING.md)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from lanes.runtime.local_cluster import LocalCluster
+from tests.integration.processes import running_cluster
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[object]:
+    assert shutil.which("java"), "Spark needs a Java runtime: make test installs Debian's default-jre-headless"
+    from pyspark.sql import SparkSession  # noqa: PLC0415 (after the environment above is set)
+
+    from lanes_spark import LanesDataSource  # noqa: PLC0415
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("lanes-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .getOrCreate()
+    )
+    session.dataSource.register(LanesDataSource)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="module")
+def lanes_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path_factory.mktemp("lanes"), brokers=2) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def bootstrap(lanes_cluster: LocalCluster) -> str:
+    return str(lanes_cluster.describe()["bootstrap"])
