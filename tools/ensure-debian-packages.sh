@@ -4,8 +4,8 @@
 # A program counts as present when it is on PATH or in /usr/sbin or /usr/bin (some packages put
 # servers in /usr/sbin, off an unprivileged PATH). Used by `make test` (promtool, from the
 # prometheus package: it checks the alert rules and dashboard queries; java, for the Spark tests)
-# and `make bench` (the peer
-# servers redis-server and nats-server). Package servers are not started here.
+# and `make bench` (the peer servers redis-server and nats-server). Package servers are not
+# started here.
 set -euo pipefail
 purpose=$1
 shift
