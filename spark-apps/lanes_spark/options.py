@@ -85,7 +85,7 @@ READ_KEYS = {
     "polltimeoutms",
 }
 WRITE_KEYS = {"bootstrap", "topic", "acks", "compression", "lingerms"}
-SPARK_KEYS = {"path", "checkpointlocation"}  # options Spark itself may pass along
+SPARK_KEYS = {"path", "checkpointlocation", "queryname"}  # options Spark itself may pass along
 
 
 def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:

@@ -1,0 +1,141 @@
+"""The trading example's Spark jobs (spark-apps/jobs/) on generated price streams, against a real
+Lanes cluster; their results checked against a plain Python computation of the same thing."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import lanes
+from tests.e2e.cli import wait_for
+from tests.spark.test_source import everything
+
+pytestmark = pytest.mark.slow
+
+JOBS = Path(__file__).resolve().parents[2] / "spark-apps" / "jobs"
+START = datetime(2026, 11, 23, 16, 0, tzinfo=UTC)
+
+
+def job(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"jobs.{name}", JOBS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def price_stream(seed: int, tickers: tuple[str, ...], minutes: int) -> list[dict[str, Any]]:
+    """Trades with strictly increasing event times per ticker, a few per second, prices in a random walk."""
+    rng = random.Random(seed)
+    trades = []
+    for ticker in tickers:
+        price, moment = 100.0 + rng.random() * 50, START
+        while (moment := moment + timedelta(milliseconds=rng.randint(200, 4000))) < START + timedelta(minutes=minutes):
+            price = round(max(1.0, price + rng.uniform(-1, 1)), 2)
+            trades.append({"ticker": ticker, "price": price, "size": rng.randint(1, 500), "ts": moment})
+    return sorted(trades, key=lambda t: t["ts"])
+
+
+def iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def produce_prices(bootstrap: str, topic: str, trades: list[dict[str, Any]]) -> None:
+    with lanes.Producer(bootstrap) as producer:
+        for trade in trades:
+            producer.send(topic, json.dumps({**trade, "ts": iso(trade["ts"])}).encode(), trade["ticker"].encode())
+        producer.flush()
+
+
+def expected_candles(trades: list[dict[str, Any]], closed_before: datetime) -> dict[tuple[str, str], dict[str, Any]]:
+    windows: dict[tuple[str, datetime], list[dict[str, Any]]] = defaultdict(list)
+    for trade in trades:
+        windows[(trade["ticker"], trade["ts"].replace(second=0, microsecond=0))].append(trade)
+    expected = {}
+    for (ticker, start), members in windows.items():
+        if start + timedelta(minutes=1) > closed_before:
+            continue
+        ordered = sorted(members, key=lambda t: t["ts"])
+        expected[(ticker, start.strftime("%Y-%m-%dT%H:%M:%SZ"))] = {
+            "open": ordered[0]["price"],
+            "high": max(t["price"] for t in members),
+            "low": min(t["price"] for t in members),
+            "close": ordered[-1]["price"],
+            "volume": sum(t["size"] for t in members),
+            "trades": len(members),
+        }
+    return expected
+
+
+def test_candles_match_a_plain_python_computation(spark: Any, bootstrap: str, tmp_path: Path) -> None:
+    admin = lanes.Admin(bootstrap)
+    admin.create_topic("prices", partitions=3, replication_factor=2)
+    admin.create_topic("candles", partitions=3, replication_factor=2)
+    trades = price_stream(7, ("AAPL", "MSFT", "NVDA"), minutes=6)
+    late = START + timedelta(minutes=12)  # moves the watermark past every window of the stream
+    produce_prices(bootstrap, "prices", [*trades, {"ticker": "AAPL", "price": 1.0, "size": 1, "ts": late}])
+
+    candles = job("candles")
+    options = candles.parse_args(["--bootstrap", bootstrap, "--checkpoint", str(tmp_path / "candles")])
+    expected = expected_candles(trades, closed_before=late - timedelta(seconds=30))
+    assert len(expected) == 18  # 3 tickers x 6 minutes
+    query = candles.start(spark, options)
+    try:
+        query.processAllAvailable()  # then a batch without data emits the windows the watermark closed
+        wait_for(lambda: len(everything(bootstrap, "candles")) >= len(expected), "the closed windows", 120)
+    finally:
+        query.stop()
+
+    got = {}
+    for record in everything(bootstrap, "candles"):
+        candle = json.loads(record.value)
+        assert record.key == candle["ticker"].encode()
+        got[(candle["ticker"], candle["window_start"])] = {
+            k: candle[k] for k in ("open", "high", "low", "close", "volume", "trades")
+        }
+    assert got == expected
+
+
+def test_signals_emit_the_crossovers_of_each_ticker_across_restarts(spark: Any, bootstrap: str, tmp_path: Path) -> None:
+    admin = lanes.Admin(bootstrap)
+    admin.create_topic("quotes", partitions=2, replication_factor=1)
+    admin.create_topic("orders", partitions=2, replication_factor=1)
+    trades = price_stream(11, ("AAPL", "MSFT"), minutes=4)
+    half = len(trades) // 2
+    signals = job("signals")
+    options = signals.parse_args(
+        ["--bootstrap", bootstrap, "--prices", "quotes", "--checkpoint", str(tmp_path / "signals"), "--available-now"]
+    )
+    produce_prices(bootstrap, "quotes", trades[:half])
+    signals.start(spark, options).awaitTermination(300)
+    produce_prices(bootstrap, "quotes", trades[half:])  # the second run goes on from the state of the first
+    signals.start(spark, options).awaitTermination(300)
+
+    expected = []
+    for ticker in ("AAPL", "MSFT"):
+        mine = [(t["price"], t["ts"]) for t in trades if t["ticker"] == ticker]
+        orders, _, _ = signals.crossovers([], None, mine, 5, 20)
+        expected += [(ticker, side, price, iso(moment)) for side, price, moment, _, _ in orders]
+    got = [json.loads(r.value) for r in everything(bootstrap, "orders")]
+    assert sorted((o["ticker"], o["side"], o["price"], o["ts"]) for o in got) == sorted(expected)
+    assert {o["side"] for o in got} == {"BUY", "SELL"}
+    assert all(o["strategy"] == "ma-crossover" for o in got)
+
+
+def test_the_crossover_core() -> None:
+    crossovers = job("signals").crossovers
+    falling_then_rising = [(float(p), n) for n, p in enumerate([*range(30, 10, -1), *range(11, 40)])]
+    orders, window, above = crossovers([], None, falling_then_rising, 3, 10)
+    assert [side for side, *_ in orders] == ["BUY"]
+    assert (len(window), above) == (10, True)
+    orders, _, _ = crossovers(window, above, [(1.0, 100), (1.0, 101), (1.0, 102)], 3, 10)
+    assert [side for side, *_ in orders] == ["SELL"]
