@@ -7,7 +7,7 @@
 # sets, so the Python side always matches the JVM side.
 # tests/k8s/test_images.py checks this file against the repository.
 
-ARG SPARK_IMAGE=apache/spark:4.0.1-scala2.13-java17-python3-ubuntu
+ARG SPARK_IMAGE=apache/spark:4.3.0-scala2.13-java17-python3-ubuntu
 
 # Build: Lanes (with its compiled codec) and pyarrow into a Python 3.11 virtual environment.
 FROM ${SPARK_IMAGE} AS build

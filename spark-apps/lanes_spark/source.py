@@ -90,13 +90,18 @@ class LanesDataSource(DataSource):
 
 
 @dataclass
-class RangePartition(InputPartition):  # type: ignore[misc]
+class RangePartition(InputPartition):
     """One Spark task's work: the records ``[start, end)`` of one partition."""
 
     topic: str
     partition: int
     start: int
     end: int
+
+
+def _piece(partition: InputPartition) -> OffsetRange:
+    assert isinstance(partition, RangePartition), partition
+    return OffsetRange(partition.topic, partition.partition, partition.start, partition.end)
 
 
 def _partitions(pieces: Sequence[OffsetRange]) -> list[RangePartition]:
@@ -114,7 +119,7 @@ def _checked_start(options: ReadOptions, start: Offsets, earliest: Offsets) -> O
     return {p: max(offset, earliest.get(p, offset)) for p, offset in start.items()}
 
 
-class LanesBatchReader(DataSourceReader):  # type: ignore[misc]
+class LanesBatchReader(DataSourceReader):
     def __init__(self, options: ReadOptions) -> None:
         self.options = options
 
@@ -134,12 +139,11 @@ class LanesBatchReader(DataSourceReader):  # type: ignore[misc]
         end = {p: min(offset, latest[p]) for p, offset in end.items()}
         return _partitions(ranges(start, end, self.options.min_partitions))
 
-    def read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
-        piece = OffsetRange(partition.topic, partition.partition, partition.start, partition.end)
-        yield from read_range(self.options, piece)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from read_range(self.options, _piece(partition))
 
 
-class LanesStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+class LanesStreamReader(DataSourceStreamReader):
     """Micro-batches over the partitions' offsets. Runs on the driver (planning, commits) and,
     pickled, in tasks (``read``); the cluster connection is the driver's only."""
 
@@ -190,9 +194,8 @@ class LanesStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         begin = _checked_start(self.options, begin, earliest)
         return _partitions(ranges(begin, finish, self.options.min_partitions))
 
-    def read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
-        piece = OffsetRange(partition.topic, partition.partition, partition.start, partition.end)
-        yield from read_range(self.options, piece)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from read_range(self.options, _piece(partition))
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
         if self.options.group_id:
@@ -219,7 +222,7 @@ def _from_json(document: dict[str, dict[str, int]]) -> Offsets:
     }
 
 
-class LanesBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
+class LanesBatchWriter(DataSourceArrowWriter):
     def __init__(self, options: WriteOptions) -> None:
         self.options = options
 
@@ -236,7 +239,7 @@ class LanesBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
         )
 
 
-class LanesStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
+class LanesStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: WriteOptions) -> None:
         self.options = options
 
@@ -253,5 +256,5 @@ class LanesStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
 
 
 @dataclass
-class _Written(WriterCommitMessage):  # type: ignore[misc]
+class _Written(WriterCommitMessage):
     records: int
