@@ -97,30 +97,37 @@ def read_range(options: ReadOptions, piece: OffsetRange) -> Iterator[pa.RecordBa
     ) as consumer:
         consumer.assign([partition])
         consumer.seek(partition, piece.start)
+        position = piece.start  # kept here: after OFFSET_OUT_OF_RANGE the consumer has none
         waiting_since = time.monotonic()
-        while consumer.position(partition) < piece.end:
+        while position < piece.end:
             try:
                 records = consumer.poll(timeout_ms=500)
             except OffsetOutOfRangeError:
                 log_start = consumer.beginning_offsets([partition])[partition]
-                position = consumer.position(partition)
                 if log_start <= position:
                     raise
                 message = data_loss_message(piece.topic, piece.partition, position, log_start)
                 if options.fail_on_data_loss:
                     raise LanesDataLossError(message) from None
                 _log.warning("%s (failOnDataLoss=false: skipping)", message)
-                consumer.seek(partition, min(log_start, piece.end))
+                position = min(log_start, piece.end)
+                consumer.seek(partition, position)
                 continue
+            if records:
+                position = max(position, records[-1].offset + 1)
             wanted = [r for r in records if piece.start <= r.offset < piece.end]
             if wanted:
                 waiting_since = time.monotonic()
                 yield _batch(wanted, schema, options.include_headers)
+            elif records:
+                waiting_since = time.monotonic()
             elif time.monotonic() - waiting_since > options.poll_timeout_ms / 1000:
                 raise TimeoutError(
-                    f"{piece.topic}/{piece.partition}: records {consumer.position(partition)}..{piece.end - 1} did "
-                    f"not arrive within pollTimeoutMs={options.poll_timeout_ms}; is the partition's leader up?"
+                    f"{piece.topic}/{piece.partition}: records {position}..{piece.end - 1} did not arrive within "
+                    f"pollTimeoutMs={options.poll_timeout_ms}; is the partition's leader up?"
                 )
+            else:
+                position = max(position, consumer.position(partition))  # past a compacted gap
 
 
 def _batch(records: list[lanes.ConsumerRecord], schema: pa.Schema, include_headers: bool) -> pa.RecordBatch:

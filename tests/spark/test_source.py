@@ -206,21 +206,50 @@ def delete_records(bootstrap: str, topic: str, partition: int, before: int) -> N
     assert answer.topics[0].partitions[0].error.code == 0
 
 
-def test_records_deleted_under_a_query_fail_it_or_are_skipped(spark: Any, bootstrap: str, tmp_path: Path) -> None:
-    lanes.Admin(bootstrap).create_topic("expiring", partitions=1, replication_factor=1)
+def test_records_deleted_by_retention_fail_a_query_or_are_skipped(spark: Any, bootstrap: str, tmp_path: Path) -> None:
+    admin = lanes.Admin(bootstrap)
+    admin.create_topic("expiring", partitions=1, replication_factor=1, config={"segment.bytes": "500"})
     produce(bootstrap, "expiring", 50)
     strict, lenient = Batches(), Batches()
     strict_frame = reader(spark, bootstrap, subscribe="expiring", startingOffsets="earliest")
     lenient_frame = reader(spark, bootstrap, subscribe="expiring", startingOffsets="earliest", failOnDataLoss="false")
     run(strict_frame, strict, tmp_path / "strict")
     run(lenient_frame, lenient, tmp_path / "lenient")
-    produce(bootstrap, "expiring", 50, start=50)
-    delete_records(bootstrap, "expiring", 0, 80)  # offsets 50..79 go before the queries read them
+    produce(bootstrap, "expiring", 30, start=50)  # a segment of its own (each batch exceeds segment.bytes)
+    produce(bootstrap, "expiring", 30, start=80)  # the active segment, which retention keeps
+    admin.alter_configs("expiring", set={"retention.bytes": "1"})  # the brokers' next maintenance deletes the rest
+    partition = TopicPartition("expiring", 0)
+    with lanes.Consumer(bootstrap) as consumer:
+        log_start = wait_for(
+            lambda: (o := consumer.beginning_offsets([partition])[partition]) > 50 and o, "retention", 60
+        )
 
-    with pytest.raises(Exception, match=r"records 50\.\.79 of expiring/0 were deleted .* failOnDataLoss=false"):
+    with pytest.raises(
+        Exception, match=rf"records 50\.\.{log_start - 1} of expiring/0 were deleted .* failOnDataLoss=false"
+    ):
         run(strict_frame, strict, tmp_path / "strict")
     run(lenient_frame, lenient, tmp_path / "lenient")
-    assert sorted(o for _, _, o in lenient.records()) == [*range(50), *range(80, 100)]
+    assert sorted(o for _, _, o in lenient.records()) == [*range(50), *range(log_start, 110)]
+
+
+def test_a_task_whose_records_are_deleted_after_planning_fails_or_skips(bootstrap: str) -> None:
+    """The same check inside a task (records deleted between planning a micro-batch and reading it)."""
+    from lanes_spark.options import read_options  # noqa: PLC0415
+    from lanes_spark.planning import OffsetRange  # noqa: PLC0415
+    from lanes_spark.records import LanesDataLossError, read_range  # noqa: PLC0415
+
+    lanes.Admin(bootstrap).create_topic("vanishing", partitions=1, replication_factor=1)
+    produce(bootstrap, "vanishing", 40)
+    delete_records(bootstrap, "vanishing", 0, 25)
+    piece = OffsetRange("vanishing", 0, 10, 40)
+    strict = read_options({"bootstrap": bootstrap, "subscribe": "vanishing"}, streaming=True)
+    with pytest.raises(LanesDataLossError, match=r"records 10\.\.24 of vanishing/0 were deleted"):
+        list(read_range(strict, piece))
+    lenient = read_options(
+        {"bootstrap": bootstrap, "subscribe": "vanishing", "failOnDataLoss": "false"}, streaming=True
+    )
+    offsets = [o for batch in read_range(lenient, piece) for o in batch.column("offset").to_pylist()]
+    assert offsets == list(range(25, 40))
 
 
 def test_batch_and_streaming_writes_deliver_every_row_as_given(spark: Any, bootstrap: str, tmp_path: Path) -> None:

@@ -188,6 +188,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 current = self._leaderships.get(key)
                 if current is not None and current.leader_epoch == partition.leader_epoch:
                     self._isr_changed(current, partition.isr)
+                    self._apply_topic_configs(image, topic.name, current)
                     continue
                 log = self._open_log(image, topic.name, partition.partition)
                 log.epochs.assign(partition.leader_epoch, log.log_end_offset)  # where this epoch starts
@@ -237,6 +238,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         for topic_name, partition_index in self.logs.discover():
             if (topic_name, partition_index) not in existing and image.last_offset >= 0:
                 self.logs.delete_log(topic_name, partition_index)
+
+    def _apply_topic_configs(self, image: ClusterState, topic: str, leadership: Leadership) -> None:
+        """Configs altered while this broker leads the partition: retention, segment sizes and
+        the rest reach its log, min.insync.replicas its acks=all checks."""
+        configs = image.topic_configs(topic)
+        leadership.log.update_config(LogConfig.from_topic_configs(configs))
+        leadership.replica.min_insync_replicas = topic_config_values(configs)["min.insync.replicas"]
 
     def _open_log(self, image: ClusterState, topic: str, partition: int) -> PartitionLog:
         config = LogConfig.from_topic_configs(image.topic_configs(topic))

@@ -1,0 +1,102 @@
+"""The Spark data source's pure parts: options and offset planning (admission control, task
+splitting, data loss), with property tests for the invariants micro-batches rely on."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lanes_spark.options import EARLIEST, LATEST, LanesOptionError, read_options, write_options
+from lanes_spark.planning import OffsetRange, admit, lost, ranges, resolve
+
+partitions = st.dictionaries(
+    st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 5)),
+    st.tuples(st.integers(0, 1000), st.integers(0, 1000)),
+    min_size=1,
+)
+
+
+@given(partitions, st.integers(1, 3000))
+def test_admission_never_exceeds_the_limit_nor_a_partitions_end(spans: dict, limit: int) -> None:
+    start = {p: min(a, b) for p, (a, b) in spans.items()}
+    latest = {p: max(a, b) for p, (a, b) in spans.items()}
+    end = admit(start, latest, limit)
+    taken = {p: end[p] - start[p] for p in latest}
+    assert all(0 <= taken[p] <= latest[p] - start[p] for p in latest)
+    assert sum(taken.values()) == min(limit, sum(latest[p] - start[p] for p in latest))
+
+
+def test_admission_shares_the_limit_in_proportion_to_the_backlog() -> None:
+    start = {("t", 0): 0, ("t", 1): 0, ("t", 2): 100}
+    latest = {("t", 0): 300, ("t", 1): 100, ("t", 2): 100}
+    assert admit(start, latest, 100) == {("t", 0): 75, ("t", 1): 25, ("t", 2): 100}
+    assert admit(start, latest, None) == latest
+
+
+@given(partitions, st.integers(1, 20))
+def test_ranges_cover_exactly_what_is_between_start_and_end(spans: dict, min_partitions: int) -> None:
+    start = {p: min(a, b) for p, (a, b) in spans.items()}
+    end = {p: max(a, b) for p, (a, b) in spans.items()}
+    pieces = ranges(start, end, min_partitions)
+    covered = sorted((r.topic, r.partition, o) for r in pieces for o in range(r.start, r.end))
+    assert covered == sorted((t, p, o) for (t, p), e in end.items() for o in range(start[(t, p)], e))
+    total = sum(end[p] - start[p] for p in end)
+    assert len(pieces) >= min(min_partitions, total), "at least minPartitions tasks when there are records enough"
+
+
+def test_a_new_partition_starts_at_zero_and_empty_ranges_are_dropped() -> None:
+    assert ranges({("t", 0): 5}, {("t", 0): 5, ("t", 1): 3}) == [OffsetRange("t", 1, 0, 3)]
+
+
+def test_resolving_specs_and_finding_lost_records() -> None:
+    parts = [("t", 0), ("t", 1)]
+    earliest, latest = {("t", 0): 10, ("t", 1): 0}, {("t", 0): 50, ("t", 1): 7}
+    assert resolve("earliest", parts, earliest, latest) == earliest
+    assert resolve("latest", parts, earliest, latest) == latest
+    assert resolve({"t": {0: LATEST}}, parts, earliest, latest) == {("t", 0): 50, ("t", 1): 0}
+    assert resolve({"t": {0: 20, 1: EARLIEST}}, parts, earliest, latest) == {("t", 0): 20, ("t", 1): 0}
+    assert lost({("t", 0): 4, ("t", 1): 0}, earliest) == {("t", 0): (4, 10)}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"bootstrap": "b:1"}, "set exactly one of the options subscribe"),
+        ({"bootstrap": "b:1", "subscribe": "a", "assign": '{"a": [0]}'}, "set exactly one"),
+        ({"subscribe": "a"}, "option bootstrap is required"),
+        (
+            {"bootstrap": "b:1", "subscribe": "a", "startingOffsets": "first"},
+            "startingOffsets must be earliest, latest or JSON",
+        ),
+        ({"bootstrap": "b:1", "subscribePattern": "("}, "is not a regular expression"),
+        ({"bootstrap": "b:1", "subscribe": "a", "maxRecordsPerTrigger": "0"}, "at least 1"),
+        ({"bootstrap": "b:1", "subscribe": "a", "failOnDataLoss": "maybe"}, "true or false"),
+        ({"bootstrap": "b:1", "subscribe": "a", "subscibe": "b"}, "unknown option(s) subscibe"),
+        ({"bootstrap": "b:1", "assign": "[0]"}, "assign must be JSON"),
+    ],
+)
+def test_read_options_refuse_what_cannot_work(options: dict[str, str], message: str) -> None:
+    with pytest.raises(LanesOptionError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_options(options, streaming=False)
+
+
+def test_read_options_defaults_and_case() -> None:
+    stream = read_options(
+        {"BOOTSTRAP": "b:1", "SubscribePattern": "prices-.*", "startingoffsets": '{"prices-a": {"0": 5}}'},
+        streaming=True,
+    )
+    assert stream.wants("prices-a")
+    assert not stream.wants("__consumer_offsets")
+    assert not stream.wants("orders")
+    assert stream.starting == {"prices-a": {0: 5}}
+    assert read_options({"bootstrap": "b:1", "subscribe": "a"}, streaming=True).starting == "latest"
+    assert read_options({"bootstrap": "b:1", "subscribe": "a"}, streaming=False).starting == "earliest"
+    with pytest.raises(LanesOptionError, match="endingOffsets is for batch queries"):
+        read_options({"bootstrap": "b:1", "subscribe": "a", "endingOffsets": "latest"}, streaming=True)
+
+
+def test_write_options() -> None:
+    assert write_options({"bootstrap": "b:1", "acks": "-1"}).acks == "all"
+    with pytest.raises(LanesOptionError, match="compression 'brotli'"):
+        write_options({"bootstrap": "b:1", "compression": "brotli"})
