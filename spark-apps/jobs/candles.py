@@ -18,14 +18,13 @@ and on Kubernetes as deploy/spark/candles.yaml (a SparkApplication on the lanes-
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.streaming.query import StreamingQuery
 
-from lanes_spark.trading import trades
+from lanes_spark.trading import job_arguments, read_prices, run_job, trades, write_records
 
 
 def candles(prices: DataFrame, window: str = "1 minute", watermark: str = "30 seconds") -> DataFrame:
@@ -66,55 +65,20 @@ def as_records(frame: DataFrame) -> DataFrame:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="candles", description=__doc__.splitlines()[0])
-    parser.add_argument("--bootstrap", default=os.environ.get("LANES_BOOTSTRAP", "127.0.0.1:9092"))
-    parser.add_argument("--prices", default="prices", help="the topic read")
-    parser.add_argument("--candles", default="candles", help="the topic written")
-    parser.add_argument("--checkpoint", required=True, help="where Spark keeps the query's progress")
+    parser = job_arguments("candles", __doc__.splitlines()[0], "candles")
     parser.add_argument("--window", default="1 minute")
     parser.add_argument("--watermark", default="30 seconds", help="how late a trade may arrive")
-    parser.add_argument("--starting-offsets", default="earliest")
-    parser.add_argument("--max-records-per-trigger", type=int, default=None)
-    parser.add_argument(
-        "--available-now",
-        action="store_true",
-        help="process what is there, then stop (windows the last watermark closed come out on the next run)",
-    )
     return parser.parse_args(argv)
 
 
-def start(spark: SparkSession, options: argparse.Namespace) -> Any:
+def start(spark: SparkSession, options: argparse.Namespace) -> StreamingQuery:
     """Start the streaming query; returns it."""
-    from lanes_spark import LanesDataSource  # noqa: PLC0415 (registered in the session the job runs in)
-
-    spark.dataSource.register(LanesDataSource)
-    reader = (
-        spark.readStream.format("lanes")
-        .option("bootstrap", options.bootstrap)
-        .option("subscribe", options.prices)
-        .option("startingOffsets", options.starting_offsets)
-    )
-    if options.max_records_per_trigger:
-        reader = reader.option("maxRecordsPerTrigger", str(options.max_records_per_trigger))
-    writer = (
-        as_records(candles(reader.load(), options.window, options.watermark))
-        .writeStream.format("lanes")
-        .option("bootstrap", options.bootstrap)
-        .option("topic", options.candles)
-        .option("checkpointLocation", options.checkpoint)
-        .outputMode("append")
-        .queryName("candles")
-    )
-    if options.available_now:
-        writer = writer.trigger(availableNow=True)
-    return writer.start()
+    frame = candles(read_prices(spark, options), options.window, options.watermark)
+    return write_records(as_records(frame), options, options.candles, "candles")
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = parse_args(argv)
-    spark = SparkSession.builder.appName("lanes-candles").config("spark.sql.session.timeZone", "UTC").getOrCreate()
-    start(spark, options).awaitTermination()
-    return 0
+    return run_job("candles", start, parse_args(argv))
 
 
 if __name__ == "__main__":

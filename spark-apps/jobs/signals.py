@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -25,9 +24,10 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from lanes_spark.trading import trades
+from lanes_spark.trading import job_arguments, read_prices, run_job, trades, write_records
 
 ORDER_SCHEMA = "ticker string, side string, price double, ts timestamp, short_ma double, long_ma double"
 #: The window travels as JSON text: pyspark 4.3 cannot read an array in this state's schema back
@@ -103,52 +103,24 @@ def as_records(orders: DataFrame, strategy: str) -> DataFrame:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="signals", description=__doc__.splitlines()[0])
-    parser.add_argument("--bootstrap", default=os.environ.get("LANES_BOOTSTRAP", "127.0.0.1:9092"))
-    parser.add_argument("--prices", default="prices", help="the topic read")
-    parser.add_argument("--orders", default="orders", help="the topic written")
-    parser.add_argument("--checkpoint", required=True, help="where Spark keeps the query's progress and state")
+    parser = job_arguments("signals", __doc__.splitlines()[0], "orders")
     parser.add_argument("--short", type=int, default=5, help="prices in the short moving average")
     parser.add_argument("--long", type=int, default=20, help="prices in the long moving average")
     parser.add_argument("--strategy", default="ma-crossover", help="named in every order request")
-    parser.add_argument("--starting-offsets", default="earliest")
-    parser.add_argument("--available-now", action="store_true", help="process what is there, then stop")
     options = parser.parse_args(argv)
     if not 1 <= options.short < options.long:
         parser.error("--short must be at least 1 and below --long")
     return options
 
 
-def start(spark: SparkSession, options: argparse.Namespace) -> Any:
-    from lanes_spark import LanesDataSource  # noqa: PLC0415 (registered in the session the job runs in)
-
-    spark.dataSource.register(LanesDataSource)
-    prices = (
-        spark.readStream.format("lanes")
-        .option("bootstrap", options.bootstrap)
-        .option("subscribe", options.prices)
-        .option("startingOffsets", options.starting_offsets)
-        .load()
-    )
-    writer = (
-        as_records(signals(prices, options.short, options.long), options.strategy)
-        .writeStream.format("lanes")
-        .option("bootstrap", options.bootstrap)
-        .option("topic", options.orders)
-        .option("checkpointLocation", options.checkpoint)
-        .outputMode("append")
-        .queryName("signals")
-    )
-    if options.available_now:
-        writer = writer.trigger(availableNow=True)
-    return writer.start()
+def start(spark: SparkSession, options: argparse.Namespace) -> StreamingQuery:
+    """Start the streaming query; returns it."""
+    orders = signals(read_prices(spark, options), options.short, options.long)
+    return write_records(as_records(orders, options.strategy), options, options.orders, "signals")
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = parse_args(argv)
-    spark = SparkSession.builder.appName("lanes-signals").config("spark.sql.session.timeZone", "UTC").getOrCreate()
-    start(spark, options).awaitTermination()
-    return 0
+    return run_job("signals", start, parse_args(argv))
 
 
 if __name__ == "__main__":

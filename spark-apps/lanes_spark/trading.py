@@ -3,13 +3,19 @@
 A price record is keyed by ticker with a JSON value such as
 ``{"ticker": "AAPL", "price": 190.25, "size": 100, "ts": "2026-11-23T16:00:01.250Z"}``; ``ts`` (the
 trade's event time) defaults to the record's timestamp, ``size`` to 0, ``ticker`` to the key.
-Values that are not such JSON are dropped. Used by the jobs in spark-apps/jobs/.
+Values that are not such JSON are dropped. Also the jobs' shared plumbing (their common
+options, reading the prices stream, writing records, ``main``). Used by spark-apps/jobs/.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+import argparse
+import os
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.streaming.query import StreamingQuery
 
 PRICE_SCHEMA = "ticker string, price double, size long, ts timestamp"
 
@@ -27,3 +33,61 @@ def trades(prices: DataFrame) -> DataFrame:
         F.coalesce(F.col("p.size"), F.lit(0)).alias("size"),
         F.coalesce(F.col("p.ts"), F.col("appended")).alias("event_time"),
     ).where(F.col("price").isNotNull() & F.col("ticker").isNotNull())
+
+
+def job_arguments(name: str, description: str, output: str) -> argparse.ArgumentParser:
+    """The options every trading job takes: where Lanes is, the prices topic, the ``output``
+    topic (``--<output>``), the checkpoint, where to start, and ``--available-now``."""
+    parser = argparse.ArgumentParser(prog=name, description=description)
+    parser.add_argument("--bootstrap", default=os.environ.get("LANES_BOOTSTRAP", "127.0.0.1:9092"))
+    parser.add_argument("--prices", default="prices", help="the topic read")
+    parser.add_argument(f"--{output}", default=output, help="the topic written")
+    parser.add_argument("--checkpoint", required=True, help="where Spark keeps the query's progress and state")
+    parser.add_argument("--starting-offsets", default="earliest")
+    parser.add_argument("--max-records-per-trigger", type=int, default=None)
+    parser.add_argument(
+        "--available-now",
+        action="store_true",
+        help="process what is there, then stop (event-time windows the last watermark closed come out on the next run)",
+    )
+    return parser
+
+
+def read_prices(spark: SparkSession, options: argparse.Namespace) -> DataFrame:
+    """The prices topic as a stream (registers the ``lanes`` format in ``spark``)."""
+    from lanes_spark.source import LanesDataSource  # noqa: PLC0415 (pyspark's data source API on demand)
+
+    spark.dataSource.register(LanesDataSource)
+    reader = (
+        spark.readStream.format("lanes")
+        .option("bootstrap", options.bootstrap)
+        .option("subscribe", options.prices)
+        .option("startingOffsets", options.starting_offsets)
+    )
+    if options.max_records_per_trigger:
+        reader = reader.option("maxRecordsPerTrigger", str(options.max_records_per_trigger))
+    return reader.load()
+
+
+def write_records(records: DataFrame, options: argparse.Namespace, topic: str, name: str) -> StreamingQuery:
+    """Start the query writing ``records`` (key, value) to ``topic`` in append mode."""
+    writer = (
+        records.writeStream.format("lanes")
+        .option("bootstrap", options.bootstrap)
+        .option("topic", topic)
+        .option("checkpointLocation", options.checkpoint)
+        .outputMode("append")
+        .queryName(name)
+    )
+    if options.available_now:
+        writer = writer.trigger(availableNow=True)
+    return writer.start()
+
+
+def run_job(
+    name: str, start: Callable[[SparkSession, argparse.Namespace], StreamingQuery], options: argparse.Namespace
+) -> int:
+    """A job's ``main``: a session in UTC, the query started, waited for until it ends."""
+    spark = SparkSession.builder.appName(f"lanes-{name}").config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    start(spark, options).awaitTermination()
+    return 0
