@@ -12,6 +12,7 @@ Columns of a write: ``value`` (binary or string, required), ``key`` (binary or s
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from pyspark.sql.types import (
 )
 
 import lanes
-from lanes.client import TopicPartition
+from lanes.client import ConsumerRecord, TopicPartition
 from lanes.protocol.errors import OffsetOutOfRangeError
 from lanes_spark.options import ReadOptions, WriteOptions
 from lanes_spark.planning import OffsetRange
@@ -115,7 +116,9 @@ def read_range(options: ReadOptions, piece: OffsetRange) -> Iterator[pa.RecordBa
                 continue
             if records:
                 position = max(position, records[-1].offset + 1)
-            wanted = [r for r in records if piece.start <= r.offset < piece.end]
+            # records come in offset order: only the ends of the range need trimming
+            first = bisect.bisect_left(records, piece.start, key=_offset)
+            wanted = records[first : bisect.bisect_left(records, piece.end, lo=first, key=_offset)]
             if wanted:
                 waiting_since = time.monotonic()
                 yield _batch(wanted, schema, options.include_headers)
@@ -130,7 +133,11 @@ def read_range(options: ReadOptions, piece: OffsetRange) -> Iterator[pa.RecordBa
                 position = max(position, consumer.position(partition))  # past a compacted gap
 
 
-def _batch(records: list[lanes.ConsumerRecord], schema: pa.Schema, include_headers: bool) -> pa.RecordBatch:
+def _offset(record: ConsumerRecord) -> int:
+    return record.offset
+
+
+def _batch(records: list[ConsumerRecord], schema: pa.Schema, include_headers: bool) -> pa.RecordBatch:
     offsets, stamps, keys, values, headers, topics, partitions, stamp_types, _epochs = zip(*records, strict=True)
     columns = [
         pa.array(keys, pa.binary()),
@@ -138,8 +145,8 @@ def _batch(records: list[lanes.ConsumerRecord], schema: pa.Schema, include_heade
         pa.array(topics, pa.string()),
         pa.array(partitions, pa.int32()),
         pa.array(offsets, pa.int64()),
-        pa.array([s * 1000 for s in stamps], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-        pa.array([int(t) for t in stamp_types], pa.int32()),
+        pa.array(stamps, pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC")),
+        pa.array(stamp_types, pa.int32()),
     ]
     if include_headers:
         columns.append(
