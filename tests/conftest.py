@@ -2,6 +2,8 @@
 
 - Benchmarks (tests/perf) are collected only under `make bench` (LANES_BENCH=1), never by a
   plain `pytest` or `make test`: they print numbers and take time.
+- ``lanes_cluster`` / ``bootstrap``: a real cluster of processes (controller, 2 brokers, a
+  coordinator) shared by a test module, for the modules that need one and no special settings.
 - Hypothesis prints a reproduction blob for every failure.
 - Services the tests start by hand serve no metrics endpoint (``LANES_METRICS_PORT=-1``): their
   default ports would collide, and a free port picked by the kernel could take a port another
@@ -10,8 +12,13 @@
 """
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from lanes.runtime.local_cluster import LocalCluster
+from tests.integration.processes import running_cluster
 
 collect_ignore = [] if os.environ.get("LANES_BENCH") else ["perf"]
 os.environ.setdefault("LANES_METRICS_PORT", "-1")
@@ -23,3 +30,14 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("lanes")
+
+
+@pytest.fixture(scope="module")
+def lanes_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path_factory.mktemp("lanes"), brokers=2) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def bootstrap(lanes_cluster: LocalCluster) -> str:
+    return str(lanes_cluster.describe()["bootstrap"])

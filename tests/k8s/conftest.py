@@ -1,6 +1,7 @@
-"""Fixtures of the operator's tests, one set per test module: a real Lanes cluster (2 brokers, a
-coordinator), the Kubernetes API emulator, the operator (``kopf run``) between them, and the
-clients a test uses to look (``kube`` as kubectl, ``admin`` as ``lanes``)."""
+"""Fixtures of the operator's tests, one set per test module: a real Lanes cluster
+(``lanes_cluster`` / ``bootstrap`` from tests/conftest.py), the Kubernetes API emulator, the
+operator (``kopf run``) between them, and the clients a test uses to look (``kube`` as kubectl,
+``admin`` as ``lanes``)."""
 
 from __future__ import annotations
 
@@ -9,21 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from lanes.client import Admin
-from lanes.runtime.local_cluster import LocalCluster
-from tests.integration.processes import running_cluster
 from tests.k8s.emulator import ApiServer, api_server
 from tests.k8s.operator_process import Kube, OperatorProcess
-
-
-@pytest.fixture(scope="module")
-def lanes_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path_factory.mktemp("lanes"), brokers=2) as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def bootstrap(lanes_cluster: LocalCluster) -> str:
-    return str(lanes_cluster.describe()["bootstrap"])
 
 
 @pytest.fixture(scope="module")

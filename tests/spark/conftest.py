@@ -1,5 +1,5 @@
 """Spark tests: one local[2] session per module against one real Lanes cluster (``lanes up``'s
-processes). The session uses this virtual environment's interpreter for its Python workers and
+processes; ``lanes_cluster`` and ``bootstrap`` come from tests/conftest.py). The session uses this virtual environment's interpreter for its Python workers and
 binds loopback only (../shared/TESTING.md)."""
 
 from __future__ import annotations
@@ -10,9 +10,6 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-
-from lanes.runtime.local_cluster import LocalCluster
-from tests.integration.processes import running_cluster
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -40,14 +37,3 @@ def spark() -> Iterator[object]:
         yield session
     finally:
         session.stop()
-
-
-@pytest.fixture(scope="module")
-def lanes_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path_factory.mktemp("lanes"), brokers=2) as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def bootstrap(lanes_cluster: LocalCluster) -> str:
-    return str(lanes_cluster.describe()["bootstrap"])
