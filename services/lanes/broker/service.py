@@ -86,6 +86,23 @@ def producer_state_of(log: PartitionLog) -> ProducerStateTable:
     return table
 
 
+class _TopicSettings:
+    """A topic's configs as the broker applies them to its partitions, worked out on first use
+    (once per topic per metadata update, not once per partition)."""
+
+    def __init__(self, image: ClusterState, topic: str) -> None:
+        self._image = image
+        self._topic = topic
+
+    @functools.cached_property
+    def log_config(self) -> LogConfig:
+        return LogConfig.from_topic_configs(self._image.topic_configs(self._topic))
+
+    @functools.cached_property
+    def min_insync_replicas(self) -> int:
+        return int(topic_config_values(self._image.topic_configs(self._topic))["min.insync.replicas"])
+
+
 class BrokerService(broker_pb2_grpc.BrokerServicer):
     """Serves the partitions this broker leads. Call ``start`` before serving and ``stop`` after."""
 
@@ -177,22 +194,24 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         led: set[TopicPartition] = set()
         following: dict[TopicPartition, tuple[int, int, str]] = {}
         for topic in image.topics.values():
+            settings = _TopicSettings(image, topic.name)  # worked out once per topic, if needed
             for partition in topic.partitions.values():
                 key = (topic.name, partition.partition)
                 if partition.leader != self.broker_id:
                     if self.broker_id in partition.replicas and partition.leader != NO_LEADER:
-                        self._open_log(image, topic.name, partition.partition)
+                        self._open_log(topic.name, partition.partition, settings.log_config)
                         following[key] = (partition.leader, partition.leader_epoch, topic.topic_id)
                     continue
                 led.add(key)
                 current = self._leaderships.get(key)
                 if current is not None and current.leader_epoch == partition.leader_epoch:
                     self._isr_changed(current, partition.isr)
-                    self._apply_topic_configs(image, topic.name, current)
+                    # configs altered while leading reach the log and the acks=all checks
+                    current.log.update_config(settings.log_config)
+                    current.replica.min_insync_replicas = settings.min_insync_replicas
                     continue
-                log = self._open_log(image, topic.name, partition.partition)
+                log = self._open_log(topic.name, partition.partition, settings.log_config)
                 log.epochs.assign(partition.leader_epoch, log.log_end_offset)  # where this epoch starts
-                values = topic_config_values(image.topic_configs(topic.name))
                 self._leaderships[key] = Leadership(
                     log=log,
                     replica=LeaderReplica(
@@ -204,7 +223,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         high_watermark=log.high_watermark,
                         now_ms=self._clock.monotonic_ms(),
                         replica_lag_time_max_ms=self._replica_lag_time_max_ms,
-                        min_insync_replicas=values["min.insync.replicas"],
+                        min_insync_replicas=settings.min_insync_replicas,
                     ),
                     leader_epoch=partition.leader_epoch,
                     producers=producer_state_of(log),
@@ -239,15 +258,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             if (topic_name, partition_index) not in existing and image.last_offset >= 0:
                 self.logs.delete_log(topic_name, partition_index)
 
-    def _apply_topic_configs(self, image: ClusterState, topic: str, leadership: Leadership) -> None:
-        """Configs altered while this broker leads the partition: retention, segment sizes and
-        the rest reach its log, min.insync.replicas its acks=all checks."""
-        configs = image.topic_configs(topic)
-        leadership.log.update_config(LogConfig.from_topic_configs(configs))
-        leadership.replica.min_insync_replicas = topic_config_values(configs)["min.insync.replicas"]
-
-    def _open_log(self, image: ClusterState, topic: str, partition: int) -> PartitionLog:
-        config = LogConfig.from_topic_configs(image.topic_configs(topic))
+    def _open_log(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
         log = self.logs.open_log(topic, partition, config)
         log.update_config(config)
         return log
