@@ -148,16 +148,6 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
     )
 
 
-def offsets_json(offsets: Mapping[str, Mapping[int, int]]) -> dict[str, dict[str, int]]:
-    """Offsets as the JSON object Spark keeps in its checkpoint (partition numbers as strings)."""
-    return {topic: {str(p): int(o) for p, o in sorted(parts.items())} for topic, parts in sorted(offsets.items())}
-
-
-def offsets_of(document: Mapping[str, Mapping[str, int]]) -> dict[str, dict[int, int]]:
-    """The inverse of ``offsets_json``."""
-    return {topic: {int(p): int(o) for p, o in parts.items()} for topic, parts in document.items()}
-
-
 def _lowered(options: Mapping[str, str], known: set[str]) -> dict[str, str]:
     given = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
     unknown = sorted(set(given) - known - SPARK_KEYS)

@@ -111,3 +111,17 @@ def ranges(
 def lost(start: Mapping[Partition, int], earliest: Mapping[Partition, int]) -> dict[Partition, tuple[int, int]]:
     """Partitions whose ``start`` is before the log start: {partition: (start, log start)}."""
     return {p: (offset, earliest[p]) for p, offset in start.items() if p in earliest and offset < earliest[p]}
+
+
+def to_checkpoint(offsets: Mapping[Partition, int]) -> dict[str, dict[str, int]]:
+    """Offsets as the JSON object a stream keeps in Spark's checkpoint:
+    ``{"topic": {"partition": offset}}`` (Kafka's layout; JSON keys are strings)."""
+    document: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        document.setdefault(topic, {})[str(partition)] = int(offset)
+    return document
+
+
+def from_checkpoint(document: Mapping[str, Mapping[str, int]]) -> Offsets:
+    """The inverse of ``to_checkpoint``."""
+    return {(topic, int(p)): int(o) for topic, parts in document.items() for p, o in parts.items()}

@@ -43,12 +43,10 @@ from lanes_spark.cluster import LanesOffsets
 from lanes_spark.options import (
     ReadOptions,
     WriteOptions,
-    offsets_json,
-    offsets_of,
     read_options,
     write_options,
 )
-from lanes_spark.planning import OffsetRange, Offsets, admit, lost, ranges, resolve
+from lanes_spark.planning import OffsetRange, Offsets, admit, from_checkpoint, lost, ranges, resolve, to_checkpoint
 from lanes_spark.records import (
     LanesDataLossError,
     check_write_columns,
@@ -167,7 +165,7 @@ class LanesStreamReader(DataSourceStreamReader):
             start = self.lookups.at_time(partitions, self.options.starting_timestamp_ms)
         else:
             start = resolve(self.options.starting, partitions, earliest, latest)
-        return _as_json(start)
+        return to_checkpoint(start)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_records_per_trigger is not None:
@@ -177,16 +175,16 @@ class LanesStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, dict[str, int]], limit: ReadLimit) -> dict[str, dict[str, int]]:
         partitions = self.lookups.partitions()
         latest = self.lookups.latest(partitions)
-        begin = _from_json(start)
+        begin = from_checkpoint(start)
         new = [p for p in partitions if p not in begin]
         if new:  # partitions added since the last batch: read from their start
             begin.update(self.lookups.earliest(new))
             _log.info("new partitions to read: %s", new)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return _as_json(admit(begin, latest, max_rows))
+        return to_checkpoint(admit(begin, latest, max_rows))
 
     def partitions(self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]) -> list[RangePartition]:
-        begin, finish = _from_json(start), _from_json(end)
+        begin, finish = from_checkpoint(start), from_checkpoint(end)
         new = [p for p in finish if p not in begin]
         if new:
             begin.update(self.lookups.earliest(new))
@@ -199,27 +197,12 @@ class LanesStreamReader(DataSourceStreamReader):
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
         if self.options.group_id:
-            self.lookups.commit(self.options.group_id, _from_json(end))
+            self.lookups.commit(self.options.group_id, from_checkpoint(end))
 
     def stop(self) -> None:
         if self._lookups is not None:
             self._lookups.close()
             self._lookups = None
-
-
-def _as_json(offsets: Offsets) -> dict[str, dict[str, int]]:
-    by_topic: dict[str, dict[int, int]] = {}
-    for (topic, partition), offset in offsets.items():
-        by_topic.setdefault(topic, {})[partition] = offset
-    return offsets_json(by_topic)
-
-
-def _from_json(document: dict[str, dict[str, int]]) -> Offsets:
-    return {
-        (topic, partition): offset
-        for topic, parts in offsets_of(document).items()
-        for partition, offset in parts.items()
-    }
 
 
 class LanesBatchWriter(DataSourceArrowWriter):

@@ -1,6 +1,7 @@
 """Spark tests: one local[2] session per module against one real Lanes cluster (``lanes up``'s
-processes; ``lanes_cluster`` and ``bootstrap`` come from tests/conftest.py). The session uses this virtual environment's interpreter for its Python workers and
-binds loopback only (../shared/TESTING.md)."""
+processes; ``lanes_cluster`` and ``bootstrap`` come from tests/conftest.py). The session uses this
+virtual environment's interpreter for its Python workers and binds loopback only
+(../shared/TESTING.md)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lanes_spark.options import EARLIEST, LATEST, LanesOptionError, read_options, write_options
-from lanes_spark.planning import OffsetRange, admit, lost, ranges, resolve
+from lanes_spark.planning import OffsetRange, admit, from_checkpoint, lost, ranges, resolve, to_checkpoint
 
 partitions = st.dictionaries(
     st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 5)),
@@ -100,3 +100,9 @@ def test_write_options() -> None:
     assert write_options({"bootstrap": "b:1", "acks": "-1"}).acks == "all"
     with pytest.raises(LanesOptionError, match="compression 'brotli'"):
         write_options({"bootstrap": "b:1", "compression": "brotli"})
+
+
+def test_checkpoint_offsets_round_trip_in_kafkas_layout() -> None:
+    offsets = {("prices", 1): 7, ("prices", 0): 3, ("orders", 0): 0}
+    assert to_checkpoint(offsets) == {"orders": {"0": 0}, "prices": {"0": 3, "1": 7}}
+    assert from_checkpoint(to_checkpoint(offsets)) == offsets
