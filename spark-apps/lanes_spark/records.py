@@ -177,8 +177,9 @@ def check_write_columns(names: list[str], options: WriteOptions) -> None:
 
 
 def write_batches(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> WriteCount:
-    """Send every row of ``batches`` and wait until all are acknowledged (``acks``); raise the
-    first failure. Idempotent producer: retries inside the task write each record once."""
+    """Send every row of ``batches`` (columns checked on the driver: ``check_write_columns``) and
+    wait until all are acknowledged (``acks``); raise the first failure. Idempotent producer:
+    retries inside the task write each record once."""
     written = 0
     with lanes.Producer(
         options.bootstrap,
@@ -190,7 +191,6 @@ def write_batches(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> W
         futures = []
         for batch in batches:
             columns = batch.to_pydict()
-            check_write_columns(list(columns), options)
             count = batch.num_rows
             topics = columns.get("topic") or [options.topic] * count
             keys = columns.get("key") or [None] * count
