@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.local.cluster import LocalCluster
 from tests.integration.processes import running_cluster
 
 collect_ignore = [] if os.environ.get("LANES_BENCH") else ["perf"]

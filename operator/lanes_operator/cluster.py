@@ -8,7 +8,7 @@ import time
 
 from lanes.aio import Admin
 from lanes.client import GroupDescription, TopicPartition
-from lanes.protocol.errors import ErrorCode, LanesError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from lanes.errors import ErrorCode, LanesError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from lanes_operator.topics import ObservedTopic, TopicPlan, TopicSpec
 
 LEADERS_WAIT_S = 10.0  # after creating or growing a topic, how long to wait for its new leaders

@@ -21,7 +21,7 @@ from typing import Any
 
 import kopf
 
-from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.errors import ErrorCode, LanesError
 from lanes_operator import cluster
 from lanes_operator.context import (
     SETTINGS,

@@ -11,7 +11,7 @@ from typing import Any
 
 import kopf
 
-from lanes.protocol.errors import LanesError, RetriableError
+from lanes.errors import LanesError, RetriableError
 from lanes_operator.conditions import condition_of, set_condition
 from lanes_operator.context import Context, now_rfc3339, status_changes
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import kopf
 
-from lanes.protocol.errors import RetriableError
+from lanes.errors import RetriableError
 from lanes_operator import cluster
 from lanes_operator.context import SETTINGS, context_of, object_lock, paused, reconcile_on_every_trigger
 from lanes_operator.outcome import RETRY_DELAY_S, Outcome

@@ -17,7 +17,7 @@ _CLIENTS = {
     "RecordFuture": "lanes.client.producer",
     "RebalanceListener": "lanes.client.consumer",
     "RecordMetadata": "lanes.client.producer",
-    "TopicPartition": "lanes.client.consumer",
+    "TopicPartition": "lanes.topic_partition",
 }
 
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import logging
 
-import lanes
-from lanes.client import TopicPartition
+from lanes.client import Admin, Consumer, TopicPartition
 from lanes_spark.options import ReadOptions
-from lanes_spark.planning import Offsets, Partition
+from lanes_spark.planning import Offsets
 
 _log = logging.getLogger("lanes_spark")
 
@@ -19,42 +18,41 @@ class LanesOffsets:
 
     def __init__(self, options: ReadOptions) -> None:
         self.options = options
-        self._admin = lanes.Admin(options.bootstrap)
-        self._consumer = lanes.Consumer(options.bootstrap, enable_auto_commit=False)
+        self._admin = Admin(options.bootstrap)
+        self._consumer = Consumer(options.bootstrap, enable_auto_commit=False)
 
-    def partitions(self) -> list[Partition]:
+    def partitions(self) -> list[TopicPartition]:
         """Every partition the query reads now (new partitions of subscribed topics included)."""
         if self.options.assign is not None:
-            return sorted((topic, p) for topic, parts in self.options.assign.items() for p in parts)
+            return sorted(TopicPartition(topic, p) for topic, parts in self.options.assign.items() for p in parts)
         topics = [t for t in self._admin.list_topics() if self.options.wants(t)]
         if not topics:
             return []
-        return sorted((info.name, p.partition) for info in self._admin.describe_topics(topics) for p in info.partitions)
+        return sorted(
+            TopicPartition(info.name, p.partition)
+            for info in self._admin.describe_topics(topics)
+            for p in info.partitions
+        )
 
-    def earliest(self, partitions: list[Partition]) -> Offsets:
-        found = self._consumer.beginning_offsets([TopicPartition(t, p) for t, p in partitions])
-        return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
+    def earliest(self, partitions: list[TopicPartition]) -> Offsets:
+        return self._consumer.beginning_offsets(partitions)
 
-    def latest(self, partitions: list[Partition]) -> Offsets:
+    def latest(self, partitions: list[TopicPartition]) -> Offsets:
         """High-water marks: a query reads only records every in-sync replica has."""
-        found = self._consumer.end_offsets([TopicPartition(t, p) for t, p in partitions])
-        return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
+        return self._consumer.end_offsets(partitions)
 
-    def at_time(self, partitions: list[Partition], timestamp_ms: int) -> Offsets:
+    def at_time(self, partitions: list[TopicPartition], timestamp_ms: int) -> Offsets:
         """The first offset at or after ``timestamp_ms`` (the end when there is none)."""
-        wanted = {TopicPartition(t, p): timestamp_ms for t, p in partitions}
+        wanted = dict.fromkeys(partitions, timestamp_ms)
         found = self._consumer.offsets_for_times(wanted)
         latest = self.latest(partitions)
-        return {
-            (tp.topic, tp.partition): hit[0] if hit is not None else latest[(tp.topic, tp.partition)]
-            for tp, hit in found.items()
-        }
+        return {tp: hit[0] if hit is not None else latest[tp] for tp, hit in found.items()}
 
     def commit(self, group_id: str, offsets: Offsets) -> None:
         """Store the query's progress as ``group_id``'s committed offsets (the group has no
         members: the query is not one), so lag shows in ``lanes groups describe`` and metrics."""
-        with lanes.Consumer(self.options.bootstrap, group_id=group_id, enable_auto_commit=False) as committer:
-            committer.commit({TopicPartition(t, p): offset for (t, p), offset in offsets.items()})
+        with Consumer(self.options.bootstrap, group_id=group_id, enable_auto_commit=False) as committer:
+            committer.commit(offsets)
 
     def close(self) -> None:
         self._consumer.close()

@@ -21,10 +21,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from lanes.topic_partition import TopicPartition
 from lanes_spark.options import EARLIEST, LATEST, PartitionOffsets
 
-Partition = tuple[str, int]
-Offsets = dict[Partition, int]
+Offsets = dict[TopicPartition, int]
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,9 @@ class OffsetRange:
 
 def resolve(
     spec: str | PartitionOffsets,
-    partitions: list[Partition],
-    earliest: Mapping[Partition, int],
-    latest: Mapping[Partition, int],
+    partitions: list[TopicPartition],
+    earliest: Mapping[TopicPartition, int],
+    latest: Mapping[TopicPartition, int],
 ) -> Offsets:
     """Offsets for ``partitions`` from ``spec``. Partitions the JSON spec does not name start at
     the earliest offset (as Spark's Kafka source does for starting offsets)."""
@@ -62,7 +62,7 @@ def resolve(
     return resolved
 
 
-def admit(start: Mapping[Partition, int], latest: Mapping[Partition, int], limit: int | None) -> Offsets:
+def admit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], limit: int | None) -> Offsets:
     """End offsets of the next micro-batch: everything up to ``latest``, or at most ``limit``
     records over all partitions, in proportion to each partition's backlog."""
     backlog = {p: max(0, latest[p] - start.get(p, latest[p])) for p in latest}
@@ -82,15 +82,16 @@ def admit(start: Mapping[Partition, int], latest: Mapping[Partition, int], limit
 
 
 def ranges(
-    start: Mapping[Partition, int], end: Mapping[Partition, int], min_partitions: int | None = None
+    start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int], min_partitions: int | None = None
 ) -> list[OffsetRange]:
     """The non-empty ranges from ``start`` to ``end`` (a partition missing from ``start``
     begins at 0: it is new), split into at least ``min_partitions`` tasks when there are enough
     records: a range gets pieces in proportion to its size."""
     whole = [
-        OffsetRange(topic, partition, start.get((topic, partition), 0), offset)
-        for (topic, partition), offset in sorted(end.items())
-        if offset > start.get((topic, partition), 0)
+        OffsetRange(topic, partition, start.get(tp, 0), offset)
+        for tp, offset in sorted(end.items())
+        for topic, partition in [tp]
+        if offset > start.get(tp, 0)
     ]
     total = sum(r.size for r in whole)
     if not min_partitions or len(whole) >= min_partitions or total == 0:
@@ -108,12 +109,14 @@ def ranges(
     return pieces
 
 
-def lost(start: Mapping[Partition, int], earliest: Mapping[Partition, int]) -> dict[Partition, tuple[int, int]]:
+def lost(
+    start: Mapping[TopicPartition, int], earliest: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, tuple[int, int]]:
     """Partitions whose ``start`` is before the log start: {partition: (start, log start)}."""
     return {p: (offset, earliest[p]) for p, offset in start.items() if p in earliest and offset < earliest[p]}
 
 
-def to_checkpoint(offsets: Mapping[Partition, int]) -> dict[str, dict[str, int]]:
+def to_checkpoint(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
     """Offsets as the JSON object a stream keeps in Spark's checkpoint:
     ``{"topic": {"partition": offset}}`` (Kafka's layout; JSON keys are strings)."""
     document: dict[str, dict[str, int]] = {}
@@ -124,4 +127,4 @@ def to_checkpoint(offsets: Mapping[Partition, int]) -> dict[str, dict[str, int]]
 
 def from_checkpoint(document: Mapping[str, Mapping[str, int]]) -> Offsets:
     """The inverse of ``to_checkpoint``."""
-    return {(topic, int(p)): int(o) for topic, parts in document.items() for p, o in parts.items()}
+    return {TopicPartition(topic, int(p)): int(o) for topic, parts in document.items() for p, o in parts.items()}

@@ -33,7 +33,7 @@ from pyspark.sql.types import (
 
 import lanes
 from lanes.client import ConsumerRecord, TopicPartition
-from lanes.protocol.errors import OffsetOutOfRangeError
+from lanes.errors import OffsetOutOfRangeError
 from lanes_spark.options import ReadOptions, WriteOptions
 from lanes_spark.planning import OffsetRange
 

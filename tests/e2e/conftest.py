@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.local.cluster import LocalCluster
 from tests.e2e.cli import Workdir
 from tests.integration.processes import consecutive_free_ports
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes.cli.local import _is_lanes_process
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.local.cluster import LocalCluster
 from tests.e2e.cli import Workdir, wait_for
 from tests.integration.processes import consecutive_free_ports
 

@@ -1,4 +1,4 @@
-"""Real service processes for integration tests (on lanes.runtime.processes)."""
+"""Real service processes for integration tests (on lanes.local.processes)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-from lanes.runtime.local_cluster import LocalCluster
-from lanes.runtime.processes import ServiceProcess, start_service
+from lanes.local.cluster import LocalCluster
+from lanes.local.processes import ServiceProcess, start_service
 
 __all__ = [
     "ServiceProcess",

@@ -11,14 +11,14 @@ import pytest
 
 import lanes
 import lanes.aio
-from lanes.protocol.errors import (
+from lanes.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     LanesError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.local.cluster import LocalCluster
 from tests.integration.processes import running_cluster
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import lanes
-from lanes.protocol.errors import (
+from lanes.errors import (
     ErrorCode,
     InvalidConfigError,
     InvalidTopicError,
@@ -17,7 +17,7 @@ from lanes.protocol.errors import (
     MessageTooLargeError,
     UnknownTopicOrPartitionError,
 )
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.local.cluster import LocalCluster
 from tests.integration.processes import running_cluster
 
 

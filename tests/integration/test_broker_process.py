@@ -10,7 +10,7 @@ from pathlib import Path
 
 import grpc
 
-from lanes.protocol.errors import ErrorCode
+from lanes.errors import ErrorCode
 from lanes.protocol.records import Record, decode_batches, encode_batch
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import free_port, start_controller, start_service

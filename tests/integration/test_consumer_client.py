@@ -11,8 +11,8 @@ import pytest
 
 import lanes
 from lanes.client.consumer import TopicPartition
-from lanes.protocol.errors import LanesError
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.errors import LanesError
+from lanes.local.cluster import LocalCluster
 from tests.integration.processes import running_cluster
 
 

@@ -18,7 +18,7 @@ import grpc
 import pytest
 
 import lanes
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.local.cluster import LocalCluster
 from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
 from tests.integration.processes import running_cluster
 

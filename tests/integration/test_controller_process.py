@@ -9,7 +9,7 @@ from pathlib import Path
 
 import grpc
 
-from lanes.protocol.errors import ErrorCode
+from lanes.errors import ErrorCode
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import ServiceProcess, free_port
 from tests.integration.processes import start_controller as start_test_controller

@@ -13,11 +13,11 @@ import grpc
 import pytest
 
 from lanes.client.admin import Admin
+from lanes.clock import SystemClock
 from lanes.coordinator.brokers import BrokerAccess
 from lanes.coordinator.group import OffsetCommit, offset_record
 from lanes.coordinator.shard_log import ShardFencedError, ShardLog
-from lanes.protocol.clock import SystemClock
-from lanes.protocol.errors import ErrorCode
+from lanes.errors import ErrorCode
 from lanes.protocol.records import Record, encode_batch
 from lanes.runtime.controller_link import ControllerLink
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, coordinator_pb2, coordinator_pb2_grpc

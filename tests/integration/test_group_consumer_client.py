@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 import lanes
-from lanes.protocol.errors import ErrorCode, LanesError, OffsetOutOfRangeError
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.errors import ErrorCode, LanesError, OffsetOutOfRangeError
+from lanes.local.cluster import LocalCluster
 from tests.integration.processes import running_cluster
 from tests.integration.test_consumer_groups import produce, wait_until
 

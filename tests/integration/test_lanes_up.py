@@ -15,8 +15,8 @@ from pathlib import Path
 import grpc
 
 import lanes
-from lanes.protocol.errors import ErrorCode
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.errors import ErrorCode
+from lanes.local.cluster import LocalCluster
 from lanes.v1 import controller_pb2, controller_pb2_grpc
 from tests.integration.processes import consecutive_free_ports
 from tests.integration.test_replication_process import produce_acks_all, read_all

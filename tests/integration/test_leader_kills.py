@@ -20,9 +20,9 @@ from pathlib import Path
 
 import lanes
 from lanes.client.admin import Admin
-from lanes.protocol.errors import LanesError
+from lanes.errors import LanesError
+from lanes.local.cluster import LocalCluster
 from lanes.protocol.partitioner import partition_for_key
-from lanes.runtime.local_cluster import LocalCluster
 from tests.integration.processes import running_cluster
 
 RECORDS = 100_000

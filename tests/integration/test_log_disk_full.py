@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lanes.protocol.clock import ManualClock
-from lanes.protocol.errors import StorageError
+from lanes.clock import ManualClock
+from lanes.errors import StorageError
 from lanes.protocol.records import Record
 from lanes.storage.log import PartitionLog
 from tests.unit.log_helpers import assert_indexes_agree_with_a_full_scan, config, producer_batch, read_all

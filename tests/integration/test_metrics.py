@@ -11,8 +11,8 @@ from pathlib import Path
 
 import lanes
 from lanes.cli.watch import Samples, scrape, total
-from lanes.runtime.local_cluster import LocalCluster
-from lanes.runtime.processes import start_service
+from lanes.local.cluster import LocalCluster
+from lanes.local.processes import start_service
 from tests.e2e.cli import wait_for
 from tests.integration.processes import free_port, running_cluster
 

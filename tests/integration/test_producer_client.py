@@ -18,10 +18,10 @@ import pytest
 import lanes
 import lanes.aio
 from lanes.client import _loop
-from lanes.protocol.errors import MessageTooLargeError, RequestTimedOutError, UnknownTopicOrPartitionError
+from lanes.errors import MessageTooLargeError, RequestTimedOutError, UnknownTopicOrPartitionError
+from lanes.local.cluster import LocalCluster
 from lanes.protocol.partitioner import partition_for_key
 from lanes.protocol.records import decode_batches
-from lanes.runtime.local_cluster import LocalCluster
 from lanes.v1 import broker_pb2_grpc
 from tests.integration.processes import running_cluster
 from tests.integration.test_broker_process import fetch

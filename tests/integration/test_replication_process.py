@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 
 import lanes
-from lanes.protocol.errors import ErrorCode
+from lanes.errors import ErrorCode
 from lanes.protocol.records import decode_batches
 from lanes.v1 import broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import ServiceProcess, free_port, running_cluster, start_controller

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import lanes
 from lanes.client import TopicPartition
-from lanes.protocol.errors import NotEnoughReplicasError
+from lanes.errors import NotEnoughReplicasError
 from tests.e2e.cli import wait_for
 from tests.integration.processes import running_cluster
 from tests.integration.test_consumer_groups import produce

@@ -7,7 +7,7 @@ import pytest
 
 from lanes.cli.watch import scrape, scrape_text, total
 from lanes.client import Admin
-from lanes.protocol.errors import UnknownTopicOrPartitionError
+from lanes.errors import UnknownTopicOrPartitionError
 from tests.e2e.cli import wait_for
 from tests.k8s.operator_process import Kube, OperatorProcess
 

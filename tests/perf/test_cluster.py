@@ -25,8 +25,8 @@ from pathlib import Path
 import grpc
 
 import lanes
+from lanes.local.cluster import LocalCluster
 from lanes.protocol.records import Record, encode_batch, validate_batches
-from lanes.runtime.local_cluster import LocalCluster
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import consecutive_free_ports
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
-from lanes.protocol.clock import SystemClock
+from lanes.clock import SystemClock
 from lanes.protocol.records import Record, encode_batch
 from lanes.storage.log import LogConfig, PartitionLog
 from lanes.storage.manager import LogManager

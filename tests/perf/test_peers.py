@@ -33,8 +33,8 @@ from pathlib import Path
 import pytest
 
 import lanes
-from lanes.protocol.errors import LanesError
-from lanes.runtime.local_cluster import LocalCluster
+from lanes.errors import LanesError
+from lanes.local.cluster import LocalCluster
 from tests.integration.processes import consecutive_free_ports, free_port
 from tests.perf.peers import consume, latency, limits, produce, scaling
 from tests.perf.peers.report import Figure, chart, save, table

@@ -15,7 +15,7 @@ import pytest
 
 import lanes
 from lanes.client import TopicPartition
-from lanes.protocol.errors import LanesError
+from lanes.errors import LanesError
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 from tests.e2e.cli import wait_for
 

@@ -17,7 +17,7 @@ from lanes.coordinator.assignors import (
     roundrobin_assignor,
     uniform_assignor,
 )
-from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.errors import ErrorCode, LanesError
 
 TOPICS = ["a", "b", "c", "d"]
 

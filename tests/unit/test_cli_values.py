@@ -23,7 +23,7 @@ from lanes.cli.values import (
     parse_timestamp_ms,
 )
 from lanes.client.consumer import ConsumerRecord
-from lanes.protocol.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
+from lanes.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
 from lanes.protocol.records import TimestampType
 
 NOON_UTC_MS = int(datetime(2026, 11, 22, 12, tzinfo=UTC).timestamp() * 1000)

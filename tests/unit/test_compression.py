@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lanes.errors import CorruptRecordError, UnsupportedCompressionError
 from lanes.protocol.compression import Compression, compress, decompress
-from lanes.protocol.errors import CorruptRecordError, UnsupportedCompressionError
 
 
 @given(codec=st.sampled_from(list(Compression)), data=st.binary(max_size=100_000))

@@ -14,8 +14,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from lanes.controller.core import ConfigOp, ControllerCore, Decision, NewTopic
 from lanes.controller.placement import BrokerSlot, assign_replicas
+from lanes.errors import ErrorCode
 from lanes.metadata.state import NO_LEADER, ClusterState
-from lanes.protocol.errors import ErrorCode
 
 
 class Cluster:

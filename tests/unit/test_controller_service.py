@@ -7,8 +7,8 @@ import asyncio
 import random
 from pathlib import Path
 
+from lanes.clock import ManualClock
 from lanes.controller.service import ControllerService
-from lanes.protocol.clock import ManualClock
 from lanes.v1 import common_pb2, controller_pb2
 
 

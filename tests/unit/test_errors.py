@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lanes.protocol.errors import (
+from lanes.errors import (
     ErrorCode,
     LanesError,
     NotLeaderError,

@@ -17,7 +17,7 @@ from lanes.coordinator.core import (
     Subscription,
 )
 from lanes.coordinator.group import GroupRecord, GroupStore, Partitions
-from lanes.protocol.errors import ErrorCode
+from lanes.errors import ErrorCode
 from lanes.v1 import coordinator_pb2
 
 COUNTS = {"orders": 6, "payments": 2}

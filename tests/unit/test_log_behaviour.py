@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lanes.protocol.clock import ManualClock
-from lanes.protocol.errors import CorruptRecordError, MessageTooLargeError, OffsetOutOfRangeError
+from lanes.clock import ManualClock
+from lanes.errors import CorruptRecordError, MessageTooLargeError, OffsetOutOfRangeError
 from lanes.protocol.records import Record, TimestampType, decode_batches, encode_batch
 from lanes.storage.epochs import LeaderEpochCache
 from lanes.storage.files import pwritev_all

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lanes.protocol.clock import ManualClock
-from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.clock import ManualClock
+from lanes.errors import ErrorCode, LanesError
 from lanes.protocol.records import Record
 from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.log import PartitionLog

@@ -11,8 +11,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from lanes.protocol.clock import ManualClock
-from lanes.protocol.errors import OffsetOutOfRangeError
+from lanes.clock import ManualClock
+from lanes.errors import OffsetOutOfRangeError
 from lanes.protocol.records import Record, decode_batches
 from lanes.storage.files import FileCache
 from lanes.storage.log import PartitionLog

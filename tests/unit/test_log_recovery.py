@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lanes.protocol.clock import ManualClock
+from lanes.clock import ManualClock
 from lanes.protocol.records import Record
 from lanes.storage.log import CLEAN_SHUTDOWN_FILE, PartitionLog
 from tests.unit.log_helpers import assert_indexes_agree_with_a_full_scan, config, producer_batch, read_all

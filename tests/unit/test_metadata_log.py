@@ -7,10 +7,10 @@ import os
 import random
 from pathlib import Path
 
+from lanes.clock import ManualClock
 from lanes.controller.core import ControllerCore, NewTopic
 from lanes.controller.metadata_log import MetadataLog
 from lanes.metadata.state import ClusterState
-from lanes.protocol.clock import ManualClock
 
 
 class Controller:

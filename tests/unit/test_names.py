@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lanes.protocol.errors import ErrorCode, InvalidGroupIdError, InvalidTopicError
+from lanes.errors import ErrorCode, InvalidGroupIdError, InvalidTopicError
 from lanes.protocol.names import (
     CONSUMER_OFFSETS_TOPIC,
     collision_key,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lanes.protocol.errors import LanesError
+from lanes.errors import LanesError
 from lanes.protocol.partitioner import Partitioner, StickyPartitioner, partition_for_key
 
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lanes.broker.producer_state import ProducerStateTable, next_sequence
-from lanes.protocol.errors import ErrorCode
+from lanes.errors import ErrorCode
 from lanes.protocol.records import BatchHeader
 
 

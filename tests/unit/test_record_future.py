@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from lanes.client._record_future import BatchOutcome, RecordFuture, RecordMetadata
-from lanes.protocol.errors import NotEnoughReplicasError
+from lanes.errors import NotEnoughReplicasError
 
 
 def futures_of(outcome: BatchOutcome, count: int) -> list[RecordFuture]:

@@ -13,9 +13,9 @@ from crc32c import crc32c
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from lanes.errors import CorruptRecordError, MessageTooLargeError, UnsupportedCompressionError
 from lanes.protocol import _records_py, records
 from lanes.protocol.compression import Compression
-from lanes.protocol.errors import CorruptRecordError, MessageTooLargeError, UnsupportedCompressionError
 from lanes.protocol.records import (
     ATTRIBUTES_POSITION,
     HEADER_BYTES,

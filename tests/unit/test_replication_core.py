@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from lanes.broker.replication import LeaderReplica, truncation_offset
-from lanes.protocol.errors import ErrorCode
+from lanes.errors import ErrorCode
 
 LAG_MS = 10_000
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lanes.broker.metrics import BrokerMetrics
 from lanes.broker.service import BrokerService, add_to_server
-from lanes.protocol.clock import SystemClock
+from lanes.clock import SystemClock
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     RunningServer,

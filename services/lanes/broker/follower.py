@@ -17,14 +17,14 @@ from collections.abc import Callable
 import grpc
 
 from lanes.broker.replication import truncation_offset
-from lanes.protocol.errors import ErrorCode, LanesError, error_code
-from lanes.runtime.channels import open_channel
+from lanes.errors import ErrorCode, LanesError, error_code
+from lanes.rpc.channels import open_channel
 from lanes.runtime.logs import fields
 from lanes.storage.log import PartitionLog
+from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 
 _log = logging.getLogger(__name__)
-TopicPartition = tuple[str, int]
 _RETRY_S = 0.1
 
 
@@ -99,7 +99,7 @@ class FollowerFetcher:
         healthy = True
         for topic in response.topics:
             for part in topic.partitions:
-                entry = followed.get((topic.topic, part.partition))
+                entry = followed.get(TopicPartition(topic.topic, part.partition))
                 if entry is None:
                     continue
                 log = entry[0]
@@ -127,7 +127,7 @@ class FollowerFetcher:
                     if code is not ErrorCode.NONE:
                         healthy = False
                         continue
-                    self._leader_high_watermarks[(topic.topic, part.partition)] = part.high_watermark
+                    self._leader_high_watermarks[TopicPartition(topic.topic, part.partition)] = part.high_watermark
                     records = part.records  # each read of a bytes field copies it: read once
                     if records:
                         log.append_as_follower(records)

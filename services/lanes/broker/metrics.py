@@ -36,7 +36,7 @@ from pathlib import Path
 from prometheus_client import Counter, Histogram
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
-from lanes.protocol.errors import ErrorCode, error_code
+from lanes.errors import ErrorCode, error_code
 from lanes.runtime.metrics import ServiceMetrics
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from lanes.protocol.errors import ErrorCode
+from lanes.errors import ErrorCode
 from lanes.protocol.records import MAX_CACHED_BATCHES, BatchHeader, next_sequence
 
 NO_PRODUCER_ID = -1

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lanes.protocol.errors import ErrorCode
+from lanes.errors import ErrorCode
 
 
 @dataclass

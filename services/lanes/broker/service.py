@@ -46,24 +46,24 @@ from lanes.broker.follower import FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
 from lanes.broker.producer_state import NO_PRODUCER_ID, ProducerStateTable
 from lanes.broker.replication import LeaderReplica
+from lanes.clock import Clock
+from lanes.errors import ErrorCode, LanesError, error_code
 from lanes.metadata.state import NO_LEADER, ClusterState
-from lanes.protocol.clock import Clock
-from lanes.protocol.configs import topic_config_values
-from lanes.protocol.errors import ErrorCode, LanesError, error_code
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
+from lanes.rpc.wire import Context, wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.runtime.wire import Context, wire_error
 from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.log import AppendInfo, LogConfig, PartitionLog
 from lanes.storage.manager import LogManager
+from lanes.topic_configs import topic_config_values
+from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 _log = logging.getLogger(__name__)
-TopicPartition = tuple[str, int]
 
 
 @dataclass
@@ -196,7 +196,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         for topic in image.topics.values():
             settings = _TopicSettings(image, topic.name)  # worked out once per topic, if needed
             for partition in topic.partitions.values():
-                key = (topic.name, partition.partition)
+                key = TopicPartition(topic.name, partition.partition)
                 if partition.leader != self.broker_id:
                     if self.broker_id in partition.replicas and partition.leader != NO_LEADER:
                         self._open_log(topic.name, partition.partition, settings.log_config)
@@ -307,7 +307,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         """This broker's leadership of the partition, or the error to answer: not led here, or the
         caller's ``current_leader_epoch`` is older (FENCED_LEADER_EPOCH) or newer
         (UNKNOWN_LEADER_EPOCH) than this leader's; -1 skips the epoch check (as Kafka)."""
-        leadership = self._leaderships.get((topic, partition))
+        leadership = self._leaderships.get(TopicPartition(topic, partition))
         if leadership is None:
             return self._unknown_or_not_leader(topic, partition)
         if current_leader_epoch >= 0 and current_leader_epoch != leadership.leader_epoch:
@@ -481,7 +481,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, topic: str, data: broker_pb2.PartitionProduceData, acks: int, timeout_s: float
     ) -> broker_pb2.PartitionProduceResponse:
         response = broker_pb2.PartitionProduceResponse(partition=data.partition, base_offset=-1, log_append_time_ms=-1)
-        leadership = self._leaderships.get((topic, data.partition))
+        leadership = self._leaderships.get(TopicPartition(topic, data.partition))
         if leadership is None:
             response.error.CopyFrom(self._unknown_or_not_leader(topic, data.partition))
             hint = self._leader_hint(topic, data.partition)

@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 
 from lanes.cli.values import UsageError
 from lanes.client.admin import Admin
-from lanes.protocol.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
+from lanes.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
 
 EXIT_OK = 0
 EXIT_REFUSED = 1

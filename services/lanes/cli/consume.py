@@ -20,7 +20,8 @@ from typing import Any
 from lanes.cli.common import Stop, add_command, bootstrap_of, progress, topic_partitions
 from lanes.cli.record_format import DEFAULT_FORMAT, RecordFormat, record_document
 from lanes.cli.values import StartPosition, UsageError, non_negative_int, parse_start, positive_int
-from lanes.client.consumer import Consumer, ConsumerRecord, TopicPartition
+from lanes.client.consumer import Consumer, ConsumerRecord
+from lanes.topic_partition import TopicPartition
 
 POLL_MS = 500
 IDLE_MEMBER_GIVE_UP_S = 15.0

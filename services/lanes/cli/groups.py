@@ -15,8 +15,8 @@ from typing import Any
 from lanes.cli.common import add_command, add_group, admin_for, emit, missing_topic, progress, table
 from lanes.cli.values import UsageError, non_negative_int, parse_reset_target
 from lanes.client.admin import Admin, GroupDescription
-from lanes.client.consumer import TopicPartition
-from lanes.protocol.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
+from lanes.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
+from lanes.topic_partition import TopicPartition
 
 
 def _known(value: int) -> int | None:

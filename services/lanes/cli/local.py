@@ -23,7 +23,7 @@ from typing import Any
 
 from lanes.cli.common import EXIT_REFUSED, add_command, emit, progress
 from lanes.cli.values import positive_int
-from lanes.runtime.local_cluster import CLUSTER_FILE, LocalCluster
+from lanes.local.cluster import CLUSTER_FILE, LocalCluster
 
 
 def _read_cluster_file(data_dir: Path) -> dict[str, Any] | None:

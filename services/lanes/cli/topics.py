@@ -13,7 +13,7 @@ from typing import Any
 from lanes.cli.common import add_command, add_group, admin_for, emit, table
 from lanes.cli.values import UsageError, human_bytes, parse_pairs, positive_int
 from lanes.client.admin import ConfigInfo, ReplicaLogInfo, TopicInfo
-from lanes.protocol.errors import LanesError, TopicAlreadyExistsError
+from lanes.errors import LanesError, TopicAlreadyExistsError
 
 
 def create(options: argparse.Namespace) -> None:

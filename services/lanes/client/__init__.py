@@ -2,8 +2,9 @@
 
 from lanes.client._group_admin import GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
 from lanes.client.admin import Admin, AsyncAdmin, BrokerInfo, ClusterInfo, ConfigInfo, PartitionInfo, TopicInfo
-from lanes.client.consumer import AsyncConsumer, Consumer, ConsumerRecord, TopicPartition
+from lanes.client.consumer import AsyncConsumer, Consumer, ConsumerRecord
 from lanes.client.producer import AsyncProducer, Producer, RecordFuture, RecordMetadata
+from lanes.topic_partition import TopicPartition
 
 __all__ = [
     "Admin",

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import grpc
 
-from lanes.protocol.errors import ErrorCode, error_for
-from lanes.runtime.channels import open_channel
+from lanes.errors import ErrorCode, error_for
+from lanes.rpc.channels import open_channel
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 

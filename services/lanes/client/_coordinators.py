@@ -6,8 +6,8 @@ from __future__ import annotations
 import grpc
 
 from lanes.client._cluster import ClusterView
-from lanes.protocol.errors import ErrorCode, error_for
-from lanes.runtime.wire import code_of
+from lanes.errors import ErrorCode, error_for
+from lanes.rpc.wire import code_of
 from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
 
 #: Answers after which the client finds the coordinator again and retries.

@@ -15,9 +15,9 @@ import grpc
 
 from lanes.client._cluster import ClusterView
 from lanes.client._coordinators import REDISCOVER, Coordinators
-from lanes.client.consumer import TopicPartition
-from lanes.protocol.errors import ErrorCode, LanesError, RetriableError, error_for
-from lanes.runtime.wire import code_of
+from lanes.errors import ErrorCode, LanesError, RetriableError, error_for
+from lanes.rpc.wire import code_of, topic_partitions_from_wire, topic_partitions_to_wire
+from lanes.topic_partition import TopicPartition
 from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 
 T = TypeVar("T")
@@ -119,15 +119,8 @@ def reset_spec(to: str) -> coordinator_pb2.OffsetResetSpec:
     )
 
 
-def _topic_partitions(partitions: Iterable[TopicPartition]) -> list[common_pb2.TopicPartitions]:
-    by_topic: dict[str, list[int]] = {}
-    for tp in sorted(set(partitions)):
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return [common_pb2.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
-
-
 def _partitions(assignment: coordinator_pb2.Assignment) -> frozenset[TopicPartition]:
-    return frozenset(TopicPartition(tp.topic, p) for tp in assignment.topic_partitions for p in tp.partitions)
+    return frozenset(topic_partitions_from_wire(assignment.topic_partitions))
 
 
 class GroupAdmin:
@@ -241,7 +234,7 @@ class GroupAdmin:
             group_id,
             lambda stub: stub.ResetOffsets(
                 coordinator_pb2.ResetOffsetsRequest(
-                    group_id=group_id, partitions=_topic_partitions(partitions), to=spec, dry_run=dry_run
+                    group_id=group_id, partitions=topic_partitions_to_wire(partitions), to=spec, dry_run=dry_run
                 ),
                 timeout=self._timeout_s,
             ),
@@ -256,7 +249,9 @@ class GroupAdmin:
         answer = await self._ask(
             group_id,
             lambda stub: stub.DeleteOffsets(
-                coordinator_pb2.DeleteOffsetsRequest(group_id=group_id, partitions=_topic_partitions(partitions)),
+                coordinator_pb2.DeleteOffsetsRequest(
+                    group_id=group_id, partitions=topic_partitions_to_wire(partitions)
+                ),
                 timeout=self._timeout_s,
             ),
             lambda response: response.error,

@@ -35,9 +35,10 @@ import grpc
 
 from lanes.client._cluster import ClusterView
 from lanes.client._coordinators import Coordinators
-from lanes.protocol.errors import ErrorCode, LanesError, error_for
-from lanes.runtime.wire import code_of
-from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from lanes.errors import ErrorCode, LanesError, error_for
+from lanes.rpc.wire import code_of, topic_partitions_from_wire, topic_partitions_to_wire
+from lanes.topic_partition import TopicPartition
+from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
 
 _log = logging.getLogger(__name__)
 _RETRY_S = 0.1
@@ -50,7 +51,6 @@ _RETRIABLE_HEARTBEAT = {
     ErrorCode.REQUEST_TIMED_OUT,
 }
 _FENCED = {ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID}
-Partition = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class Step:
     """One change the consumer applies in ``poll``."""
 
     kind: Literal["lost", "revoke", "assign"]
-    partitions: frozenset[Partition]
+    partitions: frozenset[TopicPartition]
 
 
 class GroupMembership:
@@ -84,8 +84,8 @@ class GroupMembership:
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.member_id = str(uuid.uuid4())
         self.member_epoch = 0
-        self.owned: frozenset[Partition] = frozenset()
-        self.assigned: frozenset[Partition] | None = None  # the coordinator's latest word
+        self.owned: frozenset[TopicPartition] = frozenset()
+        self.assigned: frozenset[TopicPartition] | None = None  # the coordinator's latest word
         self.subscription: coordinator_pb2.Subscription | None = None
         self.heartbeat_interval_s = 1.0
         self.session_timeout_s: float | None = None
@@ -261,7 +261,7 @@ class GroupMembership:
             if answer.session_timeout_ms:
                 self.session_timeout_s = answer.session_timeout_ms / 1000
             if answer.HasField("assignment"):
-                assigned = frozenset((tp.topic, p) for tp in answer.assignment.topic_partitions for p in tp.partitions)
+                assigned = frozenset(topic_partitions_from_wire(answer.assignment.topic_partitions))
                 if assigned != self.assigned:
                     self.assigned = assigned
                     self._changed.set()
@@ -281,10 +281,5 @@ class GroupMembership:
         return self.heartbeat_interval_s
 
 
-def _assignment(partitions: frozenset[Partition]) -> coordinator_pb2.Assignment:
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in sorted(partitions):
-        by_topic.setdefault(topic, []).append(partition)
-    return coordinator_pb2.Assignment(
-        topic_partitions=[common_pb2.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
-    )
+def _assignment(partitions: frozenset[TopicPartition]) -> coordinator_pb2.Assignment:
+    return coordinator_pb2.Assignment(topic_partitions=topic_partitions_to_wire(partitions))

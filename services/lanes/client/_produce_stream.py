@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from lanes.protocol.errors import ErrorCode, LanesError, error_for
+from lanes.errors import ErrorCode, LanesError, error_for
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 
 

@@ -3,7 +3,7 @@
 ``lanes.aio.Admin`` is the asynchronous core; ``lanes.Admin`` the synchronous facade. Bootstrap
 from any broker: its Metadata names the controller, where admin requests go; a request answered
 NOT_CONTROLLER or failing to connect refreshes that from the brokers and retries once. Every
-error code becomes the typed exception of ``lanes.protocol.errors`` (TopicAlreadyExistsError,
+error code becomes the typed exception of ``lanes.errors`` (TopicAlreadyExistsError,
 InvalidConfigError, ...), whose message says what to do. Group requests go to each group's
 coordinator (``_group_admin``).
 """
@@ -19,9 +19,9 @@ import grpc
 
 from lanes.client import _loop
 from lanes.client._group_admin import GroupAdmin, GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
-from lanes.client.consumer import TopicPartition
-from lanes.protocol.errors import ErrorCode, LanesError, error_for
-from lanes.runtime.channels import open_channel
+from lanes.errors import ErrorCode, LanesError, error_for
+from lanes.rpc.channels import open_channel
+from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 
 T = TypeVar("T")

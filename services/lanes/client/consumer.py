@@ -30,7 +30,6 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 import grpc
@@ -38,7 +37,7 @@ import grpc
 from lanes.client import _loop
 from lanes.client._cluster import ClusterView
 from lanes.client._membership import GroupMembership, Step
-from lanes.protocol.errors import (
+from lanes.errors import (
     ErrorCode,
     LanesError,
     OffsetOutOfRangeError,
@@ -48,7 +47,8 @@ from lanes.protocol.errors import (
 )
 from lanes.protocol.names import validate_group_id, validate_topic_name
 from lanes.protocol.records import BatchHeader, TimestampType, decode_batches
-from lanes.runtime.wire import code_of
+from lanes.rpc.wire import code_of
+from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, coordinator_pb2
 
 T = TypeVar("T")
@@ -60,14 +60,6 @@ class CommitFailedError(LanesError):
     another member's. Do not retry: the records since the last commit will be redelivered."""
 
     default_code = ErrorCode.FENCED_MEMBER_EPOCH
-
-
-@dataclass(frozen=True, order=True)
-class TopicPartition:
-    """A partition of a topic."""
-
-    topic: str
-    partition: int
 
 
 class ConsumerRecord(NamedTuple):
@@ -796,9 +788,7 @@ class AsyncConsumer:
                         _log.warning("group %s: commit on close failed: %s", self.group_id, exc)
                 owned = set(self._positions)
                 if owned:
-                    outcome: object = self._listener_call(
-                        Step("revoke", frozenset((tp.topic, tp.partition) for tp in owned))
-                    )()
+                    outcome: object = self._listener_call(Step("revoke", frozenset(owned)))()
                     if asyncio.iscoroutine(outcome):
                         await outcome
                 await self._group.leave()

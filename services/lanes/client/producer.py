@@ -48,11 +48,11 @@ from lanes.client import _loop
 from lanes.client._cluster import ClusterView
 from lanes.client._produce_stream import ProduceStream
 from lanes.client._record_future import BatchOutcome, RecordFuture, RecordMetadata
+from lanes.errors import ErrorCode, LanesError, RequestTimedOutError, error_code, error_for
 from lanes.protocol.compression import Compression
-from lanes.protocol.errors import ErrorCode, LanesError, RequestTimedOutError, error_code, error_for
 from lanes.protocol.partitioner import Partitioner, PartitionerFn
 from lanes.protocol.records import MAX_CACHED_BATCHES, encode_runs, next_sequence
-from lanes.runtime.wire import produce_request
+from lanes.rpc.wire import produce_request
 from lanes.v1 import broker_pb2, common_pb2
 
 HeadersArg = Mapping[str, bytes | None] | Sequence[tuple[str, bytes | None]] | None

@@ -11,9 +11,9 @@ import random
 import sys
 from pathlib import Path
 
+from lanes.clock import SystemClock
 from lanes.controller.metrics import ControllerMetrics
 from lanes.controller.service import ControllerService, add_to_server
-from lanes.protocol.clock import SystemClock
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,

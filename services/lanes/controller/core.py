@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from lanes.controller.placement import BrokerSlot, assign_replicas
+from lanes.errors import ErrorCode, LanesError
 from lanes.metadata.state import NO_LEADER, ClusterState, PartitionInfo, ShardInfo, TopicInfo
-from lanes.protocol.configs import TOPIC_CONFIGS, parse_topic_configs
-from lanes.protocol.errors import ErrorCode, LanesError
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, collision_key, validate_topic_name
+from lanes.topic_configs import TOPIC_CONFIGS, parse_topic_configs
 from lanes.v1 import common_pb2, metadata_pb2
 
 Record = metadata_pb2.MetadataRecord

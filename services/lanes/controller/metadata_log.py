@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from lanes.clock import Clock
+from lanes.errors import LanesError
 from lanes.metadata.state import ClusterState
-from lanes.protocol.clock import Clock
-from lanes.protocol.errors import LanesError
 from lanes.protocol.records import Record, decode_batches, encode_batch
 from lanes.storage.files import fsync_directory, write_atomically
 from lanes.storage.log import LogConfig, PartitionLog

@@ -22,17 +22,17 @@ from pathlib import Path
 import grpc
 from prometheus_client.metrics_core import Metric
 
+from lanes.clock import Clock
 from lanes.controller.core import ConfigOp, ControllerCore, Decision, NewTopic
 from lanes.controller.metadata_log import MetadataLog
 from lanes.controller.metrics import ControllerMetrics
+from lanes.errors import ErrorCode
 from lanes.metadata.state import PartitionInfo, TopicInfo
-from lanes.protocol.clock import Clock
-from lanes.protocol.configs import TOPIC_CONFIGS
-from lanes.protocol.errors import ErrorCode
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
+from lanes.rpc.wire import Context, topic_partitions_from_wire, wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.runtime.wire import Context, wire_error
+from lanes.topic_configs import TOPIC_CONFIGS
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 _log = logging.getLogger(__name__)
@@ -600,7 +600,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                     "unclean election happens only for topics with unclean.leader.election.enable=true",
                 )
             )
-        wanted = [(tp.topic, p) for tp in request.partitions for p in tp.partitions] or None
+        wanted = topic_partitions_from_wire(request.partitions) or None
         async with self._lock:
             decision, outcomes = self.core.elect_preferred_leaders(wanted)
             await self._commit(decision)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lanes.clock import SystemClock
 from lanes.coordinator.core import GroupConfig
 from lanes.coordinator.metrics import CoordinatorMetrics
 from lanes.coordinator.service import GroupCoordinatorService, add_to_server
-from lanes.protocol.clock import SystemClock
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,

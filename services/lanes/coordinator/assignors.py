@@ -27,7 +27,7 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.errors import ErrorCode, LanesError
 
 TopicAssignment = dict[str, frozenset[int]]
 GroupAssignment = dict[str, TopicAssignment]

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 import grpc
 
+from lanes.errors import ErrorCode
 from lanes.metadata.state import NO_LEADER, ClusterState
-from lanes.protocol.errors import ErrorCode
 from lanes.protocol.records import decode_batches
-from lanes.runtime.channels import open_channel
-from lanes.runtime.wire import code_of, produce_request, wire_error
+from lanes.rpc.channels import open_channel
+from lanes.rpc.wire import code_of, produce_request, wire_error
+from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
-TopicPartition = tuple[str, int]
 _REQUEST_TIMEOUT_S = 10.0
 
 
@@ -118,7 +118,7 @@ class BrokerAccess:
         """Offsets of ``partitions`` by ``spec`` (a broker_pb2.OffsetSpec), one request per leader."""
         by_leader: dict[str | None, list[TopicPartition]] = {}
         for topic, partition in partitions:
-            by_leader.setdefault(self.leader_address(topic, partition), []).append((topic, partition))
+            by_leader.setdefault(self.leader_address(topic, partition), []).append(TopicPartition(topic, partition))
         listed: dict[TopicPartition, ListedOffset] = {}
         for address, wanted in by_leader.items():
             if address is None:
@@ -144,7 +144,9 @@ class BrokerAccess:
                 continue
             for topic_answer in answer.topics:
                 for p in topic_answer.partitions:
-                    listed[(topic_answer.topic, p.partition)] = ListedOffset(code_of(p.error), p.offset, p.timestamp_ms)
+                    listed[TopicPartition(topic_answer.topic, p.partition)] = ListedOffset(
+                        code_of(p.error), p.offset, p.timestamp_ms
+                    )
         return listed
 
     async def record_timestamp(self, topic: str, partition: int, offset: int) -> int | None:

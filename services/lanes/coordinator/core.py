@@ -50,7 +50,6 @@ from lanes.coordinator.group import (
     MemberIdentity,
     OffsetCommit,
     Partitions,
-    TopicPartition,
     assignment_metadata_record,
     by_topic,
     current_record,
@@ -61,8 +60,9 @@ from lanes.coordinator.group import (
     offset_record,
     target_record,
 )
-from lanes.protocol.errors import ErrorCode
+from lanes.errors import ErrorCode
 from lanes.protocol.names import is_internal_topic
+from lanes.topic_partition import TopicPartition
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
@@ -427,7 +427,7 @@ class GroupCoordinatorCore:
         for entry, code, _ in outcomes:
             if code is ErrorCode.NONE:
                 commit = OffsetCommit(entry.offset, entry.leader_epoch, entry.metadata, now_ms)
-                self._emit(decision, offset_record(group_id, (entry.topic, entry.partition), commit))
+                self._emit(decision, offset_record(group_id, TopicPartition(entry.topic, entry.partition), commit))
         return outcomes, decision
 
     def _check_committer(

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from lanes.topic_partition import TopicPartition
 from lanes.v1 import common_pb2, coordinator_pb2, group_records_pb2
 
-TopicPartition = tuple[str, int]
 Partitions = frozenset[TopicPartition]
 NO_PARTITIONS: Partitions = frozenset()
 GroupRecord = tuple[group_records_pb2.GroupRecordKey, group_records_pb2.GroupRecordValue | None]
@@ -170,12 +170,12 @@ class GroupStore:
         group = self.groups.get(key.group_id)
         if value is None:
             if group is not None:
-                group.offsets.pop((key.topic, key.partition), None)
+                group.offsets.pop(TopicPartition(key.topic, key.partition), None)
             return
         if group is None:
             group = self.groups[key.group_id] = Group(key.group_id)
         commit = value.offset_commit
-        group.offsets[(key.topic, key.partition)] = OffsetCommit(
+        group.offsets[TopicPartition(key.topic, key.partition)] = OffsetCommit(
             commit.committed_offset, commit.committed_leader_epoch, commit.metadata, commit.commit_timestamp_ms
         )
 
@@ -223,7 +223,7 @@ class GroupStore:
 
 def partitions_of(assignment: coordinator_pb2.Assignment) -> Partitions:
     """The (topic, partition) pairs of an Assignment message."""
-    return frozenset((tp.topic, p) for tp in assignment.topic_partitions for p in tp.partitions)
+    return frozenset(TopicPartition(tp.topic, p) for tp in assignment.topic_partitions for p in tp.partitions)
 
 
 def assignment_of(partitions: Iterable[TopicPartition]) -> coordinator_pb2.Assignment:
@@ -248,7 +248,7 @@ def by_topic(partitions: Iterable[TopicPartition]) -> dict[str, frozenset[int]]:
 
 def flatten(assignment: Mapping[str, Iterable[int]]) -> Partitions:
     """The (topic, partition) pairs of ``{topic: partition numbers}``."""
-    return frozenset((topic, p) for topic, numbers in assignment.items() for p in numbers)
+    return frozenset(TopicPartition(topic, p) for topic, numbers in assignment.items() for p in numbers)
 
 
 def group_metadata_record(group: Group) -> GroupRecord:

@@ -24,6 +24,7 @@ from typing import TypeVar
 import grpc
 from prometheus_client.metrics_core import Metric
 
+from lanes.clock import Clock
 from lanes.coordinator.brokers import BrokerAccess
 from lanes.coordinator.core import (
     CommitEntry,
@@ -33,19 +34,19 @@ from lanes.coordinator.core import (
     HeartbeatInput,
     Subscription,
 )
-from lanes.coordinator.group import Group, TopicPartition, assignment_of, partitions_of
+from lanes.coordinator.group import Group, assignment_of, partitions_of
 from lanes.coordinator.metrics import CoordinatorMetrics, GroupState, PartitionLag
 from lanes.coordinator.shard import LoadedShard
 from lanes.coordinator.shard_log import ShardFencedError, ShardLog, ShardUnavailableError
+from lanes.errors import ErrorCode, LanesError
 from lanes.metadata.state import ShardInfo
-from lanes.protocol.clock import Clock
-from lanes.protocol.errors import ErrorCode, LanesError
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
 from lanes.protocol.partitioner import partition_for_key
+from lanes.rpc.wire import Context, topic_partitions_from_wire, wire_error
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.runtime.wire import Context, wire_error
+from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2, coordinator_pb2, coordinator_pb2_grpc
 
 _log = logging.getLogger(__name__)
@@ -394,7 +395,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             await self._durable(loaded, loaded.position())
         except GroupRouteError as exc:
             return coordinator_pb2.FetchOffsetsResponse(error=wire_error(exc.code, exc.message))
-        wanted = [(tp.topic, p) for tp in request.partitions for p in tp.partitions] or None
+        wanted = topic_partitions_from_wire(request.partitions) or None
         offsets = loaded.core.fetch_offsets(request.group_id, wanted)
         by_topic: dict[str, list[coordinator_pb2.CommittedOffset]] = {}
         for (topic, partition), commit in offsets.items():
@@ -595,7 +596,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                 )
             )
         committed = dict(group.offsets) if group is not None else {}
-        wanted = [(tp.topic, p) for tp in request.partitions for p in tp.partitions] or sorted(committed)
+        wanted = topic_partitions_from_wire(request.partitions) or sorted(committed)
         counts = self.partition_counts()
         missing = [p for p in wanted if not 0 <= p[1] < counts.get(p[0], 0)]
         present = [p for p in wanted if p not in missing]
@@ -604,11 +605,12 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             coordinator_pb2.OffsetReset(
                 topic=topic,
                 partition=partition,
-                previous_offset=committed[(topic, partition)].offset if (topic, partition) in committed else -1,
-                new_offset=targets.get((topic, partition), -1),
-                error=wire_error(*errors.get((topic, partition), (ErrorCode.NONE, ""))),
+                previous_offset=committed[tp].offset if tp in committed else -1,
+                new_offset=targets.get(tp, -1),
+                error=wire_error(*errors.get(tp, (ErrorCode.NONE, ""))),
             )
-            for topic, partition in wanted
+            for tp in wanted
+            for topic, partition in [tp]
             if (topic, partition) not in missing
         ]
         resets += [
@@ -680,7 +682,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
     async def DeleteOffsets(  # noqa: N802
         self, request: coordinator_pb2.DeleteOffsetsRequest, context: Context
     ) -> coordinator_pb2.DeleteOffsetsResponse:
-        wanted = [(tp.topic, p) for tp in request.partitions for p in tp.partitions]
+        wanted = topic_partitions_from_wire(request.partitions)
         try:
             code, results = await self._decide(
                 request.group_id,

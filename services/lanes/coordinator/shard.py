@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 from lanes.coordinator.core import Decision, GroupCoordinatorCore
 from lanes.coordinator.group import GroupRecord
 from lanes.coordinator.shard_log import ShardLog, ShardUnavailableError
+from lanes.errors import LanesError
 from lanes.metadata.state import ShardInfo
-from lanes.protocol.errors import LanesError
 from lanes.runtime.broadcast import Broadcast
 
 _log = logging.getLogger(__name__)

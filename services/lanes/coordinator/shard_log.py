@@ -19,13 +19,13 @@ import logging
 
 from google.protobuf.message import DecodeError
 
+from lanes.clock import Clock
 from lanes.coordinator.brokers import BrokerAccess
 from lanes.coordinator.group import GroupRecord
-from lanes.protocol.clock import Clock
-from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.errors import ErrorCode, LanesError
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import Record, decode_batches, encode_batch
-from lanes.runtime.wire import code_of
+from lanes.rpc.wire import code_of
 from lanes.v1 import group_records_pb2
 
 _log = logging.getLogger(__name__)

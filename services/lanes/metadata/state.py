@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lanes.protocol.errors import ErrorCode, LanesError
+from lanes.errors import ErrorCode, LanesError
 from lanes.v1 import common_pb2, metadata_pb2
 
 NO_LEADER = -1

@@ -7,8 +7,8 @@
 - ``errors``: error codes with retriable flags, and the exceptions clients raise.
 """
 
+from lanes.errors import ErrorCode, LanesError, RetriableError, error_for
 from lanes.protocol.compression import Compression
-from lanes.protocol.errors import ErrorCode, LanesError, RetriableError, error_for
 from lanes.protocol.records import (
     BatchHeader,
     Record,

@@ -22,7 +22,7 @@ from enum import IntEnum
 import cramjam
 import lz4.frame
 
-from lanes.protocol.errors import CorruptRecordError, UnsupportedCompressionError
+from lanes.errors import CorruptRecordError, UnsupportedCompressionError
 
 
 class Compression(IntEnum):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from lanes.protocol.errors import InvalidGroupIdError, InvalidTopicError
+from lanes.errors import InvalidGroupIdError, InvalidTopicError
 
 TOPIC_NAME_MAX_CHARS = 249
 GROUP_ID_MAX_CHARS = 255

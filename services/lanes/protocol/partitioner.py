@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import mmh3
 
-from lanes.protocol.errors import ErrorCode, error_for
+from lanes.errors import ErrorCode, error_for
 
 #: A user partitioner: ``(topic, key, num_partitions) -> partition``.
 PartitionerFn = Callable[[str, bytes | None, int], int]

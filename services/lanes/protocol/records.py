@@ -59,9 +59,9 @@ from typing import Any, NamedTuple, Protocol
 
 from crc32c import crc32c
 
+from lanes.errors import CorruptRecordError, MessageTooLargeError, UnsupportedCompressionError
 from lanes.protocol import _records_py
 from lanes.protocol.compression import Compression, compress, decompress
-from lanes.protocol.errors import CorruptRecordError, MessageTooLargeError, UnsupportedCompressionError
 
 _fast_section_codec: ModuleType | None
 try:

@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 import grpc
 
+from lanes.errors import ErrorCode, error_code
 from lanes.metadata.state import ClusterState
-from lanes.protocol.errors import ErrorCode, error_code
+from lanes.rpc.channels import open_channel
 from lanes.runtime.broadcast import Broadcast
-from lanes.runtime.channels import open_channel
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
 _log = logging.getLogger(__name__)

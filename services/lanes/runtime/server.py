@@ -27,7 +27,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
-from lanes.runtime.channels import MESSAGE_SIZE_OPTIONS
+from lanes.rpc.channels import MESSAGE_SIZE_OPTIONS
 from lanes.runtime.logs import FORMATS, configure_logging
 from lanes.runtime.metrics import ServiceMetrics
 

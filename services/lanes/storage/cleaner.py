@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from lanes.protocol.clock import Clock
+from lanes.clock import Clock
 from lanes.protocol.records import BatchHeader, Record, decode_batch, encode_batch
 from lanes.storage.checkpoint import read_offset, write_offset
 from lanes.storage.files import pread_exact, pwrite_all

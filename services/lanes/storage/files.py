@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from lanes.protocol.errors import StorageError
+from lanes.errors import StorageError
 
 DEFAULT_MAX_OPEN_FILES = 1024
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024

@@ -40,9 +40,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lanes.protocol.clock import Clock
-from lanes.protocol.configs import topic_config_values
-from lanes.protocol.errors import (
+from lanes.clock import Clock
+from lanes.errors import (
     CorruptRecordError,
     ErrorCode,
     LanesError,
@@ -62,6 +61,7 @@ from lanes.storage.checkpoint import read_offset, write_offset
 from lanes.storage.epochs import LeaderEpochCache
 from lanes.storage.files import FileCache, fsync_directory, storage_error
 from lanes.storage.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, LogSegment
+from lanes.topic_configs import topic_config_values
 
 RECOVERY_POINT_FILE = "recovery-point-checkpoint"
 HIGH_WATERMARK_FILE = "high-watermark-checkpoint"

@@ -18,10 +18,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from lanes.protocol.clock import Clock
+from lanes.clock import Clock
 from lanes.protocol.names import validate_topic_name
 from lanes.storage.files import DEFAULT_MAX_OPEN_FILES, FileCache, fsync_directory
 from lanes.storage.log import CLEAN_SHUTDOWN_FILE, LogConfig, PartitionLog
+from lanes.topic_partition import TopicPartition
 
 
 def log_directory_name(topic: str, partition: int) -> str:
@@ -29,12 +30,12 @@ def log_directory_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
-def parse_log_directory_name(name: str) -> tuple[str, int] | None:
+def parse_log_directory_name(name: str) -> TopicPartition | None:
     """(topic, partition) of a partition directory name, or None if it is not one."""
     topic, _, partition = name.rpartition("-")
     if not topic or not partition.isdigit():
         return None
-    return topic, int(partition)
+    return TopicPartition(topic, int(partition))
 
 
 class LogManager:
@@ -54,7 +55,7 @@ class LogManager:
         self.files = FileCache(max_open_files)
         self._clock = clock
         self._lock = threading.Lock()
-        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._logs: dict[TopicPartition, PartitionLog] = {}
         marker = data_dir / CLEAN_SHUTDOWN_FILE
         #: Whether the previous run closed every log cleanly (then no log needs recovery).
         self.clean_shutdown = marker.exists()
@@ -62,7 +63,7 @@ class LogManager:
             marker.unlink()
             fsync_directory(data_dir)
 
-    def discover(self) -> list[tuple[str, int]]:
+    def discover(self) -> list[TopicPartition]:
         """(topic, partition) of every partition directory on disk."""
         found = []
         for path in sorted(self.data_dir.iterdir()):
@@ -74,7 +75,7 @@ class LogManager:
     def open_log(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
         """The log of ``topic``-``partition``, opened (and recovered if needed) on first use."""
         validate_topic_name(topic, allow_internal=True)
-        key = (topic, partition)
+        key = TopicPartition(topic, partition)
         with self._lock:
             log = self._logs.get(key)
             if log is None:
@@ -88,14 +89,14 @@ class LogManager:
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         """The open log of ``topic``-``partition``, if any."""
         with self._lock:
-            return self._logs.get((topic, partition))
+            return self._logs.get(TopicPartition(topic, partition))
 
     def logs(self) -> list[PartitionLog]:
         """Every open log."""
         with self._lock:
             return list(self._logs.values())
 
-    def logs_by_partition(self) -> list[tuple[tuple[str, int], PartitionLog]]:
+    def logs_by_partition(self) -> list[tuple[TopicPartition, PartitionLog]]:
         """Every open log with its (topic, partition), sorted."""
         with self._lock:
             return sorted(self._logs.items(), key=lambda item: item[0])
@@ -103,7 +104,7 @@ class LogManager:
     def delete_log(self, topic: str, partition: int) -> None:
         """Delete a partition's log from disk (its topic was deleted or the replica moved)."""
         with self._lock:
-            log = self._logs.pop((topic, partition), None)
+            log = self._logs.pop(TopicPartition(topic, partition), None)
         if log is not None:
             log.delete()
 

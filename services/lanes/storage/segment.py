@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from lanes.protocol.errors import LanesError
+from lanes.errors import LanesError
 from lanes.protocol.records import (
     HEADER,
     HEADER_BYTES,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import grpc
 
-from lanes.runtime.channels import MESSAGE_SIZE_OPTIONS
+from lanes.rpc.channels import MESSAGE_SIZE_OPTIONS
 
 MiB = 1024 * 1024
 SINK_METHOD = "/lanes.bench.Sink/Put"

@@ -7,11 +7,13 @@ every batch once per level of nesting.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import grpc
 
-from lanes.protocol.errors import ErrorCode, error_code
+from lanes.errors import ErrorCode, error_code
+from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2
 
 #: The servicer context of every Lanes RPC handler.
@@ -36,3 +38,16 @@ def produce_request(
     request = broker_pb2.ProduceRequest(acks=acks, timeout_ms=timeout_ms)  # type: ignore[arg-type]
     request.topics.add(topic=topic).partitions.add(partition=partition).records = records
     return request
+
+
+def topic_partitions_from_wire(groups: Iterable[common_pb2.TopicPartitions]) -> list[TopicPartition]:
+    """The partitions listed by ``TopicPartitions`` messages, in message order."""
+    return [TopicPartition(group.topic, number) for group in groups for number in group.partitions]
+
+
+def topic_partitions_to_wire(partitions: Iterable[TopicPartition]) -> list[common_pb2.TopicPartitions]:
+    """``TopicPartitions`` messages listing ``partitions`` once each, topics and numbers sorted."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(set(partitions)):
+        by_topic.setdefault(topic, []).append(partition)
+    return [common_pb2.TopicPartitions(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()]

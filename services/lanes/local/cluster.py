@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lanes.runtime.channels import open_channel
-from lanes.runtime.processes import ServiceProcess, start_service
+from lanes.local.processes import ServiceProcess, start_service
+from lanes.rpc.channels import open_channel
 from lanes.v1 import controller_pb2, controller_pb2_grpc
 
 CLUSTER_FILE = "cluster.json"

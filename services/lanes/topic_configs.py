@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lanes.protocol.errors import InvalidConfigError
+from lanes.errors import InvalidConfigError
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
