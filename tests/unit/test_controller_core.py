@@ -12,26 +12,26 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from lanes.controller.core import ConfigOp, ControllerCore, Decision, NewTopic
+from lanes.controller.core import ConfigOp, ControllerCore, ControllerDecision, NewTopic
 from lanes.controller.placement import BrokerSlot, assign_replicas
 from lanes.errors import ErrorCode
-from lanes.metadata.state import NO_LEADER, ClusterState
+from lanes.metadata.image import NO_LEADER, MetadataImage
 
 
 class Cluster:
     """A core and its state, with records applied as a controller service would."""
 
     def __init__(self, seed: int = 0) -> None:
-        self.state = ClusterState()
+        self.image = MetadataImage()
         ids = itertools.count()
-        self.core = ControllerCore(self.state, rng=random.Random(seed), new_id=lambda: f"id-{next(ids)}")
+        self.core = ControllerCore(self.image, rng=random.Random(seed), new_id=lambda: f"id-{next(ids)}")
         self.commit(self.core.create_cluster(now_ms=1))
         self.incarnations = itertools.count()
 
-    def commit(self, decision: Decision) -> Decision:
+    def commit(self, decision: ControllerDecision) -> ControllerDecision:
         for record in decision.records:
-            self.state.apply(self.state.last_offset + 1, record)
-        self.state.check_invariants()
+            self.image.apply(self.image.last_offset + 1, record)
+        self.image.check_invariants()
         return decision
 
     def start_broker(self, broker_id: int, rack: str = "") -> int:
@@ -46,13 +46,13 @@ class Cluster:
             )
         )
         assert decision.error is ErrorCode.NONE, decision.message
-        epoch = self.state.brokers[broker_id].epoch
-        self.commit(self.core.broker_heartbeat(broker_id, epoch, self.state.last_offset))
-        assert not self.state.brokers[broker_id].fenced
+        epoch = self.image.brokers[broker_id].epoch
+        self.commit(self.core.broker_heartbeat(broker_id, epoch, self.image.last_offset))
+        assert not self.image.brokers[broker_id].fenced
         return epoch
 
     def partition(self, topic: str, index: int):  # type: ignore[no-untyped-def]
-        found = self.state.topic(topic)
+        found = self.image.topic(topic)
         assert found is not None
         return found.partitions[index]
 
@@ -60,12 +60,12 @@ class Cluster:
 def test_brokers_register_fenced_and_are_unfenced_once_caught_up() -> None:
     cluster = Cluster()
     decision = cluster.commit(cluster.core.register_broker(1, "a", cluster_id="", host="h", port=1))
-    broker = cluster.state.brokers[1]
+    broker = cluster.image.brokers[1]
     assert broker.fenced
-    assert broker.epoch == cluster.state.last_offset, "the epoch is the registration's metadata offset"
+    assert broker.epoch == cluster.image.last_offset, "the epoch is the registration's metadata offset"
     assert not cluster.commit(cluster.core.broker_heartbeat(1, broker.epoch, broker.epoch - 1)).records
     cluster.commit(cluster.core.broker_heartbeat(1, broker.epoch, broker.epoch))
-    assert not cluster.state.brokers[1].fenced
+    assert not cluster.image.brokers[1].fenced
     stale = cluster.core.broker_heartbeat(1, broker.epoch - 1, 100)
     assert stale.error is ErrorCode.STALE_BROKER_EPOCH
     assert decision.error is ErrorCode.NONE
@@ -85,12 +85,12 @@ def test_create_topic_places_replicas_and_validates_everything() -> None:
     for broker_id in (1, 2, 3):
         cluster.start_broker(broker_id)
     cluster.commit(cluster.core.create_topic(NewTopic("orders", 6, 3, configs=(("retention.ms", "1000"),))))
-    topic = cluster.state.topic("orders")
+    topic = cluster.image.topic("orders")
     assert topic is not None
     assert [p.leader for p in topic.partitions.values()] == [p.replicas[0] for p in topic.partitions.values()]
     assert Counter(p.leader for p in topic.partitions.values()) == {1: 2, 2: 2, 3: 2}, "leaders spread evenly"
     assert all(sorted(p.isr) == [1, 2, 3] for p in topic.partitions.values())
-    assert cluster.state.topic_configs("orders") == {"retention.ms": "1000"}
+    assert cluster.image.topic_configs("orders") == {"retention.ms": "1000"}
     cases = [
         (NewTopic("orders", 1, 1), ErrorCode.TOPIC_ALREADY_EXISTS, "already exists"),
         (NewTopic("bad/name", 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION, "contains '/'"),
@@ -129,11 +129,11 @@ def test_a_fenced_leader_hands_over_to_the_next_isr_member_and_the_last_one_stay
     assert offline.isr == [3], "the last in-sync replica stays in the ISR"
     # Broker 1 returns: it is not in the ISR, so the partition stays offline.
     cluster.commit(cluster.core.register_broker(1, "again", cluster_id="", host="h", port=1))
-    cluster.commit(cluster.core.broker_heartbeat(1, cluster.state.brokers[1].epoch, cluster.state.last_offset))
+    cluster.commit(cluster.core.broker_heartbeat(1, cluster.image.brokers[1].epoch, cluster.image.last_offset))
     assert cluster.partition("t", 0).leader == NO_LEADER
     # Broker 3 (the last ISR member, with every acknowledged record) returns and leads again.
     cluster.commit(cluster.core.register_broker(3, "again", cluster_id="", host="h", port=3))
-    cluster.commit(cluster.core.broker_heartbeat(3, cluster.state.brokers[3].epoch, cluster.state.last_offset))
+    cluster.commit(cluster.core.broker_heartbeat(3, cluster.image.brokers[3].epoch, cluster.image.last_offset))
     assert cluster.partition("t", 0).leader == 3
 
 
@@ -149,7 +149,7 @@ def test_unclean_election_only_when_the_topic_allows_it() -> None:
     cluster.commit(
         cluster.core.alter_partition(
             1,
-            cluster.state.brokers[1].epoch,
+            cluster.image.brokers[1].epoch,
             cluster.partition("t", 0).topic_id,
             0,
             leader_epoch=0,
@@ -168,7 +168,7 @@ def test_alter_partition_is_fenced_by_epochs_and_liveness() -> None:
     cluster.commit(cluster.core.create_topic(NewTopic("t", assignments=((1, 2, 3),))))
     topic_id = cluster.partition("t", 0).topic_id
 
-    def propose(broker: int, epoch: int, leader_epoch: int, partition_epoch: int, isr: list[int]) -> Decision:
+    def propose(broker: int, epoch: int, leader_epoch: int, partition_epoch: int, isr: list[int]) -> ControllerDecision:
         return cluster.commit(
             cluster.core.alter_partition(
                 broker, epoch, topic_id, 0, leader_epoch=leader_epoch, partition_epoch=partition_epoch, new_isr=isr
@@ -197,22 +197,22 @@ def test_partitions_only_grow_and_configs_change_atomically() -> None:
     assert shrink.error is ErrorCode.INVALID_PARTITIONS
     assert "can only grow" in shrink.message
     cluster.commit(cluster.core.create_partitions("t", 5))
-    assert sorted(cluster.state.topic("t").partitions) == [0, 1, 2, 3, 4]  # type: ignore[union-attr]
+    assert sorted(cluster.image.topic("t").partitions) == [0, 1, 2, 3, 4]  # type: ignore[union-attr]
     set_ok = cluster.commit(
         cluster.core.alter_topic_configs(
             "t", [ConfigOp("retention.ms", "set", "5"), ConfigOp("cleanup.policy", "append", "compact")]
         )
     )
     assert set_ok.error is ErrorCode.NONE
-    assert cluster.state.topic_configs("t") == {"retention.ms": "5", "cleanup.policy": "delete,compact"}
+    assert cluster.image.topic_configs("t") == {"retention.ms": "5", "cleanup.policy": "delete,compact"}
     bad = cluster.core.alter_topic_configs(
         "t", [ConfigOp("retention.ms", "delete"), ConfigOp("segment.bytes", "set", "1")]
     )
     assert bad.error is ErrorCode.INVALID_CONFIG
     assert "segment.bytes" in bad.message
-    assert cluster.state.topic_configs("t")["retention.ms"] == "5", "nothing applied when one change is invalid"
+    assert cluster.image.topic_configs("t")["retention.ms"] == "5", "nothing applied when one change is invalid"
     cluster.commit(cluster.core.alter_topic_configs("t", [ConfigOp("retention.ms", "delete")]))
-    assert "retention.ms" not in cluster.state.topic_configs("t")
+    assert "retention.ms" not in cluster.image.topic_configs("t")
 
 
 def test_preferred_election_restores_balance_when_brokers_return() -> None:
@@ -221,13 +221,13 @@ def test_preferred_election_restores_balance_when_brokers_return() -> None:
         cluster.start_broker(broker_id)
     cluster.commit(cluster.core.create_topic(NewTopic("t", 6, 3)))
     cluster.commit(cluster.core.fence_broker(1, "session timeout"))
-    assert all(p.leader != 1 for p in cluster.state.topic("t").partitions.values())  # type: ignore[union-attr]
+    assert all(p.leader != 1 for p in cluster.image.topic("t").partitions.values())  # type: ignore[union-attr]
     cluster.start_broker(1)
-    topic = cluster.state.topic("t")
+    topic = cluster.image.topic("t")
     assert topic is not None
     for partition in topic.partitions.values():  # the leaders bring broker 1 back into their ISRs
         if 1 not in partition.isr:
-            leader_epoch = cluster.state.brokers[partition.leader].epoch
+            leader_epoch = cluster.image.brokers[partition.leader].epoch
             cluster.commit(
                 cluster.core.alter_partition(
                     partition.leader,
@@ -255,10 +255,10 @@ def test_topic_deletion_and_internal_topics() -> None:
     cluster.start_broker(1)
     cluster.commit(cluster.core.create_internal_topic("__consumer_offsets", 3, 3))
     assert cluster.core.delete_topic("__consumer_offsets").error is ErrorCode.INVALID_TOPIC_EXCEPTION
-    assert cluster.state.topic_configs("__consumer_offsets") == {"cleanup.policy": "compact"}
+    assert cluster.image.topic_configs("__consumer_offsets") == {"cleanup.policy": "compact"}
     cluster.commit(cluster.core.create_topic(NewTopic("gone", 1, 1)))
     cluster.commit(cluster.core.delete_topic("gone"))
-    assert cluster.state.topic("gone") is None
+    assert cluster.image.topic("gone") is None
     assert cluster.core.delete_topic("gone").error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
@@ -267,9 +267,10 @@ def test_producer_id_blocks_never_overlap() -> None:
     epoch = cluster.start_broker(1)
     blocks = []
     for _ in range(3):
-        decision, start, size = cluster.core.allocate_producer_ids(1, epoch)
+        decision = cluster.core.allocate_producer_ids(1, epoch)
         cluster.commit(decision)
-        blocks.append(range(start, start + size))
+        assert decision.producer_ids is not None
+        blocks.append(decision.producer_ids.ids())
     assert all(a.stop <= b.start for a, b in itertools.pairwise(blocks))
 
 
@@ -298,7 +299,7 @@ class ControllerMachine(RuleBasedStateMachine):
 
     @rule(broker_id=st.integers(1, 5), rack=st.sampled_from(["", "a", "b"]))
     def start_broker(self, broker_id: int, rack: str) -> None:
-        if broker_id in self.cluster.state.brokers and not self.cluster.state.brokers[broker_id].fenced:
+        if broker_id in self.cluster.image.brokers and not self.cluster.image.brokers[broker_id].fenced:
             self.cluster.commit(self.cluster.core.fence_broker(broker_id, "restart"))
         self.cluster.start_broker(broker_id, rack)
 
@@ -312,20 +313,20 @@ class ControllerMachine(RuleBasedStateMachine):
         decision = self.cluster.commit(
             self.cluster.core.create_topic(NewTopic(f"topic-{self.topics}", partitions, factor))
         )
-        live = len(self.cluster.state.live_brokers())
+        live = len(self.cluster.image.live_brokers())
         assert (decision.error is ErrorCode.NONE) == (factor <= live), decision.message
 
-    @precondition(lambda self: self.cluster.state.topics)
+    @precondition(lambda self: self.cluster.image.topics)
     @rule(data=st.data())
     def leader_changes_isr(self, data: st.DataObject) -> None:
-        topic = data.draw(st.sampled_from(sorted(self.cluster.state.topics.values(), key=lambda t: t.name)))
+        topic = data.draw(st.sampled_from(sorted(self.cluster.image.topics.values(), key=lambda t: t.name)))
         partition = data.draw(st.sampled_from(sorted(topic.partitions.values(), key=lambda p: p.partition)))
         if partition.leader == NO_LEADER:
             return
         others = [b for b in partition.replicas if b != partition.leader]
         followers = data.draw(st.lists(st.sampled_from(others), unique=True)) if others else []
         isr = [partition.leader, *followers]
-        leader = self.cluster.state.brokers[partition.leader]
+        leader = self.cluster.image.brokers[partition.leader]
         self.cluster.commit(
             self.cluster.core.alter_partition(
                 partition.leader,
@@ -346,7 +347,7 @@ class ControllerMachine(RuleBasedStateMachine):
     def epochs_only_grow(self) -> None:
         if not hasattr(self, "cluster"):
             return
-        for topic in self.cluster.state.topics.values():
+        for topic in self.cluster.image.topics.values():
             for partition in topic.partitions.values():
                 key = (topic.name, partition.partition)
                 previous = self.epochs.get(key, (0, 0))
@@ -358,10 +359,10 @@ class ControllerMachine(RuleBasedStateMachine):
     def a_snapshot_rebuilds_the_same_state(self) -> None:
         if not hasattr(self, "cluster"):
             return
-        rebuilt = ClusterState()
-        for offset, record in enumerate(self.cluster.state.to_records()):
+        rebuilt = MetadataImage()
+        for offset, record in enumerate(self.cluster.image.to_records()):
             rebuilt.apply(offset, record)
-        assert rebuilt.to_records() == self.cluster.state.to_records()
+        assert rebuilt.to_records() == self.cluster.image.to_records()
 
 
 ControllerMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=40, deadline=None)
@@ -372,7 +373,7 @@ TestControllerMachine = ControllerMachine.TestCase
 # Group coordinators and the shards of __consumer_offsets
 
 
-def _register_coordinator(cluster: Cluster, coordinator_id: int, incarnation: str = "") -> Decision:
+def _register_coordinator(cluster: Cluster, coordinator_id: int, incarnation: str = "") -> ControllerDecision:
     decision = cluster.commit(
         cluster.core.register_coordinator(
             coordinator_id,
@@ -387,7 +388,7 @@ def _register_coordinator(cluster: Cluster, coordinator_id: int, incarnation: st
 
 
 def _owners(cluster: Cluster) -> Counter[int]:
-    return Counter(shard.coordinator_id for shard in cluster.state.shards.values())
+    return Counter(shard.coordinator_id for shard in cluster.image.shards.values())
 
 
 def test_offsets_topic_waits_for_a_coordinator_and_enough_brokers() -> None:
@@ -399,18 +400,18 @@ def test_offsets_topic_waits_for_a_coordinator_and_enough_brokers() -> None:
     _register_coordinator(cluster, 1)
     cluster.commit(cluster.core.register_broker(2, "b2", cluster_id="", host="h", port=2))
     assert not cluster.commit(cluster.core.ensure_offsets_topic()).records, "broker 2 is registered but fenced"
-    cluster.commit(cluster.core.broker_heartbeat(2, cluster.state.brokers[2].epoch, cluster.state.last_offset))
+    cluster.commit(cluster.core.broker_heartbeat(2, cluster.image.brokers[2].epoch, cluster.image.last_offset))
     cluster.commit(cluster.core.ensure_offsets_topic())
-    topic = cluster.state.topic("__consumer_offsets")
+    topic = cluster.image.topic("__consumer_offsets")
     assert topic is not None
     assert topic.internal
     assert len(topic.partitions) == 10
     assert all(len(p.replicas) == 2 for p in topic.partitions.values())
-    assert cluster.state.topic_configs("__consumer_offsets") == {"cleanup.policy": "compact"}
+    assert cluster.image.topic_configs("__consumer_offsets") == {"cleanup.policy": "compact"}
     assert _owners(cluster) == {1: 10}
-    producer_ids = {s.producer_id for s in cluster.state.shards.values()}
+    producer_ids = {s.producer_id for s in cluster.image.shards.values()}
     assert len(producer_ids) == 10, "each shard writes with a producer id of its own"
-    assert cluster.state.next_producer_id > max(producer_ids), "shard producer ids are never handed out again"
+    assert cluster.image.next_producer_id > max(producer_ids), "shard producer ids are never handed out again"
     assert not cluster.commit(cluster.core.ensure_offsets_topic()).records
 
 
@@ -420,24 +421,24 @@ def test_shards_are_balanced_and_move_only_when_needed() -> None:
     cluster.start_broker(1)
     _register_coordinator(cluster, 1)
     cluster.commit(cluster.core.ensure_offsets_topic())
-    before = dict(cluster.state.shards)
+    before = dict(cluster.image.shards)
     _register_coordinator(cluster, 2)
     assert _owners(cluster) == {1: 4, 2: 3}
-    moved = [s for s in before if before[s].coordinator_id != cluster.state.shards[s].coordinator_id]
+    moved = [s for s in before if before[s].coordinator_id != cluster.image.shards[s].coordinator_id]
     assert len(moved) == 3, "only the new coordinator's share moves"
     for shard in moved:
-        assert cluster.state.shards[shard].shard_epoch == before[shard].shard_epoch + 1
-        assert cluster.state.shards[shard].producer_id == before[shard].producer_id
+        assert cluster.image.shards[shard].shard_epoch == before[shard].shard_epoch + 1
+        assert cluster.image.shards[shard].producer_id == before[shard].producer_id
     _register_coordinator(cluster, 3)
     assert sorted(_owners(cluster).values()) == [2, 2, 3]
 
-    owned_by_2 = {s for s, o in cluster.state.shards.items() if o.coordinator_id == 2}
+    owned_by_2 = {s for s, o in cluster.image.shards.items() if o.coordinator_id == 2}
     cluster.commit(cluster.core.fence_coordinator(2, "session timeout"))
-    assert cluster.state.coordinators[2].fenced
+    assert cluster.image.coordinators[2].fenced
     assert 2 not in _owners(cluster)
     assert sorted(_owners(cluster).values()) == [3, 4]
-    assert all(cluster.state.shards[s].shard_epoch >= 2 for s in owned_by_2)
-    assert cluster.core.coordinator_heartbeat(2, cluster.state.coordinators[2].epoch).error is (
+    assert all(cluster.image.shards[s].shard_epoch >= 2 for s in owned_by_2)
+    assert cluster.core.coordinator_heartbeat(2, cluster.image.coordinators[2].epoch).error is (
         ErrorCode.STALE_BROKER_EPOCH
     )
 
@@ -448,14 +449,14 @@ def test_a_restarted_coordinator_reloads_its_shards_under_a_new_epoch() -> None:
     cluster.start_broker(1)
     _register_coordinator(cluster, 1, "first")
     cluster.commit(cluster.core.ensure_offsets_topic())
-    epochs = {s: o.shard_epoch for s, o in cluster.state.shards.items()}
+    epochs = {s: o.shard_epoch for s, o in cluster.image.shards.items()}
     refused = cluster.core.register_coordinator(
         1, "second", cluster_id="", host="h", port=1, previous_session_alive=True
     )
     assert refused.error is ErrorCode.DUPLICATE_BROKER_REGISTRATION
     _register_coordinator(cluster, 1, "second")
-    assert all(o.coordinator_id == 1 for o in cluster.state.shards.values())
-    assert all(o.shard_epoch == epochs[s] + 1 for s, o in cluster.state.shards.items())
+    assert all(o.coordinator_id == 1 for o in cluster.image.shards.values())
+    assert all(o.shard_epoch == epochs[s] + 1 for s, o in cluster.image.shards.items())
 
 
 def test_without_live_coordinators_shards_have_no_owner_until_one_returns() -> None:
@@ -464,9 +465,9 @@ def test_without_live_coordinators_shards_have_no_owner_until_one_returns() -> N
     cluster.start_broker(1)
     _register_coordinator(cluster, 1)
     cluster.commit(cluster.core.ensure_offsets_topic())
-    cluster.commit(cluster.core.coordinator_shutdown(1, cluster.state.coordinators[1].epoch))
+    cluster.commit(cluster.core.coordinator_shutdown(1, cluster.image.coordinators[1].epoch))
     assert _owners(cluster) == {-1: 3}
     _register_coordinator(cluster, 5)
     assert _owners(cluster) == {5: 3}
-    restored = ClusterState.from_snapshot(cluster.state.to_records(), cluster.state.last_offset)
-    assert restored.shards == cluster.state.shards
+    restored = MetadataImage.from_snapshot(cluster.image.to_records(), cluster.image.last_offset)
+    assert restored.shards == cluster.image.shards

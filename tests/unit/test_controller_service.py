@@ -43,7 +43,7 @@ def test_snapshots_are_taken_as_the_log_grows_and_read_back_on_restart(tmp_path:
                 ),
                 None,  # type: ignore[arg-type]
             )
-        names = sorted(service.state.topic_ids)
+        names = sorted(service.image.topic_ids)
         await service.stop()
         return names
 
@@ -53,7 +53,7 @@ def test_snapshots_are_taken_as_the_log_grows_and_read_back_on_restart(tmp_path:
 
     async def restart() -> list[str]:
         service = make(tmp_path)
-        names = sorted(service.state.topic_ids)
+        names = sorted(service.image.topic_ids)
         await service.stop()
         return names
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from lanes.clock import ManualClock
 from lanes.controller.core import ControllerCore, NewTopic
 from lanes.controller.metadata_log import MetadataLog
-from lanes.metadata.state import ClusterState
+from lanes.metadata.image import MetadataImage
 
 
 class Controller:
@@ -18,14 +18,14 @@ class Controller:
 
     def __init__(self, directory: Path) -> None:
         self.log = MetadataLog(directory, ManualClock())
-        self.state = self.log.load()
-        ids = itertools.count(len(self.state.topics) * 1000 + 1)
-        self.core = ControllerCore(self.state, rng=random.Random(1), new_id=lambda: f"id-{next(ids)}")
+        self.image = self.log.load()
+        ids = itertools.count(len(self.image.topics) * 1000 + 1)
+        self.core = ControllerCore(self.image, rng=random.Random(1), new_id=lambda: f"id-{next(ids)}")
 
     def commit(self, decision) -> None:  # type: ignore[no-untyped-def]
         first = self.log.append(decision.records)
         for index, record in enumerate(decision.records):
-            self.state.apply(first + index, record)
+            self.image.apply(first + index, record)
 
 
 def build(directory: Path) -> Controller:
@@ -35,8 +35,8 @@ def build(directory: Path) -> Controller:
         controller.commit(
             controller.core.register_broker(broker_id, f"i{broker_id}", cluster_id="", host="h", port=broker_id)
         )
-        epoch = controller.state.brokers[broker_id].epoch
-        controller.commit(controller.core.broker_heartbeat(broker_id, epoch, controller.state.last_offset))
+        epoch = controller.image.brokers[broker_id].epoch
+        controller.commit(controller.core.broker_heartbeat(broker_id, epoch, controller.image.last_offset))
     for index in range(5):
         controller.commit(controller.core.create_topic(NewTopic(f"topic-{index}", 3, 2)))
     controller.commit(controller.core.fence_broker(2, "session timeout"))
@@ -45,33 +45,33 @@ def build(directory: Path) -> Controller:
 
 def test_a_restart_rebuilds_exactly_the_same_state(tmp_path: Path) -> None:
     controller = build(tmp_path)
-    expected = controller.state.to_records()
+    expected = controller.image.to_records()
     controller.log.close()
     reopened = Controller(tmp_path)
-    assert reopened.state.to_records() == expected
-    assert reopened.state.last_offset == controller.state.last_offset
+    assert reopened.image.to_records() == expected
+    assert reopened.image.last_offset == controller.image.last_offset
 
 
 def test_snapshots_bound_the_log_and_survive_a_damaged_newest_snapshot(tmp_path: Path) -> None:
     controller = build(tmp_path)
-    controller.log.snapshot(controller.state)
+    controller.log.snapshot(controller.image)
     controller.commit(controller.core.create_topic(NewTopic("after-first-snapshot", 1, 1)))
-    newest = controller.log.snapshot(controller.state)
+    newest = controller.log.snapshot(controller.image)
     controller.commit(controller.core.create_topic(NewTopic("after-snapshots", 1, 1)))
     assert controller.log.start_offset > 0, "the log dropped what a snapshot covers"
-    expected = controller.state.to_records()
+    expected = controller.image.to_records()
     controller.log.close()
-    assert Controller(tmp_path).state.to_records() == expected
+    assert Controller(tmp_path).image.to_records() == expected
     # Damage the newest snapshot: the previous one plus the log still rebuild everything.
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF
     newest.write_bytes(bytes(data))
-    assert Controller(tmp_path).state.to_records() == expected
+    assert Controller(tmp_path).image.to_records() == expected
 
 
 def test_a_torn_decision_is_dropped_whole(tmp_path: Path) -> None:
     controller = build(tmp_path)
-    before = controller.state.to_records()
+    before = controller.image.to_records()
     end = controller.log.end_offset
     controller.commit(controller.core.create_topic(NewTopic("torn", 8, 3 - 1)))  # one batch of 9+ records
     segment = sorted((tmp_path / "metadata").glob("*.log"))[-1]
@@ -79,17 +79,17 @@ def test_a_torn_decision_is_dropped_whole(tmp_path: Path) -> None:
     os.truncate(segment, segment.stat().st_size - 10)
     reopened = Controller(tmp_path)
     assert reopened.log.end_offset == end
-    assert reopened.state.to_records() == before
-    assert reopened.state.topic("torn") is None
+    assert reopened.image.to_records() == before
+    assert reopened.image.topic("torn") is None
 
 
 def test_read_serves_watchers_from_an_offset(tmp_path: Path) -> None:
     controller = build(tmp_path)
     records = controller.log.read(0)
-    rebuilt = ClusterState()
+    rebuilt = MetadataImage()
     for offset, record in records:
         rebuilt.apply(offset, record)
-    assert rebuilt.to_records() == controller.state.to_records()
-    tail = controller.log.read(controller.state.last_offset)
-    assert [offset for offset, _ in tail] == [controller.state.last_offset]
+    assert rebuilt.to_records() == controller.image.to_records()
+    tail = controller.log.read(controller.image.last_offset)
+    assert [offset for offset, _ in tail] == [controller.image.last_offset]
     assert len(controller.log.read(0, max_records=3)) >= 3

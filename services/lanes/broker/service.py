@@ -48,10 +48,10 @@ from lanes.broker.producer_state import NO_PRODUCER_ID, ProducerStateTable
 from lanes.broker.replication import LeaderReplica
 from lanes.clock import Clock
 from lanes.errors import ErrorCode, LanesError, error_code
-from lanes.metadata.state import NO_LEADER, ClusterState
+from lanes.metadata.image import NO_LEADER, MetadataImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
-from lanes.rpc.wire import Context, wire_error
+from lanes.rpc.wire import ServicerContext, wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.logs import fields
@@ -90,7 +90,7 @@ class _TopicSettings:
     """A topic's configs as the broker applies them to its partitions, worked out on first use
     (once per topic per metadata update, not once per partition)."""
 
-    def __init__(self, image: ClusterState, topic: str) -> None:
+    def __init__(self, image: MetadataImage, topic: str) -> None:
         self._image = image
         self._topic = topic
 
@@ -186,7 +186,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     # reconciling with the metadata image
 
     @property
-    def image(self) -> ClusterState:
+    def image(self) -> MetadataImage:
         return self.link.image
 
     def _reconcile(self) -> None:
@@ -343,7 +343,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     # Metadata
 
     async def Metadata(  # noqa: N802 - gRPC method names
-        self, request: broker_pb2.MetadataRequest, context: Context
+        self, request: broker_pb2.MetadataRequest, context: ServicerContext
     ) -> broker_pb2.MetadataResponse:
         image = self.image
         if request.topics:
@@ -403,12 +403,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     # Produce
 
     async def Produce(  # noqa: N802
-        self, request: broker_pb2.ProduceRequest, context: Context
+        self, request: broker_pb2.ProduceRequest, context: ServicerContext
     ) -> broker_pb2.ProduceResponse:
         return await self._start_produce(request)
 
     async def ProduceStream(  # noqa: N802
-        self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: Context
+        self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: ServicerContext
     ) -> AsyncIterator[broker_pb2.ProduceResponse]:
         """Each request is started as soon as it is read, so a partition's appends happen in
         stream order (``_start_produce``) while earlier ones wait for replication; the answers
@@ -560,7 +560,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         return None
 
     async def InitProducerId(  # noqa: N802
-        self, request: broker_pb2.InitProducerIdRequest, context: Context
+        self, request: broker_pb2.InitProducerIdRequest, context: ServicerContext
     ) -> broker_pb2.InitProducerIdResponse:
         if request.transactional_id:
             return broker_pb2.InitProducerIdResponse(
@@ -580,7 +580,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         error=wire_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the controller is unreachable; retry"),
                         producer_id=-1,
                     )
-                self._producer_ids = list(range(block[0], block[0] + block[1]))
+                self._producer_ids = list(block.ids())
             producer_id = self._producer_ids.pop(0)
         return broker_pb2.InitProducerIdResponse(
             error=wire_error(ErrorCode.NONE), producer_id=producer_id, producer_epoch=0
@@ -604,7 +604,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     # Fetch
 
     async def Fetch(  # noqa: N802
-        self, request: broker_pb2.FetchRequest, context: Context
+        self, request: broker_pb2.FetchRequest, context: ServicerContext
     ) -> broker_pb2.FetchResponse:
         deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
         while True:
@@ -669,7 +669,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     # Replication (leader side)
 
     async def ReplicaFetch(  # noqa: N802
-        self, request: broker_pb2.ReplicaFetchRequest, context: Context
+        self, request: broker_pb2.ReplicaFetchRequest, context: ServicerContext
     ) -> broker_pb2.ReplicaFetchResponse:
         deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
         while True:
@@ -739,7 +739,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         return response, total, urgent, advanced, isr_due
 
     async def OffsetForLeaderEpoch(  # noqa: N802
-        self, request: broker_pb2.OffsetForLeaderEpochRequest, context: Context
+        self, request: broker_pb2.OffsetForLeaderEpochRequest, context: ServicerContext
     ) -> broker_pb2.OffsetForLeaderEpochResponse:
         topics = []
         for topic in request.topics:
@@ -760,7 +760,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         return broker_pb2.OffsetForLeaderEpochResponse(topics=topics)
 
     async def DeleteRecords(  # noqa: N802
-        self, request: broker_pb2.DeleteRecordsRequest, context: Context
+        self, request: broker_pb2.DeleteRecordsRequest, context: ServicerContext
     ) -> broker_pb2.DeleteRecordsResponse:
         topics = []
         for topic in request.topics:
@@ -786,7 +786,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     # ListOffsets
 
     async def ListOffsets(  # noqa: N802
-        self, request: broker_pb2.ListOffsetsRequest, context: Context
+        self, request: broker_pb2.ListOffsetsRequest, context: ServicerContext
     ) -> broker_pb2.ListOffsetsResponse:
         topics = []
         for topic in request.topics:
@@ -834,7 +834,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     # DescribeLogs
 
     async def DescribeLogs(  # noqa: N802
-        self, request: broker_pb2.DescribeLogsRequest, context: Context
+        self, request: broker_pb2.DescribeLogsRequest, context: ServicerContext
     ) -> broker_pb2.DescribeLogsResponse:
         wanted = set(request.topics)
         replicas = [

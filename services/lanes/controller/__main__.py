@@ -86,7 +86,7 @@ async def serve(options: argparse.Namespace) -> None:
     service.endpoint.port = running.port
     await serve_until_signalled(
         running,
-        {"service": "controller", "address": running.address, "cluster_id": service.state.cluster_id},
+        {"service": "controller", "address": running.address, "cluster_id": service.image.cluster_id},
         service.stop,
         metrics=metrics,
         metrics_port=options.metrics_port,

@@ -1,6 +1,6 @@
 """The controller's decisions: which metadata records a request or an event produces.
 
-Pure like the state machine it reads: ``ClusterState``, randomness and id generation are
+Pure like the state machine it reads: ``MetadataImage``, randomness and id generation are
 injected, and nothing here writes anything. The service shell validates a request here, appends
 the returned records to the metadata log, applies them to the state, then answers. Decisions
 are taken one at a time against the current state, so the records of one decision are valid
@@ -28,25 +28,27 @@ from dataclasses import dataclass, field
 
 from lanes.controller.placement import BrokerSlot, assign_replicas
 from lanes.errors import ErrorCode, LanesError
-from lanes.metadata.state import NO_LEADER, ClusterState, PartitionInfo, ShardInfo, TopicInfo
+from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage, ProducerIdBlock, ShardImage, TopicImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, collision_key, validate_topic_name
 from lanes.topic_configs import TOPIC_CONFIGS, parse_topic_configs
 from lanes.v1 import common_pb2, metadata_pb2
 
-Record = metadata_pb2.MetadataRecord
+MetadataRecord = metadata_pb2.MetadataRecord
 TOPIC = common_pb2.CONFIG_RESOURCE_TYPE_TOPIC
 
 
 @dataclass
-class Decision:
-    """Records to append, and the error (NONE when accepted) with its message."""
+class ControllerDecision:
+    """Records to append, and the error (NONE when accepted) with its message; for a producer-id
+    allocation, the block the records hand out."""
 
-    records: list[Record] = field(default_factory=list)
+    records: list[MetadataRecord] = field(default_factory=list)
     error: ErrorCode = ErrorCode.NONE
     message: str = ""
+    producer_ids: ProducerIdBlock | None = None
 
     @classmethod
-    def refuse(cls, error: ErrorCode, message: str) -> Decision:
+    def refuse(cls, error: ErrorCode, message: str) -> ControllerDecision:
         return cls([], error, message)
 
 
@@ -75,7 +77,7 @@ class ControllerCore:
 
     def __init__(
         self,
-        state: ClusterState,
+        image: MetadataImage,
         *,
         rng: random.Random,
         new_id: Callable[[], str],
@@ -84,7 +86,7 @@ class ControllerCore:
         producer_id_block_size: int = 1000,
         offsets_topic_partitions: int = 50,
     ) -> None:
-        self.state = state
+        self.image = image
         self.offsets_topic_partitions = offsets_topic_partitions
         self._rng = rng
         self._new_id = new_id
@@ -92,19 +94,19 @@ class ControllerCore:
         self.default_replication_factor = default_replication_factor
         self.producer_id_block_size = producer_id_block_size
 
-    def _next_offset(self, decision: Decision) -> int:
+    def _next_offset(self, decision: ControllerDecision) -> int:
         """The metadata offset the next record of ``decision`` will get."""
-        return self.state.last_offset + 1 + len(decision.records)
+        return self.image.last_offset + 1 + len(decision.records)
 
     # -----------------------------------------------------------------------------------------
     # cluster and brokers
 
-    def create_cluster(self, now_ms: int) -> Decision:
+    def create_cluster(self, now_ms: int) -> ControllerDecision:
         """The first record of a new cluster (nothing when it exists)."""
-        if self.state.cluster_id:
-            return Decision()
+        if self.image.cluster_id:
+            return ControllerDecision()
         created = metadata_pb2.ClusterCreatedRecord(cluster_id=self._new_id(), created_ms=now_ms)
-        return Decision([Record(cluster_created=created)])
+        return ControllerDecision([MetadataRecord(cluster_created=created)])
 
     def register_broker(
         self,
@@ -116,23 +118,23 @@ class ControllerCore:
         port: int,
         rack: str = "",
         previous_session_alive: bool = False,
-    ) -> Decision:
+    ) -> ControllerDecision:
         """Register a broker, fenced until it has caught up with the metadata log.
 
         Its epoch is the offset of its registration record. A new incarnation replaces an old
         one only once the old one's session has expired (``previous_session_alive`` False); the
         old incarnation's leaderships move away first.
         """
-        if cluster_id and cluster_id != self.state.cluster_id:
-            return Decision.refuse(
+        if cluster_id and cluster_id != self.image.cluster_id:
+            return ControllerDecision.refuse(
                 ErrorCode.INCONSISTENT_CLUSTER_ID,
-                f"broker {broker_id}'s data belongs to cluster {cluster_id}, this is {self.state.cluster_id}",
+                f"broker {broker_id}'s data belongs to cluster {cluster_id}, this is {self.image.cluster_id}",
             )
-        existing = self.state.brokers.get(broker_id)
-        decision = Decision()
+        existing = self.image.brokers.get(broker_id)
+        decision = ControllerDecision()
         if existing is not None and not existing.fenced:
             if existing.incarnation_id != incarnation_id and previous_session_alive:
-                return Decision.refuse(
+                return ControllerDecision.refuse(
                     ErrorCode.DUPLICATE_BROKER_REGISTRATION,
                     f"broker id {broker_id} is registered by another live process; "
                     "wait for its session to expire or use another id",
@@ -146,30 +148,36 @@ class ControllerCore:
             endpoint=common_pb2.Node(node_id=broker_id, host=host, port=port, rack=rack),
             fenced=True,
         )
-        decision.records.append(Record(broker_registered=registered))
+        decision.records.append(MetadataRecord(broker_registered=registered))
         return decision
 
-    def _check_broker(self, broker_id: int, broker_epoch: int) -> Decision | None:
-        broker = self.state.brokers.get(broker_id)
+    def _check_broker(self, broker_id: int, broker_epoch: int) -> ControllerDecision | None:
+        broker = self.image.brokers.get(broker_id)
         if broker is None:
-            return Decision.refuse(ErrorCode.BROKER_ID_NOT_REGISTERED, f"broker {broker_id} is not registered")
+            return ControllerDecision.refuse(
+                ErrorCode.BROKER_ID_NOT_REGISTERED, f"broker {broker_id} is not registered"
+            )
         if broker.epoch != broker_epoch:
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.STALE_BROKER_EPOCH,
                 f"broker {broker_id} epoch {broker_epoch} is stale (current {broker.epoch}): register again",
             )
         return None
 
-    def broker_heartbeat(self, broker_id: int, broker_epoch: int, applied_offset: int) -> Decision:
+    def broker_heartbeat(self, broker_id: int, broker_epoch: int, applied_offset: int) -> ControllerDecision:
         """A live broker: unfence it once it has applied its own registration."""
         refused = self._check_broker(broker_id, broker_epoch)
         if refused is not None:
             return refused
-        broker = self.state.brokers[broker_id]
+        broker = self.image.brokers[broker_id]
         if not broker.fenced or applied_offset < broker.epoch:
-            return Decision()
-        decision = Decision(
-            [Record(broker_unfenced=metadata_pb2.BrokerUnfencedRecord(broker_id=broker_id, broker_epoch=broker.epoch))]
+            return ControllerDecision()
+        decision = ControllerDecision(
+            [
+                MetadataRecord(
+                    broker_unfenced=metadata_pb2.BrokerUnfencedRecord(broker_id=broker_id, broker_epoch=broker.epoch)
+                )
+            ]
         )
         # Offline partitions whose ISR still holds this broker get it back as leader.
         for topic, partition in self._partitions():
@@ -181,14 +189,14 @@ class ControllerCore:
                 )
         return decision
 
-    def fence_broker(self, broker_id: int, reason: str) -> Decision:
+    def fence_broker(self, broker_id: int, reason: str) -> ControllerDecision:
         """Fence a broker (session expired, shutdown): it leaves ISRs and leaderships move."""
-        broker = self.state.brokers.get(broker_id)
+        broker = self.image.brokers.get(broker_id)
         if broker is None or broker.fenced:
-            return Decision()
-        decision = Decision(
+            return ControllerDecision()
+        decision = ControllerDecision(
             [
-                Record(
+                MetadataRecord(
                     broker_fenced=metadata_pb2.BrokerFencedRecord(
                         broker_id=broker_id, broker_epoch=broker.epoch, reason=reason
                     )
@@ -207,16 +215,18 @@ class ControllerCore:
             decision.records.append(self._change(partition, leader=leader, isr=isr, reason=f"leader {reason}"))
         return decision
 
-    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> Decision:
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControllerDecision:
         """Move every leadership off a broker that asks to shut down, then fence it."""
         refused = self._check_broker(broker_id, broker_epoch)
         if refused is not None:
             return refused
         return self.fence_broker(broker_id, "controlled shutdown")
 
-    def _elect(self, topic: TopicInfo, partition: PartitionInfo, isr: list[int], exclude: int) -> tuple[int, list[int]]:
+    def _elect(
+        self, topic: TopicImage, partition: PartitionImage, isr: list[int], exclude: int
+    ) -> tuple[int, list[int]]:
         """(new leader, ISR) after ``exclude`` stops leading; NO_LEADER when none may lead."""
-        live = {b.broker_id for b in self.state.live_brokers()} - {exclude}
+        live = {b.broker_id for b in self.image.live_brokers()} - {exclude}
         for replica in partition.replicas:
             if replica in isr and replica in live:
                 return replica, [b for b in isr if b in live or b == replica] or [replica]
@@ -226,8 +236,8 @@ class ControllerCore:
                     return replica, [replica]
         return NO_LEADER, isr
 
-    def _unclean(self, topic: TopicInfo) -> bool:
-        value = self.state.topic_configs(topic.name).get("unclean.leader.election.enable", "false")
+    def _unclean(self, topic: TopicImage) -> bool:
+        value = self.image.topic_configs(topic.name).get("unclean.leader.election.enable", "false")
         return value.lower() == "true"
 
     # -----------------------------------------------------------------------------------------
@@ -242,23 +252,23 @@ class ControllerCore:
         host: str,
         port: int,
         previous_session_alive: bool = False,
-    ) -> Decision:
+    ) -> ControllerDecision:
         """Register a group coordinator (live at once) and rebalance the shards onto it.
 
         Its epoch is the offset of its registration record. A new incarnation of a live id is
         refused while the old one's session lasts; otherwise the old one is fenced and every
         shard it owned gets a new shard epoch, since the new process must load it afresh.
         """
-        if cluster_id and cluster_id != self.state.cluster_id:
-            return Decision.refuse(
+        if cluster_id and cluster_id != self.image.cluster_id:
+            return ControllerDecision.refuse(
                 ErrorCode.INCONSISTENT_CLUSTER_ID,
-                f"coordinator {coordinator_id} belongs to cluster {cluster_id}, this is {self.state.cluster_id}",
+                f"coordinator {coordinator_id} belongs to cluster {cluster_id}, this is {self.image.cluster_id}",
             )
-        existing = self.state.coordinators.get(coordinator_id)
-        decision = Decision()
+        existing = self.image.coordinators.get(coordinator_id)
+        decision = ControllerDecision()
         if existing is not None and not existing.fenced:
             if existing.incarnation_id != incarnation_id and previous_session_alive:
-                return Decision.refuse(
+                return ControllerDecision.refuse(
                     ErrorCode.DUPLICATE_BROKER_REGISTRATION,
                     f"coordinator id {coordinator_id} is registered by another live process; "
                     "wait for its session to expire or use another id",
@@ -270,77 +280,77 @@ class ControllerCore:
             coordinator_epoch=self._next_offset(decision),
             endpoint=common_pb2.Node(node_id=coordinator_id, host=host, port=port),
         )
-        decision.records.append(Record(coordinator_registered=registered))
-        live = {c.coordinator_id for c in self.state.live_coordinators()} | {coordinator_id}
+        decision.records.append(MetadataRecord(coordinator_registered=registered))
+        live = {c.coordinator_id for c in self.image.live_coordinators()} | {coordinator_id}
         decision.records.extend(self._shard_moves(live, restarted={coordinator_id}))
         return decision
 
-    def _check_coordinator(self, coordinator_id: int, coordinator_epoch: int) -> Decision | None:
-        coordinator = self.state.coordinators.get(coordinator_id)
+    def _check_coordinator(self, coordinator_id: int, coordinator_epoch: int) -> ControllerDecision | None:
+        coordinator = self.image.coordinators.get(coordinator_id)
         if coordinator is None:
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.BROKER_ID_NOT_REGISTERED, f"coordinator {coordinator_id} is not registered"
             )
         if coordinator.epoch != coordinator_epoch or coordinator.fenced:
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.STALE_BROKER_EPOCH,
                 f"coordinator {coordinator_id} epoch {coordinator_epoch} is stale or fenced: register again",
             )
         return None
 
-    def coordinator_heartbeat(self, coordinator_id: int, coordinator_epoch: int) -> Decision:
+    def coordinator_heartbeat(self, coordinator_id: int, coordinator_epoch: int) -> ControllerDecision:
         """A live coordinator; nothing changes unless it was fenced meanwhile (then: register again)."""
-        return self._check_coordinator(coordinator_id, coordinator_epoch) or Decision()
+        return self._check_coordinator(coordinator_id, coordinator_epoch) or ControllerDecision()
 
-    def coordinator_shutdown(self, coordinator_id: int, coordinator_epoch: int) -> Decision:
+    def coordinator_shutdown(self, coordinator_id: int, coordinator_epoch: int) -> ControllerDecision:
         """A coordinator leaving: fence it, so its shards move to the others."""
         refused = self._check_coordinator(coordinator_id, coordinator_epoch)
         if refused is not None:
             return refused
         return self.fence_coordinator(coordinator_id, "controlled shutdown")
 
-    def fence_coordinator(self, coordinator_id: int, reason: str) -> Decision:
+    def fence_coordinator(self, coordinator_id: int, reason: str) -> ControllerDecision:
         """Fence a coordinator (session expired, shutdown); its shards move to live ones."""
-        coordinator = self.state.coordinators.get(coordinator_id)
+        coordinator = self.image.coordinators.get(coordinator_id)
         if coordinator is None or coordinator.fenced:
-            return Decision()
-        decision = Decision([self._coordinator_fenced(coordinator_id, coordinator.epoch, reason)])
-        live = {c.coordinator_id for c in self.state.live_coordinators()} - {coordinator_id}
+            return ControllerDecision()
+        decision = ControllerDecision([self._coordinator_fenced(coordinator_id, coordinator.epoch, reason)])
+        live = {c.coordinator_id for c in self.image.live_coordinators()} - {coordinator_id}
         decision.records.extend(self._shard_moves(live))
         return decision
 
     @staticmethod
-    def _coordinator_fenced(coordinator_id: int, epoch: int, reason: str) -> Record:
-        return Record(
+    def _coordinator_fenced(coordinator_id: int, epoch: int, reason: str) -> MetadataRecord:
+        return MetadataRecord(
             coordinator_fenced=metadata_pb2.CoordinatorFencedRecord(
                 coordinator_id=coordinator_id, coordinator_epoch=epoch, reason=reason
             )
         )
 
-    def ensure_offsets_topic(self) -> Decision:
+    def ensure_offsets_topic(self) -> ControllerDecision:
         """Create ``__consumer_offsets`` once a coordinator exists and enough brokers are live
         (the cluster's default replication factor, at most the registered brokers), and give its
         shards to the live coordinators. Nothing when it exists or cannot be created yet."""
-        if self.state.topic(CONSUMER_OFFSETS_TOPIC) is not None or not self.state.live_coordinators():
-            return Decision()
-        factor = max(1, min(self.default_replication_factor, len(self.state.brokers)))
-        if len(self.state.live_brokers()) < factor:
-            return Decision()
+        if self.image.topic(CONSUMER_OFFSETS_TOPIC) is not None or not self.image.live_coordinators():
+            return ControllerDecision()
+        factor = max(1, min(self.default_replication_factor, len(self.image.brokers)))
+        if len(self.image.live_brokers()) < factor:
+            return ControllerDecision()
         decision = self.create_internal_topic(CONSUMER_OFFSETS_TOPIC, self.offsets_topic_partitions, factor)
         if decision.error is not ErrorCode.NONE:
             return decision
-        live = {c.coordinator_id for c in self.state.live_coordinators()}
+        live = {c.coordinator_id for c in self.image.live_coordinators()}
         decision.records.extend(self._shard_moves(live, shard_count=self.offsets_topic_partitions))
         return decision
 
     def _shard_moves(
         self, live: set[int], *, restarted: frozenset[int] | set[int] = frozenset(), shard_count: int | None = None
-    ) -> list[Record]:
+    ) -> list[MetadataRecord]:
         """ShardAssigned records that give every shard to a live coordinator, balanced (owned
         counts differ by at most one) and sticky (a shard moves only when its owner is gone,
         restarted, or holds more than its share). A moved shard gets the next shard epoch."""
         if shard_count is None:
-            topic = self.state.topic(CONSUMER_OFFSETS_TOPIC)
+            topic = self.image.topic(CONSUMER_OFFSETS_TOPIC)
             shard_count = len(topic.partitions) if topic is not None else 0
         if shard_count == 0:
             return []
@@ -348,7 +358,7 @@ class ControllerCore:
         load = dict.fromkeys(sorted(live), 0)
         ceiling = -(-shard_count // len(live)) if live else 0
         for shard in range(shard_count):
-            keeper = self.state.shards[shard].coordinator_id if shard in self.state.shards else -1
+            keeper = self.image.shards[shard].coordinator_id if shard in self.image.shards else -1
             if keeper in load and keeper not in restarted and load[keeper] < ceiling:
                 owner[shard] = keeper
                 load[keeper] += 1
@@ -365,20 +375,20 @@ class ControllerCore:
             load[donor] -= 1
             load[receiver] += 1
         records = []
-        next_producer_id = self.state.next_producer_id
+        next_producer_id = self.image.next_producer_id
         for shard in range(shard_count):
-            current = self.state.shards.get(shard)
+            current = self.image.shards.get(shard)
             new_owner = owner.get(shard, -1)
             moved = current is None or current.coordinator_id != new_owner or new_owner in restarted
             if not moved:
                 continue
             if current is None:
-                shard_info = ShardInfo(new_owner, 1, next_producer_id)
+                shard_info = ShardImage(new_owner, 1, next_producer_id)
                 next_producer_id += 1
             else:
-                shard_info = ShardInfo(new_owner, current.shard_epoch + 1, current.producer_id)
+                shard_info = ShardImage(new_owner, current.shard_epoch + 1, current.producer_id)
             records.append(
-                Record(
+                MetadataRecord(
                     shard_assigned=metadata_pb2.ShardAssignedRecord(
                         shard=shard,
                         coordinator_id=shard_info.coordinator_id,
@@ -387,28 +397,30 @@ class ControllerCore:
                     )
                 )
             )
-        if next_producer_id != self.state.next_producer_id:
+        if next_producer_id != self.image.next_producer_id:
             records.append(
-                Record(producer_ids=metadata_pb2.ProducerIdsRecord(node_id=-1, next_producer_id=next_producer_id))
+                MetadataRecord(
+                    producer_ids=metadata_pb2.ProducerIdsRecord(node_id=-1, next_producer_id=next_producer_id)
+                )
             )
         return records
 
     # -----------------------------------------------------------------------------------------
     # topics
 
-    def create_topic(self, request: NewTopic, *, validate_only: bool = False) -> Decision:
+    def create_topic(self, request: NewTopic, *, validate_only: bool = False) -> ControllerDecision:
         """Create one topic: validated name, configs, partitions and replication factor."""
         try:
             validate_topic_name(request.name)
         except LanesError as exc:
-            return Decision.refuse(exc.code, exc.message)
-        if request.name in self.state.topic_ids:
-            return Decision.refuse(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {request.name!r} already exists")
+            return ControllerDecision.refuse(exc.code, exc.message)
+        if request.name in self.image.topic_ids:
+            return ControllerDecision.refuse(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {request.name!r} already exists")
         clash = next(
-            (name for name in self.state.topic_ids if collision_key(name) == collision_key(request.name)), None
+            (name for name in self.image.topic_ids if collision_key(name) == collision_key(request.name)), None
         )
         if clash is not None:
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.INVALID_TOPIC_EXCEPTION,
                 f"topic {request.name!r} collides with existing topic {clash!r}: '.' and '_' are the same in metric "
                 "names; choose another name",
@@ -416,33 +428,33 @@ class ControllerCore:
         try:
             parse_topic_configs(dict(request.configs))
         except LanesError as exc:
-            return Decision.refuse(exc.code, exc.message)
+            return ControllerDecision.refuse(exc.code, exc.message)
         assignments, refused = self._assignments(request)
         if refused is not None:
             return refused
         if validate_only:
-            return Decision()
+            return ControllerDecision()
         return self._topic_records(request.name, assignments, request.configs, internal=False)
 
-    def create_internal_topic(self, name: str, num_partitions: int, replication_factor: int) -> Decision:
+    def create_internal_topic(self, name: str, num_partitions: int, replication_factor: int) -> ControllerDecision:
         """Create an internal topic (``__`` prefix) such as ``__consumer_offsets``."""
         validate_topic_name(name, allow_internal=True)
-        if name in self.state.topic_ids:
-            return Decision.refuse(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-        live = self.state.live_brokers()
+        if name in self.image.topic_ids:
+            return ControllerDecision.refuse(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        live = self.image.live_brokers()
         replication_factor = min(replication_factor, len(live))
         slots = [BrokerSlot(b.broker_id, b.rack) for b in live]
         try:
             assignments = assign_replicas(num_partitions, replication_factor, slots, self._rng)
         except LanesError as exc:
-            return Decision.refuse(exc.code, exc.message)
+            return ControllerDecision.refuse(exc.code, exc.message)
         return self._topic_records(name, assignments, (("cleanup.policy", "compact"),), internal=True)
 
-    def _assignments(self, request: NewTopic) -> tuple[list[list[int]], Decision | None]:
-        live = self.state.live_brokers()
+    def _assignments(self, request: NewTopic) -> tuple[list[list[int]], ControllerDecision | None]:
+        live = self.image.live_brokers()
         if request.assignments:
             if request.num_partitions != -1 or request.replication_factor != -1:
-                return [], Decision.refuse(
+                return [], ControllerDecision.refuse(
                     ErrorCode.INVALID_REQUEST,
                     "give either explicit replica assignments or partitions and replication factor, not both",
                 )
@@ -451,7 +463,7 @@ class ControllerCore:
         partitions = self.default_partitions if request.num_partitions == -1 else request.num_partitions
         factor = self.default_replication_factor if request.replication_factor == -1 else request.replication_factor
         if factor > len(live):
-            return [], Decision.refuse(
+            return [], ControllerDecision.refuse(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"replication factor {factor} is larger than the {len(live)} live brokers; "
                 "start more brokers or lower the replication factor",
@@ -460,41 +472,43 @@ class ControllerCore:
             slots = [BrokerSlot(b.broker_id, b.rack) for b in live]
             return assign_replicas(partitions, factor, slots, self._rng), None
         except LanesError as exc:
-            return [], Decision.refuse(exc.code, exc.message)
+            return [], ControllerDecision.refuse(exc.code, exc.message)
 
-    def _check_assignments(self, assignments: Sequence[Sequence[int]], factor: int) -> Decision | None:
+    def _check_assignments(self, assignments: Sequence[Sequence[int]], factor: int) -> ControllerDecision | None:
         for partition, replicas in enumerate(assignments):
             problem = None
             if len(replicas) != factor or not replicas:
                 problem = f"partition {partition} has {len(replicas)} replicas where the others have {factor}"
             elif len(set(replicas)) != len(replicas):
                 problem = f"partition {partition} lists a broker twice: {list(replicas)}"
-            elif any(b not in self.state.brokers for b in replicas):
-                unknown = sorted(b for b in replicas if b not in self.state.brokers)
+            elif any(b not in self.image.brokers for b in replicas):
+                unknown = sorted(b for b in replicas if b not in self.image.brokers)
                 problem = f"partition {partition} names unregistered brokers {unknown}"
             if problem is not None:
-                return Decision.refuse(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+                return ControllerDecision.refuse(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
         return None
 
     def _topic_records(
         self, name: str, assignments: list[list[int]], configs: Iterable[tuple[str, str]], *, internal: bool
-    ) -> Decision:
+    ) -> ControllerDecision:
         topic_id = self._new_id()
         records = [
-            Record(topic_created=metadata_pb2.TopicCreatedRecord(name=name, topic_id=topic_id, is_internal=internal))
+            MetadataRecord(
+                topic_created=metadata_pb2.TopicCreatedRecord(name=name, topic_id=topic_id, is_internal=internal)
+            )
         ]
         for config_name, value in configs:
             records.append(
-                Record(
+                MetadataRecord(
                     config=metadata_pb2.ConfigRecord(
                         resource_type=TOPIC, resource_name=name, name=config_name, value=value
                     )
                 )
             )
-        live = {b.broker_id for b in self.state.live_brokers()}
+        live = {b.broker_id for b in self.image.live_brokers()}
         for partition, replicas in enumerate(assignments):
-            records.append(Record(partition=self._new_partition(topic_id, partition, replicas, live)))
-        return Decision(records)
+            records.append(MetadataRecord(partition=self._new_partition(topic_id, partition, replicas, live)))
+        return ControllerDecision(records)
 
     @staticmethod
     def _new_partition(
@@ -512,28 +526,30 @@ class ControllerCore:
             partition_epoch=0,
         )
 
-    def delete_topic(self, name: str) -> Decision:
+    def delete_topic(self, name: str) -> ControllerDecision:
         """Delete a topic (brokers remove its data when they see the record)."""
-        topic = self.state.topic(name)
+        topic = self.image.topic(name)
         if topic is None:
-            return Decision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            return ControllerDecision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         if topic.internal:
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} is an internal topic and cannot be deleted"
             )
-        return Decision([Record(topic_deleted=metadata_pb2.TopicDeletedRecord(topic_id=topic.topic_id, name=name))])
+        return ControllerDecision(
+            [MetadataRecord(topic_deleted=metadata_pb2.TopicDeletedRecord(topic_id=topic.topic_id, name=name))]
+        )
 
     def create_partitions(
         self, name: str, total: int, assignments: Sequence[Sequence[int]] = (), *, validate_only: bool = False
-    ) -> Decision:
+    ) -> ControllerDecision:
         """Grow a topic to ``total`` partitions."""
-        topic = self.state.topic(name)
+        topic = self.image.topic(name)
         if topic is None:
-            return Decision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            return ControllerDecision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         current = len(topic.partitions)
         if total <= current:
             verb = "already has" if total == current else "has"
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.INVALID_PARTITIONS,
                 f"topic {name!r} {verb} {current} partitions; a topic can only grow (removing partitions would "
                 f"lose their records and remap keys), so ask for more than {current}",
@@ -541,7 +557,7 @@ class ControllerCore:
         factor = len(topic.partitions[0].replicas)
         if assignments:
             if len(assignments) != total - current:
-                return Decision.refuse(
+                return ControllerDecision.refuse(
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"{len(assignments)} assignments given for {total - current} new partitions",
                 )
@@ -550,7 +566,7 @@ class ControllerCore:
                 return refused
             placed = [list(a) for a in assignments]
         else:
-            live = self.state.live_brokers()
+            live = self.image.live_brokers()
             try:
                 placed = assign_replicas(
                     total - current,
@@ -560,13 +576,13 @@ class ControllerCore:
                     first_partition=current,
                 )
             except LanesError as exc:
-                return Decision.refuse(exc.code, exc.message)
+                return ControllerDecision.refuse(exc.code, exc.message)
         if validate_only:
-            return Decision()
-        live_ids = {b.broker_id for b in self.state.live_brokers()}
-        return Decision(
+            return ControllerDecision()
+        live_ids = {b.broker_id for b in self.image.live_brokers()}
+        return ControllerDecision(
             [
-                Record(partition=self._new_partition(topic.topic_id, current + index, replicas, live_ids))
+                MetadataRecord(partition=self._new_partition(topic.topic_id, current + index, replicas, live_ids))
                 for index, replicas in enumerate(placed)
             ]
         )
@@ -574,29 +590,33 @@ class ControllerCore:
     # -----------------------------------------------------------------------------------------
     # configs
 
-    def alter_topic_configs(self, name: str, ops: Sequence[ConfigOp], *, validate_only: bool = False) -> Decision:
+    def alter_topic_configs(
+        self, name: str, ops: Sequence[ConfigOp], *, validate_only: bool = False
+    ) -> ControllerDecision:
         """Apply incremental config changes to a topic, all or none, validated as a whole."""
-        if self.state.topic(name) is None:
-            return Decision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-        current = self.state.topic_configs(name)
+        if self.image.topic(name) is None:
+            return ControllerDecision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        current = self.image.topic_configs(name)
         updated = dict(current)
         for change in ops:
             definition = TOPIC_CONFIGS.get(change.name)
             if definition is None:
                 known = ", ".join(sorted(TOPIC_CONFIGS))
-                return Decision.refuse(
+                return ControllerDecision.refuse(
                     ErrorCode.INVALID_CONFIG, f"unknown topic config {change.name!r}; known: {known}"
                 )
             if change.op == "delete":
                 updated.pop(change.name, None)
                 continue
             if change.value is None:
-                return Decision.refuse(ErrorCode.INVALID_CONFIG, f"{change.op} of {change.name} needs a value")
+                return ControllerDecision.refuse(
+                    ErrorCode.INVALID_CONFIG, f"{change.op} of {change.name} needs a value"
+                )
             if change.op == "set":
                 updated[change.name] = change.value
             elif change.op in {"append", "subtract"}:
                 if definition.type != "list":
-                    return Decision.refuse(
+                    return ControllerDecision.refuse(
                         ErrorCode.INVALID_CONFIG,
                         f"{change.op} works on list configs; {change.name} is a {definition.type}",
                     )
@@ -609,13 +629,13 @@ class ControllerCore:
                 )
                 updated[change.name] = ",".join(items)
             else:
-                return Decision.refuse(ErrorCode.INVALID_REQUEST, f"unknown config operation {change.op!r}")
+                return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, f"unknown config operation {change.op!r}")
         try:
             parse_topic_configs(updated)
         except LanesError as exc:
-            return Decision.refuse(exc.code, exc.message)
+            return ControllerDecision.refuse(exc.code, exc.message)
         if validate_only:
-            return Decision()
+            return ControllerDecision()
         records = []
         for config_name in sorted(set(current) | set(updated)):
             if current.get(config_name) == updated.get(config_name):
@@ -623,8 +643,8 @@ class ControllerCore:
             config = metadata_pb2.ConfigRecord(resource_type=TOPIC, resource_name=name, name=config_name)
             if config_name in updated:
                 config.value = updated[config_name]
-            records.append(Record(config=config))
-        return Decision(records)
+            records.append(MetadataRecord(config=config))
+        return ControllerDecision(records)
 
     # -----------------------------------------------------------------------------------------
     # partition leadership
@@ -639,55 +659,55 @@ class ControllerCore:
         leader_epoch: int,
         partition_epoch: int,
         new_isr: Sequence[int],
-    ) -> Decision:
+    ) -> ControllerDecision:
         """A leader's ISR proposal, fenced by broker, leader and partition epochs."""
         refused = self._check_broker(broker_id, broker_epoch)
         if refused is not None:
             return refused
-        topic = self.state.topics.get(topic_id)
+        topic = self.image.topics.get(topic_id)
         partition = topic.partitions.get(partition_index) if topic is not None else None
         if topic is None or partition is None:
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"partition {topic_id}/{partition_index} does not exist"
             )
         if partition.leader != broker_id:
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {broker_id} does not lead {topic.name}-{partition_index}"
             )
         if leader_epoch != partition.leader_epoch:
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.FENCED_LEADER_EPOCH,
                 f"leader epoch {leader_epoch} is not the current {partition.leader_epoch}",
             )
         if partition_epoch != partition.partition_epoch:
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.INVALID_UPDATE_VERSION,
                 f"partition epoch {partition_epoch} is stale (current {partition.partition_epoch}): refresh and retry",
             )
         isr = list(dict.fromkeys(new_isr))
         if broker_id not in isr or not set(isr) <= set(partition.replicas):
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.INVALID_REQUEST, f"ISR {isr} must contain the leader and only replicas {partition.replicas}"
             )
-        live = {b.broker_id for b in self.state.live_brokers()}
+        live = {b.broker_id for b in self.image.live_brokers()}
         ineligible = sorted(b for b in set(isr) - set(partition.isr) if b not in live)
         if ineligible:
-            return Decision.refuse(
+            return ControllerDecision.refuse(
                 ErrorCode.INELIGIBLE_REPLICA, f"brokers {ineligible} are fenced and cannot join the ISR"
             )
         if isr == partition.isr:
-            return Decision()
-        return Decision([self._change(partition, isr=isr, reason="isr change")])
+            return ControllerDecision()
+        return ControllerDecision([self._change(partition, isr=isr, reason="isr change")])
 
     def elect_preferred_leaders(
         self, partitions: Iterable[tuple[str, int]] | None = None
-    ) -> tuple[Decision, dict[tuple[str, int], ErrorCode]]:
+    ) -> tuple[ControllerDecision, dict[tuple[str, int], ErrorCode]]:
         """Move leadership back to each partition's preferred (first) replica where it is live
         and in sync; returns the records and an outcome per partition."""
-        decision = Decision()
+        decision = ControllerDecision()
         outcomes: dict[tuple[str, int], ErrorCode] = {}
         wanted = None if partitions is None else set(partitions)
-        live = {b.broker_id for b in self.state.live_brokers()}
+        live = {b.broker_id for b in self.image.live_brokers()}
         for topic, partition in self._partitions():
             key = (topic.name, partition.partition)
             if wanted is not None and key not in wanted:
@@ -710,7 +730,7 @@ class ControllerCore:
         ``auto.leader.rebalance.enable`` rule): for each live broker, when more than
         ``per_broker_percentage`` percent of the partitions it prefers are led elsewhere, those of
         them where it is in sync."""
-        live = {b.broker_id for b in self.state.live_brokers()}
+        live = {b.broker_id for b in self.image.live_brokers()}
         preferred_by: dict[int, list[tuple[str, int, bool, bool]]] = {}
         for topic, partition in self._partitions():
             broker = partition.replicas[0]
@@ -724,29 +744,30 @@ class ControllerCore:
                 moves.extend((name, index) for name, index, in_sync in elsewhere if in_sync)
         return moves
 
-    def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[Decision, int, int]:
-        """A block of producer ids for a broker: (decision, first id, block size)."""
+    def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> ControllerDecision:
+        """A block of producer ids for a broker (``decision.producer_ids``)."""
         refused = self._check_broker(broker_id, broker_epoch)
         if refused is not None:
-            return refused, -1, 0
-        start = self.state.next_producer_id
+            return refused
+        start = self.image.next_producer_id
         record = metadata_pb2.ProducerIdsRecord(
             node_id=broker_id, node_epoch=broker_epoch, next_producer_id=start + self.producer_id_block_size
         )
-        return Decision([Record(producer_ids=record)]), start, self.producer_id_block_size
+        block = ProducerIdBlock(start, self.producer_id_block_size)
+        return ControllerDecision([MetadataRecord(producer_ids=record)], producer_ids=block)
 
     # -----------------------------------------------------------------------------------------
     # helpers
 
-    def _partitions(self) -> Iterable[tuple[TopicInfo, PartitionInfo]]:
-        for topic in sorted(self.state.topics.values(), key=lambda t: t.name):
+    def _partitions(self) -> Iterable[tuple[TopicImage, PartitionImage]]:
+        for topic in sorted(self.image.topics.values(), key=lambda t: t.name):
             for index in sorted(topic.partitions):
                 yield topic, topic.partitions[index]
 
     @staticmethod
     def _change(
-        partition: PartitionInfo, *, leader: int | None = None, isr: list[int] | None = None, reason: str
-    ) -> Record:
+        partition: PartitionImage, *, leader: int | None = None, isr: list[int] | None = None, reason: str
+    ) -> MetadataRecord:
         change = metadata_pb2.PartitionChangeRecord(
             topic_id=partition.topic_id,
             partition=partition.partition,
@@ -759,4 +780,4 @@ class ControllerCore:
             change.leader_epoch = partition.leader_epoch + 1
         if isr is not None and isr != partition.isr:
             change.isr.broker_ids.extend(isr)
-        return Record(partition_change=change)
+        return MetadataRecord(partition_change=change)

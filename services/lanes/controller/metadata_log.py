@@ -6,7 +6,7 @@ Layout, under the controller's data directory::
                                      of one record; metadata offsets are log offsets; every append
                                      is fsynced before it returns (flush.messages=1)
     snapshot-<offset:020d>.bin       the state as of <offset> (inclusive), as RecordBatch v2 bytes
-                                     whose record values are the records of ClusterState.to_records()
+                                     whose record values are the records of MetadataImage.to_records()
 
 A decision's records are appended as one batch: all or nothing, also across a crash (recovery
 drops a torn batch whole). ``snapshot`` writes the state atomically, then lets the log drop what
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lanes.clock import Clock
 from lanes.errors import LanesError
-from lanes.metadata.state import ClusterState
+from lanes.metadata.image import MetadataImage
 from lanes.protocol.records import Record, decode_batches, encode_batch
 from lanes.storage.files import fsync_directory, write_atomically
 from lanes.storage.log import LogConfig, PartitionLog
@@ -36,7 +36,7 @@ _CONTROLLER_EPOCH = 0  # one active controller in v1; a Raft quorum would stamp 
 
 
 class MetadataLog:
-    """Append-only, durable MetadataRecords plus snapshots; rebuilds the ClusterState."""
+    """Append-only, durable MetadataRecords plus snapshots; rebuilds the MetadataImage."""
 
     def __init__(self, directory: Path, clock: Clock) -> None:
         self.directory = directory
@@ -55,16 +55,16 @@ class MetadataLog:
         """The first offset still in the log (earlier ones live only in a snapshot)."""
         return self._log.log_start_offset
 
-    def load(self) -> ClusterState:
+    def load(self) -> MetadataImage:
         """The state: the newest intact snapshot, then every record after it."""
-        state = ClusterState()
+        state = MetadataImage()
         snapshot_offset = -1
         for offset, path in reversed(self._snapshots()):
             try:
                 records = _decode(path.read_bytes())
             except (OSError, LanesError):
                 continue  # a damaged snapshot: an older one (or the full log) serves
-            state = ClusterState.from_snapshot(records, offset)
+            state = MetadataImage.from_snapshot(records, offset)
             snapshot_offset = offset
             break
         if snapshot_offset + 1 < self.start_offset:
@@ -103,7 +103,7 @@ class MetadataLog:
             offset = result.next_offset
         return found
 
-    def snapshot(self, state: ClusterState) -> Path:
+    def snapshot(self, state: MetadataImage) -> Path:
         """Write ``state`` as a snapshot. The previous snapshot stays, in case this one is ever
         found damaged; older ones go, and the log keeps only what follows the previous one."""
         path = self.directory / f"{SNAPSHOT_PREFIX}{state.last_offset:020d}{SNAPSHOT_SUFFIX}"

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from prometheus_client import Counter
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
-from lanes.metadata.state import NO_LEADER, ClusterState
+from lanes.metadata.image import NO_LEADER, MetadataImage
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.v1 import metadata_pb2
 
@@ -45,7 +45,7 @@ class ControllerMetrics:
                 self.leader_elections.inc()
 
     @staticmethod
-    def gauges(state: ClusterState) -> list[Metric]:
+    def gauges(state: MetadataImage) -> list[Metric]:
         brokers = GaugeMetricFamily("lanes_controller_brokers", "Registered brokers by state.", labels=["state"])
         coordinators = GaugeMetricFamily(
             "lanes_controller_coordinators", "Registered group coordinators by state.", labels=["state"]

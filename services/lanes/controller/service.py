@@ -1,7 +1,7 @@
 """The Controller gRPC service: the shell around the pure core.
 
 Every mutating request follows one path, serialised by one lock: decide (``ControllerCore``),
-append the records durably (``MetadataLog``), apply them (``ClusterState``), wake the watchers,
+append the records durably (``MetadataLog``), apply them (``MetadataImage``), wake the watchers,
 answer. Reads answer from the applied state. Owned by one asyncio event loop.
 
 Liveness: brokers heartbeat; one that is silent for ``session_timeout_ms`` is fenced (its
@@ -23,13 +23,13 @@ import grpc
 from prometheus_client.metrics_core import Metric
 
 from lanes.clock import Clock
-from lanes.controller.core import ConfigOp, ControllerCore, Decision, NewTopic
+from lanes.controller.core import ConfigOp, ControllerCore, ControllerDecision, NewTopic
 from lanes.controller.metadata_log import MetadataLog
 from lanes.controller.metrics import ControllerMetrics
 from lanes.errors import ErrorCode
-from lanes.metadata.state import PartitionInfo, TopicInfo
+from lanes.metadata.image import PartitionImage, ProducerIdBlock, TopicImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
-from lanes.rpc.wire import Context, topic_partitions_from_wire, wire_error
+from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.topic_configs import TOPIC_CONFIGS
@@ -69,9 +69,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self.metrics = metrics or ControllerMetrics(ServiceMetrics("controller"))
         self._clock = clock
         self._metadata = MetadataLog(data_dir, clock)
-        self.state = self._metadata.load()
+        self.image = self._metadata.load()
         self.core = ControllerCore(
-            self.state,
+            self.image,
             rng=rng,
             new_id=lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4)),
             default_partitions=default_partitions,
@@ -97,8 +97,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self.metrics.service.add_snapshot(self._metrics_snapshot)
         await self._commit(self.core.create_cluster(self._clock.now_ms()))
         now = self._clock.monotonic_ms()
-        self._last_heartbeat_ms = {broker_id: now for broker_id in self.state.brokers}
-        self._coordinator_heartbeat_ms = dict.fromkeys(self.state.coordinators, now)
+        self._last_heartbeat_ms = {broker_id: now for broker_id in self.image.brokers}
+        self._coordinator_heartbeat_ms = dict.fromkeys(self.image.coordinators, now)
         self._fencing = asyncio.create_task(self._fence_silent_brokers())
         if self.leader_imbalance_check_interval_ms > 0:
             self._rebalancing = asyncio.create_task(self._rebalance_leaders())
@@ -110,27 +110,27 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 task.cancel()
         self._metadata.close()
 
-    async def _commit(self, decision: Decision) -> int:
+    async def _commit(self, decision: ControllerDecision) -> int:
         """Append the decision's records durably, apply them, wake watchers; return the first offset."""
         if not decision.records:
             return self._metadata.end_offset
         first = await asyncio.to_thread(self._metadata.append, decision.records)
         for index, record in enumerate(decision.records):
-            self.state.apply(first + index, record)
+            self.image.apply(first + index, record)
         self.metrics.committed(decision.records)
         self._records_since_snapshot += len(decision.records)
         if self._records_since_snapshot >= self.snapshot_every_records:  # keeps the metadata log bounded
-            await asyncio.to_thread(self._metadata.snapshot, self.state)
+            await asyncio.to_thread(self._metadata.snapshot, self.image)
             self._records_since_snapshot = 0
         self._changed.notify_all()
         return first
 
     async def _metrics_snapshot(self) -> list[Metric]:
-        return self.metrics.gauges(self.state)
+        return self.metrics.gauges(self.image)
 
-    async def _decide_and_commit(self, decide) -> Decision:  # type: ignore[no-untyped-def]
+    async def _decide_and_commit(self, decide) -> ControllerDecision:  # type: ignore[no-untyped-def]
         async with self._lock:
-            decision: Decision = decide()
+            decision: ControllerDecision = decide()
             await self._commit(decision)
             return decision
 
@@ -140,14 +140,14 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         while True:
             await asyncio.sleep(self.heartbeat_interval_ms / 2000)
             now = self._clock.monotonic_ms()
-            for broker in list(self.state.brokers.values()):
+            for broker in list(self.image.brokers.values()):
                 silent_ms = now - self._last_heartbeat_ms.get(broker.broker_id, now)
                 if not broker.fenced and silent_ms > self.session_timeout_ms:
                     _log.info("fencing broker %d: no heartbeat for %d ms", broker.broker_id, silent_ms)
                     await self._decide_and_commit(
                         lambda broker_id=broker.broker_id: self.core.fence_broker(broker_id, "session timeout")
                     )
-            for coordinator in self.state.live_coordinators():
+            for coordinator in self.image.live_coordinators():
                 silent_ms = now - self._coordinator_heartbeat_ms.get(coordinator.coordinator_id, now)
                 if silent_ms > self.session_timeout_ms:
                     _log.info("fencing coordinator %d: no heartbeat for %d ms", coordinator.coordinator_id, silent_ms)
@@ -180,7 +180,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     # brokers
 
     async def RegisterBroker(  # noqa: N802 - gRPC method names
-        self, request: controller_pb2.RegisterBrokerRequest, context: Context
+        self, request: controller_pb2.RegisterBrokerRequest, context: ServicerContext
     ) -> controller_pb2.RegisterBrokerResponse:
         decision = await self._decide_and_commit(
             lambda: self.core.register_broker(
@@ -198,12 +198,12 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self._last_heartbeat_ms[request.broker_id] = self._clock.monotonic_ms()
         return controller_pb2.RegisterBrokerResponse(
             error=wire_error(ErrorCode.NONE),
-            broker_epoch=self.state.brokers[request.broker_id].epoch,
-            cluster_id=self.state.cluster_id,
+            broker_epoch=self.image.brokers[request.broker_id].epoch,
+            cluster_id=self.image.cluster_id,
         )
 
     async def BrokerHeartbeat(  # noqa: N802
-        self, request: controller_pb2.BrokerHeartbeatRequest, context: Context
+        self, request: controller_pb2.BrokerHeartbeatRequest, context: ServicerContext
     ) -> controller_pb2.BrokerHeartbeatResponse:
         if request.want_shut_down:
             decision = await self._decide_and_commit(
@@ -218,7 +218,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         if decision.error is not ErrorCode.NONE:
             return controller_pb2.BrokerHeartbeatResponse(error=wire_error(decision.error, decision.message))
         self._last_heartbeat_ms[request.broker_id] = self._clock.monotonic_ms()
-        broker = self.state.brokers[request.broker_id]
+        broker = self.image.brokers[request.broker_id]
         return controller_pb2.BrokerHeartbeatResponse(
             error=wire_error(ErrorCode.NONE),
             is_caught_up=request.current_metadata_offset >= broker.epoch,
@@ -229,20 +229,23 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         )
 
     async def AllocateProducerIds(  # noqa: N802
-        self, request: controller_pb2.AllocateProducerIdsRequest, context: Context
+        self, request: controller_pb2.AllocateProducerIdsRequest, context: ServicerContext
     ) -> controller_pb2.AllocateProducerIdsResponse:
         async with self._lock:
-            decision, start, size = self.core.allocate_producer_ids(request.broker_id, request.broker_epoch)
+            decision = self.core.allocate_producer_ids(request.broker_id, request.broker_epoch)
             await self._commit(decision)
+        block = decision.producer_ids or ProducerIdBlock(-1, 0)
         return controller_pb2.AllocateProducerIdsResponse(
-            error=wire_error(decision.error, decision.message), producer_id_start=start, producer_id_len=size
+            error=wire_error(decision.error, decision.message),
+            producer_id_start=block.first_id,
+            producer_id_len=block.size,
         )
 
     # -----------------------------------------------------------------------------------------
     # group coordinators
 
     async def RegisterCoordinator(  # noqa: N802
-        self, request: controller_pb2.RegisterCoordinatorRequest, context: Context
+        self, request: controller_pb2.RegisterCoordinatorRequest, context: ServicerContext
     ) -> controller_pb2.RegisterCoordinatorResponse:
         last = self._coordinator_heartbeat_ms.get(request.coordinator_id)
         alive = last is not None and self._clock.monotonic_ms() - last <= self.session_timeout_ms
@@ -262,12 +265,12 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         await self._decide_and_commit(self.core.ensure_offsets_topic)
         return controller_pb2.RegisterCoordinatorResponse(
             error=wire_error(ErrorCode.NONE),
-            coordinator_epoch=self.state.coordinators[request.coordinator_id].epoch,
-            cluster_id=self.state.cluster_id,
+            coordinator_epoch=self.image.coordinators[request.coordinator_id].epoch,
+            cluster_id=self.image.cluster_id,
         )
 
     async def CoordinatorHeartbeat(  # noqa: N802
-        self, request: controller_pb2.CoordinatorHeartbeatRequest, context: Context
+        self, request: controller_pb2.CoordinatorHeartbeatRequest, context: ServicerContext
     ) -> controller_pb2.CoordinatorHeartbeatResponse:
         if request.want_shut_down:
             decision = await self._decide_and_commit(
@@ -281,7 +284,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             return controller_pb2.CoordinatorHeartbeatResponse(error=wire_error(decision.error, decision.message))
         if not request.want_shut_down:
             self._coordinator_heartbeat_ms[request.coordinator_id] = self._clock.monotonic_ms()
-        coordinator = self.state.coordinators[request.coordinator_id]
+        coordinator = self.image.coordinators[request.coordinator_id]
         return controller_pb2.CoordinatorHeartbeatResponse(
             error=wire_error(ErrorCode.NONE),
             is_fenced=coordinator.fenced,
@@ -294,22 +297,22 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     # metadata stream
 
     async def WatchMetadata(  # noqa: N802
-        self, request: controller_pb2.WatchMetadataRequest, context: Context
+        self, request: controller_pb2.WatchMetadataRequest, context: ServicerContext
     ) -> AsyncIterator[controller_pb2.MetadataUpdate]:
         next_offset = request.from_offset
-        if next_offset < 0 or next_offset < self._metadata.start_offset or next_offset > self.state.last_offset + 1:
-            at = self.state.last_offset
+        if next_offset < 0 or next_offset < self._metadata.start_offset or next_offset > self.image.last_offset + 1:
+            at = self.image.last_offset
             yield controller_pb2.MetadataUpdate(
                 snapshot=True,
                 base_offset=at,
-                records=self.state.to_records(),
+                records=self.image.to_records(),
                 next_offset=at + 1,
                 log_end_offset=self._metadata.end_offset,
             )
             next_offset = at + 1
         while True:
             ticket = self._changed.ticket()
-            applied_end = self.state.last_offset + 1
+            applied_end = self.image.last_offset + 1
             if next_offset < applied_end:
                 chunk = [(o, r) for o, r in self._metadata.read(next_offset) if o < applied_end]
                 if chunk:
@@ -329,7 +332,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     # topics
 
     async def CreateTopics(  # noqa: N802
-        self, request: controller_pb2.CreateTopicsRequest, context: Context
+        self, request: controller_pb2.CreateTopicsRequest, context: ServicerContext
     ) -> controller_pb2.CreateTopicsResponse:
         results = []
         for topic in request.topics:
@@ -346,7 +349,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             result = controller_pb2.CreatableTopicResult(
                 name=topic.name, error=wire_error(decision.error, decision.message)
             )
-            created = self.state.topic(topic.name)
+            created = self.image.topic(topic.name)
             if decision.error is ErrorCode.NONE and created is not None and not request.validate_only:
                 result.topic_id = created.topic_id
                 result.num_partitions = len(created.partitions)
@@ -356,15 +359,15 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         return controller_pb2.CreateTopicsResponse(topics=results)
 
     async def DeleteTopics(  # noqa: N802
-        self, request: controller_pb2.DeleteTopicsRequest, context: Context
+        self, request: controller_pb2.DeleteTopicsRequest, context: ServicerContext
     ) -> controller_pb2.DeleteTopicsResponse:
         names = list(request.names) + [
-            self.state.topics[topic_id].name if topic_id in self.state.topics else f"<unknown id {topic_id}>"
+            self.image.topics[topic_id].name if topic_id in self.image.topics else f"<unknown id {topic_id}>"
             for topic_id in request.topic_ids
         ]
         results = []
         for name in names:
-            topic = self.state.topic(name)
+            topic = self.image.topic(name)
             decision = await self._decide_and_commit(lambda name=name: self.core.delete_topic(name))
             results.append(
                 controller_pb2.DeletableTopicResult(
@@ -376,7 +379,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         return controller_pb2.DeleteTopicsResponse(topics=results)
 
     async def CreatePartitions(  # noqa: N802
-        self, request: controller_pb2.CreatePartitionsRequest, context: Context
+        self, request: controller_pb2.CreatePartitionsRequest, context: ServicerContext
     ) -> controller_pb2.CreatePartitionsResponse:
         results = []
         for topic in request.topics:
@@ -394,15 +397,15 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         return controller_pb2.CreatePartitionsResponse(topics=results)
 
     async def DescribeTopics(  # noqa: N802
-        self, request: controller_pb2.DescribeTopicsRequest, context: Context
+        self, request: controller_pb2.DescribeTopicsRequest, context: ServicerContext
     ) -> controller_pb2.DescribeTopicsResponse:
         if request.names:
             wanted = list(request.names)
         else:
-            wanted = sorted(t.name for t in self.state.topics.values() if request.include_internal or not t.internal)
+            wanted = sorted(t.name for t in self.image.topics.values() if request.include_internal or not t.internal)
         descriptions = []
         for name in wanted:
-            topic = self.state.topic(name)
+            topic = self.image.topic(name)
             if topic is None:
                 descriptions.append(
                     controller_pb2.TopicDescription(
@@ -412,10 +415,10 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 )
                 continue
             descriptions.append(self._describe(topic))
-        return controller_pb2.DescribeTopicsResponse(topics=descriptions, metadata_offset=self.state.last_offset)
+        return controller_pb2.DescribeTopicsResponse(topics=descriptions, metadata_offset=self.image.last_offset)
 
-    def _describe(self, topic: TopicInfo) -> controller_pb2.TopicDescription:
-        fenced = {b.broker_id for b in self.state.brokers.values() if b.fenced}
+    def _describe(self, topic: TopicImage) -> controller_pb2.TopicDescription:
+        fenced = {b.broker_id for b in self.image.brokers.values() if b.fenced}
         return controller_pb2.TopicDescription(
             name=topic.name,
             topic_id=topic.topic_id,
@@ -425,7 +428,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         )
 
     @staticmethod
-    def _describe_partition(partition: PartitionInfo, fenced: set[int]) -> controller_pb2.PartitionDescription:
+    def _describe_partition(partition: PartitionImage, fenced: set[int]) -> controller_pb2.PartitionDescription:
         return controller_pb2.PartitionDescription(
             partition=partition.partition,
             leader_id=partition.leader,
@@ -437,11 +440,11 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         )
 
     async def DescribeCluster(  # noqa: N802
-        self, request: controller_pb2.DescribeClusterRequest, context: Context
+        self, request: controller_pb2.DescribeClusterRequest, context: ServicerContext
     ) -> controller_pb2.DescribeClusterResponse:
         leaders: dict[int, int] = {}
         replicas: dict[int, int] = {}
-        for topic in self.state.topics.values():
+        for topic in self.image.topics.values():
             for partition in topic.partitions.values():
                 leaders[partition.leader] = leaders.get(partition.leader, 0) + 1
                 for broker_id in partition.replicas:
@@ -454,11 +457,11 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 leader_count=leaders.get(b.broker_id, 0),
                 replica_count=replicas.get(b.broker_id, 0),
             )
-            for _, b in sorted(self.state.brokers.items())
+            for _, b in sorted(self.image.brokers.items())
             if request.include_fenced or not b.fenced
         ]
         shards: dict[int, list[int]] = {}
-        for shard, owner in sorted(self.state.shards.items()):
+        for shard, owner in sorted(self.image.shards.items()):
             shards.setdefault(owner.coordinator_id, []).append(shard)
         coordinators = [
             controller_pb2.CoordinatorDescription(
@@ -467,28 +470,30 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 fenced=c.fenced,
                 shards=shards.get(c.coordinator_id, []),
             )
-            for _, c in sorted(self.state.coordinators.items())
+            for _, c in sorted(self.image.coordinators.items())
             if request.include_fenced or not c.fenced
         ]
         return controller_pb2.DescribeClusterResponse(
             error=wire_error(ErrorCode.NONE),
-            cluster_id=self.state.cluster_id,
+            cluster_id=self.image.cluster_id,
             controller=self.endpoint,
             brokers=brokers,
             coordinators=coordinators,
-            metadata_offset=self.state.last_offset,
+            metadata_offset=self.image.last_offset,
         )
 
     # -----------------------------------------------------------------------------------------
     # configs
 
     async def AlterConfigs(  # noqa: N802
-        self, request: controller_pb2.AlterConfigsRequest, context: Context
+        self, request: controller_pb2.AlterConfigsRequest, context: ServicerContext
     ) -> controller_pb2.AlterConfigsResponse:
         results = []
         for resource in request.resources:
             if resource.resource_type != common_pb2.CONFIG_RESOURCE_TYPE_TOPIC:
-                decision = Decision.refuse(ErrorCode.INVALID_REQUEST, "only topic configs can be altered so far")
+                decision = ControllerDecision.refuse(
+                    ErrorCode.INVALID_REQUEST, "only topic configs can be altered so far"
+                )
             else:
                 ops = [
                     ConfigOp(c.name, _OPS.get(c.op, "unknown"), c.value if c.HasField("value") else None)
@@ -509,7 +514,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         return controller_pb2.AlterConfigsResponse(results=results)
 
     async def DescribeConfigs(  # noqa: N802
-        self, request: controller_pb2.DescribeConfigsRequest, context: Context
+        self, request: controller_pb2.DescribeConfigsRequest, context: ServicerContext
     ) -> controller_pb2.DescribeConfigsResponse:
         results = []
         for resource in request.resources:
@@ -520,7 +525,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 result.error.CopyFrom(
                     wire_error(ErrorCode.INVALID_REQUEST, "only topic configs can be described so far")
                 )
-            elif self.state.topic(resource.resource_name) is None:
+            elif self.image.topic(resource.resource_name) is None:
                 result.error.CopyFrom(
                     wire_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {resource.resource_name!r} does not exist")
                 )
@@ -535,7 +540,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     def _config_entries(
         self, topic: str, names: object, include_documentation: bool = False
     ) -> list[common_pb2.ConfigEntry]:
-        overrides = self.state.topic_configs(topic)
+        overrides = self.image.topic_configs(topic)
         wanted = list(names) if names else sorted(TOPIC_CONFIGS)  # type: ignore[call-overload]
         entries = []
         for name in wanted:
@@ -559,7 +564,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     # leadership
 
     async def AlterPartition(  # noqa: N802
-        self, request: controller_pb2.AlterPartitionRequest, context: Context
+        self, request: controller_pb2.AlterPartitionRequest, context: ServicerContext
     ) -> controller_pb2.AlterPartitionResponse:
         topics = []
         for topic in request.topics:
@@ -579,7 +584,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 result = controller_pb2.AlterPartitionResult(
                     partition=proposal.partition, error=wire_error(decision.error, decision.message)
                 )
-                current = self.state.topics.get(topic.topic_id)
+                current = self.image.topics.get(topic.topic_id)
                 state = current.partitions.get(proposal.partition) if current else None
                 if state is not None:
                     result.leader_id = state.leader
@@ -591,7 +596,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         return controller_pb2.AlterPartitionResponse(error=wire_error(ErrorCode.NONE), topics=topics)
 
     async def ElectLeaders(  # noqa: N802
-        self, request: controller_pb2.ElectLeadersRequest, context: Context
+        self, request: controller_pb2.ElectLeadersRequest, context: ServicerContext
     ) -> controller_pb2.ElectLeadersResponse:
         if request.election_type != controller_pb2.ELECTION_TYPE_PREFERRED:
             return controller_pb2.ElectLeadersResponse(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import grpc
 
 from lanes.errors import ErrorCode
-from lanes.metadata.state import NO_LEADER, ClusterState
+from lanes.metadata.image import NO_LEADER, MetadataImage
 from lanes.protocol.records import decode_batches
 from lanes.rpc.channels import open_channel
 from lanes.rpc.wire import code_of, produce_request, wire_error
@@ -39,7 +39,7 @@ def _network_error(exc: grpc.aio.AioRpcError) -> common_pb2.Error:
 class BrokerAccess:
     """Stubs to the brokers the metadata image names."""
 
-    def __init__(self, image: Callable[[], ClusterState]) -> None:
+    def __init__(self, image: Callable[[], MetadataImage]) -> None:
         self._image = image
         self._channels: dict[str, grpc.aio.Channel] = {}
 

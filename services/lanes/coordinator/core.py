@@ -130,7 +130,7 @@ class CommitEntry:
 
 
 @dataclass
-class Decision:
+class GroupDecision:
     """Records to append (already applied to the store)."""
 
     records: list[GroupRecord] = field(default_factory=list)
@@ -159,9 +159,9 @@ class GroupCoordinatorCore:
 
     def heartbeat(
         self, request: HeartbeatInput, now_ms: int, partition_counts: Mapping[str, int]
-    ) -> tuple[HeartbeatResult, Decision]:
+    ) -> tuple[HeartbeatResult, GroupDecision]:
         """Decide one heartbeat (see the module docstring)."""
-        decision = Decision()
+        decision = GroupDecision()
         group = self.store.get(request.group_id)
         if request.member_epoch in (LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH):
             return self._leave(group, request, now_ms, decision), decision
@@ -281,7 +281,7 @@ class GroupCoordinatorCore:
                 return member_id
         return None
 
-    def _replace_static_member(self, group: Group, old_id: str, new_id: str, decision: Decision) -> MemberIdentity:
+    def _replace_static_member(self, group: Group, old_id: str, new_id: str, decision: GroupDecision) -> MemberIdentity:
         """A restarted static member takes over its predecessor's assignment, without a rebalance;
         returns the predecessor's identity."""
         identity = group.members[old_id]
@@ -319,7 +319,9 @@ class GroupCoordinatorCore:
             rebalance_timeout_ms=request.rebalance_timeout_ms or base.rebalance_timeout_ms,
         )
 
-    def _leave(self, group: Group | None, request: HeartbeatInput, now_ms: int, decision: Decision) -> HeartbeatResult:
+    def _leave(
+        self, group: Group | None, request: HeartbeatInput, now_ms: int, decision: GroupDecision
+    ) -> HeartbeatResult:
         if group is None or request.member_id not in group.members:
             return HeartbeatResult(
                 error=ErrorCode.UNKNOWN_MEMBER_ID,
@@ -345,9 +347,11 @@ class GroupCoordinatorCore:
             self._remove_member(group, request.member_id, now_ms, decision)
         return HeartbeatResult(member_id=request.member_id, member_epoch=request.member_epoch)
 
-    def leave(self, group_id: str, member_id: str, instance_id: str, now_ms: int) -> tuple[ErrorCode, str, Decision]:
+    def leave(
+        self, group_id: str, member_id: str, instance_id: str, now_ms: int
+    ) -> tuple[ErrorCode, str, GroupDecision]:
         """LeaveGroup: remove a member at once (a static one too, releasing its partitions)."""
-        decision = Decision()
+        decision = GroupDecision()
         group = self.store.get(group_id)
         if group is not None and not member_id and instance_id:
             member_id = next((m for m, i in group.members.items() if i.instance_id == instance_id), "")
@@ -363,10 +367,10 @@ class GroupCoordinatorCore:
     # -----------------------------------------------------------------------------------------
     # Timers
 
-    def expire(self, now_ms: int) -> tuple[list[tuple[str, str, str]], Decision]:
+    def expire(self, now_ms: int) -> tuple[list[tuple[str, str, str]], GroupDecision]:
         """Fence members whose session expired or who did not revoke in time, and drop expired
         offsets and groups. Returns (group id, member id, reason) of each fenced member."""
-        decision = Decision()
+        decision = GroupDecision()
         fenced: list[tuple[str, str, str]] = []
         for group in list(self.store):
             for member_id in list(group.members):
@@ -384,7 +388,7 @@ class GroupCoordinatorCore:
             self._expire_offsets(group, now_ms, decision)
         return fenced, decision
 
-    def _expire_offsets(self, group: Group, now_ms: int, decision: Decision) -> None:
+    def _expire_offsets(self, group: Group, now_ms: int, decision: GroupDecision) -> None:
         retention = self.config.offsets_retention_ms
         if not group.members:
             if group.empty_since_ms != NOT_EMPTY and now_ms - group.empty_since_ms >= retention:
@@ -409,9 +413,9 @@ class GroupCoordinatorCore:
         *,
         now_ms: int,
         partition_counts: Mapping[str, int],
-    ) -> tuple[list[tuple[CommitEntry, ErrorCode, str]], Decision]:
+    ) -> tuple[list[tuple[CommitEntry, ErrorCode, str]], GroupDecision]:
         """Commit positions; per entry its outcome."""
-        decision = Decision()
+        decision = GroupDecision()
         group = self.store.get(group_id)
         refusal = self._check_committer(group, group_id, member_id, member_epoch, entries)
         outcomes: list[tuple[CommitEntry, ErrorCode, str]] = []
@@ -466,9 +470,9 @@ class GroupCoordinatorCore:
 
     def reset_offsets(
         self, group_id: str, new_offsets: Mapping[TopicPartition, int], now_ms: int
-    ) -> tuple[ErrorCode, str, Decision]:
+    ) -> tuple[ErrorCode, str, GroupDecision]:
         """Set an empty group's committed offsets (the caller computed them from the logs)."""
-        decision = Decision()
+        decision = GroupDecision()
         group = self.store.get(group_id)
         if group is not None and group.members:
             return (
@@ -488,9 +492,9 @@ class GroupCoordinatorCore:
 
     def delete_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition]
-    ) -> tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]], Decision]:
+    ) -> tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]], GroupDecision]:
         """Delete committed offsets of topics the group does not subscribe to."""
-        decision = Decision()
+        decision = GroupDecision()
         group = self.store.get(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND, [], decision
@@ -505,9 +509,9 @@ class GroupCoordinatorCore:
             results.append((partition, ErrorCode.NONE))
         return ErrorCode.NONE, results, decision
 
-    def delete_group(self, group_id: str) -> tuple[ErrorCode, str, Decision]:
+    def delete_group(self, group_id: str) -> tuple[ErrorCode, str, GroupDecision]:
         """Delete an empty group with its offsets."""
-        decision = Decision()
+        decision = GroupDecision()
         group = self.store.get(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r} does not exist", decision
@@ -525,7 +529,7 @@ class GroupCoordinatorCore:
     # Assignment and reconciliation
 
     def _compute_target(
-        self, group: Group, partition_counts: Mapping[str, int], counts: dict[str, int], decision: Decision
+        self, group: Group, partition_counts: Mapping[str, int], counts: dict[str, int], decision: GroupDecision
     ) -> None:
         members = [
             MemberSubscription(
@@ -544,7 +548,7 @@ class GroupCoordinatorCore:
         group.assigned_for_counts = counts
 
     def _reconcile(
-        self, group: Group, member_id: str, owned: Partitions | None, now_ms: int, decision: Decision
+        self, group: Group, member_id: str, owned: Partitions | None, now_ms: int, decision: GroupDecision
     ) -> None:
         current = group.assignment(member_id)
         target = group.targets.get(member_id, NO_PARTITIONS)
@@ -588,19 +592,19 @@ class GroupCoordinatorCore:
     # -----------------------------------------------------------------------------------------
     # Record helpers
 
-    def _emit(self, decision: Decision, record: GroupRecord) -> None:
+    def _emit(self, decision: GroupDecision, record: GroupRecord) -> None:
         self.store.apply(*record)
         decision.records.append(record)
 
-    def _set_current(self, group: Group, member_id: str, current: CurrentAssignment, decision: Decision) -> None:
+    def _set_current(self, group: Group, member_id: str, current: CurrentAssignment, decision: GroupDecision) -> None:
         self._emit(decision, current_record(group.group_id, member_id, current))
 
-    def _remove_records(self, group: Group, member_id: str, decision: Decision) -> None:
+    def _remove_records(self, group: Group, member_id: str, decision: GroupDecision) -> None:
         self._emit(decision, member_record(group.group_id, member_id, None))
         self._emit(decision, target_record(group.group_id, member_id, None))
         self._emit(decision, current_record(group.group_id, member_id, None))
 
-    def _remove_member(self, group: Group, member_id: str, now_ms: int, decision: Decision) -> None:
+    def _remove_member(self, group: Group, member_id: str, now_ms: int, decision: GroupDecision) -> None:
         """A member leaves or is fenced: its partitions are free at once; the group rebalances."""
         self._remove_records(group, member_id, decision)
         group.group_epoch += 1

@@ -28,9 +28,9 @@ from lanes.clock import Clock
 from lanes.coordinator.brokers import BrokerAccess
 from lanes.coordinator.core import (
     CommitEntry,
-    Decision,
     GroupConfig,
     GroupCoordinatorCore,
+    GroupDecision,
     HeartbeatInput,
     Subscription,
 )
@@ -39,10 +39,10 @@ from lanes.coordinator.metrics import CoordinatorMetrics, GroupState, PartitionL
 from lanes.coordinator.shard import LoadedShard
 from lanes.coordinator.shard_log import ShardFencedError, ShardLog, ShardUnavailableError
 from lanes.errors import ErrorCode, LanesError
-from lanes.metadata.state import ShardInfo
+from lanes.metadata.image import ShardImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
 from lanes.protocol.partitioner import partition_for_key
-from lanes.rpc.wire import Context, topic_partitions_from_wire, wire_error
+from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
@@ -113,7 +113,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
     # -----------------------------------------------------------------------------------------
     # shards
 
-    def _owned_shards(self) -> dict[int, ShardInfo]:
+    def _owned_shards(self) -> dict[int, ShardImage]:
         image = self.link.image
         me = image.coordinators.get(self.coordinator_id)
         if me is None or me.fenced or me.epoch != self.link.node_epoch:
@@ -177,7 +177,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
     @staticmethod
     def _expiring(
         now_ms: int,
-    ) -> Callable[[GroupCoordinatorCore], tuple[list[tuple[str, str, str]], Decision]]:
+    ) -> Callable[[GroupCoordinatorCore], tuple[list[tuple[str, str, str]], GroupDecision]]:
         return lambda core: core.expire(now_ms)
 
     # -----------------------------------------------------------------------------------------
@@ -207,7 +207,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             raise GroupRouteError(f"shard {shard} is still loading", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         return loaded
 
-    async def _decide(self, group_id: str, decide: Callable[[GroupCoordinatorCore], tuple[T, Decision]]) -> T:
+    async def _decide(self, group_id: str, decide: Callable[[GroupCoordinatorCore], tuple[T, GroupDecision]]) -> T:
         """Route, decide, and wait until the decision (and all before it) is durable."""
         loaded = self._route(group_id)
         before = loaded.core.store.get(group_id)
@@ -242,7 +242,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
     # RPCs: discovery and membership
 
     async def FindCoordinator(  # noqa: N802
-        self, request: coordinator_pb2.FindCoordinatorRequest, context: Context
+        self, request: coordinator_pb2.FindCoordinatorRequest, context: ServicerContext
     ) -> coordinator_pb2.FindCoordinatorResponse:
         image = self.link.image
         count = self.shard_count()
@@ -292,7 +292,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         return coordinator_pb2.FindCoordinatorResponse(coordinators=answers)
 
     async def Heartbeat(  # noqa: N802
-        self, request: coordinator_pb2.HeartbeatRequest, context: Context
+        self, request: coordinator_pb2.HeartbeatRequest, context: ServicerContext
     ) -> coordinator_pb2.HeartbeatResponse:
         joining = request.member_epoch == 0
         heartbeat = HeartbeatInput(
@@ -330,7 +330,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         return response
 
     async def LeaveGroup(  # noqa: N802
-        self, request: coordinator_pb2.LeaveGroupRequest, context: Context
+        self, request: coordinator_pb2.LeaveGroupRequest, context: ServicerContext
     ) -> coordinator_pb2.LeaveGroupResponse:
         now_ms = self._clock.now_ms()
         try:
@@ -354,7 +354,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
     # RPCs: offsets
 
     async def CommitOffsets(  # noqa: N802
-        self, request: coordinator_pb2.CommitOffsetsRequest, context: Context
+        self, request: coordinator_pb2.CommitOffsetsRequest, context: ServicerContext
     ) -> coordinator_pb2.CommitOffsetsResponse:
         entries = [
             CommitEntry(t.topic, p.partition, p.committed_offset, p.committed_leader_epoch, p.metadata)
@@ -388,7 +388,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         )
 
     async def FetchOffsets(  # noqa: N802
-        self, request: coordinator_pb2.FetchOffsetsRequest, context: Context
+        self, request: coordinator_pb2.FetchOffsetsRequest, context: ServicerContext
     ) -> coordinator_pb2.FetchOffsetsResponse:
         try:
             loaded = self._route(request.group_id)
@@ -418,7 +418,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
     # RPCs: administration
 
     async def ListGroups(  # noqa: N802
-        self, request: coordinator_pb2.ListGroupsRequest, context: Context
+        self, request: coordinator_pb2.ListGroupsRequest, context: ServicerContext
     ) -> coordinator_pb2.ListGroupsResponse:
         states = set(request.states)
         listings = []
@@ -447,7 +447,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         return coordinator_pb2.ListGroupsResponse(error=error, groups=listings)
 
     async def DescribeGroups(  # noqa: N802
-        self, request: coordinator_pb2.DescribeGroupsRequest, context: Context
+        self, request: coordinator_pb2.DescribeGroupsRequest, context: ServicerContext
     ) -> coordinator_pb2.DescribeGroupsResponse:
         described = []
         for group_id in request.group_ids:
@@ -561,7 +561,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         return self.metrics.gauges(len(loaded), len(self.shards) - len(loaded), states)
 
     async def DeleteGroups(  # noqa: N802
-        self, request: coordinator_pb2.DeleteGroupsRequest, context: Context
+        self, request: coordinator_pb2.DeleteGroupsRequest, context: ServicerContext
     ) -> coordinator_pb2.DeleteGroupsResponse:
         results = []
         for group_id in request.group_ids:
@@ -573,7 +573,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         return coordinator_pb2.DeleteGroupsResponse(results=results)
 
     async def ResetOffsets(  # noqa: N802
-        self, request: coordinator_pb2.ResetOffsetsRequest, context: Context
+        self, request: coordinator_pb2.ResetOffsetsRequest, context: ServicerContext
     ) -> coordinator_pb2.ResetOffsetsResponse:
         try:
             loaded = self._route(request.group_id)
@@ -680,7 +680,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         return targets, errors
 
     async def DeleteOffsets(  # noqa: N802
-        self, request: coordinator_pb2.DeleteOffsetsRequest, context: Context
+        self, request: coordinator_pb2.DeleteOffsetsRequest, context: ServicerContext
     ) -> coordinator_pb2.DeleteOffsetsResponse:
         wanted = topic_partitions_from_wire(request.partitions)
         try:
@@ -712,25 +712,25 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         )
 
 
-def _pair(outcome: tuple[ErrorCode, str, Decision]) -> tuple[tuple[ErrorCode, str], Decision]:
+def _pair(outcome: tuple[ErrorCode, str, GroupDecision]) -> tuple[tuple[ErrorCode, str], GroupDecision]:
     code, message, decision = outcome
     return (code, message), decision
 
 
 def _deleting(
     group_id: str,
-) -> Callable[[GroupCoordinatorCore], tuple[tuple[ErrorCode, str], Decision]]:
+) -> Callable[[GroupCoordinatorCore], tuple[tuple[ErrorCode, str], GroupDecision]]:
     return lambda core: _pair(core.delete_group(group_id))
 
 
 def _deleted(
-    outcome: tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]], Decision],
-) -> tuple[tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]]], Decision]:
+    outcome: tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]], GroupDecision],
+) -> tuple[tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]]], GroupDecision]:
     code, results, decision = outcome
     return (code, results), decision
 
 
-def _peer_host(context: Context) -> str:
+def _peer_host(context: ServicerContext) -> str:
     """The client's host as gRPC reports the peer (``ipv4:1.2.3.4:5678``, ``ipv6:[::1]:5678``)."""
     peer = context.peer() or ""
     _, _, address = peer.partition(":")

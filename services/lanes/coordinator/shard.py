@@ -17,11 +17,11 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from lanes.coordinator.core import Decision, GroupCoordinatorCore
+from lanes.coordinator.core import GroupCoordinatorCore, GroupDecision
 from lanes.coordinator.group import GroupRecord
 from lanes.coordinator.shard_log import ShardLog, ShardUnavailableError
 from lanes.errors import LanesError
-from lanes.metadata.state import ShardInfo
+from lanes.metadata.image import ShardImage
 from lanes.runtime.broadcast import Broadcast
 
 _log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class LoadedShard:
     def __init__(
         self,
         shard: int,
-        info: ShardInfo,
+        info: ShardImage,
         core: GroupCoordinatorCore,
         log: ShardLog,
         on_failure: Callable[[LoadedShard], None],
@@ -65,7 +65,7 @@ class LoadedShard:
         self.active = True
         self._tasks.append(asyncio.create_task(self._write_loop()))
 
-    def decide(self, decide: Callable[[GroupCoordinatorCore], tuple[T, Decision]]) -> tuple[T, int]:
+    def decide(self, decide: Callable[[GroupCoordinatorCore], tuple[T, GroupDecision]]) -> tuple[T, int]:
         """Take one decision; its result and the log position to wait for before answering."""
         if self.failure is not None:
             raise self.failure

@@ -17,7 +17,7 @@ from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2
 
 #: The servicer context of every Lanes RPC handler.
-Context = grpc.aio.ServicerContext[Any, Any]
+ServicerContext = grpc.aio.ServicerContext[Any, Any]
 
 
 def wire_error(code: ErrorCode, message: str = "") -> common_pb2.Error:

@@ -3,7 +3,7 @@
 Brokers and group coordinators both register (``role``), heartbeat to keep their session, and
 follow the metadata log; only the requests differ.
 
-The image is a ``ClusterState`` (the controller's own state machine) kept current by the
+The image is a ``MetadataImage`` (the controller's own state machine) kept current by the
 WatchMetadata stream: a snapshot first, then deltas; after a disconnect (controller restart,
 network) the link reconnects with backoff and resumes from the offset after the last one applied,
 so it keeps serving with the metadata it has while the controller is away. Heartbeats report the
@@ -24,7 +24,7 @@ from typing import Any, Literal
 import grpc
 
 from lanes.errors import ErrorCode, error_code
-from lanes.metadata.state import ClusterState
+from lanes.metadata.image import MetadataImage, ProducerIdBlock
 from lanes.rpc.channels import open_channel
 from lanes.runtime.broadcast import Broadcast
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
@@ -56,7 +56,7 @@ class ControllerLink:
         self.cluster_id = cluster_id
         self.node_epoch = -1
         self.fenced = True
-        self.image = ClusterState()
+        self.image = MetadataImage()
         self.heartbeat_interval_s = 0.5
         self._channel = open_channel(controller_address)
         self._stub = controller_pb2_grpc.ControllerStub(self._channel)  # type: ignore[no-untyped-call]
@@ -129,8 +129,8 @@ class ControllerLink:
             return result
         return None
 
-    async def allocate_producer_ids(self) -> tuple[int, int] | None:
-        """A block of producer ids (first, count) from the controller, or None if unreachable."""
+    async def allocate_producer_ids(self) -> ProducerIdBlock | None:
+        """A block of producer ids from the controller, or None if unreachable."""
         try:
             answer = await self._stub.AllocateProducerIds(
                 controller_pb2.AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.node_epoch),
@@ -140,9 +140,9 @@ class ControllerLink:
             return None
         if answer.error.code != ErrorCode.NONE:
             return None
-        return answer.producer_id_start, answer.producer_id_len
+        return ProducerIdBlock(answer.producer_id_start, answer.producer_id_len)
 
-    async def wait_for(self, condition: Callable[[ClusterState], bool], timeout_s: float) -> None:
+    async def wait_for(self, condition: Callable[[MetadataImage], bool], timeout_s: float) -> None:
         """Wait until ``condition(image)`` holds (TimeoutError after ``timeout_s``)."""
         await self._image_changed.wait_until(lambda: condition(self.image), timeout_s)
 
@@ -247,7 +247,7 @@ class ControllerLink:
     async def _apply(self, update: controller_pb2.MetadataUpdate) -> None:
         applied: list[tuple[int, metadata_pb2.MetadataRecord]] = []
         if update.snapshot:
-            self.image = ClusterState.from_snapshot(list(update.records), update.base_offset)
+            self.image = MetadataImage.from_snapshot(list(update.records), update.base_offset)
         else:
             for index, record in enumerate(update.records):
                 offset = update.base_offset + index

@@ -1,6 +1,6 @@
 """The cluster metadata state machine: a pure core fed by metadata records.
 
-``ClusterState.apply(offset, record)`` is deterministic and does no I/O and reads no clock: every
+``MetadataImage.apply(offset, record)`` is deterministic and does no I/O and reads no clock: every
 node that applies the same ``lanes.v1.MetadataRecord`` sequence holds the same state (the
 controller from its metadata log, brokers and coordinators from WatchMetadata). Decisions (what
 records to write) are made elsewhere (``lanes.controller.core``); this module only applies them.
@@ -19,6 +19,7 @@ rebuilds an equal state.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lanes.errors import ErrorCode, LanesError
 from lanes.v1 import common_pb2, metadata_pb2
@@ -26,8 +27,20 @@ from lanes.v1 import common_pb2, metadata_pb2
 NO_LEADER = -1
 
 
+class ProducerIdBlock(NamedTuple):
+    """A range of producer ids the controller handed to one broker: ``first_id`` and the
+    ``size - 1`` ids after it. Blocks never overlap (``MetadataImage.next_producer_id``)."""
+
+    first_id: int
+    size: int
+
+    def ids(self) -> range:
+        """Every id of the block, in order."""
+        return range(self.first_id, self.first_id + self.size)
+
+
 @dataclass
-class BrokerInfo:
+class BrokerImage:
     """A registered broker."""
 
     broker_id: int
@@ -40,7 +53,7 @@ class BrokerInfo:
 
 
 @dataclass
-class PartitionInfo:
+class PartitionImage:
     """A partition's placement and leadership."""
 
     topic_id: str
@@ -53,17 +66,17 @@ class PartitionInfo:
 
 
 @dataclass
-class TopicInfo:
+class TopicImage:
     """A topic and its partitions."""
 
     name: str
     topic_id: str
     internal: bool
-    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+    partitions: dict[int, PartitionImage] = field(default_factory=dict)
 
 
 @dataclass
-class CoordinatorInfo:
+class CoordinatorImage:
     """A registered group coordinator."""
 
     coordinator_id: int
@@ -75,7 +88,7 @@ class CoordinatorInfo:
 
 
 @dataclass(frozen=True)
-class ShardInfo:
+class ShardImage:
     """Who owns a shard of ``__consumer_offsets`` (coordinator -1: nobody), since which shard
     epoch, and the producer id its owners write with."""
 
@@ -84,34 +97,34 @@ class ShardInfo:
     producer_id: int
 
 
-class ClusterState:
+class MetadataImage:
     """The whole cluster's metadata, as of ``last_offset``."""
 
     def __init__(self) -> None:
         self.cluster_id = ""
         self.created_ms = 0
         self.last_offset = -1
-        self.brokers: dict[int, BrokerInfo] = {}
-        self.topics: dict[str, TopicInfo] = {}  # by topic id
+        self.brokers: dict[int, BrokerImage] = {}
+        self.topics: dict[str, TopicImage] = {}  # by topic id
         self.topic_ids: dict[str, str] = {}  # name -> topic id
         self.configs: dict[tuple[int, str], dict[str, str]] = {}  # (resource type, name) -> overrides
-        self.coordinators: dict[int, CoordinatorInfo] = {}
-        self.shards: dict[int, ShardInfo] = {}  # shard (partition of __consumer_offsets) -> owner
+        self.coordinators: dict[int, CoordinatorImage] = {}
+        self.shards: dict[int, ShardImage] = {}  # shard (partition of __consumer_offsets) -> owner
         self.next_producer_id = 0
 
     # -----------------------------------------------------------------------------------------
     # queries
 
-    def topic(self, name: str) -> TopicInfo | None:
+    def topic(self, name: str) -> TopicImage | None:
         """The topic named ``name``, if it exists."""
         topic_id = self.topic_ids.get(name)
         return self.topics.get(topic_id) if topic_id is not None else None
 
-    def live_coordinators(self) -> list[CoordinatorInfo]:
+    def live_coordinators(self) -> list[CoordinatorImage]:
         """Unfenced coordinators, by id."""
         return [c for _, c in sorted(self.coordinators.items()) if not c.fenced]
 
-    def live_brokers(self) -> list[BrokerInfo]:
+    def live_brokers(self) -> list[BrokerImage]:
         """Unfenced brokers, by id."""
         return [b for _, b in sorted(self.brokers.items()) if not b.fenced]
 
@@ -137,7 +150,7 @@ class ClusterState:
         self.created_ms = record.created_ms
 
     def _apply_broker_registered(self, record: metadata_pb2.BrokerRegisteredRecord) -> None:
-        self.brokers[record.broker_id] = BrokerInfo(
+        self.brokers[record.broker_id] = BrokerImage(
             broker_id=record.broker_id,
             incarnation_id=record.incarnation_id,
             epoch=record.broker_epoch,
@@ -163,12 +176,12 @@ class ClusterState:
             del self.brokers[record.broker_id]
 
     def _apply_topic_created(self, record: metadata_pb2.TopicCreatedRecord) -> None:
-        self.topics[record.topic_id] = TopicInfo(record.name, record.topic_id, record.is_internal)
+        self.topics[record.topic_id] = TopicImage(record.name, record.topic_id, record.is_internal)
         self.topic_ids[record.name] = record.topic_id
 
     def _apply_partition(self, record: metadata_pb2.PartitionRecord) -> None:
         topic = self.topics[record.topic_id]
-        topic.partitions[record.partition] = PartitionInfo(
+        topic.partitions[record.partition] = PartitionImage(
             topic_id=record.topic_id,
             partition=record.partition,
             replicas=list(record.replicas),
@@ -206,7 +219,7 @@ class ClusterState:
             del self.configs[key]
 
     def _apply_coordinator_registered(self, record: metadata_pb2.CoordinatorRegisteredRecord) -> None:
-        self.coordinators[record.coordinator_id] = CoordinatorInfo(
+        self.coordinators[record.coordinator_id] = CoordinatorImage(
             coordinator_id=record.coordinator_id,
             incarnation_id=record.incarnation_id,
             epoch=record.coordinator_epoch,
@@ -221,7 +234,7 @@ class ClusterState:
             coordinator.fenced = True
 
     def _apply_shard_assigned(self, record: metadata_pb2.ShardAssignedRecord) -> None:
-        self.shards[record.shard] = ShardInfo(record.coordinator_id, record.shard_epoch, record.producer_id)
+        self.shards[record.shard] = ShardImage(record.coordinator_id, record.shard_epoch, record.producer_id)
 
     def _apply_producer_ids(self, record: metadata_pb2.ProducerIdsRecord) -> None:
         self.next_producer_id = max(self.next_producer_id, record.next_producer_id)
@@ -230,7 +243,7 @@ class ClusterState:
     # snapshots and checks
 
     @classmethod
-    def from_snapshot(cls, records: list[metadata_pb2.MetadataRecord], at_offset: int) -> ClusterState:
+    def from_snapshot(cls, records: list[metadata_pb2.MetadataRecord], at_offset: int) -> MetadataImage:
         """The state a snapshot (``to_records()`` output) describes, as of metadata ``at_offset``."""
         state = cls()
         for index, record in enumerate(records):
@@ -341,7 +354,7 @@ class ClusterState:
                     raise AssertionError(f"{where}: leader {partition.leader} is fenced or unknown")
 
 
-def partition_record(partition: PartitionInfo) -> metadata_pb2.PartitionRecord:
+def partition_record(partition: PartitionImage) -> metadata_pb2.PartitionRecord:
     """The full record of a partition's state."""
     return metadata_pb2.PartitionRecord(
         topic_id=partition.topic_id,
