@@ -16,7 +16,7 @@ from lanes.coordinator.core import (
     HeartbeatResult,
     Subscription,
 )
-from lanes.coordinator.group import GroupRecord, GroupStore, Partitions
+from lanes.coordinator.group import GroupRecord, GroupState, GroupStore, Partitions
 from lanes.errors import ErrorCode
 from lanes.v1 import coordinator_pb2
 
@@ -90,11 +90,11 @@ def test_first_member_gets_everything_then_shares_after_revoking() -> None:
     a, b = Client("a"), Client("b")
     h.beat(a)
     assert a.owned == {("orders", p) for p in range(6)}
-    assert h.group().state() == coordinator_pb2.GROUP_STATE_STABLE
+    assert h.group().state() == GroupState.STABLE
 
     h.beat(b)  # b joins: nothing free yet
     assert b.owned == frozenset()
-    assert h.group().state() == coordinator_pb2.GROUP_STATE_RECONCILING
+    assert h.group().state() == GroupState.RECONCILING
     h.beat(a, release=False)  # a is told to revoke three but has not yet
     assert len(h.group().current["a"].pending_revocation) == 3
     h.beat(b)
@@ -106,7 +106,7 @@ def test_first_member_gets_everything_then_shares_after_revoking() -> None:
     assert len(a.owned) == 3
     assert len(b.owned) == 3
     assert not a.owned & b.owned
-    assert h.group().state() == coordinator_pb2.GROUP_STATE_STABLE
+    assert h.group().state() == GroupState.STABLE
     assert a.epoch == b.epoch == h.group().assignment_epoch == h.group().group_epoch == 2
 
 
@@ -298,7 +298,7 @@ def test_free_commits_and_bad_entries() -> None:
     ]
     assert list(h.core.fetch_offsets("free", None)) == [("orders", 0)]
     assert h.core.store.get("free") is not None
-    assert h.core.store.get("free").state() == coordinator_pb2.GROUP_STATE_EMPTY  # type: ignore[union-attr]
+    assert h.core.store.get("free").state() == GroupState.EMPTY  # type: ignore[union-attr]
     assert len([r for r in decision.records if r[0].HasField("offset_commit")]) == 1
 
 
@@ -432,5 +432,11 @@ def test_random_membership_never_gives_a_partition_two_owners_and_replays_exactl
     settle(h, live, rounds=4)
     group = h.core.store.get("g")
     if group is not None and live:
-        assert group.state() == coordinator_pb2.GROUP_STATE_STABLE
+        assert group.state() == GroupState.STABLE
         assert {p for c in live for p in c.owned} == {p for t in group.targets.values() for p in t}
+
+
+def test_group_states_carry_the_wire_enum_numbers() -> None:
+    """The pure core's GroupState goes on the wire as it is: its numbers are lanes.v1.GroupState's."""
+    for state in GroupState:
+        assert coordinator_pb2.GroupState.Value(f"GROUP_STATE_{state.name}") == state

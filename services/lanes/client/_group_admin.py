@@ -16,7 +16,7 @@ import grpc
 from lanes.client._cluster import ClusterView
 from lanes.client._coordinators import REDISCOVER, Coordinators
 from lanes.errors import ErrorCode, LanesError, RetriableError, error_for
-from lanes.rpc.wire import code_of, topic_partitions_from_wire, topic_partitions_to_wire
+from lanes.rpc.wire import assignment_from_wire, code_of, topic_partitions_to_wire
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 
@@ -119,10 +119,6 @@ def reset_spec(to: str) -> coordinator_pb2.OffsetResetSpec:
     )
 
 
-def _partitions(assignment: coordinator_pb2.Assignment) -> frozenset[TopicPartition]:
-    return frozenset(topic_partitions_from_wire(assignment.topic_partitions))
-
-
 class GroupAdmin:
     """Group administration (asynchronous)."""
 
@@ -201,8 +197,8 @@ class GroupAdmin:
                     m.client_id,
                     m.client_host,
                     m.member_epoch,
-                    _partitions(m.assignment),
-                    _partitions(m.target_assignment),
+                    assignment_from_wire(m.assignment),
+                    assignment_from_wire(m.target_assignment),
                 )
                 for m in group.members
             ),

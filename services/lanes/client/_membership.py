@@ -36,7 +36,7 @@ import grpc
 from lanes.client._cluster import ClusterView
 from lanes.client._coordinators import Coordinators
 from lanes.errors import ErrorCode, LanesError, error_for
-from lanes.rpc.wire import code_of, topic_partitions_from_wire, topic_partitions_to_wire
+from lanes.rpc.wire import assignment_from_wire, assignment_to_wire, code_of
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
 
@@ -198,7 +198,7 @@ class GroupMembership:
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             server_assignor=self.assignor,
             client_id=self.client_id,
-            owned_partitions=_assignment(self.owned),
+            owned_partitions=assignment_to_wire(self.owned),
         )
         if self.subscription is not None:
             request.subscription.CopyFrom(self.subscription)
@@ -261,7 +261,7 @@ class GroupMembership:
             if answer.session_timeout_ms:
                 self.session_timeout_s = answer.session_timeout_ms / 1000
             if answer.HasField("assignment"):
-                assigned = frozenset(topic_partitions_from_wire(answer.assignment.topic_partitions))
+                assigned = assignment_from_wire(answer.assignment)
                 if assigned != self.assigned:
                     self.assigned = assigned
                     self._changed.set()
@@ -279,7 +279,3 @@ class GroupMembership:
         self.fatal = error_for(answer.error.code, answer.error.message)
         self._changed.set()
         return self.heartbeat_interval_s
-
-
-def _assignment(partitions: frozenset[TopicPartition]) -> coordinator_pb2.Assignment:
-    return coordinator_pb2.Assignment(topic_partitions=topic_partitions_to_wire(partitions))

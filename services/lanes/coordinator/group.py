@@ -18,14 +18,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import common_pb2, coordinator_pb2, group_records_pb2
+from lanes.v1 import common_pb2, group_records_pb2
 
 Partitions = frozenset[TopicPartition]
 NO_PARTITIONS: Partitions = frozenset()
 GroupRecord = tuple[group_records_pb2.GroupRecordKey, group_records_pb2.GroupRecordValue | None]
 NOT_EMPTY = -1  # empty_since_ms of a group with members
+
+
+class GroupState(IntEnum):
+    """Where a group stands. The numbers are ``lanes.v1.GroupState``'s (a unit test holds them
+    equal), so the service puts a state on the wire as it is."""
+
+    EMPTY = 1
+    RECONCILING = 2
+    STABLE = 3
 
 
 @dataclass
@@ -94,10 +104,10 @@ class Group:
         """The member's current assignment (an empty one for a member that has none yet)."""
         return self.current.get(member_id) or CurrentAssignment()
 
-    def state(self) -> int:
-        """The GroupState: EMPTY, RECONCILING or STABLE."""
+    def state(self) -> GroupState:
+        """EMPTY, RECONCILING or STABLE."""
         if not self.members:
-            return coordinator_pb2.GROUP_STATE_EMPTY
+            return GroupState.EMPTY
         for member_id in self.members:
             current = self.assignment(member_id)
             if (
@@ -105,8 +115,8 @@ class Group:
                 or current.member_epoch not in (self.assignment_epoch, -2)
                 or current.assigned != self.targets.get(member_id, NO_PARTITIONS)
             ):
-                return coordinator_pb2.GROUP_STATE_RECONCILING
-        return coordinator_pb2.GROUP_STATE_STABLE
+                return GroupState.RECONCILING
+        return GroupState.STABLE
 
     def check_invariants(self) -> None:
         """Raise AssertionError if a partition is held by two members."""
@@ -221,17 +231,17 @@ class GroupStore:
 # Conversions between the records and the model
 
 
-def partitions_of(assignment: coordinator_pb2.Assignment) -> Partitions:
-    """The (topic, partition) pairs of an Assignment message."""
+def partitions_of(assignment: group_records_pb2.StoredAssignment) -> Partitions:
+    """The partitions of a stored assignment."""
     return frozenset(TopicPartition(tp.topic, p) for tp in assignment.topic_partitions for p in tp.partitions)
 
 
-def assignment_of(partitions: Iterable[TopicPartition]) -> coordinator_pb2.Assignment:
-    """An Assignment message listing ``partitions`` (topics and partitions sorted)."""
+def assignment_of(partitions: Iterable[TopicPartition]) -> group_records_pb2.StoredAssignment:
+    """A stored assignment listing ``partitions`` (topics and partitions sorted)."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(partitions):
         by_topic.setdefault(topic, []).append(partition)
-    return coordinator_pb2.Assignment(
+    return group_records_pb2.StoredAssignment(
         topic_partitions=[
             common_pb2.TopicPartitions(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()
         ]
@@ -290,7 +300,7 @@ def member_record(group_id: str, member_id: str, identity: MemberIdentity | None
             rack_id=identity.rack_id,
             client_id=identity.client_id,
             client_host=identity.client_host,
-            subscription=coordinator_pb2.Subscription(
+            subscription=group_records_pb2.StoredSubscription(
                 topic_names=identity.topic_names, topic_regex=identity.topic_regex
             ),
             server_assignor=identity.server_assignor,

@@ -28,14 +28,10 @@ from dataclasses import dataclass
 from prometheus_client import Counter
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
+from lanes.coordinator.group import GroupState
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.v1 import coordinator_pb2
 
-_STATE_NAMES: dict[int, str] = {
-    coordinator_pb2.GROUP_STATE_EMPTY: "empty",
-    coordinator_pb2.GROUP_STATE_RECONCILING: "reconciling",
-    coordinator_pb2.GROUP_STATE_STABLE: "stable",
-}
+_STATE_NAMES: dict[int, str] = {state: state.name.lower() for state in GroupState}
 
 
 @dataclass(frozen=True)
@@ -48,9 +44,9 @@ class PartitionLag:
 
 
 @dataclass(frozen=True)
-class GroupState:
+class GroupSnapshot:
     group_id: str
-    state: int  # coordinator_pb2 GroupState
+    state: int  # coordinator_pb2 GroupSnapshot
     members: int
     epoch: int
     partitions: tuple[PartitionLag, ...]
@@ -80,7 +76,7 @@ class CoordinatorMetrics:
             self.offset_commits.labels("error").inc(failed)
 
     @staticmethod
-    def gauges(shards_loaded: int, shards_loading: int, groups: Iterable[GroupState]) -> list[Metric]:
+    def gauges(shards_loaded: int, shards_loading: int, groups: Iterable[GroupSnapshot]) -> list[Metric]:
         shards = GaugeMetricFamily("lanes_coordinator_shards", "Shards this coordinator owns.", labels=["state"])
         shards.add_metric(["loaded"], shards_loaded)
         shards.add_metric(["loading"], shards_loading)

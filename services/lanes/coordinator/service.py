@@ -34,15 +34,21 @@ from lanes.coordinator.core import (
     HeartbeatInput,
     Subscription,
 )
-from lanes.coordinator.group import Group, assignment_of, partitions_of
-from lanes.coordinator.metrics import CoordinatorMetrics, GroupState, PartitionLag
+from lanes.coordinator.group import Group
+from lanes.coordinator.metrics import CoordinatorMetrics, GroupSnapshot, PartitionLag
 from lanes.coordinator.shard import LoadedShard
 from lanes.coordinator.shard_log import ShardFencedError, ShardLog, ShardUnavailableError
 from lanes.errors import ErrorCode, LanesError
 from lanes.metadata.image import ShardImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
 from lanes.protocol.partitioner import partition_for_key
-from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
+from lanes.rpc.wire import (
+    ServicerContext,
+    assignment_from_wire,
+    assignment_to_wire,
+    topic_partitions_from_wire,
+    wire_error,
+)
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
@@ -308,7 +314,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             if request.HasField("subscription")
             else None,
             server_assignor=request.server_assignor if request.server_assignor or joining else None,
-            owned=partitions_of(request.owned_partitions) if request.HasField("owned_partitions") else None,
+            owned=assignment_from_wire(request.owned_partitions) if request.HasField("owned_partitions") else None,
         )
         counts = self.partition_counts()
         now_ms = self._clock.now_ms()
@@ -326,7 +332,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             session_timeout_ms=self.config.session_timeout_ms,
         )
         if result.assignment is not None:
-            response.assignment.CopyFrom(assignment_of(result.assignment))
+            response.assignment.CopyFrom(assignment_to_wire(result.assignment))
         return response
 
     async def LeaveGroup(  # noqa: N802
@@ -428,7 +434,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                 loading = True
                 continue
             for group in loaded.core.store:
-                state = group.state()
+                state = int(group.state())
                 if not states or state in states:
                     listings.append(
                         coordinator_pb2.GroupListing(
@@ -490,14 +496,14 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                     subscription=coordinator_pb2.Subscription(
                         topic_names=identity.topic_names, topic_regex=identity.topic_regex
                     ),
-                    assignment=assignment_of(current.assigned),
-                    target_assignment=assignment_of(group.targets.get(member_id, frozenset())),
+                    assignment=assignment_to_wire(current.assigned),
+                    target_assignment=assignment_to_wire(group.targets.get(member_id, frozenset())),
                 )
             )
         return coordinator_pb2.GroupDescription(
             group_id=group.group_id,
             error=wire_error(ErrorCode.NONE),
-            state=group.state(),  # type: ignore[arg-type]
+            state=int(group.state()),  # type: ignore[arg-type]
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
             assignor=group.assignor,
@@ -557,7 +563,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                 if isinstance(partitions, BaseException)
                 else tuple(PartitionLag(p.topic, p.partition, p.committed_offset, p.lag, p.lag_ms) for p in partitions)
             )
-            states.append(GroupState(group.group_id, group.state(), len(group.members), group.group_epoch, lags))
+            states.append(GroupSnapshot(group.group_id, group.state(), len(group.members), group.group_epoch, lags))
         return self.metrics.gauges(len(loaded), len(self.shards) - len(loaded), states)
 
     async def DeleteGroups(  # noqa: N802

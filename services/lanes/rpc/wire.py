@@ -14,7 +14,7 @@ import grpc
 
 from lanes.errors import ErrorCode, error_code
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import broker_pb2, common_pb2
+from lanes.v1 import broker_pb2, common_pb2, coordinator_pb2
 
 #: The servicer context of every Lanes RPC handler.
 ServicerContext = grpc.aio.ServicerContext[Any, Any]
@@ -51,3 +51,13 @@ def topic_partitions_to_wire(partitions: Iterable[TopicPartition]) -> list[commo
     for topic, partition in sorted(set(partitions)):
         by_topic.setdefault(topic, []).append(partition)
     return [common_pb2.TopicPartitions(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()]
+
+
+def assignment_from_wire(assignment: coordinator_pb2.Assignment) -> frozenset[TopicPartition]:
+    """The partitions of an Assignment message."""
+    return frozenset(topic_partitions_from_wire(assignment.topic_partitions))
+
+
+def assignment_to_wire(partitions: Iterable[TopicPartition]) -> coordinator_pb2.Assignment:
+    """An Assignment message listing ``partitions`` (topics and partitions sorted)."""
+    return coordinator_pb2.Assignment(topic_partitions=topic_partitions_to_wire(partitions))

@@ -22,34 +22,38 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from lanes.v1 import coordinator_pb2 as lanes_dot_v1_dot_coordinator__pb2
+from lanes.v1 import common_pb2 as lanes_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1clanes/v1/group_records.proto\x12\x08lanes.v1\x1a\x1alanes/v1/coordinator.proto\"\xde\x02\n\x0eGroupRecordKey\x12\x32\n\roffset_commit\x18\x01 \x01(\x0b\x32\x19.lanes.v1.OffsetCommitKeyH\x00\x12\x34\n\x0egroup_metadata\x18\x02 \x01(\x0b\x32\x1a.lanes.v1.GroupMetadataKeyH\x00\x12*\n\x06member\x18\x03 \x01(\x0b\x32\x18.lanes.v1.GroupMemberKeyH\x00\x12\x35\n\x11target_assignment\x18\x04 \x01(\x0b\x32\x18.lanes.v1.GroupMemberKeyH\x00\x12@\n\x1atarget_assignment_metadata\x18\x05 \x01(\x0b\x32\x1a.lanes.v1.GroupMetadataKeyH\x00\x12\x36\n\x12\x63urrent_assignment\x18\x06 \x01(\x0b\x32\x18.lanes.v1.GroupMemberKeyH\x00\x42\x05\n\x03key\"E\n\x0fOffsetCommitKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\x05\"$\n\x10GroupMetadataKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\"5\n\x0eGroupMemberKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\x11\n\tmember_id\x18\x02 \x01(\t\"\xf9\x02\n\x10GroupRecordValue\x12\x34\n\roffset_commit\x18\x01 \x01(\x0b\x32\x1b.lanes.v1.OffsetCommitValueH\x00\x12\x36\n\x0egroup_metadata\x18\x02 \x01(\x0b\x32\x1c.lanes.v1.GroupMetadataValueH\x00\x12,\n\x06member\x18\x03 \x01(\x0b\x32\x1a.lanes.v1.GroupMemberValueH\x00\x12\x31\n\x11target_assignment\x18\x04 \x01(\x0b\x32\x14.lanes.v1.AssignmentH\x00\x12M\n\x1atarget_assignment_metadata\x18\x05 \x01(\x0b\x32\'.lanes.v1.TargetAssignmentMetadataValueH\x00\x12>\n\x12\x63urrent_assignment\x18\x06 \x01(\x0b\x32 .lanes.v1.CurrentAssignmentValueH\x00\x42\x07\n\x05value\"|\n\x11OffsetCommitValue\x12\x18\n\x10\x63ommitted_offset\x18\x01 \x01(\x03\x12\x1e\n\x16\x63ommitted_leader_epoch\x18\x02 \x01(\x05\x12\x10\n\x08metadata\x18\x03 \x01(\t\x12\x1b\n\x13\x63ommit_timestamp_ms\x18\x04 \x01(\x03\"S\n\x12GroupMetadataValue\x12\x13\n\x0bgroup_epoch\x18\x01 \x01(\x05\x12\x10\n\x08\x61ssignor\x18\x02 \x01(\t\x12\x16\n\x0e\x65mpty_since_ms\x18\x03 \x01(\x03\"\xc5\x01\n\x10GroupMemberValue\x12\x13\n\x0binstance_id\x18\x01 \x01(\t\x12\x0f\n\x07rack_id\x18\x02 \x01(\t\x12\x11\n\tclient_id\x18\x03 \x01(\t\x12\x13\n\x0b\x63lient_host\x18\x04 \x01(\t\x12,\n\x0csubscription\x18\x05 \x01(\x0b\x32\x16.lanes.v1.Subscription\x12\x17\n\x0fserver_assignor\x18\x06 \x01(\t\x12\x1c\n\x14rebalance_timeout_ms\x18\x07 \x01(\x05\"9\n\x1dTargetAssignmentMetadataValue\x12\x18\n\x10\x61ssignment_epoch\x18\x01 \x01(\x05\"\xa7\x01\n\x16\x43urrentAssignmentValue\x12\x14\n\x0cmember_epoch\x18\x01 \x01(\x05\x12\x1d\n\x15previous_member_epoch\x18\x02 \x01(\x05\x12&\n\x08\x61ssigned\x18\x03 \x01(\x0b\x32\x14.lanes.v1.Assignment\x12\x30\n\x12pending_revocation\x18\x04 \x01(\x0b\x32\x14.lanes.v1.Assignmentb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1clanes/v1/group_records.proto\x12\x08lanes.v1\x1a\x15lanes/v1/common.proto\"\xde\x02\n\x0eGroupRecordKey\x12\x32\n\roffset_commit\x18\x01 \x01(\x0b\x32\x19.lanes.v1.OffsetCommitKeyH\x00\x12\x34\n\x0egroup_metadata\x18\x02 \x01(\x0b\x32\x1a.lanes.v1.GroupMetadataKeyH\x00\x12*\n\x06member\x18\x03 \x01(\x0b\x32\x18.lanes.v1.GroupMemberKeyH\x00\x12\x35\n\x11target_assignment\x18\x04 \x01(\x0b\x32\x18.lanes.v1.GroupMemberKeyH\x00\x12@\n\x1atarget_assignment_metadata\x18\x05 \x01(\x0b\x32\x1a.lanes.v1.GroupMetadataKeyH\x00\x12\x36\n\x12\x63urrent_assignment\x18\x06 \x01(\x0b\x32\x18.lanes.v1.GroupMemberKeyH\x00\x42\x05\n\x03key\"E\n\x0fOffsetCommitKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\x05\"$\n\x10GroupMetadataKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\"5\n\x0eGroupMemberKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\x11\n\tmember_id\x18\x02 \x01(\t\"\xff\x02\n\x10GroupRecordValue\x12\x34\n\roffset_commit\x18\x01 \x01(\x0b\x32\x1b.lanes.v1.OffsetCommitValueH\x00\x12\x36\n\x0egroup_metadata\x18\x02 \x01(\x0b\x32\x1c.lanes.v1.GroupMetadataValueH\x00\x12,\n\x06member\x18\x03 \x01(\x0b\x32\x1a.lanes.v1.GroupMemberValueH\x00\x12\x37\n\x11target_assignment\x18\x04 \x01(\x0b\x32\x1a.lanes.v1.StoredAssignmentH\x00\x12M\n\x1atarget_assignment_metadata\x18\x05 \x01(\x0b\x32\'.lanes.v1.TargetAssignmentMetadataValueH\x00\x12>\n\x12\x63urrent_assignment\x18\x06 \x01(\x0b\x32 .lanes.v1.CurrentAssignmentValueH\x00\x42\x07\n\x05value\"|\n\x11OffsetCommitValue\x12\x18\n\x10\x63ommitted_offset\x18\x01 \x01(\x03\x12\x1e\n\x16\x63ommitted_leader_epoch\x18\x02 \x01(\x05\x12\x10\n\x08metadata\x18\x03 \x01(\t\x12\x1b\n\x13\x63ommit_timestamp_ms\x18\x04 \x01(\x03\"S\n\x12GroupMetadataValue\x12\x13\n\x0bgroup_epoch\x18\x01 \x01(\x05\x12\x10\n\x08\x61ssignor\x18\x02 \x01(\t\x12\x16\n\x0e\x65mpty_since_ms\x18\x03 \x01(\x03\"\xcb\x01\n\x10GroupMemberValue\x12\x13\n\x0binstance_id\x18\x01 \x01(\t\x12\x0f\n\x07rack_id\x18\x02 \x01(\t\x12\x11\n\tclient_id\x18\x03 \x01(\t\x12\x13\n\x0b\x63lient_host\x18\x04 \x01(\t\x12\x32\n\x0csubscription\x18\x05 \x01(\x0b\x32\x1c.lanes.v1.StoredSubscription\x12\x17\n\x0fserver_assignor\x18\x06 \x01(\t\x12\x1c\n\x14rebalance_timeout_ms\x18\x07 \x01(\x05\"9\n\x1dTargetAssignmentMetadataValue\x12\x18\n\x10\x61ssignment_epoch\x18\x01 \x01(\x05\"\xb3\x01\n\x16\x43urrentAssignmentValue\x12\x14\n\x0cmember_epoch\x18\x01 \x01(\x05\x12\x1d\n\x15previous_member_epoch\x18\x02 \x01(\x05\x12,\n\x08\x61ssigned\x18\x03 \x01(\x0b\x32\x1a.lanes.v1.StoredAssignment\x12\x36\n\x12pending_revocation\x18\x04 \x01(\x0b\x32\x1a.lanes.v1.StoredAssignment\"G\n\x10StoredAssignment\x12\x33\n\x10topic_partitions\x18\x01 \x03(\x0b\x32\x19.lanes.v1.TopicPartitions\">\n\x12StoredSubscription\x12\x13\n\x0btopic_names\x18\x01 \x03(\t\x12\x13\n\x0btopic_regex\x18\x02 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'lanes.v1.group_records_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_GROUPRECORDKEY']._serialized_start=71
-  _globals['_GROUPRECORDKEY']._serialized_end=421
-  _globals['_OFFSETCOMMITKEY']._serialized_start=423
-  _globals['_OFFSETCOMMITKEY']._serialized_end=492
-  _globals['_GROUPMETADATAKEY']._serialized_start=494
-  _globals['_GROUPMETADATAKEY']._serialized_end=530
-  _globals['_GROUPMEMBERKEY']._serialized_start=532
-  _globals['_GROUPMEMBERKEY']._serialized_end=585
-  _globals['_GROUPRECORDVALUE']._serialized_start=588
-  _globals['_GROUPRECORDVALUE']._serialized_end=965
-  _globals['_OFFSETCOMMITVALUE']._serialized_start=967
-  _globals['_OFFSETCOMMITVALUE']._serialized_end=1091
-  _globals['_GROUPMETADATAVALUE']._serialized_start=1093
-  _globals['_GROUPMETADATAVALUE']._serialized_end=1176
-  _globals['_GROUPMEMBERVALUE']._serialized_start=1179
-  _globals['_GROUPMEMBERVALUE']._serialized_end=1376
-  _globals['_TARGETASSIGNMENTMETADATAVALUE']._serialized_start=1378
-  _globals['_TARGETASSIGNMENTMETADATAVALUE']._serialized_end=1435
-  _globals['_CURRENTASSIGNMENTVALUE']._serialized_start=1438
-  _globals['_CURRENTASSIGNMENTVALUE']._serialized_end=1605
+  _globals['_GROUPRECORDKEY']._serialized_start=66
+  _globals['_GROUPRECORDKEY']._serialized_end=416
+  _globals['_OFFSETCOMMITKEY']._serialized_start=418
+  _globals['_OFFSETCOMMITKEY']._serialized_end=487
+  _globals['_GROUPMETADATAKEY']._serialized_start=489
+  _globals['_GROUPMETADATAKEY']._serialized_end=525
+  _globals['_GROUPMEMBERKEY']._serialized_start=527
+  _globals['_GROUPMEMBERKEY']._serialized_end=580
+  _globals['_GROUPRECORDVALUE']._serialized_start=583
+  _globals['_GROUPRECORDVALUE']._serialized_end=966
+  _globals['_OFFSETCOMMITVALUE']._serialized_start=968
+  _globals['_OFFSETCOMMITVALUE']._serialized_end=1092
+  _globals['_GROUPMETADATAVALUE']._serialized_start=1094
+  _globals['_GROUPMETADATAVALUE']._serialized_end=1177
+  _globals['_GROUPMEMBERVALUE']._serialized_start=1180
+  _globals['_GROUPMEMBERVALUE']._serialized_end=1383
+  _globals['_TARGETASSIGNMENTMETADATAVALUE']._serialized_start=1385
+  _globals['_TARGETASSIGNMENTMETADATAVALUE']._serialized_end=1442
+  _globals['_CURRENTASSIGNMENTVALUE']._serialized_start=1445
+  _globals['_CURRENTASSIGNMENTVALUE']._serialized_end=1624
+  _globals['_STOREDASSIGNMENT']._serialized_start=1626
+  _globals['_STOREDASSIGNMENT']._serialized_end=1697
+  _globals['_STOREDSUBSCRIPTION']._serialized_start=1699
+  _globals['_STOREDSUBSCRIPTION']._serialized_end=1761
 # @@protoc_insertion_point(module_scope)

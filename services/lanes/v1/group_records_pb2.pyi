@@ -1,7 +1,8 @@
-from lanes.v1 import coordinator_pb2 as _coordinator_pb2
+from lanes.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -57,10 +58,10 @@ class GroupRecordValue(_message.Message):
     offset_commit: OffsetCommitValue
     group_metadata: GroupMetadataValue
     member: GroupMemberValue
-    target_assignment: _coordinator_pb2.Assignment
+    target_assignment: StoredAssignment
     target_assignment_metadata: TargetAssignmentMetadataValue
     current_assignment: CurrentAssignmentValue
-    def __init__(self, offset_commit: _Optional[_Union[OffsetCommitValue, _Mapping]] = ..., group_metadata: _Optional[_Union[GroupMetadataValue, _Mapping]] = ..., member: _Optional[_Union[GroupMemberValue, _Mapping]] = ..., target_assignment: _Optional[_Union[_coordinator_pb2.Assignment, _Mapping]] = ..., target_assignment_metadata: _Optional[_Union[TargetAssignmentMetadataValue, _Mapping]] = ..., current_assignment: _Optional[_Union[CurrentAssignmentValue, _Mapping]] = ...) -> None: ...
+    def __init__(self, offset_commit: _Optional[_Union[OffsetCommitValue, _Mapping]] = ..., group_metadata: _Optional[_Union[GroupMetadataValue, _Mapping]] = ..., member: _Optional[_Union[GroupMemberValue, _Mapping]] = ..., target_assignment: _Optional[_Union[StoredAssignment, _Mapping]] = ..., target_assignment_metadata: _Optional[_Union[TargetAssignmentMetadataValue, _Mapping]] = ..., current_assignment: _Optional[_Union[CurrentAssignmentValue, _Mapping]] = ...) -> None: ...
 
 class OffsetCommitValue(_message.Message):
     __slots__ = ("committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp_ms")
@@ -97,10 +98,10 @@ class GroupMemberValue(_message.Message):
     rack_id: str
     client_id: str
     client_host: str
-    subscription: _coordinator_pb2.Subscription
+    subscription: StoredSubscription
     server_assignor: str
     rebalance_timeout_ms: int
-    def __init__(self, instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscription: _Optional[_Union[_coordinator_pb2.Subscription, _Mapping]] = ..., server_assignor: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscription: _Optional[_Union[StoredSubscription, _Mapping]] = ..., server_assignor: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ...) -> None: ...
 
 class TargetAssignmentMetadataValue(_message.Message):
     __slots__ = ("assignment_epoch",)
@@ -116,6 +117,20 @@ class CurrentAssignmentValue(_message.Message):
     PENDING_REVOCATION_FIELD_NUMBER: _ClassVar[int]
     member_epoch: int
     previous_member_epoch: int
-    assigned: _coordinator_pb2.Assignment
-    pending_revocation: _coordinator_pb2.Assignment
-    def __init__(self, member_epoch: _Optional[int] = ..., previous_member_epoch: _Optional[int] = ..., assigned: _Optional[_Union[_coordinator_pb2.Assignment, _Mapping]] = ..., pending_revocation: _Optional[_Union[_coordinator_pb2.Assignment, _Mapping]] = ...) -> None: ...
+    assigned: StoredAssignment
+    pending_revocation: StoredAssignment
+    def __init__(self, member_epoch: _Optional[int] = ..., previous_member_epoch: _Optional[int] = ..., assigned: _Optional[_Union[StoredAssignment, _Mapping]] = ..., pending_revocation: _Optional[_Union[StoredAssignment, _Mapping]] = ...) -> None: ...
+
+class StoredAssignment(_message.Message):
+    __slots__ = ("topic_partitions",)
+    TOPIC_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic_partitions: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartitions]
+    def __init__(self, topic_partitions: _Optional[_Iterable[_Union[_common_pb2.TopicPartitions, _Mapping]]] = ...) -> None: ...
+
+class StoredSubscription(_message.Message):
+    __slots__ = ("topic_names", "topic_regex")
+    TOPIC_NAMES_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_REGEX_FIELD_NUMBER: _ClassVar[int]
+    topic_names: _containers.RepeatedScalarFieldContainer[str]
+    topic_regex: str
+    def __init__(self, topic_names: _Optional[_Iterable[str]] = ..., topic_regex: _Optional[str] = ...) -> None: ...
