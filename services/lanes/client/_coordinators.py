@@ -3,12 +3,22 @@ and any coordinator answers FindCoordinator for any group. Owned by the client's
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 import grpc
 
 from lanes.client._cluster import ClusterView
-from lanes.errors import ErrorCode, error_for
+from lanes.clock import Clock
+from lanes.deadline import SYSTEM_CLOCK, Deadline, attempts
+from lanes.errors import ErrorCode, RetriableError, error_for
 from lanes.rpc.wire import code_of
-from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
+from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+
+T = TypeVar("T")
+
+#: Pause between attempts of a call to a group's coordinator.
+RETRY_PAUSE_S = 0.1
 
 #: Answers after which the client finds the coordinator again and retries.
 REDISCOVER = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
@@ -17,10 +27,38 @@ REDISCOVER = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVA
 class Coordinators:
     """Where each group's coordinator is, as last found."""
 
-    def __init__(self, cluster: ClusterView, request_timeout_s: float) -> None:
+    def __init__(self, cluster: ClusterView, request_timeout_s: float, clock: Clock = SYSTEM_CLOCK) -> None:
         self.cluster = cluster
         self._timeout_s = request_timeout_s
+        self._clock = clock
         self._by_group: dict[str, str] = {}
+
+    async def ask(
+        self,
+        group_id: str,
+        call: Callable[[coordinator_pb2_grpc.GroupCoordinatorStub], Awaitable[T]],
+        error_of: Callable[[T], common_pb2.Error],
+    ) -> T:
+        """``call`` the group's coordinator and return its answer, retrying for up to the request
+        timeout while the error ``error_of(answer)`` is retriable (finding the coordinator again
+        when it moved or did not answer); raise a non-retriable error at once, the last retriable
+        one when time runs out."""
+        code, message = ErrorCode.REQUEST_TIMED_OUT, "no attempt was made"
+        async for _ in attempts(Deadline(self._timeout_s, self._clock), RETRY_PAUSE_S):
+            try:
+                answer = await call(self.stub(await self.find(group_id)))
+                code, message = code_of(error_of(answer)), error_of(answer).message
+            except grpc.aio.AioRpcError as exc:
+                code, message = ErrorCode.NETWORK_EXCEPTION, exc.code().name
+            except RetriableError as exc:
+                code, message = exc.code, exc.message
+            if code is ErrorCode.NONE:
+                return answer
+            if not code.retriable:
+                raise error_for(code, message)
+            if code in REDISCOVER or code is ErrorCode.NETWORK_EXCEPTION:
+                self.forget(group_id)
+        raise error_for(code, f"group {group_id!r}: {message}")
 
     def stub(self, address: str) -> coordinator_pb2_grpc.GroupCoordinatorStub:
         """A GroupCoordinator stub on the cached channel to ``address``."""

@@ -5,20 +5,18 @@ request timeout. Owned by the client's event loop."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
 import grpc
 
 from lanes.client._cluster import ClusterView
-from lanes.client._coordinators import REDISCOVER, Coordinators
-from lanes.errors import ErrorCode, LanesError, RetriableError, error_for
-from lanes.rpc.wire import assignment_from_wire, code_of, topic_partitions_to_wire
+from lanes.client._coordinators import Coordinators
+from lanes.errors import ErrorCode, LanesError, error_for
+from lanes.rpc.wire import assignment_from_wire, topic_partitions_to_wire
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from lanes.v1 import coordinator_pb2
 
 T = TypeVar("T")
 _STATES = {
@@ -127,33 +125,6 @@ class GroupAdmin:
         self._cluster = ClusterView(bootstrap, request_timeout_s)
         self._coordinators = Coordinators(self._cluster, request_timeout_s)
 
-    async def _ask(
-        self,
-        group_id: str,
-        call: Callable[[coordinator_pb2_grpc.GroupCoordinatorStub], Awaitable[T]],
-        error_of: Callable[[T], common_pb2.Error],
-    ) -> T:
-        """``call`` the group's coordinator, retrying while it moves or loads; raise other errors."""
-        deadline = time.monotonic() + self._timeout_s
-        while True:
-            try:
-                answer = await call(self._coordinators.stub(await self._coordinators.find(group_id)))
-                code = code_of(error_of(answer))
-                message = error_of(answer).message
-            except grpc.aio.AioRpcError as exc:
-                code, message = ErrorCode.NETWORK_EXCEPTION, exc.code().name
-            except RetriableError as exc:
-                code, message = exc.code, exc.message
-            if code is ErrorCode.NONE:
-                return answer
-            if not code.retriable:
-                raise error_for(code, message)
-            if code in REDISCOVER or code is ErrorCode.NETWORK_EXCEPTION:
-                self._coordinators.forget(group_id)
-            if time.monotonic() > deadline:
-                raise error_for(code, f"group {group_id!r}: {message}")
-            await asyncio.sleep(0.1)
-
     async def list_groups(self) -> list[GroupListing]:
         """Every group of the cluster (each coordinator lists the groups of its shards)."""
         listings: dict[str, GroupListing] = {}
@@ -174,7 +145,7 @@ class GroupAdmin:
 
     async def describe_group(self, group_id: str, *, include_offsets: bool = True) -> GroupDescription:
         """Members, assignments and, per partition, committed offset, end offset and lag."""
-        answer = await self._ask(
+        answer = await self._coordinators.ask(
             group_id,
             lambda stub: stub.DescribeGroups(
                 coordinator_pb2.DescribeGroupsRequest(group_ids=[group_id], include_offsets=include_offsets),
@@ -212,7 +183,7 @@ class GroupAdmin:
 
     async def delete_group(self, group_id: str) -> None:
         """Delete an empty group and its offsets (NonEmptyGroupError while it has members)."""
-        await self._ask(
+        await self._coordinators.ask(
             group_id,
             lambda stub: stub.DeleteGroups(
                 coordinator_pb2.DeleteGroupsRequest(group_ids=[group_id]), timeout=self._timeout_s
@@ -226,7 +197,7 @@ class GroupAdmin:
         """Move an empty group's offsets (``to``: see ``reset_spec``) of ``partitions`` (default:
         every partition it has offsets for). A dry run (the default) only computes them."""
         spec = reset_spec(to)
-        answer = await self._ask(
+        answer = await self._coordinators.ask(
             group_id,
             lambda stub: stub.ResetOffsets(
                 coordinator_pb2.ResetOffsetsRequest(
@@ -242,7 +213,7 @@ class GroupAdmin:
 
     async def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, str]:
         """Delete committed offsets; per partition an error message ('' when deleted)."""
-        answer = await self._ask(
+        answer = await self._coordinators.ask(
             group_id,
             lambda stub: stub.DeleteOffsets(
                 coordinator_pb2.DeleteOffsetsRequest(

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +34,8 @@ import grpc
 
 from lanes.client._cluster import ClusterView
 from lanes.client._coordinators import Coordinators
+from lanes.clock import Clock
+from lanes.deadline import SYSTEM_CLOCK
 from lanes.errors import ErrorCode, LanesError, error_for
 from lanes.rpc.wire import assignment_from_wire, assignment_to_wire, code_of
 from lanes.topic_partition import TopicPartition
@@ -74,9 +75,11 @@ class GroupMembership:
         assignor: str = "",
         rebalance_timeout_ms: int,
         request_timeout_s: float,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.cluster = cluster
-        self.coordinators = Coordinators(cluster, request_timeout_s)
+        self._clock = clock
+        self.coordinators = Coordinators(cluster, request_timeout_s, clock)
         self.group_id = group_id
         self.instance_id = instance_id
         self.client_id = client_id
@@ -92,13 +95,16 @@ class GroupMembership:
         self.fatal: LanesError | None = None
         self._lost = False
         self._left_for_poll_timeout = False
-        self._last_success_sent = time.monotonic()
-        self._last_poll = time.monotonic()
+        self._last_success_sent = self._now_s()
+        self._last_poll = self._now_s()
         self._timeout_s = request_timeout_s
         self._wake = asyncio.Event()
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+
+    def _now_s(self) -> float:
+        return self._clock.monotonic_ms() / 1000
 
     # -----------------------------------------------------------------------------------------
     # lifecycle
@@ -117,7 +123,7 @@ class GroupMembership:
 
     def polled(self) -> None:
         """The application called poll: it is alive (max_poll_interval_ms)."""
-        self._last_poll = time.monotonic()
+        self._last_poll = self._now_s()
 
     def next_step(self) -> Step | None:
         """The next change to apply in poll, if any (see the module docstring)."""
@@ -211,9 +217,7 @@ class GroupMembership:
     # the heartbeat task
 
     def _session_lapsed(self) -> bool:
-        return (
-            self.session_timeout_s is not None and time.monotonic() - self._last_success_sent > self.session_timeout_s
-        )
+        return self.session_timeout_s is not None and self._now_s() - self._last_success_sent > self.session_timeout_s
 
     async def _heartbeats(self) -> None:
         while not self._closing:
@@ -224,7 +228,7 @@ class GroupMembership:
 
     async def _heartbeat_once(self) -> float:
         """One heartbeat; the delay before the next."""
-        if time.monotonic() - self._last_poll > self.rebalance_timeout_ms / 1000 and not self._left_for_poll_timeout:
+        if self._now_s() - self._last_poll > self.rebalance_timeout_ms / 1000 and not self._left_for_poll_timeout:
             _log.warning(
                 "group %s: poll() not called for max_poll_interval_ms=%d; leaving the group so its partitions move",
                 self.group_id,
@@ -241,7 +245,7 @@ class GroupMembership:
             return self.heartbeat_interval_s  # wait for poll to drop the partitions first
         if self._lost:
             return 0.0
-        sent_at = time.monotonic()
+        sent_at = self._now_s()
         try:
             address = await self.coordinator()
             answer = await self._send(address, self.member_epoch)

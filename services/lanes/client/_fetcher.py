@@ -1,0 +1,384 @@
+"""The fetcher behind a consumer (aiokafka's seam): it owns the consumer's positions, paused
+partitions and fetched-but-unreturned records, and fetches from each partition's leader.
+
+- ``positions``: the offset of the next record ``records`` returns per owned partition (None:
+  not yet known, looked up per ``auto_offset_reset`` at the next fetch). Only this object writes
+  it; the consumer changes ownership through ``assign``/``seek``/``release``.
+- A fetch runs as one task (``_prefetch``) while the caller works through what the last one
+  brought; a partition with at most one poll's (or one fetch's) worth of records left is
+  fetched ahead, from where its buffer ends. Any change of ownership or position drops the
+  buffer and the fetch under way (``drop_prefetch``).
+- A moved leader is found again through metadata; OFFSET_OUT_OF_RANGE resets the position.
+
+Owned by the client's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import grpc
+
+from lanes.client._cluster import ClusterView
+from lanes.clock import Clock
+from lanes.deadline import Deadline, attempts
+from lanes.errors import ErrorCode, LanesError, OffsetOutOfRangeError, RetriableError, error_code, error_for
+from lanes.protocol.records import BatchHeader, TimestampType, decode_batches
+from lanes.topic_partition import TopicPartition
+from lanes.v1 import broker_pb2, broker_pb2_grpc
+
+#: Pause before looking a partition's leader or offsets up again.
+_RETRY_PAUSE_S = 0.1
+
+
+class ConsumerRecord(NamedTuple):
+    """A record as a consumer sees it. A named tuple whose first five fields are a decoded
+    record's, so the record codec builds it directly (in C) with the batch's fields appended:
+    no per-record Python work between the wire and ``poll``."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    topic: str
+    partition: int
+    timestamp_type: TimestampType
+    leader_epoch: int
+
+
+def _consumer_records(topic: str, partition: int, data: bytes, start: int) -> list[ConsumerRecord]:
+    """The records of fetched batches from offset ``start`` on, built by the codec with the
+    batch's topic, partition, timestamp type and leader epoch appended."""
+
+    def trailer(header: BatchHeader) -> tuple[str, int, TimestampType, int]:
+        return (topic, partition, header.timestamp_type, header.partition_leader_epoch)
+
+    records: list[ConsumerRecord] = []
+    for batch in decode_batches(data, record_type=ConsumerRecord, trailer=trailer):
+        decoded: list[ConsumerRecord] = batch.records  # type: ignore[assignment]  # decoded as ConsumerRecord
+        if batch.header.base_offset < start:  # only a fetch's first batch may begin before the position
+            decoded = [record for record in decoded if record.offset >= start]
+        if batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME:  # the broker's time, for every record
+            decoded = [record._replace(timestamp=batch.header.max_timestamp) for record in decoded]
+        records.extend(decoded)
+    return records
+
+
+class _Buffered:
+    """A partition's fetched records not yet returned by ``poll``: taken from the front without
+    copying the rest. ``end_offset`` is where the next fetch of the partition continues."""
+
+    __slots__ = ("_next", "_records", "end_offset", "last_fetch_records")
+
+    def __init__(self, records: list[ConsumerRecord], end_offset: int, last_fetch_records: int) -> None:
+        self._records = records
+        self._next = 0
+        self.end_offset = end_offset
+        self.last_fetch_records = last_fetch_records
+
+    def __bool__(self) -> bool:
+        return self._next < len(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records) - self._next
+
+    def extended(self, records: list[ConsumerRecord], end_offset: int) -> _Buffered:
+        """The records left, then ``records`` (fetched from ``self.end_offset`` on)."""
+        return _Buffered(self._records[self._next :] + records, end_offset, len(records))
+
+    def take(self, count: int) -> list[ConsumerRecord]:
+        chunk = self._records[self._next : self._next + count]
+        self._next += len(chunk)
+        return chunk
+
+
+class Fetcher:
+    """Positions, paused partitions, the record buffer and the fetches of one consumer."""
+
+    def __init__(
+        self,
+        cluster: ClusterView,
+        *,
+        group_id: str | None,
+        auto_offset_reset: str,
+        fetch_min_bytes: int,
+        fetch_max_wait_ms: int,
+        fetch_max_bytes: int,
+        max_partition_fetch_bytes: int,
+        max_poll_records: int,
+        request_timeout_s: float,
+        clock: Clock,
+    ) -> None:
+        self._cluster = cluster
+        self._group_id = group_id
+        self.auto_offset_reset = auto_offset_reset
+        self._min_bytes = fetch_min_bytes
+        self._max_wait_ms = fetch_max_wait_ms
+        self._max_bytes = fetch_max_bytes
+        self._partition_max_bytes = max_partition_fetch_bytes
+        self._max_poll_records = max_poll_records
+        self._timeout_s = request_timeout_s
+        self._clock = clock
+        self.positions: dict[TopicPartition, int | None] = {}
+        self.paused: set[TopicPartition] = set()
+        self._buffer: dict[TopicPartition, _Buffered] = {}
+        self._prefetch: asyncio.Task[None] | None = None
+
+    # -----------------------------------------------------------------------------------------
+    # ownership and positions
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Own exactly ``partitions`` (positions of kept ones are kept, new ones unknown)."""
+        wanted = set(partitions)
+        self.drop_prefetch()
+        self.positions = {tp: self.positions.get(tp) for tp in sorted(wanted)}
+        self.paused &= wanted
+
+    def add(self, positions: dict[TopicPartition, int | None]) -> None:
+        """Own these partitions too, from these positions."""
+        self.drop_prefetch()
+        for partition in sorted(positions):
+            self.positions[partition] = positions[partition]
+
+    def release(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop owning ``partitions`` (revoked or lost)."""
+        self.drop_prefetch()
+        for partition in partitions:
+            self.positions.pop(partition, None)
+            self.paused.discard(partition)
+
+    def seek(self, positions: dict[TopicPartition, int]) -> None:
+        """Read each owned partition from its given offset next."""
+        self.drop_prefetch()
+        self.positions.update(positions)
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        self.drop_prefetch()
+        self.paused.update(partitions)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        self.paused.difference_update(partitions)
+
+    def drop_prefetch(self) -> None:
+        """Forget buffered records and cancel the fetch under way."""
+        if self._prefetch is not None:
+            self._prefetch.cancel()
+            self._prefetch = None
+        self._buffer.clear()
+
+    def close(self) -> None:
+        self.drop_prefetch()
+        self.positions.clear()
+
+    # -----------------------------------------------------------------------------------------
+    # offsets
+
+    async def list_offsets(
+        self, partitions: list[TopicPartition], spec: broker_pb2.OffsetSpec, timestamp_ms: int = 0
+    ) -> dict[TopicPartition, tuple[int, int]]:
+        results: dict[TopicPartition, tuple[int, int]] = {}
+        pending = list(partitions)
+        async for _ in attempts(Deadline(self._timeout_s, self._clock), _RETRY_PAUSE_S):
+            if not pending:
+                return results
+            await self._refresh([tp.topic for tp in pending])
+            retry = []
+            for partition in pending:
+                request = broker_pb2.ListOffsetsRequest(
+                    topics=[
+                        broker_pb2.ListOffsetsTopic(
+                            topic=partition.topic,
+                            partitions=[
+                                broker_pb2.ListOffsetsPartition(
+                                    partition=partition.partition,
+                                    spec=spec,
+                                    timestamp_ms=timestamp_ms,
+                                    current_leader_epoch=-1,
+                                )
+                            ],
+                        )
+                    ]
+                )
+                try:
+                    answer = await self._stub_for(partition).ListOffsets(request, timeout=self._timeout_s)
+                except (grpc.aio.AioRpcError, LanesError):
+                    retry.append(partition)
+                    continue
+                part = answer.topics[0].partitions[0]
+                error = error_for(part.error.code, part.error.message) if part.error.code else None
+                if error is None:
+                    results[partition] = (part.offset, part.timestamp_ms)
+                elif error.retriable:
+                    retry.append(partition)
+                else:
+                    raise error
+            pending = retry
+        if not pending:
+            return results
+        raise error_for(ErrorCode.REQUEST_TIMED_OUT, f"offsets of {pending} could not be looked up")
+
+    async def ensure_positions(self, partitions: Iterable[TopicPartition]) -> None:
+        missing = [tp for tp in partitions if self.positions.get(tp) is None]
+        if not missing:
+            return
+        if self.auto_offset_reset == "none":
+            where = f"group {self._group_id!r} has no committed offset" if self._group_id else "no position"
+            raise OffsetOutOfRangeError(
+                f"{where} for {', '.join(f'{tp.topic}-{tp.partition}' for tp in missing)} and auto_offset_reset is "
+                "none: seek() to a position, reset the group's offsets, or use earliest or latest"
+            )
+        spec = (
+            broker_pb2.OFFSET_SPEC_EARLIEST if self.auto_offset_reset == "earliest" else broker_pb2.OFFSET_SPEC_LATEST
+        )
+        for partition, (offset, _) in (await self.list_offsets(missing, spec)).items():
+            self.positions[partition] = offset
+
+    # -----------------------------------------------------------------------------------------
+    # fetching
+
+    async def records(self, deadline: Deadline) -> list[ConsumerRecord]:
+        """Up to ``max_poll_records`` buffered or fetched records of owned, unpaused partitions,
+        waiting for a fetch until ``deadline``; positions move past what is returned. The next
+        fetch starts before returning, so it runs while the caller works."""
+        while True:
+            if not self._buffered() and self._prefetch is None:
+                self._start_fetch(int(deadline.remaining_s() * 1000))
+            if not self._buffered() and self._prefetch is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self._prefetch), deadline.remaining_s())
+                if self._prefetch is not None and self._prefetch.done():
+                    done, self._prefetch = self._prefetch, None
+                    done.result()  # raises what the fetch raised
+            records = self._take()
+            if records or deadline.expired():
+                if self._prefetch is None:
+                    self._start_fetch(self._max_wait_ms)  # the next fetch runs while the caller works
+                return records
+
+    def _buffered(self) -> bool:
+        return any(self._buffer.values())
+
+    def _take(self) -> list[ConsumerRecord]:
+        taken: list[ConsumerRecord] = []
+        for partition in list(self._buffer):
+            room = self._max_poll_records - len(taken)
+            if room <= 0:
+                break
+            chunk = self._buffer[partition].take(room)
+            if chunk and partition in self.positions and partition not in self.paused:
+                taken.extend(chunk)
+                self.positions[partition] = chunk[-1].offset + 1
+        return taken
+
+    def _start_fetch(self, max_wait_ms: int) -> None:
+        """Fetch the partitions with at most one poll's (or one fetch's) worth of records
+        buffered, from where their buffer ends: the broker reads the next records while the
+        caller works through those. A partition's buffer holds at most about two fetches."""
+        fetchable = [tp for tp in self.positions if tp not in self.paused and self._wants_records(tp)]
+        if fetchable:
+            self._prefetch = asyncio.get_running_loop().create_task(self._fetch(fetchable, max_wait_ms))
+
+    def _wants_records(self, partition: TopicPartition) -> bool:
+        buffered = self._buffer.get(partition)
+        return not buffered or len(buffered) <= max(self._max_poll_records, buffered.last_fetch_records)
+
+    def _fetch_offset(self, partition: TopicPartition) -> int:
+        """Where the partition's next fetch starts: after what is buffered, else its position."""
+        buffered = self._buffer.get(partition)
+        return buffered.end_offset if buffered else self.positions[partition] or 0
+
+    async def _fetch(self, partitions: list[TopicPartition], max_wait_ms: int) -> None:
+        await self.ensure_positions(partitions)
+        unknown = {tp.topic for tp in partitions if self._cluster.leader_address(tp.topic, tp.partition) is None}
+        await self._refresh(sorted(unknown))
+        by_leader: dict[str | None, list[TopicPartition]] = {}
+        for partition in partitions:
+            by_leader.setdefault(self._cluster.leader_address(partition.topic, partition.partition), []).append(
+                partition
+            )
+        await asyncio.gather(*(self._fetch_from(leader, group, max_wait_ms) for leader, group in by_leader.items()))
+
+    async def _fetch_from(self, address: str | None, partitions: list[TopicPartition], max_wait_ms: int) -> None:
+        if address is None:
+            self._forget_leaders(partitions)
+            await asyncio.sleep(_RETRY_PAUSE_S)  # the next fetch looks for the leader again
+            return
+        topics: dict[str, broker_pb2.FetchTopic] = {}
+        fetched = {partition: self._fetch_offset(partition) for partition in partitions}
+        for partition in partitions:
+            topics.setdefault(partition.topic, broker_pb2.FetchTopic(topic=partition.topic)).partitions.append(
+                broker_pb2.FetchPartition(
+                    partition=partition.partition,
+                    fetch_offset=fetched[partition],
+                    current_leader_epoch=-1,
+                    partition_max_bytes=self._partition_max_bytes,
+                )
+            )
+        request = broker_pb2.FetchRequest(
+            max_wait_ms=max_wait_ms, min_bytes=self._min_bytes, max_bytes=self._max_bytes, topics=list(topics.values())
+        )
+        try:
+            answer = await self._cluster.stub(address).Fetch(request, timeout=self._timeout_s + max_wait_ms / 1000)
+        except grpc.aio.AioRpcError:
+            self._forget_leaders(partitions)
+            return
+        for topic in answer.topics:
+            for part in topic.partitions:
+                partition = TopicPartition(topic.topic, part.partition)
+                code = error_code(part.error.code)
+                if code is ErrorCode.OFFSET_OUT_OF_RANGE:
+                    self.positions[partition] = None  # reset per auto_offset_reset at the next fetch
+                    self._buffer.pop(partition, None)  # read ahead of a log that was cut back
+                    if self.auto_offset_reset == "none":
+                        raise OffsetOutOfRangeError(part.error.message)
+                    continue
+                if code is not ErrorCode.NONE:
+                    self._forget_leaders([partition])
+                    continue
+                self._buffer_fetched(partition, fetched[partition], topic.topic, part)
+
+    def _buffer_fetched(
+        self, partition: TopicPartition, offset: int, topic: str, part: broker_pb2.FetchPartitionResponse
+    ) -> None:
+        """Buffer the records fetched from ``offset``, behind the partition's buffered ones."""
+        records = _consumer_records(topic, part.partition, part.records, offset)
+        end_offset = records[-1].offset + 1 if records else offset
+        buffered = self._buffer.get(partition)
+        if buffered:
+            self._buffer[partition] = buffered.extended(records, end_offset)
+        elif records:
+            self._buffer[partition] = _Buffered(records, end_offset, len(records))
+
+    def _forget_leaders(self, partitions: Iterable[TopicPartition]) -> None:
+        for partition in partitions:
+            self._cluster.forget_leader(partition.topic, partition.partition)
+
+    def _stub_for(self, partition: TopicPartition) -> broker_pb2_grpc.BrokerStub:
+        address = self._cluster.leader_address(partition.topic, partition.partition)
+        if address is None:
+            raise error_for(ErrorCode.LEADER_NOT_AVAILABLE, f"{partition} has no known leader")
+        return self._cluster.stub(address)
+
+    async def _refresh(self, topics: list[str]) -> None:
+        """Refresh leaders; an unknown topic raises, an unreachable cluster is retried later."""
+        if not topics:
+            return
+        try:
+            errors = await self._cluster.refresh(topics)
+        except RetriableError:
+            return  # no broker answered: the next fetch or lookup tries again
+        for error in errors.values():
+            if error_code(error.code) is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                raise error_for(error.code, error.message)
+        for partition in self.positions:
+            count = self._cluster.partition_counts.get(partition.topic)
+            if partition.topic in topics and count is not None and partition.partition >= count:
+                raise error_for(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"{partition.topic} has partitions 0..{count - 1}; partition {partition.partition} does not exist "
+                    "(assign an existing one, or add partitions with Admin.create_partitions)",
+                )

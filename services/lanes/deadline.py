@@ -1,0 +1,83 @@
+"""Waiting with a deadline on an injected clock: the one way Lanes code retries or polls.
+
+``Deadline`` is a point on a clock's monotonic time. ``attempts`` (asyncio) and
+``attempts_blocking`` (a plain thread) pace the attempts of something that may have to be tried
+again: the first attempt at once, each later one after a pause that never runs past the deadline,
+and no attempt once the deadline has passed. The caller breaks out (``return``) when an attempt
+succeeds and decides what to raise when the iteration ends without one::
+
+    async for _ in attempts(Deadline(timeout_s, clock), pause_s=0.1):
+        answer = await try_it()
+        if answer is not None:
+            return answer
+    raise RequestTimedOutError("...")
+
+The clock and the sleep are parameters, so a test drives both (``ManualClock`` and a sleep that
+advances it) and a retry loop is checked without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+from lanes.clock import Clock, SystemClock
+
+SYSTEM_CLOCK: Clock = SystemClock()
+
+#: How an asynchronous wait pauses (``asyncio.sleep``, or a test's sleep that moves a clock).
+AsyncSleep = Callable[[float], Awaitable[object]]
+#: How a blocking wait pauses (``time.sleep``, or a test's).
+BlockingSleep = Callable[[float], object]
+
+
+class Deadline:
+    """A point ``timeout_s`` after its creation on ``clock``'s monotonic time. Immutable; safe to
+    read from any thread."""
+
+    __slots__ = ("_at_ms", "_clock")
+
+    def __init__(self, timeout_s: float, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._clock = clock
+        self._at_ms = clock.monotonic_ms() + max(0.0, timeout_s) * 1000
+
+    @classmethod
+    def at_monotonic_ms(cls, at_ms: float, clock: Clock = SYSTEM_CLOCK) -> Deadline:
+        """The deadline at ``at_ms`` on ``clock``'s monotonic time (for a deadline counted from
+        an earlier moment, such as a batch's creation)."""
+        deadline = cls(0, clock)
+        deadline._at_ms = at_ms
+        return deadline
+
+    def remaining_s(self) -> float:
+        """Seconds left (0 once passed)."""
+        return max(0.0, (self._at_ms - self._clock.monotonic_ms()) / 1000)
+
+    def expired(self) -> bool:
+        """Whether the deadline has been reached."""
+        return self._clock.monotonic_ms() >= self._at_ms
+
+
+async def attempts(deadline: Deadline, pause_s: float, *, sleep: AsyncSleep = asyncio.sleep) -> AsyncIterator[int]:
+    """Attempt numbers 0, 1, 2...: the first at once, each later one ``pause_s`` after the
+    previous attempt ended (shortened to what is left of ``deadline``); the iteration ends,
+    without another attempt, when an attempt ends past the deadline."""
+    attempt = 0
+    while True:
+        yield attempt
+        if deadline.expired():
+            return
+        await sleep(min(pause_s, deadline.remaining_s()))
+        attempt += 1
+
+
+def attempts_blocking(deadline: Deadline, pause_s: float, *, sleep: BlockingSleep = time.sleep) -> Iterator[int]:
+    """``attempts`` for code that blocks its thread (the CLI, process supervision)."""
+    attempt = 0
+    while True:
+        yield attempt
+        if deadline.expired():
+            return
+        sleep(min(pause_s, deadline.remaining_s()))
+        attempt += 1
