@@ -202,12 +202,12 @@ def wait_in_flight(producer: lanes.Producer, topic: str, partition: int, timeout
     """Until the partition's sender has taken every record sent so far, so records sent after
     this cannot join its request: wait for the open batch to close (linger), then let the client
     loop run what was queued on it before (the sender's first step takes the closed batch)."""
-    accumulator = producer._producer
+    accumulator = producer._producer._accumulator
     key = (topic, partition)
     deadline = time.monotonic() + timeout_s
     while True:
-        with accumulator._lock:
-            if key in accumulator._sending and key not in accumulator._open:
+        with accumulator.lock:
+            if key in accumulator.sending and key not in accumulator.open:
                 break
         assert time.monotonic() < deadline, f"{topic}-{partition} never closed its batch"
         time.sleep(0.001)
@@ -289,12 +289,12 @@ def test_a_refused_batch_leaves_no_gap_in_the_idempotent_sequence(cluster: Local
 
 def wait_taken(producer: lanes.Producer, topic: str, partition: int, timeout_s: float = 10) -> None:
     """Until the partition's sender has taken every closed batch into a request (sent it)."""
-    accumulator = producer._producer
+    accumulator = producer._producer._accumulator
     key = (topic, partition)
     deadline = time.monotonic() + timeout_s
     while True:
-        with accumulator._lock:
-            if not accumulator._queues.get(key):
+        with accumulator.lock:
+            if not accumulator.queues.get(key):
                 break
         assert time.monotonic() < deadline, f"{topic}-{partition}: the sender never took its batches"
         time.sleep(0.001)
@@ -304,10 +304,10 @@ def wait_taken(producer: lanes.Producer, topic: str, partition: int, timeout_s: 
 def wait_stream_given_up(producer: lanes.Producer, timeout_s: float = 10) -> None:
     """Until the producer gave up on a produce stream (an answer took longer than the request
     timeout), read on the client's loop, which owns the streams."""
-    accumulator = producer._producer
+    sender = producer._producer._sender
 
     async def given_up() -> bool:
-        return any(stream.broken for stream in accumulator._streams.values())
+        return any(stream.broken for stream in sender.streams.values())
 
     deadline = time.monotonic() + timeout_s
     while not _loop.run(given_up()):

@@ -1,0 +1,240 @@
+"""The record accumulator behind a producer (aiokafka's seam): records wait here, batched per
+partition, until the sender (``_sender``) takes them.
+
+- ``append`` picks the partition and adds a record to its open batch; a batch closes when it
+  reaches ``batch_size`` bytes, when its linger is over and no request of its partition is in
+  flight, or when the sender takes it. Closed batches queue per partition, in close order.
+- The buffer is bounded by ``buffer_memory`` bytes: ``append`` refuses a record that does not fit
+  and the caller waits for room (``wait_for_room`` / ``wait_for_room_blocking``) until the
+  sender ``release``s what was written or failed.
+- ``sending`` lists the partitions whose sender runs or is starting, ``awaiting_batches`` those
+  whose sender waits with room in its window; both change only under ``lock``, together with the
+  queues, so no closed batch is ever missed between a sender's last look and its exit.
+
+Threads: everything here is guarded by ``lock`` and may be used from any thread, except the
+async room waiters, which belong to the client's loop. What the sender must act on is told to it
+through ``SenderSignals``, whose methods the producer runs on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+from lanes.client._record_future import BatchOutcome, RecordFuture
+from lanes.clock import Clock
+from lanes.deadline import Deadline
+from lanes.errors import ErrorCode, LanesError
+from lanes.protocol.partitioner import Partitioner
+from lanes.topic_partition import TopicPartition
+
+RecordTuple = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+
+
+class Outgoing(NamedTuple):
+    """A record checked by ``send``, with its estimated encoded size."""
+
+    topic: str
+    value: bytes | None
+    key: bytes | None
+    partition: int | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp: int
+    size_bytes: int
+
+
+class Batch:
+    """One partition's records on their way: ``(index, timestamp, key, value, headers)`` tuples
+    (what ``encode_batch`` takes), and the outcome their futures share. ``created_ms`` is on the
+    producer's monotonic clock."""
+
+    __slots__ = ("created_ms", "outcome", "partition", "records", "size_bytes", "topic")
+
+    def __init__(self, topic: str, partition: int, created_ms: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.records: list[RecordTuple] = []
+        self.outcome = BatchOutcome()
+        self.size_bytes = 0
+        self.created_ms = created_ms
+
+    @property
+    def key(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+class SenderSignals(Protocol):
+    """What the accumulator tells the sender; each call is made on the client's loop."""
+
+    def batch_opened(self, batch: Batch) -> None:
+        """A partition with no running sender has a new open batch: close it after linger."""
+
+    def first_batch_queued(self, batch: Batch) -> None:
+        """A batch was queued for a partition whose sender does not run: start it."""
+
+    def batch_queued(self, batch: Batch) -> None:
+        """A batch was queued for a sender waiting with room in its window: wake it."""
+
+    def linger_pending(self, batch: Batch, delay_s: float) -> None:
+        """An idle sender found only an open batch, ``delay_s`` before its linger is over."""
+
+
+class RecordAccumulator:
+    """Open and queued batches per partition, and the bytes they hold."""
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        max_request_size: int,
+        linger_s: float,
+        buffer_memory: int,
+        partitioner: Partitioner,
+        partition_count: Callable[[str], int],
+        signals: SenderSignals,
+        on_loop: Callable[[Callable[[Batch], None], Batch], None],
+        clock: Clock,
+    ) -> None:
+        self.batch_size = batch_size
+        self.max_request_size = max_request_size
+        self.linger_s = linger_s
+        self.buffer_limit = buffer_memory
+        self._partitioner = partitioner
+        self._partition_count = partition_count
+        self._signals = signals
+        self._on_loop = on_loop
+        self._clock = clock
+        self.lock = threading.Lock()
+        self._room = threading.Condition(self.lock)
+        self._buffered = 0
+        self.open: dict[TopicPartition, Batch] = {}
+        self.queues: dict[TopicPartition, deque[Batch]] = {}
+        self.sending: set[TopicPartition] = set()  # partitions whose sender runs or is starting
+        self.awaiting_batches: set[TopicPartition] = set()  # senders with room for a request
+        self.closed = False
+        self._room_waiters: list[asyncio.Future[None]] = []  # the loop's
+
+    # -----------------------------------------------------------------------------------------
+    # adding records (any thread)
+
+    def append(self, record: Outgoing, num_partitions: int) -> RecordFuture | None:
+        """Add one record to its partition's open batch; None when the buffer has no room for it."""
+        with self.lock:
+            if self.closed:
+                raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
+            if not self.has_room(record.size_bytes):
+                return None
+            chosen = self._partitioner.partition(record.topic, record.key, num_partitions, record.partition)
+            self._buffered += record.size_bytes
+            key = TopicPartition(record.topic, chosen)
+            batch = self.open.get(key)
+            if batch is None:
+                batch = self.open[key] = Batch(record.topic, chosen, self._clock.monotonic_ms())
+                if key not in self.sending:  # a busy sender looks at the open batch when it is done
+                    self._on_loop(self._signals.batch_opened, batch)
+            index = len(batch.records)
+            batch.records.append((index, record.timestamp, record.key, record.value, record.headers))
+            batch.size_bytes += record.size_bytes
+            if batch.size_bytes >= self.batch_size:
+                self._close_locked(batch)
+        return RecordFuture(batch.outcome, record.topic, chosen, index, record.timestamp)
+
+    def has_room(self, size: int) -> bool:
+        """Whether ``size`` more bytes fit the buffer (a record larger than it fits an empty one);
+        the caller holds the lock."""
+        return self._buffered + size <= self.buffer_limit or self._buffered == 0
+
+    async def wait_for_room(self, deadline: Deadline) -> bool:
+        """Wait (on the loop) until some bytes are released or ``deadline`` passes; False then."""
+        if deadline.expired():
+            return False
+        waiter = asyncio.get_running_loop().create_future()
+        self._room_waiters.append(waiter)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiter, deadline.remaining_s())
+        return True
+
+    def wait_for_room_blocking(self, size: int, deadline: Deadline) -> bool:
+        """Block the calling thread until ``size`` bytes fit or ``deadline`` passes; False then."""
+        if deadline.expired():
+            return False
+        with self._room:  # the same lock as append's check: no release is missed
+            self._room.wait_for(lambda: self.has_room(size), deadline.remaining_s())
+        return True
+
+    def release(self, size: int) -> None:
+        """``size`` bytes were written or failed: room for waiting senders (call on the loop)."""
+        with self.lock:
+            self._buffered -= size
+            self._room.notify_all()
+        waiters, self._room_waiters = self._room_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    # -----------------------------------------------------------------------------------------
+    # closing batches
+
+    def close_all(self) -> None:
+        """Queue every open batch now (flush)."""
+        with self.lock:
+            for batch in list(self.open.values()):
+                self._close_locked(batch)
+
+    def close_if_open(self, batch: Batch) -> None:
+        """Linger is over. While the partition's sender is busy the open batch keeps taking
+        records (the sender takes it next): batches grow with the round trip instead of queueing
+        up small, so latency stays near one round trip at any rate."""
+        with self.lock:
+            if batch.key not in self.sending and self.open.get(batch.key) is batch:
+                self._close_locked(batch)
+
+    def _close_locked(self, batch: Batch) -> None:
+        """Queue ``batch`` for sending, behind its partition's earlier batches (the caller holds
+        the lock). It joins the queue here, at once: were it handed to the loop to queue later,
+        the sender could meanwhile take the partition's next open batch and send it first."""
+        key = batch.key
+        self._detach_locked(batch)
+        self.queues.setdefault(key, deque()).append(batch)
+        if key not in self.sending:
+            self.sending.add(key)
+            self._on_loop(self._signals.first_batch_queued, batch)
+        elif key in self.awaiting_batches:
+            self.awaiting_batches.discard(key)
+            self._on_loop(self._signals.batch_queued, batch)
+
+    def _detach_locked(self, batch: Batch) -> None:
+        """No more records join ``batch`` (the caller holds the lock)."""
+        del self.open[batch.key]
+        self._partitioner.batch_completed(batch.topic, batch.partition, self._partition_count(batch.topic))
+
+    # -----------------------------------------------------------------------------------------
+    # the sender's side
+
+    def take_request(self, key: TopicPartition, *, idle: bool) -> list[Batch] | None:
+        """The partition's next request: its closed batches (as many as fit ``max_request_size``),
+        or else its open batch once linger is over. None when there is nothing to send yet; an
+        ``idle`` sender (nothing in flight) then has the open batch closed when its linger ends."""
+        with self.lock:  # closing threads append to the queue under the lock
+            queue = self.queues.setdefault(key, deque())
+            if not queue:
+                batch = self.open.get(key)
+                if batch is None:
+                    return None
+                linger_left_s = (batch.created_ms - self._clock.monotonic_ms()) / 1000 + self.linger_s
+                if linger_left_s > 0:  # while requests are in flight, it grows until the next answer
+                    if idle:
+                        self._signals.linger_pending(batch, linger_left_s)
+                    return None
+                self._detach_locked(batch)
+                queue.append(batch)
+            batches = [queue.popleft()]
+            size = batches[0].size_bytes
+            while queue and size + queue[0].size_bytes <= self.max_request_size:
+                size += queue[0].size_bytes
+                batches.append(queue.popleft())
+            return batches
