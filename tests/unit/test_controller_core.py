@@ -36,7 +36,7 @@ class Cluster:
 
     def start_broker(self, broker_id: int, rack: str = "") -> int:
         decision = self.commit(
-            self.core.register_broker(
+            self.core.register("broker", 
                 broker_id,
                 f"incarnation-{next(self.incarnations)}",
                 cluster_id="",
@@ -47,7 +47,7 @@ class Cluster:
         )
         assert decision.error is ErrorCode.NONE, decision.message
         epoch = self.image.brokers[broker_id].epoch
-        self.commit(self.core.broker_heartbeat(broker_id, epoch, self.image.last_offset))
+        self.commit(self.core.heartbeat("broker", broker_id, epoch, self.image.last_offset))
         assert not self.image.brokers[broker_id].fenced
         return epoch
 
@@ -59,14 +59,14 @@ class Cluster:
 
 def test_brokers_register_fenced_and_are_unfenced_once_caught_up() -> None:
     cluster = Cluster()
-    decision = cluster.commit(cluster.core.register_broker(1, "a", cluster_id="", host="h", port=1))
+    decision = cluster.commit(cluster.core.register("broker", 1, "a", cluster_id="", host="h", port=1))
     broker = cluster.image.brokers[1]
     assert broker.fenced
     assert broker.epoch == cluster.image.last_offset, "the epoch is the registration's metadata offset"
-    assert not cluster.commit(cluster.core.broker_heartbeat(1, broker.epoch, broker.epoch - 1)).records
-    cluster.commit(cluster.core.broker_heartbeat(1, broker.epoch, broker.epoch))
+    assert not cluster.commit(cluster.core.heartbeat("broker", 1, broker.epoch, broker.epoch - 1)).records
+    cluster.commit(cluster.core.heartbeat("broker", 1, broker.epoch, broker.epoch))
     assert not cluster.image.brokers[1].fenced
-    stale = cluster.core.broker_heartbeat(1, broker.epoch - 1, 100)
+    stale = cluster.core.heartbeat("broker", 1, broker.epoch - 1, 100)
     assert stale.error is ErrorCode.STALE_BROKER_EPOCH
     assert decision.error is ErrorCode.NONE
 
@@ -74,9 +74,9 @@ def test_brokers_register_fenced_and_are_unfenced_once_caught_up() -> None:
 def test_a_live_broker_id_cannot_be_taken_by_another_process() -> None:
     cluster = Cluster()
     cluster.start_broker(1)
-    refused = cluster.core.register_broker(1, "other", cluster_id="", host="h", port=2, previous_session_alive=True)
+    refused = cluster.core.register("broker", 1, "other", cluster_id="", host="h", port=2, previous_session_alive=True)
     assert refused.error is ErrorCode.DUPLICATE_BROKER_REGISTRATION
-    wrong_cluster = cluster.core.register_broker(2, "x", cluster_id="another-cluster", host="h", port=2)
+    wrong_cluster = cluster.core.register("broker", 2, "x", cluster_id="another-cluster", host="h", port=2)
     assert wrong_cluster.error is ErrorCode.INCONSISTENT_CLUSTER_ID
 
 
@@ -117,23 +117,23 @@ def test_a_fenced_leader_hands_over_to_the_next_isr_member_and_the_last_one_stay
     cluster.commit(cluster.core.create_topic(NewTopic("t", assignments=((1, 2, 3),))))
     before = cluster.partition("t", 0)
     epochs = (before.leader_epoch, before.partition_epoch)
-    cluster.commit(cluster.core.fence_broker(1, "session timeout"))
+    cluster.commit(cluster.core.fence("broker", 1, "session timeout"))
     after = cluster.partition("t", 0)
     assert (after.leader, after.isr) == (2, [2, 3])
     assert after.leader_epoch == epochs[0] + 1
     assert after.partition_epoch > epochs[1]
-    cluster.commit(cluster.core.fence_broker(2, "session timeout"))
-    cluster.commit(cluster.core.fence_broker(3, "session timeout"))
+    cluster.commit(cluster.core.fence("broker", 2, "session timeout"))
+    cluster.commit(cluster.core.fence("broker", 3, "session timeout"))
     offline = cluster.partition("t", 0)
     assert offline.leader == NO_LEADER, "no unclean election by default"
     assert offline.isr == [3], "the last in-sync replica stays in the ISR"
     # Broker 1 returns: it is not in the ISR, so the partition stays offline.
-    cluster.commit(cluster.core.register_broker(1, "again", cluster_id="", host="h", port=1))
-    cluster.commit(cluster.core.broker_heartbeat(1, cluster.image.brokers[1].epoch, cluster.image.last_offset))
+    cluster.commit(cluster.core.register("broker", 1, "again", cluster_id="", host="h", port=1))
+    cluster.commit(cluster.core.heartbeat("broker", 1, cluster.image.brokers[1].epoch, cluster.image.last_offset))
     assert cluster.partition("t", 0).leader == NO_LEADER
     # Broker 3 (the last ISR member, with every acknowledged record) returns and leads again.
-    cluster.commit(cluster.core.register_broker(3, "again", cluster_id="", host="h", port=3))
-    cluster.commit(cluster.core.broker_heartbeat(3, cluster.image.brokers[3].epoch, cluster.image.last_offset))
+    cluster.commit(cluster.core.register("broker", 3, "again", cluster_id="", host="h", port=3))
+    cluster.commit(cluster.core.heartbeat("broker", 3, cluster.image.brokers[3].epoch, cluster.image.last_offset))
     assert cluster.partition("t", 0).leader == 3
 
 
@@ -157,7 +157,7 @@ def test_unclean_election_only_when_the_topic_allows_it() -> None:
             new_isr=[1],
         )
     )
-    cluster.commit(cluster.core.fence_broker(1, "session timeout"))
+    cluster.commit(cluster.core.fence("broker", 1, "session timeout"))
     partition = cluster.partition("t", 0)
     assert (partition.leader, partition.isr) == (2, [2]), "an out-of-sync replica leads, alone in the ISR"
 
@@ -182,7 +182,7 @@ def test_alter_partition_is_fenced_by_epochs_and_liveness() -> None:
     assert propose(1, epochs[1] - 1, 0, 1, [1]).error is ErrorCode.STALE_BROKER_EPOCH
     assert propose(1, epochs[1], 5, 1, [1]).error is ErrorCode.FENCED_LEADER_EPOCH
     assert propose(1, epochs[1], 0, 1, [2]).error is ErrorCode.INVALID_REQUEST, "the leader stays in its ISR"
-    cluster.commit(cluster.core.fence_broker(3, "session timeout"))
+    cluster.commit(cluster.core.fence("broker", 3, "session timeout"))
     assert (
         propose(1, epochs[1], 0, cluster.partition("t", 0).partition_epoch, [1, 2, 3]).error
         is ErrorCode.INELIGIBLE_REPLICA
@@ -220,7 +220,7 @@ def test_preferred_election_restores_balance_when_brokers_return() -> None:
     for broker_id in (1, 2, 3):
         cluster.start_broker(broker_id)
     cluster.commit(cluster.core.create_topic(NewTopic("t", 6, 3)))
-    cluster.commit(cluster.core.fence_broker(1, "session timeout"))
+    cluster.commit(cluster.core.fence("broker", 1, "session timeout"))
     assert all(p.leader != 1 for p in cluster.image.topic("t").partitions.values())  # type: ignore[union-attr]
     cluster.start_broker(1)
     topic = cluster.image.topic("t")
@@ -300,12 +300,12 @@ class ControllerMachine(RuleBasedStateMachine):
     @rule(broker_id=st.integers(1, 5), rack=st.sampled_from(["", "a", "b"]))
     def start_broker(self, broker_id: int, rack: str) -> None:
         if broker_id in self.cluster.image.brokers and not self.cluster.image.brokers[broker_id].fenced:
-            self.cluster.commit(self.cluster.core.fence_broker(broker_id, "restart"))
+            self.cluster.commit(self.cluster.core.fence("broker", broker_id, "restart"))
         self.cluster.start_broker(broker_id, rack)
 
     @rule(broker_id=st.integers(1, 5))
     def fence(self, broker_id: int) -> None:
-        self.cluster.commit(self.cluster.core.fence_broker(broker_id, "session timeout"))
+        self.cluster.commit(self.cluster.core.fence("broker", broker_id, "session timeout"))
 
     @rule(partitions=st.integers(1, 6), factor=st.integers(1, 3))
     def create_topic(self, partitions: int, factor: int) -> None:
@@ -375,7 +375,7 @@ TestControllerMachine = ControllerMachine.TestCase
 
 def _register_coordinator(cluster: Cluster, coordinator_id: int, incarnation: str = "") -> ControllerDecision:
     decision = cluster.commit(
-        cluster.core.register_coordinator(
+        cluster.core.register("coordinator", 
             coordinator_id,
             incarnation or f"c-{next(cluster.incarnations)}",
             cluster_id="",
@@ -398,9 +398,9 @@ def test_offsets_topic_waits_for_a_coordinator_and_enough_brokers() -> None:
     cluster.start_broker(1)
     assert not cluster.commit(cluster.core.ensure_offsets_topic()).records, "no coordinator yet"
     _register_coordinator(cluster, 1)
-    cluster.commit(cluster.core.register_broker(2, "b2", cluster_id="", host="h", port=2))
+    cluster.commit(cluster.core.register("broker", 2, "b2", cluster_id="", host="h", port=2))
     assert not cluster.commit(cluster.core.ensure_offsets_topic()).records, "broker 2 is registered but fenced"
-    cluster.commit(cluster.core.broker_heartbeat(2, cluster.image.brokers[2].epoch, cluster.image.last_offset))
+    cluster.commit(cluster.core.heartbeat("broker", 2, cluster.image.brokers[2].epoch, cluster.image.last_offset))
     cluster.commit(cluster.core.ensure_offsets_topic())
     topic = cluster.image.topic("__consumer_offsets")
     assert topic is not None
@@ -433,12 +433,12 @@ def test_shards_are_balanced_and_move_only_when_needed() -> None:
     assert sorted(_owners(cluster).values()) == [2, 2, 3]
 
     owned_by_2 = {s for s, o in cluster.image.shards.items() if o.coordinator_id == 2}
-    cluster.commit(cluster.core.fence_coordinator(2, "session timeout"))
+    cluster.commit(cluster.core.fence("coordinator", 2, "session timeout"))
     assert cluster.image.coordinators[2].fenced
     assert 2 not in _owners(cluster)
     assert sorted(_owners(cluster).values()) == [3, 4]
     assert all(cluster.image.shards[s].shard_epoch >= 2 for s in owned_by_2)
-    assert cluster.core.coordinator_heartbeat(2, cluster.image.coordinators[2].epoch).error is (
+    assert cluster.core.heartbeat("coordinator", 2, cluster.image.coordinators[2].epoch).error is (
         ErrorCode.STALE_BROKER_EPOCH
     )
 
@@ -450,7 +450,7 @@ def test_a_restarted_coordinator_reloads_its_shards_under_a_new_epoch() -> None:
     _register_coordinator(cluster, 1, "first")
     cluster.commit(cluster.core.ensure_offsets_topic())
     epochs = {s: o.shard_epoch for s, o in cluster.image.shards.items()}
-    refused = cluster.core.register_coordinator(
+    refused = cluster.core.register("coordinator", 
         1, "second", cluster_id="", host="h", port=1, previous_session_alive=True
     )
     assert refused.error is ErrorCode.DUPLICATE_BROKER_REGISTRATION
@@ -465,7 +465,7 @@ def test_without_live_coordinators_shards_have_no_owner_until_one_returns() -> N
     cluster.start_broker(1)
     _register_coordinator(cluster, 1)
     cluster.commit(cluster.core.ensure_offsets_topic())
-    cluster.commit(cluster.core.coordinator_shutdown(1, cluster.image.coordinators[1].epoch))
+    cluster.commit(cluster.core.shut_down("coordinator", 1, cluster.image.coordinators[1].epoch))
     assert _owners(cluster) == {-1: 3}
     _register_coordinator(cluster, 5)
     assert _owners(cluster) == {5: 3}

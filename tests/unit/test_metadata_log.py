@@ -33,13 +33,13 @@ def build(directory: Path) -> Controller:
     controller.commit(controller.core.create_cluster(now_ms=1))
     for broker_id in (1, 2, 3):
         controller.commit(
-            controller.core.register_broker(broker_id, f"i{broker_id}", cluster_id="", host="h", port=broker_id)
+            controller.core.register("broker", broker_id, f"i{broker_id}", cluster_id="", host="h", port=broker_id)
         )
         epoch = controller.image.brokers[broker_id].epoch
-        controller.commit(controller.core.broker_heartbeat(broker_id, epoch, controller.image.last_offset))
+        controller.commit(controller.core.heartbeat("broker", broker_id, epoch, controller.image.last_offset))
     for index in range(5):
         controller.commit(controller.core.create_topic(NewTopic(f"topic-{index}", 3, 2)))
-    controller.commit(controller.core.fence_broker(2, "session timeout"))
+    controller.commit(controller.core.fence("broker", 2, "session timeout"))
     return controller
 
 

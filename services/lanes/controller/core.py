@@ -23,12 +23,22 @@ Leadership rules (DESIGN.md sections 6-7):
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lanes.controller.placement import BrokerSlot, assign_replicas
 from lanes.errors import ErrorCode, LanesError
-from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage, ProducerIdBlock, ShardImage, TopicImage
+from lanes.metadata.image import (
+    NO_LEADER,
+    BrokerImage,
+    CoordinatorImage,
+    MetadataImage,
+    NodeKind,
+    PartitionImage,
+    ProducerIdBlock,
+    ShardImage,
+    TopicImage,
+)
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, collision_key, validate_topic_name
 from lanes.topic_configs import TOPIC_CONFIGS, parse_topic_configs
 from lanes.v1 import common_pb2, metadata_pb2
@@ -108,9 +118,13 @@ class ControllerCore:
         created = metadata_pb2.ClusterCreatedRecord(cluster_id=self._new_id(), created_ms=now_ms)
         return ControllerDecision([MetadataRecord(cluster_created=created)])
 
-    def register_broker(
+    def _nodes(self, kind: NodeKind) -> Mapping[int, BrokerImage | CoordinatorImage]:
+        return self.image.brokers if kind == "broker" else self.image.coordinators
+
+    def register(
         self,
-        broker_id: int,
+        kind: NodeKind,
+        node_id: int,
         incarnation_id: str,
         *,
         cluster_id: str,
@@ -119,108 +133,109 @@ class ControllerCore:
         rack: str = "",
         previous_session_alive: bool = False,
     ) -> ControllerDecision:
-        """Register a broker, fenced until it has caught up with the metadata log.
+        """Register a broker (fenced until it has caught up with the metadata log) or a group
+        coordinator (live at once; the shards are rebalanced onto it).
 
-        Its epoch is the offset of its registration record. A new incarnation replaces an old
-        one only once the old one's session has expired (``previous_session_alive`` False); the
-        old incarnation's leaderships move away first.
+        Its epoch is the offset of its registration record. A new incarnation of a live id is
+        refused while the old one's session lasts (``previous_session_alive``); otherwise the old
+        registration is fenced first: a broker's leaderships move away, and every shard a
+        coordinator owned gets a new shard epoch, since the new process must load it afresh.
         """
         if cluster_id and cluster_id != self.image.cluster_id:
             return ControllerDecision.refuse(
                 ErrorCode.INCONSISTENT_CLUSTER_ID,
-                f"broker {broker_id}'s data belongs to cluster {cluster_id}, this is {self.image.cluster_id}",
+                f"{kind} {node_id}'s data belongs to cluster {cluster_id}, this is {self.image.cluster_id}",
             )
-        existing = self.image.brokers.get(broker_id)
+        existing = self._nodes(kind).get(node_id)
         decision = ControllerDecision()
         if existing is not None and not existing.fenced:
             if existing.incarnation_id != incarnation_id and previous_session_alive:
                 return ControllerDecision.refuse(
                     ErrorCode.DUPLICATE_BROKER_REGISTRATION,
-                    f"broker id {broker_id} is registered by another live process; "
+                    f"{kind} id {node_id} is registered by another live process; "
                     "wait for its session to expire or use another id",
                 )
-            # The registration starts fenced: whatever the old one led moves first.
-            decision.records.extend(self.fence_broker(broker_id, "re-registered").records)
-        registered = metadata_pb2.BrokerRegisteredRecord(
-            broker_id=broker_id,
-            incarnation_id=incarnation_id,
-            broker_epoch=self._next_offset(decision),
-            endpoint=common_pb2.Node(node_id=broker_id, host=host, port=port, rack=rack),
-            fenced=True,
+            if kind == "broker":
+                decision.records.extend(self.fence(kind, node_id, "re-registered").records)
+            else:  # its shards move below, with the new registration
+                decision.records.append(self._coordinator_fenced(node_id, existing.epoch, "re-registered"))
+        epoch = self._next_offset(decision)
+        endpoint = common_pb2.Node(node_id=node_id, host=host, port=port, rack=rack)
+        if kind == "broker":
+            registered = metadata_pb2.BrokerRegisteredRecord(
+                broker_id=node_id, incarnation_id=incarnation_id, broker_epoch=epoch, endpoint=endpoint, fenced=True
+            )
+            decision.records.append(MetadataRecord(broker_registered=registered))
+            return decision
+        coordinator = metadata_pb2.CoordinatorRegisteredRecord(
+            coordinator_id=node_id, incarnation_id=incarnation_id, coordinator_epoch=epoch, endpoint=endpoint
         )
-        decision.records.append(MetadataRecord(broker_registered=registered))
+        decision.records.append(MetadataRecord(coordinator_registered=coordinator))
+        live = {c.coordinator_id for c in self.image.live_coordinators()} | {node_id}
+        decision.records.extend(self._shard_moves(live, restarted={node_id}))
         return decision
 
-    def _check_broker(self, broker_id: int, broker_epoch: int) -> ControllerDecision | None:
-        broker = self.image.brokers.get(broker_id)
-        if broker is None:
-            return ControllerDecision.refuse(
-                ErrorCode.BROKER_ID_NOT_REGISTERED, f"broker {broker_id} is not registered"
-            )
-        if broker.epoch != broker_epoch:
+    def _check(self, kind: NodeKind, node_id: int, epoch: int) -> ControllerDecision | None:
+        """A refusal unless ``epoch`` is the node's current registration. A fenced broker may
+        still heartbeat (to be unfenced once caught up); a fenced coordinator must register again."""
+        node = self._nodes(kind).get(node_id)
+        if node is None:
+            return ControllerDecision.refuse(ErrorCode.BROKER_ID_NOT_REGISTERED, f"{kind} {node_id} is not registered")
+        if node.epoch != epoch or (kind == "coordinator" and node.fenced):
             return ControllerDecision.refuse(
                 ErrorCode.STALE_BROKER_EPOCH,
-                f"broker {broker_id} epoch {broker_epoch} is stale (current {broker.epoch}): register again",
+                f"{kind} {node_id} epoch {epoch} is stale (current {node.epoch}) or fenced: register again",
             )
         return None
 
-    def broker_heartbeat(self, broker_id: int, broker_epoch: int, applied_offset: int) -> ControllerDecision:
-        """A live broker: unfence it once it has applied its own registration."""
-        refused = self._check_broker(broker_id, broker_epoch)
-        if refused is not None:
-            return refused
-        broker = self.image.brokers[broker_id]
+    def heartbeat(self, kind: NodeKind, node_id: int, epoch: int, applied_offset: int = -1) -> ControllerDecision:
+        """A live node. A fenced broker is unfenced once it has applied its own registration
+        (``applied_offset``), and offline partitions whose ISR holds it get it back as leader."""
+        refused = self._check(kind, node_id, epoch)
+        if refused is not None or kind == "coordinator":
+            return refused or ControllerDecision()
+        broker = self.image.brokers[node_id]
         if not broker.fenced or applied_offset < broker.epoch:
             return ControllerDecision()
-        decision = ControllerDecision(
-            [
-                MetadataRecord(
-                    broker_unfenced=metadata_pb2.BrokerUnfencedRecord(broker_id=broker_id, broker_epoch=broker.epoch)
-                )
-            ]
-        )
-        # Offline partitions whose ISR still holds this broker get it back as leader.
+        unfenced = metadata_pb2.BrokerUnfencedRecord(broker_id=node_id, broker_epoch=broker.epoch)
+        decision = ControllerDecision([MetadataRecord(broker_unfenced=unfenced)])
         for topic, partition in self._partitions():
-            if partition.leader == NO_LEADER and broker_id in partition.isr:
-                decision.records.append(self._change(partition, leader=broker_id, reason="leader returned"))
-            elif partition.leader == NO_LEADER and broker_id in partition.replicas and self._unclean(topic):
+            if partition.leader == NO_LEADER and node_id in partition.isr:
+                decision.records.append(self._change(partition, leader=node_id, reason="leader returned"))
+            elif partition.leader == NO_LEADER and node_id in partition.replicas and self._unclean(topic):
                 decision.records.append(
-                    self._change(partition, leader=broker_id, isr=[broker_id], reason="unclean election")
+                    self._change(partition, leader=node_id, isr=[node_id], reason="unclean election")
                 )
         return decision
 
-    def fence_broker(self, broker_id: int, reason: str) -> ControllerDecision:
-        """Fence a broker (session expired, shutdown): it leaves ISRs and leaderships move."""
-        broker = self.image.brokers.get(broker_id)
-        if broker is None or broker.fenced:
+    def shut_down(self, kind: NodeKind, node_id: int, epoch: int) -> ControllerDecision:
+        """A node asks to leave: fence it, so its leaderships (or shards) move first."""
+        return self._check(kind, node_id, epoch) or self.fence(kind, node_id, "controlled shutdown")
+
+    def fence(self, kind: NodeKind, node_id: int, reason: str) -> ControllerDecision:
+        """Fence a node (session expired, shutdown). A broker leaves every ISR and its
+        leaderships move; a coordinator's shards move to the live ones."""
+        node = self._nodes(kind).get(node_id)
+        if node is None or node.fenced:
             return ControllerDecision()
-        decision = ControllerDecision(
-            [
-                MetadataRecord(
-                    broker_fenced=metadata_pb2.BrokerFencedRecord(
-                        broker_id=broker_id, broker_epoch=broker.epoch, reason=reason
-                    )
-                )
-            ]
-        )
+        if kind == "coordinator":
+            decision = ControllerDecision([self._coordinator_fenced(node_id, node.epoch, reason)])
+            live = {c.coordinator_id for c in self.image.live_coordinators()} - {node_id}
+            decision.records.extend(self._shard_moves(live))
+            return decision
+        fenced = metadata_pb2.BrokerFencedRecord(broker_id=node_id, broker_epoch=node.epoch, reason=reason)
+        decision = ControllerDecision([MetadataRecord(broker_fenced=fenced)])
         for topic, partition in self._partitions():
-            if broker_id not in partition.isr and partition.leader != broker_id:
+            if node_id not in partition.isr and partition.leader != node_id:
                 continue
-            isr = [b for b in partition.isr if b != broker_id] or [broker_id]
-            if partition.leader != broker_id:
+            isr = [b for b in partition.isr if b != node_id] or [node_id]
+            if partition.leader != node_id:
                 if isr != partition.isr:
-                    decision.records.append(self._change(partition, isr=isr, reason=f"broker {broker_id} {reason}"))
+                    decision.records.append(self._change(partition, isr=isr, reason=f"broker {node_id} {reason}"))
                 continue
-            leader, isr = self._elect(topic, partition, isr, exclude=broker_id)
+            leader, isr = self._elect(topic, partition, isr, exclude=node_id)
             decision.records.append(self._change(partition, leader=leader, isr=isr, reason=f"leader {reason}"))
         return decision
-
-    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControllerDecision:
-        """Move every leadership off a broker that asks to shut down, then fence it."""
-        refused = self._check_broker(broker_id, broker_epoch)
-        if refused is not None:
-            return refused
-        return self.fence_broker(broker_id, "controlled shutdown")
 
     def _elect(
         self, topic: TopicImage, partition: PartitionImage, isr: list[int], exclude: int
@@ -242,82 +257,6 @@ class ControllerCore:
 
     # -----------------------------------------------------------------------------------------
     # group coordinators and their shards
-
-    def register_coordinator(
-        self,
-        coordinator_id: int,
-        incarnation_id: str,
-        *,
-        cluster_id: str,
-        host: str,
-        port: int,
-        previous_session_alive: bool = False,
-    ) -> ControllerDecision:
-        """Register a group coordinator (live at once) and rebalance the shards onto it.
-
-        Its epoch is the offset of its registration record. A new incarnation of a live id is
-        refused while the old one's session lasts; otherwise the old one is fenced and every
-        shard it owned gets a new shard epoch, since the new process must load it afresh.
-        """
-        if cluster_id and cluster_id != self.image.cluster_id:
-            return ControllerDecision.refuse(
-                ErrorCode.INCONSISTENT_CLUSTER_ID,
-                f"coordinator {coordinator_id} belongs to cluster {cluster_id}, this is {self.image.cluster_id}",
-            )
-        existing = self.image.coordinators.get(coordinator_id)
-        decision = ControllerDecision()
-        if existing is not None and not existing.fenced:
-            if existing.incarnation_id != incarnation_id and previous_session_alive:
-                return ControllerDecision.refuse(
-                    ErrorCode.DUPLICATE_BROKER_REGISTRATION,
-                    f"coordinator id {coordinator_id} is registered by another live process; "
-                    "wait for its session to expire or use another id",
-                )
-            decision.records.append(self._coordinator_fenced(coordinator_id, existing.epoch, "re-registered"))
-        registered = metadata_pb2.CoordinatorRegisteredRecord(
-            coordinator_id=coordinator_id,
-            incarnation_id=incarnation_id,
-            coordinator_epoch=self._next_offset(decision),
-            endpoint=common_pb2.Node(node_id=coordinator_id, host=host, port=port),
-        )
-        decision.records.append(MetadataRecord(coordinator_registered=registered))
-        live = {c.coordinator_id for c in self.image.live_coordinators()} | {coordinator_id}
-        decision.records.extend(self._shard_moves(live, restarted={coordinator_id}))
-        return decision
-
-    def _check_coordinator(self, coordinator_id: int, coordinator_epoch: int) -> ControllerDecision | None:
-        coordinator = self.image.coordinators.get(coordinator_id)
-        if coordinator is None:
-            return ControllerDecision.refuse(
-                ErrorCode.BROKER_ID_NOT_REGISTERED, f"coordinator {coordinator_id} is not registered"
-            )
-        if coordinator.epoch != coordinator_epoch or coordinator.fenced:
-            return ControllerDecision.refuse(
-                ErrorCode.STALE_BROKER_EPOCH,
-                f"coordinator {coordinator_id} epoch {coordinator_epoch} is stale or fenced: register again",
-            )
-        return None
-
-    def coordinator_heartbeat(self, coordinator_id: int, coordinator_epoch: int) -> ControllerDecision:
-        """A live coordinator; nothing changes unless it was fenced meanwhile (then: register again)."""
-        return self._check_coordinator(coordinator_id, coordinator_epoch) or ControllerDecision()
-
-    def coordinator_shutdown(self, coordinator_id: int, coordinator_epoch: int) -> ControllerDecision:
-        """A coordinator leaving: fence it, so its shards move to the others."""
-        refused = self._check_coordinator(coordinator_id, coordinator_epoch)
-        if refused is not None:
-            return refused
-        return self.fence_coordinator(coordinator_id, "controlled shutdown")
-
-    def fence_coordinator(self, coordinator_id: int, reason: str) -> ControllerDecision:
-        """Fence a coordinator (session expired, shutdown); its shards move to live ones."""
-        coordinator = self.image.coordinators.get(coordinator_id)
-        if coordinator is None or coordinator.fenced:
-            return ControllerDecision()
-        decision = ControllerDecision([self._coordinator_fenced(coordinator_id, coordinator.epoch, reason)])
-        live = {c.coordinator_id for c in self.image.live_coordinators()} - {coordinator_id}
-        decision.records.extend(self._shard_moves(live))
-        return decision
 
     @staticmethod
     def _coordinator_fenced(coordinator_id: int, epoch: int, reason: str) -> MetadataRecord:
@@ -661,7 +600,7 @@ class ControllerCore:
         new_isr: Sequence[int],
     ) -> ControllerDecision:
         """A leader's ISR proposal, fenced by broker, leader and partition epochs."""
-        refused = self._check_broker(broker_id, broker_epoch)
+        refused = self._check("broker", broker_id, broker_epoch)
         if refused is not None:
             return refused
         topic = self.image.topics.get(topic_id)
@@ -746,7 +685,7 @@ class ControllerCore:
 
     def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> ControllerDecision:
         """A block of producer ids for a broker (``decision.producer_ids``)."""
-        refused = self._check_broker(broker_id, broker_epoch)
+        refused = self._check("broker", broker_id, broker_epoch)
         if refused is not None:
             return refused
         start = self.image.next_producer_id

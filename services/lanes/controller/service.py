@@ -27,7 +27,7 @@ from lanes.controller.core import ConfigOp, ControllerCore, ControllerDecision, 
 from lanes.controller.metadata_log import MetadataLog
 from lanes.controller.metrics import ControllerMetrics
 from lanes.errors import ErrorCode
-from lanes.metadata.image import PartitionImage, ProducerIdBlock, TopicImage
+from lanes.metadata.image import NodeKind, PartitionImage, ProducerIdBlock, TopicImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.broadcast import Broadcast
@@ -83,8 +83,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self._keepalive_s = keepalive_ms / 1000
         self._lock = asyncio.Lock()
         self._changed = Broadcast()  # the metadata log grew
-        self._last_heartbeat_ms: dict[int, int] = {}
-        self._coordinator_heartbeat_ms: dict[int, int] = {}
+        self._last_heartbeat_ms: dict[tuple[NodeKind, int], int] = {}  # on the monotonic clock
         self._fencing: asyncio.Task[None] | None = None
         self._rebalancing: asyncio.Task[None] | None = None
         self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
@@ -97,9 +96,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self.metrics.service.add_snapshot(self._metrics_snapshot)
         await self._commit(self.core.create_cluster(self._clock.now_ms()))
         now = self._clock.monotonic_ms()
-        self._last_heartbeat_ms = {broker_id: now for broker_id in self.image.brokers}
-        self._coordinator_heartbeat_ms = dict.fromkeys(self.image.coordinators, now)
-        self._fencing = asyncio.create_task(self._fence_silent_brokers())
+        self._last_heartbeat_ms = {node: now for node in self._registered_nodes()}
+        self._fencing = asyncio.create_task(self._fence_silent_nodes())
         if self.leader_imbalance_check_interval_ms > 0:
             self._rebalancing = asyncio.create_task(self._rebalance_leaders())
 
@@ -134,27 +132,23 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             await self._commit(decision)
             return decision
 
-    async def _fence_silent_brokers(self) -> None:
+    def _registered_nodes(self) -> list[tuple[NodeKind, int]]:
+        """Every registered node that is not fenced, as (kind, id)."""
+        brokers: list[tuple[NodeKind, int]] = [("broker", b.broker_id) for b in self.image.live_brokers()]
+        return brokers + [("coordinator", c.coordinator_id) for c in self.image.live_coordinators()]
+
+    async def _fence_silent_nodes(self) -> None:
         """Fence brokers and coordinators whose session expired; create ``__consumer_offsets``
         once it can be (a coordinator and enough live brokers)."""
         while True:
             await asyncio.sleep(self.heartbeat_interval_ms / 2000)
             now = self._clock.monotonic_ms()
-            for broker in list(self.image.brokers.values()):
-                silent_ms = now - self._last_heartbeat_ms.get(broker.broker_id, now)
-                if not broker.fenced and silent_ms > self.session_timeout_ms:
-                    _log.info("fencing broker %d: no heartbeat for %d ms", broker.broker_id, silent_ms)
-                    await self._decide_and_commit(
-                        lambda broker_id=broker.broker_id: self.core.fence_broker(broker_id, "session timeout")
-                    )
-            for coordinator in self.image.live_coordinators():
-                silent_ms = now - self._coordinator_heartbeat_ms.get(coordinator.coordinator_id, now)
+            for kind, node_id in self._registered_nodes():
+                silent_ms = now - self._last_heartbeat_ms.get((kind, node_id), now)
                 if silent_ms > self.session_timeout_ms:
-                    _log.info("fencing coordinator %d: no heartbeat for %d ms", coordinator.coordinator_id, silent_ms)
+                    _log.info("fencing %s %d: no heartbeat for %d ms", kind, node_id, silent_ms)
                     await self._decide_and_commit(
-                        lambda coordinator_id=coordinator.coordinator_id: self.core.fence_coordinator(
-                            coordinator_id, "session timeout"
-                        )
+                        lambda kind=kind, node_id=node_id: self.core.fence(kind, node_id, "session timeout")
                     )
             decision = await self._decide_and_commit(self.core.ensure_offsets_topic)
             if decision.records:
@@ -172,58 +166,109 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                     _log.info("preferred leader election for %d partitions", len(decision.records))
                     await self._commit(decision)
 
-    def _session_alive(self, broker_id: int) -> bool:
-        last = self._last_heartbeat_ms.get(broker_id)
+    def _session_alive(self, kind: NodeKind, node_id: int) -> bool:
+        last = self._last_heartbeat_ms.get((kind, node_id))
         return last is not None and self._clock.monotonic_ms() - last <= self.session_timeout_ms
 
     # -----------------------------------------------------------------------------------------
-    # brokers
+    # brokers and coordinators: registration and heartbeats (the RPCs differ only in names)
+
+    async def _register(
+        self, kind: NodeKind, node_id: int, incarnation_id: str, cluster_id: str, endpoint: common_pb2.Node
+    ) -> tuple[ControllerDecision, int]:
+        """Register a node; the decision and, when accepted, the node's new epoch."""
+        decision = await self._decide_and_commit(
+            lambda: self.core.register(
+                kind,
+                node_id,
+                incarnation_id,
+                cluster_id=cluster_id,
+                host=endpoint.host,
+                port=endpoint.port,
+                rack=endpoint.rack,
+                previous_session_alive=self._session_alive(kind, node_id),
+            )
+        )
+        if decision.error is not ErrorCode.NONE:
+            return decision, -1
+        self._last_heartbeat_ms[(kind, node_id)] = self._clock.monotonic_ms()
+        nodes = self.image.brokers if kind == "broker" else self.image.coordinators
+        return decision, nodes[node_id].epoch
+
+    async def _heartbeat(
+        self, kind: NodeKind, node_id: int, epoch: int, applied_offset: int, want_shut_down: bool
+    ) -> ControllerDecision:
+        """A heartbeat, or a request to shut down; a live node's session is renewed."""
+        decision = await self._decide_and_commit(
+            lambda: (
+                self.core.shut_down(kind, node_id, epoch)
+                if want_shut_down
+                else self.core.heartbeat(kind, node_id, epoch, applied_offset)
+            )
+        )
+        if decision.error is ErrorCode.NONE and not want_shut_down:
+            self._last_heartbeat_ms[(kind, node_id)] = self._clock.monotonic_ms()
+        return decision
 
     async def RegisterBroker(  # noqa: N802 - gRPC method names
         self, request: controller_pb2.RegisterBrokerRequest, context: ServicerContext
     ) -> controller_pb2.RegisterBrokerResponse:
-        decision = await self._decide_and_commit(
-            lambda: self.core.register_broker(
-                request.broker_id,
-                request.incarnation_id,
-                cluster_id=request.cluster_id,
-                host=request.endpoint.host,
-                port=request.endpoint.port,
-                rack=request.endpoint.rack,
-                previous_session_alive=self._session_alive(request.broker_id),
-            )
+        decision, epoch = await self._register(
+            "broker", request.broker_id, request.incarnation_id, request.cluster_id, request.endpoint
         )
-        if decision.error is not ErrorCode.NONE:
-            return controller_pb2.RegisterBrokerResponse(error=wire_error(decision.error, decision.message))
-        self._last_heartbeat_ms[request.broker_id] = self._clock.monotonic_ms()
         return controller_pb2.RegisterBrokerResponse(
-            error=wire_error(ErrorCode.NONE),
-            broker_epoch=self.image.brokers[request.broker_id].epoch,
-            cluster_id=self.image.cluster_id,
+            error=wire_error(decision.error, decision.message), broker_epoch=epoch, cluster_id=self.image.cluster_id
         )
 
     async def BrokerHeartbeat(  # noqa: N802
         self, request: controller_pb2.BrokerHeartbeatRequest, context: ServicerContext
     ) -> controller_pb2.BrokerHeartbeatResponse:
-        if request.want_shut_down:
-            decision = await self._decide_and_commit(
-                lambda: self.core.controlled_shutdown(request.broker_id, request.broker_epoch)
-            )
-        else:
-            decision = await self._decide_and_commit(
-                lambda: self.core.broker_heartbeat(
-                    request.broker_id, request.broker_epoch, request.current_metadata_offset
-                )
-            )
+        decision = await self._heartbeat(
+            "broker",
+            request.broker_id,
+            request.broker_epoch,
+            request.current_metadata_offset,
+            request.want_shut_down,
+        )
         if decision.error is not ErrorCode.NONE:
             return controller_pb2.BrokerHeartbeatResponse(error=wire_error(decision.error, decision.message))
-        self._last_heartbeat_ms[request.broker_id] = self._clock.monotonic_ms()
         broker = self.image.brokers[request.broker_id]
         return controller_pb2.BrokerHeartbeatResponse(
             error=wire_error(ErrorCode.NONE),
             is_caught_up=request.current_metadata_offset >= broker.epoch,
             is_fenced=broker.fenced,
             should_shut_down=request.want_shut_down and broker.fenced,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            session_timeout_ms=self.session_timeout_ms,
+        )
+
+    async def RegisterCoordinator(  # noqa: N802
+        self, request: controller_pb2.RegisterCoordinatorRequest, context: ServicerContext
+    ) -> controller_pb2.RegisterCoordinatorResponse:
+        decision, epoch = await self._register(
+            "coordinator", request.coordinator_id, request.incarnation_id, request.cluster_id, request.endpoint
+        )
+        if decision.error is ErrorCode.NONE:
+            await self._decide_and_commit(self.core.ensure_offsets_topic)
+        return controller_pb2.RegisterCoordinatorResponse(
+            error=wire_error(decision.error, decision.message),
+            coordinator_epoch=epoch,
+            cluster_id=self.image.cluster_id,
+        )
+
+    async def CoordinatorHeartbeat(  # noqa: N802
+        self, request: controller_pb2.CoordinatorHeartbeatRequest, context: ServicerContext
+    ) -> controller_pb2.CoordinatorHeartbeatResponse:
+        decision = await self._heartbeat(
+            "coordinator", request.coordinator_id, request.coordinator_epoch, -1, request.want_shut_down
+        )
+        if decision.error is not ErrorCode.NONE:
+            return controller_pb2.CoordinatorHeartbeatResponse(error=wire_error(decision.error, decision.message))
+        coordinator = self.image.coordinators[request.coordinator_id]
+        return controller_pb2.CoordinatorHeartbeatResponse(
+            error=wire_error(ErrorCode.NONE),
+            is_fenced=coordinator.fenced,
+            should_shut_down=request.want_shut_down and coordinator.fenced,
             heartbeat_interval_ms=self.heartbeat_interval_ms,
             session_timeout_ms=self.session_timeout_ms,
         )
@@ -239,58 +284,6 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             error=wire_error(decision.error, decision.message),
             producer_id_start=block.first_id,
             producer_id_len=block.size,
-        )
-
-    # -----------------------------------------------------------------------------------------
-    # group coordinators
-
-    async def RegisterCoordinator(  # noqa: N802
-        self, request: controller_pb2.RegisterCoordinatorRequest, context: ServicerContext
-    ) -> controller_pb2.RegisterCoordinatorResponse:
-        last = self._coordinator_heartbeat_ms.get(request.coordinator_id)
-        alive = last is not None and self._clock.monotonic_ms() - last <= self.session_timeout_ms
-        decision = await self._decide_and_commit(
-            lambda: self.core.register_coordinator(
-                request.coordinator_id,
-                request.incarnation_id,
-                cluster_id=request.cluster_id,
-                host=request.endpoint.host,
-                port=request.endpoint.port,
-                previous_session_alive=alive,
-            )
-        )
-        if decision.error is not ErrorCode.NONE:
-            return controller_pb2.RegisterCoordinatorResponse(error=wire_error(decision.error, decision.message))
-        self._coordinator_heartbeat_ms[request.coordinator_id] = self._clock.monotonic_ms()
-        await self._decide_and_commit(self.core.ensure_offsets_topic)
-        return controller_pb2.RegisterCoordinatorResponse(
-            error=wire_error(ErrorCode.NONE),
-            coordinator_epoch=self.image.coordinators[request.coordinator_id].epoch,
-            cluster_id=self.image.cluster_id,
-        )
-
-    async def CoordinatorHeartbeat(  # noqa: N802
-        self, request: controller_pb2.CoordinatorHeartbeatRequest, context: ServicerContext
-    ) -> controller_pb2.CoordinatorHeartbeatResponse:
-        if request.want_shut_down:
-            decision = await self._decide_and_commit(
-                lambda: self.core.coordinator_shutdown(request.coordinator_id, request.coordinator_epoch)
-            )
-        else:
-            decision = await self._decide_and_commit(
-                lambda: self.core.coordinator_heartbeat(request.coordinator_id, request.coordinator_epoch)
-            )
-        if decision.error is not ErrorCode.NONE:
-            return controller_pb2.CoordinatorHeartbeatResponse(error=wire_error(decision.error, decision.message))
-        if not request.want_shut_down:
-            self._coordinator_heartbeat_ms[request.coordinator_id] = self._clock.monotonic_ms()
-        coordinator = self.image.coordinators[request.coordinator_id]
-        return controller_pb2.CoordinatorHeartbeatResponse(
-            error=wire_error(ErrorCode.NONE),
-            is_fenced=coordinator.fenced,
-            should_shut_down=request.want_shut_down and coordinator.fenced,
-            heartbeat_interval_ms=self.heartbeat_interval_ms,
-            session_timeout_ms=self.session_timeout_ms,
         )
 
     # -----------------------------------------------------------------------------------------

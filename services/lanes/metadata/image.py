@@ -19,12 +19,15 @@ rebuilds an equal state.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from lanes.errors import ErrorCode, LanesError
 from lanes.v1 import common_pb2, metadata_pb2
 
 NO_LEADER = -1
+
+#: The two kinds of node that register with the controller and keep a session by heartbeats.
+NodeKind = Literal["broker", "coordinator"]
 
 
 class ProducerIdBlock(NamedTuple):

@@ -17,14 +17,16 @@ list after a snapshot replaced the image. Owned by the node's event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import grpc
 
+from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, error_code
-from lanes.metadata.image import MetadataImage, ProducerIdBlock
+from lanes.metadata.image import MetadataImage, NodeKind, ProducerIdBlock
 from lanes.rpc.channels import open_channel
 from lanes.runtime.broadcast import Broadcast
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
@@ -33,7 +35,38 @@ _log = logging.getLogger(__name__)
 Listener = Callable[[list[tuple[int, metadata_pb2.MetadataRecord]]], None]
 _RETRY_MIN_S = 0.05
 _RETRY_MAX_S = 1.0
-Role = Literal["broker", "coordinator", "observer"]  # an observer only watches the metadata
+Role = NodeKind | Literal["observer"]  # an observer only watches the metadata
+
+
+class _NodeRpcs(NamedTuple):
+    """The registration and heartbeat RPCs of one kind of node: the same flow, other names."""
+
+    register: str
+    register_request: type[Any]
+    heartbeat: str
+    heartbeat_request: type[Any]
+    id_field: str
+    epoch_field: str
+
+
+_RPCS: dict[str, _NodeRpcs] = {
+    "broker": _NodeRpcs(
+        "RegisterBroker",
+        controller_pb2.RegisterBrokerRequest,
+        "BrokerHeartbeat",
+        controller_pb2.BrokerHeartbeatRequest,
+        "broker_id",
+        "broker_epoch",
+    ),
+    "coordinator": _NodeRpcs(
+        "RegisterCoordinator",
+        controller_pb2.RegisterCoordinatorRequest,
+        "CoordinatorHeartbeat",
+        controller_pb2.CoordinatorHeartbeatRequest,
+        "coordinator_id",
+        "coordinator_epoch",
+    ),
+}
 
 
 class ControllerLink:
@@ -88,14 +121,11 @@ class ControllerLink:
         for task in self._tasks:
             task.cancel()
         if controlled and self.node_epoch >= 0 and self.role != "observer":
-            deadline = asyncio.get_running_loop().time() + timeout_s
-            while asyncio.get_running_loop().time() < deadline:
-                try:
+            async for _ in attempts(Deadline(timeout_s), _RETRY_MIN_S):
+                with contextlib.suppress(grpc.aio.AioRpcError):
                     answer = await self._heartbeat(want_shut_down=True)
                     if answer.should_shut_down or answer.error.code != ErrorCode.NONE:
                         break
-                except grpc.aio.AioRpcError:
-                    await asyncio.sleep(_RETRY_MIN_S)
         await self._channel.close()
 
     async def alter_partition(
@@ -150,48 +180,25 @@ class ControllerLink:
 
     async def _heartbeat(self, *, want_shut_down: bool = False) -> Any:
         """One heartbeat (BrokerHeartbeat or CoordinatorHeartbeat); raises AioRpcError."""
-        if self.role == "broker":
-            return await self._stub.BrokerHeartbeat(
-                controller_pb2.BrokerHeartbeatRequest(
-                    broker_id=self.node_id,
-                    broker_epoch=self.node_epoch,
-                    current_metadata_offset=self.image.last_offset,
-                    want_shut_down=want_shut_down,
-                ),
-                timeout=5,
-            )
-        return await self._stub.CoordinatorHeartbeat(
-            controller_pb2.CoordinatorHeartbeatRequest(
-                coordinator_id=self.node_id,
-                coordinator_epoch=self.node_epoch,
-                current_metadata_offset=self.image.last_offset,
-                want_shut_down=want_shut_down,
-            ),
-            timeout=5,
+        rpcs = _RPCS[self.role]
+        request = rpcs.heartbeat_request(
+            current_metadata_offset=self.image.last_offset,
+            want_shut_down=want_shut_down,
+            **{rpcs.id_field: self.node_id, rpcs.epoch_field: self.node_epoch},
         )
+        return await getattr(self._stub, rpcs.heartbeat)(request, timeout=5)
 
     async def _register_once(self) -> tuple[common_pb2.Error, int, str]:
-        if self.role == "broker":
-            answer: Any = await self._stub.RegisterBroker(
-                controller_pb2.RegisterBrokerRequest(
-                    broker_id=self.node_id,
-                    incarnation_id=self.incarnation_id,
-                    cluster_id=self.cluster_id,
-                    endpoint=self.endpoint,
-                ),
-                timeout=5,
-            )
-            return answer.error, answer.broker_epoch, answer.cluster_id
-        answer = await self._stub.RegisterCoordinator(
-            controller_pb2.RegisterCoordinatorRequest(
-                coordinator_id=self.node_id,
-                incarnation_id=self.incarnation_id,
-                cluster_id=self.cluster_id,
-                endpoint=self.endpoint,
-            ),
-            timeout=5,
+        """One registration (RegisterBroker or RegisterCoordinator): (error, epoch, cluster id)."""
+        rpcs = _RPCS[self.role]
+        request = rpcs.register_request(
+            incarnation_id=self.incarnation_id,
+            cluster_id=self.cluster_id,
+            endpoint=self.endpoint,
+            **{rpcs.id_field: self.node_id},
         )
-        return answer.error, answer.coordinator_epoch, answer.cluster_id
+        answer = await getattr(self._stub, rpcs.register)(request, timeout=5)
+        return answer.error, getattr(answer, rpcs.epoch_field), answer.cluster_id
 
     async def _register(self) -> None:
         delay = _RETRY_MIN_S
