@@ -3,11 +3,9 @@ through the asynchronous admin client. No decisions here (they are in ``topics``
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from lanes.aio import Admin
 from lanes.client import GroupDescription, TopicPartition
+from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, LanesError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from lanes_operator.topics import ObservedTopic, TopicPlan, TopicSpec
 
@@ -74,12 +72,10 @@ def _shape(spec: TopicSpec) -> str:
 async def wait_for_leaders(admin: Admin, name: str, timeout_s: float = LEADERS_WAIT_S) -> None:
     """Until every partition of the topic has a leader, or ``timeout_s`` (then the status says
     which partitions are offline, and the next reconciliation looks again)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    async for _ in attempts(Deadline(timeout_s), 0.1):
         info = await admin.describe_topic(name)
         if all(p.leader >= 0 for p in info.partitions):
             return
-        await asyncio.sleep(0.1)
 
 
 async def delete_topic(admin: Admin, name: str) -> bool:

@@ -81,3 +81,23 @@ def attempts_blocking(deadline: Deadline, pause_s: float, *, sleep: BlockingSlee
             return
         sleep(min(pause_s, deadline.remaining_s()))
         attempt += 1
+
+
+class Backoff:
+    """Pauses between the attempts of something retried until it succeeds (no deadline: a link to
+    the controller, a shard's writes): ``initial_s``, doubling up to ``max_s``, back to
+    ``initial_s`` after ``reset()`` (a success). Owned by one task."""
+
+    def __init__(self, initial_s: float, max_s: float, *, sleep: AsyncSleep = asyncio.sleep) -> None:
+        self._initial_s = initial_s
+        self._max_s = max_s
+        self._sleep = sleep
+        self.next_s = initial_s
+
+    async def pause(self) -> None:
+        """Sleep the current pause, then double it (up to ``max_s``)."""
+        await self._sleep(self.next_s)
+        self.next_s = min(self.next_s * 2, self._max_s)
+
+    def reset(self) -> None:
+        self.next_s = self._initial_s

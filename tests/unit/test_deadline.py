@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lanes.clock import ManualClock
-from lanes.deadline import Deadline, attempts, attempts_blocking
+from lanes.deadline import Backoff, Deadline, attempts, attempts_blocking
 
 
 def _advancing(clock: ManualClock, pauses: list[float]):  # type: ignore[no-untyped-def]
@@ -64,3 +64,20 @@ def test_async_attempts_stop_when_the_caller_succeeds() -> None:
 
     assert asyncio.run(run()) == 3
     assert pauses == [0.25, 0.25, 0.25]
+
+
+def test_backoff_doubles_up_to_its_cap_and_starts_over_after_a_success() -> None:
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    async def run() -> None:
+        backoff = Backoff(0.05, 0.3, sleep=sleep)
+        for _ in range(4):
+            await backoff.pause()
+        backoff.reset()
+        await backoff.pause()
+
+    asyncio.run(run())
+    assert pauses == [0.05, 0.1, 0.2, 0.3, 0.05]

@@ -47,6 +47,7 @@ from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
 from lanes.broker.producer_state import NO_PRODUCER_ID, ProducerStateTable
 from lanes.broker.replication import LeaderReplica
 from lanes.clock import Clock
+from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, LanesError, error_code
 from lanes.metadata.image import NO_LEADER, MetadataImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
@@ -606,17 +607,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Fetch(  # noqa: N802
         self, request: broker_pb2.FetchRequest, context: ServicerContext
     ) -> broker_pb2.FetchResponse:
-        deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
+        deadline = Deadline(request.max_wait_ms / 1000, self._clock)
         while True:
             ticket = self._data_arrived.ticket()  # before reading: an append meanwhile wakes us
             response, sent = await asyncio.to_thread(self._read_all, request)
-            remaining = deadline - asyncio.get_running_loop().time()
             total = sum(size for size, _ in sent.values())
-            if total >= max(request.min_bytes, 1) or remaining <= 0 or self._has_errors(response):
+            if total >= max(request.min_bytes, 1) or deadline.expired() or self._has_errors(response):
                 for topic, (size, records) in sent.items():
                     self.metrics.fetched(topic, size, records)
                 return response
-            await self._data_arrived.wait(ticket, remaining)  # the deadline: answer with what there is
+            await self._data_arrived.wait(ticket, deadline.remaining_s())  # then: answer with what there is
 
     @staticmethod
     def _has_errors(response: broker_pb2.FetchResponse) -> bool:
@@ -671,7 +671,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def ReplicaFetch(  # noqa: N802
         self, request: broker_pb2.ReplicaFetchRequest, context: ServicerContext
     ) -> broker_pb2.ReplicaFetchResponse:
-        deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
+        deadline = Deadline(request.max_wait_ms / 1000, self._clock)
         while True:
             ticket = self._data_arrived.ticket()
             response, total, urgent, advanced, isr_due = await asyncio.to_thread(self._serve_replica, request)
@@ -679,10 +679,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 self._isr_check_now.set()
             if advanced:  # producers waiting for acks=all, consumers waiting for data below the mark
                 self._notify()
-            remaining = deadline - asyncio.get_running_loop().time()
-            if total >= max(request.min_bytes, 1) or urgent or remaining <= 0:
+            if total >= max(request.min_bytes, 1) or urgent or deadline.expired():
                 return response
-            await self._data_arrived.wait(ticket, remaining)
+            await self._data_arrived.wait(ticket, deadline.remaining_s())
 
     def _serve_replica(
         self, request: broker_pb2.ReplicaFetchRequest

@@ -9,12 +9,12 @@ need an empty group, and ``--wait`` waits (with progress) until the members have
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from lanes.cli.common import add_command, add_group, admin_for, emit, missing_topic, progress, table
 from lanes.cli.values import UsageError, non_negative_int, parse_reset_target
 from lanes.client.admin import Admin, GroupDescription
+from lanes.deadline import Deadline, attempts_blocking
 from lanes.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
 from lanes.topic_partition import TopicPartition
 
@@ -122,18 +122,16 @@ def describe(options: argparse.Namespace) -> None:
 
 def wait_until_empty(admin: Admin, group_id: str, timeout_s: float) -> None:
     """Wait, with progress, until the group has no members (members leave or their sessions lapse)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+    members = 0
+    for _ in attempts_blocking(Deadline(timeout_s), 0.5):
         members = len(admin.describe_group(group_id, include_offsets=False).members)
         if not members:
             return
-        if time.monotonic() > deadline:
-            raise LanesError(
-                f"group {group_id} still has {members} members after {timeout_s:g} s; stop its consumers first",
-                ErrorCode.NON_EMPTY_GROUP,
-            )
         progress(f"waiting for group {group_id} to become empty: {members} members left")
-        time.sleep(0.5)
+    raise LanesError(
+        f"group {group_id} still has {members} members after {timeout_s:g} s; stop its consumers first",
+        ErrorCode.NON_EMPTY_GROUP,
+    )
 
 
 def _partitions_to_reset(admin: Admin, options: argparse.Namespace) -> list[TopicPartition]:

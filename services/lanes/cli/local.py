@@ -17,12 +17,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from lanes.cli.common import EXIT_REFUSED, add_command, emit, progress
 from lanes.cli.values import positive_int
+from lanes.deadline import Deadline, attempts_blocking
 from lanes.local.cluster import CLUSTER_FILE, LocalCluster
 
 
@@ -110,18 +110,17 @@ def _up_detached(options: argparse.Namespace) -> int:
     command += ["--port-base", str(options.port_base)]
     with open(logs / "up.log", "ab") as log:
         supervisor = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    deadline = time.monotonic() + options.timeout
-    while True:
+    description = None
+    for _ in attempts_blocking(Deadline(options.timeout), 0.1):
         description = _read_cluster_file(options.data_dir)
-        if description and description.get("pid") == supervisor.pid:
+        if (description and description.get("pid") == supervisor.pid) or supervisor.poll() is not None:
             break
-        if supervisor.poll() is not None or time.monotonic() > deadline:
-            if supervisor.poll() is None:
-                supervisor.terminate()
-            tail = (logs / "up.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            print(f"lanes: the cluster did not start: {tail[0]} (see {logs / 'up.log'})", file=sys.stderr)
-            return EXIT_REFUSED
-        time.sleep(0.1)
+    if not description or description.get("pid") != supervisor.pid:
+        if supervisor.poll() is None:
+            supervisor.terminate()
+        tail = (logs / "up.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        print(f"lanes: the cluster did not start: {tail[0]} (see {logs / 'up.log'})", file=sys.stderr)
+        return EXIT_REFUSED
     emit(options, description, _render_up)
     if options.output == "table":
         print(
@@ -144,21 +143,18 @@ def down(options: argparse.Namespace) -> int:
         for pid in services:
             os.kill(pid, signal.SIGTERM)
     waiting = [supervisor, *services]
-    deadline = time.monotonic() + options.timeout
     reported = 0
-    while True:
+    for _ in attempts_blocking(Deadline(options.timeout), 0.2):
         waiting = [pid for pid in waiting if _is_lanes_process(pid)]
         if not waiting:
-            break
-        if time.monotonic() > deadline:
-            for pid in waiting:
-                os.kill(pid, signal.SIGKILL)
-            progress(f"killed {len(waiting)} processes that did not stop within {options.timeout:g} s", final=True)
             break
         if len(waiting) != reported:
             progress(f"stopping the cluster in {options.data_dir}: {len(waiting)} processes left")
             reported = len(waiting)
-        time.sleep(0.2)
+    else:
+        for pid in waiting:
+            os.kill(pid, signal.SIGKILL)
+        progress(f"killed {len(waiting)} processes that did not stop within {options.timeout:g} s", final=True)
     (options.data_dir / CLUSTER_FILE).unlink(missing_ok=True)
     emit(options, {"stopped": True}, lambda _: f"stopped the cluster in {options.data_dir}")
     return 0

@@ -14,7 +14,6 @@ the replay and the first write. Markers are tombstones, so compaction removes th
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from google.protobuf.message import DecodeError
@@ -22,6 +21,7 @@ from google.protobuf.message import DecodeError
 from lanes.clock import Clock
 from lanes.coordinator.brokers import BrokerAccess
 from lanes.coordinator.group import GroupRecord
+from lanes.deadline import Backoff
 from lanes.errors import ErrorCode, LanesError
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import Record, decode_batches, encode_batch
@@ -71,7 +71,7 @@ class ShardLog:
         marker_offset = await self._append_batch([(b"", None)])
         records: list[GroupRecord] = []
         offset = 0
-        delay = _RETRY_MIN_S
+        backoff = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
         while offset <= marker_offset:
             if self._closed:
                 raise ShardUnavailableError(f"shard {self.shard} was unloaded")
@@ -89,15 +89,14 @@ class ShardLog:
                                     "shard %d: record at offset %d does not parse; skipped", self.shard, record.offset
                                 )
                     offset = max(offset, batch.header.next_offset)
-                delay = _RETRY_MIN_S
+                backoff = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
                 continue
             if code is ErrorCode.OFFSET_OUT_OF_RANGE and offset < answer.log_start_offset:
                 offset = answer.log_start_offset  # the start was compacted or deleted away
                 continue
             if code is not ErrorCode.NONE and not code.retriable:
                 raise ShardUnavailableError(f"shard {self.shard} could not be read: {code.name}")
-            await asyncio.sleep(delay)  # no leader yet, or the marker is not yet below the HWM
-            delay = min(delay * 2, _RETRY_MAX_S)
+            await backoff.pause()  # no leader yet, or the marker is not yet below the HWM
         return records
 
     async def append(self, records: list[GroupRecord]) -> None:
@@ -137,7 +136,7 @@ class ShardLog:
             producer_epoch=self.shard_epoch,
             base_sequence=self._sequence,
         )
-        delay = _RETRY_MIN_S
+        backoff = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
         while not self._closed:
             answer = await self._brokers.produce(CONSUMER_OFFSETS_TOPIC, self.shard, batch, timeout_ms=5000)
             code = code_of(answer.error)
@@ -149,8 +148,7 @@ class ShardLog:
             if not code.retriable:
                 raise ShardUnavailableError(f"shard {self.shard} write refused: {code.name}: {answer.error.message}")
             _log.debug("shard %d write: %s; retrying", self.shard, code.name)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _RETRY_MAX_S)
+            await backoff.pause()
         raise ShardUnavailableError(f"shard {self.shard} was unloaded")
 
 

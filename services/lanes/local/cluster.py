@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lanes.deadline import Deadline, attempts
 from lanes.local.processes import ServiceProcess, start_service
 from lanes.rpc.channels import open_channel
 from lanes.v1 import controller_pb2, controller_pb2_grpc
@@ -198,10 +198,9 @@ class LocalCluster:
 
     async def _wait_until_ready(self, timeout_s: float) -> None:
         assert self.controller is not None
-        deadline = time.monotonic() + timeout_s
         async with open_channel(self.controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
-            while True:
+            async for _ in attempts(Deadline(timeout_s), 0.1):
                 cluster = await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=5)
                 shards = sum(len(c.shards) for c in cluster.coordinators)
                 wanted_shards = self.offsets_topic_partitions if self.coordinators else 0
@@ -211,13 +210,11 @@ class LocalCluster:
                     and shards == wanted_shards
                 ):
                     return
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"{len(cluster.brokers)} of {self.brokers} brokers and {len(cluster.coordinators)} of "
-                        f"{self.coordinators} coordinators ({shards} of {wanted_shards} shards) came up; "
-                        f"see {self.data_dir}/logs"
-                    )
-                await asyncio.sleep(0.1)
+            raise RuntimeError(
+                f"{len(cluster.brokers)} of {self.brokers} brokers and {len(cluster.coordinators)} of "
+                f"{self.coordinators} coordinators ({shards} of {wanted_shards} shards) came up; "
+                f"see {self.data_dir}/logs"
+            )
 
     def health(self) -> str:
         """One line: live brokers, topics, partitions offline or under-replicated."""

@@ -13,10 +13,11 @@ import selectors
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from lanes.deadline import Deadline, attempts_blocking
 
 
 @dataclass
@@ -66,8 +67,7 @@ def start_service(module: str, args: list[str], log_path: Path, ready_timeout_s:
     assert process.stdout is not None
     selector = selectors.DefaultSelector()
     selector.register(process.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + ready_timeout_s
-    while time.monotonic() < deadline:
+    for _ in attempts_blocking(Deadline(ready_timeout_s), pause_s=0):  # select() waits up to 0.1 s
         if selector.select(timeout=0.1):
             line = process.stdout.readline()
             if line:

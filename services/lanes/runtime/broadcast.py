@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from lanes.deadline import Deadline
+
 
 class Broadcast:
     """Wakes every current waiter at once. Owned by one event loop."""
@@ -41,13 +43,11 @@ class Broadcast:
     async def wait_until(self, predicate: Callable[[], bool], timeout_s: float | None) -> None:
         """Return once ``predicate()`` holds (checked after each notification); TimeoutError after
         ``timeout_s`` (None: no limit)."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout_s is None else loop.time() + timeout_s
+        deadline = None if timeout_s is None else Deadline(timeout_s)
         while True:
             ticket = self.ticket()
             if predicate():
                 return
-            remaining = None if deadline is None else deadline - loop.time()
-            if remaining is not None and remaining <= 0:
+            if deadline is not None and deadline.expired():
                 raise TimeoutError
-            await self.wait(ticket, remaining)
+            await self.wait(ticket, None if deadline is None else deadline.remaining_s())

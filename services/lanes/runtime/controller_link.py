@@ -24,7 +24,7 @@ from typing import Any, Literal, NamedTuple
 
 import grpc
 
-from lanes.deadline import Deadline, attempts
+from lanes.deadline import Backoff, Deadline, attempts
 from lanes.errors import ErrorCode, error_code
 from lanes.metadata.image import MetadataImage, NodeKind, ProducerIdBlock
 from lanes.rpc.channels import open_channel
@@ -201,7 +201,7 @@ class ControllerLink:
         return answer.error, getattr(answer, rpcs.epoch_field), answer.cluster_id
 
     async def _register(self) -> None:
-        delay = _RETRY_MIN_S
+        backoff = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
         while True:
             try:
                 error, epoch, cluster_id = await self._register_once()
@@ -214,8 +214,7 @@ class ControllerLink:
                     self.fenced = self.role == "broker"
                     return
                 _log.warning("registration refused: %s", error.message)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _RETRY_MAX_S)
+            await backoff.pause()
 
     async def _heartbeats(self) -> None:
         while True:
@@ -233,7 +232,7 @@ class ControllerLink:
             await asyncio.sleep(self.heartbeat_interval_s)
 
     async def _watch(self) -> None:
-        delay = _RETRY_MIN_S
+        backoff = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
         while True:
             try:
                 stream = self._stub.WatchMetadata(
@@ -245,11 +244,10 @@ class ControllerLink:
                 )
                 async for update in stream:
                     await self._apply(update)
-                    delay = _RETRY_MIN_S
+                    backoff.reset()
             except grpc.aio.AioRpcError as exc:
                 _log.info("metadata stream broke (%s); resuming from %d", exc.code().name, self.image.last_offset + 1)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _RETRY_MAX_S)
+            await backoff.pause()
 
     async def _apply(self, update: controller_pb2.MetadataUpdate) -> None:
         applied: list[tuple[int, metadata_pb2.MetadataRecord]] = []
