@@ -36,7 +36,8 @@ class Cluster:
 
     def start_broker(self, broker_id: int, rack: str = "") -> int:
         decision = self.commit(
-            self.core.register("broker", 
+            self.core.register(
+                "broker",
                 broker_id,
                 f"incarnation-{next(self.incarnations)}",
                 cluster_id="",
@@ -375,7 +376,8 @@ TestControllerMachine = ControllerMachine.TestCase
 
 def _register_coordinator(cluster: Cluster, coordinator_id: int, incarnation: str = "") -> ControllerDecision:
     decision = cluster.commit(
-        cluster.core.register("coordinator", 
+        cluster.core.register(
+            "coordinator",
             coordinator_id,
             incarnation or f"c-{next(cluster.incarnations)}",
             cluster_id="",
@@ -450,8 +452,8 @@ def test_a_restarted_coordinator_reloads_its_shards_under_a_new_epoch() -> None:
     _register_coordinator(cluster, 1, "first")
     cluster.commit(cluster.core.ensure_offsets_topic())
     epochs = {s: o.shard_epoch for s, o in cluster.image.shards.items()}
-    refused = cluster.core.register("coordinator", 
-        1, "second", cluster_id="", host="h", port=1, previous_session_alive=True
+    refused = cluster.core.register(
+        "coordinator", 1, "second", cluster_id="", host="h", port=1, previous_session_alive=True
     )
     assert refused.error is ErrorCode.DUPLICATE_BROKER_REGISTRATION
     _register_coordinator(cluster, 1, "second")

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from lanes.clock import ManualClock
 from lanes.protocol.records import Record
-from lanes.storage.log import CLEAN_SHUTDOWN_FILE, PartitionLog
+from lanes.storage.loader import CLEAN_SHUTDOWN_FILE
+from lanes.storage.log import PartitionLog
 from tests.unit.log_helpers import assert_indexes_agree_with_a_full_scan, config, producer_batch, read_all
 
 CONFIG = config(segment_bytes=4000, index_interval_bytes=200)

@@ -2,8 +2,9 @@
 
 Public interface:
 
-- ``PartitionLog.open(directory, LogConfig, clock=..., files=FileCache)``: open or recover one
-  partition replica's log; ``append_as_leader`` / ``append_as_follower``, ``read``,
+- ``PartitionLog.open(directory, LogConfig, clock=..., files=FileCache)``: open one partition
+  replica's log (``loader.LogLoader`` finishes an interrupted compaction and recovers after an
+  unclean stop); ``append_as_leader`` / ``append_as_follower``, ``read``,
   ``offset_for_timestamp``, ``truncate_to``, ``truncate_fully_and_start_at``,
   ``delete_records_before``, ``apply_retention``, ``flush``, ``checkpoint``, ``close``,
   ``delete``; bounds ``log_start_offset``, ``log_end_offset``, ``recovery_point``,

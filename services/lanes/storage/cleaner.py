@@ -37,7 +37,8 @@ from lanes.clock import Clock
 from lanes.protocol.records import BatchHeader, Record, decode_batch, encode_batch
 from lanes.storage.checkpoint import read_offset, write_offset
 from lanes.storage.files import pread_exact, pwrite_all
-from lanes.storage.log import CLEANED_SUFFIX, PartitionLog
+from lanes.storage.loader import CLEANED_SUFFIX
+from lanes.storage.log import PartitionLog
 from lanes.storage.segment import LogSegment
 
 CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"

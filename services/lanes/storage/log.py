@@ -57,19 +57,20 @@ from lanes.protocol.records import (
     stamp_log_append_time,
     validate_batches,
 )
-from lanes.storage.checkpoint import read_offset, write_offset
+from lanes.storage.checkpoint import write_offset
 from lanes.storage.epochs import LeaderEpochCache
 from lanes.storage.files import FileCache, fsync_directory, storage_error
-from lanes.storage.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, LogSegment
+from lanes.storage.loader import (
+    CLEAN_SHUTDOWN_FILE,
+    HIGH_WATERMARK_FILE,
+    LEADER_EPOCH_FILE,
+    LOG_START_FILE,
+    RECOVERY_POINT_FILE,
+    SWAP_SUFFIX,
+    LogLoader,
+)
+from lanes.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
 from lanes.topic_configs import topic_config_values
-
-RECOVERY_POINT_FILE = "recovery-point-checkpoint"
-HIGH_WATERMARK_FILE = "high-watermark-checkpoint"
-LOG_START_FILE = "log-start-offset-checkpoint"
-LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
-CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
-CLEANED_SUFFIX = ".cleaned"
-SWAP_SUFFIX = ".swap"
 
 
 @dataclass(frozen=True)
@@ -177,13 +178,13 @@ class PartitionLog:
         self._active_since_ms = clock.monotonic_ms()  # when the active segment started (or was opened)
         self._closed = False
         self.epochs = LeaderEpochCache(directory / LEADER_EPOCH_FILE)
-        #: Segments cut and batches dropped by the last open's recovery (for logs and tests).
+        #: Bytes the last open's recovery cut off (for logs and tests).
         self.recovered_bytes_cut = 0
         #: Called with the seconds each fsync pass of ``flush`` took (metrics), if set.
         self.on_flush_s: Callable[[float], None] | None = None
 
     # -----------------------------------------------------------------------------------------
-    # opening and recovery
+    # opening (recovery: lanes.storage.loader)
 
     @classmethod
     def open(
@@ -202,131 +203,25 @@ class PartitionLog:
         """
         directory.mkdir(parents=True, exist_ok=True)
         log = cls(directory, config, clock, files or FileCache(), own_marker=clean_shutdown is None)
+        loaded = LogLoader(
+            directory,
+            files=log._files,
+            epochs=log.epochs,
+            index_interval_bytes=config.index_interval_bytes,
+            compact=config.compact,
+            clean_shutdown=clean_shutdown,
+        ).load()
         with log._lock:
-            log._load(clean_shutdown)
+            log._segments = loaded.segments
+            log._bases = [segment.base_offset for segment in loaded.segments]
+            log._log_start_offset = loaded.log_start_offset
+            log._log_end_offset = loaded.log_end_offset
+            log._high_watermark = loaded.high_watermark
+            log._recovery_point = log._durable_offset = loaded.recovery_point
+            log.recovered_bytes_cut = loaded.recovered_bytes_cut
+            if loaded.checkpoints_stale:
+                log._write_checkpoints()
         return log
-
-    def _load(self, clean_shutdown: bool | None) -> None:
-        self._finish_interrupted_compaction()
-        marker = self.directory / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists() if clean_shutdown is None else clean_shutdown
-        bases = sorted(
-            int(path.name[: -len(LOG_SUFFIX)])
-            for path in self.directory.glob(f"*{LOG_SUFFIX}")
-            if path.name[: -len(LOG_SUFFIX)].isdigit()
-        )
-        interval = self._config.index_interval_bytes
-        self._segments = [LogSegment(self.directory, base, self._files, interval) for base in bases]
-        self._remove_orphan_indexes(set(bases))
-        stored_start = read_offset(self.directory / LOG_START_FILE)
-        recovery_point = read_offset(self.directory / RECOVERY_POINT_FILE) if clean else None
-        recovered: set[int] = set()
-        if clean and self._own_marker:
-            marker.unlink()
-            fsync_directory(self.directory)  # a crash from now on must be seen as unclean
-        elif not clean:
-            recovery_from = read_offset(self.directory / RECOVERY_POINT_FILE) or 0
-            recovered = self._recover(recovery_from, stored_start or 0)
-        for segment in self._segments:  # indexes are derived: rebuild any that a crash damaged
-            if segment.base_offset not in recovered and not segment.indexes_plausible():
-                segment.recover(segment.base_offset)
-        fresh = not self._segments
-        if fresh:
-            base = stored_start or 0
-            self._segments = [LogSegment.create(self.directory, base, self._files, interval)]
-            fsync_directory(self.directory)
-        self._bases = [segment.base_offset for segment in self._segments]
-        self._log_end_offset = self._segments[-1].next_offset
-        first_base = self._segments[0].base_offset
-        start = first_base if stored_start is None else max(stored_start, first_base)
-        self._log_start_offset = min(start, self._log_end_offset)
-        stored_high_watermark = read_offset(self.directory / HIGH_WATERMARK_FILE) or 0
-        self._high_watermark = min(max(stored_high_watermark, self._log_start_offset), self._log_end_offset)
-        self.epochs.truncate_from_end(self._log_end_offset)
-        if recovery_point is None:  # after recovery everything left is validated: make it durable
-            for segment in self._segments:
-                segment.flush()
-            recovery_point = self._log_end_offset
-        self._recovery_point = self._durable_offset = min(recovery_point, self._log_end_offset)
-        if not clean and not fresh:  # recovery changed what the checkpoints describe
-            self._write_checkpoints()
-
-    def _recover(self, recovery_point: int, log_start_offset: int) -> set[int]:
-        """Scan segments from the one holding ``recovery_point``; cut at the first invalid batch.
-
-        Returns the base offsets of the segments scanned.
-        """
-        first = max(0, bisect.bisect_right([s.base_offset for s in self._segments], recovery_point) - 1)
-        expected = self._segments[first - 1].next_offset if first else 0
-        scanned = set()
-
-        previous_epoch = -1
-
-        def epoch_matches(header: BatchHeader) -> bool:
-            """The epoch cache is written before the data, so an intact cache knows the epoch of
-            every readable batch exactly. Batches below the log start (awaiting retention) and a
-            lost cache allow only a check that epochs never decrease; a lost cache is rebuilt."""
-            nonlocal previous_epoch
-            epoch = header.partition_leader_epoch
-            epochs = self.epochs
-            if epochs.trusted and header.last_offset >= log_start_offset:
-                known = epochs.epoch_for(header.base_offset)
-                if known is None:  # straddles the log start: the first entry was clamped to it
-                    known = epochs.entries[0][0] if epochs.entries else None
-                if epoch != known:
-                    return False
-            elif epoch < previous_epoch:
-                return False
-            elif not epochs.trusted and header.last_offset >= log_start_offset:
-                epochs.assign(epoch, max(header.base_offset, log_start_offset))
-            previous_epoch = epoch
-            return True
-
-        for position in range(first, len(self._segments)):
-            segment = self._segments[position]
-            start = max(expected, segment.base_offset)
-            cut, expected = segment.recover(start, epoch_matches, contiguous=not self._config.compact)
-            scanned.add(segment.base_offset)
-            self.recovered_bytes_cut += cut
-            if cut:
-                for later in self._segments[position + 1 :]:
-                    self.recovered_bytes_cut += later.size_bytes
-                    later.delete()
-                del self._segments[position + 1 :]
-                break
-        # An empty segment after a non-empty one at the same offset is harmless; an empty active
-        # segment whose base precedes the previous segment's end is not: drop such leftovers.
-        while (
-            len(self._segments) > 1
-            and self._segments[-1].size_bytes == 0
-            and (self._segments[-1].base_offset < self._segments[-2].next_offset)
-        ):
-            self._segments.pop().delete()
-        return scanned
-
-    def _finish_interrupted_compaction(self) -> None:
-        """Complete swaps that were committed (``.swap`` files), discard unfinished cleanings."""
-        changed = False
-        for path in self.directory.iterdir():
-            name = path.name
-            if name.endswith(CLEANED_SUFFIX) or name.endswith(".tmp"):
-                path.unlink()
-                changed = True
-        for path in sorted(self.directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
-            stem = path.name[: -len(LOG_SUFFIX + SWAP_SUFFIX)]
-            for suffix in (".index", ".timeindex"):
-                (self.directory / f"{stem}{suffix}").unlink(missing_ok=True)  # derived: rebuilt
-            path.replace(self.directory / f"{stem}{LOG_SUFFIX}")
-            changed = True
-        if changed:
-            fsync_directory(self.directory)
-
-    def _remove_orphan_indexes(self, bases: set[int]) -> None:
-        for suffix in (".index", ".timeindex"):
-            for path in self.directory.glob(f"*{suffix}"):
-                stem = path.name[: -len(suffix)]
-                if stem.isdigit() and int(stem) not in bases:
-                    path.unlink()
 
     # -----------------------------------------------------------------------------------------
     # state

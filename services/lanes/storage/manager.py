@@ -21,7 +21,8 @@ from pathlib import Path
 from lanes.clock import Clock
 from lanes.protocol.names import validate_topic_name
 from lanes.storage.files import DEFAULT_MAX_OPEN_FILES, FileCache, fsync_directory
-from lanes.storage.log import CLEAN_SHUTDOWN_FILE, LogConfig, PartitionLog
+from lanes.storage.loader import CLEAN_SHUTDOWN_FILE
+from lanes.storage.log import LogConfig, PartitionLog
 from lanes.topic_partition import TopicPartition
 
 

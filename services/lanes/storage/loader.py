@@ -1,0 +1,196 @@
+"""Opening a partition's log directory (Kafka's ``LogLoader``): finishing or discarding an
+interrupted compaction, recovery after an unclean stop, and the offsets the log starts with.
+
+Recovery scans from the segment holding the recovery point and cuts the log at the first batch
+that is invalid or whose leader epoch the epoch cache contradicts; segments after the cut are
+deleted. Indexes are derived data: any that look damaged are rebuilt. After recovery everything
+left is validated, so it is flushed and becomes the new recovery point. The loader runs once, in
+the thread that opens the log, before the ``PartitionLog`` it builds is shared.
+
+The files of a log directory are listed in ``lanes.storage.log``; their names are defined here.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from pathlib import Path
+
+from lanes.protocol.records import BatchHeader
+from lanes.storage.checkpoint import read_offset
+from lanes.storage.epochs import LeaderEpochCache
+from lanes.storage.files import FileCache, fsync_directory
+from lanes.storage.segment import LOG_SUFFIX, LogSegment
+
+RECOVERY_POINT_FILE = "recovery-point-checkpoint"
+HIGH_WATERMARK_FILE = "high-watermark-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
+LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+
+@dataclass(frozen=True)
+class LoadedLog:
+    """A log directory as opened: its segments (at least one; the last is active) and offsets."""
+
+    segments: list[LogSegment]
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    recovery_point: int
+    recovered_bytes_cut: int  # bytes recovery cut off (for logs and tests)
+    checkpoints_stale: bool  # recovery changed the log: write the checkpoints again
+
+
+class LogLoader:
+    """Loads one log directory (use once: ``LogLoader(...).load()``)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        files: FileCache,
+        epochs: LeaderEpochCache,
+        index_interval_bytes: int,
+        compact: bool,
+        clean_shutdown: bool | None,
+    ) -> None:
+        """``clean_shutdown``: whether the last stop was clean, when the caller keeps that
+        knowledge (a LogManager, for its whole data directory); None uses the log's own marker."""
+        self.directory = directory
+        self.epochs = epochs
+        self._files = files
+        self._index_interval_bytes = index_interval_bytes
+        self._compact = compact
+        self._clean_shutdown = clean_shutdown
+        self._segments: list[LogSegment] = []
+        self._recovered_bytes_cut = 0
+
+    def load(self) -> LoadedLog:
+        """Open the directory's segments, recovering them if the last stop was unclean."""
+        self._finish_interrupted_compaction()
+        marker = self.directory / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists() if self._clean_shutdown is None else self._clean_shutdown
+        bases = sorted(
+            int(path.name[: -len(LOG_SUFFIX)])
+            for path in self.directory.glob(f"*{LOG_SUFFIX}")
+            if path.name[: -len(LOG_SUFFIX)].isdigit()
+        )
+        interval = self._index_interval_bytes
+        self._segments = [LogSegment(self.directory, base, self._files, interval) for base in bases]
+        self._remove_orphan_indexes(set(bases))
+        stored_start = read_offset(self.directory / LOG_START_FILE)
+        recovery_point = read_offset(self.directory / RECOVERY_POINT_FILE) if clean else None
+        recovered: set[int] = set()
+        if clean and self._clean_shutdown is None:  # the log's own marker
+            marker.unlink()
+            fsync_directory(self.directory)  # a crash from now on must be seen as unclean
+        elif not clean:
+            recovery_from = read_offset(self.directory / RECOVERY_POINT_FILE) or 0
+            recovered = self._recover(recovery_from, stored_start or 0)
+        for segment in self._segments:  # indexes are derived: rebuild any that a crash damaged
+            if segment.base_offset not in recovered and not segment.indexes_plausible():
+                segment.recover(segment.base_offset)
+        fresh = not self._segments
+        if fresh:
+            base = stored_start or 0
+            self._segments = [LogSegment.create(self.directory, base, self._files, interval)]
+            fsync_directory(self.directory)
+        log_end_offset = self._segments[-1].next_offset
+        first_base = self._segments[0].base_offset
+        start = first_base if stored_start is None else max(stored_start, first_base)
+        log_start_offset = min(start, log_end_offset)
+        stored_high_watermark = read_offset(self.directory / HIGH_WATERMARK_FILE) or 0
+        self.epochs.truncate_from_end(log_end_offset)
+        if recovery_point is None:  # after recovery everything left is validated: make it durable
+            for segment in self._segments:
+                segment.flush()
+            recovery_point = log_end_offset
+        return LoadedLog(
+            segments=self._segments,
+            log_start_offset=log_start_offset,
+            log_end_offset=log_end_offset,
+            high_watermark=min(max(stored_high_watermark, log_start_offset), log_end_offset),
+            recovery_point=min(recovery_point, log_end_offset),
+            recovered_bytes_cut=self._recovered_bytes_cut,
+            checkpoints_stale=not clean and not fresh,  # recovery changed what the checkpoints describe
+        )
+
+    def _recover(self, recovery_point: int, log_start_offset: int) -> set[int]:
+        """Scan segments from the one holding ``recovery_point``; cut at the first invalid batch.
+
+        Returns the base offsets of the segments scanned.
+        """
+        first = max(0, bisect.bisect_right([s.base_offset for s in self._segments], recovery_point) - 1)
+        expected = self._segments[first - 1].next_offset if first else 0
+        scanned = set()
+
+        previous_epoch = -1
+
+        def epoch_matches(header: BatchHeader) -> bool:
+            """The epoch cache is written before the data, so an intact cache knows the epoch of
+            every readable batch exactly. Batches below the log start (awaiting retention) and a
+            lost cache allow only a check that epochs never decrease; a lost cache is rebuilt."""
+            nonlocal previous_epoch
+            epoch = header.partition_leader_epoch
+            epochs = self.epochs
+            if epochs.trusted and header.last_offset >= log_start_offset:
+                known = epochs.epoch_for(header.base_offset)
+                if known is None:  # straddles the log start: the first entry was clamped to it
+                    known = epochs.entries[0][0] if epochs.entries else None
+                if epoch != known:
+                    return False
+            elif epoch < previous_epoch:
+                return False
+            elif not epochs.trusted and header.last_offset >= log_start_offset:
+                epochs.assign(epoch, max(header.base_offset, log_start_offset))
+            previous_epoch = epoch
+            return True
+
+        for position in range(first, len(self._segments)):
+            segment = self._segments[position]
+            start = max(expected, segment.base_offset)
+            cut, expected = segment.recover(start, epoch_matches, contiguous=not self._compact)
+            scanned.add(segment.base_offset)
+            self._recovered_bytes_cut += cut
+            if cut:
+                for later in self._segments[position + 1 :]:
+                    self._recovered_bytes_cut += later.size_bytes
+                    later.delete()
+                del self._segments[position + 1 :]
+                break
+        # An empty segment after a non-empty one at the same offset is harmless; an empty active
+        # segment whose base precedes the previous segment's end is not: drop such leftovers.
+        while (
+            len(self._segments) > 1
+            and self._segments[-1].size_bytes == 0
+            and (self._segments[-1].base_offset < self._segments[-2].next_offset)
+        ):
+            self._segments.pop().delete()
+        return scanned
+
+    def _finish_interrupted_compaction(self) -> None:
+        """Complete swaps that were committed (``.swap`` files), discard unfinished cleanings."""
+        changed = False
+        for path in self.directory.iterdir():
+            name = path.name
+            if name.endswith(CLEANED_SUFFIX) or name.endswith(".tmp"):
+                path.unlink()
+                changed = True
+        for path in sorted(self.directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
+            stem = path.name[: -len(LOG_SUFFIX + SWAP_SUFFIX)]
+            for suffix in (".index", ".timeindex"):
+                (self.directory / f"{stem}{suffix}").unlink(missing_ok=True)  # derived: rebuilt
+            path.replace(self.directory / f"{stem}{LOG_SUFFIX}")
+            changed = True
+        if changed:
+            fsync_directory(self.directory)
+
+    def _remove_orphan_indexes(self, bases: set[int]) -> None:
+        for suffix in (".index", ".timeindex"):
+            for path in self.directory.glob(f"*{suffix}"):
+                stem = path.name[: -len(suffix)]
+                if stem.isdigit() and int(stem) not in bases:
+                    path.unlink()
