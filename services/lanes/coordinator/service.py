@@ -1,16 +1,12 @@
-"""The GroupCoordinator gRPC service (DESIGN.md section 8; proto/lanes/v1/coordinator.proto).
+"""The GroupCoordinator gRPC service (DESIGN.md section 8; proto/lanes/v1/coordinator.proto):
+the face of a group coordinator. It turns requests into calls of the group state machine
+(``GroupCoordinatorCore``) on the shard that serves the group (``shards.Shards``: loading,
+routing, durability), and answers only once what an answer depends on is durable.
 
 A coordinator registers with the controller (``ControllerLink``, role coordinator) and follows
-the metadata log. The controller assigns it shards of ``__consumer_offsets``; for each shard
-that becomes its own it fences the previous owner and replays the shard (``ShardLog``), then
-serves the shard's groups from a ``GroupCoordinatorCore``; a shard that moves away, or whose
-epoch changes, is dropped at once. A group lives on shard ``mmh3(group id) mod shards``; requests
-for groups on other shards answer NOT_COORDINATOR, and for a shard still loading
-COORDINATOR_LOAD_IN_PROGRESS (both retriable: clients find the coordinator again).
-
-Every answer that depends on group state is sent only once that state is durable in the shard
-(``LoadedShard.durable``). A timer fences members whose session or rebalance timeout passed and
-expires offsets. Owned by one event loop.
+the metadata log. Requests for groups on other shards answer NOT_COORDINATOR, and for a shard
+still loading COORDINATOR_LOAD_IN_PROGRESS (both retriable: clients find the coordinator again).
+Owned by one event loop.
 """
 
 from __future__ import annotations
@@ -19,13 +15,11 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TypeVar
 
 import grpc
 from prometheus_client.metrics_core import Metric
 
 from lanes.clock import Clock
-from lanes.coordinator.brokers import BrokerAccess
 from lanes.coordinator.core import (
     CommitEntry,
     GroupConfig,
@@ -36,10 +30,8 @@ from lanes.coordinator.core import (
 )
 from lanes.coordinator.group import Group
 from lanes.coordinator.metrics import CoordinatorMetrics, GroupSnapshot, PartitionLag
-from lanes.coordinator.shard import LoadedShard
-from lanes.coordinator.shard_log import ShardFencedError, ShardLog, ShardUnavailableError
+from lanes.coordinator.shards import GroupRouteError, Shards
 from lanes.errors import ErrorCode, LanesError
-from lanes.metadata.image import ShardImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
 from lanes.protocol.partitioner import partition_for_key
 from lanes.rpc.wire import (
@@ -56,12 +48,6 @@ from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2, coordinator_pb2, coordinator_pb2_grpc
 
 _log = logging.getLogger(__name__)
-T = TypeVar("T")
-_DURABLE_TIMEOUT_S = 10.0
-
-
-class GroupRouteError(LanesError):
-    """The group cannot be served here now (the code says why and what the client does)."""
 
 
 class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
@@ -90,159 +76,26 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             endpoint=endpoint,
             role="coordinator",
         )
-        self.brokers = BrokerAccess(lambda: self.link.image)
-        self.shards: dict[int, LoadedShard] = {}
-        self._failed_epochs: dict[int, int] = {}  # shard -> epoch it failed under (not retried)
-        self._expire_interval_s = expire_interval_ms / 1000
-        self._timer: asyncio.Task[None] | None = None
-        self._counts: dict[str, int] = {}
-        self._counts_at: tuple[int, int] = (0, -2)
+        self.shards = Shards(
+            coordinator_id,
+            self.link,
+            clock=clock,
+            config=self.config,
+            metrics=self.metrics,
+            expire_interval_ms=expire_interval_ms,
+        )
+        self.brokers = self.shards.brokers
 
     async def start(self) -> None:
         """Register, follow metadata, load the shards given to this coordinator."""
         self.metrics.service.add_snapshot(self._metrics_snapshot)
-        self.link.on_update(lambda applied: self._sync_shards())
         await self.link.start()
-        self._sync_shards()
-        self._timer = asyncio.create_task(self._expire_loop())
+        self.shards.start()
 
     async def stop(self) -> None:
         """Hand the shards back (the controller moves them) and stop."""
-        if self._timer is not None:
-            self._timer.cancel()
         await self.link.stop(controlled=True)
-        for shard in list(self.shards.values()):
-            shard.close(GroupRouteError("the coordinator is shutting down", ErrorCode.NOT_COORDINATOR))
-        self.shards.clear()
-        await self.brokers.close()
-
-    # -----------------------------------------------------------------------------------------
-    # shards
-
-    def _owned_shards(self) -> dict[int, ShardImage]:
-        image = self.link.image
-        me = image.coordinators.get(self.coordinator_id)
-        if me is None or me.fenced or me.epoch != self.link.node_epoch:
-            return {}
-        return {s: info for s, info in image.shards.items() if info.coordinator_id == self.coordinator_id}
-
-    def _sync_shards(self) -> None:
-        owned = self._owned_shards()
-        for shard, loaded in list(self.shards.items()):
-            info = owned.get(shard)
-            if info is None or info.shard_epoch != loaded.info.shard_epoch:
-                _log.info("shard %d moved away (epoch %d)", shard, loaded.info.shard_epoch)
-                loaded.close(GroupRouteError(f"shard {shard} moved to another coordinator", ErrorCode.NOT_COORDINATOR))
-                del self.shards[shard]
-        for shard, info in sorted(owned.items()):
-            if shard in self.shards or self._failed_epochs.get(shard) == info.shard_epoch:
-                continue
-            log = ShardLog(
-                self.brokers, self._clock, shard=shard, producer_id=info.producer_id, shard_epoch=info.shard_epoch
-            )
-            loaded = LoadedShard(shard, info, GroupCoordinatorCore(self.config), log, self._shard_failed)
-            self.shards[shard] = loaded
-            loaded.start_loading(self._load(loaded))
-
-    async def _load(self, loaded: LoadedShard) -> None:
-        started = self._clock.monotonic_ms()
-        try:
-            records = await loaded.log.fence_and_read()
-        except (ShardFencedError, ShardUnavailableError) as exc:
-            _log.warning("shard %d not loaded: %s", loaded.shard, exc)
-            self._shard_failed(loaded)
-            return
-        loaded.activate(records, self._clock.now_ms())
-        _log.info(
-            "loaded shard %d (epoch %d): %d groups from %d records in %d ms",
-            loaded.shard,
-            loaded.info.shard_epoch,
-            len(loaded.core.store.groups),
-            len(records),
-            self._clock.monotonic_ms() - started,
-        )
-
-    def _shard_failed(self, loaded: LoadedShard) -> None:
-        if self.shards.get(loaded.shard) is loaded:
-            del self.shards[loaded.shard]
-            self._failed_epochs[loaded.shard] = loaded.info.shard_epoch
-            loaded.close(GroupRouteError(f"shard {loaded.shard} failed", ErrorCode.NOT_COORDINATOR))
-
-    async def _expire_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._expire_interval_s)
-            for loaded in list(self.shards.values()):
-                if not loaded.active:
-                    continue
-                fenced, _ = loaded.decide(self._expiring(self._clock.now_ms()))
-                for group_id, member_id, reason in fenced:
-                    _log.info(
-                        "group %s: member %s removed: %s", group_id, member_id, reason, extra=fields(group=group_id)
-                    )
-
-    @staticmethod
-    def _expiring(
-        now_ms: int,
-    ) -> Callable[[GroupCoordinatorCore], tuple[list[tuple[str, str, str]], GroupDecision]]:
-        return lambda core: core.expire(now_ms)
-
-    # -----------------------------------------------------------------------------------------
-    # routing
-
-    def shard_count(self) -> int:
-        """Partitions of __consumer_offsets (0 while it does not exist)."""
-        topic = self.link.image.topic(CONSUMER_OFFSETS_TOPIC)
-        return len(topic.partitions) if topic is not None else 0
-
-    def _route(self, group_id: str) -> LoadedShard:
-        try:
-            validate_group_id(group_id)
-        except LanesError as exc:
-            raise GroupRouteError(exc.message, ErrorCode.INVALID_GROUP_ID) from None
-        count = self.shard_count()
-        if count == 0:
-            raise GroupRouteError(f"{CONSUMER_OFFSETS_TOPIC} does not exist yet", ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        shard = partition_for_key(group_id.encode(), count)
-        loaded = self.shards.get(shard)
-        if loaded is None:
-            raise GroupRouteError(
-                f"group {group_id!r} is on shard {shard}, not served by coordinator {self.coordinator_id}",
-                ErrorCode.NOT_COORDINATOR,
-            )
-        if not loaded.active:
-            raise GroupRouteError(f"shard {shard} is still loading", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        return loaded
-
-    async def _decide(self, group_id: str, decide: Callable[[GroupCoordinatorCore], tuple[T, GroupDecision]]) -> T:
-        """Route, decide, and wait until the decision (and all before it) is durable."""
-        loaded = self._route(group_id)
-        before = loaded.core.store.get(group_id)
-        epoch_before = before.group_epoch if before is not None else 0
-        result, position = loaded.decide(decide)
-        after = loaded.core.store.get(group_id)
-        if after is not None and after.group_epoch > epoch_before:
-            self.metrics.rebalances.inc()
-        await self._durable(loaded, position)
-        return result
-
-    async def _durable(self, loaded: LoadedShard, position: int) -> None:
-        try:
-            await loaded.durable(position, _DURABLE_TIMEOUT_S)
-        except TimeoutError:
-            raise GroupRouteError(
-                f"shard {loaded.shard} is not writable yet (its partition has no leader or too few replicas)",
-                ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            ) from None
-        except LanesError as exc:
-            raise GroupRouteError(exc.message, ErrorCode.NOT_COORDINATOR) from None
-
-    def partition_counts(self) -> dict[str, int]:
-        """Partition count of every topic in the metadata image (recomputed when the image moves)."""
-        image = self.link.image
-        if self._counts_at != (id(image), image.last_offset):
-            self._counts = {topic.name: len(topic.partitions) for topic in image.topics.values()}
-            self._counts_at = (id(image), image.last_offset)
-        return self._counts
+        await self.shards.stop()
 
     # -----------------------------------------------------------------------------------------
     # RPCs: discovery and membership
@@ -251,7 +104,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         self, request: coordinator_pb2.FindCoordinatorRequest, context: ServicerContext
     ) -> coordinator_pb2.FindCoordinatorResponse:
         image = self.link.image
-        count = self.shard_count()
+        count = self.shards.shard_count()
         answers = []
         for group_id in request.group_ids:
             try:
@@ -316,10 +169,10 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             server_assignor=request.server_assignor if request.server_assignor or joining else None,
             owned=assignment_from_wire(request.owned_partitions) if request.HasField("owned_partitions") else None,
         )
-        counts = self.partition_counts()
+        counts = self.shards.partition_counts()
         now_ms = self._clock.now_ms()
         try:
-            result = await self._decide(request.group_id, lambda core: core.heartbeat(heartbeat, now_ms, counts))
+            result = await self.shards.decide(request.group_id, lambda core: core.heartbeat(heartbeat, now_ms, counts))
         except GroupRouteError as exc:
             return coordinator_pb2.HeartbeatResponse(
                 error=wire_error(exc.code, exc.message), member_id=request.member_id
@@ -340,7 +193,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
     ) -> coordinator_pb2.LeaveGroupResponse:
         now_ms = self._clock.now_ms()
         try:
-            code, message = await self._decide(
+            code, message = await self.shards.decide(
                 request.group_id,
                 lambda core: _pair(core.leave(request.group_id, request.member_id, request.instance_id, now_ms)),
             )
@@ -367,10 +220,10 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             for t in request.topics
             for p in t.partitions
         ]
-        counts = self.partition_counts()
+        counts = self.shards.partition_counts()
         now_ms = self._clock.now_ms()
         try:
-            outcomes = await self._decide(
+            outcomes = await self.shards.decide(
                 request.group_id,
                 lambda core: core.commit_offsets(
                     request.group_id,
@@ -397,8 +250,8 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         self, request: coordinator_pb2.FetchOffsetsRequest, context: ServicerContext
     ) -> coordinator_pb2.FetchOffsetsResponse:
         try:
-            loaded = self._route(request.group_id)
-            await self._durable(loaded, loaded.position())
+            loaded = self.shards.route(request.group_id)
+            await self.shards.durable(loaded, loaded.position())
         except GroupRouteError as exc:
             return coordinator_pb2.FetchOffsetsResponse(error=wire_error(exc.code, exc.message))
         wanted = topic_partitions_from_wire(request.partitions) or None
@@ -429,7 +282,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         states = set(request.states)
         listings = []
         loading = False
-        for loaded in sorted(self.shards.values(), key=lambda s: s.shard):
+        for loaded in sorted(self.shards.loaded.values(), key=lambda s: s.shard):
             if not loaded.active:
                 loading = True
                 continue
@@ -458,8 +311,8 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         described = []
         for group_id in request.group_ids:
             try:
-                loaded = self._route(group_id)
-                await self._durable(loaded, loaded.position())
+                loaded = self.shards.route(group_id)
+                await self.shards.durable(loaded, loaded.position())
             except GroupRouteError as exc:
                 described.append(
                     coordinator_pb2.GroupDescription(group_id=group_id, error=wire_error(exc.code, exc.message))
@@ -516,7 +369,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         for member_id in group.members:
             for partition in group.assignment(member_id).assigned:
                 owners[partition] = member_id
-        counts = self.partition_counts()
+        counts = self.shards.partition_counts()
         partitions = sorted({p for p in set(group.offsets) | set(owners) if p[1] < counts.get(p[0], 0)})
         ends = await self.brokers.list_offsets(partitions, broker_pb2.OFFSET_SPEC_LATEST)
         now_ms = self._clock.now_ms()
@@ -553,7 +406,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
     async def _metrics_snapshot(self) -> list[Metric]:
         """Groups of the loaded shards with their lag (end offsets and record times read from the
         brokers now, every group at once)."""
-        loaded = [shard for shard in self.shards.values() if shard.active]
+        loaded = [shard for shard in self.shards.loaded.values() if shard.active]
         groups = [group for shard in loaded for group in shard.core.store]
         offsets = await asyncio.gather(*(self._offset_states(group) for group in groups), return_exceptions=True)
         states = []
@@ -564,7 +417,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                 else tuple(PartitionLag(p.topic, p.partition, p.committed_offset, p.lag, p.lag_ms) for p in partitions)
             )
             states.append(GroupSnapshot(group.group_id, group.state(), len(group.members), group.group_epoch, lags))
-        return self.metrics.gauges(len(loaded), len(self.shards) - len(loaded), states)
+        return self.metrics.gauges(len(loaded), len(self.shards.loaded) - len(loaded), states)
 
     async def DeleteGroups(  # noqa: N802
         self, request: coordinator_pb2.DeleteGroupsRequest, context: ServicerContext
@@ -572,7 +425,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         results = []
         for group_id in request.group_ids:
             try:
-                code, message = await self._decide(group_id, _deleting(group_id))
+                code, message = await self.shards.decide(group_id, _deleting(group_id))
             except GroupRouteError as exc:
                 code, message = exc.code, exc.message
             results.append(coordinator_pb2.GroupResult(group_id=group_id, error=wire_error(code, message)))
@@ -582,8 +435,8 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         self, request: coordinator_pb2.ResetOffsetsRequest, context: ServicerContext
     ) -> coordinator_pb2.ResetOffsetsResponse:
         try:
-            loaded = self._route(request.group_id)
-            await self._durable(loaded, loaded.position())
+            loaded = self.shards.route(request.group_id)
+            await self.shards.durable(loaded, loaded.position())
         except GroupRouteError as exc:
             return coordinator_pb2.ResetOffsetsResponse(error=wire_error(exc.code, exc.message))
         group = loaded.core.store.get(request.group_id)
@@ -603,7 +456,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             )
         committed = dict(group.offsets) if group is not None else {}
         wanted = topic_partitions_from_wire(request.partitions) or sorted(committed)
-        counts = self.partition_counts()
+        counts = self.shards.partition_counts()
         missing = [p for p in wanted if not 0 <= p[1] < counts.get(p[0], 0)]
         present = [p for p in wanted if p not in missing]
         targets, errors = await self._reset_targets(present, kind, request.to, committed)
@@ -632,7 +485,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         if not request.dry_run and targets:
             now_ms = self._clock.now_ms()
             try:
-                code, message = await self._decide(
+                code, message = await self.shards.decide(
                     request.group_id, lambda core: _pair(core.reset_offsets(request.group_id, targets, now_ms))
                 )
             except GroupRouteError as exc:
@@ -690,7 +543,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
     ) -> coordinator_pb2.DeleteOffsetsResponse:
         wanted = topic_partitions_from_wire(request.partitions)
         try:
-            code, results = await self._decide(
+            code, results = await self.shards.decide(
                 request.group_id,
                 lambda core: _deleted(core.delete_offsets(request.group_id, wanted)),
             )

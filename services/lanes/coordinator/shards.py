@@ -1,0 +1,214 @@
+"""The shards a group coordinator owns, and routing to them: the coordinator's engine, behind
+the gRPC face in ``service``.
+
+The controller assigns shards of ``__consumer_offsets``; for each shard that becomes this
+coordinator's own, ``Shards`` fences the previous owner and replays the shard (``ShardLog``),
+then serves its groups from a ``GroupCoordinatorCore`` (``LoadedShard``); a shard that moves
+away, or whose epoch changes, is dropped at once, and one that failed under an epoch is not
+retried under it. A group lives on shard ``mmh3(group id) mod shards``: ``route`` answers
+NOT_COORDINATOR for groups on other shards and COORDINATOR_LOAD_IN_PROGRESS while a shard loads
+(both retriable). ``decide`` returns only once a decision is durable in the shard. A timer fences
+members whose session or rebalance timeout passed and expires offsets.
+
+Owned by the coordinator's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
+from lanes.clock import Clock
+from lanes.coordinator.brokers import BrokerAccess
+from lanes.coordinator.core import GroupConfig, GroupCoordinatorCore, GroupDecision
+from lanes.coordinator.metrics import CoordinatorMetrics
+from lanes.coordinator.shard import LoadedShard
+from lanes.coordinator.shard_log import ShardFencedError, ShardLog, ShardUnavailableError
+from lanes.errors import ErrorCode, LanesError
+from lanes.metadata.image import ShardImage
+from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
+from lanes.protocol.partitioner import partition_for_key
+from lanes.runtime.controller_link import ControllerLink
+from lanes.runtime.logs import fields
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
+_DURABLE_TIMEOUT_S = 10.0
+
+
+class GroupRouteError(LanesError):
+    """The group cannot be served here now (the code says why and what the client does)."""
+
+
+class Shards:
+    """The loaded shards of one coordinator (``loaded``: shard -> LoadedShard)."""
+
+    def __init__(
+        self,
+        coordinator_id: int,
+        link: ControllerLink,
+        *,
+        clock: Clock,
+        config: GroupConfig,
+        metrics: CoordinatorMetrics,
+        expire_interval_ms: int,
+    ) -> None:
+        self.coordinator_id = coordinator_id
+        self.link = link
+        self.config = config
+        self.metrics = metrics
+        self._clock = clock
+        self.brokers = BrokerAccess(lambda: self.link.image)
+        self.loaded: dict[int, LoadedShard] = {}
+        self._failed_epochs: dict[int, int] = {}  # shard -> epoch it failed under (not retried)
+        self._expire_interval_s = expire_interval_ms / 1000
+        self._timer: asyncio.Task[None] | None = None
+        self._counts: dict[str, int] = {}
+        self._counts_at: tuple[int, int] = (0, -2)
+
+    def start(self) -> None:
+        """Follow the metadata: load the shards given to this coordinator, expire members."""
+        self.link.on_update(lambda applied: self._sync_shards())
+        self._sync_shards()
+        self._timer = asyncio.create_task(self._expire_loop())
+
+    async def stop(self) -> None:
+        """Close every shard (after the controller moved them away)."""
+        if self._timer is not None:
+            self._timer.cancel()
+        for shard in list(self.loaded.values()):
+            shard.close(GroupRouteError("the coordinator is shutting down", ErrorCode.NOT_COORDINATOR))
+        self.loaded.clear()
+        await self.brokers.close()
+
+    # -----------------------------------------------------------------------------------------
+    # shards
+
+    def _owned_shards(self) -> dict[int, ShardImage]:
+        image = self.link.image
+        me = image.coordinators.get(self.coordinator_id)
+        if me is None or me.fenced or me.epoch != self.link.node_epoch:
+            return {}
+        return {s: info for s, info in image.shards.items() if info.coordinator_id == self.coordinator_id}
+
+    def _sync_shards(self) -> None:
+        owned = self._owned_shards()
+        for shard, loaded in list(self.loaded.items()):
+            info = owned.get(shard)
+            if info is None or info.shard_epoch != loaded.info.shard_epoch:
+                _log.info("shard %d moved away (epoch %d)", shard, loaded.info.shard_epoch)
+                loaded.close(GroupRouteError(f"shard {shard} moved to another coordinator", ErrorCode.NOT_COORDINATOR))
+                del self.loaded[shard]
+        for shard, info in sorted(owned.items()):
+            if shard in self.loaded or self._failed_epochs.get(shard) == info.shard_epoch:
+                continue
+            log = ShardLog(
+                self.brokers, self._clock, shard=shard, producer_id=info.producer_id, shard_epoch=info.shard_epoch
+            )
+            loaded = LoadedShard(shard, info, GroupCoordinatorCore(self.config), log, self._shard_failed)
+            self.loaded[shard] = loaded
+            loaded.start_loading(self._load(loaded))
+
+    async def _load(self, loaded: LoadedShard) -> None:
+        started = self._clock.monotonic_ms()
+        try:
+            records = await loaded.log.fence_and_read()
+        except (ShardFencedError, ShardUnavailableError) as exc:
+            _log.warning("shard %d not loaded: %s", loaded.shard, exc)
+            self._shard_failed(loaded)
+            return
+        loaded.activate(records, self._clock.now_ms())
+        _log.info(
+            "loaded shard %d (epoch %d): %d groups from %d records in %d ms",
+            loaded.shard,
+            loaded.info.shard_epoch,
+            len(loaded.core.store.groups),
+            len(records),
+            self._clock.monotonic_ms() - started,
+        )
+
+    def _shard_failed(self, loaded: LoadedShard) -> None:
+        if self.loaded.get(loaded.shard) is loaded:
+            del self.loaded[loaded.shard]
+            self._failed_epochs[loaded.shard] = loaded.info.shard_epoch
+            loaded.close(GroupRouteError(f"shard {loaded.shard} failed", ErrorCode.NOT_COORDINATOR))
+
+    async def _expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._expire_interval_s)
+            for loaded in list(self.loaded.values()):
+                if not loaded.active:
+                    continue
+                fenced, _ = loaded.decide(self._expiring(self._clock.now_ms()))
+                for group_id, member_id, reason in fenced:
+                    _log.info(
+                        "group %s: member %s removed: %s", group_id, member_id, reason, extra=fields(group=group_id)
+                    )
+
+    @staticmethod
+    def _expiring(
+        now_ms: int,
+    ) -> Callable[[GroupCoordinatorCore], tuple[list[tuple[str, str, str]], GroupDecision]]:
+        return lambda core: core.expire(now_ms)
+
+    # -----------------------------------------------------------------------------------------
+    # routing
+
+    def shard_count(self) -> int:
+        """Partitions of __consumer_offsets (0 while it does not exist)."""
+        topic = self.link.image.topic(CONSUMER_OFFSETS_TOPIC)
+        return len(topic.partitions) if topic is not None else 0
+
+    def route(self, group_id: str) -> LoadedShard:
+        """The active shard serving ``group_id``; GroupRouteError says why not and what to do."""
+        try:
+            validate_group_id(group_id)
+        except LanesError as exc:
+            raise GroupRouteError(exc.message, ErrorCode.INVALID_GROUP_ID) from None
+        count = self.shard_count()
+        if count == 0:
+            raise GroupRouteError(f"{CONSUMER_OFFSETS_TOPIC} does not exist yet", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        shard = partition_for_key(group_id.encode(), count)
+        loaded = self.loaded.get(shard)
+        if loaded is None:
+            raise GroupRouteError(
+                f"group {group_id!r} is on shard {shard}, not served by coordinator {self.coordinator_id}",
+                ErrorCode.NOT_COORDINATOR,
+            )
+        if not loaded.active:
+            raise GroupRouteError(f"shard {shard} is still loading", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        return loaded
+
+    async def decide(self, group_id: str, decide: Callable[[GroupCoordinatorCore], tuple[T, GroupDecision]]) -> T:
+        """Route, decide, and wait until the decision (and all before it) is durable."""
+        loaded = self.route(group_id)
+        before = loaded.core.store.get(group_id)
+        epoch_before = before.group_epoch if before is not None else 0
+        result, position = loaded.decide(decide)
+        after = loaded.core.store.get(group_id)
+        if after is not None and after.group_epoch > epoch_before:
+            self.metrics.rebalances.inc()
+        await self.durable(loaded, position)
+        return result
+
+    async def durable(self, loaded: LoadedShard, position: int) -> None:
+        """Until ``position`` of the shard is durable (GroupRouteError after a while)."""
+        try:
+            await loaded.durable(position, _DURABLE_TIMEOUT_S)
+        except TimeoutError:
+            raise GroupRouteError(
+                f"shard {loaded.shard} is not writable yet (its partition has no leader or too few replicas)",
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            ) from None
+        except LanesError as exc:
+            raise GroupRouteError(exc.message, ErrorCode.NOT_COORDINATOR) from None
+
+    def partition_counts(self) -> dict[str, int]:
+        """Partition count of every topic in the metadata image (recomputed when the image moves)."""
+        image = self.link.image
+        if self._counts_at != (id(image), image.last_offset):
+            self._counts = {topic.name: len(topic.partitions) for topic in image.topics.values()}
+            self._counts_at = (id(image), image.last_offset)
+        return self._counts
