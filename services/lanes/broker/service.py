@@ -87,6 +87,20 @@ def producer_state_of(log: PartitionLog) -> ProducerStateTable:
     return table
 
 
+@dataclass
+class ServedReplicaFetch:
+    """One pass of a ReplicaFetch long-poll over the partitions a follower asked for."""
+
+    response: broker_pb2.ReplicaFetchResponse
+    bytes_read: int = 0
+    #: a partition must answer at once (an error, or a divergence the follower must truncate)
+    urgent: bool = False
+    #: a high-water mark moved: wake producers waiting for acks=all and consumers below it
+    high_watermark_advanced: bool = False
+    #: the fetching follower, outside an ISR, has caught up: expand the ISR now
+    isr_expansion_due: bool = False
+
+
 class _TopicSettings:
     """A topic's configs as the broker applies them to its partitions, worked out on first use
     (once per topic per metadata update, not once per partition)."""
@@ -674,39 +688,31 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         deadline = Deadline(request.max_wait_ms / 1000, self._clock)
         while True:
             ticket = self._data_arrived.ticket()
-            response, total, urgent, advanced, isr_due = await asyncio.to_thread(self._serve_replica, request)
-            if isr_due:  # a follower outside the ISR caught up: expand now, not at the next periodic check
+            served = await asyncio.to_thread(self._serve_replica, request)
+            if served.isr_expansion_due:  # a follower outside the ISR caught up: expand now, not periodically
                 self._isr_check_now.set()
-            if advanced:  # producers waiting for acks=all, consumers waiting for data below the mark
+            if served.high_watermark_advanced:  # producers waiting for acks=all, consumers for data below it
                 self._notify()
-            if total >= max(request.min_bytes, 1) or urgent or deadline.expired():
-                return response
+            if served.bytes_read >= max(request.min_bytes, 1) or served.urgent or deadline.expired():
+                return served.response
             await self._data_arrived.wait(ticket, deadline.remaining_s())
 
-    def _serve_replica(
-        self, request: broker_pb2.ReplicaFetchRequest
-    ) -> tuple[broker_pb2.ReplicaFetchResponse, int, bool, bool, bool]:
-        """Record the follower's positions and read what it lacks; ``urgent`` when a partition
-        must answer at once (an error or a divergence), ``advanced`` when a high-water mark moved,
-        ``isr_due`` when the fetching follower, outside an ISR, has caught up.
+    def _serve_replica(self, request: broker_pb2.ReplicaFetchRequest) -> ServedReplicaFetch:
+        """Record the follower's positions and read what it lacks (see ``ServedReplicaFetch``).
 
         Only a moved mark wakes the other long-polls: waking them on every fetch would make the
         followers' long-polls wake each other in a loop."""
         now = self._clock.monotonic_ms()
         budget = request.max_bytes or 16 * 1024 * 1024
-        total = 0
-        urgent = False
-        advanced = False
-        isr_due = False
-        response = broker_pb2.ReplicaFetchResponse()
+        served = ServedReplicaFetch(broker_pb2.ReplicaFetchResponse())
         for topic in request.topics:
-            partitions = response.topics.add(topic=topic.topic, topic_id=topic.topic_id).partitions
+            partitions = served.response.topics.add(topic=topic.topic, topic_id=topic.topic_id).partitions
             for wanted in topic.partitions:
                 result = partitions.add(partition=wanted.partition)
                 leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
                 if not isinstance(leadership, Leadership):
                     result.error.CopyFrom(leadership)
-                    urgent = True
+                    served.urgent = True
                     continue
                 log = leadership.log
                 result.error.CopyFrom(wire_error(ErrorCode.NONE))
@@ -715,27 +721,28 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 if wanted.last_fetched_epoch >= 0 and (end < wanted.fetch_offset or epoch < wanted.last_fetched_epoch):
                     result.diverging_epoch.CopyFrom(broker_pb2.EpochEndOffset(leader_epoch=epoch, end_offset=end))
                     result.high_watermark = log.high_watermark
-                    urgent = True
+                    served.urgent = True
                     continue
                 if not log.log_start_offset <= wanted.fetch_offset <= log.log_end_offset:
                     result.error.CopyFrom(
                         wire_error(ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {wanted.fetch_offset} is outside the log")
                     )
-                    urgent = True
+                    served.urgent = True
                     continue
                 leadership.replica.on_follower_fetch(request.replica_id, wanted.fetch_offset, now)
                 before = log.high_watermark
-                advanced |= log.update_high_watermark(leadership.replica.high_watermark) > before
-                isr_due |= (
+                high_watermark = log.update_high_watermark(leadership.replica.high_watermark)
+                served.high_watermark_advanced |= high_watermark > before
+                served.isr_expansion_due |= (
                     request.replica_id not in leadership.replica.isr
                     and leadership.replica.proposed_isr(now) is not None
                 )
                 read = log.read(wanted.fetch_offset, min(wanted.partition_max_bytes or budget, budget))
                 result.records = read.records
                 result.high_watermark = log.high_watermark
-                total += len(read.records)
+                served.bytes_read += len(read.records)
                 budget = max(0, budget - len(read.records))
-        return response, total, urgent, advanced, isr_due
+        return served
 
     async def OffsetForLeaderEpoch(  # noqa: N802
         self, request: broker_pb2.OffsetForLeaderEpochRequest, context: ServicerContext

@@ -64,11 +64,12 @@ class ControllerDecision:
 
 @dataclass(frozen=True)
 class NewTopic:
-    """A CreateTopics entry: -1 partitions or replication factor means the cluster default."""
+    """A CreateTopics entry: no partition count or replication factor means the cluster default
+    (the wire says so with -1, as Kafka's does; the service converts)."""
 
     name: str
-    num_partitions: int = -1
-    replication_factor: int = -1
+    num_partitions: int | None = None
+    replication_factor: int | None = None
     assignments: tuple[tuple[int, ...], ...] = ()
     configs: tuple[tuple[str, str], ...] = ()
 
@@ -392,15 +393,15 @@ class ControllerCore:
     def _assignments(self, request: NewTopic) -> tuple[list[list[int]], ControllerDecision | None]:
         live = self.image.live_brokers()
         if request.assignments:
-            if request.num_partitions != -1 or request.replication_factor != -1:
+            if request.num_partitions is not None or request.replication_factor is not None:
                 return [], ControllerDecision.refuse(
                     ErrorCode.INVALID_REQUEST,
                     "give either explicit replica assignments or partitions and replication factor, not both",
                 )
             refused = self._check_assignments(request.assignments, len(request.assignments[0]))
             return [list(a) for a in request.assignments], refused
-        partitions = self.default_partitions if request.num_partitions == -1 else request.num_partitions
-        factor = self.default_replication_factor if request.replication_factor == -1 else request.replication_factor
+        partitions = self.default_partitions if request.num_partitions is None else request.num_partitions
+        factor = self.default_replication_factor if request.replication_factor is None else request.replication_factor
         if factor > len(live):
             return [], ControllerDecision.refuse(
                 ErrorCode.INVALID_REPLICATION_FACTOR,

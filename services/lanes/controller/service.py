@@ -331,8 +331,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         for topic in request.topics:
             new = NewTopic(
                 name=topic.name,
-                num_partitions=topic.num_partitions,
-                replication_factor=topic.replication_factor,
+                num_partitions=None if topic.num_partitions == -1 else topic.num_partitions,
+                replication_factor=None if topic.replication_factor == -1 else topic.replication_factor,
                 assignments=tuple(tuple(a.broker_ids) for a in sorted(topic.assignments, key=lambda a: a.partition)),
                 configs=tuple((c.name, c.value) for c in topic.configs),
             )
