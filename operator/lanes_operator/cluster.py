@@ -3,8 +3,8 @@ through the asynchronous admin client. No decisions here (they are in ``topics``
 
 from __future__ import annotations
 
+from lanes import GroupDescription, TopicPartition
 from lanes.aio import Admin
-from lanes.client import GroupDescription, TopicPartition
 from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, LanesError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from lanes_operator.topics import ObservedTopic, TopicPlan, TopicSpec

@@ -1,31 +1,96 @@
 """Lanes: a Kubernetes-native event streaming platform.
 
-Subpackages: ``protocol`` (record batch codec, partitioner, names, error codes; pure),
-``storage`` (log engine), ``broker``, ``controller``, ``coordinator`` (services),
-``client`` (Producer, Consumer, Admin), ``cli`` (the ``lanes`` command), ``runtime`` (gRPC
-server bootstrap, config, logging, metrics), ``v1`` (generated wire contract).
+The public surface, and the only one documented (docs/architecture.md, "The public surface"):
+
+- ``lanes``: the synchronous clients ``Producer``, ``Consumer``, ``Admin``, and what they take
+  and return (``TopicPartition``, ``ConsumerRecord``, ``RecordMetadata``, ``RecordFuture``,
+  ``RebalanceListener``, the ``Admin`` descriptions);
+- ``lanes.aio``: the same clients, asynchronous (``lanes.aio.Producer`` ...);
+- ``lanes.errors``: ``ErrorCode``, ``LanesError``, ``RetriableError`` and the typed exceptions.
+
+Everything else (the services, ``lanes.client``'s modules, the pure cores) is internal. The
+clients are imported on first use, so importing a pure core never pulls in gRPC.
 """
 
-from typing import Any
+from __future__ import annotations
 
-_CLIENTS = {
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from lanes.topic_partition import TopicPartition
+
+if TYPE_CHECKING:
+    from lanes.client._group_admin import GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
+    from lanes.client.admin import (
+        Admin,
+        BrokerInfo,
+        ClusterInfo,
+        ConfigInfo,
+        CoordinatorInfo,
+        PartitionInfo,
+        ReplicaLogInfo,
+        TopicInfo,
+    )
+    from lanes.client.consumer import CommitFailedError, Consumer, ConsumerRecord, RebalanceListener
+    from lanes.client.producer import Producer, RecordFuture, RecordMetadata
+
+_LAZY = {
     "Admin": "lanes.client.admin",
+    "BrokerInfo": "lanes.client.admin",
+    "ClusterInfo": "lanes.client.admin",
+    "ConfigInfo": "lanes.client.admin",
+    "CoordinatorInfo": "lanes.client.admin",
+    "PartitionInfo": "lanes.client.admin",
+    "ReplicaLogInfo": "lanes.client.admin",
+    "TopicInfo": "lanes.client.admin",
+    "GroupDescription": "lanes.client._group_admin",
+    "GroupListing": "lanes.client._group_admin",
+    "MemberInfo": "lanes.client._group_admin",
+    "OffsetReset": "lanes.client._group_admin",
+    "PartitionLag": "lanes.client._group_admin",
     "CommitFailedError": "lanes.client.consumer",
     "Consumer": "lanes.client.consumer",
     "ConsumerRecord": "lanes.client.consumer",
+    "RebalanceListener": "lanes.client.consumer",
     "Producer": "lanes.client.producer",
     "RecordFuture": "lanes.client.producer",
-    "RebalanceListener": "lanes.client.consumer",
     "RecordMetadata": "lanes.client.producer",
-    "TopicPartition": "lanes.topic_partition",
 }
+
+__all__ = [
+    "Admin",
+    "BrokerInfo",
+    "ClusterInfo",
+    "CommitFailedError",
+    "ConfigInfo",
+    "Consumer",
+    "ConsumerRecord",
+    "CoordinatorInfo",
+    "GroupDescription",
+    "GroupListing",
+    "MemberInfo",
+    "OffsetReset",
+    "PartitionInfo",
+    "PartitionLag",
+    "Producer",
+    "RebalanceListener",
+    "RecordFuture",
+    "RecordMetadata",
+    "ReplicaLogInfo",
+    "TopicInfo",
+    "TopicPartition",
+]
 
 
 def __getattr__(name: str) -> Any:
-    """``lanes.Admin`` and the other clients, imported on first use (the pure cores never pull in gRPC)."""
-    module = _CLIENTS.get(name)
+    """``lanes.Producer`` and the other client names, imported on first use."""
+    module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'lanes' has no attribute {name!r}")
-    import importlib  # noqa: PLC0415
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-    return getattr(importlib.import_module(module), name)
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

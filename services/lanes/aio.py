@@ -1,4 +1,8 @@
-"""The asynchronous client API: ``from lanes.aio import Admin, Consumer, Producer``."""
+"""The asynchronous clients: ``from lanes.aio import Admin, Consumer, Producer``.
+
+The same clients as ``lanes.Admin``, ``lanes.Consumer`` and ``lanes.Producer``, with coroutine
+methods, for code that runs its own event loop; they take and return the same types.
+"""
 
 from lanes.client.admin import AsyncAdmin as Admin
 from lanes.client.consumer import AsyncConsumer as Consumer

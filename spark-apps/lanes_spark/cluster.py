@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from lanes.client import Admin, Consumer, TopicPartition
+from lanes import Admin, Consumer, TopicPartition
 from lanes_spark.options import ReadOptions
 from lanes_spark.planning import Offsets
 

@@ -32,9 +32,9 @@ from pyspark.sql.types import (
 )
 
 import lanes
-from lanes.client import ConsumerRecord, TopicPartition
+from lanes import ConsumerRecord, TopicPartition
 from lanes.errors import OffsetOutOfRangeError
-from lanes_spark.options import ReadOptions, WriteOptions
+from lanes_spark.options import LanesOptionError, ReadOptions, WriteOptions
 from lanes_spark.planning import OffsetRange
 
 _log = logging.getLogger("lanes_spark")
@@ -199,9 +199,12 @@ def write_batches(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> W
             for topic, key, value, partition, row_headers in zip(
                 topics, keys, columns["value"], partitions, headers, strict=True
             ):
+                target = topic or options.topic
+                if not target:
+                    raise LanesOptionError("a row has no topic: give the topic option or a topic in every row")
                 futures.append(
                     producer.send(
-                        topic or options.topic,
+                        target,
                         _bytes(value),
                         _bytes(key),
                         partition=partition,

@@ -1,4 +1,8 @@
-"""The client library: Admin, Producer, Consumer (free consumers and consumer groups)."""
+"""The client library's implementation: ``lanes`` and ``lanes.aio`` are its public faces.
+
+The names below stay importable from ``lanes.client`` for code written against earlier
+versions; new code imports them from ``lanes`` (or ``lanes.aio`` for the asynchronous clients).
+"""
 
 from lanes.client._group_admin import GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
 from lanes.client.admin import Admin, AsyncAdmin, BrokerInfo, ClusterInfo, ConfigInfo, PartitionInfo, TopicInfo
