@@ -2,7 +2,7 @@
 spec and what the cluster says about the topic, returning the changes to make and the status to
 report. The kopf handlers do the I/O around it.
 
-Rules (issue #9, docs/kubernetes.md):
+Rules (docs/kubernetes.md):
 
 - no topic of that name: create it with the spec's partitions, replication factor and configs
   (cluster defaults for what the spec leaves out);

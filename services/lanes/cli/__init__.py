@@ -1,1 +1,2 @@
-"""The `lanes` command (issues #4 and #6; not built yet)."""
+"""The ``lanes`` command: ``lanes NOUN VERB`` for topics, produce/consume, groups, the cluster
+and ``lanes up``/``down`` (docs/cli.md; conventions in docs/decisions/0015)."""
