@@ -1,34 +1,14 @@
 """The client library's implementation: ``lanes`` and ``lanes.aio`` are its public faces.
 
-The names below stay importable from ``lanes.client`` for code written against earlier
-versions; new code imports them from ``lanes`` (or ``lanes.aio`` for the asynchronous clients).
+Every public name of ``lanes``, and the asynchronous clients, stay importable from
+``lanes.client`` for code written against earlier versions; new code imports them from ``lanes``
+(or ``lanes.aio``).
 """
 
-from lanes.client._group_admin import GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
-from lanes.client.admin import Admin, AsyncAdmin, BrokerInfo, ClusterInfo, ConfigInfo, PartitionInfo, TopicInfo
-from lanes.client.consumer import AsyncConsumer, Consumer, ConsumerRecord
-from lanes.client.producer import AsyncProducer, Producer, RecordFuture, RecordMetadata
-from lanes.topic_partition import TopicPartition
+from lanes import *  # noqa: F403  (the public names, for earlier imports)
+from lanes import __all__ as _public
+from lanes.client.admin import AsyncAdmin
+from lanes.client.consumer import AsyncConsumer
+from lanes.client.producer import AsyncProducer
 
-__all__ = [
-    "Admin",
-    "AsyncAdmin",
-    "AsyncConsumer",
-    "AsyncProducer",
-    "BrokerInfo",
-    "ClusterInfo",
-    "ConfigInfo",
-    "Consumer",
-    "ConsumerRecord",
-    "GroupDescription",
-    "GroupListing",
-    "MemberInfo",
-    "OffsetReset",
-    "PartitionInfo",
-    "PartitionLag",
-    "Producer",
-    "RecordFuture",
-    "RecordMetadata",
-    "TopicInfo",
-    "TopicPartition",
-]
+__all__ = [*_public, "AsyncAdmin", "AsyncConsumer", "AsyncProducer"]  # noqa: PLE0604
