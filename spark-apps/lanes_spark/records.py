@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ from pyspark.sql.types import (
 
 import lanes
 from lanes import ConsumerRecord, TopicPartition
+from lanes.deadline import Deadline
 from lanes.errors import OffsetOutOfRangeError
 from lanes_spark.options import LanesOptionError, ReadOptions, WriteOptions
 from lanes_spark.planning import OffsetRange
@@ -99,7 +99,7 @@ def read_range(options: ReadOptions, piece: OffsetRange) -> Iterator[pa.RecordBa
         consumer.assign([partition])
         consumer.seek(partition, piece.start)
         position = piece.start  # kept here: after OFFSET_OUT_OF_RANGE the consumer has none
-        waiting_since = time.monotonic()
+        stalled_after = Deadline(options.poll_timeout_ms / 1000)  # renewed whenever records arrive
         while position < piece.end:
             try:
                 records = consumer.poll(timeout_ms=500)
@@ -120,11 +120,11 @@ def read_range(options: ReadOptions, piece: OffsetRange) -> Iterator[pa.RecordBa
             first = bisect.bisect_left(records, piece.start, key=_offset)
             wanted = records[first : bisect.bisect_left(records, piece.end, lo=first, key=_offset)]
             if wanted:
-                waiting_since = time.monotonic()
+                stalled_after = Deadline(options.poll_timeout_ms / 1000)
                 yield _batch(wanted, schema, options.include_headers)
             elif records:
-                waiting_since = time.monotonic()
-            elif time.monotonic() - waiting_since > options.poll_timeout_ms / 1000:
+                stalled_after = Deadline(options.poll_timeout_ms / 1000)
+            elif stalled_after.expired():
                 raise TimeoutError(
                     f"{piece.topic}/{piece.partition}: records {position}..{piece.end - 1} did not arrive within "
                     f"pollTimeoutMs={options.poll_timeout_ms}; is the partition's leader up?"
