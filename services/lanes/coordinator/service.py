@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import grpc
 from prometheus_client.metrics_core import Metric
@@ -30,6 +30,7 @@ from lanes.coordinator.core import (
 )
 from lanes.coordinator.group import Group
 from lanes.coordinator.metrics import CoordinatorMetrics, GroupSnapshot, PartitionLag
+from lanes.coordinator.offsets import OffsetState, offset_states, reset_targets
 from lanes.coordinator.shards import GroupRouteError, Shards
 from lanes.errors import ErrorCode, LanesError
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
@@ -45,7 +46,7 @@ from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import broker_pb2, common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 
 _log = logging.getLogger(__name__)
 
@@ -330,7 +331,9 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                 continue
             description = self._describe(group)
             if request.include_offsets:
-                description.offsets.extend(await self._offset_states(group))
+                description.offsets.extend(
+                    coordinator_pb2.PartitionOffsetState(**vars(state)) for state in await self._offset_states(group)
+                )
             described.append(description)
         return coordinator_pb2.DescribeGroupsResponse(groups=described)
 
@@ -364,41 +367,8 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             coordinator=self.endpoint,
         )
 
-    async def _offset_states(self, group: Group) -> list[coordinator_pb2.PartitionOffsetState]:
-        owners: dict[TopicPartition, str] = {}
-        for member_id in group.members:
-            for partition in group.assignment(member_id).assigned:
-                owners[partition] = member_id
-        counts = self.shards.partition_counts()
-        partitions = sorted({p for p in set(group.offsets) | set(owners) if p[1] < counts.get(p[0], 0)})
-        ends = await self.brokers.list_offsets(partitions, broker_pb2.OFFSET_SPEC_LATEST)
-        now_ms = self._clock.now_ms()
-        states = []
-        for partition in partitions:
-            commit = group.offsets.get(partition)
-            end = ends.get(partition)
-            log_end = end.offset if end is not None and end.error is ErrorCode.NONE else -1
-            committed = commit.offset if commit is not None else -1
-            lag = max(0, log_end - committed) if log_end >= 0 and committed >= 0 else -1
-            lag_ms = -1
-            if lag > 0:
-                appended = await self.brokers.record_timestamp(partition[0], partition[1], committed)
-                lag_ms = max(0, now_ms - appended) if appended is not None else -1
-            elif lag == 0:
-                lag_ms = 0
-            states.append(
-                coordinator_pb2.PartitionOffsetState(
-                    topic=partition[0],
-                    partition=partition[1],
-                    committed_offset=committed,
-                    metadata=commit.metadata if commit is not None else "",
-                    log_end_offset=log_end,
-                    lag=lag,
-                    lag_ms=lag_ms,
-                    member_id=owners.get(partition, ""),
-                )
-            )
-        return states
+    async def _offset_states(self, group: Group) -> list[OffsetState]:
+        return await offset_states(group, self.brokers, self.shards.partition_counts(), self._clock.now_ms())
 
     # -----------------------------------------------------------------------------------------
     # metrics
@@ -459,7 +429,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         counts = self.shards.partition_counts()
         missing = [p for p in wanted if not 0 <= p[1] < counts.get(p[0], 0)]
         present = [p for p in wanted if p not in missing]
-        targets, errors = await self._reset_targets(present, kind, request.to, committed)
+        targets, errors = await reset_targets(self.brokers, present, kind, request.to, committed)
         resets = [
             coordinator_pb2.OffsetReset(
                 topic=topic,
@@ -495,48 +465,6 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         return coordinator_pb2.ResetOffsetsResponse(
             error=wire_error(ErrorCode.NONE), resets=resets, dry_run=request.dry_run
         )
-
-    async def _reset_targets(
-        self,
-        partitions: list[TopicPartition],
-        kind: str,
-        to: coordinator_pb2.OffsetResetSpec,
-        committed: Mapping[TopicPartition, object],
-    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, tuple[ErrorCode, str]]]:
-        earliest = await self.brokers.list_offsets(partitions, broker_pb2.OFFSET_SPEC_EARLIEST)
-        latest = await self.brokers.list_offsets(partitions, broker_pb2.OFFSET_SPEC_LATEST)
-        by_time = (
-            await self.brokers.list_offsets(partitions, broker_pb2.OFFSET_SPEC_TIMESTAMP, to.timestamp_ms)
-            if kind == "timestamp_ms"
-            else {}
-        )
-        targets: dict[TopicPartition, int] = {}
-        errors: dict[TopicPartition, tuple[ErrorCode, str]] = {}
-        for partition in partitions:
-            low, high = earliest.get(partition), latest.get(partition)
-            if low is None or high is None or low.error is not ErrorCode.NONE or high.error is not ErrorCode.NONE:
-                failed = low if low is not None and low.error is not ErrorCode.NONE else high
-                code = failed.error if failed is not None else ErrorCode.LEADER_NOT_AVAILABLE
-                errors[partition] = (code, f"could not read the offsets of {partition[0]}-{partition[1]}")
-                continue
-            previous = getattr(committed.get(partition), "offset", None)
-            if kind == "earliest":
-                target = low.offset
-            elif kind == "latest":
-                target = high.offset
-            elif kind == "offset":
-                target = to.offset
-            elif kind == "timestamp_ms":
-                found = by_time.get(partition)
-                target = (
-                    found.offset
-                    if found is not None and found.error is ErrorCode.NONE and found.offset >= 0
-                    else high.offset
-                )
-            else:  # shift_by
-                target = (previous if previous is not None else low.offset) + to.shift_by
-            targets[partition] = min(max(target, low.offset), high.offset)
-        return targets, errors
 
     async def DeleteOffsets(  # noqa: N802
         self, request: coordinator_pb2.DeleteOffsetsRequest, context: ServicerContext
