@@ -13,7 +13,10 @@ succeeds and decides what to raise when the iteration ends without one::
     raise RequestTimedOutError("...")
 
 The clock and the sleep are parameters, so a test drives both (``ManualClock`` and a sleep that
-advances it) and a retry loop is checked without waiting.
+advances it) and a retry loop is checked without waiting. A deadline and the waits it bounds
+must share one time base: code that waits on sockets or events in real time (long-polls, RPC
+answers) takes the system clock, and a client given another clock must have one that moves with
+its event loop's time (a virtual-time loop in a test).
 """
 
 from __future__ import annotations

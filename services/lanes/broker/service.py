@@ -621,7 +621,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Fetch(  # noqa: N802
         self, request: broker_pb2.FetchRequest, context: ServicerContext
     ) -> broker_pb2.FetchResponse:
-        deadline = Deadline(request.max_wait_ms / 1000, self._clock)
+        deadline = Deadline(request.max_wait_ms / 1000)  # in real time, as the wait on the signal
         while True:
             ticket = self._data_arrived.ticket()  # before reading: an append meanwhile wakes us
             response, sent = await asyncio.to_thread(self._read_all, request)
@@ -685,7 +685,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def ReplicaFetch(  # noqa: N802
         self, request: broker_pb2.ReplicaFetchRequest, context: ServicerContext
     ) -> broker_pb2.ReplicaFetchResponse:
-        deadline = Deadline(request.max_wait_ms / 1000, self._clock)
+        deadline = Deadline(request.max_wait_ms / 1000)  # in real time, as the wait on the signal
         while True:
             ticket = self._data_arrived.ticket()
             served = await asyncio.to_thread(self._serve_replica, request)

@@ -217,8 +217,8 @@ class Fetcher:
                 else:
                     raise error
             pending = retry
-        if not pending:
-            return results
+            if not pending:
+                return results
         raise error_for(ErrorCode.REQUEST_TIMED_OUT, f"offsets of {pending} could not be looked up")
 
     async def ensure_positions(self, partitions: Iterable[TopicPartition]) -> None:

@@ -37,10 +37,7 @@ from lanes.client._fetcher import ConsumerRecord, Fetcher
 from lanes.client._membership import GroupMembership, Step
 from lanes.clock import Clock
 from lanes.deadline import SYSTEM_CLOCK, Deadline
-from lanes.errors import (
-    ErrorCode,
-    LanesError,
-)
+from lanes.errors import ErrorCode, LanesError, RetriableError, error_for
 from lanes.protocol.names import validate_group_id, validate_topic_name
 from lanes.rpc.wire import topic_partitions_to_wire
 from lanes.topic_partition import TopicPartition
@@ -100,7 +97,9 @@ CommitCallback = Callable[[dict[TopicPartition, Offset], BaseException | None], 
 
 
 class AsyncConsumer:
-    """Reads partitions a group assigns, or that the application assigns (asynchronously)."""
+    """Reads partitions a group assigns, or that the application assigns (asynchronously).
+    ``clock``: the time base of poll timeouts, auto-commits, sessions and retries
+    (``lanes.deadline``; it must move with the event loop's time)."""
 
     def __init__(
         self,
@@ -325,6 +324,10 @@ class AsyncConsumer:
                 lambda stub: stub.CommitOffsets(request(), timeout=self._timeout_s),
                 _first_partition_error,
             )
+        except RetriableError as exc:  # still retriable when the request timeout ran out
+            raise error_for(
+                ErrorCode.REQUEST_TIMED_OUT, f"commit to group {group.group_id!r} did not get through: {exc.message}"
+            ) from exc
         except LanesError as exc:
             if exc.code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
                 raise CommitFailedError(f"group {group.group_id!r}: {exc.message}", exc.code) from exc
@@ -337,9 +340,14 @@ class AsyncConsumer:
         request = coordinator_pb2.FetchOffsetsRequest(
             group_id=group.group_id, member_epoch=-1, partitions=topic_partitions_to_wire(wanted)
         )
-        answer = await group.coordinators.ask(
-            group.group_id, lambda stub: stub.FetchOffsets(request, timeout=self._timeout_s), lambda a: a.error
-        )
+        try:
+            answer = await group.coordinators.ask(
+                group.group_id, lambda stub: stub.FetchOffsets(request, timeout=self._timeout_s), lambda a: a.error
+            )
+        except RetriableError as exc:  # still retriable when the request timeout ran out
+            raise error_for(
+                ErrorCode.REQUEST_TIMED_OUT, f"offsets of group {group.group_id!r} could not be read: {exc.message}"
+            ) from exc
         found: dict[TopicPartition, int | None] = dict.fromkeys(wanted)
         for topic in answer.topics:
             for part in topic.partitions:

@@ -70,7 +70,9 @@ def _check_bytes(what: str, data: object) -> None:
 
 
 class AsyncProducer:
-    """Produces records to a Lanes cluster (asynchronously). ``bootstrap``: brokers' host:port list."""
+    """Produces records to a Lanes cluster (asynchronously). ``bootstrap``: brokers' host:port list.
+    ``clock``: record timestamps and the time base of every timeout (``lanes.deadline``; it must
+    move with the event loop's time)."""
 
     def __init__(
         self,

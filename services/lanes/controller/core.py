@@ -143,9 +143,10 @@ class ControllerCore:
         coordinator owned gets a new shard epoch, since the new process must load it afresh.
         """
         if cluster_id and cluster_id != self.image.cluster_id:
+            whose = f"broker {node_id}'s data" if kind == "broker" else f"coordinator {node_id}"
             return ControllerDecision.refuse(
                 ErrorCode.INCONSISTENT_CLUSTER_ID,
-                f"{kind} {node_id}'s data belongs to cluster {cluster_id}, this is {self.image.cluster_id}",
+                f"{whose} belongs to cluster {cluster_id}, this is {self.image.cluster_id}",
             )
         existing = self._nodes(kind).get(node_id)
         decision = ControllerDecision()
@@ -161,7 +162,7 @@ class ControllerCore:
             else:  # its shards move below, with the new registration
                 decision.records.append(self._coordinator_fenced(node_id, existing.epoch, "re-registered"))
         epoch = self._next_offset(decision)
-        endpoint = common_pb2.Node(node_id=node_id, host=host, port=port, rack=rack)
+        endpoint = common_pb2.Node(node_id=node_id, host=host, port=port, rack=rack if kind == "broker" else "")
         if kind == "broker":
             registered = metadata_pb2.BrokerRegisteredRecord(
                 broker_id=node_id, incarnation_id=incarnation_id, broker_epoch=epoch, endpoint=endpoint, fenced=True
@@ -182,10 +183,15 @@ class ControllerCore:
         node = self._nodes(kind).get(node_id)
         if node is None:
             return ControllerDecision.refuse(ErrorCode.BROKER_ID_NOT_REGISTERED, f"{kind} {node_id} is not registered")
-        if node.epoch != epoch or (kind == "coordinator" and node.fenced):
+        if kind == "broker" and node.epoch != epoch:
             return ControllerDecision.refuse(
                 ErrorCode.STALE_BROKER_EPOCH,
-                f"{kind} {node_id} epoch {epoch} is stale (current {node.epoch}) or fenced: register again",
+                f"broker {node_id} epoch {epoch} is stale (current {node.epoch}): register again",
+            )
+        if kind == "coordinator" and (node.epoch != epoch or node.fenced):
+            return ControllerDecision.refuse(
+                ErrorCode.STALE_BROKER_EPOCH,
+                f"coordinator {node_id} epoch {epoch} is stale or fenced: register again",
             )
         return None
 

@@ -206,7 +206,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 else self.core.heartbeat(kind, node_id, epoch, applied_offset)
             )
         )
-        if decision.error is ErrorCode.NONE and not want_shut_down:
+        if decision.error is ErrorCode.NONE and (kind == "broker" or not want_shut_down):
             self._last_heartbeat_ms[(kind, node_id)] = self._clock.monotonic_ms()
         return decision
 
@@ -216,6 +216,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         decision, epoch = await self._register(
             "broker", request.broker_id, request.incarnation_id, request.cluster_id, request.endpoint
         )
+        if decision.error is not ErrorCode.NONE:
+            return controller_pb2.RegisterBrokerResponse(error=wire_error(decision.error, decision.message))
         return controller_pb2.RegisterBrokerResponse(
             error=wire_error(decision.error, decision.message), broker_epoch=epoch, cluster_id=self.image.cluster_id
         )
@@ -248,8 +250,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         decision, epoch = await self._register(
             "coordinator", request.coordinator_id, request.incarnation_id, request.cluster_id, request.endpoint
         )
-        if decision.error is ErrorCode.NONE:
-            await self._decide_and_commit(self.core.ensure_offsets_topic)
+        if decision.error is not ErrorCode.NONE:
+            return controller_pb2.RegisterCoordinatorResponse(error=wire_error(decision.error, decision.message))
+        await self._decide_and_commit(self.core.ensure_offsets_topic)
         return controller_pb2.RegisterCoordinatorResponse(
             error=wire_error(decision.error, decision.message),
             coordinator_epoch=epoch,

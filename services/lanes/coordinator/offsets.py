@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from lanes.clock import Clock
 from lanes.coordinator.brokers import BrokerAccess
 from lanes.coordinator.group import Group, OffsetCommit
 from lanes.errors import ErrorCode
@@ -32,7 +33,7 @@ class OffsetState:
 
 
 async def offset_states(
-    group: Group, brokers: BrokerAccess, partition_counts: Mapping[str, int], now_ms: int
+    group: Group, brokers: BrokerAccess, partition_counts: Mapping[str, int], clock: Clock
 ) -> list[OffsetState]:
     """The group's committed offset, the log end and the lag (records and milliseconds) of every
     partition it has an offset for or a member owns (partitions of deleted topics left out)."""
@@ -42,6 +43,7 @@ async def offset_states(
             owners[partition] = member_id
     partitions = sorted({p for p in set(group.offsets) | set(owners) if p[1] < partition_counts.get(p[0], 0)})
     ends = await brokers.list_offsets(partitions, broker_pb2.OFFSET_SPEC_LATEST)
+    now_ms = clock.now_ms()
     states = []
     for partition in partitions:
         commit = group.offsets.get(partition)

@@ -95,8 +95,9 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
 
     async def stop(self) -> None:
         """Hand the shards back (the controller moves them) and stop."""
+        self.shards.stop_expiring()
         await self.link.stop(controlled=True)
-        await self.shards.stop()
+        await self.shards.close()
 
     # -----------------------------------------------------------------------------------------
     # RPCs: discovery and membership
@@ -368,7 +369,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         )
 
     async def _offset_states(self, group: Group) -> list[OffsetState]:
-        return await offset_states(group, self.brokers, self.shards.partition_counts(), self._clock.now_ms())
+        return await offset_states(group, self.brokers, self.shards.partition_counts(), self._clock)
 
     # -----------------------------------------------------------------------------------------
     # metrics

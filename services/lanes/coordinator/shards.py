@@ -67,17 +67,21 @@ class Shards:
         self._timer: asyncio.Task[None] | None = None
         self._counts: dict[str, int] = {}
         self._counts_at: tuple[int, int] = (0, -2)
+        link.on_update(lambda applied: self._sync_shards())  # from the link's first update on
 
     def start(self) -> None:
-        """Follow the metadata: load the shards given to this coordinator, expire members."""
-        self.link.on_update(lambda applied: self._sync_shards())
+        """Load the shards given to this coordinator; expire members from now on."""
         self._sync_shards()
         self._timer = asyncio.create_task(self._expire_loop())
 
-    async def stop(self) -> None:
-        """Close every shard (after the controller moved them away)."""
+    def stop_expiring(self) -> None:
+        """No more expiry decisions (before the shards are handed back)."""
         if self._timer is not None:
             self._timer.cancel()
+
+    async def close(self) -> None:
+        """Close every shard (after the controller moved them away)."""
+        self.stop_expiring()
         for shard in list(self.loaded.values()):
             shard.close(GroupRouteError("the coordinator is shutting down", ErrorCode.NOT_COORDINATOR))
         self.loaded.clear()
