@@ -44,7 +44,7 @@ from prometheus_client.metrics_core import Metric
 
 from lanes.broker.follower import FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
-from lanes.broker.producer_state import NO_PRODUCER_ID, ProducerStateTable
+from lanes.broker.producer_state import NO_PRODUCER_ID, CachedBatch, ProducerStateTable
 from lanes.broker.replication import LeaderReplica
 from lanes.clock import Clock
 from lanes.deadline import Deadline
@@ -519,7 +519,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         except LanesError as exc:
             response.error.CopyFrom(wire_error(exc.code, exc.message))
             return response
-        if info is None:  # a duplicate: ``response`` holds the original offsets, or a sequence error
+        if info is None:  # refused: ``response`` holds the sequence error
+            return response
+        if isinstance(info, CachedBatch):  # a retry of a batch already appended
+            # Answered like the original (Kafka parks it the same way): for acks=all only once the
+            # high-water mark covers the original, which may still be on this leader alone.
+            if acks == common_pb2.ACKS_ALL:
+                outcome = await self._await_replication(leadership, info.last_offset + 1, timeout_s)
+                if outcome is not ErrorCode.NONE:
+                    response.base_offset = -1
+                    response.error.CopyFrom(wire_error(outcome, f"{topic}-{data.partition}: {outcome.hint}"))
             return response
         leadership.replica.on_append(leadership.log.log_end_offset)
         leadership.log.update_high_watermark(leadership.replica.high_watermark)
@@ -542,15 +551,18 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         topic: str,
         data: broker_pb2.PartitionProduceData,
         response: broker_pb2.PartitionProduceResponse,
-    ) -> AppendInfo | None:
+    ) -> AppendInfo | CachedBatch | None:
         """Validate the batches, check their writer and producer sequences, append: one hop off
         the event loop per request (the caller holds the partition's append lock, which also
-        guards ``leadership.producers``). None when nothing is appended (``response`` says why)."""
+        guards ``leadership.producers``). Nothing is appended for a retry of a batch already
+        written (its cached offsets are returned, ``response`` answers with the original offset)
+        or a refused batch (None, ``response`` says why)."""
         records = data.records  # each read of a bytes field copies it: read once
         headers = leadership.log.validate_produce(records)
         self._check_internal_writer(topic, data.partition, headers)
-        if self._check_producers(leadership, headers, response) is not None:
-            return None
+        refused = self._check_producers(leadership, headers, response)
+        if refused is not None:
+            return refused if isinstance(refused, CachedBatch) else None
         info = leadership.log.append_as_leader(records, leadership.leader_epoch, validated=headers)
         for header in info.headers:
             leadership.producers.apply(header)
@@ -559,8 +571,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     @staticmethod
     def _check_producers(
         leadership: Leadership, headers: list[BatchHeader], response: broker_pb2.PartitionProduceResponse
-    ) -> broker_pb2.PartitionProduceResponse | None:
-        """None to append; otherwise the answer (a duplicate's original offset, or the error)."""
+    ) -> CachedBatch | broker_pb2.PartitionProduceResponse | None:
+        """None to append; otherwise the batch this one repeats (``response`` answers with its
+        original offset) or the refusal (``response`` holds the error)."""
         for header in headers:
             verdict = leadership.producers.check(header)
             if verdict.duplicate_of is not None:
@@ -568,7 +581,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 response.error.CopyFrom(
                     wire_error(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "already written: the original offset is returned")
                 )
-                return response
+                return verdict.duplicate_of
             if verdict.error is not ErrorCode.NONE:
                 response.error.CopyFrom(wire_error(verdict.error, verdict.message))
                 return response
