@@ -213,7 +213,11 @@ def test_leader_epoch_cache_answers_where_each_epoch_ends(tmp_path: Path) -> Non
     assert cache.end_offset_for(1, log_end_offset=40) == (1, 10)
     assert cache.end_offset_for(2, log_end_offset=40) == (1, 10), "an unknown epoch maps to the largest below it"
     assert cache.end_offset_for(4, log_end_offset=40) == (4, 40)
-    assert cache.end_offset_for(0, log_end_offset=40) == (-1, -1)
+    assert cache.end_offset_for(0, log_end_offset=40) == (0, 0), (
+        "an epoch older than every cached one ends where the oldest cached epoch starts (Kafka's answer; "
+        "(-1, -1) left a follower refetching forever, issue #21 mechanism 6)"
+    )
+    assert cache.end_offset_for(-1, log_end_offset=40) == (-1, -1), "no epoch asked, none answered"
     assert cache.epoch_for(12) == 3
     cache.truncate_from_end(25)
     assert cache.entries == [(1, 0), (3, 10)]

@@ -105,7 +105,13 @@ class FollowerFetcher:
                 log = entry[0]
                 code = error_code(part.error.code)
                 try:
-                    if part.HasField("diverging_epoch") and part.diverging_epoch.end_offset >= 0:
+                    if part.HasField("diverging_epoch") and part.diverging_epoch.end_offset < 0:
+                        # The leader cannot say where our epoch ends: keep only what every
+                        # replica holds (Kafka truncates to the high-water mark too) and pause.
+                        log.truncate_to(log.high_watermark)
+                        healthy = False
+                        continue
+                    if part.HasField("diverging_epoch"):
                         target = truncation_offset(
                             log.epochs.entries,
                             log.log_end_offset,

@@ -60,19 +60,25 @@ class LeaderEpochCache:
         return found
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """(largest epoch <= ``epoch``, the offset where it ends); (-1, -1) if none is known.
+        """(largest epoch <= ``epoch``, the offset where it ends), as Kafka's cache answers.
 
         The end of an epoch is the start offset of the next larger epoch, or the log end for the
-        latest one.
+        latest one. An epoch older than every cached one ends where the oldest cached one starts
+        (answered with the epoch asked: nothing of it is here). (-1, -1) when no epoch is asked
+        or nothing is cached.
         """
-        if epoch == self.latest_epoch and self._entries:
+        if epoch == UNDEFINED_EPOCH or not self._entries:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if epoch == self.latest_epoch:
             return epoch, log_end_offset
-        found = UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if epoch < self._entries[0][0]:
+            return epoch, self._entries[0][1]
+        found = UNDEFINED_EPOCH
         for index, (entry_epoch, _) in enumerate(self._entries):
             if entry_epoch > epoch:
-                return (found[0], self._entries[index][1]) if found[0] != UNDEFINED_EPOCH else found
-            found = entry_epoch, UNDEFINED_OFFSET
-        return (found[0], log_end_offset) if found[0] != UNDEFINED_EPOCH else found
+                return found, self._entries[index][1]
+            found = entry_epoch
+        return found, log_end_offset
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Forget epochs starting at or after ``end_offset`` (the log was truncated there)."""
