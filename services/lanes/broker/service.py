@@ -48,7 +48,7 @@ from lanes.broker.producer_state import NO_PRODUCER_ID, CachedBatch, ProducerSta
 from lanes.broker.replication import LeaderReplica
 from lanes.clock import Clock
 from lanes.deadline import Deadline
-from lanes.errors import ErrorCode, LanesError, error_code
+from lanes.errors import ErrorCode, LanesError, OffsetOutOfRangeError, error_code
 from lanes.metadata.image import NO_LEADER, MetadataImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
@@ -668,24 +668,34 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     self.metrics.partition_error("Fetch", leadership.code)
                     continue
                 log = leadership.log
-                result.high_watermark = log.high_watermark
-                result.last_stable_offset = log.high_watermark
+                high_watermark = log.high_watermark
+                result.high_watermark = high_watermark
+                result.last_stable_offset = high_watermark
                 result.log_start_offset = log.log_start_offset
-                if not log.log_start_offset <= wanted.fetch_offset <= log.high_watermark:
+                # In range is up to the log end, as in Kafka: between the high-water mark and the
+                # log end (a lagging follower, a new leader) the answer is empty, not an error a
+                # consumer would reset its position on.
+                if not log.log_start_offset <= wanted.fetch_offset <= log.log_end_offset:
                     result.error.CopyFrom(
                         wire_error(
                             ErrorCode.OFFSET_OUT_OF_RANGE,
-                            f"offset {wanted.fetch_offset} is outside {log.log_start_offset}..{log.high_watermark}",
+                            f"offset {wanted.fetch_offset} is outside {log.log_start_offset}..{log.log_end_offset}",
                         )
                     )
                     self.metrics.partition_error("Fetch", ErrorCode.OFFSET_OUT_OF_RANGE.value)
                     continue
-                limit = min(wanted.partition_max_bytes or budget, budget)
-                read = log.read(
-                    wanted.fetch_offset, limit, upper_bound_offset=log.high_watermark, min_one_batch=total == 0
-                )
-                result.records = read.records
                 result.error.CopyFrom(wire_error(ErrorCode.NONE))
+                if wanted.fetch_offset >= high_watermark:
+                    continue  # nothing committed to read yet: the long-poll waits for the mark
+                limit = min(wanted.partition_max_bytes or budget, budget)
+                try:
+                    read = log.read(
+                        wanted.fetch_offset, limit, upper_bound_offset=high_watermark, min_one_batch=total == 0
+                    )
+                except OffsetOutOfRangeError as exc:  # the log moved meanwhile (retention, truncation)
+                    result.error.CopyFrom(wire_error(ErrorCode.OFFSET_OUT_OF_RANGE, exc.message))
+                    continue
+                result.records = read.records
                 size, records = sent.get(topic.topic, (0, 0))
                 sent[topic.topic] = (size + len(read.records), records + read.records_count)
                 total += len(read.records)
