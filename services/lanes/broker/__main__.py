@@ -92,6 +92,7 @@ async def serve(options: argparse.Namespace) -> None:
         stop,
         metrics=metrics,
         metrics_port=options.metrics_port,
+        hand_off=service.hand_off,
     )
 
 

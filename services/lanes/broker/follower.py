@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 
 import grpc
@@ -39,8 +40,14 @@ class FollowerFetcher:
         leader_address: str,
         partitions: Callable[[], dict[TopicPartition, tuple[PartitionLog, int, str]]],
         leader_high_watermarks: dict[TopicPartition, int],
+        replica_lock: Callable[[TopicPartition], threading.Lock] = lambda key: threading.Lock(),
+        still_following: Callable[[TopicPartition, int], bool] = lambda key, epoch: True,
         max_wait_ms: int = 500,
     ) -> None:
+        """``replica_lock`` and ``still_following``: a fetched append is written under the
+        partition's role lock, and only while the broker still follows the partition at the
+        leader epoch it was fetched for (a response that arrives after the broker became the
+        partition's leader, or followed a newer leader, is dropped)."""
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
         self._channel = open_channel(leader_address)
@@ -50,6 +57,8 @@ class FollowerFetcher:
         #: the leader's high-water mark per partition, as last fetched (the broker's replica lag
         #: metrics read it; the broker drops the partitions it stops following)
         self._leader_high_watermarks = leader_high_watermarks
+        self._replica_lock = replica_lock
+        self._still_following = still_following
 
     async def run(self) -> None:
         """Fetch until there is nothing left to follow from this leader, or cancelled."""
@@ -99,54 +108,63 @@ class FollowerFetcher:
         healthy = True
         for topic in response.topics:
             for part in topic.partitions:
-                entry = followed.get(TopicPartition(topic.topic, part.partition))
+                key = TopicPartition(topic.topic, part.partition)
+                entry = followed.get(key)
                 if entry is None:
                     continue
-                log = entry[0]
-                code = error_code(part.error.code)
-                try:
-                    if part.HasField("diverging_epoch") and part.diverging_epoch.end_offset < 0:
-                        # The leader cannot say where our epoch ends: keep only what every
-                        # replica holds (Kafka truncates to the high-water mark too) and pause.
-                        log.truncate_to(log.high_watermark)
-                        healthy = False
-                        continue
-                    if part.HasField("diverging_epoch"):
-                        target = truncation_offset(
-                            log.epochs.entries,
-                            log.log_end_offset,
-                            part.diverging_epoch.leader_epoch,
-                            part.diverging_epoch.end_offset,
-                        )
-                        _log.info(
-                            "%s-%d diverged from its leader: truncating to %d",
-                            topic.topic,
-                            part.partition,
-                            target,
-                            extra=fields(topic=topic.topic, partition=part.partition),
-                        )
-                        log.truncate_to(target)
-                        continue
-                    if code is ErrorCode.OFFSET_OUT_OF_RANGE and log.log_end_offset < part.log_start_offset:
-                        log.truncate_fully_and_start_at(part.log_start_offset)
-                        continue
-                    if code is not ErrorCode.NONE:
-                        healthy = False
-                        continue
-                    self._leader_high_watermarks[TopicPartition(topic.topic, part.partition)] = part.high_watermark
-                    records = part.records  # each read of a bytes field copies it: read once
-                    if records:
-                        log.append_as_follower(records)
-                    log.update_high_watermark(min(part.high_watermark, log.log_end_offset))
-                    if part.log_start_offset > log.log_start_offset:
-                        log.delete_records_before(min(part.log_start_offset, log.high_watermark))
-                except LanesError as exc:
-                    _log.warning(
-                        "replicating %s-%d failed: %s",
-                        topic.topic,
-                        part.partition,
-                        exc,
-                        extra=fields(topic=topic.topic, partition=part.partition),
-                    )
-                    healthy = False
+                log, leader_epoch, _ = entry
+                with self._replica_lock(key):
+                    if self._still_following(key, leader_epoch):
+                        healthy &= self._apply_partition(key, log, part)
         return healthy
+
+    def _apply_partition(
+        self, key: TopicPartition, log: PartitionLog, part: broker_pb2.ReplicaFetchPartitionResponse
+    ) -> bool:
+        """Apply one partition of a response (the caller holds its role lock); whether it made
+        normal progress."""
+        code = error_code(part.error.code)
+        try:
+            if part.HasField("diverging_epoch") and part.diverging_epoch.end_offset < 0:
+                # The leader cannot say where our epoch ends: keep only what every
+                # replica holds (Kafka truncates to the high-water mark too) and pause.
+                log.truncate_to(log.high_watermark)
+                return False
+            if part.HasField("diverging_epoch"):
+                target = truncation_offset(
+                    log.epochs.entries,
+                    log.log_end_offset,
+                    part.diverging_epoch.leader_epoch,
+                    part.diverging_epoch.end_offset,
+                )
+                _log.info(
+                    "%s-%d diverged from its leader: truncating to %d",
+                    key.topic,
+                    key.partition,
+                    target,
+                    extra=fields(topic=key.topic, partition=key.partition),
+                )
+                log.truncate_to(target)
+                return True
+            if code is ErrorCode.OFFSET_OUT_OF_RANGE and log.log_end_offset < part.log_start_offset:
+                log.truncate_fully_and_start_at(part.log_start_offset)
+                return True
+            if code is not ErrorCode.NONE:
+                return False
+            self._leader_high_watermarks[key] = part.high_watermark
+            records = part.records  # each read of a bytes field copies it: read once
+            if records:
+                log.append_as_follower(records)
+            log.update_high_watermark(min(part.high_watermark, log.log_end_offset))
+            if part.log_start_offset > log.log_start_offset:
+                log.delete_records_before(min(part.log_start_offset, log.high_watermark))
+        except LanesError as exc:
+            _log.warning(
+                "replicating %s-%d failed: %s",
+                key.topic,
+                key.partition,
+                exc,
+                extra=fields(topic=key.topic, partition=key.partition),
+            )
+            return False
+        return True

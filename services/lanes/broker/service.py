@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
@@ -76,6 +77,9 @@ class Leadership:
     leader_epoch: int
     producers: ProducerStateTable = field(default_factory=ProducerStateTable)
     append_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # idempotence check + append, atomic
+    #: the metadata moved the leadership away (or to a newer epoch): acks=all waits end at once
+    #: with NOT_LEADER_OR_FOLLOWER, and the producer retries at the new leader
+    resigned: bool = False
 
 
 def producer_state_of(log: PartitionLog) -> ProducerStateTable:
@@ -148,7 +152,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self.maintenance_interval_s = maintenance_interval_s
         self._maintenance: asyncio.Task[None] | None = None
         self._cleaner = CleanerThread(LogCleaner(clock), self.logs.logs, interval_s=maintenance_interval_s)
-        self._following: dict[TopicPartition, tuple[int, int, str]] = {}
+        self._following: dict[TopicPartition, tuple[int, int, str]] = {}  # key -> (leader, epoch, topic id)
+        #: One lock per partition replica, held by every log write of a role (a leader's append, a
+        #: follower's fetched append) together with the check that the role still holds, and by a
+        #: role change: no write of the old role lands after the new role began.
+        self._replica_locks: dict[TopicPartition, threading.Lock] = {}
         self._leader_high_watermarks: dict[TopicPartition, int] = {}  # followed partitions, as last fetched
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self.isr_check_interval_s = max(0.05, replica_lag_time_max_ms / 4000)
@@ -219,12 +227,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     continue
                 led.add(key)
                 current = self._leaderships.get(key)
+                if current is not None and current.leader_epoch != partition.leader_epoch:
+                    self._resign(key, current)
                 if current is not None and current.leader_epoch == partition.leader_epoch:
                     self._isr_changed(current, partition.isr)
                     # configs altered while leading reach the log and the acks=all checks
                     current.log.update_config(settings.log_config)
                     current.replica.min_insync_replicas = settings.min_insync_replicas
                     continue
+                role_change = self.replica_lock(key)
+                role_change.acquire()  # released once this leadership is in place
+                self._following.pop(key, None)  # no fetched append lands from here on
                 log = self._open_log(topic.name, partition.partition, settings.log_config)
                 log.epochs.assign(partition.leader_epoch, log.log_end_offset)  # where this epoch starts
                 self._leaderships[key] = Leadership(
@@ -244,6 +257,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     producers=producer_state_of(log),
                 )
                 log.update_high_watermark(self._leaderships[key].replica.high_watermark)
+                role_change.release()
                 _log.info(
                     "leading %s-%d at epoch %d",
                     topic.name,
@@ -252,7 +266,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     extra=fields(topic=topic.name, partition=partition.partition),
                 )
         for key in set(self._leaderships) - led:
-            del self._leaderships[key]
+            self._resign(key, self._leaderships.pop(key))
         self._following = following
         for key in set(self._leader_high_watermarks) - set(following):  # no longer followed here
             del self._leader_high_watermarks[key]
@@ -266,12 +280,44 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     leader_address=f"{broker.host}:{broker.port}",
                     partitions=functools.partial(self._followed_from, leader_id),
                     leader_high_watermarks=self._leader_high_watermarks,
+                    replica_lock=self.replica_lock,
+                    still_following=self.still_following,
                 )
                 self._fetchers[leader_id] = asyncio.get_running_loop().create_task(fetcher.run())
         existing = {(t.name, p) for t in image.topics.values() for p in t.partitions}
         for topic_name, partition_index in self.logs.discover():
             if (topic_name, partition_index) not in existing and image.last_offset >= 0:
                 self.logs.delete_log(topic_name, partition_index)
+
+    def replica_lock(self, key: TopicPartition) -> threading.Lock:
+        """The partition replica's role lock (see ``_replica_locks``)."""
+        return self._replica_locks.setdefault(key, threading.Lock())
+
+    def still_following(self, key: TopicPartition, leader_epoch: int) -> bool:
+        """Whether this broker still follows ``key`` at ``leader_epoch`` (ask under its lock)."""
+        entry = self._following.get(key)
+        return entry is not None and entry[1] == leader_epoch
+
+    def _resign(self, key: TopicPartition, leadership: Leadership) -> None:
+        """This leadership ended: no append of it lands any more, and whoever waits on it is woken
+        (they answer NOT_LEADER_OR_FOLLOWER)."""
+        with self.replica_lock(key):
+            leadership.resigned = True
+        self._notify()
+
+    async def hand_off(self, timeout_s: float = 10) -> None:
+        """Controlled shutdown while still serving: the controller moves every leadership away,
+        the metadata stream tells this broker, and requests waiting on its leaderships end with
+        NOT_LEADER_OR_FOLLOWER, so producers retry at the new leaders at once (Kafka's controlled
+        shutdown). The gRPC server stops only after this."""
+        if not await self.link.shut_down(timeout_s):
+            _log.warning("controlled shutdown not confirmed by the controller within %.0f s", timeout_s)
+            return
+        with contextlib.suppress(TimeoutError):
+            await self.link.wait_for(lambda image: not self._leads_any(image), timeout_s)
+
+    def _leads_any(self, image: MetadataImage) -> bool:
+        return any(p.leader == self.broker_id for t in image.topics.values() for p in t.partitions.values())
 
     def _open_log(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
         log = self.logs.open_log(topic, partition, config)
@@ -560,13 +606,18 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         records = data.records  # each read of a bytes field copies it: read once
         headers = leadership.log.validate_produce(records)
         self._check_internal_writer(topic, data.partition, headers)
-        refused = self._check_producers(leadership, headers, response)
-        if refused is not None:
-            return refused if isinstance(refused, CachedBatch) else None
-        info = leadership.log.append_as_leader(records, leadership.leader_epoch, validated=headers)
-        for header in info.headers:
-            leadership.producers.apply(header)
-        return info
+        with self.replica_lock(TopicPartition(topic, data.partition)):
+            if leadership.resigned:
+                raise LanesError(
+                    f"{topic}-{data.partition}: this broker stopped leading it", ErrorCode.NOT_LEADER_OR_FOLLOWER
+                )
+            refused = self._check_producers(leadership, headers, response)
+            if refused is not None:
+                return refused if isinstance(refused, CachedBatch) else None
+            info = leadership.log.append_as_leader(records, leadership.leader_epoch, validated=headers)
+            for header in info.headers:
+                leadership.producers.apply(header)
+            return info
 
     @staticmethod
     def _check_producers(
@@ -618,6 +669,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         async def outcome() -> ErrorCode:
             while True:
                 ticket = self._data_arrived.ticket()
+                if leadership.resigned:
+                    return ErrorCode.NOT_LEADER_OR_FOLLOWER
                 result = leadership.replica.acks_all_outcome(required_offset)
                 if result is not None:
                     return result

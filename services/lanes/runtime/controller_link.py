@@ -94,7 +94,8 @@ class ControllerLink:
         self._channel = open_channel(controller_address)
         self._stub = controller_pb2_grpc.ControllerStub(self._channel)  # type: ignore[no-untyped-call]
         self._listeners: list[Listener] = []
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._watching: asyncio.Task[None] | None = None
+        self._beating: asyncio.Task[None] | None = None
         self._image_changed = Broadcast()
 
     def on_update(self, listener: Listener) -> None:
@@ -107,25 +108,39 @@ class ControllerLink:
         shards before it answers clients), or after ``catch_up_timeout_s`` with a warning."""
         if self.role == "observer":
             self.node_epoch = 0
-            self._tasks = [asyncio.create_task(self._watch())]
         else:
             await self._register()
-            self._tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._heartbeats())]
+            self._beating = asyncio.create_task(self._heartbeats())
+        self._watching = asyncio.create_task(self._watch())
         try:
             await self.wait_for(lambda image: image.last_offset >= self.node_epoch, catch_up_timeout_s)
         except TimeoutError:
             _log.warning("metadata not caught up after %.0f s; serving with what is known", catch_up_timeout_s)
 
+    async def shut_down(self, timeout_s: float = 10) -> bool:
+        """Controlled shutdown: ask the controller to move this node's leaderships (or shards)
+        away and fence it, while the metadata stream goes on, so the node hears of the moves and
+        can hand its in-flight work over. The periodic heartbeats stop first (one of them would
+        unfence the node again). Whether the controller confirmed within ``timeout_s``."""
+        if self._beating is not None:
+            self._beating.cancel()
+        if self.node_epoch < 0 or self.role == "observer":
+            return False
+        async for _ in attempts(Deadline(timeout_s), _RETRY_MIN_S):
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                answer = await self._heartbeat(want_shut_down=True)
+                if answer.should_shut_down or answer.error.code != ErrorCode.NONE:
+                    return bool(answer.should_shut_down)
+        return False
+
     async def stop(self, *, controlled: bool = True, timeout_s: float = 10) -> None:
-        """Stop; with ``controlled``, first ask the controller to move leaderships (or shards) away."""
-        for task in self._tasks:
-            task.cancel()
-        if controlled and self.node_epoch >= 0 and self.role != "observer":
-            async for _ in attempts(Deadline(timeout_s), _RETRY_MIN_S):
-                with contextlib.suppress(grpc.aio.AioRpcError):
-                    answer = await self._heartbeat(want_shut_down=True)
-                    if answer.should_shut_down or answer.error.code != ErrorCode.NONE:
-                        break
+        """Stop; with ``controlled``, first ask the controller to move leaderships (or shards) away
+        (``shut_down``; nothing more happens when that was done already)."""
+        if controlled:
+            await self.shut_down(timeout_s)
+        for task in (self._beating, self._watching):
+            if task is not None:
+                task.cancel()
         await self._channel.close()
 
     async def alter_partition(

@@ -116,11 +116,12 @@ async def serve_until_signalled(
     *,
     metrics: ServiceMetrics | None = None,
     metrics_port: int = -1,
+    hand_off: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve ``metrics`` on ``/metrics`` at ``metrics_port`` (-1: not at all), print the
     readiness line (one JSON object on stdout, with ``metrics_address`` when served), serve until
-    SIGTERM or SIGINT, then stop: the server first (in-flight requests get ``grace_s``), then the
-    service."""
+    SIGTERM or SIGINT, then stop: ``hand_off`` while still serving (a broker's controlled
+    shutdown), the server (in-flight requests get ``grace_s``), then the service."""
     readiness = dict(readiness)
     if metrics is not None and metrics_port >= 0:
         try:
@@ -134,6 +135,8 @@ async def serve_until_signalled(
     print(json.dumps(readiness), flush=True)
     await stop.wait()
     logging.getLogger(__name__).info("shutting down")
+    if hand_off is not None:
+        await hand_off()
     await running.stop(grace_s=grace_s)
     await stop_service()
     if metrics is not None:
