@@ -161,3 +161,37 @@ def test_a_leader_alone_in_its_isr_sets_the_mark_when_it_takes_over() -> None:
     assert alone.high_watermark == 9
     with_followers = leader([1, 2, 3])
     assert with_followers.high_watermark == 0, "followers in the ISR must fetch first"
+
+
+def test_the_high_watermark_waits_for_a_member_whose_addition_is_pending() -> None:
+    """Issue #21, mechanism 3 (Kafka's "maximal ISR"): once the leader proposes to add a caught-up
+    follower, the high-water mark is computed over the ISR *and* the pending addition. Otherwise
+    it moves past the joining follower while the proposal is in flight, the controller then
+    admits a member that lacks committed records, and acks=all counts a copy that is not there."""
+    replica = leader([1, 2], min_isr=2)
+    replica.on_append(10)
+    replica.on_follower_fetch(2, 10, now_ms=1)
+    replica.on_follower_fetch(3, 10, now_ms=1)  # caught up: 3 may join
+    assert replica.high_watermark == 10
+    proposal = replica.proposed_isr(now_ms=1)
+    assert proposal == [1, 2, 3]
+    replica.on_isr_proposed(proposal)
+    replica.on_append(20)
+    replica.on_follower_fetch(2, 20, now_ms=2)  # follower 2 keeps up, 3 is slower
+    assert replica.high_watermark == 10, "the pending member 3 holds the mark at its log end"
+    replica.on_isr_changed([1, 2, 3])  # the controller accepted the addition
+    replica.on_follower_fetch(3, 20, now_ms=3)
+    assert replica.high_watermark == 20
+
+
+def test_a_refused_proposal_stops_holding_the_high_watermark() -> None:
+    replica = leader([1, 2], min_isr=2)
+    replica.on_append(10)
+    replica.on_follower_fetch(2, 10, now_ms=1)
+    replica.on_follower_fetch(3, 10, now_ms=1)
+    replica.on_isr_proposed([1, 2, 3])
+    replica.on_append(20)
+    replica.on_follower_fetch(2, 20, now_ms=2)
+    assert replica.high_watermark == 10
+    replica.on_isr_proposal_failed()
+    assert replica.high_watermark == 20, "back to the committed ISR"

@@ -14,7 +14,9 @@ Rules (as Kafka's):
 - an ISR member not caught up for more than ``replica.lag.time.max.ms`` should leave the ISR; a
   non-member whose log end reaches the high-water mark (and the start of the leader's epoch)
   should join;
-- the high-water mark is the smallest log end offset over the ISR, and never decreases;
+- the high-water mark is the smallest log end offset over the *maximal* ISR (the ISR and the
+  members whose addition the leader has proposed and the controller not yet answered, as
+  Kafka's), and never decreases: a joining member is never admitted lacking committed records;
 - ``acks=all`` needs ``min.insync.replicas`` ISR members when the batch is appended
   (NOT_ENOUGH_REPLICAS otherwise, nothing appended), and completes when the high-water mark passes
   the batch; if the ISR shrinks below the minimum meanwhile, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
@@ -64,6 +66,8 @@ class LeaderReplica:
         self.min_insync_replicas = min_insync_replicas
         # A new leader gives every follower a fresh chance to catch up.
         self.followers = {b: FollowerPosition(b, last_caught_up_ms=now_ms) for b in replicas if b != leader_id}
+        #: an ISR proposed to the controller and not answered yet (its additions count for the mark)
+        self.pending_isr: list[int] | None = None
         self._advance_high_watermark()  # a leader alone in its ISR owns the mark at once
 
     # -----------------------------------------------------------------------------------------
@@ -88,14 +92,30 @@ class LeaderReplica:
         follower.leader_end_at_last_fetch = self.log_end_offset
         self._advance_high_watermark()
 
-    def on_isr_changed(self, isr: Sequence[int]) -> None:
-        """The controller accepted a new ISR."""
-        self.isr = list(isr)
+    def on_isr_proposed(self, isr: Sequence[int]) -> None:
+        """The leader asked the controller for ``isr``: until the answer, the members it adds
+        hold the high-water mark as members do."""
+        self.pending_isr = list(isr)
+
+    def on_isr_proposal_failed(self) -> None:
+        """The proposal was refused or not answered: the committed ISR alone counts again."""
+        self.pending_isr = None
         self._advance_high_watermark()
+
+    def on_isr_changed(self, isr: Sequence[int]) -> None:
+        """The controller accepted a new ISR (answering a proposal, or in the metadata)."""
+        self.isr = list(isr)
+        self.pending_isr = None
+        self._advance_high_watermark()
+
+    def maximal_isr(self) -> list[int]:
+        """The ISR and the members a pending proposal adds."""
+        added = [b for b in self.pending_isr or () if b not in self.isr]
+        return self.isr + added
 
     def _advance_high_watermark(self) -> None:
         ends = [self.log_end_offset]
-        ends.extend(self.followers[b].log_end_offset for b in self.isr if b in self.followers)
+        ends.extend(self.followers[b].log_end_offset for b in self.maximal_isr() if b in self.followers)
         candidate = min(ends)
         self.high_watermark = max(self.high_watermark, candidate)
 

@@ -75,6 +75,9 @@ class Leadership:
     log: PartitionLog
     replica: LeaderReplica
     leader_epoch: int
+    #: the partition epoch of the ISR ``replica`` holds (from the metadata or an AlterPartition
+    #: answer, whichever is newer: an image that lags never puts an older ISR back)
+    partition_epoch: int
     producers: ProducerStateTable = field(default_factory=ProducerStateTable)
     append_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # idempotence check + append, atomic
     #: the metadata moved the leadership away (or to a newer epoch): acks=all waits end at once
@@ -230,7 +233,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 if current is not None and current.leader_epoch != partition.leader_epoch:
                     self._resign(key, current)
                 if current is not None and current.leader_epoch == partition.leader_epoch:
-                    self._isr_changed(current, partition.isr)
+                    if partition.partition_epoch > current.partition_epoch:  # not an older ISR
+                        current.partition_epoch = partition.partition_epoch
+                        self._isr_changed(current, partition.isr)
                     # configs altered while leading reach the log and the acks=all checks
                     current.log.update_config(settings.log_config)
                     current.replica.min_insync_replicas = settings.min_insync_replicas
@@ -254,6 +259,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         min_insync_replicas=settings.min_insync_replicas,
                     ),
                     leader_epoch=partition.leader_epoch,
+                    partition_epoch=partition.partition_epoch,
                     producers=producer_state_of(log),
                 )
                 log.update_high_watermark(self._leaderships[key].replica.high_watermark)
@@ -346,17 +352,21 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 if proposal is None or state is None or index not in state.partitions:
                     continue
                 current = state.partitions[index]
+                leadership.replica.on_isr_proposed(proposal)
                 result = await self.link.alter_partition(
                     current.topic_id,
                     index,
                     leader_epoch=leadership.leader_epoch,
-                    partition_epoch=current.partition_epoch,
+                    partition_epoch=max(current.partition_epoch, leadership.partition_epoch),
                     new_isr=proposal,
                 )
                 if result is not None and error_code(result.error.code) is ErrorCode.NONE:
+                    leadership.partition_epoch = max(leadership.partition_epoch, result.partition_epoch)
                     self._isr_changed(leadership, list(result.isr))
-                    leadership.log.update_high_watermark(leadership.replica.high_watermark)
-                    self._notify()
+                else:
+                    leadership.replica.on_isr_proposal_failed()
+                leadership.log.update_high_watermark(leadership.replica.high_watermark)
+                self._notify()
 
     def _isr_changed(self, leadership: Leadership, isr: list[int]) -> None:
         """The controller accepted ``isr`` (heard from AlterPartition's answer or the metadata,
