@@ -125,6 +125,12 @@ class GroupMembership:
         """The application called poll: it is alive (max_poll_interval_ms)."""
         self._last_poll = self._now_s()
 
+    def vouches_for_ownership(self) -> bool:
+        """Whether the member may still hand out records of what it owns: not fenced, not left,
+        and a heartbeat got through within the session timeout (a member frozen longer may
+        already have lost its partitions to another member)."""
+        return not (self._lost or self._left_for_poll_timeout or self._session_lapsed())
+
     def next_step(self) -> Step | None:
         """The next change to apply in poll, if any (see the module docstring)."""
         if self.fatal is not None:

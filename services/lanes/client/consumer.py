@@ -485,7 +485,18 @@ class AsyncConsumer:
         if self._group is not None and self._group.active and not self._fetcher.positions:
             await self._group.wait_for_change(min(deadline.remaining_s(), 0.2))
             return []
-        return await self._fetcher.records(deadline)
+        records = await self._fetcher.records(deadline)
+        if records and self._group is not None and self._group.active and not self._group.vouches_for_ownership():
+            # Fetched while the member could still vouch for its partitions, returned after it no
+            # longer can (it was frozen past its session): the next step gives them up as lost, and
+            # whoever owns them now reads these records.
+            _log.warning("group %s: session lapsed during poll; records held back", self.group_id)
+            first: dict[TopicPartition, int] = {}
+            for record in records:
+                first.setdefault(TopicPartition(record.topic, record.partition), record.offset)
+            self._fetcher.seek(first)  # unread: if the partitions stay ours, nothing is skipped
+            return []
+        return records
 
     async def close(self) -> None:
         """Commit (auto-commit), release owned partitions to the listener, leave the group
