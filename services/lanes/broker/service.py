@@ -75,6 +75,7 @@ class Leadership:
     log: PartitionLog
     replica: LeaderReplica
     leader_epoch: int
+    topic_id: str
     #: the partition epoch of the ISR ``replica`` holds (from the metadata or an AlterPartition
     #: answer, whichever is newer: an image that lags never puts an older ISR back)
     partition_epoch: int
@@ -225,14 +226,18 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 key = TopicPartition(topic.name, partition.partition)
                 if partition.leader != self.broker_id:
                     if self.broker_id in partition.replicas and partition.leader != NO_LEADER:
-                        self._open_log(topic.name, partition.partition, settings.log_config)
+                        self._open_log(topic.name, partition.partition, settings.log_config, topic.topic_id)
                         following[key] = (partition.leader, partition.leader_epoch, topic.topic_id)
                     continue
                 led.add(key)
                 current = self._leaderships.get(key)
-                if current is not None and current.leader_epoch != partition.leader_epoch:
+                same = current is not None and (current.leader_epoch, current.topic_id) == (
+                    partition.leader_epoch,
+                    topic.topic_id,
+                )
+                if current is not None and not same:  # a newer epoch, or a topic recreated meanwhile
                     self._resign(key, current)
-                if current is not None and current.leader_epoch == partition.leader_epoch:
+                if current is not None and same:
                     if partition.partition_epoch > current.partition_epoch:  # not an older ISR
                         current.partition_epoch = partition.partition_epoch
                         self._isr_changed(current, partition.isr)
@@ -243,7 +248,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 role_change = self.replica_lock(key)
                 role_change.acquire()  # released once this leadership is in place
                 self._following.pop(key, None)  # no fetched append lands from here on
-                log = self._open_log(topic.name, partition.partition, settings.log_config)
+                log = self._open_log(topic.name, partition.partition, settings.log_config, topic.topic_id)
                 log.epochs.assign(partition.leader_epoch, log.log_end_offset)  # where this epoch starts
                 self._leaderships[key] = Leadership(
                     log=log,
@@ -259,6 +264,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         min_insync_replicas=settings.min_insync_replicas,
                     ),
                     leader_epoch=partition.leader_epoch,
+                    topic_id=topic.topic_id,
                     partition_epoch=partition.partition_epoch,
                     producers=producer_state_of(log),
                 )
@@ -325,8 +331,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     def _leads_any(self, image: MetadataImage) -> bool:
         return any(p.leader == self.broker_id for t in image.topics.values() for p in t.partitions.values())
 
-    def _open_log(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
-        log = self.logs.open_log(topic, partition, config)
+    def _open_log(self, topic: str, partition: int, config: LogConfig, topic_id: str) -> PartitionLog:
+        log = self.logs.open_log(topic, partition, config, topic_id=topic_id)
         log.update_config(config)
         return log
 

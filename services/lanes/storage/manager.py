@@ -1,8 +1,9 @@
 """Every partition log of a broker, under one data directory.
 
-Layout: ``<data_dir>/<topic>-<partition>/`` per partition replica (see lanes.storage.log). Topic
-names cannot contain ``/`` and the partition is the text after the last ``-``, so the name is
-unambiguous.
+Layout: ``<data_dir>/<topic>-<partition>/`` per partition replica (see lanes.storage.log), with a
+``partition.metadata`` file naming the topic's id (``topic_id: <id>``), so a directory left by a
+deleted topic is never taken for a new topic of the same name. Topic names cannot contain ``/``
+and the partition is the text after the last ``-``, so the name is unambiguous.
 
 The manager shares one ``FileCache`` between all logs, so a broker with 10,000 partitions holds
 at most ``max_open_files`` descriptors, and opens logs lazily: opening reads a few bytes per
@@ -14,16 +15,36 @@ broker runs periodically: retention, flush.ms and checkpoints. Thread-safe.
 
 from __future__ import annotations
 
+import logging
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from lanes.clock import Clock
 from lanes.protocol.names import validate_topic_name
-from lanes.storage.files import DEFAULT_MAX_OPEN_FILES, FileCache, fsync_directory
+from lanes.storage.files import DEFAULT_MAX_OPEN_FILES, FileCache, fsync_directory, write_atomically
 from lanes.storage.loader import CLEAN_SHUTDOWN_FILE
 from lanes.storage.log import LogConfig, PartitionLog
 from lanes.topic_partition import TopicPartition
+
+_log = logging.getLogger(__name__)
+
+#: The file naming a partition directory's topic id.
+PARTITION_METADATA_FILE = "partition.metadata"
+
+
+def log_topic_id(directory: Path) -> str:
+    """The topic id a partition directory records ("" when it records none)."""
+    try:
+        text = (directory / PARTITION_METADATA_FILE).read_text()
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "topic_id":
+            return value.strip()
+    return ""
 
 
 def log_directory_name(topic: str, partition: int) -> str:
@@ -73,17 +94,39 @@ class LogManager:
                 found.append(parsed)
         return found
 
-    def open_log(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
-        """The log of ``topic``-``partition``, opened (and recovered if needed) on first use."""
+    def open_log(self, topic: str, partition: int, config: LogConfig, *, topic_id: str = "") -> PartitionLog:
+        """The log of ``topic``-``partition``, opened (and recovered if needed) on first use.
+
+        ``topic_id``: the topic's id, kept in the directory's ``partition.metadata`` (Kafka's
+        KIP-516). A directory holding another id belongs to a deleted topic of the same name: it
+        is deleted and the log starts empty. A directory without an id is adopted."""
         validate_topic_name(topic, allow_internal=True)
         key = TopicPartition(topic, partition)
         with self._lock:
             log = self._logs.get(key)
+            if log is not None and topic_id and log_topic_id(log.directory) not in ("", topic_id):
+                del self._logs[key]
+                log.delete()
+                log = None
             if log is None:
                 directory = self.data_dir / log_directory_name(topic, partition)
+                stored = log_topic_id(directory)
+                if topic_id and stored and stored != topic_id:
+                    _log.warning(
+                        "%s-%d: the directory belongs to topic id %s, not %s (a deleted topic of the same "
+                        "name): deleting it",
+                        topic,
+                        partition,
+                        stored,
+                        topic_id,
+                    )
+                    shutil.rmtree(directory)
+                    fsync_directory(self.data_dir)
                 clean = self.clean_shutdown and directory.exists()
                 log = PartitionLog.open(directory, config, clock=self._clock, files=self.files, clean_shutdown=clean)
                 log.on_flush_s = self._on_flush_s
+                if topic_id and log_topic_id(directory) != topic_id:
+                    write_atomically(directory / PARTITION_METADATA_FILE, f"topic_id: {topic_id}\n".encode())
                 self._logs[key] = log
             return log
 
@@ -103,11 +146,17 @@ class LogManager:
             return sorted(self._logs.items(), key=lambda item: item[0])
 
     def delete_log(self, topic: str, partition: int) -> None:
-        """Delete a partition's log from disk (its topic was deleted or the replica moved)."""
+        """Delete a partition's log from disk (its topic was deleted or the replica moved), open
+        or not (a topic deleted while the broker was down left a directory never opened since)."""
         with self._lock:
             log = self._logs.pop(TopicPartition(topic, partition), None)
-        if log is not None:
-            log.delete()
+            if log is not None:
+                log.delete()
+                return
+            directory = self.data_dir / log_directory_name(topic, partition)
+            if directory.is_dir():
+                shutil.rmtree(directory)
+                fsync_directory(self.data_dir)
 
     def maintenance(self) -> None:
         """Retention, time-based flushes and checkpoints for every log."""
