@@ -313,3 +313,15 @@ def test_a_read_counts_the_records_of_the_batches_it_returns(tmp_path: Path) -> 
     assert log.read(0, 1 << 20, upper_bound_offset=6).records_count == 6
     assert log.read(12, 1 << 20).records_count == 0
     log.close()
+
+
+def test_the_leaders_high_watermark_only_moves_forward(tmp_path: Path) -> None:
+    """Issue #21, mechanism 2 (second half): follower fetches served in several worker threads
+    each set the leader's mark from the value they computed; a late, smaller one moved it back.
+    The leader's update is monotonic (a follower's may still go down, to its leader's)."""
+    log = PartitionLog.open(tmp_path / "orders-0", config(), clock=ManualClock())
+    log.append_as_leader(encode_batch([Record(i, 1, None, b"v") for i in range(20)]), leader_epoch=0)
+    assert log.maybe_increment_high_watermark(12) == 12
+    assert log.maybe_increment_high_watermark(10) == 12, "a stale value never moves it back"
+    assert log.maybe_increment_high_watermark(99) == 20, "clamped to the log end"
+    assert log.update_high_watermark(5) == 5, "a follower takes its leader's mark as it is"

@@ -84,6 +84,15 @@ class Leadership:
     #: the metadata moved the leadership away (or to a newer epoch): acks=all waits end at once
     #: with NOT_LEADER_OR_FOLLOWER, and the producer retries at the new leader
     resigned: bool = False
+    #: guards ``replica`` (a pure core, not thread-safe) and the log's high-water mark, which
+    #: follower fetches served in worker threads and appends on the loop all move
+    state_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def sync_high_watermark(self) -> bool:
+        """Move the log's high-water mark to the replica core's (never backwards; the caller holds
+        ``state_lock``); whether it moved."""
+        before = self.log.high_watermark
+        return self.log.maybe_increment_high_watermark(self.replica.high_watermark) > before
 
 
 def producer_state_of(log: PartitionLog) -> ProducerStateTable:
@@ -268,7 +277,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     partition_epoch=partition.partition_epoch,
                     producers=producer_state_of(log),
                 )
-                log.update_high_watermark(self._leaderships[key].replica.high_watermark)
+                self._leaderships[key].sync_high_watermark()
                 role_change.release()
                 _log.info(
                     "leading %s-%d at epoch %d",
@@ -353,12 +362,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             self._isr_check_now.clear()
             now = self._clock.monotonic_ms()
             for (topic, index), leadership in list(self._leaderships.items()):
-                proposal = leadership.replica.proposed_isr(now)
+                with leadership.state_lock:
+                    proposal = leadership.replica.proposed_isr(now)
                 state = self.image.topic(topic)
                 if proposal is None or state is None or index not in state.partitions:
                     continue
                 current = state.partitions[index]
-                leadership.replica.on_isr_proposed(proposal)
+                with leadership.state_lock:
+                    leadership.replica.on_isr_proposed(proposal)
                 result = await self.link.alter_partition(
                     current.topic_id,
                     index,
@@ -370,15 +381,19 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     leadership.partition_epoch = max(leadership.partition_epoch, result.partition_epoch)
                     self._isr_changed(leadership, list(result.isr))
                 else:
-                    leadership.replica.on_isr_proposal_failed()
-                leadership.log.update_high_watermark(leadership.replica.high_watermark)
+                    with leadership.state_lock:
+                        leadership.replica.on_isr_proposal_failed()
+                with leadership.state_lock:
+                    leadership.sync_high_watermark()
                 self._notify()
 
     def _isr_changed(self, leadership: Leadership, isr: list[int]) -> None:
         """The controller accepted ``isr`` (heard from AlterPartition's answer or the metadata,
         whichever comes first: the second is no change and is not counted again)."""
         self.metrics.isr_changed(len(leadership.replica.isr), len(isr))
-        leadership.replica.on_isr_changed(isr)
+        with leadership.state_lock:
+            leadership.replica.on_isr_changed(isr)
+            leadership.sync_high_watermark()
 
     def _led(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Leadership | common_pb2.Error:
         """This broker's leadership of the partition, or the error to answer: not led here, or the
@@ -592,8 +607,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     response.base_offset = -1
                     response.error.CopyFrom(wire_error(outcome, f"{topic}-{data.partition}: {outcome.hint}"))
             return response
-        leadership.replica.on_append(leadership.log.log_end_offset)
-        leadership.log.update_high_watermark(leadership.replica.high_watermark)
+        with leadership.state_lock:
+            leadership.replica.on_append(leadership.log.log_end_offset)
+            leadership.sync_high_watermark()
         self._notify()
         self.metrics.appended(topic, info.records, info.size_bytes)
         response.base_offset = info.first_offset
@@ -821,14 +837,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     )
                     served.urgent = True
                     continue
-                leadership.replica.on_follower_fetch(request.replica_id, wanted.fetch_offset, now)
-                before = log.high_watermark
-                high_watermark = log.update_high_watermark(leadership.replica.high_watermark)
-                served.high_watermark_advanced |= high_watermark > before
-                served.isr_expansion_due |= (
-                    request.replica_id not in leadership.replica.isr
-                    and leadership.replica.proposed_isr(now) is not None
-                )
+                with leadership.state_lock:
+                    leadership.replica.on_follower_fetch(request.replica_id, wanted.fetch_offset, now)
+                    served.high_watermark_advanced |= leadership.sync_high_watermark()
+                    served.isr_expansion_due |= (
+                        request.replica_id not in leadership.replica.isr
+                        and leadership.replica.proposed_isr(now) is not None
+                    )
                 read = log.read(wanted.fetch_offset, min(wanted.partition_max_bytes or budget, budget))
                 result.records = read.records
                 result.high_watermark = log.high_watermark

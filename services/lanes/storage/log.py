@@ -247,10 +247,17 @@ class PartitionLog:
         return self._high_watermark
 
     def update_high_watermark(self, offset: int) -> int:
-        """Set the high-water mark (replication calls this), clamped to [log start, log end];
+        """Set the high-water mark (a follower, from its leader's), clamped to [log start, log end];
         return the value set. Persisted by ``checkpoint`` and ``close``."""
         with self._lock:
             self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+            return self._high_watermark
+
+    def maybe_increment_high_watermark(self, offset: int) -> int:
+        """The leader's update: the high-water mark only moves forward (to ``offset``, clamped to
+        the log end); return it."""
+        with self._lock:
+            self._high_watermark = min(max(offset, self._high_watermark, self._log_start_offset), self._log_end_offset)
             return self._high_watermark
 
     @property
