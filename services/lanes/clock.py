@@ -51,3 +51,7 @@ class ManualClock:
             raise ValueError("a clock cannot go backwards")
         self._now_ms += ms
         self._monotonic_ms += ms
+
+
+#: The system's clocks, for every default ``clock`` parameter.
+SYSTEM_CLOCK: Clock = SystemClock()

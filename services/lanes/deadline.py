@@ -25,9 +25,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
-from lanes.clock import Clock, SystemClock
-
-SYSTEM_CLOCK: Clock = SystemClock()
+from lanes.clock import SYSTEM_CLOCK, Clock
 
 #: How an asynchronous wait pauses (``asyncio.sleep``, or a test's sleep that moves a clock).
 AsyncSleep = Callable[[float], Awaitable[object]]

@@ -13,11 +13,12 @@ resumes.
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import lanes
+from lanes.client.consumer import ConsumerRecord
 from lanes.clock import SystemClock
+from lanes.deadline import Deadline
 from tests.e2e.cli import wait_for
 from tests.integration.processes import running_cluster
 
@@ -72,9 +73,21 @@ def test_a_member_whose_session_lapsed_during_a_poll_reports_its_partitions_lost
             def poll_once() -> None:
                 returned.append([r.value for r in consumer.poll(timeout_ms=10_000)])
 
+            # The freeze must come while the poll waits for its fetch: a lapse seen when poll()
+            # starts is reported before anything is fetched, fixed or not. The real fetcher is
+            # wrapped to say when the poll has reached it.
+            fetcher = consumer._consumer._fetcher
+            fetching = threading.Event()
+            unwrapped = fetcher.records
+
+            async def records(deadline: Deadline) -> list[ConsumerRecord]:
+                fetching.set()
+                return await unwrapped(deadline)
+
+            fetcher.records = records  # type: ignore[method-assign]
             polling = threading.Thread(target=poll_once)
             polling.start()
-            time.sleep(0.5)  # the poll waits for its fetch (nothing to read yet)
+            assert fetching.wait(timeout=10), "the poll never fetched"
             events_before = list(listener.events)
             clock.offset_ms += SESSION_TIMEOUT_MS + 1000  # frozen past the session timeout
             producer.send("tasks", b"handed out after the session lapsed").result(timeout=10)

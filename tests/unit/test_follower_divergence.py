@@ -6,6 +6,7 @@ the answer and refetch in a busy loop)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 from lanes.broker.follower import FollowerFetcher
@@ -22,6 +23,7 @@ def test_an_undefined_divergence_truncates_to_the_high_watermark_and_pauses(tmp_
         log.append_as_leader(encode_batch([Record(i, 1, None, b"v") for i in range(5)]), epoch)
     log.update_high_watermark(5)
     key = TopicPartition("orders", 0)
+    lock = threading.Lock()
 
     async def scenario() -> bool:
         fetcher = FollowerFetcher(
@@ -30,6 +32,8 @@ def test_an_undefined_divergence_truncates_to_the_high_watermark_and_pauses(tmp_
             leader_address="127.0.0.1:1",  # never dialled: the answer is handed to _apply
             partitions=lambda: {key: (log, 3, "id")},
             leader_high_watermarks={},
+            replica_lock=lambda _: lock,
+            still_following=lambda followed, epoch: followed == key and epoch == 3,
         )
         response = broker_pb2.ReplicaFetchResponse()
         part = response.topics.add(topic="orders").partitions.add(partition=0, high_watermark=5)

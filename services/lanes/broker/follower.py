@@ -40,8 +40,8 @@ class FollowerFetcher:
         leader_address: str,
         partitions: Callable[[], dict[TopicPartition, tuple[PartitionLog, int, str]]],
         leader_high_watermarks: dict[TopicPartition, int],
-        replica_lock: Callable[[TopicPartition], threading.Lock] = lambda key: threading.Lock(),
-        still_following: Callable[[TopicPartition, int], bool] = lambda key, epoch: True,
+        replica_lock: Callable[[TopicPartition], threading.Lock],
+        still_following: Callable[[TopicPartition, int], bool],
         max_wait_ms: int = 500,
     ) -> None:
         """``replica_lock`` and ``still_following``: a fetched append is written under the

@@ -45,12 +45,12 @@ from prometheus_client.metrics_core import Metric
 
 from lanes.broker.follower import FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
-from lanes.broker.producer_state import NO_PRODUCER_ID, CachedBatch, ProducerStateTable
+from lanes.broker.producer_state import NO_PRODUCER_ID, CachedBatch, ProducerStateTable, Verdict
 from lanes.broker.replication import LeaderReplica
 from lanes.clock import Clock
 from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, LanesError, OffsetOutOfRangeError, error_code
-from lanes.metadata.image import NO_LEADER, MetadataImage
+from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage, TopicImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
 from lanes.rpc.wire import ServicerContext, wire_error
@@ -254,31 +254,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     current.log.update_config(settings.log_config)
                     current.replica.min_insync_replicas = settings.min_insync_replicas
                     continue
-                role_change = self.replica_lock(key)
-                role_change.acquire()  # released once this leadership is in place
-                self._following.pop(key, None)  # no fetched append lands from here on
-                log = self._open_log(topic.name, partition.partition, settings.log_config, topic.topic_id)
-                log.epochs.assign(partition.leader_epoch, log.log_end_offset)  # where this epoch starts
-                self._leaderships[key] = Leadership(
-                    log=log,
-                    replica=LeaderReplica(
-                        leader_id=self.broker_id,
-                        replicas=partition.replicas,
-                        isr=partition.isr,
-                        leader_epoch_start_offset=log.log_end_offset,
-                        log_end_offset=log.log_end_offset,
-                        high_watermark=log.high_watermark,
-                        now_ms=self._clock.monotonic_ms(),
-                        replica_lag_time_max_ms=self._replica_lag_time_max_ms,
-                        min_insync_replicas=settings.min_insync_replicas,
-                    ),
-                    leader_epoch=partition.leader_epoch,
-                    topic_id=topic.topic_id,
-                    partition_epoch=partition.partition_epoch,
-                    producers=producer_state_of(log),
-                )
-                self._leaderships[key].sync_high_watermark()
-                role_change.release()
+                with self.replica_lock(key):  # the role changes: no write of the old one lands after this
+                    self._following.pop(key, None)
+                    self._leaderships[key] = self._new_leadership(topic, partition, settings)
                 _log.info(
                     "leading %s-%d at epoch %d",
                     topic.name,
@@ -318,6 +296,32 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         """Whether this broker still follows ``key`` at ``leader_epoch`` (ask under its lock)."""
         entry = self._following.get(key)
         return entry is not None and entry[1] == leader_epoch
+
+    def _new_leadership(self, topic: TopicImage, partition: PartitionImage, settings: _TopicSettings) -> Leadership:
+        """Lead ``partition`` from its log's end at the image's leader epoch (the caller holds the
+        replica's role lock, so the producer state read from the log is complete)."""
+        log = self._open_log(topic.name, partition.partition, settings.log_config, topic.topic_id)
+        log.epochs.assign(partition.leader_epoch, log.log_end_offset)  # where this epoch starts
+        leadership = Leadership(
+            log=log,
+            replica=LeaderReplica(
+                leader_id=self.broker_id,
+                replicas=partition.replicas,
+                isr=partition.isr,
+                leader_epoch_start_offset=log.log_end_offset,
+                log_end_offset=log.log_end_offset,
+                high_watermark=log.high_watermark,
+                now_ms=self._clock.monotonic_ms(),
+                replica_lag_time_max_ms=self._replica_lag_time_max_ms,
+                min_insync_replicas=settings.min_insync_replicas,
+            ),
+            leader_epoch=partition.leader_epoch,
+            topic_id=topic.topic_id,
+            partition_epoch=partition.partition_epoch,
+            producers=producer_state_of(log),
+        )
+        leadership.sync_high_watermark()
+        return leadership
 
     def _resign(self, key: TopicPartition, leadership: Leadership) -> None:
         """This leadership ended: no append of it lands any more, and whoever waits on it is woken
@@ -643,9 +647,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 raise LanesError(
                     f"{topic}-{data.partition}: this broker stopped leading it", ErrorCode.NOT_LEADER_OR_FOLLOWER
                 )
-            refused = self._check_producers(leadership, headers, response)
-            if refused is not None:
-                return refused if isinstance(refused, CachedBatch) else None
+            verdict = self._check_producers(leadership, headers, response)
+            if verdict is not None:
+                return verdict.duplicate_of
             info = leadership.log.append_as_leader(records, leadership.leader_epoch, validated=headers)
             for header in info.headers:
                 leadership.producers.apply(header)
@@ -654,9 +658,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     @staticmethod
     def _check_producers(
         leadership: Leadership, headers: list[BatchHeader], response: broker_pb2.PartitionProduceResponse
-    ) -> CachedBatch | broker_pb2.PartitionProduceResponse | None:
-        """None to append; otherwise the batch this one repeats (``response`` answers with its
-        original offset) or the refusal (``response`` holds the error)."""
+    ) -> Verdict | None:
+        """None to append; otherwise the verdict against it (a retry of an earlier batch, whose
+        original offset ``response`` now answers with, or a refusal, whose error it holds)."""
         for header in headers:
             verdict = leadership.producers.check(header)
             if verdict.duplicate_of is not None:
@@ -664,10 +668,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 response.error.CopyFrom(
                     wire_error(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "already written: the original offset is returned")
                 )
-                return verdict.duplicate_of
+                return verdict
             if verdict.error is not ErrorCode.NONE:
                 response.error.CopyFrom(wire_error(verdict.error, verdict.message))
-                return response
+                return verdict
         return None
 
     async def InitProducerId(  # noqa: N802

@@ -9,8 +9,8 @@ from typing import TypeVar
 import grpc
 
 from lanes.client._cluster import ClusterView
-from lanes.clock import Clock
-from lanes.deadline import SYSTEM_CLOCK, Deadline, attempts
+from lanes.clock import SYSTEM_CLOCK, Clock
+from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, RetriableError, error_for
 from lanes.rpc.wire import code_of
 from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc

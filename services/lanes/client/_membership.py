@@ -34,8 +34,7 @@ import grpc
 
 from lanes.client._cluster import ClusterView
 from lanes.client._coordinators import Coordinators
-from lanes.clock import Clock
-from lanes.deadline import SYSTEM_CLOCK
+from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.errors import ErrorCode, LanesError, error_for
 from lanes.rpc.wire import assignment_from_wire, assignment_to_wire, code_of
 from lanes.topic_partition import TopicPartition

@@ -35,8 +35,8 @@ from lanes.client import _loop
 from lanes.client._cluster import ClusterView
 from lanes.client._fetcher import ConsumerRecord, Fetcher
 from lanes.client._membership import GroupMembership, Step
-from lanes.clock import Clock
-from lanes.deadline import SYSTEM_CLOCK, Deadline
+from lanes.clock import SYSTEM_CLOCK, Clock
+from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, LanesError, RetriableError, error_for
 from lanes.protocol.names import validate_group_id, validate_topic_name
 from lanes.rpc.wire import topic_partitions_to_wire

@@ -35,8 +35,8 @@ from lanes.client._accumulator import Batch, Outgoing, RecordAccumulator
 from lanes.client._cluster import ClusterView
 from lanes.client._record_future import RecordFuture, RecordMetadata
 from lanes.client._sender import Sender
-from lanes.clock import Clock
-from lanes.deadline import SYSTEM_CLOCK, Deadline, attempts
+from lanes.clock import SYSTEM_CLOCK, Clock
+from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, LanesError, RequestTimedOutError, error_for
 from lanes.protocol.compression import Compression
 from lanes.protocol.partitioner import Partitioner, PartitionerFn

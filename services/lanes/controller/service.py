@@ -175,8 +175,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
 
     async def _register(
         self, kind: NodeKind, node_id: int, incarnation_id: str, cluster_id: str, endpoint: common_pb2.Node
-    ) -> tuple[ControllerDecision, int]:
-        """Register a node; the decision and, when accepted, the node's new epoch."""
+    ) -> ControllerDecision:
+        """Register a node (its new epoch is then in the image)."""
         decision = await self._decide_and_commit(
             lambda: self.core.register(
                 kind,
@@ -189,11 +189,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 previous_session_alive=self._session_alive(kind, node_id),
             )
         )
-        if decision.error is not ErrorCode.NONE:
-            return decision, -1
-        self._last_heartbeat_ms[(kind, node_id)] = self._clock.monotonic_ms()
-        nodes = self.image.brokers if kind == "broker" else self.image.coordinators
-        return decision, nodes[node_id].epoch
+        if decision.error is ErrorCode.NONE:
+            self._last_heartbeat_ms[(kind, node_id)] = self._clock.monotonic_ms()
+        return decision
 
     async def _heartbeat(
         self, kind: NodeKind, node_id: int, epoch: int, applied_offset: int, want_shut_down: bool
@@ -213,13 +211,15 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def RegisterBroker(  # noqa: N802 - gRPC method names
         self, request: controller_pb2.RegisterBrokerRequest, context: ServicerContext
     ) -> controller_pb2.RegisterBrokerResponse:
-        decision, epoch = await self._register(
+        decision = await self._register(
             "broker", request.broker_id, request.incarnation_id, request.cluster_id, request.endpoint
         )
         if decision.error is not ErrorCode.NONE:
             return controller_pb2.RegisterBrokerResponse(error=wire_error(decision.error, decision.message))
         return controller_pb2.RegisterBrokerResponse(
-            error=wire_error(decision.error, decision.message), broker_epoch=epoch, cluster_id=self.image.cluster_id
+            error=wire_error(ErrorCode.NONE),
+            broker_epoch=self.image.brokers[request.broker_id].epoch,
+            cluster_id=self.image.cluster_id,
         )
 
     async def BrokerHeartbeat(  # noqa: N802
@@ -247,15 +247,15 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def RegisterCoordinator(  # noqa: N802
         self, request: controller_pb2.RegisterCoordinatorRequest, context: ServicerContext
     ) -> controller_pb2.RegisterCoordinatorResponse:
-        decision, epoch = await self._register(
+        decision = await self._register(
             "coordinator", request.coordinator_id, request.incarnation_id, request.cluster_id, request.endpoint
         )
         if decision.error is not ErrorCode.NONE:
             return controller_pb2.RegisterCoordinatorResponse(error=wire_error(decision.error, decision.message))
         await self._decide_and_commit(self.core.ensure_offsets_topic)
         return controller_pb2.RegisterCoordinatorResponse(
-            error=wire_error(decision.error, decision.message),
-            coordinator_epoch=epoch,
+            error=wire_error(ErrorCode.NONE),
+            coordinator_epoch=self.image.coordinators[request.coordinator_id].epoch,
             cluster_id=self.image.cluster_id,
         )
 

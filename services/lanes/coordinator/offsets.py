@@ -7,7 +7,6 @@ lag metrics. Runs on the coordinator's event loop.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from lanes.clock import Clock
 from lanes.coordinator.brokers import BrokerAccess
@@ -17,26 +16,12 @@ from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, coordinator_pb2
 
 
-@dataclass(frozen=True)
-class OffsetState:
-    """One partition of a group: committed offset (-1: none), log end (-1: unknown), lag in
-    records and in milliseconds (-1: unknown), and the member that owns it ("" : none)."""
-
-    topic: str
-    partition: int
-    committed_offset: int
-    metadata: str
-    log_end_offset: int
-    lag: int
-    lag_ms: int
-    member_id: str
-
-
 async def offset_states(
     group: Group, brokers: BrokerAccess, partition_counts: Mapping[str, int], clock: Clock
-) -> list[OffsetState]:
-    """The group's committed offset, the log end and the lag (records and milliseconds) of every
-    partition it has an offset for or a member owns (partitions of deleted topics left out)."""
+) -> list[coordinator_pb2.PartitionOffsetState]:
+    """The group's committed offset, the log end and the lag (records and milliseconds; -1 where
+    unknown) of every partition it has an offset for or a member owns, with the owning member
+    (partitions of deleted topics left out)."""
     owners: dict[TopicPartition, str] = {}
     for member_id in group.members:
         for partition in group.assignment(member_id).assigned:
@@ -58,7 +43,7 @@ async def offset_states(
         elif lag == 0:
             lag_ms = 0
         states.append(
-            OffsetState(
+            coordinator_pb2.PartitionOffsetState(
                 topic=partition[0],
                 partition=partition[1],
                 committed_offset=committed,

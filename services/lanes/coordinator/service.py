@@ -30,7 +30,7 @@ from lanes.coordinator.core import (
 )
 from lanes.coordinator.group import Group
 from lanes.coordinator.metrics import CoordinatorMetrics, GroupSnapshot, PartitionLag
-from lanes.coordinator.offsets import OffsetState, offset_states, reset_targets
+from lanes.coordinator.offsets import offset_states, reset_targets
 from lanes.coordinator.shards import GroupRouteError, Shards
 from lanes.errors import ErrorCode, LanesError
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
@@ -332,9 +332,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                 continue
             description = self._describe(group)
             if request.include_offsets:
-                description.offsets.extend(
-                    coordinator_pb2.PartitionOffsetState(**vars(state)) for state in await self._offset_states(group)
-                )
+                description.offsets.extend(await self._offset_states(group))
             described.append(description)
         return coordinator_pb2.DescribeGroupsResponse(groups=described)
 
@@ -368,7 +366,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             coordinator=self.endpoint,
         )
 
-    async def _offset_states(self, group: Group) -> list[OffsetState]:
+    async def _offset_states(self, group: Group) -> list[coordinator_pb2.PartitionOffsetState]:
         return await offset_states(group, self.brokers, self.shards.partition_counts(), self._clock)
 
     # -----------------------------------------------------------------------------------------

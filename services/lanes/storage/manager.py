@@ -78,6 +78,7 @@ class LogManager:
         self._clock = clock
         self._lock = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._topic_ids: dict[TopicPartition, str] = {}  # what each open log's partition.metadata says
         marker = data_dir / CLEAN_SHUTDOWN_FILE
         #: Whether the previous run closed every log cleanly (then no log needs recovery).
         self.clean_shutdown = marker.exists()
@@ -104,9 +105,9 @@ class LogManager:
         key = TopicPartition(topic, partition)
         with self._lock:
             log = self._logs.get(key)
-            if log is not None and topic_id and log_topic_id(log.directory) not in ("", topic_id):
+            if log is not None and topic_id and self._topic_ids.get(key, "") not in ("", topic_id):
                 del self._logs[key]
-                log.delete()
+                log.delete()  # a new topic of the same name, created while this one was open
                 log = None
             if log is None:
                 directory = self.data_dir / log_directory_name(topic, partition)
@@ -122,12 +123,15 @@ class LogManager:
                     )
                     shutil.rmtree(directory)
                     fsync_directory(self.data_dir)
+                    stored = ""
                 clean = self.clean_shutdown and directory.exists()
                 log = PartitionLog.open(directory, config, clock=self._clock, files=self.files, clean_shutdown=clean)
                 log.on_flush_s = self._on_flush_s
-                if topic_id and log_topic_id(directory) != topic_id:
-                    write_atomically(directory / PARTITION_METADATA_FILE, f"topic_id: {topic_id}\n".encode())
                 self._logs[key] = log
+                self._topic_ids[key] = stored
+            if topic_id and self._topic_ids[key] != topic_id:  # a new directory, or one adopted
+                write_atomically(log.directory / PARTITION_METADATA_FILE, f"topic_id: {topic_id}\n".encode())
+                self._topic_ids[key] = topic_id
             return log
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
@@ -150,6 +154,7 @@ class LogManager:
         or not (a topic deleted while the broker was down left a directory never opened since)."""
         with self._lock:
             log = self._logs.pop(TopicPartition(topic, partition), None)
+            self._topic_ids.pop(TopicPartition(topic, partition), None)
             if log is not None:
                 log.delete()
                 return
@@ -170,6 +175,7 @@ class LogManager:
         with self._lock:
             logs = list(self._logs.values())
             self._logs.clear()
+            self._topic_ids.clear()
         for log in logs:
             log.close()
         self.files.close()
