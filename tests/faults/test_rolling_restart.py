@@ -75,12 +75,19 @@ def test_a_rolling_restart_under_acks_all_load_loses_nothing_and_times_nothing_o
         assert all(s < MAX_SILENCE_S for s in silences.values()), silences
 
         with lanes.Consumer(bootstrap, auto_offset_reset="earliest", enable_auto_commit=False) as consumer:
-            consumer.assign([lanes.TopicPartition("ledger", 0)])
+            partition = lanes.TopicPartition("ledger", 0)
+            consumer.assign([partition])
+            end = consumer.end_offsets([partition])[partition]  # everything written, duplicates too
             read: list[int] = []
-            deadline = time.monotonic() + 60
+            wait_for(
+                lambda: (
+                    read.extend(int(r.value or b"-1") for r in consumer.poll(500))
+                    or consumer.position(partition) >= end
+                ),
+                "the whole partition read",
+                timeout_s=60,
+            )
             wanted = {value for _, value in acknowledged}
-            while not wanted <= set(read) and time.monotonic() < deadline:
-                read.extend(int(r.value or b"-1") for r in consumer.poll(timeout_ms=1000))
         assert wanted <= set(read), f"{len(wanted - set(read))} acknowledged records lost"
         assert len(read) == len(set(read)), "a record was written twice"
         assert read == sorted(read), "records out of send order"

@@ -290,7 +290,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     def replica_lock(self, key: TopicPartition) -> threading.Lock:
         """The partition replica's role lock (see ``_replica_locks``)."""
-        return self._replica_locks.setdefault(key, threading.Lock())
+        lock = self._replica_locks.get(key)
+        return lock if lock is not None else self._replica_locks.setdefault(key, threading.Lock())
 
     def still_following(self, key: TopicPartition, leader_epoch: int) -> bool:
         """Whether this broker still follows ``key`` at ``leader_epoch`` (ask under its lock)."""
@@ -365,20 +366,18 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 await asyncio.wait_for(self._isr_check_now.wait(), self.isr_check_interval_s)
             self._isr_check_now.clear()
             now = self._clock.monotonic_ms()
-            for (topic, index), leadership in list(self._leaderships.items()):
+            for (_, index), leadership in list(self._leaderships.items()):
                 with leadership.state_lock:
                     proposal = leadership.replica.proposed_isr(now)
-                state = self.image.topic(topic)
-                if proposal is None or state is None or index not in state.partitions:
+                    if proposal is not None:
+                        leadership.replica.on_isr_proposed(proposal)
+                if proposal is None:
                     continue
-                current = state.partitions[index]
-                with leadership.state_lock:
-                    leadership.replica.on_isr_proposed(proposal)
                 result = await self.link.alter_partition(
-                    current.topic_id,
+                    leadership.topic_id,
                     index,
                     leader_epoch=leadership.leader_epoch,
-                    partition_epoch=max(current.partition_epoch, leadership.partition_epoch),
+                    partition_epoch=leadership.partition_epoch,  # the newest known: reconcile raises it
                     new_isr=proposal,
                 )
                 if result is not None and error_code(result.error.code) is ErrorCode.NONE:
@@ -387,8 +386,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 else:
                     with leadership.state_lock:
                         leadership.replica.on_isr_proposal_failed()
-                with leadership.state_lock:
-                    leadership.sync_high_watermark()
+                        leadership.sync_high_watermark()
                 self._notify()
 
     def _isr_changed(self, leadership: Leadership, isr: list[int]) -> None:
@@ -602,29 +600,23 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             return response
         if info is None:  # refused: ``response`` holds the sequence error
             return response
-        if isinstance(info, CachedBatch):  # a retry of a batch already appended
-            # Answered like the original (Kafka parks it the same way): for acks=all only once the
-            # high-water mark covers the original, which may still be on this leader alone.
-            if acks == common_pb2.ACKS_ALL:
-                outcome = await self._await_replication(leadership, info.last_offset + 1, timeout_s)
-                if outcome is not ErrorCode.NONE:
-                    response.base_offset = -1
-                    response.error.CopyFrom(wire_error(outcome, f"{topic}-{data.partition}: {outcome.hint}"))
-            return response
-        with leadership.state_lock:
-            leadership.replica.on_append(leadership.log.log_end_offset)
-            leadership.sync_high_watermark()
-        self._notify()
-        self.metrics.appended(topic, info.records, info.size_bytes)
-        response.base_offset = info.first_offset
-        response.log_append_time_ms = info.log_append_time_ms
-        response.log_start_offset = leadership.log.log_start_offset
+        if not isinstance(info, CachedBatch):  # appended (a retry of an earlier batch is answered
+            # as the original was, DUPLICATE_SEQUENCE_NUMBER with its offset, already in ``response``)
+            with leadership.state_lock:
+                leadership.replica.on_append(leadership.log.log_end_offset)
+                leadership.sync_high_watermark()
+            self._notify()
+            self.metrics.appended(topic, info.records, info.size_bytes)
+            response.base_offset = info.first_offset
+            response.log_append_time_ms = info.log_append_time_ms
+            response.log_start_offset = leadership.log.log_start_offset
+            response.error.CopyFrom(wire_error(ErrorCode.NONE))
         if acks == common_pb2.ACKS_ALL:
+            # Also for a retry (Kafka parks it the same way): the original may still be on this
+            # leader alone, and is acknowledged only once the high-water mark covers it.
             outcome = await self._await_replication(leadership, info.last_offset + 1, timeout_s)
             if outcome is not ErrorCode.NONE:
                 response.error.CopyFrom(wire_error(outcome, f"{topic}-{data.partition}: {outcome.hint}"))
-                return response
-        response.error.CopyFrom(wire_error(ErrorCode.NONE))
         return response
 
     def _validate_and_append(

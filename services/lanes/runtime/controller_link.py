@@ -96,6 +96,7 @@ class ControllerLink:
         self._listeners: list[Listener] = []
         self._watching: asyncio.Task[None] | None = None
         self._beating: asyncio.Task[None] | None = None
+        self._shut_down: bool | None = None  # the controlled shutdown's outcome, once asked
         self._image_changed = Broadcast()
 
     def on_update(self, listener: Listener) -> None:
@@ -121,7 +122,13 @@ class ControllerLink:
         """Controlled shutdown: ask the controller to move this node's leaderships (or shards)
         away and fence it, while the metadata stream goes on, so the node hears of the moves and
         can hand its in-flight work over. The periodic heartbeats stop first (one of them would
-        unfence the node again). Whether the controller confirmed within ``timeout_s``."""
+        unfence the node again). Whether the controller confirmed within ``timeout_s``; asked
+        once (a second call answers as the first did)."""
+        if self._shut_down is None:
+            self._shut_down = await self._ask_to_shut_down(timeout_s)
+        return self._shut_down
+
+    async def _ask_to_shut_down(self, timeout_s: float) -> bool:
         if self._beating is not None:
             self._beating.cancel()
         if self.node_epoch < 0 or self.role == "observer":
@@ -135,7 +142,7 @@ class ControllerLink:
 
     async def stop(self, *, controlled: bool = True, timeout_s: float = 10) -> None:
         """Stop; with ``controlled``, first ask the controller to move leaderships (or shards) away
-        (``shut_down``; nothing more happens when that was done already)."""
+        (``shut_down``, asked once)."""
         if controlled:
             await self.shut_down(timeout_s)
         for task in (self._beating, self._watching):

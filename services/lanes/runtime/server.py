@@ -135,9 +135,11 @@ async def serve_until_signalled(
     print(json.dumps(readiness), flush=True)
     await stop.wait()
     logging.getLogger(__name__).info("shutting down")
-    if hand_off is not None:
-        await hand_off()
-    await running.stop(grace_s=grace_s)
+    try:
+        if hand_off is not None:
+            await hand_off()
+    finally:
+        await running.stop(grace_s=grace_s)
     await stop_service()
     if metrics is not None:
         metrics.stop()
