@@ -4,9 +4,10 @@ every member's own timestamped events:
 
 - exclusive ownership: per partition, the intervals during which members owned it (from the
   assigned callback to the revoked/lost callback, or to the SIGKILL; a paused member that comes
-  back to find its partitions lost owned them only until its pause began) never overlap;
-- every record a member processed outside such an interval is a zombie's (paused past its
-  session), and no commit of its succeeded afterwards (commit-failed, or lost before any commit);
+  back to find its partitions lost owned them at least until its pause began) never overlap;
+- every record a member processed outside such an interval (here ending at the latest a lost
+  member could still vouch for its partitions: a session timeout after its pause began) is a
+  zombie's, and no commit of its succeeded afterwards (commit-failed, or lost before any commit);
 - at least once: every produced record was processed; with commit-after-process and an idempotent
   sink (records deduplicated by partition and offset), exactly once.
 """
@@ -30,6 +31,7 @@ from tests.integration.test_consumer_groups import Member, wait_until
 
 DURATION_S = float(os.environ.get("LANES_CHURN_SECONDS", "60"))
 PARTITIONS = 6
+SESSION_TIMEOUT_S = 2.0
 
 
 @dataclass
@@ -42,8 +44,14 @@ class Life:
     pauses: list[tuple[float, float]] = field(default_factory=list)
 
 
-def ownership_intervals(life: Life) -> dict[int, list[tuple[float, float]]]:
-    """Per partition, [start, end) of each time this member owned it."""
+def ownership_intervals(life: Life, latest: bool = False) -> dict[int, list[tuple[float, float]]]:
+    """Per partition, [start, end) of each time this member owned it.
+
+    A member whose partitions were lost after a freeze owned them at least until the freeze began
+    and at most until a session timeout after that (the last heartbeat that got through was sent
+    before the freeze; the member may hand out records until that heartbeat is a session old).
+    ``latest`` picks the upper bound (for judging zombie work), else the lower one (for overlaps).
+    """
     intervals: dict[int, list[tuple[float, float]]] = {}
     started: dict[int, float] = {}
     for event in list(life.member.events):
@@ -58,7 +66,8 @@ def ownership_intervals(life: Life) -> dict[int, list[tuple[float, float]]]:
                     continue
                 end = at
                 if kind == "lost":  # it stopped owning when it last froze (the freeze that lapsed its session)
-                    end = max([pause_start for pause_start, _ in life.pauses if begin <= pause_start <= at] or [at])
+                    froze = max([pause_start for pause_start, _ in life.pauses if begin <= pause_start <= at] or [at])
+                    end = min(at, froze + SESSION_TIMEOUT_S) if latest else froze
                 intervals.setdefault(p, []).append((begin, end))
     for p, begin in started.items():
         end = life.killed_at if life.killed_at is not None else float("inf")
@@ -71,7 +80,11 @@ def test_random_joins_leaves_crashes_and_pauses_keep_ownership_exclusive_and_los
     seed = int(os.environ.get("LANES_CHURN_SEED", str(random.randrange(1 << 30))))
     print(f"\nchurn seed {seed} (LANES_CHURN_SEED to replay the same schedule)")
     rng = random.Random(seed)
-    settings = {"group_session_timeout_ms": 2000, "group_heartbeat_interval_ms": 200, "offsets_topic_partitions": 6}
+    settings = {
+        "group_session_timeout_ms": int(SESSION_TIMEOUT_S * 1000),
+        "group_heartbeat_interval_ms": 200,
+        "offsets_topic_partitions": 6,
+    }
     with running_cluster(tmp_path, 3, **settings) as cluster:
         bootstrap = cluster.describe()["bootstrap"]
         lanes.Admin(bootstrap).create_topic("churn", partitions=PARTITIONS, replication_factor=3)
@@ -152,7 +165,7 @@ def test_random_joins_leaves_crashes_and_pauses_keep_ownership_exclusive_and_los
         # Zombie processing is never committed.
         zombies = 0
         for life in lives:
-            intervals = ownership_intervals(life)
+            intervals = ownership_intervals(life, latest=True)
             events = list(life.member.events)
             for index, event in enumerate(events):
                 if event["event"] != "record":
