@@ -34,7 +34,7 @@ $(STAMP)-run: $(INSTALL_INPUTS) | $(PY)
 test: lint pytest
 
 pytest: $(STAMP)-dev
-	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless
+	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2
 	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q tests
 
 lint: $(STAMP)-dev

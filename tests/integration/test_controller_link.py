@@ -4,10 +4,13 @@ caught up, the metadata image through a controller kill -9 and restart, controll
 from __future__ import annotations
 
 import asyncio
+import signal
+import time
 from pathlib import Path
 
 import grpc
 
+from lanes.deadline import Deadline, attempts
 from lanes.runtime.controller_link import ControllerLink
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import free_port, start_controller
@@ -66,3 +69,43 @@ def test_the_link_registers_follows_metadata_across_a_controller_restart_and_shu
 
     asyncio.run(scenario())
     assert controller.terminate() == 0
+
+
+def test_the_lease_lapses_a_session_timeout_after_the_last_accepted_heartbeat_was_sent(tmp_path: Path) -> None:
+    """While the controller is frozen (SIGSTOP) no heartbeat is answered: the lease lapses within
+    the session timeout (2 s here) of the last accepted one, and holds again once one is."""
+    controller = start_controller(tmp_path / "data", free_port(), tmp_path / "controller.log")
+
+    async def scenario() -> None:
+        link = ControllerLink(
+            controller.address,
+            node_id=1,
+            incarnation_id="incarnation-lease",
+            endpoint=common_pb2.Node(node_id=1, host="127.0.0.1", port=19002),
+        )
+        await link.start()
+        await link.wait_for(lambda image: image.brokers.get(1) is not None and not image.brokers[1].fenced, 15)
+        async for _ in attempts(Deadline(5), 0.05):
+            if link.session_timeout_s is not None:
+                break
+        assert link.session_timeout_s == 2.0
+        assert link.lease_held()
+        controller.process.send_signal(signal.SIGSTOP)
+        try:
+            frozen_at = time.monotonic()
+            while link.lease_held():
+                assert time.monotonic() - frozen_at < 2.0 + 0.5, "the lease outlived the session timeout"
+                await asyncio.sleep(0.02)
+        finally:
+            controller.process.send_signal(signal.SIGCONT)
+        deadline = Deadline(10)
+        while not link.lease_held():
+            assert not deadline.expired(), "the lease never came back"
+            await asyncio.sleep(0.05)
+        await link.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        controller.process.send_signal(signal.SIGCONT)
+        controller.terminate()

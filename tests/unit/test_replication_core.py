@@ -195,3 +195,16 @@ def test_a_refused_proposal_stops_holding_the_high_watermark() -> None:
     assert replica.high_watermark == 10
     replica.on_isr_proposal_failed()
     assert replica.high_watermark == 20, "back to the committed ISR"
+
+
+def test_a_leader_is_followed_while_every_other_isr_member_fetched_within_the_window() -> None:
+    replica = leader([1, 2, 3])
+    assert not replica.followed_within(now_ms=100, window_ms=1000), "nobody fetched yet"
+    replica.on_follower_fetch(2, 0, now_ms=100)
+    replica.on_follower_fetch(3, 0, now_ms=200)
+    assert replica.followed_within(now_ms=1100, window_ms=1000)
+    assert not replica.followed_within(now_ms=1101, window_ms=1000), "follower 2 went quiet"
+    replica.on_isr_changed([1, 3])  # the quiet one left the ISR: the rest still follow
+    assert replica.followed_within(now_ms=1101, window_ms=1000)
+    alone = leader([1], min_isr=1)
+    assert alone.followed_within(now_ms=10**9, window_ms=1), "a leader alone in its ISR has no one to lose"

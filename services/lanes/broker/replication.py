@@ -122,6 +122,18 @@ class LeaderReplica:
     # -----------------------------------------------------------------------------------------
     # decisions
 
+    def followed_within(self, now_ms: int, window_ms: int) -> bool:
+        """Whether every other ISR member fetched from this leader within ``window_ms``: they
+        still follow it (a new leader, always an ISR member, stops fetching), so its high-water
+        mark can still advance."""
+        return all(
+            b in self.followers
+            and self.followers[b].last_fetch_ms >= 0
+            and now_ms - self.followers[b].last_fetch_ms <= window_ms
+            for b in self.isr
+            if b != self.leader_id
+        )
+
     def proposed_isr(self, now_ms: int) -> list[int] | None:
         """The ISR the leader should ask the controller for, or None when it is right."""
         shrink = {

@@ -66,6 +66,8 @@ from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 _log = logging.getLogger(__name__)
+#: how often an acks=all wait checks that this broker can still vouch for its leadership
+_VOUCH_CHECK_INTERVAL_S = 0.25
 
 
 @dataclass
@@ -156,7 +158,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._clock = clock
         self.logs = LogManager(data_dir / "logs", clock=clock, on_flush_s=self.metrics.fsync_duration.observe)
         self.link = ControllerLink(
-            controller_address, node_id=broker_id, incarnation_id=str(uuid.uuid4()), endpoint=endpoint
+            controller_address, node_id=broker_id, incarnation_id=str(uuid.uuid4()), endpoint=endpoint, clock=clock
         )
         self.link.on_update(lambda applied: self._reconcile())
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
@@ -413,6 +415,30 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             return wire_error(code, f"{topic}-{partition}: leader epoch is {leadership.leader_epoch}")
         return leadership
 
+    def _leading(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Leadership | common_pb2.Error:
+        """As ``_led``, for clients: also NOT_LEADER_OR_FOLLOWER when this broker can no longer
+        vouch for its leadership (``_vouched``), so that clients look for the new leader."""
+        leadership = self._led(topic, partition, current_leader_epoch)
+        if isinstance(leadership, Leadership) and not self._vouched(leadership):
+            return wire_error(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"{topic}-{partition}: broker {self.broker_id} lost touch with the controller and its followers; "
+                "another broker may lead it now",
+            )
+        return leadership
+
+    def _vouched(self, leadership: Leadership) -> bool:
+        """Whether this broker may still act as the partition's leader: its controller lease holds
+        (no other leader can have been elected), or every other ISR member still fetches from it
+        (so the controller is away, not this broker cut off: followers stop fetching from a
+        leader they no longer follow). A broker cut from both stops answering clients as the
+        leader once its lease lapses, instead of holding their requests until they time out."""
+        if self.link.lease_held():
+            return True
+        window_ms = int((self.link.session_timeout_s or 0) * 1000)
+        with leadership.state_lock:
+            return leadership.replica.followed_within(self._clock.monotonic_ms(), window_ms)
+
     def _unknown_or_not_leader(self, topic: str, partition: int) -> common_pb2.Error:
         found = self.image.topic(topic)
         if found is None or partition not in found.partitions:
@@ -575,9 +601,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, topic: str, data: broker_pb2.PartitionProduceData, acks: int, timeout_s: float
     ) -> broker_pb2.PartitionProduceResponse:
         response = broker_pb2.PartitionProduceResponse(partition=data.partition, base_offset=-1, log_append_time_ms=-1)
-        leadership = self._leaderships.get(TopicPartition(topic, data.partition))
-        if leadership is None:
-            response.error.CopyFrom(self._unknown_or_not_leader(topic, data.partition))
+        leadership = self._leading(topic, data.partition)
+        if not isinstance(leadership, Leadership):
+            response.error.CopyFrom(leadership)
             hint = self._leader_hint(topic, data.partition)
             if hint is not None:
                 response.current_leader.CopyFrom(hint)
@@ -697,12 +723,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         async def outcome() -> ErrorCode:
             while True:
                 ticket = self._data_arrived.ticket()
-                if leadership.resigned:
+                if leadership.resigned or not self._vouched(leadership):
                     return ErrorCode.NOT_LEADER_OR_FOLLOWER
                 result = leadership.replica.acks_all_outcome(required_offset)
                 if result is not None:
                     return result
-                await self._data_arrived.wait(ticket, None)
+                await self._data_arrived.wait(ticket, _VOUCH_CHECK_INTERVAL_S)
 
         try:
             return await asyncio.wait_for(outcome(), timeout_s)
@@ -743,7 +769,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = response.topics.add(topic=topic.topic).partitions
             for wanted in topic.partitions:
                 result = partitions.add(partition=wanted.partition)
-                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                leadership = self._leading(topic.topic, wanted.partition, wanted.current_leader_epoch)
                 if not isinstance(leadership, Leadership):
                     result.error.CopyFrom(leadership)
                     self.metrics.partition_error("Fetch", leadership.code)
@@ -876,7 +902,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = []
             for wanted in topic.partitions:
                 result = broker_pb2.DeleteRecordsPartitionResponse(partition=wanted.partition, low_watermark=-1)
-                leadership = self._led(topic.topic, wanted.partition)
+                leadership = self._leading(topic.topic, wanted.partition)
                 if not isinstance(leadership, Leadership):
                     result.error.CopyFrom(leadership)
                 else:
@@ -904,7 +930,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 result = broker_pb2.ListOffsetsPartitionResponse(
                     partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
                 )
-                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                leadership = self._leading(topic.topic, wanted.partition, wanted.current_leader_epoch)
                 if not isinstance(leadership, Leadership):
                     result.error.CopyFrom(leadership)
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_EARLIEST:

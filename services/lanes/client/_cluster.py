@@ -4,10 +4,17 @@ channel per broker.
 Learned from any broker's Metadata (brokers answer from their metadata image, so the controller is
 never involved); refreshed by the producer and consumer when a leader moves or a broker fails.
 Owned by the client's event loop.
+
+Staleness (KIP-320's rule): a broker's image may lag, or a broker cut off from the controller may
+still name itself leader. A partition's leader is replaced only by an answer with a leader epoch
+at least as new as the one known. A broker that timed out or said it does not lead a partition
+is a *suspect* for a while: refreshes ask every other broker first, so a client is not sent back
+to a cut-off leader by that leader's own stale answer.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import grpc
@@ -15,6 +22,9 @@ import grpc
 from lanes.errors import ErrorCode, error_for
 from lanes.rpc.channels import open_channel
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+
+#: how long a broker that timed out or was not the leader is asked for metadata last
+SUSPECT_S = 10.0
 
 
 class ClusterView:
@@ -27,6 +37,10 @@ class ClusterView:
         self.brokers: dict[int, str] = {}
         self.coordinators: dict[int, str] = {}
         self.leaders: dict[tuple[str, int], int] = {}
+        #: the newest leader epoch seen per partition (kept when the leader is forgotten)
+        self.leader_epochs: dict[tuple[str, int], int] = {}
+        self._suspects: dict[str, float] = {}  # address -> monotonic time it stops being one
+        self.topic_ids: dict[str, str] = {}  # epochs of a recreated topic start again
         self.partition_counts: dict[str, int] = {}
         self._timeout_s = request_timeout_s
         self._channels: dict[str, grpc.aio.Channel] = {}
@@ -46,15 +60,35 @@ class ClusterView:
         """Where the partition's leader listens, if known."""
         return self.brokers.get(self.leaders.get((topic, partition), -1))
 
-    def forget_leader(self, topic: str, partition: int) -> None:
-        """The leader moved or failed: look it up again at the next refresh."""
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's newest known leader epoch, -1 if none (for requests that carry it)."""
+        return self.leader_epochs.get((topic, partition), -1)
+
+    def forget_leader(self, topic: str, partition: int, suspect: str | None = None) -> None:
+        """The leader moved or failed: look it up again at the next refresh, asking the
+        ``suspect`` address (the broker that failed us) last for a while."""
         self.leaders.pop((topic, partition), None)
+        if suspect is not None:
+            self._suspects[suspect] = time.monotonic() + SUSPECT_S
+
+    def _recreated(self, topic: str, topic_id: str) -> None:
+        """``topic`` was deleted and made again (a new id): its epochs start again."""
+        self.topic_ids[topic] = topic_id
+        for key in [key for key in self.leader_epochs if key[0] == topic]:
+            del self.leader_epochs[key]
+
+    def _metadata_sources(self) -> list[str]:
+        """Known brokers then bootstrap addresses, each once, suspects last."""
+        now = time.monotonic()
+        self._suspects = {a: until for a, until in self._suspects.items() if until > now}
+        addresses = list(dict.fromkeys([*self.brokers.values(), *self.bootstrap]))
+        return sorted(addresses, key=lambda address: address in self._suspects)
 
     async def refresh(self, topics: Sequence[str]) -> dict[str, common_pb2.Error]:
         """Ask a known broker (then the bootstrap ones) for the topics' metadata; per-topic
         errors are returned. Raises a retriable BROKER_NOT_AVAILABLE error when none answers."""
         problems = []
-        for address in [*self.brokers.values(), *self.bootstrap]:
+        for address in self._metadata_sources():
             try:
                 metadata = await self.stub(address).Metadata(
                     broker_pb2.MetadataRequest(topics=list(topics)), timeout=self._timeout_s
@@ -69,8 +103,13 @@ class ClusterView:
                 errors[topic.name] = topic.error
                 if topic.error.code == 0:  # ErrorCode.NONE
                     self.partition_counts[topic.name] = len(topic.partitions)
+                    if self.topic_ids.setdefault(topic.name, topic.topic_id) != topic.topic_id:
+                        self._recreated(topic.name, topic.topic_id)
                     for partition in topic.partitions:
-                        self.leaders[(topic.name, partition.partition)] = partition.leader_id
+                        key = (topic.name, partition.partition)
+                        if partition.leader_epoch >= self.leader_epochs.get(key, -1):
+                            self.leaders[key] = partition.leader_id
+                            self.leader_epochs[key] = partition.leader_epoch
             return errors
         raise error_for(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker answered for metadata ({'; '.join(problems)})")
 

@@ -25,10 +25,10 @@ import grpc
 from lanes.client._cluster import ClusterView
 from lanes.clock import Clock
 from lanes.deadline import Deadline, attempts
-from lanes.errors import ErrorCode, LanesError, OffsetOutOfRangeError, RetriableError, error_code, error_for
+from lanes.errors import ErrorCode, OffsetOutOfRangeError, RetriableError, error_code, error_for
 from lanes.protocol.records import BatchHeader, TimestampType, decode_batches
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import broker_pb2, broker_pb2_grpc
+from lanes.v1 import broker_pb2
 
 #: Pause before looking a partition's leader or offsets up again.
 _RETRY_PAUSE_S = 0.1
@@ -203,9 +203,14 @@ class Fetcher:
                         )
                     ]
                 )
+                address = self._cluster.leader_address(partition.topic, partition.partition)
+                if address is None:
+                    retry.append(partition)
+                    continue
                 try:
-                    answer = await self._stub_for(partition).ListOffsets(request, timeout=self._timeout_s)
-                except (grpc.aio.AioRpcError, LanesError):
+                    answer = await self._cluster.stub(address).ListOffsets(request, timeout=self._timeout_s)
+                except grpc.aio.AioRpcError:
+                    self._forget_leaders([partition], suspect=address)
                     retry.append(partition)
                     continue
                 part = answer.topics[0].partitions[0]
@@ -213,6 +218,7 @@ class Fetcher:
                 if error is None:
                     results[partition] = (part.offset, part.timestamp_ms)
                 elif error.retriable:
+                    self._forget_leaders([partition], suspect=address)
                     retry.append(partition)
                 else:
                     raise error
@@ -314,7 +320,7 @@ class Fetcher:
                 broker_pb2.FetchPartition(
                     partition=partition.partition,
                     fetch_offset=fetched[partition],
-                    current_leader_epoch=-1,
+                    current_leader_epoch=self._cluster.leader_epoch(partition.topic, partition.partition),
                     partition_max_bytes=self._partition_max_bytes,
                 )
             )
@@ -324,7 +330,7 @@ class Fetcher:
         try:
             answer = await self._cluster.stub(address).Fetch(request, timeout=self._timeout_s + max_wait_ms / 1000)
         except grpc.aio.AioRpcError:
-            self._forget_leaders(partitions)
+            self._forget_leaders(partitions, suspect=address)
             return
         for topic in answer.topics:
             for part in topic.partitions:
@@ -337,7 +343,7 @@ class Fetcher:
                         raise OffsetOutOfRangeError(part.error.message)
                     continue
                 if code is not ErrorCode.NONE:
-                    self._forget_leaders([partition])
+                    self._forget_leaders([partition], suspect=address)
                     continue
                 self._buffer_fetched(partition, fetched[partition], topic.topic, part)
 
@@ -353,15 +359,9 @@ class Fetcher:
         elif records:
             self._buffer[partition] = _Buffered(records, end_offset, len(records))
 
-    def _forget_leaders(self, partitions: Iterable[TopicPartition]) -> None:
+    def _forget_leaders(self, partitions: Iterable[TopicPartition], suspect: str | None = None) -> None:
         for partition in partitions:
-            self._cluster.forget_leader(partition.topic, partition.partition)
-
-    def _stub_for(self, partition: TopicPartition) -> broker_pb2_grpc.BrokerStub:
-        address = self._cluster.leader_address(partition.topic, partition.partition)
-        if address is None:
-            raise error_for(ErrorCode.LEADER_NOT_AVAILABLE, f"{partition} has no known leader")
-        return self._cluster.stub(address)
+            self._cluster.forget_leader(partition.topic, partition.partition, suspect)
 
     async def _refresh(self, topics: list[str]) -> None:
         """Refresh leaders; an unknown topic raises, an unreachable cluster is retried later."""

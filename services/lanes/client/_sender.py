@@ -38,6 +38,10 @@ from lanes.v1 import broker_pb2, common_pb2
 #: The broker answers REQUEST_TIMED_OUT itself after the request's timeout_ms; the client waits
 #: this much longer before it gives up on the answer (and on the stream, whose answers are ordered).
 _ANSWER_GRACE_S = 1.0
+#: answers that say the broker asked is not (or no longer) the partition's leader
+_NOT_THE_LEADER = frozenset(
+    {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH}
+)
 
 
 class Request:
@@ -343,8 +347,12 @@ class Sender:
             response = await asyncio.wait_for(answer, self._request_timeout_s + _ANSWER_GRACE_S)
         except TimeoutError:
             stream.abort()  # answers come in order: a lost one holds up every later one
+            self._cluster.forget_leader(request.topic, request.partition, suspect=address)
             raise RequestTimedOutError(f"{address} did not answer within request_timeout_ms") from None
-        return response.topics[0].partitions[0]
+        result = response.topics[0].partitions[0]
+        if error_code(result.error.code) in _NOT_THE_LEADER:
+            self._cluster.forget_leader(request.topic, request.partition, suspect=address)
+        return result
 
     def _outcome(self, request: Request, result: broker_pb2.PartitionProduceResponse) -> LanesError | None:
         """Resolve ``request`` from the broker's answer, or return the error it carries."""

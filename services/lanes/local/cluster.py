@@ -24,9 +24,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lanes.deadline import Deadline, attempts
 from lanes.local.processes import ServiceProcess, start_service
@@ -34,6 +35,14 @@ from lanes.rpc.channels import open_channel
 from lanes.v1 import controller_pb2, controller_pb2_grpc
 
 CLUSTER_FILE = "cluster.json"
+
+
+class Placement(NamedTuple):
+    """Where one process of the cluster runs: the address it listens on and a launcher command
+    that execs the service in place (``ip netns exec NS``), or none."""
+
+    host: str
+    launcher: Sequence[str] = ()
 
 
 @dataclass
@@ -51,6 +60,9 @@ class LocalCluster:
     group_session_timeout_ms: int = 45_000
     group_heartbeat_interval_ms: int = 5_000
     replica_lag_time_max_ms: int = 30_000
+    #: where a process runs, by name ("controller", "broker-1", "coordinator-1"): its address and a
+    #: launcher command (tests put each process in its own network namespace); default ``host``, none
+    placement: Callable[[str], Placement] | None = None
     controller: ServiceProcess | None = None
     broker_processes: dict[int, ServiceProcess] = field(default_factory=dict)
     coordinator_processes: dict[int, ServiceProcess] = field(default_factory=dict)
@@ -59,6 +71,10 @@ class LocalCluster:
     def ports_for(brokers: int, coordinators: int = 1) -> int:
         """Consecutive ports a cluster uses from ``port_base``: gRPC, then metrics, per process."""
         return 2 * (brokers + 1 + coordinators)
+
+    def placed(self, name: str) -> Placement:
+        """Where process ``name`` runs (see ``placement``)."""
+        return self.placement(name) if self.placement is not None else Placement(self.host)
 
     def _metrics_port(self, grpc_port: int) -> str:
         """A process's metrics port: its gRPC port shifted past every process's gRPC port."""
@@ -76,13 +92,14 @@ class LocalCluster:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         logs = self.data_dir / "logs"
         try:
+            placed = self.placed("controller")
             self.controller = start_service(
                 "lanes.controller",
                 [
                     "--data-dir",
                     str(self.data_dir / "controller"),
                     "--host",
-                    self.host,
+                    placed.host,
                     "--port",
                     str(self.port_base + self.brokers),
                     "--metrics-port",
@@ -99,6 +116,7 @@ class LocalCluster:
                     str(self.offsets_topic_partitions),
                 ],
                 logs / "controller.log",
+                launcher=placed.launcher,
             )
             for broker_id in range(1, self.brokers + 1):
                 self.start_broker(broker_id)
@@ -152,6 +170,7 @@ class LocalCluster:
         previous = processes.get(node_id)
         if previous is not None and previous.process.poll() is None:
             raise RuntimeError(f"{kind} {node_id} is still running (pid {previous.pid})")
+        placed = self.placed(f"{kind}-{node_id}")
         processes[node_id] = start_service(
             f"lanes.{kind}",
             [
@@ -160,7 +179,7 @@ class LocalCluster:
                 "--controller",
                 self.controller.address,
                 "--host",
-                self.host,
+                placed.host,
                 "--port",
                 str(port),
                 "--metrics-port",
@@ -168,6 +187,7 @@ class LocalCluster:
                 *args,
             ],
             self.data_dir / "logs" / f"{kind}-{node_id}.log",
+            launcher=placed.launcher,
         )
         return processes[node_id]
 

@@ -13,6 +13,7 @@ import selectors
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,12 +54,15 @@ class ServiceProcess:
             return self.process.wait(timeout=10)
 
 
-def start_service(module: str, args: list[str], log_path: Path, ready_timeout_s: float = 30) -> ServiceProcess:
-    """Run ``python -m module args`` and wait for its JSON readiness line on stdout."""
+def start_service(
+    module: str, args: list[str], log_path: Path, ready_timeout_s: float = 30, *, launcher: Sequence[str] = ()
+) -> ServiceProcess:
+    """Run ``python -m module args`` and wait for its JSON readiness line on stdout. ``launcher``
+    is a command that execs the rest in place (``ip netns exec NS``: the process is the service)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("a") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", module, *args],
+            [*launcher, sys.executable, "-m", module, *args],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,

@@ -10,6 +10,12 @@ so it keeps serving with the metadata it has while the controller is away. Heart
 applied offset; the controller unfences the broker once it has caught up with its own
 registration. A stale epoch (the controller fenced this incarnation) re-registers.
 
+The **lease**: the controller fences a node a session timeout after the last heartbeat it
+received, and only then gives its partitions or shards to others. A heartbeat is received after
+it is sent, so while the last one the controller accepted (answered, not fenced) was *sent*
+within the session timeout, nobody else has been given this node's roles (``lease_held``; the
+registration counts as the first heartbeat). Both sides measure with a monotonic clock.
+
 ``on_update`` listeners receive the (offset, record) pairs of each applied delta, or an empty
 list after a snapshot replaced the image. Owned by the node's event loop.
 """
@@ -24,6 +30,7 @@ from typing import Any, Literal, NamedTuple
 
 import grpc
 
+from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.deadline import Backoff, Deadline, attempts
 from lanes.errors import ErrorCode, error_code
 from lanes.metadata.image import MetadataImage, NodeKind, ProducerIdBlock
@@ -81,6 +88,7 @@ class ControllerLink:
         endpoint: common_pb2.Node,
         cluster_id: str = "",
         role: Role = "broker",
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.node_id = node_id
         self.role = role
@@ -91,6 +99,10 @@ class ControllerLink:
         self.fenced = True
         self.image = MetadataImage()
         self.heartbeat_interval_s = 0.5
+        #: the controller's session timeout, from its heartbeat answers (None until the first)
+        self.session_timeout_s: float | None = None
+        self._clock = clock
+        self._lease_from_ms: int | None = None  # when the last heartbeat the controller accepted was sent
         self._channel = open_channel(controller_address)
         self._stub = controller_pb2_grpc.ControllerStub(self._channel)  # type: ignore[no-untyped-call]
         self._listeners: list[Listener] = []
@@ -98,6 +110,16 @@ class ControllerLink:
         self._beating: asyncio.Task[None] | None = None
         self._shut_down: bool | None = None  # the controlled shutdown's outcome, once asked
         self._image_changed = Broadcast()
+
+    def lease_held(self) -> bool:
+        """Whether the controller accepted a heartbeat (or the registration) sent within its
+        session timeout: until that lapses it has not fenced this node (see the module
+        docstring). Held before the first answer tells the timeout; never held before registering."""
+        if self._lease_from_ms is None:
+            return self.role == "observer"
+        if self.session_timeout_s is None:
+            return True
+        return self._clock.monotonic_ms() - self._lease_from_ms <= self.session_timeout_s * 1000
 
     def on_update(self, listener: Listener) -> None:
         """Call ``listener`` after each change of the image."""
@@ -225,6 +247,7 @@ class ControllerLink:
     async def _register(self) -> None:
         backoff = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
         while True:
+            sent_ms = self._clock.monotonic_ms()
             try:
                 error, epoch, cluster_id = await self._register_once()
             except grpc.aio.AioRpcError as exc:
@@ -234,12 +257,14 @@ class ControllerLink:
                     self.node_epoch = epoch
                     self.cluster_id = cluster_id
                     self.fenced = self.role == "broker"
+                    self._lease_from_ms = sent_ms
                     return
                 _log.warning("registration refused: %s", error.message)
             await backoff.pause()
 
     async def _heartbeats(self) -> None:
         while True:
+            sent_ms = self._clock.monotonic_ms()
             try:
                 answer = await self._heartbeat()
                 code = error_code(answer.error.code)
@@ -247,8 +272,12 @@ class ControllerLink:
                     await self._register()
                 elif code is ErrorCode.NONE:
                     self.fenced = answer.is_fenced
+                    if not answer.is_fenced:
+                        self._lease_from_ms = sent_ms
                     if answer.heartbeat_interval_ms:
                         self.heartbeat_interval_s = answer.heartbeat_interval_ms / 1000
+                    if answer.session_timeout_ms:
+                        self.session_timeout_s = answer.session_timeout_ms / 1000
             except grpc.aio.AioRpcError as exc:
                 _log.debug("heartbeat failed: %s", exc.code().name)
             await asyncio.sleep(self.heartbeat_interval_s)

@@ -1,0 +1,89 @@
+"""The client's cluster view against real in-process Metadata servers: a stale answer (older leader
+epoch) never replaces a newer leader, a recreated topic starts its epochs again, and a broker
+that failed a request is asked last."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import grpc
+
+from lanes.client._cluster import ClusterView
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+
+
+class MetadataServer(broker_pb2_grpc.BrokerServicer):
+    """Answers Metadata with one topic whose partition 0 is led by ``leader`` at ``epoch``."""
+
+    def __init__(self, leader: int, epoch: int, topic_id: str = "id-1") -> None:
+        self.leader, self.epoch, self.topic_id = leader, epoch, topic_id
+        self.asked = 0
+        self.address = ""
+
+    async def Metadata(self, request: broker_pb2.MetadataRequest, context: object) -> broker_pb2.MetadataResponse:
+        self.asked += 1
+        partition = broker_pb2.PartitionMetadata(partition=0, leader_id=self.leader, leader_epoch=self.epoch)
+        brokers = [common_pb2.Node(node_id=b, host="127.0.0.1", port=0) for b in (1, 2)]
+        return broker_pb2.MetadataResponse(
+            brokers=brokers,
+            topics=[broker_pb2.TopicMetadata(name="t", topic_id=self.topic_id, partitions=[partition])],
+        )
+
+
+@asynccontextmanager
+async def serving(*servicers: MetadataServer) -> AsyncIterator[None]:
+    servers = []
+    for servicer in servicers:
+        server = grpc.aio.server()
+        broker_pb2_grpc.add_BrokerServicer_to_server(servicer, server)
+        servicer.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+        await server.start()
+        servers.append(server)
+    try:
+        yield
+    finally:
+        for server in servers:
+            await server.stop(None)
+
+
+def view_of(*servicers: MetadataServer) -> ClusterView:
+    view = ClusterView([s.address for s in servicers], request_timeout_s=5)
+    return view
+
+
+def test_an_answer_with_an_older_leader_epoch_never_replaces_a_newer_leader() -> None:
+    async def scenario() -> None:
+        stale, current = MetadataServer(leader=1, epoch=3), MetadataServer(leader=2, epoch=4)
+        async with serving(stale, current):
+            view = view_of(current, stale)
+            await view.refresh(["t"])
+            assert (view.leaders[("t", 0)], view.leader_epoch("t", 0)) == (2, 4)
+            view.bootstrap = [stale.address]
+            view.brokers = {}
+            await view.refresh(["t"])
+            assert stale.asked == 1
+            assert (view.leaders[("t", 0)], view.leader_epoch("t", 0)) == (2, 4), "the stale answer was taken"
+            stale.topic_id, stale.epoch = "id-2", 0  # the topic was deleted and made again
+            await view.refresh(["t"])
+            assert (view.leaders[("t", 0)], view.leader_epoch("t", 0)) == (1, 0)
+            await view.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_broker_that_failed_a_request_is_asked_for_metadata_last() -> None:
+    async def scenario() -> None:
+        zombie, healthy = MetadataServer(leader=1, epoch=3), MetadataServer(leader=2, epoch=4)
+        async with serving(zombie, healthy):
+            view = view_of(zombie, healthy)
+            await view.refresh(["t"])
+            assert (zombie.asked, healthy.asked) == (1, 0)
+            view.forget_leader("t", 0, suspect=zombie.address)
+            await view.refresh(["t"])
+            assert (zombie.asked, healthy.asked) == (1, 1), "the suspect was asked first"
+            assert view.leaders[("t", 0)] == 2
+            await view.close()
+
+    asyncio.run(scenario())
