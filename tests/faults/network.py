@@ -90,10 +90,17 @@ class Network:
             if not one_way:
                 host.run("iptables", "-I", "INPUT", "-s", peer.address, "-j", "DROP")
 
+    def slow(self, host: Host, rate: str = "96kbit") -> None:
+        """Rate-limit everything ``host`` sends (a token bucket: requests queue, then time out)."""
+        host.run("tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", rate, "burst", "16kb", "latency", "400ms")
+
     def heal(self) -> None:
-        """Remove every cut."""
+        """Remove every cut and rate limit."""
         for host in self.hosts.values():
             host.run("iptables", "-F")
+            subprocess.run(
+                [*host.launcher, "tc", "qdisc", "del", "dev", "eth0", "root"], check=False, capture_output=True
+            )
 
     def close(self) -> None:
         """Delete every namespace, link and the bridge (what is already gone is skipped)."""

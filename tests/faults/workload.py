@@ -88,6 +88,7 @@ class PartitionWorkload:
         self._threads.append(threading.Thread(target=self._sample, daemon=True))
         self._consumer_thread = threading.Thread(target=self._consume, daemon=True)
         self.errors: list[BaseException] = []
+        self.stopped_at = float("inf")  # when stop() was called: the end of every silence
 
     # -----------------------------------------------------------------------------------------
     # running
@@ -98,6 +99,7 @@ class PartitionWorkload:
 
     def stop(self) -> None:
         """Stop sending, wait for every send's outcome, let the consumer catch up, stop it."""
+        self.stopped_at = time.time()
         self._stopping.set()
         for thread in self._threads:
             thread.join(timeout=self.delivery_timeout_ms / 1000 + 30)
@@ -189,18 +191,23 @@ class PartitionWorkload:
     def acked_count(self) -> int:
         return sum(1 for s in self.all_sends() if s.acked_at is not None)
 
-    def resumed_after(self, moment: float) -> float | None:
-        """Seconds from ``moment`` (a fault) to the first acknowledgement of a record sent a second
-        after it (what was in flight at the fault may still be acknowledged by then)."""
-        acks = [s.acked_at for s in self.all_sends() if s.sent_at > moment + 1 and s.acked_at is not None]
-        return min(acks) - moment if acks else None
+    def longest_write_silence(self, moment: float) -> float | None:
+        """The longest time without an acknowledgement from ``moment`` (a fault) on (None if
+        nothing was acknowledged after it): how long writes took to recover."""
+        return _longest_silence(
+            moment, [s.acked_at for s in self.all_sends() if s.acked_at is not None], self.stopped_at
+        )
 
-    def consumer_resumed_after(self, moment: float) -> float | None:
-        """Seconds from ``moment`` to the first record the tail consumer got that was sent a
-        second after it."""
-        sent = {s.value: s.sent_at for s in self.all_sends()}
-        times = [at for at, _, value in self.consumed if sent.get(value, 0) > moment + 1]
-        return min(times) - moment if times else None
+    def recovered_at(self, moment: float) -> float:
+        """When writes recovered from a fault at ``moment``: the first acknowledgement of a record
+        sent a second after it (what was in flight at the fault may be acknowledged at once);
+        infinity if none was."""
+        acks = [s.acked_at for s in self.all_sends() if s.sent_at > moment + 1 and s.acked_at is not None]
+        return min(acks, default=float("inf"))
+
+    def longest_read_silence(self, moment: float) -> float | None:
+        """The longest time from ``moment`` on without a record reaching the tail consumer."""
+        return _longest_silence(moment, [at for at, _, _ in self.consumed], self.stopped_at)
 
     def read_partition(self) -> list[tuple[int, bytes]]:
         """The whole partition up to its high-water mark, from its current leader."""
@@ -240,3 +247,12 @@ class PartitionWorkload:
         for address, marks in self.samples.by_broker.items():
             backwards = [(a, b) for a, b in itertools.pairwise(marks) if b[1] < a[1]]
             assert not backwards, f"{address}: the high-water mark moved backwards: {backwards[:3]}"
+
+
+def _longest_silence(moment: float, times: list[float], end: float) -> float | None:
+    """The longest gap between ``moment``, the ``times`` after it and ``end`` (None: no time after
+    ``moment``, nothing resumed)."""
+    after = sorted(t for t in times if moment < t <= end)
+    if not after:
+        return None
+    return max(b - a for a, b in itertools.pairwise([moment, *after, end]))

@@ -77,7 +77,7 @@ class ClusterView:
         for key in [key for key in self.leader_epochs if key[0] == topic]:
             del self.leader_epochs[key]
 
-    def _metadata_sources(self) -> list[str]:
+    def metadata_sources(self) -> list[str]:
         """Known brokers then bootstrap addresses, each once, suspects last."""
         now = time.monotonic()
         self._suspects = {a: until for a, until in self._suspects.items() if until > now}
@@ -88,7 +88,7 @@ class ClusterView:
         """Ask a known broker (then the bootstrap ones) for the topics' metadata; per-topic
         errors are returned. Raises a retriable BROKER_NOT_AVAILABLE error when none answers."""
         problems = []
-        for address in self._metadata_sources():
+        for address in self.metadata_sources():
             try:
                 metadata = await self.stub(address).Metadata(
                     broker_pb2.MetadataRequest(topics=list(topics)), timeout=self._timeout_s

@@ -9,6 +9,14 @@ delivers them, on the client's event loop.
   When a request is not written at its first attempt, the window is recovered in order
   (``_recover``): what was written is kept, the rest is resent one request at a time,
   renumbered if a refused request left a gap.
+- Recovery from lost sequence numbers (KIP-360): a request the broker refuses with
+  OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID as the oldest of its partition was not
+  written, and neither were the numbers before it that the broker lacks (batches that expired
+  with an unknown outcome, or a new leader that never got them). The partition then takes a new
+  producer epoch (InitProducerId with the current one) and numbers again from 0, and the request
+  is retried: the producer never wedges on a gap. Epochs are per partition, as the broker checks
+  them (there is no transaction coordinator holding one epoch for the whole producer); a request
+  already sent keeps the epoch and numbers it went out with until it is answered.
 - Retriable errors refresh metadata and retry every ``retry_backoff_ms`` until
   ``delivery_timeout_ms`` after the batch was created; others fail the batch's futures.
 
@@ -49,7 +57,7 @@ class Request:
     numbering, so retries resend the same bytes and sequence numbers; ``answer`` is its first
     attempt in flight."""
 
-    __slots__ = ("answer", "base_sequence", "batches", "message", "records", "size_bytes")
+    __slots__ = ("answer", "base_sequence", "batches", "message", "producer_epoch", "records", "size_bytes")
 
     def __init__(self, batches: list[Batch]) -> None:
         self.batches = batches
@@ -57,6 +65,7 @@ class Request:
         self.size_bytes = sum(batch.size_bytes for batch in batches)
         self.message: broker_pb2.ProduceRequest | None = None
         self.base_sequence = -1
+        self.producer_epoch = -1
         self.answer: asyncio.Task[broker_pb2.PartitionProduceResponse] | None = None
 
     @property
@@ -116,6 +125,7 @@ class Sender:
         self._producer_id = -1
         self._producer_epoch = -1
         self._sequences: dict[TopicPartition, int] = {}
+        self._epochs: dict[TopicPartition, int] = {}  # partitions that moved past the producer's first epoch
         self._init_lock = asyncio.Lock()
 
     def attach(self, accumulator: RecordAccumulator) -> None:
@@ -274,6 +284,7 @@ class Sender:
                 and isinstance(error, LanesError)
                 and not error.retriable
                 and not (error.code is ErrorCode.MESSAGE_TOO_LARGE and len(request.batches) > 1)
+                and not self._lost_numbers(error)
             ):
                 request.fail(error)  # nothing of it was written: its numbers stay free
             else:
@@ -302,8 +313,9 @@ class Sender:
         if self._idempotent:
             key = request.key
             expected = self._sequences.get(key, 0)
-            if request.base_sequence != expected:
-                request.base_sequence = expected
+            epoch = self._epochs.get(key, self._producer_epoch)
+            if request.base_sequence != expected or request.producer_epoch != epoch:
+                request.base_sequence, request.producer_epoch = expected, epoch
                 request.message = None
             self._sequences[key] = next_sequence(expected, request.records)
         if request.message is None:
@@ -311,7 +323,7 @@ class Sender:
                 [batch.records for batch in request.batches],  # type: ignore[misc]  # Record-shaped tuples
                 compression=self._compression,
                 producer_id=self._producer_id,
-                producer_epoch=self._producer_epoch,
+                producer_epoch=request.producer_epoch,
                 base_sequence=request.base_sequence,
             )
             request.message = produce_request(
@@ -384,11 +396,45 @@ class Sender:
             if error is None:
                 return None
             last_error = error
+            if self._lost_numbers(error):
+                try:
+                    await self._bump_epoch(request.key)
+                except LanesError:
+                    continue  # no new epoch yet (it paused): try again until the deadline
+                self._number(request)  # in the new epoch, from 0
+                continue
             if not error.retriable:
                 self._unnumber(request)
                 return error
             await self._retry_pause(request.topic)
         return last_error
+
+    def _lost_numbers(self, error: BaseException) -> bool:
+        """Whether ``error``, answering the oldest request of its partition, says the broker lacks
+        the sequence numbers before it (see the module docstring)."""
+        return (
+            self._idempotent
+            and isinstance(error, LanesError)
+            and error.code in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID)
+        )
+
+    async def _bump_epoch(self, key: TopicPartition) -> None:
+        """Give partition ``key`` the next producer epoch; its numbers start again at 0."""
+        current = self._epochs.get(key, self._producer_epoch)
+        for address in self._cluster.metadata_sources():
+            try:
+                answer = await self._cluster.stub(address).InitProducerId(
+                    broker_pb2.InitProducerIdRequest(producer_id=self._producer_id, producer_epoch=current),
+                    timeout=self._request_timeout_s,
+                )
+            except grpc.aio.AioRpcError:
+                continue
+            if answer.error.code == 0:
+                self._epochs[key] = answer.producer_epoch
+                self._sequences[key] = 0
+                return
+        await asyncio.sleep(self._backoff_s)
+        raise error_for(ErrorCode.BROKER_NOT_AVAILABLE, "no broker could bump the producer epoch")
 
     async def _retry_pause(self, topic: str) -> None:
         await asyncio.sleep(self._backoff_s)
