@@ -21,11 +21,15 @@ class MetadataServer(broker_pb2_grpc.BrokerServicer):
         self.leader, self.epoch, self.topic_id = leader, epoch, topic_id
         self.asked = 0
         self.address = ""
+        self.directory: dict[int, str] = {}  # the brokers it names: broker id -> address
 
     async def Metadata(self, request: broker_pb2.MetadataRequest, context: object) -> broker_pb2.MetadataResponse:
         self.asked += 1
         partition = broker_pb2.PartitionMetadata(partition=0, leader_id=self.leader, leader_epoch=self.epoch)
-        brokers = [common_pb2.Node(node_id=b, host="127.0.0.1", port=0) for b in (1, 2)]
+        brokers = [
+            common_pb2.Node(node_id=b, host=address.split(":")[0], port=int(address.split(":")[1]))
+            for b, address in self.directory.items()
+        ]
         return broker_pb2.MetadataResponse(
             brokers=brokers,
             topics=[broker_pb2.TopicMetadata(name="t", topic_id=self.topic_id, partitions=[partition])],
@@ -84,6 +88,36 @@ def test_a_broker_that_failed_a_request_is_asked_for_metadata_last() -> None:
             await view.refresh(["t"])
             assert (zombie.asked, healthy.asked) == (1, 1), "the suspect was asked first"
             assert view.leaders[("t", 0)] == 2
+            await view.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_leader_that_denied_leading_is_not_taken_again_from_a_stale_broker() -> None:
+    """Review of issue #21's change: a broker whose image stopped (cut from the controller)
+    still names the old leader at the old epoch. Once that leader said it does not lead, the
+    client asks the next broker instead of going back to it."""
+
+    async def scenario() -> None:
+        zombie, stale, current = (
+            MetadataServer(leader=1, epoch=3),
+            MetadataServer(leader=1, epoch=3),
+            MetadataServer(leader=2, epoch=4),
+        )
+        async with serving(zombie, stale, current):
+            directory = {3: stale.address, 2: current.address, 1: zombie.address}  # the stale one first
+            for server in (zombie, stale, current):
+                server.directory = directory
+            view = view_of(zombie, stale, current)
+            await view.refresh(["t"])
+            assert view.leaders[("t", 0)] == 1
+            for server in (zombie, stale, current):
+                server.asked = 0
+            view.forget_leader("t", 0, suspect=zombie.address, denied=True)
+            await view.refresh(["t"])
+            assert stale.asked == 1
+            assert current.asked == 1, "the denied leader's name from a stale broker was taken"
+            assert (view.leaders[("t", 0)], view.leader_epoch("t", 0)) == (2, 4)
             await view.close()
 
     asyncio.run(scenario())

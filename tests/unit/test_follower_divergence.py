@@ -38,7 +38,7 @@ def test_an_undefined_divergence_truncates_to_the_high_watermark_and_pauses(tmp_
         response = broker_pb2.ReplicaFetchResponse()
         part = response.topics.add(topic="orders").partitions.add(partition=0, high_watermark=5)
         part.diverging_epoch.CopyFrom(broker_pb2.EpochEndOffset(leader_epoch=-1, end_offset=-1))
-        return fetcher._apply({key: (log, 3, "id")}, response)
+        return fetcher._apply({key: (log, 3, "id")}, {key: log.log_end_offset}, response)
 
     progressed = asyncio.run(scenario())
     assert log.log_end_offset == 5, "truncated to the high-water mark"

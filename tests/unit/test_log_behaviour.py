@@ -325,3 +325,19 @@ def test_the_leaders_high_watermark_only_moves_forward(tmp_path: Path) -> None:
     assert log.maybe_increment_high_watermark(10) == 12, "a stale value never moves it back"
     assert log.maybe_increment_high_watermark(99) == 20, "clamped to the log end"
     assert log.update_high_watermark(5) == 5, "a follower takes its leader's mark as it is"
+
+
+def test_truncating_at_the_log_end_drops_an_epoch_that_never_wrote(tmp_path: Path) -> None:
+    """Found by the replication simulation (issue #21): a broker that became leader assigned its
+    epoch at its log end, wrote nothing, and was demoted. As a follower it sent that epoch as its
+    last fetched one; the leader answered a diverging epoch ending at the same offset, and the
+    truncation there was a no-op that left the epoch in the cache: it diverged again on every
+    fetch and never rejoined the ISR. As Kafka's truncateTo, the epoch cache is cut at the log
+    end even when no record goes."""
+    log = PartitionLog.open(tmp_path / "orders-0", config(), clock=ManualClock())
+    log.append_as_leader(encode_batch([Record(i, 1, None, b"v") for i in range(5)]), leader_epoch=0)
+    log.epochs.assign(1, log.log_end_offset)  # led epoch 1 and wrote nothing
+    assert log.epochs.latest_epoch == 1
+    assert log.truncate_to(log.log_end_offset) == 5
+    assert log.epochs.latest_epoch == 0, "the empty epoch would make the next fetch diverge again"
+    assert log.epochs.end_offset_for(0, log.log_end_offset) == (0, 5)

@@ -208,3 +208,21 @@ def test_a_leader_is_followed_while_every_other_isr_member_fetched_within_the_wi
     assert replica.followed_within(now_ms=1101, window_ms=1000)
     alone = leader([1], min_isr=1)
     assert alone.followed_within(now_ms=10**9, window_ms=1), "a leader alone in its ISR has no one to lose"
+
+
+def test_a_pending_proposal_holds_until_its_outcome_is_known() -> None:
+    """Found by the replication simulation (issue #21): an AlterPartition that timed out may have
+    been applied. Reverting to the committed ISR let the mark pass the member the controller had
+    just added, which was then elected without the acknowledged records. The proposal stays
+    pending (no new one is made) until the controller's answer or the metadata settles it."""
+    replica = leader([1, 2], min_isr=2)
+    replica.on_follower_fetch(3, 0, now_ms=1)
+    proposal = replica.proposed_isr(now_ms=1)
+    assert proposal == [1, 2, 3]
+    replica.on_isr_proposed(proposal)
+    replica.on_append(10)
+    replica.on_follower_fetch(2, 10, now_ms=2)
+    assert replica.proposed_isr(now_ms=2) is None, "one proposal at a time"
+    assert replica.high_watermark == 0, "member 3 may be in the ISR already: it holds the mark"
+    replica.on_isr_changed([1, 2, 3])  # the metadata says the first attempt was applied
+    assert replica.pending_isr is None

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import grpc
 
-from lanes.broker.replication import truncation_offset
+from lanes.broker.replication import follower_truncation
 from lanes.errors import ErrorCode, LanesError, error_code
 from lanes.rpc.channels import open_channel
 from lanes.runtime.logs import fields
@@ -67,13 +67,19 @@ class FollowerFetcher:
                 followed = self._partitions()
                 if not followed:
                     return
+                request = self._request(followed)
+                fetched_from = {
+                    TopicPartition(topic.topic, part.partition): part.fetch_offset
+                    for topic in request.topics
+                    for part in topic.partitions
+                }
                 try:
-                    response = await self._stub.ReplicaFetch(self._request(followed), timeout=10)
+                    response = await self._stub.ReplicaFetch(request, timeout=10)
                 except grpc.aio.AioRpcError as exc:
                     _log.debug("replica fetch failed: %s", exc.code().name)
                     await asyncio.sleep(_RETRY_S)
                     continue
-                if not await asyncio.to_thread(self._apply, followed, response):
+                if not await asyncio.to_thread(self._apply, followed, fetched_from, response):
                     await asyncio.sleep(_RETRY_S)
         finally:
             await self._channel.close()
@@ -102,9 +108,15 @@ class FollowerFetcher:
         )
 
     def _apply(
-        self, followed: dict[TopicPartition, tuple[PartitionLog, int, str]], response: broker_pb2.ReplicaFetchResponse
+        self,
+        followed: dict[TopicPartition, tuple[PartitionLog, int, str]],
+        fetched_from: dict[TopicPartition, int],
+        response: broker_pb2.ReplicaFetchResponse,
     ) -> bool:
-        """Apply one response; return whether every partition made normal progress."""
+        """Apply one response; return whether every partition made normal progress. A partition's
+        answer is applied only while the broker still follows it at the epoch it fetched for and
+        its log still ends where the fetch started (as Kafka's fetcher checks): an answer about a
+        log that moved meanwhile, a diverging epoch above all, would cut records it never saw."""
         healthy = True
         for topic in response.topics:
             for part in topic.partitions:
@@ -114,7 +126,7 @@ class FollowerFetcher:
                     continue
                 log, leader_epoch, _ = entry
                 with self._replica_lock(key):
-                    if self._still_following(key, leader_epoch):
+                    if self._still_following(key, leader_epoch) and log.log_end_offset == fetched_from.get(key):
                         healthy &= self._apply_partition(key, log, part)
         return healthy
 
@@ -125,18 +137,12 @@ class FollowerFetcher:
         normal progress."""
         code = error_code(part.error.code)
         try:
-            if part.HasField("diverging_epoch") and part.diverging_epoch.end_offset < 0:
-                # The leader cannot say where our epoch ends: keep only what every
-                # replica holds (Kafka truncates to the high-water mark too) and pause.
-                log.truncate_to(log.high_watermark)
-                return False
             if part.HasField("diverging_epoch"):
-                target = truncation_offset(
-                    log.epochs.entries,
-                    log.log_end_offset,
-                    part.diverging_epoch.leader_epoch,
-                    part.diverging_epoch.end_offset,
-                )
+                diverging = (part.diverging_epoch.leader_epoch, part.diverging_epoch.end_offset)
+                target = follower_truncation(log.epochs.entries, log.log_end_offset, log.high_watermark, diverging)
+                if diverging[1] < 0:  # the leader cannot say where our epoch ends: pause after
+                    log.truncate_to(target)
+                    return False
                 _log.info(
                     "%s-%d diverged from its leader: truncating to %d",
                     key.topic,

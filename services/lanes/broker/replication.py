@@ -93,12 +93,17 @@ class LeaderReplica:
         self._advance_high_watermark()
 
     def on_isr_proposed(self, isr: Sequence[int]) -> None:
-        """The leader asked the controller for ``isr``: until the answer, the members it adds
-        hold the high-water mark as members do."""
+        """The leader asked the controller for ``isr``: until the outcome is known, the members it
+        adds hold the high-water mark as members do."""
         self.pending_isr = list(isr)
 
     def on_isr_proposal_failed(self) -> None:
-        """The proposal was refused or not answered: the committed ISR alone counts again."""
+        """The controller refused the proposal *and it was never applied* (it found a replica
+        ineligible or the ISR invalid at the current partition epoch): the committed ISR alone
+        counts again. Not for an unanswered proposal, nor for a stale-epoch refusal of a retry:
+        an earlier attempt may have been applied, and reverting would let the mark pass a member
+        the controller counts as in sync (Kafka keeps the pending state until the metadata says
+        what happened: ``on_isr_changed``, or a new leadership)."""
         self.pending_isr = None
         self._advance_high_watermark()
 
@@ -135,7 +140,10 @@ class LeaderReplica:
         )
 
     def proposed_isr(self, now_ms: int) -> list[int] | None:
-        """The ISR the leader should ask the controller for, or None when it is right."""
+        """The ISR the leader should ask the controller for, or None when it is right or a
+        proposal is still pending (one change at a time)."""
+        if self.pending_isr is not None:
+            return None
         shrink = {
             b
             for b in self.isr
@@ -171,6 +179,36 @@ class LeaderReplica:
         if len(self.isr) < self.min_insync_replicas:
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return ErrorCode.NONE
+
+
+def divergence(
+    last_fetched_epoch: int, fetch_offset: int, leader_end_of_epoch: tuple[int, int]
+) -> tuple[int, int] | None:
+    """The leader's check of a follower fetch (KIP-320's diverging epoch). The follower's log ends
+    at ``fetch_offset`` with a batch of ``last_fetched_epoch``; ``leader_end_of_epoch`` is the
+    leader's ``end_offset_for(last_fetched_epoch)``. None when the follower's log is a prefix of
+    the leader's as far as that epoch tells; else the (epoch, end offset) to send back, by which the
+    follower truncates (``follower_truncation``)."""
+    epoch, end = leader_end_of_epoch
+    if last_fetched_epoch >= 0 and (end < fetch_offset or epoch < last_fetched_epoch):
+        return epoch, end
+    return None
+
+
+def follower_truncation(
+    local_epochs: Sequence[tuple[int, int]],
+    local_log_end_offset: int,
+    local_high_watermark: int,
+    diverging: tuple[int, int],
+) -> int:
+    """Where a follower truncates when its leader answered a fetch with the diverging
+    ``(epoch, end offset)``: ``truncation_offset``, or, when the leader cannot say where the
+    epoch ends (end -1), the follower's high-water mark (only what every replica holds is kept,
+    as Kafka does)."""
+    epoch, end = diverging
+    if end < 0:
+        return min(local_high_watermark, local_log_end_offset)
+    return truncation_offset(local_epochs, local_log_end_offset, epoch, end)
 
 
 def truncation_offset(

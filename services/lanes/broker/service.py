@@ -46,7 +46,7 @@ from prometheus_client.metrics_core import Metric
 from lanes.broker.follower import FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
 from lanes.broker.producer_state import NO_PRODUCER_ID, CachedBatch, ProducerStateTable, Verdict
-from lanes.broker.replication import LeaderReplica
+from lanes.broker.replication import LeaderReplica, divergence
 from lanes.clock import Clock
 from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, LanesError, OffsetOutOfRangeError, error_code
@@ -68,6 +68,9 @@ from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 _log = logging.getLogger(__name__)
 #: how often an acks=all wait checks that this broker can still vouch for its leadership
 _VOUCH_CHECK_INTERVAL_S = 0.25
+#: AlterPartition refusals that prove the proposal was never applied (the controller checks the
+#: partition epoch first: an earlier attempt that was applied makes a retry INVALID_UPDATE_VERSION)
+_NEVER_APPLIED = frozenset({ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST})
 
 
 @dataclass
@@ -89,6 +92,8 @@ class Leadership:
     #: guards ``replica`` (a pure core, not thread-safe) and the log's high-water mark, which
     #: follower fetches served in worker threads and appends on the loop all move
     state_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the last AlterPartition got no answer: its proposal is sent again as it was
+    isr_proposal_unanswered: bool = False
 
     def sync_high_watermark(self) -> bool:
         """Move the log's high-water mark to the replica core's (never backwards; the caller holds
@@ -362,7 +367,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     async def _update_isrs(self) -> None:
         """Ask the controller to shrink or expand the ISRs of led partitions as followers lag or
-        catch up (the controller fences stale proposals by epoch)."""
+        catch up (the controller fences stale proposals by epoch). One proposal per partition at a
+        time; an unanswered one is sent again as it was (it may have been applied); a refusal that
+        proves nothing was applied reverts it, any other leaves it pending until the metadata
+        says what the ISR is (``LeaderReplica.on_isr_proposal_failed``)."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._isr_check_now.wait(), self.isr_check_interval_s)
@@ -370,9 +378,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             now = self._clock.monotonic_ms()
             for (_, index), leadership in list(self._leaderships.items()):
                 with leadership.state_lock:
-                    proposal = leadership.replica.proposed_isr(now)
-                    if proposal is not None:
-                        leadership.replica.on_isr_proposed(proposal)
+                    proposal: list[int] | None = None
+                    if leadership.isr_proposal_unanswered and leadership.replica.pending_isr is not None:
+                        proposal = leadership.replica.pending_isr
+                    else:
+                        proposal = leadership.replica.proposed_isr(now)
+                        if proposal is not None:
+                            leadership.replica.on_isr_proposed(proposal)
                 if proposal is None:
                     continue
                 result = await self.link.alter_partition(
@@ -382,10 +394,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     partition_epoch=leadership.partition_epoch,  # the newest known: reconcile raises it
                     new_isr=proposal,
                 )
-                if result is not None and error_code(result.error.code) is ErrorCode.NONE:
+                leadership.isr_proposal_unanswered = result is None
+                code = ErrorCode.NONE if result is None else error_code(result.error.code)
+                if result is not None and code is ErrorCode.NONE:
                     leadership.partition_epoch = max(leadership.partition_epoch, result.partition_epoch)
                     self._isr_changed(leadership, list(result.isr))
-                else:
+                elif code in _NEVER_APPLIED:
                     with leadership.state_lock:
                         leadership.replica.on_isr_proposal_failed()
                         leadership.sync_high_watermark()
@@ -395,6 +409,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         """The controller accepted ``isr`` (heard from AlterPartition's answer or the metadata,
         whichever comes first: the second is no change and is not counted again)."""
         self.metrics.isr_changed(len(leadership.replica.isr), len(isr))
+        leadership.isr_proposal_unanswered = False
         with leadership.state_lock:
             leadership.replica.on_isr_changed(isr)
             leadership.sync_high_watermark()
@@ -420,12 +435,15 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         vouch for its leadership (``_vouched``), so that clients look for the new leader."""
         leadership = self._led(topic, partition, current_leader_epoch)
         if isinstance(leadership, Leadership) and not self._vouched(leadership):
-            return wire_error(
-                ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                f"{topic}-{partition}: broker {self.broker_id} lost touch with the controller and its followers; "
-                "another broker may lead it now",
-            )
+            return self._not_vouched(topic, partition)
         return leadership
+
+    def _not_vouched(self, topic: str, partition: int) -> common_pb2.Error:
+        return wire_error(
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"{topic}-{partition}: broker {self.broker_id} lost touch with the controller and its followers; "
+            "another broker may lead it now",
+        )
 
     def _vouched(self, leadership: Leadership) -> bool:
         """Whether this broker may still act as the partition's leader: its controller lease holds
@@ -723,11 +741,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         async def outcome() -> ErrorCode:
             while True:
                 ticket = self._data_arrived.ticket()
-                if leadership.resigned or not self._vouched(leadership):
+                if leadership.resigned:
                     return ErrorCode.NOT_LEADER_OR_FOLLOWER
                 result = leadership.replica.acks_all_outcome(required_offset)
                 if result is not None:
-                    return result
+                    return result  # committed before any lapse below is answered as such
+                if not self._vouched(leadership):
+                    return ErrorCode.NOT_LEADER_OR_FOLLOWER
                 await self._data_arrived.wait(ticket, _VOUCH_CHECK_INTERVAL_S)
 
         try:
@@ -769,7 +789,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = response.topics.add(topic=topic.topic).partitions
             for wanted in topic.partitions:
                 result = partitions.add(partition=wanted.partition)
-                leadership = self._leading(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                if isinstance(leadership, Leadership) and wanted.fetch_offset >= leadership.log.high_watermark:
+                    # committed records are served by any leader that has them; a consumer that
+                    # waits for new ones is sent on once this broker cannot vouch for leading
+                    leadership = (
+                        leadership if self._vouched(leadership) else self._not_vouched(topic.topic, wanted.partition)
+                    )
                 if not isinstance(leadership, Leadership):
                     result.error.CopyFrom(leadership)
                     self.metrics.partition_error("Fetch", leadership.code)
@@ -847,8 +873,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 log = leadership.log
                 result.error.CopyFrom(wire_error(ErrorCode.NONE))
                 result.log_start_offset = log.log_start_offset
-                epoch, end = log.epochs.end_offset_for(wanted.last_fetched_epoch, log.log_end_offset)
-                if wanted.last_fetched_epoch >= 0 and (end < wanted.fetch_offset or epoch < wanted.last_fetched_epoch):
+                diverging = divergence(
+                    wanted.last_fetched_epoch,
+                    wanted.fetch_offset,
+                    log.epochs.end_offset_for(wanted.last_fetched_epoch, log.log_end_offset),
+                )
+                if diverging is not None:
+                    epoch, end = diverging
                     result.diverging_epoch.CopyFrom(broker_pb2.EpochEndOffset(leader_epoch=epoch, end_offset=end))
                     result.high_watermark = log.high_watermark
                     served.urgent = True
@@ -930,7 +961,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 result = broker_pb2.ListOffsetsPartitionResponse(
                     partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
                 )
-                leadership = self._leading(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
                 if not isinstance(leadership, Leadership):
                     result.error.CopyFrom(leadership)
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_EARLIEST:

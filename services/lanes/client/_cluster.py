@@ -9,7 +9,9 @@ Staleness (KIP-320's rule): a broker's image may lag, or a broker cut off from t
 still name itself leader. A partition's leader is replaced only by an answer with a leader epoch
 at least as new as the one known. A broker that timed out or said it does not lead a partition
 is a *suspect* for a while: refreshes ask every other broker first, so a client is not sent back
-to a cut-off leader by that leader's own stale answer.
+to a cut-off leader by that leader's own stale answer; and a broker that said it does not lead a
+partition is not taken as its leader again at the same epoch from anyone (another broker's image
+may have stopped too) until a newer epoch is heard or the while is over.
 """
 
 from __future__ import annotations
@@ -25,6 +27,13 @@ from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 #: how long a broker that timed out or was not the leader is asked for metadata last
 SUSPECT_S = 10.0
+#: answers that say the broker asked is not (or no longer, or not yet) the partition's leader
+NOT_THE_LEADER = frozenset(
+    {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH}
+)
+#: of those, the ones that deny leading at the epoch the client knows (UNKNOWN_LEADER_EPOCH only
+#: says the broker has not heard of that epoch yet)
+DENIALS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 
 
 class ClusterView:
@@ -40,6 +49,8 @@ class ClusterView:
         #: the newest leader epoch seen per partition (kept when the leader is forgotten)
         self.leader_epochs: dict[tuple[str, int], int] = {}
         self._suspects: dict[str, float] = {}  # address -> monotonic time it stops being one
+        #: partition -> (address that denied leading it, the epoch then, until when)
+        self._denials: dict[tuple[str, int], tuple[str, int, float]] = {}
         self.topic_ids: dict[str, str] = {}  # epochs of a recreated topic start again
         self.partition_counts: dict[str, int] = {}
         self._timeout_s = request_timeout_s
@@ -64,12 +75,28 @@ class ClusterView:
         """The partition's newest known leader epoch, -1 if none (for requests that carry it)."""
         return self.leader_epochs.get((topic, partition), -1)
 
-    def forget_leader(self, topic: str, partition: int, suspect: str | None = None) -> None:
+    def forget_leader(self, topic: str, partition: int, suspect: str | None = None, *, denied: bool = False) -> None:
         """The leader moved or failed: look it up again at the next refresh, asking the
-        ``suspect`` address (the broker that failed us) last for a while."""
-        self.leaders.pop((topic, partition), None)
+        ``suspect`` address (the broker that failed us) last for a while. ``denied``: the suspect
+        itself said it does not lead the partition; no answer naming it at the epoch known now
+        (or older) is taken for a while (a broker whose image stopped would name it again)."""
+        key = (topic, partition)
+        self.leaders.pop(key, None)
         if suspect is not None:
-            self._suspects[suspect] = time.monotonic() + SUSPECT_S
+            until = time.monotonic() + SUSPECT_S
+            self._suspects[suspect] = until
+            if denied:
+                self._denials[key] = (suspect, self.leader_epochs.get(key, -1), until)
+
+    def _denied(self, key: tuple[str, int], leader_id: int, leader_epoch: int) -> bool:
+        denial = self._denials.get(key)
+        if denial is None:
+            return False
+        address, epoch, until = denial
+        if until <= time.monotonic() or leader_epoch > epoch:
+            del self._denials[key]
+            return False
+        return self.brokers.get(leader_id) == address
 
     def _recreated(self, topic: str, topic_id: str) -> None:
         """``topic`` was deleted and made again (a new id): its epochs start again."""
@@ -85,9 +112,12 @@ class ClusterView:
         return sorted(addresses, key=lambda address: address in self._suspects)
 
     async def refresh(self, topics: Sequence[str]) -> dict[str, common_pb2.Error]:
-        """Ask a known broker (then the bootstrap ones) for the topics' metadata; per-topic
-        errors are returned. Raises a retriable BROKER_NOT_AVAILABLE error when none answers."""
+        """Ask known brokers (then the bootstrap ones), suspects last, for the topics' metadata;
+        the first answer's per-topic errors are returned. A partition whose answer names a leader
+        that denied leading it (at no newer epoch) is asked of the next broker too. Raises a
+        retriable BROKER_NOT_AVAILABLE error when none answers."""
         problems = []
+        errors: dict[str, common_pb2.Error] | None = None
         for address in self.metadata_sources():
             try:
                 metadata = await self.stub(address).Metadata(
@@ -96,22 +126,34 @@ class ClusterView:
             except grpc.aio.AioRpcError as exc:
                 problems.append(f"{address}: {exc.code().name}")
                 continue
-            self.brokers = {b.node_id: f"{b.host}:{b.port}" for b in metadata.brokers}
-            self.coordinators = {c.node_id: f"{c.host}:{c.port}" for c in metadata.coordinators}
-            errors = {}
-            for topic in metadata.topics:
-                errors[topic.name] = topic.error
-                if topic.error.code == 0:  # ErrorCode.NONE
-                    self.partition_counts[topic.name] = len(topic.partitions)
-                    if self.topic_ids.setdefault(topic.name, topic.topic_id) != topic.topic_id:
-                        self._recreated(topic.name, topic.topic_id)
-                    for partition in topic.partitions:
-                        key = (topic.name, partition.partition)
-                        if partition.leader_epoch >= self.leader_epochs.get(key, -1):
-                            self.leaders[key] = partition.leader_id
-                            self.leader_epochs[key] = partition.leader_epoch
-            return errors
-        raise error_for(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker answered for metadata ({'; '.join(problems)})")
+            if errors is None:
+                self.brokers = {b.node_id: f"{b.host}:{b.port}" for b in metadata.brokers}
+                self.coordinators = {c.node_id: f"{c.host}:{c.port}" for c in metadata.coordinators}
+                errors = {topic.name: topic.error for topic in metadata.topics}
+            if not self._learn(metadata):
+                break
+        if errors is None:
+            raise error_for(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker answered for metadata ({'; '.join(problems)})")
+        return errors
+
+    def _learn(self, metadata: broker_pb2.MetadataResponse) -> bool:
+        """Take the leaders of one answer (see the module docstring); whether a partition's
+        answer named a leader that denied it, so that another broker should be asked."""
+        unresolved = False
+        for topic in metadata.topics:
+            if topic.error.code != 0:  # ErrorCode.NONE
+                continue
+            self.partition_counts[topic.name] = len(topic.partitions)
+            if self.topic_ids.setdefault(topic.name, topic.topic_id) != topic.topic_id:
+                self._recreated(topic.name, topic.topic_id)
+            for partition in topic.partitions:
+                key = (topic.name, partition.partition)
+                if self._denied(key, partition.leader_id, partition.leader_epoch):
+                    unresolved = True
+                elif partition.leader_epoch >= self.leader_epochs.get(key, -1):
+                    self.leaders[key] = partition.leader_id
+                    self.leader_epochs[key] = partition.leader_epoch
+        return unresolved
 
     async def close(self) -> None:
         """Close every channel."""

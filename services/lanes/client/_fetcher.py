@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import grpc
 
-from lanes.client._cluster import ClusterView
+from lanes.client._cluster import DENIALS, ClusterView
 from lanes.clock import Clock
 from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, OffsetOutOfRangeError, RetriableError, error_code, error_for
@@ -332,6 +332,7 @@ class Fetcher:
         except grpc.aio.AioRpcError:
             self._forget_leaders(partitions, suspect=address)
             return
+        failed = False
         for topic in answer.topics:
             for part in topic.partitions:
                 partition = TopicPartition(topic.topic, part.partition)
@@ -343,9 +344,12 @@ class Fetcher:
                         raise OffsetOutOfRangeError(part.error.message)
                     continue
                 if code is not ErrorCode.NONE:
-                    self._forget_leaders([partition], suspect=address)
+                    self._forget_leaders([partition], suspect=address, denied=code in DENIALS)
+                    failed = True
                     continue
                 self._buffer_fetched(partition, fetched[partition], topic.topic, part)
+        if failed:
+            await asyncio.sleep(_RETRY_PAUSE_S)  # the next fetch looks the leaders up again
 
     def _buffer_fetched(
         self, partition: TopicPartition, offset: int, topic: str, part: broker_pb2.FetchPartitionResponse
@@ -359,9 +363,11 @@ class Fetcher:
         elif records:
             self._buffer[partition] = _Buffered(records, end_offset, len(records))
 
-    def _forget_leaders(self, partitions: Iterable[TopicPartition], suspect: str | None = None) -> None:
+    def _forget_leaders(
+        self, partitions: Iterable[TopicPartition], suspect: str | None = None, *, denied: bool = False
+    ) -> None:
         for partition in partitions:
-            self._cluster.forget_leader(partition.topic, partition.partition, suspect)
+            self._cluster.forget_leader(partition.topic, partition.partition, suspect, denied=denied)
 
     async def _refresh(self, topics: list[str]) -> None:
         """Refresh leaders; an unknown topic raises, an unreachable cluster is retried later."""

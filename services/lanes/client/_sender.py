@@ -13,10 +13,11 @@ delivers them, on the client's event loop.
   OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID as the oldest of its partition was not
   written, and neither were the numbers before it that the broker lacks (batches that expired
   with an unknown outcome, or a new leader that never got them). The partition then takes a new
-  producer epoch (InitProducerId with the current one) and numbers again from 0, and the request
-  is retried: the producer never wedges on a gap. Epochs are per partition, as the broker checks
-  them (there is no transaction coordinator holding one epoch for the whole producer); a request
-  already sent keeps the epoch and numbers it went out with until it is answered.
+  producer epoch (a local bump, as Kafka's) and numbers again from 0, and the request is retried:
+  the producer never wedges on a gap. Epochs are per partition, as the broker checks them (there
+  is no transaction coordinator holding one epoch for the whole producer); a request already sent
+  keeps the epoch and numbers it went out with until it is answered, and no bump happens within a
+  request timeout of an abandoned attempt on the partition (decision 0021).
 - Retriable errors refresh metadata and retry every ``retry_backoff_ms`` until
   ``delivery_timeout_ms`` after the batch was created; others fail the batch's futures.
 
@@ -32,13 +33,13 @@ from collections import deque
 import grpc
 
 from lanes.client._accumulator import Batch, RecordAccumulator
-from lanes.client._cluster import ClusterView
+from lanes.client._cluster import DENIALS, NOT_THE_LEADER, ClusterView
 from lanes.client._produce_stream import ProduceStream
 from lanes.clock import Clock
 from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, LanesError, RequestTimedOutError, error_code, error_for
 from lanes.protocol.compression import Compression
-from lanes.protocol.records import encode_runs, next_sequence
+from lanes.protocol.records import MAX_PRODUCER_EPOCH, encode_runs, next_sequence
 from lanes.rpc.wire import produce_request
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2
@@ -46,10 +47,6 @@ from lanes.v1 import broker_pb2, common_pb2
 #: The broker answers REQUEST_TIMED_OUT itself after the request's timeout_ms; the client waits
 #: this much longer before it gives up on the answer (and on the stream, whose answers are ordered).
 _ANSWER_GRACE_S = 1.0
-#: answers that say the broker asked is not (or no longer) the partition's leader
-_NOT_THE_LEADER = frozenset(
-    {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH}
-)
 
 
 class Request:
@@ -126,6 +123,7 @@ class Sender:
         self._producer_epoch = -1
         self._sequences: dict[TopicPartition, int] = {}
         self._epochs: dict[TopicPartition, int] = {}  # partitions that moved past the producer's first epoch
+        self._abandoned_ms: dict[TopicPartition, int] = {}  # when an attempt's answer was last given up on
         self._init_lock = asyncio.Lock()
 
     def attach(self, accumulator: RecordAccumulator) -> None:
@@ -359,11 +357,13 @@ class Sender:
             response = await asyncio.wait_for(answer, self._request_timeout_s + _ANSWER_GRACE_S)
         except TimeoutError:
             stream.abort()  # answers come in order: a lost one holds up every later one
+            self._abandoned_ms[request.key] = self._clock.monotonic_ms()
             self._cluster.forget_leader(request.topic, request.partition, suspect=address)
             raise RequestTimedOutError(f"{address} did not answer within request_timeout_ms") from None
         result = response.topics[0].partitions[0]
-        if error_code(result.error.code) in _NOT_THE_LEADER:
-            self._cluster.forget_leader(request.topic, request.partition, suspect=address)
+        code = error_code(result.error.code)
+        if code in NOT_THE_LEADER:
+            self._cluster.forget_leader(request.topic, request.partition, suspect=address, denied=code in DENIALS)
         return result
 
     def _outcome(self, request: Request, result: broker_pb2.PartitionProduceResponse) -> LanesError | None:
@@ -397,11 +397,10 @@ class Sender:
                 return None
             last_error = error
             if self._lost_numbers(error):
-                try:
-                    await self._bump_epoch(request.key)
-                except LanesError:
-                    continue  # no new epoch yet (it paused): try again until the deadline
-                self._number(request)  # in the new epoch, from 0
+                if self._bump_epoch(request.key):
+                    self._number(request)  # in the new epoch, from 0
+                else:
+                    await self._retry_pause(request.topic)  # a late copy may still land: ask again
                 continue
             if not error.retriable:
                 self._unnumber(request)
@@ -418,23 +417,26 @@ class Sender:
             and error.code in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID)
         )
 
-    async def _bump_epoch(self, key: TopicPartition) -> None:
-        """Give partition ``key`` the next producer epoch; its numbers start again at 0."""
-        current = self._epochs.get(key, self._producer_epoch)
-        for address in self._cluster.metadata_sources():
-            try:
-                answer = await self._cluster.stub(address).InitProducerId(
-                    broker_pb2.InitProducerIdRequest(producer_id=self._producer_id, producer_epoch=current),
-                    timeout=self._request_timeout_s,
-                )
-            except grpc.aio.AioRpcError:
-                continue
-            if answer.error.code == 0:
-                self._epochs[key] = answer.producer_epoch
-                self._sequences[key] = 0
-                return
-        await asyncio.sleep(self._backoff_s)
-        raise error_for(ErrorCode.BROKER_NOT_AVAILABLE, "no broker could bump the producer epoch")
+    def _bump_epoch(self, key: TopicPartition) -> bool:
+        """Give partition ``key`` the next producer epoch, its numbers from 0 (locally, as
+        Kafka's idempotent producer does: brokers take a newer epoch that starts at 0). Not while
+        an abandoned attempt on the partition may still be appended (its stream was cut after a
+        timeout; the broker may still be working through it): a copy appended late in the old
+        epoch and this request renumbered in the new one would be the same records twice. False
+        when it must wait."""
+        abandoned_ms = self._abandoned_ms.get(key)
+        if abandoned_ms is not None and self._clock.monotonic_ms() - abandoned_ms < self._request_timeout_s * 1000:
+            return False
+        epoch = self._epochs.get(key, self._producer_epoch) + 1
+        if epoch > MAX_PRODUCER_EPOCH:
+            raise LanesError(
+                f"{key.topic}-{key.partition}: the producer epoch is exhausted after {MAX_PRODUCER_EPOCH} "
+                "recoveries; close this producer and create a new one",
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+            )
+        self._epochs[key] = epoch
+        self._sequences[key] = 0
+        return True
 
     async def _retry_pause(self, topic: str) -> None:
         await asyncio.sleep(self._backoff_s)

@@ -90,6 +90,8 @@ MIN_RECORD_BYTES = 7
 #: The batches an idempotent producer may have in flight per partition: the leader remembers this
 #: many of a producer's last batches to recognise retries of them (duplicates).
 MAX_CACHED_BATCHES = 5
+#: a batch header's producer epoch is a signed 16-bit field
+MAX_PRODUCER_EPOCH = 2**15 - 1
 _SEQUENCE_LIMIT = 2**31
 
 _COMPRESSION_MASK = 0x07

@@ -556,6 +556,10 @@ class PartitionLog:
             self.cleaner_abort.clear()
             self._check_open()
             if offset >= self._log_end_offset:
+                # Nothing to remove, but an epoch may start at the log end with no record of its
+                # own (this broker led it and wrote nothing): it goes, or the leader would find
+                # this log diverged on every fetch (Kafka's truncateTo does the same).
+                self.epochs.truncate_from_end(self._log_end_offset)
                 return self._log_end_offset
             if offset <= self._log_start_offset or offset <= self._segments[0].base_offset:
                 self._truncate_fully_locked(max(offset, 0))
