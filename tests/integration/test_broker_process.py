@@ -224,7 +224,7 @@ def test_a_broker_serves_its_partitions_and_keeps_acknowledged_records(tmp_path:
             while True:
                 answer = await stub.Fetch(fetch("orders", 0, offset))
                 part = answer.topics[0].partitions[0]
-                if part.error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                if part.error.code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE):
                     await asyncio.sleep(0.05)
                     continue
                 records = [r for b in decode_batches(part.records) for r in b.records if r.offset >= offset]
@@ -262,7 +262,7 @@ def test_idempotent_producers_get_duplicates_recognised_even_after_a_broker_cras
             stub = broker_pb2_grpc.BrokerStub(channel)
             while True:
                 result = (await stub.Produce(produce("events", 0, records))).topics[0].partitions[0]
-                if result.error.code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                if result.error.code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE):
                     return ErrorCode(result.error.code), result.base_offset
                 await asyncio.sleep(0.05)
 

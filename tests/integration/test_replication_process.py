@@ -12,6 +12,7 @@ from pathlib import Path
 import grpc
 
 import lanes
+from lanes.broker.service import FOLLOWER_MAX_WAIT_MS
 from lanes.errors import ErrorCode
 from lanes.protocol.records import decode_batches
 from lanes.v1 import broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
@@ -27,9 +28,17 @@ async def partition_state(controller: str, topic: str, partition: int) -> contro
 
 
 async def produce_acks_all(address: str, topic: str, values: list[bytes]) -> ErrorCode:
+    """Produce to partition 0 at ``address``; a leader still taking over (the broker applies the
+    metadata a moment after the controller answered) is asked again for up to 10 s."""
+    deadline = time.monotonic() + 10
     async with grpc.aio.insecure_channel(address) as channel:
-        answer = await broker_pb2_grpc.BrokerStub(channel).Produce(produce(topic, 0, batch(values)))
-        return ErrorCode(answer.topics[0].partitions[0].error.code)
+        while True:
+            answer = await broker_pb2_grpc.BrokerStub(channel).Produce(produce(topic, 0, batch(values)))
+            code = ErrorCode(answer.topics[0].partitions[0].error.code)
+            taking_over = code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE)
+            if not taking_over or time.monotonic() > deadline:
+                return code
+            await asyncio.sleep(0.05)
 
 
 async def read_all(address: str, topic: str) -> list[bytes]:
@@ -181,9 +190,14 @@ def test_a_diverged_former_leader_truncates_and_ends_byte_identical(tmp_path: Pa
     address = {b: f"127.0.0.1:{ports[b]}" for b in (1, 2)}
 
     async def produce_acks(broker: int, values: list[bytes], acks: int) -> ErrorCode:
+        deadline = time.monotonic() + 10  # a leader still taking over answers LEADER_NOT_AVAILABLE
         async with grpc.aio.insecure_channel(address[broker]) as channel:
-            answer = await broker_pb2_grpc.BrokerStub(channel).Produce(produce("ledger", 0, batch(values), acks))
-            return ErrorCode(answer.topics[0].partitions[0].error.code)
+            while True:
+                answer = await broker_pb2_grpc.BrokerStub(channel).Produce(produce("ledger", 0, batch(values), acks))
+                code = ErrorCode(answer.topics[0].partitions[0].error.code)
+                if code is not ErrorCode.LEADER_NOT_AVAILABLE or time.monotonic() > deadline:
+                    return code
+                await asyncio.sleep(0.05)
 
     async def scenario() -> tuple[int, int]:
         async with grpc.aio.insecure_channel(controller.address) as channel:
@@ -205,8 +219,8 @@ def test_a_diverged_former_leader_truncates_and_ends_byte_identical(tmp_path: Pa
         brokers[successor].process.send_signal(signal.SIGSTOP)
         try:
             # A fetch already in flight would still deliver what the leader appends next (the
-            # paused process reads it on SIGCONT). Outlast the follower's long poll (500 ms max).
-            await asyncio.sleep(1.0)
+            # paused process reads it on SIGCONT). Outlast the follower's long poll.
+            await asyncio.sleep(FOLLOWER_MAX_WAIT_MS / 1000 + 0.5)
             for i in range(3):
                 assert await produce_acks(old_leader, [b"doomed-%d" % i], common_pb2.ACKS_LEADER) is ErrorCode.NONE
             brokers[old_leader].kill()

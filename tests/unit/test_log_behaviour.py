@@ -298,7 +298,9 @@ def test_log_manager_maintenance_applies_retention_flush_ms_and_checkpoints(tmp_
     manager.maintenance()
     assert expiring.segment_count == 1
     assert expiring.recovery_point == expiring.log_end_offset, "flush.ms elapsed"
-    assert (tmp_path / "events-0" / "high-watermark-checkpoint").read_text().split()[-1] == str(expiring.high_watermark)
+    replication = (tmp_path / "replication-offset-checkpoint").read_text().splitlines()
+    assert f"events-0 {expiring.high_watermark}" in replication, "the data directory's high-water marks"
+    assert not (tmp_path / "events-0" / "high-watermark-checkpoint").exists(), "no file per partition"
     manager.delete_log("events", 0)
     assert not (tmp_path / "events-0").exists()
     assert manager.get("events", 0) is None

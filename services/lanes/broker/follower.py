@@ -67,12 +67,8 @@ class FollowerFetcher:
                 followed = self._partitions()
                 if not followed:
                     return
-                request = self._request(followed)
-                fetched_from = {
-                    TopicPartition(topic.topic, part.partition): part.fetch_offset
-                    for topic in request.topics
-                    for part in topic.partitions
-                }
+                fetched_from = {key: log.log_end_offset for key, (log, _, _) in followed.items()}
+                request = self._request(followed, fetched_from)
                 try:
                     response = await self._stub.ReplicaFetch(request, timeout=10)
                 except grpc.aio.AioRpcError as exc:
@@ -84,15 +80,19 @@ class FollowerFetcher:
         finally:
             await self._channel.close()
 
-    def _request(self, followed: dict[TopicPartition, tuple[PartitionLog, int, str]]) -> broker_pb2.ReplicaFetchRequest:
+    def _request(
+        self, followed: dict[TopicPartition, tuple[PartitionLog, int, str]], fetched_from: dict[TopicPartition, int]
+    ) -> broker_pb2.ReplicaFetchRequest:
+        """One request for every followed partition, each from ``fetched_from`` (its log end)."""
         topics: dict[str, broker_pb2.ReplicaFetchTopic] = {}
-        for (topic, partition), (log, leader_epoch, topic_id) in sorted(followed.items()):
+        for key, (log, leader_epoch, topic_id) in sorted(followed.items()):
+            topic, partition = key
             entry = topics.setdefault(topic, broker_pb2.ReplicaFetchTopic(topic=topic, topic_id=topic_id))
             entry.partitions.append(
                 broker_pb2.ReplicaFetchPartition(
                     partition=partition,
                     current_leader_epoch=leader_epoch,
-                    fetch_offset=log.log_end_offset,
+                    fetch_offset=fetched_from[key],
                     last_fetched_epoch=log.epochs.latest_epoch,
                     log_start_offset=log.log_start_offset,
                     partition_max_bytes=1024 * 1024,

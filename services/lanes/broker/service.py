@@ -66,6 +66,8 @@ from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 _log = logging.getLogger(__name__)
+#: the longest a follower's fetch waits at the leader for new records
+FOLLOWER_MAX_WAIT_MS = 2_000
 #: how often an acks=all wait checks that this broker can still vouch for its leadership
 _VOUCH_CHECK_INTERVAL_S = 0.25
 #: AlterPartition refusals that prove the proposal was never applied (the controller checks the
@@ -94,6 +96,8 @@ class Leadership:
     state_lock: threading.Lock = field(default_factory=threading.Lock)
     #: the last AlterPartition got no answer: its proposal is sent again as it was
     isr_proposal_unanswered: bool = False
+    #: whether ``producers`` has been read from the log (a new leadership serves produce after)
+    ready: bool = True
 
     def sync_high_watermark(self) -> bool:
         """Move the log's high-water mark to the replica core's (never backwards; the caller holds
@@ -165,7 +169,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self.link = ControllerLink(
             controller_address, node_id=broker_id, incarnation_id=str(uuid.uuid4()), endpoint=endpoint, clock=clock
         )
-        self.link.on_update(lambda applied: self._reconcile())
+        #: set by every metadata change; the reconciler applies the newest image (``_reconcile_pass``)
+        self._image_changed = asyncio.Event()
+        self.link.on_update(lambda applied: self._image_changed.set())
+        self._reconcile_lock = asyncio.Lock()
+        self._reconciler: asyncio.Task[None] | None = None
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
         self._leaderships: dict[TopicPartition, Leadership] = {}
         self._data_arrived = Broadcast()  # appends, HWM advances, ISR changes
@@ -184,18 +192,25 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._producer_ids: list[int] = []  # the rest of the current block, next first
         self._producer_ids_lock = asyncio.Lock()
         self._isr_updates: asyncio.Task[None] | None = None
+        self._known_partitions: set[tuple[str, int]] | None = None  # of the last image reconciled
+        #: per leader: (the ``_following`` map it was worked out from, what is followed from it)
+        self._followed_cache: dict[int, tuple[object, dict[TopicPartition, tuple[PartitionLog, int, str]]]] = {}
 
     async def start(self) -> None:
         """Register with the controller, follow its metadata, run maintenance and compaction."""
         self.metrics.service.add_snapshot(self._metrics_snapshot)
         await self.link.start()
+        async with self._reconcile_lock:  # serve knowing its partitions (logs opened, roles taken)
+            self._image_changed.clear()
+            await self._reconcile_pass()
+        self._reconciler = asyncio.create_task(self._reconcile_forever())
         self._maintenance = asyncio.create_task(self._maintain())
         self._isr_updates = asyncio.create_task(self._update_isrs())
         self._cleaner.start()
 
     async def stop(self) -> None:
         """Hand leadership away (controlled shutdown), then close every log cleanly."""
-        for task in [self._maintenance, self._isr_updates, *self._fetchers.values()]:
+        for task in [self._reconciler, self._maintenance, self._isr_updates, *self._fetchers.values()]:
             if task is not None:
                 task.cancel()
         await asyncio.to_thread(self._cleaner.stop)
@@ -232,9 +247,70 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     def image(self) -> MetadataImage:
         return self.link.image
 
-    def _reconcile(self) -> None:
-        image = self.image
+    async def _reconcile_forever(self) -> None:
+        while True:
+            await self._image_changed.wait()
+            self._image_changed.clear()
+            async with self._reconcile_lock:
+                try:
+                    await self._reconcile_pass()
+                except Exception:  # a disk error, a bug: log it and keep applying later changes
+                    _log.exception("applying the metadata failed; retrying at the next change")
+
+    async def _reconcile_pass(self) -> None:
+        """Bring roles and logs in line with the newest image, keeping disk work off the event
+        loop (a broker taking over thousands of partitions must go on heartbeating): the logs it
+        lacks are opened in a worker thread first; roles change on the loop (cheap); each new
+        leadership reads its producer state from its log in a worker thread (its produce requests
+        are answered LEADER_NOT_AVAILABLE until then); logs of partitions gone are deleted in a
+        worker thread."""
+        missing = self._logs_to_open(self.image)
+        if missing:
+            await asyncio.to_thread(self._open_logs, missing)
+        loading, stray_check = self._reconcile(self.image)
+        for key, leadership in loading:
+            await asyncio.to_thread(self._load_producer_state, key, leadership)
+        if stray_check is not None:
+            await asyncio.to_thread(self._delete_stray_logs, stray_check)
+
+    def _logs_to_open(self, image: MetadataImage) -> list[tuple[str, int, LogConfig, str]]:
+        """The replicas this broker holds whose logs are not open yet (worked out on the loop,
+        where the image changes)."""
+        missing = []
+        for topic in image.topics.values():
+            settings: _TopicSettings | None = None
+            for partition in topic.partitions.values():
+                if self.broker_id not in partition.replicas or partition.leader == NO_LEADER:
+                    continue
+                if self.logs.get_for(topic.name, partition.partition, topic.topic_id) is None:
+                    settings = settings or _TopicSettings(image, topic.name)
+                    missing.append((topic.name, partition.partition, settings.log_config, topic.topic_id))
+        return missing
+
+    def _open_logs(self, missing: list[tuple[str, int, LogConfig, str]]) -> None:
+        for topic, partition, config, topic_id in missing:
+            self.logs.open_log(topic, partition, config, topic_id=topic_id)
+
+    def _load_producer_state(self, key: TopicPartition, leadership: Leadership) -> None:
+        """Read a new leadership's producer state from its log (worker thread). Under the role
+        lock, after following stopped and before produce is served: the log does not change."""
+        with self.replica_lock(key):
+            if not leadership.resigned:
+                leadership.producers = producer_state_of(leadership.log)
+                leadership.ready = True
+
+    def _delete_stray_logs(self, existing: set[tuple[str, int]]) -> None:
+        for topic_name, partition_index in self.logs.discover():
+            if (topic_name, partition_index) not in existing:
+                self.logs.delete_log(topic_name, partition_index)
+
+    def _reconcile(
+        self, image: MetadataImage
+    ) -> tuple[list[tuple[TopicPartition, Leadership]], set[tuple[str, int]] | None]:
+        """Roles from ``image`` (on the loop): the new leaderships, whose producer state is still
+        to be loaded, and the partitions that exist when logs of others must be looked for."""
         led: set[TopicPartition] = set()
+        loading: list[tuple[TopicPartition, Leadership]] = []
         following: dict[TopicPartition, tuple[int, int, str]] = {}
         for topic in image.topics.values():
             settings = _TopicSettings(image, topic.name)  # worked out once per topic, if needed
@@ -258,12 +334,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         current.partition_epoch = partition.partition_epoch
                         self._isr_changed(current, partition.isr)
                     # configs altered while leading reach the log and the acks=all checks
-                    current.log.update_config(settings.log_config)
+                    if current.log.config != settings.log_config:
+                        current.log.update_config(settings.log_config)
                     current.replica.min_insync_replicas = settings.min_insync_replicas
                     continue
                 with self.replica_lock(key):  # the role changes: no write of the old one lands after this
                     self._following.pop(key, None)
                     self._leaderships[key] = self._new_leadership(topic, partition, settings)
+                loading.append((key, self._leaderships[key]))
                 _log.info(
                     "leading %s-%d at epoch %d",
                     topic.name,
@@ -288,12 +366,21 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     leader_high_watermarks=self._leader_high_watermarks,
                     replica_lock=self.replica_lock,
                     still_following=self.still_following,
+                    # an idle follower asks every 2 s (each ask costs per partition: with
+                    # thousands of them, this is an idle broker's main cost), and always well
+                    # within replica.lag.time.max.ms (Kafka requires replica.fetch.wait.max.ms below it)
+                    max_wait_ms=min(FOLLOWER_MAX_WAIT_MS, max(50, self._replica_lag_time_max_ms // 4)),
                 )
                 self._fetchers[leader_id] = asyncio.get_running_loop().create_task(fetcher.run())
         existing = {(t.name, p) for t in image.topics.values() for p in t.partitions}
-        for topic_name, partition_index in self.logs.discover():
-            if (topic_name, partition_index) not in existing and image.last_offset >= 0:
-                self.logs.delete_log(topic_name, partition_index)
+        stray_check = None
+        if image.last_offset >= 0 and (self._known_partitions is None or self._known_partitions - existing):
+            # on the first image and when partitions went away: remove their logs (listing the
+            # data directory finds those of topics deleted while this broker was down, too)
+            stray_check = existing
+        if image.last_offset >= 0:
+            self._known_partitions = existing
+        return loading, stray_check
 
     def replica_lock(self, key: TopicPartition) -> threading.Lock:
         """The partition replica's role lock (see ``_replica_locks``)."""
@@ -307,7 +394,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     def _new_leadership(self, topic: TopicImage, partition: PartitionImage, settings: _TopicSettings) -> Leadership:
         """Lead ``partition`` from its log's end at the image's leader epoch (the caller holds the
-        replica's role lock, so the producer state read from the log is complete)."""
+        replica's role lock). Not ready for produce until ``_load_producer_state``."""
         log = self._open_log(topic.name, partition.partition, settings.log_config, topic.topic_id)
         log.epochs.assign(partition.leader_epoch, log.log_end_offset)  # where this epoch starts
         leadership = Leadership(
@@ -326,7 +413,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             leader_epoch=partition.leader_epoch,
             topic_id=topic.topic_id,
             partition_epoch=partition.partition_epoch,
-            producers=producer_state_of(log),
+            ready=False,
         )
         leadership.sync_high_watermark()
         return leadership
@@ -353,16 +440,25 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         return any(p.leader == self.broker_id for t in image.topics.values() for p in t.partitions.values())
 
     def _open_log(self, topic: str, partition: int, config: LogConfig, topic_id: str) -> PartitionLog:
-        log = self.logs.open_log(topic, partition, config, topic_id=topic_id)
-        log.update_config(config)
+        log = self.logs.get_for(topic, partition, topic_id) or self.logs.open_log(
+            topic, partition, config, topic_id=topic_id
+        )
+        if log.config != config:
+            log.update_config(config)
         return log
 
     def _followed_from(self, leader_id: int) -> dict[TopicPartition, tuple[PartitionLog, int, str]]:
+        """What this broker follows from ``leader_id`` (worked out once per image, not per fetch)."""
+        following = self._following
+        cached = self._followed_cache.get(leader_id)
+        if cached is not None and cached[0] is following:
+            return cached[1]
         followed = {}
-        for key, (leader, leader_epoch, topic_id) in self._following.items():
-            log = self.logs.get(*key)
-            if leader == leader_id and log is not None:
+        for key, (leader, leader_epoch, topic_id) in following.items():
+            log = self.logs.get(*key) if leader == leader_id else None
+            if log is not None:
                 followed[key] = (log, leader_epoch, topic_id)
+        self._followed_cache[leader_id] = (following, followed)
         return followed
 
     async def _update_isrs(self) -> None:
@@ -457,10 +553,23 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         with leadership.state_lock:
             return leadership.replica.followed_within(self._clock.monotonic_ms(), window_ms)
 
+    def _taking_over(self, topic: str, partition: PartitionImage) -> bool:
+        """Whether the image names this broker leader of ``partition`` and it does not serve as
+        such yet (its log opening or producer state loading): its own Metadata says no leader
+        until then, so nobody is sent here to be told it does not lead."""
+        if partition.leader != self.broker_id:
+            return False
+        leadership = self._leaderships.get(TopicPartition(topic, partition.partition))
+        return leadership is None or leadership.leader_epoch != partition.leader_epoch or not leadership.ready
+
     def _unknown_or_not_leader(self, topic: str, partition: int) -> common_pb2.Error:
         found = self.image.topic(topic)
         if found is None or partition not in found.partitions:
             return wire_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
+        if self._taking_over(topic, found.partitions[partition]):
+            return wire_error(
+                ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition}: broker {self.broker_id} is taking over"
+            )
         leader = found.partitions[partition].leader
         where = "no broker (offline)" if leader == NO_LEADER else f"broker {leader}"
         return wire_error(
@@ -510,9 +619,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         broker_pb2.PartitionMetadata(
                             partition=p.partition,
                             error=wire_error(
-                                ErrorCode.NONE if p.leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE
+                                ErrorCode.NONE
+                                if p.leader != NO_LEADER and not self._taking_over(name, p)
+                                else ErrorCode.LEADER_NOT_AVAILABLE
                             ),
-                            leader_id=p.leader,
+                            leader_id=NO_LEADER if self._taking_over(name, p) else p.leader,
                             leader_epoch=p.leader_epoch,
                             replicas=p.replicas,
                             isr=p.isr,
@@ -620,6 +731,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> broker_pb2.PartitionProduceResponse:
         response = broker_pb2.PartitionProduceResponse(partition=data.partition, base_offset=-1, log_append_time_ms=-1)
         leadership = self._leading(topic, data.partition)
+        if isinstance(leadership, Leadership) and not leadership.ready:
+            leadership = wire_error(
+                ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{data.partition}: the new leader is still loading"
+            )
         if not isinstance(leadership, Leadership):
             response.error.CopyFrom(leadership)
             hint = self._leader_hint(topic, data.partition)
@@ -897,9 +1012,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         request.replica_id not in leadership.replica.isr
                         and leadership.replica.proposed_isr(now) is not None
                     )
+                result.high_watermark = log.high_watermark
+                if wanted.fetch_offset == log.log_end_offset:
+                    continue  # caught up: nothing to read (an idle follower's every fetch)
                 read = log.read(wanted.fetch_offset, min(wanted.partition_max_bytes or budget, budget))
                 result.records = read.records
-                result.high_watermark = log.high_watermark
                 served.bytes_read += len(read.records)
                 budget = max(0, budget - len(read.records))
         return served

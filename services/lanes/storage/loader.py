@@ -17,14 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanes.protocol.records import BatchHeader
-from lanes.storage.checkpoint import read_offset
+from lanes.storage.checkpoint import LogOffsets
 from lanes.storage.epochs import LeaderEpochCache
 from lanes.storage.files import FileCache, fsync_directory
 from lanes.storage.segment import LOG_SUFFIX, LogSegment
 
-RECOVERY_POINT_FILE = "recovery-point-checkpoint"
-HIGH_WATERMARK_FILE = "high-watermark-checkpoint"
-LOG_START_FILE = "log-start-offset-checkpoint"
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
 CLEANED_SUFFIX = ".cleaned"
@@ -56,6 +53,7 @@ class LogLoader:
         index_interval_bytes: int,
         compact: bool,
         clean_shutdown: bool | None,
+        stored: LogOffsets,
     ) -> None:
         """``clean_shutdown``: whether the last stop was clean, when the caller keeps that
         knowledge (a LogManager, for its whole data directory); None uses the log's own marker."""
@@ -65,6 +63,7 @@ class LogLoader:
         self._index_interval_bytes = index_interval_bytes
         self._compact = compact
         self._clean_shutdown = clean_shutdown
+        self._stored = stored  # the offsets last checkpointed (any may be unknown)
         self._segments: list[LogSegment] = []
         self._recovered_bytes_cut = 0
 
@@ -81,14 +80,14 @@ class LogLoader:
         interval = self._index_interval_bytes
         self._segments = [LogSegment(self.directory, base, self._files, interval) for base in bases]
         self._remove_orphan_indexes(set(bases))
-        stored_start = read_offset(self.directory / LOG_START_FILE)
-        recovery_point = read_offset(self.directory / RECOVERY_POINT_FILE) if clean else None
+        stored_start = self._stored.log_start_offset
+        recovery_point = self._stored.recovery_point if clean else None
         recovered: set[int] = set()
         if clean and self._clean_shutdown is None:  # the log's own marker
             marker.unlink()
             fsync_directory(self.directory)  # a crash from now on must be seen as unclean
         elif not clean:
-            recovery_from = read_offset(self.directory / RECOVERY_POINT_FILE) or 0
+            recovery_from = self._stored.recovery_point or 0
             recovered = self._recover(recovery_from, stored_start or 0)
         for segment in self._segments:  # indexes are derived: rebuild any that a crash damaged
             if segment.base_offset not in recovered and not segment.indexes_plausible():
@@ -102,7 +101,7 @@ class LogLoader:
         first_base = self._segments[0].base_offset
         start = first_base if stored_start is None else max(stored_start, first_base)
         log_start_offset = min(start, log_end_offset)
-        stored_high_watermark = read_offset(self.directory / HIGH_WATERMARK_FILE) or 0
+        stored_high_watermark = self._stored.high_watermark or 0
         self.epochs.truncate_from_end(log_end_offset)
         if recovery_point is None:  # after recovery everything left is validated: make it durable
             for segment in self._segments:

@@ -57,15 +57,12 @@ from lanes.protocol.records import (
     stamp_log_append_time,
     validate_batches,
 )
-from lanes.storage.checkpoint import write_offset
+from lanes.storage.checkpoint import LogOffsets, OffsetStore, PartitionFiles
 from lanes.storage.epochs import LeaderEpochCache
 from lanes.storage.files import FileCache, fsync_directory, storage_error
 from lanes.storage.loader import (
     CLEAN_SHUTDOWN_FILE,
-    HIGH_WATERMARK_FILE,
     LEADER_EPOCH_FILE,
-    LOG_START_FILE,
-    RECOVERY_POINT_FILE,
     SWAP_SUFFIX,
     LogLoader,
 )
@@ -154,10 +151,18 @@ class PartitionLog:
     """One partition replica's log. Open with ``PartitionLog.open``."""
 
     def __init__(
-        self, directory: Path, config: LogConfig, clock: Clock, files: FileCache, own_marker: bool = True
+        self,
+        directory: Path,
+        config: LogConfig,
+        clock: Clock,
+        files: FileCache,
+        *,
+        own_marker: bool = True,
+        offsets: OffsetStore | None = None,
     ) -> None:
         self.directory = directory
         self._own_marker = own_marker
+        self._offsets: OffsetStore = offsets if offsets is not None else PartitionFiles()
         self._config = config
         self._clock = clock
         self._files = files
@@ -195,14 +200,18 @@ class PartitionLog:
         clock: Clock,
         files: FileCache | None = None,
         clean_shutdown: bool | None = None,
+        offsets: OffsetStore | None = None,
     ) -> PartitionLog:
         """Open the log in ``directory`` (created if missing), recovering after an unclean stop.
 
         ``clean_shutdown``: whether the last stop was clean, when the caller keeps that knowledge
         (a LogManager, for its whole data directory); None uses the log's own marker file.
+        ``offsets``: where the recovery point, log start and high-water mark are kept (a
+        LogManager's data-directory files); by default, files in ``directory``.
         """
         directory.mkdir(parents=True, exist_ok=True)
-        log = cls(directory, config, clock, files or FileCache(), own_marker=clean_shutdown is None)
+        store = offsets if offsets is not None else PartitionFiles()
+        log = cls(directory, config, clock, files or FileCache(), own_marker=clean_shutdown is None, offsets=store)
         loaded = LogLoader(
             directory,
             files=log._files,
@@ -210,6 +219,7 @@ class PartitionLog:
             index_interval_bytes=config.index_interval_bytes,
             compact=config.compact,
             clean_shutdown=clean_shutdown,
+            stored=store.load(directory),
         ).load()
         with log._lock:
             log._segments = loaded.segments
@@ -603,7 +613,7 @@ class PartitionLog:
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
         self._high_watermark = min(self._high_watermark, self._log_end_offset)
         self.epochs.truncate_from_end(self._log_end_offset)
-        self._write_checkpoints()
+        self._write_checkpoints(urgent=True)
 
     def delete_records_before(self, offset: int) -> int:
         """Advance the log start offset to ``offset`` (DeleteRecords); return the new log start.
@@ -621,7 +631,7 @@ class PartitionLog:
                 self._log_start_offset = offset
                 self.epochs.truncate_from_start(offset)
                 self._delete_segments_locked(self._segments_below_start())
-                self._write_checkpoints()
+                self._write_checkpoints(urgent=True)
             return self._log_start_offset
 
     def apply_retention(self) -> int:
@@ -735,11 +745,12 @@ class PartitionLog:
             self._check_open()
             self._write_checkpoints()
 
-    def _write_checkpoints(self) -> None:
+    def _write_checkpoints(self, *, urgent: bool = False) -> None:
+        """Hand the offsets to the store (``OffsetStore``: ``urgent`` after a truncation lowered
+        the recovery point, or DeleteRecords raised the log start)."""
+        offsets = LogOffsets(self._durable_offset, self._log_start_offset, self._high_watermark)
         try:
-            write_offset(self.directory / RECOVERY_POINT_FILE, self._durable_offset)
-            write_offset(self.directory / LOG_START_FILE, self._log_start_offset)
-            write_offset(self.directory / HIGH_WATERMARK_FILE, self._high_watermark)
+            self._offsets.save(self.directory, offsets, urgent=urgent)
         except OSError as exc:
             raise storage_error("writing checkpoints in", self.directory, exc) from exc
 

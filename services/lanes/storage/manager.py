@@ -2,8 +2,12 @@
 
 Layout: ``<data_dir>/<topic>-<partition>/`` per partition replica (see lanes.storage.log), with a
 ``partition.metadata`` file naming the topic's id (``topic_id: <id>``), so a directory left by a
-deleted topic is never taken for a new topic of the same name. Topic names cannot contain ``/``
-and the partition is the text after the last ``-``, so the name is unambiguous.
+deleted topic is never taken for a new topic of the same name. Every log's recovery point, log
+start and high-water mark live in three files at the top (``recovery-point-offset-checkpoint``,
+``log-start-offset-checkpoint``, ``replication-offset-checkpoint``: ``DataDirectoryOffsets``),
+written by ``maintenance`` when they changed, and at once after a truncation or DeleteRecords.
+Topic names cannot contain ``/`` and the partition is the text after the last ``-``, so the name
+is unambiguous.
 
 The manager shares one ``FileCache`` between all logs, so a broker with 10,000 partitions holds
 at most ``max_open_files`` descriptors, and opens logs lazily: opening reads a few bytes per
@@ -23,6 +27,12 @@ from pathlib import Path
 
 from lanes.clock import Clock
 from lanes.protocol.names import validate_topic_name
+from lanes.storage.checkpoint import (
+    HIGH_WATERMARK_FILE,
+    LOG_START_FILE,
+    RECOVERY_POINT_FILE,
+    DataDirectoryOffsets,
+)
 from lanes.storage.files import DEFAULT_MAX_OPEN_FILES, FileCache, fsync_directory, write_atomically
 from lanes.storage.loader import CLEAN_SHUTDOWN_FILE
 from lanes.storage.log import LogConfig, PartitionLog
@@ -79,6 +89,8 @@ class LogManager:
         self._lock = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._topic_ids: dict[TopicPartition, str] = {}  # what each open log's partition.metadata says
+        #: every log's recovery point, log start and high-water mark, in three data-directory files
+        self.offsets = DataDirectoryOffsets(data_dir)
         marker = data_dir / CLEAN_SHUTDOWN_FILE
         #: Whether the previous run closed every log cleanly (then no log needs recovery).
         self.clean_shutdown = marker.exists()
@@ -125,14 +137,37 @@ class LogManager:
                     fsync_directory(self.data_dir)
                     stored = ""
                 clean = self.clean_shutdown and directory.exists()
-                log = PartitionLog.open(directory, config, clock=self._clock, files=self.files, clean_shutdown=clean)
+                log = PartitionLog.open(
+                    directory, config, clock=self._clock, files=self.files, clean_shutdown=clean, offsets=self.offsets
+                )
                 log.on_flush_s = self._on_flush_s
+                self._retire_partition_files(log)
                 self._logs[key] = log
                 self._topic_ids[key] = stored
             if topic_id and self._topic_ids[key] != topic_id:  # a new directory, or one adopted
                 write_atomically(log.directory / PARTITION_METADATA_FILE, f"topic_id: {topic_id}\n".encode())
                 self._topic_ids[key] = topic_id
             return log
+
+    def _retire_partition_files(self, log: PartitionLog) -> None:
+        """A log directory from before the data-directory files keeps its offsets in files of its
+        own: once the data-directory files hold them, those go (stale, they would be read again if
+        the data-directory files were ever lost)."""
+        legacy = [log.directory / name for name in (RECOVERY_POINT_FILE, LOG_START_FILE, HIGH_WATERMARK_FILE)]
+        if any(path.exists() for path in legacy):
+            log.checkpoint()
+            self.offsets.flush()
+            for path in legacy:
+                path.unlink(missing_ok=True)
+
+    def get_for(self, topic: str, partition: int, topic_id: str) -> PartitionLog | None:
+        """The open log of ``topic``-``partition`` if it belongs to topic id ``topic_id`` (or records
+        none); None when ``open_log`` has work to do."""
+        key = TopicPartition(topic, partition)
+        with self._lock:
+            log = self._logs.get(key)
+            stored = self._topic_ids.get(key, "")
+        return log if log is not None and (not topic_id or stored == topic_id) else None
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         """The open log of ``topic``-``partition``, if any."""
@@ -155,20 +190,23 @@ class LogManager:
         with self._lock:
             log = self._logs.pop(TopicPartition(topic, partition), None)
             self._topic_ids.pop(TopicPartition(topic, partition), None)
+            directory = self.data_dir / log_directory_name(topic, partition)
+            self.offsets.forget(directory)
             if log is not None:
                 log.delete()
                 return
-            directory = self.data_dir / log_directory_name(topic, partition)
             if directory.is_dir():
                 shutil.rmtree(directory)
                 fsync_directory(self.data_dir)
 
     def maintenance(self) -> None:
-        """Retention, time-based flushes and checkpoints for every log."""
+        """Retention, time-based flushes and checkpoints for every log (the data-directory files
+        are written only when an offset changed: an idle broker writes nothing)."""
         for log in self.logs():
             log.apply_retention()
             log.maybe_flush_by_time()
             log.checkpoint()
+        self.offsets.flush()
 
     def close(self) -> None:
         """Close every log cleanly (the next start skips recovery)."""
@@ -178,6 +216,7 @@ class LogManager:
             self._topic_ids.clear()
         for log in logs:
             log.close()
+        self.offsets.flush()
         self.files.close()
         (self.data_dir / CLEAN_SHUTDOWN_FILE).touch()
         fsync_directory(self.data_dir)
