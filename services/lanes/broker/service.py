@@ -210,7 +210,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     async def stop(self) -> None:
         """Hand leadership away (controlled shutdown), then close every log cleanly."""
-        for task in [self._reconciler, self._maintenance, self._isr_updates, *self._fetchers.values()]:
+        async with self._reconcile_lock:  # a pass under way finishes its worker threads first
+            if self._reconciler is not None:
+                self._reconciler.cancel()
+        for task in [self._maintenance, self._isr_updates, *self._fetchers.values()]:
             if task is not None:
                 task.cancel()
         await asyncio.to_thread(self._cleaner.stop)
