@@ -72,6 +72,9 @@ def test_an_answer_with_an_older_leader_epoch_never_replaces_a_newer_leader() ->
             stale.topic_id, stale.epoch = "id-2", 0  # the topic was deleted and made again
             await view.refresh(["t"])
             assert (view.leaders[("t", 0)], view.leader_epoch("t", 0)) == (1, 0)
+            view.bootstrap, view.brokers = [current.address], {}  # a lagging broker: the old topic's id
+            await view.refresh(["t"])
+            assert (view.topic_ids["t"], view.leaders[("t", 0)], view.leader_epoch("t", 0)) == ("id-2", 1, 0)
             await view.close()
 
     asyncio.run(scenario())

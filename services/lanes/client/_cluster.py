@@ -52,6 +52,7 @@ class ClusterView:
         #: partition -> (address that denied leading it, the epoch then, until when)
         self._denials: dict[tuple[str, int], tuple[str, int, float]] = {}
         self.topic_ids: dict[str, str] = {}  # epochs of a recreated topic start again
+        self._retired_topic_ids: set[str] = set()  # ids of topics seen deleted and made again
         self.partition_counts: dict[str, int] = {}
         self._timeout_s = request_timeout_s
         self._channels: dict[str, grpc.aio.Channel] = {}
@@ -99,7 +100,10 @@ class ClusterView:
         return self.brokers.get(leader_id) == address
 
     def _recreated(self, topic: str, topic_id: str) -> None:
-        """``topic`` was deleted and made again (a new id): its epochs start again."""
+        """``topic`` was deleted and made again (a new id): its epochs start again, and answers
+        naming the old id are ignored from now on."""
+        if self.topic_ids[topic]:
+            self._retired_topic_ids.add(self.topic_ids[topic])
         self.topic_ids[topic] = topic_id
         for key in [key for key in self.leader_epochs if key[0] == topic]:
             del self.leader_epochs[key]
@@ -141,11 +145,11 @@ class ClusterView:
         answer named a leader that denied it, so that another broker should be asked."""
         unresolved = False
         for topic in metadata.topics:
-            if topic.error.code != 0:  # ErrorCode.NONE
-                continue
-            self.partition_counts[topic.name] = len(topic.partitions)
+            if topic.error.code != 0 or topic.topic_id in self._retired_topic_ids:  # ErrorCode.NONE
+                continue  # (a lagging broker still describing a deleted topic: ignored)
             if self.topic_ids.setdefault(topic.name, topic.topic_id) != topic.topic_id:
                 self._recreated(topic.name, topic.topic_id)
+            self.partition_counts[topic.name] = len(topic.partitions)
             for partition in topic.partitions:
                 key = (topic.name, partition.partition)
                 if self._denied(key, partition.leader_id, partition.leader_epoch):
