@@ -15,8 +15,11 @@ pytestmark = pytest.mark.slow
 
 
 def ready(kube: Kube, name: str) -> dict | None:
+    """The Topic once Ready, judged on one read of it (two reads could see the condition written
+    between them, and the first one's status missing)."""
     found = kube.get("topics", name)
-    if found and kube.condition("topics", name).get("status") == "True":
+    conditions = (found or {}).get("status", {}).get("conditions", [])
+    if any(c["type"] == "Ready" and c.get("status") == "True" for c in conditions):
         return found
     return None
 

@@ -76,3 +76,26 @@ def test_a_log_directory_with_its_own_offset_files_is_adopted_and_they_are_retir
     assert PartitionFiles().load(directory).high_watermark is None, "the stale per-partition files went"
     assert "orders-0 9" in (tmp_path / "replication-offset-checkpoint").read_text().splitlines()
     manager.close()
+
+
+def test_a_new_log_never_inherits_the_offsets_of_a_deleted_one_of_the_same_name(tmp_path: Path) -> None:
+    """Review of issue #21's change: the data-directory files are keyed by directory name. A
+    topic recreated under the same name (its directory replaced because the topic id differs, or
+    deleted and made again after a crash) took the old log's start, recovery point and mark."""
+    clock = ManualClock()
+    manager = LogManager(tmp_path, clock=clock)
+    old = manager.open_log("t", 0, config(), topic_id="A")
+    for _ in range(30):
+        append(old, 1)
+    old.maybe_increment_high_watermark(30)
+    old.delete_records_before(20)
+    manager.maintenance()
+    recreated = manager.open_log("t", 0, config(), topic_id="B")
+    assert (recreated.log_start_offset, recreated.log_end_offset, recreated.high_watermark) == (0, 0, 0)
+    for _ in range(5):
+        append(recreated, 1)
+    recreated.maybe_increment_high_watermark(5)
+    manager.maintenance()
+    manager.delete_log("t", 0)  # then a crash: no maintenance, no close
+    again = LogManager(tmp_path, clock=clock).open_log("t", 0, config(), topic_id="C")
+    assert (again.log_start_offset, again.log_end_offset, again.high_watermark) == (0, 0, 0)

@@ -73,6 +73,11 @@ _VOUCH_CHECK_INTERVAL_S = 0.25
 #: AlterPartition refusals that prove the proposal was never applied (the controller checks the
 #: partition epoch first: an earlier attempt that was applied makes a retry INVALID_UPDATE_VERSION)
 _NEVER_APPLIED = frozenset({ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST})
+#: refusals of this broker's registration, not of the proposal: it is sent again as it was
+#: (an earlier attempt may have been applied) once the broker has registered again
+_RESEND = frozenset({ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED})
+#: how soon a metadata pass that failed in part (a log that would not open) is tried again
+_RECONCILE_RETRY_S = 1.0
 
 
 @dataclass
@@ -268,13 +273,23 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         are answered LEADER_NOT_AVAILABLE until then); logs of partitions gone are deleted in a
         worker thread."""
         missing = self._logs_to_open(self.image)
-        if missing:
-            await asyncio.to_thread(self._open_logs, missing)
-        loading, stray_check = self._reconcile(self.image)
+        failed = bool(missing) and not await asyncio.to_thread(self._open_logs, missing)
+        loading, existing = self._reconcile(self.image)
         for key, leadership in loading:
-            await asyncio.to_thread(self._load_producer_state, key, leadership)
-        if stray_check is not None:
-            await asyncio.to_thread(self._delete_stray_logs, stray_check)
+            failed |= not await asyncio.to_thread(self._load_producer_state, key, leadership)
+        if self.image.last_offset >= 0 and (self._known_partitions is None or self._known_partitions - existing):
+            # on the first image and when partitions went away: remove their logs (listing the
+            # data directory finds those of topics deleted while this broker was down, too)
+            try:
+                await asyncio.to_thread(self._delete_stray_logs, existing)
+                self._known_partitions = existing
+            except (OSError, LanesError):
+                _log.exception("removing the logs of deleted partitions failed; retrying")
+                failed = True
+        elif self.image.last_offset >= 0:
+            self._known_partitions = existing
+        if failed:  # what failed is tried again shortly, even if no metadata changes meanwhile
+            asyncio.get_running_loop().call_later(_RECONCILE_RETRY_S, self._image_changed.set)
 
     def _logs_to_open(self, image: MetadataImage) -> list[tuple[str, int, LogConfig, str]]:
         """The replicas this broker holds whose logs are not open yet (worked out on the loop,
@@ -290,28 +305,39 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     missing.append((topic.name, partition.partition, settings.log_config, topic.topic_id))
         return missing
 
-    def _open_logs(self, missing: list[tuple[str, int, LogConfig, str]]) -> None:
+    def _open_logs(self, missing: list[tuple[str, int, LogConfig, str]]) -> bool:
+        """Open each log (worker thread); whether all opened (one failing stops no other)."""
+        opened = True
         for topic, partition, config, topic_id in missing:
-            self.logs.open_log(topic, partition, config, topic_id=topic_id)
+            try:
+                self.logs.open_log(topic, partition, config, topic_id=topic_id)
+            except (OSError, LanesError):
+                _log.exception("opening the log of %s-%d failed; retrying", topic, partition)
+                opened = False
+        return opened
 
-    def _load_producer_state(self, key: TopicPartition, leadership: Leadership) -> None:
+    def _load_producer_state(self, key: TopicPartition, leadership: Leadership) -> bool:
         """Read a new leadership's producer state from its log (worker thread). Under the role
-        lock, after following stopped and before produce is served: the log does not change."""
-        with self.replica_lock(key):
-            if not leadership.resigned:
-                leadership.producers = producer_state_of(leadership.log)
-                leadership.ready = True
+        lock, after following stopped and before produce is served: the log does not change.
+        Whether it is loaded (or no longer needed); a failure is retried at the next pass."""
+        try:
+            with self.replica_lock(key):
+                if not leadership.resigned:
+                    leadership.producers = producer_state_of(leadership.log)
+                    leadership.ready = True
+        except (OSError, LanesError):
+            _log.exception("reading the producer state of %s-%d failed; retrying", key.topic, key.partition)
+            return False
+        return True
 
     def _delete_stray_logs(self, existing: set[tuple[str, int]]) -> None:
         for topic_name, partition_index in self.logs.discover():
             if (topic_name, partition_index) not in existing:
                 self.logs.delete_log(topic_name, partition_index)
 
-    def _reconcile(
-        self, image: MetadataImage
-    ) -> tuple[list[tuple[TopicPartition, Leadership]], set[tuple[str, int]] | None]:
-        """Roles from ``image`` (on the loop): the new leaderships, whose producer state is still
-        to be loaded, and the partitions that exist when logs of others must be looked for."""
+    def _reconcile(self, image: MetadataImage) -> tuple[list[tuple[TopicPartition, Leadership]], set[tuple[str, int]]]:
+        """Roles from ``image`` (on the loop): the leaderships whose producer state is still to
+        be loaded, and the partitions that exist."""
         led: set[TopicPartition] = set()
         loading: list[tuple[TopicPartition, Leadership]] = []
         following: dict[TopicPartition, tuple[int, int, str]] = {}
@@ -333,6 +359,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 if current is not None and not same:  # a newer epoch, or a topic recreated meanwhile
                     self._resign(key, current)
                 if current is not None and same:
+                    if not current.ready:  # its producer state failed to load: again
+                        loading.append((key, current))
                     if partition.partition_epoch > current.partition_epoch:  # not an older ISR
                         current.partition_epoch = partition.partition_epoch
                         self._isr_changed(current, partition.isr)
@@ -375,15 +403,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     max_wait_ms=min(FOLLOWER_MAX_WAIT_MS, max(50, self._replica_lag_time_max_ms // 4)),
                 )
                 self._fetchers[leader_id] = asyncio.get_running_loop().create_task(fetcher.run())
-        existing = {(t.name, p) for t in image.topics.values() for p in t.partitions}
-        stray_check = None
-        if image.last_offset >= 0 and (self._known_partitions is None or self._known_partitions - existing):
-            # on the first image and when partitions went away: remove their logs (listing the
-            # data directory finds those of topics deleted while this broker was down, too)
-            stray_check = existing
-        if image.last_offset >= 0:
-            self._known_partitions = existing
-        return loading, stray_check
+        return loading, {(t.name, p) for t in image.topics.values() for p in t.partitions}
 
     def replica_lock(self, key: TopicPartition) -> threading.Lock:
         """The partition replica's role lock (see ``_replica_locks``)."""
@@ -493,8 +513,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     partition_epoch=leadership.partition_epoch,  # the newest known: reconcile raises it
                     new_isr=proposal,
                 )
-                leadership.isr_proposal_unanswered = result is None
                 code = ErrorCode.NONE if result is None else error_code(result.error.code)
+                leadership.isr_proposal_unanswered = result is None or code in _RESEND
                 if result is not None and code is ErrorCode.NONE:
                     leadership.partition_epoch = max(leadership.partition_epoch, result.partition_epoch)
                     self._isr_changed(leadership, list(result.isr))

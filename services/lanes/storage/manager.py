@@ -117,12 +117,12 @@ class LogManager:
         key = TopicPartition(topic, partition)
         with self._lock:
             log = self._logs.get(key)
+            directory = self.data_dir / log_directory_name(topic, partition)
             if log is not None and topic_id and self._topic_ids.get(key, "") not in ("", topic_id):
                 del self._logs[key]
                 log.delete()  # a new topic of the same name, created while this one was open
                 log = None
             if log is None:
-                directory = self.data_dir / log_directory_name(topic, partition)
                 stored = log_topic_id(directory)
                 if topic_id and stored and stored != topic_id:
                     _log.warning(
@@ -136,6 +136,8 @@ class LogManager:
                     shutil.rmtree(directory)
                     fsync_directory(self.data_dir)
                     stored = ""
+                if not directory.exists():  # a new log: no offsets of an earlier one of that name
+                    self.offsets.forget(directory)
                 clean = self.clean_shutdown and directory.exists()
                 log = PartitionLog.open(
                     directory, config, clock=self._clock, files=self.files, clean_shutdown=clean, offsets=self.offsets
@@ -192,6 +194,7 @@ class LogManager:
             self._topic_ids.pop(TopicPartition(topic, partition), None)
             directory = self.data_dir / log_directory_name(topic, partition)
             self.offsets.forget(directory)
+            self.offsets.flush()  # a crash must not leave its offsets for a later log of that name
             if log is not None:
                 log.delete()
                 return
