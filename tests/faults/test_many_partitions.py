@@ -14,7 +14,7 @@ from pathlib import Path
 import grpc
 
 import lanes
-from lanes.v1 import controller_pb2, controller_pb2_grpc
+from lanes.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import running_cluster
 
 PARTITIONS = int(os.environ.get("LANES_MANY_PARTITIONS", "1500"))
@@ -33,9 +33,26 @@ def test_creating_thousands_of_partitions_fences_no_broker(tmp_path: Path) -> No
                 described = await stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(names=["many"]))
             return [p.leader_id for p in described.topics[0].partitions]
 
+        async def every_broker_holds_them() -> bool:  # every log opened, every role taken
+            for process in cluster.broker_processes.values():
+                async with grpc.aio.insecure_channel(process.address) as channel:
+                    described = await broker_pb2_grpc.BrokerStub(channel).DescribeLogs(
+                        broker_pb2.DescribeLogsRequest(topics=["many"])
+                    )
+                if len(described.replicas) < PARTITIONS:
+                    return False
+            return True
+
         started = time.monotonic()
         before = asyncio.run(leaders())
-        time.sleep(15)  # every broker opens its 1,500 logs and takes its leaderships meanwhile
+        deadline = time.monotonic() + 120
+        while not asyncio.run(every_broker_holds_them()):
+            assert time.monotonic() < deadline, "the brokers never opened every log"
+            time.sleep(0.5)
+        with lanes.Producer(bootstrap) as producer:  # every leader serves: none still taking over
+            futures = [producer.send("many", b"served", partition=p) for p in range(PARTITIONS)]
+            producer.flush()
+            assert all(f.result(timeout=60).offset >= 0 for f in futures)
         after = asyncio.run(leaders())
         fenced = (tmp_path / "logs" / "controller.log").read_text().count("fencing broker")
         moved = sum(1 for a, b in zip(before, after, strict=True) if a != b)
@@ -43,5 +60,3 @@ def test_creating_thousands_of_partitions_fences_no_broker(tmp_path: Path) -> No
         print(f"\n{PARTITIONS} partitions x RF 3: {fenced} fencings, {moved} leaderships moved in {took_s:.0f} s")
         assert fenced == 0, f"brokers missed their heartbeats while taking over partitions ({fenced} fencings)"
         assert moved == 0, f"{moved} leaderships moved while the brokers took them over"
-        with lanes.Producer(bootstrap) as producer:
-            producer.send("many", b"served", partition=PARTITIONS - 1).result(timeout=30)

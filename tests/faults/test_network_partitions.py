@@ -117,7 +117,7 @@ def run_scenario(
     load.start()
     try:
         deadline = time.monotonic() + 30
-        while load.acked_count() < 200:
+        while len(load.acknowledged()) < 200:
             assert time.monotonic() < deadline, "the workload got no acknowledgements before the fault"
             time.sleep(0.05)
         cut_at = time.time()

@@ -188,9 +188,6 @@ class PartitionWorkload:
     def failed(self) -> list[Send]:
         return [s for s in self.all_sends() if s.failed_at is not None]
 
-    def acked_count(self) -> int:
-        return sum(1 for s in self.all_sends() if s.acked_at is not None)
-
     def longest_write_silence(self, moment: float) -> float | None:
         """The longest time without an acknowledgement from ``moment`` (a fault) on (None if
         nothing was acknowledged after it): how long writes took to recover."""

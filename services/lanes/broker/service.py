@@ -576,6 +576,22 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         with leadership.state_lock:
             return leadership.replica.followed_within(self._clock.monotonic_ms(), window_ms)
 
+    def _partition_metadata(
+        self, topic: str, partition: PartitionImage, fenced: set[int]
+    ) -> broker_pb2.PartitionMetadata:
+        """One partition as this broker's Metadata names it: no leader while it is offline, or
+        while this broker is still taking it over."""
+        leader = NO_LEADER if self._taking_over(topic, partition) else partition.leader
+        return broker_pb2.PartitionMetadata(
+            partition=partition.partition,
+            error=wire_error(ErrorCode.NONE if leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE),
+            leader_id=leader,
+            leader_epoch=partition.leader_epoch,
+            replicas=partition.replicas,
+            isr=partition.isr,
+            offline_replicas=[b for b in partition.replicas if b in fenced],
+        )
+
     def _taking_over(self, topic: str, partition: PartitionImage) -> bool:
         """Whether the image names this broker leader of ``partition`` and it does not serve as
         such yet (its log opening or producer state loading): its own Metadata says no leader
@@ -638,22 +654,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     topic_id=topic.topic_id,
                     error=wire_error(ErrorCode.NONE),
                     is_internal=topic.internal,
-                    partitions=[
-                        broker_pb2.PartitionMetadata(
-                            partition=p.partition,
-                            error=wire_error(
-                                ErrorCode.NONE
-                                if p.leader != NO_LEADER and not self._taking_over(name, p)
-                                else ErrorCode.LEADER_NOT_AVAILABLE
-                            ),
-                            leader_id=NO_LEADER if self._taking_over(name, p) else p.leader,
-                            leader_epoch=p.leader_epoch,
-                            replicas=p.replicas,
-                            isr=p.isr,
-                            offline_replicas=[b for b in p.replicas if b in fenced],
-                        )
-                        for _, p in sorted(topic.partitions.items())
-                    ],
+                    partitions=[self._partition_metadata(name, p, fenced) for _, p in sorted(topic.partitions.items())],
                 )
             )
         host, _, port = self.controller_address.rpartition(":")
