@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lanes.broker.producer_state import ProducerStateTable, next_sequence
+from lanes.broker.producer_state import ProducerStateTable, SnapshotError, next_sequence
 from lanes.errors import ErrorCode
 from lanes.protocol.records import BatchHeader
 
@@ -62,15 +63,35 @@ def test_sequences_wrap_after_2_pow_31() -> None:
     assert table.check(header(1, 0, 0, 3)).append
 
 
-def test_the_table_survives_a_snapshot_and_a_truncation() -> None:
+def test_the_table_survives_a_snapshot() -> None:
     table = ProducerStateTable()
     end = 0
     for sequence in range(0, 12, 3):
         _, end = append(table, header(9, 1, sequence, 3), end)
-    restored = ProducerStateTable.from_entries(table.entries())
+    restored = ProducerStateTable.from_snapshot(table.to_snapshot())
     assert restored.check(header(9, 1, 9, 3)).duplicate_of is not None
-    restored.truncate_to(6)  # the batches at offsets 6.. went with a log truncation
-    assert restored.check(header(9, 1, 6, 3)).append
+    assert restored.check(header(9, 1, 12, 3)).append
+    assert restored.to_snapshot() == table.to_snapshot()
+
+
+def test_a_torn_or_corrupt_snapshot_is_refused() -> None:
+    table = ProducerStateTable()
+    append(table, header(9, 1, 0, 3), 0)
+    data = table.to_snapshot()
+    for bad in (data[:-1], data[:3], data[:-8] + bytes(8), data + b"x", b"\x00\x09" + data[2:]):
+        with pytest.raises(SnapshotError):
+            ProducerStateTable.from_snapshot(bad)
+
+
+def test_idle_producers_expire_by_their_last_batch_timestamp() -> None:
+    table = ProducerStateTable()
+    table.apply(header(1, 0, 0, 1)._replace(max_timestamp=1_000))
+    table.apply(header(2, 0, 0, 1)._replace(max_timestamp=1_000))
+    table.apply(header(2, 0, 1, 1, base_offset=1)._replace(max_timestamp=5_000))
+    assert table.expire(now_ms=6_000, expiration_ms=5_000) == 1
+    assert table.get(1) is None
+    assert table.get(2) is not None
+    assert table.check(header(1, 0, 1, 1)).error is ErrorCode.UNKNOWN_PRODUCER_ID, "an expired producer starts over"
 
 
 @given(seed=st.integers(0, 2**32), batches=st.integers(1, 40))

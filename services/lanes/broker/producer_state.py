@@ -19,11 +19,25 @@ incoming batch:
   OUT_OF_ORDER_SEQUENCE_NUMBER with batches in flight.
 
 Only batch headers are needed, never records: the state can be rebuilt by replaying the headers
-of the log (``apply``), and is persisted as ``entries()`` snapshots.
+of the log (``apply``), and is persisted as snapshots (``to_snapshot``/``from_snapshot``, Kafka's
+``.snapshot`` files: the state after every batch below the snapshot's offset).
+
+A producer that writes nothing for ``producer.id.expiration.ms`` (by the newest timestamp of its
+last batch, as Kafka) is forgotten (``expire``): the table stays bounded by the producers that are
+active, and a producer that comes back after that long starts over (UNKNOWN_PRODUCER_ID unless it
+sends sequence 0; the client bumps its epoch, KIP-360).
+
+Snapshot layout (big-endian)::
+
+    version u16 (1) | crc32 u32 of everything after it | producers u32
+    per producer: producer id i64 | epoch i16 | last timestamp ms i64 | batches u8
+      per batch: first sequence i32 | last sequence i32 | first offset i64 | last offset i64
 """
 
 from __future__ import annotations
 
+import struct
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -49,6 +63,8 @@ class ProducerEntry:
 
     producer_id: int
     epoch: int
+    #: the newest record timestamp of its last batch (-1 if none): when it was last active
+    last_timestamp_ms: int = -1
     batches: deque[CachedBatch] = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
 
 
@@ -66,6 +82,15 @@ class Verdict:
 
 
 _APPEND = Verdict()
+
+_SNAPSHOT_VERSION = 1
+_SNAPSHOT_HEADER = struct.Struct(">HII")  # version, crc32 of the rest, producers
+_SNAPSHOT_PRODUCER = struct.Struct(">qhqB")  # producer id, epoch, last timestamp, batches
+_SNAPSHOT_BATCH = struct.Struct(">iiqq")  # first and last sequence, first and last offset
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be read (torn, corrupt, or of an unknown version)."""
 
 
 class ProducerStateTable:
@@ -126,6 +151,7 @@ class ProducerStateTable:
         if entry is None or header.producer_epoch > entry.epoch:
             entry = ProducerEntry(header.producer_id, header.producer_epoch)
             self._producers[header.producer_id] = entry
+        entry.last_timestamp_ms = max(entry.last_timestamp_ms, header.max_timestamp)
         entry.batches.append(
             CachedBatch(
                 first_sequence=header.base_sequence,
@@ -135,33 +161,50 @@ class ProducerStateTable:
             )
         )
 
-    def entries(self) -> list[tuple[int, int, list[tuple[int, int, int, int]]]]:
-        """The table as plain data, for a snapshot."""
-        return [
-            (
-                entry.producer_id,
-                entry.epoch,
-                [(b.first_sequence, b.last_sequence, b.first_offset, b.last_offset) for b in entry.batches],
+    def to_snapshot(self) -> bytes:
+        """The table as snapshot bytes (layout in the module docstring)."""
+        parts = []
+        for entry in self._producers.values():
+            parts.append(
+                _SNAPSHOT_PRODUCER.pack(entry.producer_id, entry.epoch, entry.last_timestamp_ms, len(entry.batches))
             )
-            for entry in self._producers.values()
-        ]
+            parts.extend(
+                _SNAPSHOT_BATCH.pack(b.first_sequence, b.last_sequence, b.first_offset, b.last_offset)
+                for b in entry.batches
+            )
+        body = struct.pack(">I", len(self._producers)) + b"".join(parts)
+        return struct.pack(">HI", _SNAPSHOT_VERSION, zlib.crc32(body)) + body
 
     @classmethod
-    def from_entries(cls, entries: list[tuple[int, int, list[tuple[int, int, int, int]]]]) -> ProducerStateTable:
-        """A table from ``entries()`` output."""
+    def from_snapshot(cls, data: bytes) -> ProducerStateTable:
+        """A table from ``to_snapshot`` bytes; SnapshotError if they are not a whole, valid snapshot."""
+        if len(data) < _SNAPSHOT_HEADER.size:
+            raise SnapshotError(f"a snapshot of {len(data)} bytes is torn")
+        version, crc, count = _SNAPSHOT_HEADER.unpack_from(data)
+        if version != _SNAPSHOT_VERSION:
+            raise SnapshotError(f"snapshot version {version} is unknown (this broker reads {_SNAPSHOT_VERSION})")
+        if zlib.crc32(data[6:]) != crc:
+            raise SnapshotError("the snapshot's checksum does not match: it is corrupt")
         table = cls()
-        for producer_id, epoch, batches in entries:
-            entry = ProducerEntry(producer_id, epoch)
-            entry.batches.extend(CachedBatch(*batch) for batch in batches)
-            table._producers[producer_id] = entry
+        position = _SNAPSHOT_HEADER.size
+        try:
+            for _ in range(count):
+                producer_id, epoch, last_timestamp_ms, batches = _SNAPSHOT_PRODUCER.unpack_from(data, position)
+                position += _SNAPSHOT_PRODUCER.size
+                entry = ProducerEntry(producer_id, epoch, last_timestamp_ms)
+                for _ in range(batches):
+                    entry.batches.append(CachedBatch(*_SNAPSHOT_BATCH.unpack_from(data, position)))
+                    position += _SNAPSHOT_BATCH.size
+                table._producers[producer_id] = entry
+        except struct.error as exc:
+            raise SnapshotError(f"the snapshot ends inside an entry: {exc}") from exc
+        if position != len(data):
+            raise SnapshotError(f"the snapshot has {len(data) - position} bytes after its last entry")
         return table
 
-    def truncate_to(self, offset: int) -> None:
-        """Forget batches at or after ``offset`` (the log was truncated there)."""
-        for producer_id in list(self._producers):
-            entry = self._producers[producer_id]
-            kept = [b for b in entry.batches if b.last_offset < offset]
-            if not kept:
-                del self._producers[producer_id]
-            else:
-                entry.batches = deque(kept, maxlen=MAX_CACHED_BATCHES)
+    def expire(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers whose last batch is older than ``expiration_ms``; how many went."""
+        expired = [pid for pid, entry in self._producers.items() if now_ms - entry.last_timestamp_ms >= expiration_ms]
+        for producer_id in expired:
+            del self._producers[producer_id]
+        return len(expired)
