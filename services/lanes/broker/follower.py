@@ -12,21 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable
 
 import grpc
 
-from lanes.broker.replication import follower_truncation
+from lanes.broker.partition import FetchedPartition, Partition
 from lanes.errors import ErrorCode, LanesError, error_code
 from lanes.rpc.channels import open_channel
 from lanes.runtime.logs import fields
-from lanes.storage.log import PartitionLog
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 
 _log = logging.getLogger(__name__)
 _RETRY_S = 0.1
+
+#: what a fetcher follows: each partition with the leader epoch it follows it at
+Followed = dict[TopicPartition, tuple[Partition, int]]
 
 
 class FollowerFetcher:
@@ -38,27 +39,17 @@ class FollowerFetcher:
         broker_id: int,
         broker_epoch: Callable[[], int],
         leader_address: str,
-        partitions: Callable[[], dict[TopicPartition, tuple[PartitionLog, int, str]]],
-        leader_high_watermarks: dict[TopicPartition, int],
-        replica_lock: Callable[[TopicPartition], threading.Lock],
-        still_following: Callable[[TopicPartition, int], bool],
+        partitions: Callable[[], Followed],
         max_wait_ms: int = 500,
     ) -> None:
-        """``replica_lock`` and ``still_following``: a fetched append is written under the
-        partition's role lock, and only while the broker still follows the partition at the
-        leader epoch it was fetched for (a response that arrives after the broker became the
-        partition's leader, or followed a newer leader, is dropped)."""
+        """Each answer is applied by its ``Partition`` (``apply_fetched``), which drops it when the
+        broker no longer follows at the epoch it was fetched for."""
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
         self._channel = open_channel(leader_address)
         self._stub = broker_pb2_grpc.BrokerStub(self._channel)  # type: ignore[no-untyped-call]
-        self._partitions = partitions  # key -> (log, current leader epoch, topic id)
+        self._partitions = partitions
         self._max_wait_ms = max_wait_ms
-        #: the leader's high-water mark per partition, as last fetched (the broker's replica lag
-        #: metrics read it; the broker drops the partitions it stops following)
-        self._leader_high_watermarks = leader_high_watermarks
-        self._replica_lock = replica_lock
-        self._still_following = still_following
 
     async def run(self) -> None:
         """Fetch until there is nothing left to follow from this leader, or cancelled."""
@@ -67,7 +58,7 @@ class FollowerFetcher:
                 followed = self._partitions()
                 if not followed:
                     return
-                fetched_from = {key: log.log_end_offset for key, (log, _, _) in followed.items()}
+                fetched_from = {key: partition.log.log_end_offset for key, (partition, _) in followed.items()}
                 request = self._request(followed, fetched_from)
                 try:
                     response = await self._stub.ReplicaFetch(request, timeout=10)
@@ -80,17 +71,17 @@ class FollowerFetcher:
         finally:
             await self._channel.close()
 
-    def _request(
-        self, followed: dict[TopicPartition, tuple[PartitionLog, int, str]], fetched_from: dict[TopicPartition, int]
-    ) -> broker_pb2.ReplicaFetchRequest:
+    def _request(self, followed: Followed, fetched_from: dict[TopicPartition, int]) -> broker_pb2.ReplicaFetchRequest:
         """One request for every followed partition, each from ``fetched_from`` (its log end)."""
         topics: dict[str, broker_pb2.ReplicaFetchTopic] = {}
-        for key, (log, leader_epoch, topic_id) in sorted(followed.items()):
-            topic, partition = key
-            entry = topics.setdefault(topic, broker_pb2.ReplicaFetchTopic(topic=topic, topic_id=topic_id))
+        for key, (partition, leader_epoch) in sorted(followed.items()):
+            log = partition.log
+            entry = topics.setdefault(
+                key.topic, broker_pb2.ReplicaFetchTopic(topic=key.topic, topic_id=partition.topic_id)
+            )
             entry.partitions.append(
                 broker_pb2.ReplicaFetchPartition(
-                    partition=partition,
+                    partition=key.partition,
                     current_leader_epoch=leader_epoch,
                     fetch_offset=fetched_from[key],
                     last_fetched_epoch=log.epochs.latest_epoch,
@@ -108,15 +99,9 @@ class FollowerFetcher:
         )
 
     def _apply(
-        self,
-        followed: dict[TopicPartition, tuple[PartitionLog, int, str]],
-        fetched_from: dict[TopicPartition, int],
-        response: broker_pb2.ReplicaFetchResponse,
+        self, followed: Followed, fetched_from: dict[TopicPartition, int], response: broker_pb2.ReplicaFetchResponse
     ) -> bool:
-        """Apply one response; return whether every partition made normal progress. A partition's
-        answer is applied only while the broker still follows it at the epoch it fetched for and
-        its log still ends where the fetch started (as Kafka's fetcher checks): an answer about a
-        log that moved meanwhile, a diverging epoch above all, would cut records it never saw."""
+        """Apply one response (worker thread); whether every partition made normal progress."""
         healthy = True
         for topic in response.topics:
             for part in topic.partitions:
@@ -124,53 +109,28 @@ class FollowerFetcher:
                 entry = followed.get(key)
                 if entry is None:
                     continue
-                log, leader_epoch, _ = entry
-                with self._replica_lock(key):
-                    if self._still_following(key, leader_epoch) and log.log_end_offset == fetched_from.get(key):
-                        healthy &= self._apply_partition(key, log, part)
-        return healthy
-
-    def _apply_partition(
-        self, key: TopicPartition, log: PartitionLog, part: broker_pb2.ReplicaFetchPartitionResponse
-    ) -> bool:
-        """Apply one partition of a response (the caller holds its role lock); whether it made
-        normal progress."""
-        code = error_code(part.error.code)
-        try:
-            if part.HasField("diverging_epoch"):
-                diverging = (part.diverging_epoch.leader_epoch, part.diverging_epoch.end_offset)
-                target = follower_truncation(log.epochs.entries, log.log_end_offset, log.high_watermark, diverging)
-                if diverging[1] < 0:  # the leader cannot say where our epoch ends: pause after
-                    log.truncate_to(target)
-                    return False
-                _log.info(
-                    "%s-%d diverged from its leader: truncating to %d",
-                    key.topic,
-                    key.partition,
-                    target,
-                    extra=fields(topic=key.topic, partition=key.partition),
+                partition, leader_epoch = entry
+                code = error_code(part.error.code)
+                fetched = FetchedPartition(
+                    error=ErrorCode.UNKNOWN_SERVER_ERROR if code is None else code,
+                    high_watermark=part.high_watermark,
+                    log_start_offset=part.log_start_offset,
+                    records=part.records,  # each read of a bytes field copies it: read once
+                    diverging=(
+                        (part.diverging_epoch.leader_epoch, part.diverging_epoch.end_offset)
+                        if part.HasField("diverging_epoch")
+                        else None
+                    ),
                 )
-                log.truncate_to(target)
-                return True
-            if code is ErrorCode.OFFSET_OUT_OF_RANGE and log.log_end_offset < part.log_start_offset:
-                log.truncate_fully_and_start_at(part.log_start_offset)
-                return True
-            if code is not ErrorCode.NONE:
-                return False
-            self._leader_high_watermarks[key] = part.high_watermark
-            records = part.records  # each read of a bytes field copies it: read once
-            if records:
-                log.append_as_follower(records)
-            log.update_high_watermark(min(part.high_watermark, log.log_end_offset))
-            if part.log_start_offset > log.log_start_offset:
-                log.delete_records_before(min(part.log_start_offset, log.high_watermark))
-        except LanesError as exc:
-            _log.warning(
-                "replicating %s-%d failed: %s",
-                key.topic,
-                key.partition,
-                exc,
-                extra=fields(topic=key.topic, partition=key.partition),
-            )
-            return False
-        return True
+                try:
+                    healthy &= partition.apply_fetched(leader_epoch, fetched_from[key], fetched)
+                except LanesError as exc:
+                    _log.warning(
+                        "replicating %s-%d failed: %s",
+                        key.topic,
+                        key.partition,
+                        exc,
+                        extra=fields(topic=key.topic, partition=key.partition),
+                    )
+                    healthy = False
+        return healthy

@@ -19,12 +19,14 @@ deletes the logs of deleted topics. Clients see:
   start from ReplicaFetch); ISR changes are proposed to the controller as followers lag or catch up.
 
 - idempotent producers: ``InitProducerId`` hands out ids from blocks the controller allocates;
-  Produce checks each batch's producer id, epoch and sequence (``ProducerStateTable``) and the
-  append under one lock per partition; a retried batch is answered DUPLICATE_SEQUENCE_NUMBER with
-  its original offset. A new leader rebuilds the table from its log's batch headers (it survives
-  restarts and failovers; the cost is a header scan of the partition at leadership time). Retention, flush.ms and
-checkpoints run every ``maintenance_interval_s``; compaction runs in a background thread. Owned by
-one asyncio event loop; log I/O runs in worker threads.
+  each partition checks a batch's producer id, epoch and sequence and appends it under its lock;
+  a retried batch is answered DUPLICATE_SEQUENCE_NUMBER with its original offset.
+
+Each partition replica is a ``Partition`` (lanes.broker.partition), the one owner of its log,
+role, high-water mark and producer state; this service routes requests to them, applies the
+metadata (role changes), runs the follower fetchers and proposes ISR changes. Retention, flush.ms,
+checkpoints and producer-id expiry run every ``maintenance_interval_s``; compaction runs in a
+background thread. Owned by one asyncio event loop; log I/O runs in worker threads.
 """
 
 from __future__ import annotations
@@ -33,24 +35,24 @@ import asyncio
 import contextlib
 import functools
 import logging
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 from prometheus_client.metrics_core import Metric
 
-from lanes.broker.follower import FollowerFetcher
+from lanes.broker.follower import Followed, FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
-from lanes.broker.producer_state import NO_PRODUCER_ID, CachedBatch, ProducerStateTable, Verdict
-from lanes.broker.replication import LeaderReplica, divergence
+from lanes.broker.partition import Following, Partition
+from lanes.broker.producer_state import NO_PRODUCER_ID, Verdict
+from lanes.broker.replication import divergence
 from lanes.clock import Clock
 from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, LanesError, OffsetOutOfRangeError, error_code
-from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage, TopicImage
+from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
 from lanes.rpc.wire import ServicerContext, wire_error
@@ -59,7 +61,7 @@ from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.storage.cleaner import CleanerThread, LogCleaner
-from lanes.storage.log import AppendInfo, LogConfig, PartitionLog
+from lanes.storage.log import AppendInfo, LogConfig
 from lanes.storage.manager import LogManager
 from lanes.topic_configs import topic_config_values
 from lanes.topic_partition import TopicPartition
@@ -70,54 +72,10 @@ _log = logging.getLogger(__name__)
 FOLLOWER_MAX_WAIT_MS = 2_000
 #: how often an acks=all wait checks that this broker can still vouch for its leadership
 _VOUCH_CHECK_INTERVAL_S = 0.25
-#: AlterPartition refusals that prove the proposal was never applied (the controller checks the
-#: partition epoch first: an earlier attempt that was applied makes a retry INVALID_UPDATE_VERSION)
-_NEVER_APPLIED = frozenset({ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST})
-#: refusals of this broker's registration, not of the proposal: it is sent again as it was
-#: (an earlier attempt may have been applied) once the broker has registered again
-_RESEND = frozenset({ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED})
 #: how soon a metadata pass that failed in part (a log that would not open) is tried again
 _RECONCILE_RETRY_S = 1.0
-
-
-@dataclass
-class Leadership:
-    """A partition this broker leads."""
-
-    log: PartitionLog
-    replica: LeaderReplica
-    leader_epoch: int
-    topic_id: str
-    #: the partition epoch of the ISR ``replica`` holds (from the metadata or an AlterPartition
-    #: answer, whichever is newer: an image that lags never puts an older ISR back)
-    partition_epoch: int
-    producers: ProducerStateTable = field(default_factory=ProducerStateTable)
-    append_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # idempotence check + append, atomic
-    #: the metadata moved the leadership away (or to a newer epoch): acks=all waits end at once
-    #: with NOT_LEADER_OR_FOLLOWER, and the producer retries at the new leader
-    resigned: bool = False
-    #: guards ``replica`` (a pure core, not thread-safe) and the log's high-water mark, which
-    #: follower fetches served in worker threads and appends on the loop all move
-    state_lock: threading.Lock = field(default_factory=threading.Lock)
-    #: the last AlterPartition got no answer: its proposal is sent again as it was
-    isr_proposal_unanswered: bool = False
-    #: whether ``producers`` has been read from the log (a new leadership serves produce after)
-    ready: bool = True
-
-    def sync_high_watermark(self) -> bool:
-        """Move the log's high-water mark to the replica core's (never backwards; the caller holds
-        ``state_lock``); whether it moved."""
-        before = self.log.high_watermark
-        return self.log.maybe_increment_high_watermark(self.replica.high_watermark) > before
-
-
-def producer_state_of(log: PartitionLog) -> ProducerStateTable:
-    """Idempotent-producer state rebuilt from the log's batch headers (no record is parsed)."""
-    table = ProducerStateTable()
-    for segment in log.segments():
-        for _, header in segment.batch_headers(0):
-            table.apply(header)
-    return table
+#: Kafka's producer.id.expiration.ms default: a producer idle for a day is forgotten
+PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 
 @dataclass
@@ -164,6 +122,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         clock: Clock,
         replica_lag_time_max_ms: int = 30_000,
         maintenance_interval_s: float = 5.0,
+        producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
         metrics: BrokerMetrics | None = None,
     ) -> None:
         self.broker_id = broker_id
@@ -180,17 +139,15 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._reconcile_lock = asyncio.Lock()
         self._reconciler: asyncio.Task[None] | None = None
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
-        self._leaderships: dict[TopicPartition, Leadership] = {}
+        self._producer_id_expiration_ms = producer_id_expiration_ms
+        #: every partition replica whose log is open, by (topic, partition): changed on the loop only
+        self._partitions: dict[TopicPartition, Partition] = {}
+        #: counts role changes: what the follower fetchers follow is worked out again after one
+        self._roles_generation = 0
         self._data_arrived = Broadcast()  # appends, HWM advances, ISR changes
         self.maintenance_interval_s = maintenance_interval_s
         self._maintenance: asyncio.Task[None] | None = None
         self._cleaner = CleanerThread(LogCleaner(clock), self.logs.logs, interval_s=maintenance_interval_s)
-        self._following: dict[TopicPartition, tuple[int, int, str]] = {}  # key -> (leader, epoch, topic id)
-        #: One lock per partition replica, held by every log write of a role (a leader's append, a
-        #: follower's fetched append) together with the check that the role still holds, and by a
-        #: role change: no write of the old role lands after the new role began.
-        self._replica_locks: dict[TopicPartition, threading.Lock] = {}
-        self._leader_high_watermarks: dict[TopicPartition, int] = {}  # followed partitions, as last fetched
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self.isr_check_interval_s = max(0.05, replica_lag_time_max_ms / 4000)
         self._isr_check_now = asyncio.Event()  # set when a follower caught up: expansions need no wait
@@ -198,8 +155,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._producer_ids_lock = asyncio.Lock()
         self._isr_updates: asyncio.Task[None] | None = None
         self._known_partitions: set[tuple[str, int]] | None = None  # of the last image reconciled
-        #: per leader: (the ``_following`` map it was worked out from, what is followed from it)
-        self._followed_cache: dict[int, tuple[object, dict[TopicPartition, tuple[PartitionLog, int, str]]]] = {}
+        #: per leader: (the roles generation it was worked out at, what is followed from it)
+        self._followed_cache: dict[int, tuple[int, Followed]] = {}
 
     async def start(self) -> None:
         """Register with the controller, follow its metadata, run maintenance and compaction."""
@@ -223,7 +180,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 task.cancel()
         await asyncio.to_thread(self._cleaner.stop)
         await self.link.stop(controlled=True)
+        await asyncio.to_thread(self._close_partitions, list(self._partitions.values()))
         await asyncio.to_thread(self.logs.close)
+
+    @staticmethod
+    def _close_partitions(partitions: list[Partition]) -> None:
+        for partition in partitions:
+            try:
+                partition.close()
+            except OSError:  # only a snapshot is lost: the next start replays more of the log
+                _log.exception("writing the producer snapshot of %s failed", partition.key)
 
     def in_sync(self) -> bool:
         """Ready to take traffic and safe to restart the next broker: registered and unfenced,
@@ -240,13 +206,20 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         )
 
     async def _maintain(self) -> None:
-        """Retention, flush.ms and checkpoints (the high-water mark among them), periodically."""
+        """Retention, flush.ms, checkpoints (the high-water mark among them) and producer-id
+        expiry, periodically."""
         while True:
             await asyncio.sleep(self.maintenance_interval_s)
             try:
-                await asyncio.to_thread(self.logs.maintenance)
-            except LanesError:
+                await asyncio.to_thread(self._maintenance_pass, list(self._partitions.values()))
+            except (OSError, LanesError):
                 _log.exception("log maintenance failed")
+
+    def _maintenance_pass(self, partitions: list[Partition]) -> None:
+        self.logs.maintenance()
+        now_ms = self._clock.now_ms()
+        for partition in partitions:
+            partition.maintain(now_ms, self._producer_id_expiration_ms)
 
     # -----------------------------------------------------------------------------------------
     # reconciling with the metadata image
@@ -267,17 +240,22 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     async def _reconcile_pass(self) -> None:
         """Bring roles and logs in line with the newest image, keeping disk work off the event
-        loop (a broker taking over thousands of partitions must go on heartbeating): the logs it
-        lacks are opened in a worker thread first; roles change on the loop (cheap); each new
-        leadership reads its producer state from its log in a worker thread (its produce requests
-        are answered LEADER_NOT_AVAILABLE until then); logs of partitions gone are deleted in a
-        worker thread."""
-        missing = self._logs_to_open(self.image)
-        failed = bool(missing) and not await asyncio.to_thread(self._open_logs, missing)
-        loading, existing = self._reconcile(self.image)
-        for key, leadership in loading:
-            failed |= not await asyncio.to_thread(self._load_producer_state, key, leadership)
-        if self.image.last_offset >= 0 and (self._known_partitions is None or self._known_partitions - existing):
+        loop (a broker taking over thousands of partitions must go on heartbeating): partitions of
+        deleted or recreated topics stop at once; the logs it lacks are opened, with their
+        producer state, in a worker thread; roles change on the loop (cheap: a follower's producer
+        state is current, so a new leader serves at once); logs of partitions gone are deleted in
+        a worker thread."""
+        self._drop_gone(self.image)
+        missing = self._partitions_to_open(self.image)
+        opened = await asyncio.to_thread(self._open_partitions, missing) if missing else []
+        for partition in opened:
+            if partition.key not in self._partitions:  # (a pass in between cannot open it too)
+                self._partitions[partition.key] = partition
+        failed = len(opened) < len(missing)
+        image = self.image
+        failed |= not self._reconcile(image)
+        existing = {(t.name, p) for t in image.topics.values() for p in t.partitions}
+        if image.last_offset >= 0 and (self._known_partitions is None or self._known_partitions - existing):
             # on the first image and when partitions went away: remove their logs (listing the
             # data directory finds those of topics deleted while this broker was down, too)
             try:
@@ -286,106 +264,111 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             except (OSError, LanesError):
                 _log.exception("removing the logs of deleted partitions failed; retrying")
                 failed = True
-        elif self.image.last_offset >= 0:
+        elif image.last_offset >= 0:
             self._known_partitions = existing
         if failed:  # what failed is tried again shortly, even if no metadata changes meanwhile
             asyncio.get_running_loop().call_later(_RECONCILE_RETRY_S, self._image_changed.set)
 
-    def _logs_to_open(self, image: MetadataImage) -> list[tuple[str, int, LogConfig, str]]:
-        """The replicas this broker holds whose logs are not open yet (worked out on the loop,
-        where the image changes)."""
+    def _drop_gone(self, image: MetadataImage) -> None:
+        """Stop and forget the partitions whose topic is gone or was recreated (another topic id):
+        no write of theirs lands after this, and their logs may be deleted or replaced."""
+        if image.last_offset < 0:
+            return
+        for key, partition in list(self._partitions.items()):
+            topic = image.topic(key.topic)
+            if topic is None or topic.topic_id != partition.topic_id or key.partition not in topic.partitions:
+                partition.make_offline()
+                del self._partitions[key]
+                self._roles_generation += 1
+
+    def _partitions_to_open(self, image: MetadataImage) -> list[tuple[TopicPartition, LogConfig, str]]:
+        """The replicas this broker holds that have no open ``Partition`` yet (worked out on the
+        loop, where the image changes)."""
         missing = []
         for topic in image.topics.values():
             settings: _TopicSettings | None = None
             for partition in topic.partitions.values():
                 if self.broker_id not in partition.replicas or partition.leader == NO_LEADER:
                     continue
-                if self.logs.get_for(topic.name, partition.partition, topic.topic_id) is None:
+                key = TopicPartition(topic.name, partition.partition)
+                if key not in self._partitions:
                     settings = settings or _TopicSettings(image, topic.name)
-                    missing.append((topic.name, partition.partition, settings.log_config, topic.topic_id))
+                    missing.append((key, settings.log_config, topic.topic_id))
         return missing
 
-    def _open_logs(self, missing: list[tuple[str, int, LogConfig, str]]) -> bool:
-        """Open each log (worker thread); whether all opened (one failing stops no other)."""
-        opened = True
-        for topic, partition, config, topic_id in missing:
+    def _open_partitions(self, missing: list[tuple[TopicPartition, LogConfig, str]]) -> list[Partition]:
+        """Open each log and load its producer state (worker thread); the partitions that opened
+        (one failing stops no other)."""
+        opened = []
+        for key, config, topic_id in missing:
             try:
-                self.logs.open_log(topic, partition, config, topic_id=topic_id)
+                log = self.logs.open_log(key.topic, key.partition, config, topic_id=topic_id)
+                if log.config != config:
+                    log.update_config(config)
+                opened.append(Partition(key, topic_id, log, on_isr_changed=self.metrics.isr_changed))
             except (OSError, LanesError):
-                _log.exception("opening the log of %s-%d failed; retrying", topic, partition)
-                opened = False
+                _log.exception("opening the log of %s-%d failed; retrying", key.topic, key.partition)
         return opened
-
-    def _load_producer_state(self, key: TopicPartition, leadership: Leadership) -> bool:
-        """Read a new leadership's producer state from its log (worker thread). Under the role
-        lock, after following stopped and before produce is served: the log does not change.
-        Whether it is loaded (or no longer needed); a failure is retried at the next pass."""
-        try:
-            with self.replica_lock(key):
-                if not leadership.resigned:
-                    leadership.producers = producer_state_of(leadership.log)
-                    leadership.ready = True
-        except (OSError, LanesError):
-            _log.exception("reading the producer state of %s-%d failed; retrying", key.topic, key.partition)
-            return False
-        return True
 
     def _delete_stray_logs(self, existing: set[tuple[str, int]]) -> None:
         for topic_name, partition_index in self.logs.discover():
             if (topic_name, partition_index) not in existing:
                 self.logs.delete_log(topic_name, partition_index)
 
-    def _reconcile(self, image: MetadataImage) -> tuple[list[tuple[TopicPartition, Leadership]], set[tuple[str, int]]]:
-        """Roles from ``image`` (on the loop): the leaderships whose producer state is still to
-        be loaded, and the partitions that exist."""
-        led: set[TopicPartition] = set()
-        loading: list[tuple[TopicPartition, Leadership]] = []
-        following: dict[TopicPartition, tuple[int, int, str]] = {}
+    def _reconcile(self, image: MetadataImage) -> bool:
+        """Roles and configs from ``image`` (on the loop); whether every replica it names had an
+        open partition (one still missing is opened at the next pass)."""
+        complete = True
+        changed = False
+        now_ms = self._clock.monotonic_ms()
+        seen: set[TopicPartition] = set()
         for topic in image.topics.values():
             settings = _TopicSettings(image, topic.name)  # worked out once per topic, if needed
-            for partition in topic.partitions.values():
-                key = TopicPartition(topic.name, partition.partition)
-                if partition.leader != self.broker_id:
-                    if self.broker_id in partition.replicas and partition.leader != NO_LEADER:
-                        self._open_log(topic.name, partition.partition, settings.log_config, topic.topic_id)
-                        following[key] = (partition.leader, partition.leader_epoch, topic.topic_id)
+            for state in topic.partitions.values():
+                if self.broker_id not in state.replicas or state.leader == NO_LEADER:
                     continue
-                led.add(key)
-                current = self._leaderships.get(key)
-                same = current is not None and (current.leader_epoch, current.topic_id) == (
-                    partition.leader_epoch,
-                    topic.topic_id,
-                )
-                if current is not None and not same:  # a newer epoch, or a topic recreated meanwhile
-                    self._resign(key, current)
-                if current is not None and same:
-                    if not current.ready:  # its producer state failed to load: again
-                        loading.append((key, current))
-                    if partition.partition_epoch > current.partition_epoch:  # not an older ISR
-                        current.partition_epoch = partition.partition_epoch
-                        self._isr_changed(current, partition.isr)
-                    # configs altered while leading reach the log and the acks=all checks
-                    if current.log.config != settings.log_config:
-                        current.log.update_config(settings.log_config)
-                    current.replica.min_insync_replicas = settings.min_insync_replicas
+                key = TopicPartition(topic.name, state.partition)
+                partition = self._partitions.get(key)
+                if partition is None:
+                    complete = False
                     continue
-                with self.replica_lock(key):  # the role changes: no write of the old one lands after this
-                    self._following.pop(key, None)
-                    self._leaderships[key] = self._new_leadership(topic, partition, settings)
-                loading.append((key, self._leaderships[key]))
-                _log.info(
-                    "leading %s-%d at epoch %d",
-                    topic.name,
-                    partition.partition,
-                    partition.leader_epoch,
-                    extra=fields(topic=topic.name, partition=partition.partition),
-                )
-        for key in set(self._leaderships) - led:
-            self._resign(key, self._leaderships.pop(key))
-        self._following = following
-        for key in set(self._leader_high_watermarks) - set(following):  # no longer followed here
-            del self._leader_high_watermarks[key]
-        for leader_id in {leader for leader, _, _ in following.values()}:
+                seen.add(key)
+                if partition.log.config != settings.log_config:  # configs altered meanwhile
+                    partition.log.update_config(settings.log_config)
+                if state.leader != self.broker_id:
+                    changed |= partition.make_follower(state.leader, state.leader_epoch)
+                    continue
+                if partition.make_leader(
+                    leader_epoch=state.leader_epoch,
+                    partition_epoch=state.partition_epoch,
+                    replicas=state.replicas,
+                    isr=state.isr,
+                    min_insync_replicas=settings.min_insync_replicas,
+                    leader_id=self.broker_id,
+                    now_ms=now_ms,
+                    replica_lag_time_max_ms=self._replica_lag_time_max_ms,
+                ):
+                    changed = True
+                    _log.info(
+                        "leading %s-%d at epoch %d",
+                        topic.name,
+                        state.partition,
+                        state.leader_epoch,
+                        extra=fields(topic=topic.name, partition=state.partition),
+                    )
+        for key, partition in self._partitions.items():
+            if key not in seen:  # no leader, or no longer a replica here
+                changed |= partition.make_offline()
+        if changed:
+            self._roles_generation += 1
+            self._notify()  # whoever waits on an ended leadership answers NOT_LEADER_OR_FOLLOWER
+        self._start_fetchers(image)
+        return complete
+
+    def _start_fetchers(self, image: MetadataImage) -> None:
+        """One fetcher per leader this broker follows partitions from (it ends when none is left)."""
+        leaders = {role.leader_id for p in self._partitions.values() if isinstance(role := p.role, Following)}
+        for leader_id in leaders:
             task = self._fetchers.get(leader_id)
             broker = image.brokers.get(leader_id)
             if (task is None or task.done()) and broker is not None:
@@ -394,59 +377,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     broker_epoch=lambda: self.link.node_epoch,
                     leader_address=f"{broker.host}:{broker.port}",
                     partitions=functools.partial(self._followed_from, leader_id),
-                    leader_high_watermarks=self._leader_high_watermarks,
-                    replica_lock=self.replica_lock,
-                    still_following=self.still_following,
                     # an idle follower asks every 2 s (each ask costs per partition: with
                     # thousands of them, this is an idle broker's main cost), and always well
                     # within replica.lag.time.max.ms (Kafka requires replica.fetch.wait.max.ms below it)
                     max_wait_ms=min(FOLLOWER_MAX_WAIT_MS, max(50, self._replica_lag_time_max_ms // 4)),
                 )
                 self._fetchers[leader_id] = asyncio.get_running_loop().create_task(fetcher.run())
-        return loading, {(t.name, p) for t in image.topics.values() for p in t.partitions}
-
-    def replica_lock(self, key: TopicPartition) -> threading.Lock:
-        """The partition replica's role lock (see ``_replica_locks``)."""
-        lock = self._replica_locks.get(key)
-        return lock if lock is not None else self._replica_locks.setdefault(key, threading.Lock())
-
-    def still_following(self, key: TopicPartition, leader_epoch: int) -> bool:
-        """Whether this broker still follows ``key`` at ``leader_epoch`` (ask under its lock)."""
-        entry = self._following.get(key)
-        return entry is not None and entry[1] == leader_epoch
-
-    def _new_leadership(self, topic: TopicImage, partition: PartitionImage, settings: _TopicSettings) -> Leadership:
-        """Lead ``partition`` from its log's end at the image's leader epoch (the caller holds the
-        replica's role lock). Not ready for produce until ``_load_producer_state``."""
-        log = self._open_log(topic.name, partition.partition, settings.log_config, topic.topic_id)
-        log.epochs.assign(partition.leader_epoch, log.log_end_offset)  # where this epoch starts
-        leadership = Leadership(
-            log=log,
-            replica=LeaderReplica(
-                leader_id=self.broker_id,
-                replicas=partition.replicas,
-                isr=partition.isr,
-                leader_epoch_start_offset=log.log_end_offset,
-                log_end_offset=log.log_end_offset,
-                high_watermark=log.high_watermark,
-                now_ms=self._clock.monotonic_ms(),
-                replica_lag_time_max_ms=self._replica_lag_time_max_ms,
-                min_insync_replicas=settings.min_insync_replicas,
-            ),
-            leader_epoch=partition.leader_epoch,
-            topic_id=topic.topic_id,
-            partition_epoch=partition.partition_epoch,
-            ready=False,
-        )
-        leadership.sync_high_watermark()
-        return leadership
-
-    def _resign(self, key: TopicPartition, leadership: Leadership) -> None:
-        """This leadership ended: no append of it lands any more, and whoever waits on it is woken
-        (they answer NOT_LEADER_OR_FOLLOWER)."""
-        with self.replica_lock(key):
-            leadership.resigned = True
-        self._notify()
 
     async def hand_off(self, timeout_s: float = 10) -> None:
         """Controlled shutdown while still serving: the controller moves every leadership away,
@@ -462,100 +398,74 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     def _leads_any(self, image: MetadataImage) -> bool:
         return any(p.leader == self.broker_id for t in image.topics.values() for p in t.partitions.values())
 
-    def _open_log(self, topic: str, partition: int, config: LogConfig, topic_id: str) -> PartitionLog:
-        log = self.logs.get_for(topic, partition, topic_id) or self.logs.open_log(
-            topic, partition, config, topic_id=topic_id
-        )
-        if log.config != config:
-            log.update_config(config)
-        return log
-
-    def _followed_from(self, leader_id: int) -> dict[TopicPartition, tuple[PartitionLog, int, str]]:
-        """What this broker follows from ``leader_id`` (worked out once per image, not per fetch)."""
-        following = self._following
+    def _followed_from(self, leader_id: int) -> Followed:
+        """What this broker follows from ``leader_id``, with the epochs (worked out once per role
+        change, not per fetch)."""
         cached = self._followed_cache.get(leader_id)
-        if cached is not None and cached[0] is following:
+        if cached is not None and cached[0] == self._roles_generation:
             return cached[1]
-        followed = {}
-        for key, (leader, leader_epoch, topic_id) in following.items():
-            log = self.logs.get(*key) if leader == leader_id else None
-            if log is not None:
-                followed[key] = (log, leader_epoch, topic_id)
-        self._followed_cache[leader_id] = (following, followed)
+        followed = {
+            key: (partition, role.leader_epoch)
+            for key, partition in self._partitions.items()
+            if isinstance(role := partition.role, Following) and role.leader_id == leader_id
+        }
+        self._followed_cache[leader_id] = (self._roles_generation, followed)
         return followed
 
     async def _update_isrs(self) -> None:
         """Ask the controller to shrink or expand the ISRs of led partitions as followers lag or
         catch up (the controller fences stale proposals by epoch). One proposal per partition at a
-        time; an unanswered one is sent again as it was (it may have been applied); a refusal that
-        proves nothing was applied reverts it, any other leaves it pending until the metadata
-        says what the ISR is (``LeaderReplica.on_isr_proposal_failed``)."""
+        time; the partition decides what an answer means (``Partition.on_isr_answer``)."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._isr_check_now.wait(), self.isr_check_interval_s)
             self._isr_check_now.clear()
             now = self._clock.monotonic_ms()
-            for (_, index), leadership in list(self._leaderships.items()):
-                with leadership.state_lock:
-                    proposal: list[int] | None = None
-                    if leadership.isr_proposal_unanswered and leadership.replica.pending_isr is not None:
-                        proposal = leadership.replica.pending_isr
-                    else:
-                        proposal = leadership.replica.proposed_isr(now)
-                        if proposal is not None:
-                            leadership.replica.on_isr_proposed(proposal)
+            for partition in list(self._partitions.values()):
+                proposal = partition.isr_proposal(now)
                 if proposal is None:
                     continue
                 result = await self.link.alter_partition(
-                    leadership.topic_id,
-                    index,
-                    leader_epoch=leadership.leader_epoch,
-                    partition_epoch=leadership.partition_epoch,  # the newest known: reconcile raises it
-                    new_isr=proposal,
+                    partition.topic_id,
+                    partition.key.partition,
+                    leader_epoch=proposal.leader_epoch,
+                    partition_epoch=proposal.partition_epoch,
+                    new_isr=proposal.isr,
                 )
-                code = ErrorCode.NONE if result is None else error_code(result.error.code)
-                leadership.isr_proposal_unanswered = result is None or code in _RESEND
-                if result is not None and code is ErrorCode.NONE:
-                    leadership.partition_epoch = max(leadership.partition_epoch, result.partition_epoch)
-                    self._isr_changed(leadership, list(result.isr))
-                elif code in _NEVER_APPLIED:
-                    with leadership.state_lock:
-                        leadership.replica.on_isr_proposal_failed()
-                        leadership.sync_high_watermark()
+                if result is None:
+                    partition.on_isr_answer(proposal, None)
+                else:
+                    code = error_code(result.error.code)
+                    partition.on_isr_answer(
+                        proposal,
+                        ErrorCode.UNKNOWN_SERVER_ERROR if code is None else code,
+                        result.isr,
+                        result.partition_epoch,
+                    )
                 self._notify()
 
-    def _isr_changed(self, leadership: Leadership, isr: list[int]) -> None:
-        """The controller accepted ``isr`` (heard from AlterPartition's answer or the metadata,
-        whichever comes first: the second is no change and is not counted again)."""
-        self.metrics.isr_changed(len(leadership.replica.isr), len(isr))
-        leadership.isr_proposal_unanswered = False
-        with leadership.state_lock:
-            leadership.replica.on_isr_changed(isr)
-            leadership.sync_high_watermark()
-
-    def _led(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Leadership | common_pb2.Error:
-        """This broker's leadership of the partition, or the error to answer: not led here, or the
+    def _led(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Partition | common_pb2.Error:
+        """The partition if this broker leads it, or the error to answer: not led here, or the
         caller's ``current_leader_epoch`` is older (FENCED_LEADER_EPOCH) or newer
         (UNKNOWN_LEADER_EPOCH) than this leader's; -1 skips the epoch check (as Kafka)."""
-        leadership = self._leaderships.get(TopicPartition(topic, partition))
-        if leadership is None:
+        led = self._partitions.get(TopicPartition(topic, partition))
+        leader_epoch = led.leader_epoch if led is not None else None
+        if led is None or leader_epoch is None:
             return self._unknown_or_not_leader(topic, partition)
-        if current_leader_epoch >= 0 and current_leader_epoch != leadership.leader_epoch:
+        if current_leader_epoch >= 0 and current_leader_epoch != leader_epoch:
             code = (
-                ErrorCode.FENCED_LEADER_EPOCH
-                if current_leader_epoch < leadership.leader_epoch
-                else ErrorCode.UNKNOWN_LEADER_EPOCH
+                ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
             )
-            return wire_error(code, f"{topic}-{partition}: leader epoch is {leadership.leader_epoch}")
-        return leadership
+            return wire_error(code, f"{topic}-{partition}: leader epoch is {leader_epoch}")
+        return led
 
-    def _leading(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Leadership | common_pb2.Error:
+    def _leading(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Partition | common_pb2.Error:
         """As ``_led``, for clients: also NOT_LEADER_OR_FOLLOWER when this broker can no longer
         vouch for its leadership (``_vouched``), so that clients look for the new leader."""
-        leadership = self._led(topic, partition, current_leader_epoch)
-        if isinstance(leadership, Leadership) and not self._vouched(leadership):
+        led = self._led(topic, partition, current_leader_epoch)
+        if isinstance(led, Partition) and not self._vouched(led):
             return self._not_vouched(topic, partition)
-        return leadership
+        return led
 
     def _not_vouched(self, topic: str, partition: int) -> common_pb2.Error:
         return wire_error(
@@ -564,7 +474,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             "another broker may lead it now",
         )
 
-    def _vouched(self, leadership: Leadership) -> bool:
+    def _vouched(self, partition: Partition) -> bool:
         """Whether this broker may still act as the partition's leader: its controller lease holds
         (no other leader can have been elected), or every other ISR member still fetches from it
         (so the controller is away, not this broker cut off: followers stop fetching from a
@@ -573,8 +483,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         if self.link.lease_held():
             return True
         window_ms = int((self.link.session_timeout_s or 0) * 1000)
-        with leadership.state_lock:
-            return leadership.replica.followed_within(self._clock.monotonic_ms(), window_ms)
+        return partition.followed_within(self._clock.monotonic_ms(), window_ms)
 
     def _partition_metadata(
         self, topic: str, partition: PartitionImage, fenced: set[int]
@@ -594,12 +503,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     def _taking_over(self, topic: str, partition: PartitionImage) -> bool:
         """Whether the image names this broker leader of ``partition`` and it does not serve as
-        such yet (its log opening or producer state loading): its own Metadata says no leader
-        until then, so nobody is sent here to be told it does not lead."""
+        such yet (its log still opening): its own Metadata says no leader until then, so nobody
+        is sent here to be told it does not lead."""
         if partition.leader != self.broker_id:
             return False
-        leadership = self._leaderships.get(TopicPartition(topic, partition.partition))
-        return leadership is None or leadership.leader_epoch != partition.leader_epoch or not leadership.ready
+        led = self._partitions.get(TopicPartition(topic, partition.partition))
+        return led is None or led.leader_epoch != partition.leader_epoch
 
     def _unknown_or_not_leader(self, topic: str, partition: int) -> common_pb2.Error:
         found = self.image.topic(topic)
@@ -754,100 +663,58 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, topic: str, data: broker_pb2.PartitionProduceData, acks: int, timeout_s: float
     ) -> broker_pb2.PartitionProduceResponse:
         response = broker_pb2.PartitionProduceResponse(partition=data.partition, base_offset=-1, log_append_time_ms=-1)
-        leadership = self._leading(topic, data.partition)
-        if isinstance(leadership, Leadership) and not leadership.ready:
-            leadership = wire_error(
-                ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{data.partition}: the new leader is still loading"
+        led = self._leading(topic, data.partition)
+        leader_epoch = led.leader_epoch if isinstance(led, Partition) else None
+        if not isinstance(led, Partition) or leader_epoch is None:
+            response.error.CopyFrom(
+                led if not isinstance(led, Partition) else self._unknown_or_not_leader(topic, data.partition)
             )
-        if not isinstance(leadership, Leadership):
-            response.error.CopyFrom(leadership)
             hint = self._leader_hint(topic, data.partition)
             if hint is not None:
                 response.current_leader.CopyFrom(hint)
             return response
-        if acks == common_pb2.ACKS_ALL and leadership.replica.check_acks_all() is not ErrorCode.NONE:
-            isr = leadership.replica.isr
-            response.error.CopyFrom(
-                wire_error(
-                    ErrorCode.NOT_ENOUGH_REPLICAS,
-                    f"{topic}-{data.partition} has {len(isr)} in-sync replicas {isr}, fewer than min.insync.replicas "
-                    f"{leadership.replica.min_insync_replicas}",
-                )
-            )
-            return response
+        acks_all = acks == common_pb2.ACKS_ALL
         try:
-            async with leadership.append_lock:
-                info = await asyncio.to_thread(self._validate_and_append, leadership, topic, data, response)
+            async with led.append_queue:
+                appended = await asyncio.to_thread(self._validate_and_append, led, leader_epoch, topic, data, acks_all)
         except LanesError as exc:
             response.error.CopyFrom(wire_error(exc.code, exc.message))
             return response
-        if info is None:  # refused: ``response`` holds the sequence error
-            return response
-        if not isinstance(info, CachedBatch):  # appended (a retry of an earlier batch is answered
-            # as the original was, DUPLICATE_SEQUENCE_NUMBER with its offset, already in ``response``)
-            with leadership.state_lock:
-                leadership.replica.on_append(leadership.log.log_end_offset)
-                leadership.sync_high_watermark()
-            self._notify()
-            self.metrics.appended(topic, info.records, info.size_bytes)
-            response.base_offset = info.first_offset
-            response.log_append_time_ms = info.log_append_time_ms
-            response.log_start_offset = leadership.log.log_start_offset
+        if isinstance(appended, Verdict):
+            if appended.duplicate_of is None:  # refused: a sequence or epoch error
+                response.error.CopyFrom(wire_error(appended.error, appended.message))
+                return response
+            # a retry of an earlier batch is answered as the original was, with its offset
+            response.base_offset = appended.duplicate_of.first_offset
+            response.error.CopyFrom(
+                wire_error(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "already written: the original offset is returned")
+            )
+            last_offset = appended.duplicate_of.last_offset
+        else:
+            self._notify()  # followers' long-polls wait for new records; consumers, if the mark moved
+            self.metrics.appended(topic, appended.records, appended.size_bytes)
+            response.base_offset = appended.first_offset
+            response.log_append_time_ms = appended.log_append_time_ms
+            response.log_start_offset = led.log.log_start_offset
             response.error.CopyFrom(wire_error(ErrorCode.NONE))
-        if acks == common_pb2.ACKS_ALL:
+            last_offset = appended.last_offset
+        if acks_all:
             # Also for a retry (Kafka parks it the same way): the original may still be on this
             # leader alone, and is acknowledged only once the high-water mark covers it.
-            outcome = await self._await_replication(leadership, info.last_offset + 1, timeout_s)
+            outcome = await self._await_replication(led, leader_epoch, last_offset + 1, timeout_s)
             if outcome is not ErrorCode.NONE:
                 response.error.CopyFrom(wire_error(outcome, f"{topic}-{data.partition}: {outcome.hint}"))
         return response
 
     def _validate_and_append(
-        self,
-        leadership: Leadership,
-        topic: str,
-        data: broker_pb2.PartitionProduceData,
-        response: broker_pb2.PartitionProduceResponse,
-    ) -> AppendInfo | CachedBatch | None:
-        """Validate the batches, check their writer and producer sequences, append: one hop off
-        the event loop per request (the caller holds the partition's append lock, which also
-        guards ``leadership.producers``). Nothing is appended for a retry of a batch already
-        written (its cached offsets are returned, ``response`` answers with the original offset)
-        or a refused batch (None, ``response`` says why)."""
+        self, partition: Partition, leader_epoch: int, topic: str, data: broker_pb2.PartitionProduceData, acks_all: bool
+    ) -> AppendInfo | Verdict:
+        """Validate the batches and check their writer, then append them at ``leader_epoch``
+        (``Partition.append_as_leader``): one hop off the event loop per request."""
         records = data.records  # each read of a bytes field copies it: read once
-        headers = leadership.log.validate_produce(records)
+        headers = partition.log.validate_produce(records)
         self._check_internal_writer(topic, data.partition, headers)
-        with self.replica_lock(TopicPartition(topic, data.partition)):
-            if leadership.resigned:
-                raise LanesError(
-                    f"{topic}-{data.partition}: this broker stopped leading it", ErrorCode.NOT_LEADER_OR_FOLLOWER
-                )
-            verdict = self._check_producers(leadership, headers, response)
-            if verdict is not None:
-                return verdict.duplicate_of
-            info = leadership.log.append_as_leader(records, leadership.leader_epoch, validated=headers)
-            for header in info.headers:
-                leadership.producers.apply(header)
-            return info
-
-    @staticmethod
-    def _check_producers(
-        leadership: Leadership, headers: list[BatchHeader], response: broker_pb2.PartitionProduceResponse
-    ) -> Verdict | None:
-        """None to append; otherwise the verdict against it (a retry of an earlier batch, whose
-        original offset ``response`` now answers with, or a refusal, whose error it holds)."""
-        for header in headers:
-            verdict = leadership.producers.check(header)
-            if verdict.duplicate_of is not None:
-                response.base_offset = verdict.duplicate_of.first_offset
-                response.error.CopyFrom(
-                    wire_error(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "already written: the original offset is returned")
-                )
-                return verdict
-            if verdict.error is not ErrorCode.NONE:
-                response.error.CopyFrom(wire_error(verdict.error, verdict.message))
-                return verdict
-        return None
+        return partition.append_as_leader(records, headers, leader_epoch=leader_epoch, acks_all=acks_all)
 
     async def InitProducerId(  # noqa: N802
         self, request: broker_pb2.InitProducerIdRequest, context: ServicerContext
@@ -876,16 +743,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             error=wire_error(ErrorCode.NONE), producer_id=producer_id, producer_epoch=0
         )
 
-    async def _await_replication(self, leadership: Leadership, required_offset: int, timeout_s: float) -> ErrorCode:
+    async def _await_replication(
+        self, partition: Partition, leader_epoch: int, required_offset: int, timeout_s: float
+    ) -> ErrorCode:
         async def outcome() -> ErrorCode:
             while True:
                 ticket = self._data_arrived.ticket()
-                if leadership.resigned:
-                    return ErrorCode.NOT_LEADER_OR_FOLLOWER
-                result = leadership.replica.acks_all_outcome(required_offset)
+                result = partition.acks_all_outcome(leader_epoch, required_offset)
                 if result is not None:
                     return result  # committed before any lapse below is answered as such
-                if not self._vouched(leadership):
+                if not self._vouched(partition):
                     return ErrorCode.NOT_LEADER_OR_FOLLOWER
                 await self._data_arrived.wait(ticket, _VOUCH_CHECK_INTERVAL_S)
 
@@ -928,18 +795,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = response.topics.add(topic=topic.topic).partitions
             for wanted in topic.partitions:
                 result = partitions.add(partition=wanted.partition)
-                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                if isinstance(leadership, Leadership) and wanted.fetch_offset >= leadership.log.high_watermark:
+                led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                if isinstance(led, Partition) and wanted.fetch_offset >= led.log.high_watermark:
                     # committed records are served by any leader that has them; a consumer that
                     # waits for new ones is sent on once this broker cannot vouch for leading
-                    leadership = (
-                        leadership if self._vouched(leadership) else self._not_vouched(topic.topic, wanted.partition)
-                    )
-                if not isinstance(leadership, Leadership):
-                    result.error.CopyFrom(leadership)
-                    self.metrics.partition_error("Fetch", leadership.code)
+                    led = led if self._vouched(led) else self._not_vouched(topic.topic, wanted.partition)
+                if not isinstance(led, Partition):
+                    result.error.CopyFrom(led)
+                    self.metrics.partition_error("Fetch", led.code)
                     continue
-                log = leadership.log
+                log = led.log
                 high_watermark = log.high_watermark
                 result.high_watermark = high_watermark
                 result.last_stable_offset = high_watermark
@@ -1004,12 +869,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = served.response.topics.add(topic=topic.topic, topic_id=topic.topic_id).partitions
             for wanted in topic.partitions:
                 result = partitions.add(partition=wanted.partition)
-                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                if not isinstance(leadership, Leadership):
-                    result.error.CopyFrom(leadership)
+                led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                leader_epoch = led.leader_epoch if isinstance(led, Partition) else None
+                if not isinstance(led, Partition) or leader_epoch is None:
+                    result.error.CopyFrom(
+                        led
+                        if not isinstance(led, Partition)
+                        else self._unknown_or_not_leader(topic.topic, wanted.partition)
+                    )
                     served.urgent = True
                     continue
-                log = leadership.log
+                log = led.log
                 result.error.CopyFrom(wire_error(ErrorCode.NONE))
                 result.log_start_offset = log.log_start_offset
                 diverging = divergence(
@@ -1029,13 +899,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     )
                     served.urgent = True
                     continue
-                with leadership.state_lock:
-                    leadership.replica.on_follower_fetch(request.replica_id, wanted.fetch_offset, now)
-                    served.high_watermark_advanced |= leadership.sync_high_watermark()
-                    served.isr_expansion_due |= (
-                        request.replica_id not in leadership.replica.isr
-                        and leadership.replica.proposed_isr(now) is not None
-                    )
+                advanced, expansion_due = led.on_follower_fetch(
+                    request.replica_id, leader_epoch, wanted.fetch_offset, now
+                )
+                served.high_watermark_advanced |= advanced
+                served.isr_expansion_due |= expansion_due
                 result.high_watermark = log.high_watermark
                 if wanted.fetch_offset == log.log_end_offset:
                     continue  # caught up: nothing to read (an idle follower's every fetch)
@@ -1053,13 +921,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = []
             for wanted in topic.partitions:
                 result = broker_pb2.OffsetForLeaderEpochPartitionResponse(partition=wanted.partition)
-                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                if not isinstance(leadership, Leadership):
-                    result.error.CopyFrom(leadership)
+                led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                if not isinstance(led, Partition):
+                    result.error.CopyFrom(led)
                 else:
-                    epoch, end = leadership.log.epochs.end_offset_for(
-                        wanted.leader_epoch, leadership.log.log_end_offset
-                    )
+                    epoch, end = led.log.epochs.end_offset_for(wanted.leader_epoch, led.log.log_end_offset)
                     result.error.CopyFrom(wire_error(ErrorCode.NONE))
                     result.end.CopyFrom(broker_pb2.EpochEndOffset(leader_epoch=epoch, end_offset=end))
                 partitions.append(result)
@@ -1074,11 +940,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             partitions = []
             for wanted in topic.partitions:
                 result = broker_pb2.DeleteRecordsPartitionResponse(partition=wanted.partition, low_watermark=-1)
-                leadership = self._leading(topic.topic, wanted.partition)
-                if not isinstance(leadership, Leadership):
-                    result.error.CopyFrom(leadership)
+                led = self._leading(topic.topic, wanted.partition)
+                if not isinstance(led, Partition):
+                    result.error.CopyFrom(led)
                 else:
-                    log = leadership.log
+                    log = led.log
                     target = log.high_watermark if wanted.offset == -1 else wanted.offset
                     try:
                         result.low_watermark = await asyncio.to_thread(log.delete_records_before, target)
@@ -1102,12 +968,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 result = broker_pb2.ListOffsetsPartitionResponse(
                     partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
                 )
-                leadership = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                if not isinstance(leadership, Leadership):
-                    result.error.CopyFrom(leadership)
+                led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
+                if not isinstance(led, Partition):
+                    result.error.CopyFrom(led)
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_EARLIEST:
-                    result.offset = leadership.log.log_start_offset
-                elif leadership.log.high_watermark < leadership.replica.epoch_start_offset:
+                    result.offset = led.log.log_start_offset
+                elif led.log.high_watermark < led.leader_epoch_start_offset:
                     # A new leader learns the high-water mark from its followers' next fetches;
                     # until then "latest" would be too low (as Kafka: OFFSET_NOT_AVAILABLE).
                     result.error.CopyFrom(
@@ -1118,10 +984,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         )
                     )
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_LATEST:
-                    result.offset = leadership.log.high_watermark
+                    result.offset = led.log.high_watermark
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_TIMESTAMP:
-                    found = await asyncio.to_thread(leadership.log.offset_for_timestamp, wanted.timestamp_ms)
-                    if found is not None and found.offset < leadership.log.high_watermark:
+                    found = await asyncio.to_thread(led.log.offset_for_timestamp, wanted.timestamp_ms)
+                    if found is not None and found.offset < led.log.high_watermark:
                         result.offset, result.timestamp_ms, result.leader_epoch = (
                             found.offset,
                             found.timestamp_ms,
@@ -1165,27 +1031,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     def replica_states(self) -> list[ReplicaState]:
         """Every partition replica stored here, sorted (call on the service's loop)."""
-        states = []
-        for key, log in self.logs.logs_by_partition():
-            leadership = self._leaderships.get(key)
-            end = log.log_end_offset
-            states.append(
-                ReplicaState(
-                    topic=key[0],
-                    partition=key[1],
-                    log_start_offset=log.log_start_offset,
-                    log_end_offset=end,
-                    high_watermark=log.high_watermark,
-                    size_bytes=log.size_bytes,
-                    segments=log.segment_count,
-                    leader=leadership is not None,
-                    replicas=len(leadership.replica.followers) + 1 if leadership else 0,
-                    in_sync_replicas=len(leadership.replica.isr) if leadership else 0,
-                    min_insync_replicas=leadership.replica.min_insync_replicas if leadership else 0,
-                    lag_records=max(0, self._leader_high_watermarks.get(key, end) - end) if not leadership else 0,
-                )
-            )
-        return states
+        return [partition.replica_state() for _, partition in sorted(self._partitions.items())]
 
     async def _metrics_snapshot(self) -> list[Metric]:
         return self.metrics.gauges(self.replica_states(), DiskSpace.of(self.logs.data_dir))

@@ -283,6 +283,11 @@ class PartitionLog:
         return sum(segment.size_bytes for segment in list(self._segments))  # list(): one atomic copy
 
     @property
+    def active_segment_base_offset(self) -> int:
+        """The base offset of the active segment (it changes when the log rolls or is cut)."""
+        return self._bases[-1]
+
+    @property
     def segment_count(self) -> int:
         """Number of segments."""
         return len(self._segments)
