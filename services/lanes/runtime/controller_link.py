@@ -17,7 +17,8 @@ within the session timeout, nobody else has been given this node's roles (``leas
 registration counts as the first heartbeat). Both sides measure with a monotonic clock.
 
 ``on_update`` listeners receive the (offset, record) pairs of each applied delta, or an empty
-list after a snapshot replaced the image. Owned by the node's event loop.
+list after a snapshot replaced the image; the stream's keepalives change nothing and call no one
+(a broker would otherwise walk all its partitions every few seconds while idle). Owned by the node's event loop.
 """
 
 from __future__ import annotations
@@ -310,7 +311,7 @@ class ControllerLink:
                 if offset > self.image.last_offset:
                     self.image.apply(offset, record)
                     applied.append((offset, record))
-            if not applied and update.records:
+            if not applied:  # a keepalive, or records already applied: the image is unchanged
                 return
         for listener in self._listeners:
             listener(applied)
