@@ -75,6 +75,8 @@ class ErrorCode(IntEnum):
     UNKNOWN_PRODUCER_ID = 59, False, "the producer's state expired; re-initialise the producer"
     NON_EMPTY_GROUP = 68, False, "stop the group's consumers first"
     GROUP_ID_NOT_FOUND = 69, False, "check the group id"
+    FETCH_SESSION_ID_NOT_FOUND = 70, True, "the leader forgot the fetch session; fetch in full again"
+    INVALID_FETCH_SESSION_EPOCH = 71, True, "a fetch of the session was lost; fetch in full again"
     FENCED_LEADER_EPOCH = 74, True, "refresh metadata: the leader epoch is stale"
     UNKNOWN_LEADER_EPOCH = 75, True, "the broker is behind on metadata; retry shortly"
     UNSUPPORTED_COMPRESSION_TYPE = 76, False, "use none, gzip, snappy, lz4 or zstd"

@@ -93,6 +93,15 @@ def replicated_topic(
 
             await wait_for(all_in_sync, "a leader with every replica in sync")
             state = await partition_state(controller.address, topic, 0)
+
+            async def leader_serves() -> bool:  # the controller's choice reaches the broker after
+                async with grpc.aio.insecure_channel(processes[state.leader_id].address) as channel:
+                    metadata = await broker_pb2_grpc.BrokerStub(channel).Metadata(
+                        broker_pb2.MetadataRequest(topics=[topic])
+                    )
+                return any(p.leader_id == state.leader_id for t in metadata.topics for p in t.partitions)
+
+            await wait_for(leader_serves, "the leader serving the partition")
             return state.leader_id, [b for b in state.replicas if b != state.leader_id]
 
         leader, followers = asyncio.run(create())

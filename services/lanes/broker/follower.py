@@ -6,6 +6,11 @@ offset and the epoch of its last batch; the leader answers with records, its hig
 log start, or a *diverging epoch* when the follower's log holds records the leader's does not (it
 led in an epoch that ended earlier on the new leader): the follower truncates at
 ``truncation_offset`` and fetches again, so no diverged log survives a failover.
+
+Requests belong to a fetch session (KIP-227, ``lanes.broker.fetch_session``): after a full first
+request, each names only the partitions whose position moved, and each answer only the partitions
+with something to say, so thousands of idle partitions cost an idle follower next to nothing. Any
+failed call or session error starts a new session with a full request.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Callable
 
 import grpc
 
+from lanes.broker.fetch_session import FetchPosition, FetchSessionBuilder
 from lanes.broker.partition import FetchedPartition, Partition
 from lanes.errors import ErrorCode, LanesError, error_code
 from lanes.rpc.channels import open_channel
@@ -25,6 +31,7 @@ from lanes.v1 import broker_pb2, broker_pb2_grpc
 
 _log = logging.getLogger(__name__)
 _RETRY_S = 0.1
+_PARTITION_MAX_BYTES = 1024 * 1024
 
 #: what a fetcher follows: each partition with the leader epoch it follows it at
 Followed = dict[TopicPartition, tuple[Partition, int]]
@@ -53,42 +60,74 @@ class FollowerFetcher:
 
     async def run(self) -> None:
         """Fetch until there is nothing left to follow from this leader, or cancelled."""
+        session = FetchSessionBuilder()
         try:
             while True:
                 followed = self._partitions()
                 if not followed:
                     return
-                fetched_from = {key: partition.log.log_end_offset for key, (partition, _) in followed.items()}
-                request = self._request(followed, fetched_from)
+                positions = self._positions(followed)
+                named, forgotten = session.request(positions)
+                request = self._request(named, forgotten, session)
                 try:
                     response = await self._stub.ReplicaFetch(request, timeout=10)
                 except grpc.aio.AioRpcError as exc:
                     _log.debug("replica fetch failed: %s", exc.code().name)
+                    session.reset()  # the leader may have moved the session on: start a new one
                     await asyncio.sleep(_RETRY_S)
                     continue
+                if response.error.code:  # the leader forgot the session or saw an epoch lost
+                    _log.debug("fetch session %d ended: %s", session.session_id, response.error.message)
+                    session.reset()
+                    continue
+                session.answered(response.session_id, positions)
+                fetched_from = {key: position.fetch_offset for key, position in positions.items()}
                 if not await asyncio.to_thread(self._apply, followed, fetched_from, response):
                     await asyncio.sleep(_RETRY_S)
         finally:
             await self._channel.close()
 
-    def _request(self, followed: Followed, fetched_from: dict[TopicPartition, int]) -> broker_pb2.ReplicaFetchRequest:
-        """One request for every followed partition, each from ``fetched_from`` (its log end)."""
-        topics: dict[str, broker_pb2.ReplicaFetchTopic] = {}
-        for key, (partition, leader_epoch) in sorted(followed.items()):
+    @staticmethod
+    def _positions(followed: Followed) -> dict[TopicPartition, FetchPosition]:
+        """Where each followed partition's log stands (its next request names those that moved)."""
+        positions = {}
+        for key, (partition, leader_epoch) in followed.items():
             log = partition.log
+            positions[key] = FetchPosition(
+                partition.topic_id,
+                leader_epoch,
+                log.log_end_offset,
+                log.epochs.latest_epoch,
+                log.log_start_offset,
+                _PARTITION_MAX_BYTES,
+            )
+        return positions
+
+    def _request(
+        self,
+        named: dict[TopicPartition, FetchPosition],
+        forgotten: list[TopicPartition],
+        session: FetchSessionBuilder,
+    ) -> broker_pb2.ReplicaFetchRequest:
+        """The next request of ``session``: the partitions it names, and those it forgets."""
+        topics: dict[str, broker_pb2.ReplicaFetchTopic] = {}
+        for key, position in sorted(named.items()):
             entry = topics.setdefault(
-                key.topic, broker_pb2.ReplicaFetchTopic(topic=key.topic, topic_id=partition.topic_id)
+                key.topic, broker_pb2.ReplicaFetchTopic(topic=key.topic, topic_id=position.topic_id)
             )
             entry.partitions.append(
                 broker_pb2.ReplicaFetchPartition(
                     partition=key.partition,
-                    current_leader_epoch=leader_epoch,
-                    fetch_offset=fetched_from[key],
-                    last_fetched_epoch=log.epochs.latest_epoch,
-                    log_start_offset=log.log_start_offset,
-                    partition_max_bytes=1024 * 1024,
+                    current_leader_epoch=position.current_leader_epoch,
+                    fetch_offset=position.fetch_offset,
+                    last_fetched_epoch=position.last_fetched_epoch,
+                    log_start_offset=position.log_start_offset,
+                    partition_max_bytes=position.partition_max_bytes,
                 )
             )
+        gone: dict[str, list[int]] = {}
+        for key in forgotten:
+            gone.setdefault(key.topic, []).append(key.partition)
         return broker_pb2.ReplicaFetchRequest(
             replica_id=self._broker_id,
             broker_epoch=self._broker_epoch(),
@@ -96,6 +135,9 @@ class FollowerFetcher:
             min_bytes=1,
             max_bytes=16 * 1024 * 1024,
             topics=list(topics.values()),
+            session_id=session.session_id,
+            session_epoch=session.epoch,
+            forgotten=[broker_pb2.ReplicaFetchForgotten(topic=t, partitions=p) for t, p in sorted(gone.items())],
         )
 
     def _apply(
@@ -109,7 +151,7 @@ class FollowerFetcher:
                 entry = followed.get(key)
                 if entry is None:
                     continue
-                partition, leader_epoch = entry
+                partition, leader_epoch = entry  # answers name only partitions of the request's session
                 code = error_code(part.error.code)
                 fetched = FetchedPartition(
                     error=ErrorCode.UNKNOWN_SERVER_ERROR if code is None else code,

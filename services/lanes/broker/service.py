@@ -35,15 +35,18 @@ import asyncio
 import contextlib
 import functools
 import logging
+import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Coroutine
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Coroutine, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 from prometheus_client.metrics_core import Metric
 
+from lanes.broker.fetch_session import FetchPosition, FetchSession, FetchSessionCache, SessionPartition
 from lanes.broker.follower import Followed, FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
 from lanes.broker.partition import Following, Partition
@@ -90,6 +93,8 @@ class ServedReplicaFetch:
     high_watermark_advanced: bool = False
     #: the fetching follower, outside an ISR, has caught up: expand the ISR now
     isr_expansion_due: bool = False
+    #: (partition, high-water mark, log start) of each partition the answer names with offsets
+    answered: list[tuple[TopicPartition, int, int]] = field(default_factory=list)
 
 
 class _TopicSettings:
@@ -149,6 +154,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._maintenance: asyncio.Task[None] | None = None
         self._cleaner = CleanerThread(LogCleaner(clock), self.logs.logs, interval_s=maintenance_interval_s)
         self._fetchers: dict[int, asyncio.Task[None]] = {}
+        #: the followers' fetch sessions with this broker as leader (one per follower broker)
+        self._fetch_sessions = FetchSessionCache(lambda: secrets.randbelow(2**31 - 1) + 1)
         self.isr_check_interval_s = max(0.05, replica_lag_time_max_ms / 4000)
         self._isr_check_now = asyncio.Event()  # set when a follower caught up: expansions need no wait
         self._producer_ids: list[int] = []  # the rest of the current block, next first
@@ -845,68 +852,128 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def ReplicaFetch(  # noqa: N802
         self, request: broker_pb2.ReplicaFetchRequest, context: ServicerContext
     ) -> broker_pb2.ReplicaFetchResponse:
+        """Within the follower's fetch session (``lanes.broker.fetch_session``): a full request
+        opens one, an incremental one names only what changed and is answered only with what
+        changed."""
+        named = {
+            TopicPartition(topic.topic, wanted.partition): FetchPosition(
+                topic.topic_id,
+                wanted.current_leader_epoch,
+                wanted.fetch_offset,
+                wanted.last_fetched_epoch,
+                wanted.log_start_offset,
+                wanted.partition_max_bytes,
+            )
+            for topic in request.topics
+            for wanted in topic.partitions
+        }
+        forgotten = [TopicPartition(f.topic, p) for f in request.forgotten for p in f.partitions]
+        resolved = self._fetch_sessions.resolve(
+            request.replica_id, request.session_id, request.session_epoch, named, forgotten
+        )
+        if isinstance(resolved, ErrorCode):
+            return broker_pb2.ReplicaFetchResponse(error=wire_error(resolved))
+        session, full = resolved
+        entries = list(session.partitions.items())  # served in worker threads: a copy
         deadline = Deadline(request.max_wait_ms / 1000)  # in real time, as the wait on the signal
         while True:
             ticket = self._data_arrived.ticket()
-            served = await asyncio.to_thread(self._serve_replica, request)
+            served = await asyncio.to_thread(
+                self._serve_replica,
+                request.replica_id,
+                entries,
+                session,
+                named if not full else None,
+                request.max_bytes,
+            )
             if served.isr_expansion_due:  # a follower outside the ISR caught up: expand now, not periodically
                 self._isr_check_now.set()
             if served.high_watermark_advanced:  # producers waiting for acks=all, consumers for data below it
                 self._notify()
             if served.bytes_read >= max(request.min_bytes, 1) or served.urgent or deadline.expired():
+                for key, high_watermark, log_start_offset in served.answered:
+                    session.answered(key, high_watermark, log_start_offset)
+                served.response.session_id = session.session_id
                 return served.response
             await self._data_arrived.wait(ticket, deadline.remaining_s())
 
-    def _serve_replica(self, request: broker_pb2.ReplicaFetchRequest) -> ServedReplicaFetch:
+    def _serve_replica(
+        self,
+        replica_id: int,
+        entries: list[tuple[TopicPartition, SessionPartition]],
+        session: FetchSession,
+        named: Mapping[TopicPartition, FetchPosition] | None,
+        max_bytes: int,
+    ) -> ServedReplicaFetch:
         """Record the follower's positions and read what it lacks (see ``ServedReplicaFetch``).
+        ``named``: the partitions an incremental request named (None: a full request, whose
+        answer names every partition); an incremental answer names those, and the others only
+        with records, an error, a divergence or offsets the session has not told yet.
 
         Only a moved mark wakes the other long-polls: waking them on every fetch would make the
         followers' long-polls wake each other in a loop."""
         now = self._clock.monotonic_ms()
-        budget = request.max_bytes or 16 * 1024 * 1024
+        budget = max_bytes or 16 * 1024 * 1024
         served = ServedReplicaFetch(broker_pb2.ReplicaFetchResponse())
-        for topic in request.topics:
-            partitions = served.response.topics.add(topic=topic.topic, topic_id=topic.topic_id).partitions
-            for wanted in topic.partitions:
-                result = partitions.add(partition=wanted.partition)
-                led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                leader_epoch = led.leader_epoch if isinstance(led, Partition) else None
-                if not isinstance(led, Partition) or leader_epoch is None:
-                    result.error.CopyFrom(
-                        led
-                        if not isinstance(led, Partition)
-                        else self._unknown_or_not_leader(topic.topic, wanted.partition)
-                    )
-                    served.urgent = True
-                    continue
-                log = led.log
+        topics: dict[str, Any] = {}
+
+        def answer(key: TopicPartition, topic_id: str) -> broker_pb2.ReplicaFetchPartitionResponse:
+            partitions = topics.get(key.topic)
+            if partitions is None:
+                partitions = topics[key.topic] = served.response.topics.add(
+                    topic=key.topic, topic_id=topic_id
+                ).partitions
+            result: broker_pb2.ReplicaFetchPartitionResponse = partitions.add(partition=key.partition)
+            return result
+
+        for key, entry in entries:
+            wanted = entry.position
+            led = self._led(key.topic, key.partition, wanted.current_leader_epoch)
+            leader_epoch = led.leader_epoch if isinstance(led, Partition) else None
+            if not isinstance(led, Partition) or leader_epoch is None:
+                error = led if not isinstance(led, Partition) else self._unknown_or_not_leader(key.topic, key.partition)
+                answer(key, wanted.topic_id).error.CopyFrom(error)
+                served.urgent = True
+                continue
+            log = led.log
+            diverging = divergence(
+                wanted.last_fetched_epoch,
+                wanted.fetch_offset,
+                log.epochs.end_offset_for(wanted.last_fetched_epoch, log.log_end_offset),
+            )
+            if diverging is not None:
+                result = answer(key, wanted.topic_id)
                 result.error.CopyFrom(wire_error(ErrorCode.NONE))
                 result.log_start_offset = log.log_start_offset
-                diverging = divergence(
-                    wanted.last_fetched_epoch,
-                    wanted.fetch_offset,
-                    log.epochs.end_offset_for(wanted.last_fetched_epoch, log.log_end_offset),
+                result.diverging_epoch.CopyFrom(
+                    broker_pb2.EpochEndOffset(leader_epoch=diverging[0], end_offset=diverging[1])
                 )
-                if diverging is not None:
-                    epoch, end = diverging
-                    result.diverging_epoch.CopyFrom(broker_pb2.EpochEndOffset(leader_epoch=epoch, end_offset=end))
-                    result.high_watermark = log.high_watermark
-                    served.urgent = True
-                    continue
-                if not log.log_start_offset <= wanted.fetch_offset <= log.log_end_offset:
-                    result.error.CopyFrom(
-                        wire_error(ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {wanted.fetch_offset} is outside the log")
-                    )
-                    served.urgent = True
-                    continue
-                advanced, expansion_due = led.on_follower_fetch(
-                    request.replica_id, leader_epoch, wanted.fetch_offset, now
-                )
-                served.high_watermark_advanced |= advanced
-                served.isr_expansion_due |= expansion_due
                 result.high_watermark = log.high_watermark
-                if wanted.fetch_offset == log.log_end_offset:
-                    continue  # caught up: nothing to read (an idle follower's every fetch)
+                served.urgent = True
+                continue
+            if not log.log_start_offset <= wanted.fetch_offset <= log.log_end_offset:
+                result = answer(key, wanted.topic_id)
+                result.log_start_offset = log.log_start_offset
+                result.error.CopyFrom(
+                    wire_error(ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {wanted.fetch_offset} is outside the log")
+                )
+                served.urgent = True
+                continue
+            advanced, expansion_due = led.on_follower_fetch(replica_id, leader_epoch, wanted.fetch_offset, now)
+            served.high_watermark_advanced |= advanced
+            served.isr_expansion_due |= expansion_due
+            high_watermark, log_start_offset = log.high_watermark, log.log_start_offset
+            behind = wanted.fetch_offset < log.log_end_offset
+            if not (
+                named is None or behind or key in named or session.must_answer(key, high_watermark, log_start_offset)
+            ):
+                continue  # an idle partition of an incremental request: nothing to say
+            result = answer(key, wanted.topic_id)
+            result.error.CopyFrom(wire_error(ErrorCode.NONE))
+            result.high_watermark = high_watermark
+            result.log_start_offset = log_start_offset
+            served.answered.append((key, high_watermark, log_start_offset))
+            if behind:
                 read = log.read(wanted.fetch_offset, min(wanted.partition_max_bytes or budget, budget))
                 result.records = read.records
                 served.bytes_read += len(read.records)

@@ -286,20 +286,34 @@ class ListOffsetsPartitionResponse(_message.Message):
     def __init__(self, partition: _Optional[int] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., offset: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., current_leader: _Optional[_Union[_common_pb2.LeaderHint, _Mapping]] = ...) -> None: ...
 
 class ReplicaFetchRequest(_message.Message):
-    __slots__ = ("replica_id", "broker_epoch", "max_wait_ms", "min_bytes", "max_bytes", "topics")
+    __slots__ = ("replica_id", "broker_epoch", "max_wait_ms", "min_bytes", "max_bytes", "topics", "session_id", "session_epoch", "forgotten")
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     MIN_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FORGOTTEN_FIELD_NUMBER: _ClassVar[int]
     replica_id: int
     broker_epoch: int
     max_wait_ms: int
     min_bytes: int
     max_bytes: int
     topics: _containers.RepeatedCompositeFieldContainer[ReplicaFetchTopic]
-    def __init__(self, replica_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ReplicaFetchTopic, _Mapping]]] = ...) -> None: ...
+    session_id: int
+    session_epoch: int
+    forgotten: _containers.RepeatedCompositeFieldContainer[ReplicaFetchForgotten]
+    def __init__(self, replica_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ReplicaFetchTopic, _Mapping]]] = ..., session_id: _Optional[int] = ..., session_epoch: _Optional[int] = ..., forgotten: _Optional[_Iterable[_Union[ReplicaFetchForgotten, _Mapping]]] = ...) -> None: ...
+
+class ReplicaFetchForgotten(_message.Message):
+    __slots__ = ("topic", "partitions")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ReplicaFetchTopic(_message.Message):
     __slots__ = ("topic", "topic_id", "partitions")
@@ -328,10 +342,14 @@ class ReplicaFetchPartition(_message.Message):
     def __init__(self, partition: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., partition_max_bytes: _Optional[int] = ...) -> None: ...
 
 class ReplicaFetchResponse(_message.Message):
-    __slots__ = ("topics",)
+    __slots__ = ("topics", "session_id", "error")
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedCompositeFieldContainer[ReplicaFetchTopicResponse]
-    def __init__(self, topics: _Optional[_Iterable[_Union[ReplicaFetchTopicResponse, _Mapping]]] = ...) -> None: ...
+    session_id: int
+    error: _common_pb2.Error
+    def __init__(self, topics: _Optional[_Iterable[_Union[ReplicaFetchTopicResponse, _Mapping]]] = ..., session_id: _Optional[int] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
 
 class ReplicaFetchTopicResponse(_message.Message):
     __slots__ = ("topic", "topic_id", "partitions")
