@@ -1,9 +1,12 @@
 """A deterministic simulation of one partition's replication (issue #21).
 
 What runs is Lanes' own replication logic: ``LeaderReplica`` (high-water mark, ISR proposals,
-acks=all), ``divergence`` (the leader's check of a follower fetch), ``follower_truncation`` and
-the real ``LeaderEpochCache`` (kept in memory). Around it the simulation plays what the broker,
-the controller and the network do, as messages on a simulated clock:
+acks=all), ``divergence`` (the leader's check of a follower fetch), ``follower_truncation``, the
+fetch sessions (``FetchSessionBuilder`` on the follower, ``FetchSessionCache`` on the leader: an
+incremental fetch names the partition only when its position moved, and the leader then goes by
+the session's last position) and the real ``LeaderEpochCache`` (kept in memory). Around it the
+simulation plays what the broker, the controller and the network do, as messages on a simulated
+clock:
 
 - three replicas; a controller that fences a replica a session timeout after its last heartbeat,
   elects the first live ISR member when the leader is fenced (leader epoch + 1), removes fenced
@@ -33,6 +36,7 @@ restarted. After the faults everything heals and the cluster settles; then the c
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import random
@@ -40,11 +44,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from lanes.broker.fetch_session import FetchPosition, FetchSessionBuilder, FetchSessionCache
 from lanes.broker.replication import LeaderReplica, divergence, follower_truncation
 from lanes.errors import ErrorCode
 from lanes.storage.epochs import LeaderEpochCache
+from lanes.topic_partition import TopicPartition
 
 REPLICAS = (1, 2, 3)
 CONTROLLER = 0
@@ -59,6 +65,7 @@ FETCH_TIMEOUT_MS = 300
 PRODUCE_TIMEOUT_MS = 1_000
 FAULT_PHASE_MS = 4_000
 SETTLE_MS = 2_500
+PARTITION = TopicPartition("simulated", 0)
 
 
 class MemoryEpochCache(LeaderEpochCache):
@@ -114,7 +121,24 @@ class Replica:
     alter_unanswered: bool = False
     alter_request: int = 0  # the id of the newest AlterPartition sent
     fetch_in_flight_until: int = 0
+    fetch_request: int = 0  # the id of the newest fetch sent; answers to older ones are dropped
+    fetch_answered: bool = True
+    fetch_positions: dict[TopicPartition, FetchPosition] = field(default_factory=dict)
+    #: follower side: one session per leader it fetches from; leader side: its followers' sessions
+    fetch_sessions: dict[int, FetchSessionBuilder] = field(default_factory=dict)
+    served_sessions: FetchSessionCache | None = None
     pending: deque[tuple[int, int, int, int]] = field(default_factory=deque)  # (required, deadline, id, offset)
+
+
+class FetchCall(NamedTuple):
+    """One ReplicaFetch call of a follower, within its fetch session."""
+
+    follower: int
+    request_id: int
+    session_id: int
+    session_epoch: int
+    named: dict[TopicPartition, FetchPosition]
+    forgotten: list[TopicPartition]
 
 
 @dataclass
@@ -391,10 +415,18 @@ class World:
 
             self.at(FETCH_TIMEOUT_MS, give_up)
         elif replica.leader >= 0 and replica.leader != node and replica.fetch_in_flight_until <= self.now:
-            replica.fetch_in_flight_until = self.now + FETCH_TIMEOUT_MS
-            request = (node, replica.leader_epoch, replica.log.end, replica.log.epochs.latest_epoch)
             leader = replica.leader
-            self.send(node, leader, lambda: self._serve_fetch(leader, *request))
+            session = replica.fetch_sessions.setdefault(leader, FetchSessionBuilder())
+            if not replica.fetch_answered:
+                session.reset()  # the call failed (timed out): the fetcher starts a new session
+            replica.fetch_in_flight_until = self.now + FETCH_TIMEOUT_MS
+            replica.fetch_request += 1
+            replica.fetch_answered = False
+            position = FetchPosition("id", replica.leader_epoch, replica.log.end, replica.log.epochs.latest_epoch, 0, 0)
+            replica.fetch_positions = {PARTITION: position}
+            named, forgotten = session.request(replica.fetch_positions)
+            call = FetchCall(node, replica.fetch_request, session.session_id, session.epoch, named, forgotten)
+            self.send(node, leader, lambda: self._serve_fetch(leader, call))
 
     def _altered(self, replica: Replica, request_id: int, outcome: str, state: PartitionState) -> None:
         """The controller's answer: accepted; ``never-applied`` (reverted); or a stale-epoch
@@ -411,28 +443,60 @@ class World:
             replica.core.on_isr_proposal_failed()
         self._sync_high_watermark(replica)
 
-    def _serve_fetch(self, leader_node: int, follower: int, epoch: int, fetch_offset: int, last_epoch: int) -> None:
+    def _serve_fetch(self, leader_node: int, call: FetchCall) -> None:
+        follower, request_id, session_id, session_epoch, named, forgotten = call
         leader = self.replicas[leader_node]
+        if leader.served_sessions is None:  # one cache per process: a restart forgets them
+            leader.served_sessions = FetchSessionCache(lambda: self.rng.randint(1, 2**31 - 1))
+        resolved = leader.served_sessions.resolve(follower, session_id, session_epoch, named, forgotten)
+        answer: dict[str, Any] = {"request": request_id, "leader": leader_node}
+        if isinstance(resolved, ErrorCode):
+            answer["session_error"] = True
+            self.send(leader_node, follower, lambda: self._fetched(self.replicas[follower], answer))
+            return
+        session, full = resolved
+        position = session.partitions[PARTITION].position  # named now, or as last named
+        epoch, fetch_offset, last_epoch = (
+            position.current_leader_epoch,
+            position.fetch_offset,
+            position.last_fetched_epoch,
+        )
         log = leader.log
         if leader.core is None or epoch != leader.leader_epoch:
-            answer: dict[str, Any] = {"error": True}
+            answer["error"] = True
         else:
             diverging = divergence(last_epoch, fetch_offset, log.epochs.end_offset_for(last_epoch, log.end))
             if diverging is not None:
-                answer = {"diverging": diverging}
+                answer["diverging"] = diverging
             elif fetch_offset > log.end:
-                answer = {"error": True}
+                answer["error"] = True
             else:
                 leader.core.on_follower_fetch(follower, fetch_offset, self.now)
                 self._sync_high_watermark(leader)
-                answer = {"entries": log.entries[fetch_offset : fetch_offset + 20], "hwm": log.high_watermark}
-        answer.update(epoch=epoch, offset=fetch_offset)
+                entries = log.entries[fetch_offset : fetch_offset + 20]
+                hwm = log.high_watermark
+                if full or entries or PARTITION in named or session.must_answer(PARTITION, hwm, 0):
+                    answer.update(entries=entries, hwm=hwm)
+                    session.answered(PARTITION, hwm, 0)
+                else:
+                    answer["omitted"] = True  # an idle partition of an incremental fetch
+        answer.update(session_id=session.session_id, epoch=epoch, offset=fetch_offset)
         self.send(leader_node, follower, lambda: self._fetched(self.replicas[follower], answer))
 
     def _fetched(self, replica: Replica, answer: dict[str, Any]) -> None:
+        if answer["request"] != replica.fetch_request or replica.fetch_answered:
+            return  # an answer to an older call, or a duplicate: each call has one answer
+        replica.fetch_answered = True
         replica.fetch_in_flight_until = 0
+        session = replica.fetch_sessions.setdefault(answer["leader"], FetchSessionBuilder())
+        if "session_error" in answer:
+            session.reset()
+            return
+        session.answered(answer["session_id"], replica.fetch_positions)
         if replica.core is not None or answer["epoch"] != replica.leader_epoch or "error" in answer:
             return  # no longer following that leader at that epoch
+        if "omitted" in answer:
+            return
         log = replica.log
         if answer["offset"] != log.end:
             return  # an answer about a log that moved since (late or duplicated): dropped, as the fetcher does
@@ -505,9 +569,7 @@ class World:
             duration = self.rng.randint(50, 1_500)
             kind = self.rng.choice(["cut", "cut-one-way", "pause", "crash", "isolate"])
             at_leader = self.rng.random() < 0.6
-            self.at(
-                when, lambda kind=kind, duration=duration, at_leader=at_leader: self._fault(kind, duration, at_leader)
-            )  # type: ignore[misc]
+            self.at(when, functools.partial(self._fault, kind, duration, at_leader))
 
     def _fault(self, kind: str, duration: int, at_leader: bool) -> None:
         if not self.faults_on:

@@ -9,11 +9,14 @@ A seed that ever fails belongs in ``REGRESSIONS``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import pytest
 
+from lanes.broker.fetch_session import NO_SESSION, FetchPosition, FetchSessionBuilder
 from lanes.broker.replication import LeaderReplica
 from lanes.errors import ErrorCode
+from lanes.topic_partition import TopicPartition
 from tests.simulation import replication_world
 from tests.simulation.replication_world import run
 
@@ -51,6 +54,15 @@ def _high_watermark_over_the_leader_alone(self: LeaderReplica) -> None:
     self.high_watermark = max(self.high_watermark, self.log_end_offset)  # the mutation: ignores followers
 
 
+def _names_only_advances(
+    self: FetchSessionBuilder, positions: Mapping[TopicPartition, FetchPosition]
+) -> tuple[dict[TopicPartition, FetchPosition], list[TopicPartition]]:
+    if self.session_id == NO_SESSION:
+        return dict(positions), []
+    sent = self._sent  # the mutation: a position that moved back (a truncation) is not named
+    return {k: p for k, p in positions.items() if k not in sent or p.fetch_offset > sent[k].fetch_offset}, []
+
+
 def _never_truncates(epochs: object, log_end_offset: int, high_watermark: int, diverging: object) -> int:
     return log_end_offset  # the mutation: a diverged follower keeps its log
 
@@ -61,6 +73,7 @@ def _never_truncates(epochs: object, log_end_offset: int, high_watermark: int, d
         (LeaderReplica, "acks_all_outcome", _acknowledges_before_the_high_watermark),
         (LeaderReplica, "_advance_high_watermark", _high_watermark_over_the_leader_alone),
         (replication_world, "follower_truncation", _never_truncates),
+        (FetchSessionBuilder, "request", _names_only_advances),
     ],
 )
 def test_the_simulation_finds_a_mutated_core_within_1000_seeds(
