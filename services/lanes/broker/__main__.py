@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from lanes.broker.metrics import BrokerMetrics
-from lanes.broker.service import BrokerService, add_to_server
+from lanes.broker.service import PRODUCER_ID_EXPIRATION_MS, BrokerService, add_to_server
 from lanes.clock import SystemClock
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
@@ -46,6 +46,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)",
     )
     parser.add_argument(
+        "--producer-id-expiration-ms",
+        type=int,
+        default=PRODUCER_ID_EXPIRATION_MS,
+        help="an idempotent producer that wrote nothing to a partition for this long is forgotten there "
+        "(producer.id.expiration.ms; default one day)",
+    )
+    parser.add_argument(
         "--metrics-partition-series",
         choices=("on", "off"),
         default=os.environ.get("LANES_METRICS_PARTITION_SERIES", "on"),
@@ -71,6 +78,7 @@ async def serve(options: argparse.Namespace) -> None:
         endpoint=endpoint,
         clock=SystemClock(),
         replica_lag_time_max_ms=options.replica_lag_time_max_ms,
+        producer_id_expiration_ms=options.producer_id_expiration_ms,
         metrics=BrokerMetrics(metrics, partition_series=options.metrics_partition_series == "on"),
     )
     running = await start_server(

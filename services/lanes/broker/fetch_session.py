@@ -11,9 +11,11 @@ with thousands of idle partitions, that is all an idle broker does. With a sessi
   whose position (fetch offset, last fetched epoch, log start, leader epoch) changed since the
   last request, and those the follower stopped fetching (*forgotten*); the leader keeps the others
   at their last position, updates every follower position it tracks as if they had been named
-  (so the ISR and the high-water mark see the follower as before), and answers only partitions
-  with records, an error, a divergence, or a high-water mark or log start that changed since the
-  session last told the follower;
+  (so the ISR and the high-water mark see the follower as before), and answers the partitions
+  the request named and, of the others, only those with records, an error, a divergence, or a
+  high-water mark or log start that changed since the session last told the follower (Kafka
+  answers a named partition only if something changed; naming it always tells a follower that
+  just caught up the mark at once, see decision 0022);
 - an unknown session (the leader restarted, or gave it to a newer full request) is answered
   FETCH_SESSION_ID_NOT_FOUND, an epoch that does not follow (a request or answer was lost)
   INVALID_FETCH_SESSION_EPOCH; after either, or after any failed call, the follower sends a full
