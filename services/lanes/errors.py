@@ -181,6 +181,11 @@ class OffsetOutOfRangeError(LanesError):
     default_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
+class LogTruncationError(OffsetOutOfRangeError):
+    """A consumer's position is past the end of its last record's leader epoch on the partition's
+    new leader: records it read are not in that leader's log (Kafka's LogTruncationException)."""
+
+
 class FencedMemberEpochError(LanesError):
     """The group member was fenced and must rejoin."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -25,12 +26,13 @@ import grpc
 from lanes.client._cluster import DENIALS, ClusterView
 from lanes.clock import Clock
 from lanes.deadline import Deadline, attempts
-from lanes.errors import ErrorCode, OffsetOutOfRangeError, RetriableError, error_code, error_for
+from lanes.errors import ErrorCode, LogTruncationError, OffsetOutOfRangeError, RetriableError, error_code, error_for
 from lanes.protocol.records import BatchHeader, TimestampType, decode_batches
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2
 
 #: Pause before looking a partition's leader or offsets up again.
+_log = logging.getLogger(__name__)
 _RETRY_PAUSE_S = 0.1
 
 
@@ -124,6 +126,12 @@ class Fetcher:
         self._timeout_s = request_timeout_s
         self._clock = clock
         self.positions: dict[TopicPartition, int | None] = {}
+        #: (position, leader epoch of the record before it), recorded as ``poll`` returns records:
+        #: checked against a new leader's log before fetching from it (KIP-320). An entry whose
+        #: position is no longer the partition's (a seek, a reset) is not checked.
+        self._position_epochs: dict[TopicPartition, tuple[int, int]] = {}
+        #: the leader epoch each partition was last fetched or checked at
+        self._checked_epochs: dict[TopicPartition, int] = {}
         self.paused: set[TopicPartition] = set()
         self._buffer: dict[TopicPartition, _Buffered] = {}
         self._prefetch: asyncio.Task[None] | None = None
@@ -278,6 +286,7 @@ class Fetcher:
             if chunk and partition in self.positions and partition not in self.paused:
                 taken.extend(chunk)
                 self.positions[partition] = chunk[-1].offset + 1
+                self._position_epochs[partition] = (chunk[-1].offset + 1, chunk[-1].leader_epoch)
         return taken
 
     def _start_fetch(self, max_wait_ms: int) -> None:
@@ -301,6 +310,9 @@ class Fetcher:
         await self.ensure_positions(partitions)
         unknown = {tp.topic for tp in partitions if self._cluster.leader_address(tp.topic, tp.partition) is None}
         await self._refresh(sorted(unknown))
+        unchecked = [tp for tp in partitions if self._leader_changed(tp)]
+        if unchecked:
+            await self._check_positions(unchecked)
         by_leader: dict[str | None, list[TopicPartition]] = {}
         for partition in partitions:
             by_leader.setdefault(self._cluster.leader_address(partition.topic, partition.partition), []).append(
@@ -308,10 +320,87 @@ class Fetcher:
             )
         await asyncio.gather(*(self._fetch_from(leader, group, max_wait_ms) for leader, group in by_leader.items()))
 
+    def _leader_changed(self, partition: TopicPartition, epoch: int | None = None) -> bool:
+        """Whether the partition's position came from an older leader than the one known now (or
+        of ``epoch``), and can be checked (its records carried an epoch)."""
+        recorded = self._position_epochs.get(partition)
+        if recorded is None or recorded[1] < 0 or recorded[0] != self.positions.get(partition):
+            return False
+        if epoch is None:
+            epoch = self._cluster.leader_epoch(partition.topic, partition.partition)
+        return epoch >= 0 and epoch > self._checked_epochs.get(partition, -1)
+
+    async def _check_positions(self, partitions: list[TopicPartition]) -> None:
+        """KIP-320: ask each partition's new leader where the epoch of the last record returned
+        ends in its log. If it ends before the position, records the consumer read are not in the
+        new leader's log (they were truncated: possible only when every replica holding them lost
+        them): the position goes back to where the logs agree, with a warning, and with
+        ``auto_offset_reset="none"`` a LogTruncationError is raised instead. Records buffered from
+        the old leader are dropped first (they are fetched again from the new one)."""
+        by_leader: dict[str, list[TopicPartition]] = {}
+        for partition in partitions:
+            self._buffer.pop(partition, None)
+            address = self._cluster.leader_address(partition.topic, partition.partition)
+            if address is not None:
+                by_leader.setdefault(address, []).append(partition)
+        for address, group in by_leader.items():
+            asked = {tp: self._cluster.leader_epoch(tp.topic, tp.partition) for tp in group}
+            topics: dict[str, broker_pb2.OffsetForLeaderEpochTopic] = {}
+            for partition in group:
+                topics.setdefault(
+                    partition.topic, broker_pb2.OffsetForLeaderEpochTopic(topic=partition.topic)
+                ).partitions.append(
+                    broker_pb2.OffsetForLeaderEpochPartition(
+                        partition=partition.partition,
+                        current_leader_epoch=asked[partition],
+                        leader_epoch=self._position_epochs[partition][1],
+                    )
+                )
+            request = broker_pb2.OffsetForLeaderEpochRequest(replica_id=-1, topics=list(topics.values()))
+            try:
+                answer = await self._cluster.stub(address).OffsetForLeaderEpoch(request, timeout=self._timeout_s)
+            except grpc.aio.AioRpcError:
+                self._forget_leaders(group, suspect=address)
+                continue
+            for topic in answer.topics:
+                for part in topic.partitions:
+                    partition = TopicPartition(topic.topic, part.partition)
+                    if partition not in asked:
+                        continue
+                    if part.error.code:
+                        self._forget_leaders(
+                            [partition], suspect=address, denied=error_code(part.error.code) in DENIALS
+                        )
+                        continue
+                    self._check_position(partition, part.end.leader_epoch, part.end.end_offset)
+                    self._checked_epochs[partition] = asked[partition]
+
+    def _check_position(self, partition: TopicPartition, epoch: int, end_offset: int) -> None:
+        position, position_epoch = self._position_epochs[partition]
+        if end_offset < 0 or end_offset >= position or self.positions.get(partition) != position:
+            return  # the new leader's log holds everything read (or cannot tell: nothing to undo)
+        message = (
+            f"{partition.topic}-{partition.partition}: records before the position {position} (leader epoch "
+            f"{position_epoch}) are not in the new leader's log, which diverges from offset {end_offset}"
+        )
+        if self.auto_offset_reset == "none":
+            raise LogTruncationError(f"{message}; seek() to continue", ErrorCode.OFFSET_OUT_OF_RANGE)
+        _log.warning("%s: reading on from %d", message, end_offset)
+        self.positions[partition] = end_offset
+        self._position_epochs[partition] = (end_offset, epoch)
+
     async def _fetch_from(self, address: str | None, partitions: list[TopicPartition], max_wait_ms: int) -> None:
         if address is None:
             self._forget_leaders(partitions)
             await asyncio.sleep(_RETRY_PAUSE_S)  # the next fetch looks for the leader again
+            return
+        epochs = {
+            partition: self._cluster.leader_epoch(partition.topic, partition.partition) for partition in partitions
+        }
+        # a leader that changed since the check in _fetch is checked at the next fetch first
+        partitions = [partition for partition in partitions if not self._leader_changed(partition, epochs[partition])]
+        if not partitions:
+            await asyncio.sleep(_RETRY_PAUSE_S)  # their check failed: not at once again
             return
         topics: dict[str, broker_pb2.FetchTopic] = {}
         fetched = {partition: self._fetch_offset(partition) for partition in partitions}
@@ -320,7 +409,7 @@ class Fetcher:
                 broker_pb2.FetchPartition(
                     partition=partition.partition,
                     fetch_offset=fetched[partition],
-                    current_leader_epoch=self._cluster.leader_epoch(partition.topic, partition.partition),
+                    current_leader_epoch=epochs[partition],
                     partition_max_bytes=self._partition_max_bytes,
                 )
             )
@@ -347,6 +436,8 @@ class Fetcher:
                     self._forget_leaders([partition], suspect=address, denied=code in DENIALS)
                     failed = True
                     continue
+                if partition in fetched:  # served by the leader of this epoch: positions hold there
+                    self._checked_epochs[partition] = max(self._checked_epochs.get(partition, -1), epochs[partition])
                 self._buffer_fetched(partition, fetched[partition], topic.topic, part)
         if failed:
             await asyncio.sleep(_RETRY_PAUSE_S)  # the next fetch looks the leaders up again

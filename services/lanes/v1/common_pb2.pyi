@@ -52,6 +52,8 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     UNKNOWN_PRODUCER_ID: _ClassVar[ErrorCode]
     NON_EMPTY_GROUP: _ClassVar[ErrorCode]
     GROUP_ID_NOT_FOUND: _ClassVar[ErrorCode]
+    FETCH_SESSION_ID_NOT_FOUND: _ClassVar[ErrorCode]
+    INVALID_FETCH_SESSION_EPOCH: _ClassVar[ErrorCode]
     FENCED_LEADER_EPOCH: _ClassVar[ErrorCode]
     UNKNOWN_LEADER_EPOCH: _ClassVar[ErrorCode]
     UNSUPPORTED_COMPRESSION_TYPE: _ClassVar[ErrorCode]
@@ -157,6 +159,8 @@ KAFKA_STORAGE_ERROR: ErrorCode
 UNKNOWN_PRODUCER_ID: ErrorCode
 NON_EMPTY_GROUP: ErrorCode
 GROUP_ID_NOT_FOUND: ErrorCode
+FETCH_SESSION_ID_NOT_FOUND: ErrorCode
+INVALID_FETCH_SESSION_EPOCH: ErrorCode
 FENCED_LEADER_EPOCH: ErrorCode
 UNKNOWN_LEADER_EPOCH: ErrorCode
 UNSUPPORTED_COMPRESSION_TYPE: ErrorCode
