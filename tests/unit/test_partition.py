@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lanes.broker.partition import FetchedPartition, Partition
-from lanes.broker.producer_snapshots import SNAPSHOT_SUFFIX
+from lanes.broker.producer_snapshots import SNAPSHOT_SUFFIX, ProducerSnapshots
 from lanes.clock import ManualClock
 from lanes.errors import ErrorCode, LanesError
 from lanes.protocol.records import BatchHeader, Record, encode_batch, validate_batches
@@ -193,3 +193,36 @@ def test_idle_producers_expire_and_old_snapshots_go_with_retention(tmp_path: Pat
     partition.maintain(CLOCK.now_ms(), producer_id_expiration_ms=60_000)
     kept = snapshots(directory)
     assert [offset for offset in kept if offset <= 70] == [max(o for o in kept if o <= 70)]
+
+
+def test_a_failed_snapshot_write_never_leaves_the_table_behind_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    partition = open_partition(tmp_path / "orders-0")
+    lead(partition, 1)
+    monkeypatch.setattr(ProducerSnapshots, "write", disk_full)
+    for sequence in range(0, 80, 4):  # rolls segments: each roll's snapshot write fails
+        produce(partition, 7, sequence)
+    assert partition.log.segment_count > 1
+    assert getattr(produce(partition, 7, 76), "duplicate_of", None) is not None, "the retry is still recognised"
+
+
+def test_a_failed_reload_after_a_truncation_forgets_rather_than_remembers_cut_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreadable(*args: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    partition = open_partition(tmp_path / "orders-0")
+    lead(partition, 1)
+    for sequence in range(0, 80, 4):
+        produce(partition, 7, sequence)
+    partition.make_follower(leader_id=2, leader_epoch=2)
+    monkeypatch.setattr(ProducerSnapshots, "load", unreadable)
+    with pytest.raises(OSError, match="Input/output error"):
+        partition.apply_fetched(2, 80, FetchedPartition(ErrorCode.NONE, 0, 0, diverging=(1, 60)))
+    assert partition.log.log_end_offset == 60
+    assert partition.producer_count == 0, "a retry of a cut batch is never answered as written"

@@ -166,7 +166,7 @@ class FollowerFetcher:
                 )
                 try:
                     healthy &= partition.apply_fetched(leader_epoch, fetched_from[key], fetched)
-                except LanesError as exc:
+                except (OSError, LanesError) as exc:
                     _log.warning(
                         "replicating %s-%d failed: %s",
                         key.topic,

@@ -232,7 +232,7 @@ class Partition:
         with self._lock:
             self.role = None
             if self.log.log_end_offset not in self._snapshots.offsets:
-                self._snapshots.write(self.log.log_end_offset, self._producers)
+                self._write_snapshot(self.log.log_end_offset, durable=False)
 
     # -----------------------------------------------------------------------------------------
     # as leader
@@ -263,6 +263,12 @@ class Partition:
             leading.replica.on_append(self.log.log_end_offset)
             self._sync_high_watermark(leading)
             return info
+
+    def delete_records_before(self, leader_epoch: int, offset: int) -> int:
+        """DeleteRecords at the leader of ``leader_epoch``: the new log start (worker thread)."""
+        with self._lock:
+            self._leading_at(leader_epoch)
+            return self.log.delete_records_before(offset)
 
     def acks_all_outcome(self, leader_epoch: int, required_offset: int) -> ErrorCode | None:
         """For an acks=all batch appended at ``leader_epoch`` and ending before
@@ -397,10 +403,20 @@ class Partition:
             return True
 
     def _truncate_to(self, offset: int) -> None:
-        """Cut the log at ``offset`` and reload the producer state of what is left."""
-        self.log.truncate_to(offset)
-        self._producers = self._snapshots.load(self.log)
-        self._snapshot_segment = self.log.active_segment_base_offset
+        """Cut the log at ``offset`` and reload the producer state of what is left (nothing to
+        reload when nothing was cut). A reload that fails leaves an empty table, never one that
+        still knows the cut batches (a retry of one would be answered as written): producers
+        then start over (UNKNOWN_PRODUCER_ID, a new epoch)."""
+        before = self.log.log_end_offset
+        if self.log.truncate_to(offset) == before:
+            return
+        try:
+            self._producers = self._snapshots.load(self.log)
+        except (OSError, LanesError):
+            self._producers = ProducerStateTable()
+            raise
+        finally:
+            self._snapshot_segment = self.log.active_segment_base_offset
 
     # -----------------------------------------------------------------------------------------
     # producer state
@@ -410,10 +426,20 @@ class Partition:
         state below it (every batch before ``info.first_offset``)."""
         segment = self.log.active_segment_base_offset
         if segment != self._snapshot_segment:
-            self._snapshots.write(info.first_offset, self._producers)
             self._snapshot_segment = segment
+            self._write_snapshot(info.first_offset, durable=True)
         for header in info.headers:
             self._producers.apply(header)
+
+    def _write_snapshot(self, offset: int, *, durable: bool) -> None:
+        """Best effort: the records are written already, and a missing snapshot only costs a
+        longer replay (a failed write must not leave the table behind the log)."""
+        try:
+            self._snapshots.write(offset, self._producers, durable=durable)
+        except OSError:
+            _log.exception(
+                "%s-%d: writing the producer snapshot at %d failed", self.key.topic, self.key.partition, offset
+            )
 
     def maintain(self, now_ms: int, producer_id_expiration_ms: int) -> int:
         """Forget producers idle for ``producer_id_expiration_ms`` and snapshots retention made

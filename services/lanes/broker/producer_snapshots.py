@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 
 from lanes.broker.producer_state import ProducerStateTable, SnapshotError
+from lanes.storage.files import write_atomically
 from lanes.storage.log import PartitionLog
 
 _log = logging.getLogger(__name__)
@@ -52,12 +53,17 @@ class ProducerSnapshots:
         """The offsets of the snapshots on disk, oldest first."""
         return list(self._offsets)
 
-    def write(self, offset: int, table: ProducerStateTable) -> None:
-        """Store ``table`` as the state below ``offset``."""
+    def write(self, offset: int, table: ProducerStateTable, *, durable: bool = False) -> None:
+        """Store ``table`` as the state below ``offset``; ``durable``: fsynced (the snapshots of
+        rolls: once retention deleted the segments below one, it is the only record of their
+        producers)."""
         path = snapshot_path(self.directory, offset)
         temporary = path.with_name(path.name + ".tmp")  # an open's recovery removes leftovers
-        temporary.write_bytes(table.to_snapshot())
-        os.replace(temporary, path)
+        if durable:
+            write_atomically(path, table.to_snapshot())
+        else:
+            temporary.write_bytes(table.to_snapshot())
+            os.replace(temporary, path)
         if offset not in self._offsets:
             self._offsets.append(offset)
             self._offsets.sort()
@@ -70,8 +76,8 @@ class ProducerSnapshots:
         for offset in reversed(self._offsets):
             try:
                 table = ProducerStateTable.from_snapshot(snapshot_path(self.directory, offset).read_bytes())
-            except (OSError, SnapshotError) as exc:
-                _log.warning("%s: skipping producer snapshot %d: %s", self.directory.name, offset, exc)
+            except SnapshotError as exc:  # torn or corrupt: it never becomes readable
+                _log.warning("%s: deleting producer snapshot %d: %s", self.directory.name, offset, exc)
                 self._delete([offset])
                 continue
             replay(log, table, offset)
@@ -102,11 +108,6 @@ class ProducerSnapshots:
 
 def replay(log: PartitionLog, table: ProducerStateTable, from_offset: int) -> None:
     """Apply the headers of every batch of ``log`` at or after ``from_offset`` (a batch
-    boundary) to ``table``; no record is parsed."""
-    for segment in log.segments():
-        if segment.next_offset <= from_offset:
-            continue
-        position = segment.position_of(from_offset) if segment.base_offset < from_offset else 0
-        for _, header in segment.batch_headers(position):
-            if header.base_offset >= from_offset:
-                table.apply(header)
+    boundary) to ``table``; no record is parsed (``PartitionLog.scan_batch_headers`` keeps
+    compaction from swapping segments meanwhile)."""
+    log.scan_batch_headers(from_offset, table.apply)

@@ -336,7 +336,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     continue
                 key = TopicPartition(topic.name, state.partition)
                 partition = self._partitions.get(key)
-                if partition is None:
+                if partition is None or partition.topic_id != topic.topic_id:  # opened for a deleted topic
                     complete = False
                     continue
                 seen.add(key)
@@ -389,7 +389,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     # within replica.lag.time.max.ms (Kafka requires replica.fetch.wait.max.ms below it)
                     max_wait_ms=min(FOLLOWER_MAX_WAIT_MS, max(50, self._replica_lag_time_max_ms // 4)),
                 )
-                self._fetchers[leader_id] = asyncio.get_running_loop().create_task(fetcher.run())
+                task = asyncio.get_running_loop().create_task(fetcher.run())
+                task.add_done_callback(self._fetcher_ended)
+                self._fetchers[leader_id] = task
+
+    def _fetcher_ended(self, task: asyncio.Task[None]) -> None:
+        """A fetcher stops when nothing is left to follow from its leader, or fails: the next
+        metadata pass starts one again if something is (a role may have changed as it stopped)."""
+        if not task.cancelled() and task.exception() is not None:
+            _log.error("a follower fetcher failed; starting it again", exc_info=task.exception())
+        self._image_changed.set()
 
     async def hand_off(self, timeout_s: float = 10) -> None:
         """Controlled shutdown while still serving: the controller moves every leadership away,
@@ -1008,13 +1017,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             for wanted in topic.partitions:
                 result = broker_pb2.DeleteRecordsPartitionResponse(partition=wanted.partition, low_watermark=-1)
                 led = self._leading(topic.topic, wanted.partition)
-                if not isinstance(led, Partition):
-                    result.error.CopyFrom(led)
+                leader_epoch = led.leader_epoch if isinstance(led, Partition) else None
+                if not isinstance(led, Partition) or leader_epoch is None:
+                    result.error.CopyFrom(
+                        led
+                        if not isinstance(led, Partition)
+                        else self._unknown_or_not_leader(topic.topic, wanted.partition)
+                    )
                 else:
-                    log = led.log
-                    target = log.high_watermark if wanted.offset == -1 else wanted.offset
+                    target = led.log.high_watermark if wanted.offset == -1 else wanted.offset
                     try:
-                        result.low_watermark = await asyncio.to_thread(log.delete_records_before, target)
+                        result.low_watermark = await asyncio.to_thread(led.delete_records_before, leader_epoch, target)
                         result.error.CopyFrom(wire_error(ErrorCode.NONE))
                     except LanesError as exc:
                         result.error.CopyFrom(wire_error(exc.code, exc.message))

@@ -271,6 +271,7 @@ class ControllerLink:
                 code = error_code(answer.error.code)
                 if code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
                     await self._register()
+                    self._call_listeners([])  # the node's epoch changed: what it owns may have, too
                 elif code is ErrorCode.NONE:
                     self.fenced = answer.is_fenced
                     if not answer.is_fenced:
@@ -313,6 +314,9 @@ class ControllerLink:
                     applied.append((offset, record))
             if not applied:  # a keepalive, or records already applied: the image is unchanged
                 return
+        self._call_listeners(applied)
+        self._image_changed.notify_all()
+
+    def _call_listeners(self, applied: list[tuple[int, metadata_pb2.MetadataRecord]]) -> None:
         for listener in self._listeners:
             listener(applied)
-        self._image_changed.notify_all()

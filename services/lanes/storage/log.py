@@ -560,6 +560,25 @@ class PartitionLog:
                 return TimestampOffset(record.offset, timestamp, batch.header.partition_leader_epoch)
         return None
 
+    def scan_batch_headers(self, from_offset: int, visit: Callable[[BatchHeader], None]) -> None:
+        """Call ``visit`` with the header of every batch whose base offset is at or after
+        ``from_offset``, oldest first (a compaction under way is interrupted and waited for: no
+        segment is swapped mid-scan). Appends may run meanwhile; the scan ends where the log
+        ended when it began."""
+        self.cleaner_abort.set()
+        with self._maintenance_lock:
+            self.cleaner_abort.clear()
+            end = self._log_end_offset
+            for segment in self.segments():
+                if segment.next_offset <= from_offset or segment.base_offset >= end:
+                    continue
+                position = segment.position_of(from_offset) if segment.base_offset < from_offset else 0
+                for _, header in segment.batch_headers(position):
+                    if header.base_offset >= end:
+                        break
+                    if header.base_offset >= from_offset:
+                        visit(header)
+
     # -----------------------------------------------------------------------------------------
     # truncation, retention, deletion
 
