@@ -37,8 +37,6 @@ restarted. After the faults everything heals and the cluster settles; then the c
 from __future__ import annotations
 
 import functools
-import heapq
-import itertools
 import random
 from collections import deque
 from collections.abc import Callable
@@ -51,6 +49,7 @@ from lanes.broker.replication import LeaderReplica, divergence, follower_truncat
 from lanes.errors import ErrorCode
 from lanes.storage.epochs import LeaderEpochCache
 from lanes.topic_partition import TopicPartition
+from tests.simulation.harness import EventLoop
 
 REPLICAS = (1, 2, 3)
 CONTROLLER = 0
@@ -149,14 +148,12 @@ class PartitionState:
     partition_epoch: int
 
 
-class World:
+class World(EventLoop):
     """One seeded run (see the module docstring)."""
 
     def __init__(self, seed: int) -> None:
+        super().__init__()
         self.rng = random.Random(seed)
-        self.now = 0
-        self._queue: list[tuple[int, int, Callable[[], None]]] = []
-        self._order = itertools.count()
         self.loss = self.rng.choice([0.0, 0.01, 0.05, 0.15])
         self.duplication = self.rng.choice([0.0, 0.02, 0.1])
         self.max_delay_ms = self.rng.choice([2, 10, 40, 120])
@@ -178,9 +175,6 @@ class World:
 
     # -----------------------------------------------------------------------------------------
     # the event loop and the network
-
-    def at(self, delay_ms: int, action: Callable[[], None]) -> None:
-        heapq.heappush(self._queue, (self.now + max(0, delay_ms), next(self._order), action))
 
     def send(self, source: int, target: int, deliver: Callable[[], None]) -> None:
         """A message: lost, duplicated, delayed at random; dropped on a cut link or at a dead node."""
@@ -207,13 +201,6 @@ class World:
                 deliver()
 
             self.at(delay, arrive)
-
-    def run_until(self, end_ms: int) -> None:
-        while self._queue and self._queue[0][0] <= end_ms:
-            when, _, action = heapq.heappop(self._queue)
-            self.now = when
-            action()
-        self.now = end_ms
 
     # -----------------------------------------------------------------------------------------
     # timers

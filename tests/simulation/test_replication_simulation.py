@@ -8,7 +8,6 @@ A seed that ever fails belongs in ``REGRESSIONS``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 import pytest
@@ -18,29 +17,16 @@ from lanes.broker.replication import LeaderReplica
 from lanes.errors import ErrorCode
 from lanes.topic_partition import TopicPartition
 from tests.simulation import replication_world
+from tests.simulation.harness import failing_seeds, seeds_to_run
 from tests.simulation.replication_world import run
 
-SEEDS = int(os.environ.get("LANES_SIM_SEEDS", "10000"))
 #: seeds that once failed: 120, 128, 137 found a demoted leader that wrote nothing in its epoch
 #: diverging on every fetch (PartitionLog.truncate_to now drops such an epoch)
 REGRESSIONS: list[int] = [120, 128, 137]
 
 
-def failing_seeds(seeds: range | list[int], stop_after: int = 3) -> dict[int, list[str]]:
-    failures: dict[int, list[str]] = {}
-    for seed in seeds:
-        violations = run(seed)
-        if violations:
-            failures[seed] = violations
-            if len(failures) >= stop_after:
-                break
-    return failures
-
-
 def test_every_seed_keeps_acknowledged_records_and_replicas_consistent() -> None:
-    only = os.environ.get("LANES_SIM_SEED")
-    seeds = [int(only)] if only else [*REGRESSIONS, *range(SEEDS)]
-    failures = failing_seeds(seeds)
+    failures = failing_seeds(run, seeds_to_run(REGRESSIONS))
     assert not failures, "; ".join(f"seed {seed}: {v[:3]}" for seed, v in failures.items())
 
 
@@ -80,7 +66,7 @@ def test_the_simulation_finds_a_mutated_core_within_1000_seeds(
     monkeypatch: pytest.MonkeyPatch, owner: object, name: str, mutant: object
 ) -> None:
     monkeypatch.setattr(owner, name, mutant)
-    failures = failing_seeds(range(1000), stop_after=1)
+    failures = failing_seeds(run, range(1000), stop_after=1)
     assert failures, f"1,000 seeds did not notice {name} mutated"
     seed, violations = next(iter(failures.items()))
     print(f"\nmutated {name}: seed {seed} found {violations[0]}")

@@ -1,0 +1,507 @@
+"""The controllers' Raft core (KRaft's model, KIP-595), pure: messages and ticks in, messages,
+log writes and durable state out. No clock reading, no I/O, no threads: the driver (a controller
+process, or the simulation) feeds it.
+
+Roles and rules, as in the Raft paper with KRaft's pull model:
+
+- **Epochs** (Raft's terms) and the vote are durable state (``hard_state``); the driver persists
+  them, and flushes the log, *before* sending any message the step produced (etcd's ``Ready``),
+  so a vote or an acknowledged offset is never forgotten by a crash.
+- **Pre-vote** (Raft thesis 9.6): a follower whose leader went silent for an election timeout
+  first asks whether it could win (``pre_vote``), without changing any durable state; only with
+  a majority of pre-votes does it start an election (epoch + 1, a vote for itself). A node that
+  heard from a leader within its election timeout refuses pre-votes and votes (leader
+  stickiness), so a partitioned node that comes back cannot depose a working leader.
+- **Votes**: at most one per epoch (``voted_for``); only for a candidate whose log is at least
+  as up to date ((last epoch, end offset) compared as a pair).
+- **Leader**: on election it appends an entry of its own epoch (KRaft's leader-change record:
+  entries of earlier epochs commit only under it, Raft's section 5.4.2) and announces itself
+  (``BeginEpoch``). **Check-quorum**: a leader that has not been fetched from by a majority
+  (itself included) within an election timeout resigns, so a leader cut off from the others
+  stops acting as one.
+- **Replication is pulled**: followers send ``FetchRequest`` (fetch offset = their log end, the
+  epoch of their last entry); the leader answers entries from there, or the *diverging* (epoch,
+  end offset) when the follower's log holds entries the leader's does not (the follower
+  truncates and fetches again), with its high-water mark.
+- **Commit**: the high-water mark is the largest offset a majority's logs reach, counted only
+  once it covers an entry of the leader's own epoch; it never moves backwards. Followers take
+  ``min(leader's mark, own log end)``. Entries below the mark are committed: ``committed()``
+  hands them to the state machine once, in order.
+
+Offsets: entry ``i`` of the log is at offset ``i``; ``end_offset`` is the next free offset.
+Epochs start at 1 (0: nothing yet). Not thread-safe: one owner (the driver's event loop).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One log entry: the epoch of the leader that appended it, and the state machine's payload."""
+
+    epoch: int
+    data: bytes
+
+
+class RaftLog(Protocol):
+    """The log the core replicates (the driver's; an in-memory one for tests and the simulation)."""
+
+    @property
+    def end_offset(self) -> int: ...
+
+    @property
+    def last_epoch(self) -> int: ...
+
+    def epoch_at(self, offset: int) -> int: ...
+
+    def entries(self, start: int, max_count: int) -> list[Entry]: ...
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]: ...
+
+    def append(self, entries: Sequence[Entry]) -> None: ...
+
+    def truncate_to(self, offset: int) -> None: ...
+
+
+class MemoryRaftLog:
+    """A ``RaftLog`` in a list (tests, the simulation)."""
+
+    def __init__(self, entries: Sequence[Entry] = ()) -> None:
+        self.items: list[Entry] = list(entries)
+
+    @property
+    def end_offset(self) -> int:
+        return len(self.items)
+
+    @property
+    def last_epoch(self) -> int:
+        return self.items[-1].epoch if self.items else 0
+
+    def epoch_at(self, offset: int) -> int:
+        return self.items[offset].epoch
+
+    def entries(self, start: int, max_count: int) -> list[Entry]:
+        return self.items[start : start + max_count]
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """The largest epoch at or below ``epoch`` this log holds and where it ends; (0, 0) if none."""
+        for offset in range(len(self.items) - 1, -1, -1):
+            if self.items[offset].epoch <= epoch:
+                return self.items[offset].epoch, offset + 1
+        return 0, 0
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        self.items.extend(entries)
+
+    def truncate_to(self, offset: int) -> None:
+        del self.items[offset:]
+
+
+class Role(Enum):
+    FOLLOWER = "follower"
+    PRE_CANDIDATE = "pre-candidate"
+    CANDIDATE = "candidate"
+    LEADER = "leader"
+
+
+@dataclass(frozen=True)
+class VoteRequest:
+    sender: int
+    to: int
+    epoch: int  # the epoch the candidate stands in (for a pre-vote: the one it would start)
+    last_epoch: int
+    end_offset: int
+    pre_vote: bool
+
+
+@dataclass(frozen=True)
+class VoteResponse:
+    sender: int
+    to: int
+    epoch: int  # the voter's epoch (a candidate behind it steps down)
+    granted: bool
+    pre_vote: bool
+    #: the leader the voter follows and heard from recently (a refused candidate follows it)
+    leader: int = NO_LEADER
+
+
+@dataclass(frozen=True)
+class BeginEpoch:
+    sender: int
+    to: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    sender: int
+    to: int
+    epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+
+
+@dataclass(frozen=True)
+class FetchResponse:
+    sender: int
+    to: int
+    epoch: int
+    leader: int  # NO_LEADER: the sender does not lead this epoch
+    fetch_offset: int  # the request's, so the follower can tell an answer about a log that moved
+    entries: tuple[Entry, ...] = ()
+    diverging: tuple[int, int] | None = None
+    high_watermark: int = 0
+
+
+Message = VoteRequest | VoteResponse | BeginEpoch | FetchRequest | FetchResponse
+
+
+@dataclass(frozen=True)
+class RaftConfig:
+    election_timeout_ms: int = 1_000
+    #: how long a follower waits between fetches when nothing came back (a lost answer)
+    fetch_timeout_ms: int = 250
+    max_fetch_entries: int = 64
+
+
+@dataclass
+class _Tracking:
+    """The leader's view of one voter."""
+
+    end_offset: int = 0
+    last_fetch_ms: int = -1
+    #: when BeginEpoch was last sent to it (again while it does not fetch: it may have missed it)
+    announced_ms: int = -1
+
+
+@dataclass
+class RaftCore:
+    """One voter's Raft state machine (see the module docstring)."""
+
+    node_id: int
+    voters: frozenset[int]
+    log: RaftLog
+    rng: random.Random
+    config: RaftConfig = field(default_factory=RaftConfig)
+    #: durable: the current epoch and the vote given in it
+    epoch: int = 0
+    voted_for: int | None = None
+    role: Role = Role.FOLLOWER
+    leader: int = NO_LEADER
+    high_watermark: int = 0
+    applied: int = 0
+    outbox: list[Message] = field(default_factory=list)
+    _now_ms: int = 0
+    _election_deadline_ms: int = 0
+    _last_leader_contact_ms: int = -(10**12)
+    _votes: set[int] = field(default_factory=set)
+    _tracking: dict[int, _Tracking] = field(default_factory=dict)
+    _epoch_start_offset: int = 0
+    _fetch_in_flight_until_ms: int = -1
+
+    @classmethod
+    def restart(
+        cls,
+        node_id: int,
+        voters: frozenset[int],
+        log: RaftLog,
+        rng: random.Random,
+        *,
+        hard_state: tuple[int, int | None] = (0, None),
+        config: RaftConfig | None = None,
+        now_ms: int = 0,
+    ) -> RaftCore:
+        """A voter from its durable state (the epoch and vote persisted, the log flushed), as a
+        follower that knows no leader and no high-water mark yet."""
+        core = cls(node_id, voters, log, rng, config or RaftConfig(), epoch=hard_state[0], voted_for=hard_state[1])
+        core._now_ms = now_ms
+        core._reset_election_timer()
+        return core
+
+    # -----------------------------------------------------------------------------------------
+    # outputs
+
+    @property
+    def hard_state(self) -> tuple[int, int | None]:
+        """What must be durable before this step's messages go out."""
+        return self.epoch, self.voted_for
+
+    def take_messages(self) -> list[Message]:
+        messages, self.outbox = self.outbox, []
+        return messages
+
+    def committed(self) -> list[tuple[int, Entry]]:
+        """Entries newly committed, in order, each once (offset, entry)."""
+        start, self.applied = self.applied, max(self.applied, self.high_watermark)
+        return list(enumerate(self.log.entries(start, self.high_watermark - start), start))
+
+    @property
+    def quorum(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    # -----------------------------------------------------------------------------------------
+    # inputs
+
+    def propose(self, data: bytes) -> int | None:
+        """Append ``data`` as the leader: its offset, or None when this node does not lead."""
+        if self.role is not Role.LEADER:
+            return None
+        offset = self.log.end_offset
+        self.log.append([Entry(self.epoch, data)])
+        self._leader_progress()
+        return offset
+
+    def tick(self, now_ms: int) -> None:
+        """Time passed: elections, check-quorum, fetches."""
+        self._now_ms = now_ms
+        if self.role is Role.LEADER:
+            alive = sum(
+                1
+                for voter in self.voters
+                if voter == self.node_id
+                or now_ms - self._tracking[voter].last_fetch_ms < self.config.election_timeout_ms
+            )
+            if alive < self.quorum and now_ms >= self._election_deadline_ms:
+                self._become_follower(self.epoch, NO_LEADER)  # check-quorum: cut off, resign
+            elif alive >= self.quorum:
+                self._election_deadline_ms = now_ms + self.config.election_timeout_ms
+            self._announce_to_silent_voters()
+            return
+        if now_ms >= self._election_deadline_ms:
+            self._start_pre_vote()
+        elif self.role is Role.FOLLOWER and self.leader != NO_LEADER and now_ms >= self._fetch_in_flight_until_ms:
+            self._fetch()
+
+    def step(self, message: Message, now_ms: int) -> None:
+        """A message arrived."""
+        self._now_ms = now_ms
+        if isinstance(message, VoteRequest):
+            self._on_vote_request(message)
+        elif isinstance(message, VoteResponse):
+            self._on_vote_response(message)
+        elif isinstance(message, BeginEpoch):
+            if message.epoch >= self.epoch and message.sender != self.node_id:
+                self._become_follower(message.epoch, message.sender)
+                self._fetch()
+            elif message.epoch < self.epoch:
+                # This node's epoch ran ahead (an election it could not win) and its pre-votes
+                # are refused while the leader works: tell the leader the newer epoch, so it
+                # steps down and an election at that epoch lets this node rejoin (etcd does the
+                # same for a lower-term append).
+                self.outbox.append(FetchResponse(self.node_id, message.sender, self.epoch, NO_LEADER, -1))
+        elif isinstance(message, FetchRequest):
+            self._on_fetch_request(message)
+        else:
+            self._on_fetch_response(message)
+
+    # -----------------------------------------------------------------------------------------
+    # elections
+
+    def _reset_election_timer(self) -> None:
+        timeout = self.config.election_timeout_ms
+        self._election_deadline_ms = self._now_ms + timeout + self.rng.randrange(timeout)
+
+    def _leader_heard_recently(self) -> bool:
+        return self.role is Role.LEADER or (
+            self.leader != NO_LEADER and self._now_ms - self._last_leader_contact_ms < self.config.election_timeout_ms
+        )
+
+    def _log_at_least(self, last_epoch: int, end_offset: int) -> bool:
+        return (last_epoch, end_offset) >= (self.log.last_epoch, self.log.end_offset)
+
+    def _start_pre_vote(self) -> None:
+        self.role = Role.PRE_CANDIDATE
+        self.leader = NO_LEADER
+        self._votes = {self.node_id}
+        self._reset_election_timer()
+        self._ask_votes(pre_vote=True)
+        self._maybe_win()
+
+    def _start_election(self) -> None:
+        self.role = Role.CANDIDATE
+        self.epoch += 1
+        self.voted_for = self.node_id
+        self.leader = NO_LEADER
+        self._votes = {self.node_id}
+        self._reset_election_timer()
+        self._ask_votes(pre_vote=False)
+        self._maybe_win()
+
+    def _ask_votes(self, *, pre_vote: bool) -> None:
+        epoch = self.epoch + 1 if pre_vote else self.epoch
+        for voter in sorted(self.voters - {self.node_id}):
+            self.outbox.append(
+                VoteRequest(self.node_id, voter, epoch, self.log.last_epoch, self.log.end_offset, pre_vote)
+            )
+
+    def _on_vote_request(self, request: VoteRequest) -> None:
+        if request.pre_vote:
+            granted = (
+                request.epoch > self.epoch
+                and not self._leader_heard_recently()
+                and self._log_at_least(request.last_epoch, request.end_offset)
+            )
+            self.outbox.append(
+                VoteResponse(self.node_id, request.sender, self.epoch, granted, True, self._known_leader())
+            )
+            return
+        if request.epoch > self.epoch and self._leader_heard_recently():
+            return  # leader stickiness: a working leader is not deposed by a node that lost touch
+        if request.epoch > self.epoch:
+            self._become_follower(request.epoch, NO_LEADER)
+        granted = (
+            request.epoch == self.epoch
+            and self.voted_for in (None, request.sender)
+            and self._log_at_least(request.last_epoch, request.end_offset)
+        )
+        if granted:
+            self.voted_for = request.sender  # durable before the answer leaves (hard_state)
+            self._reset_election_timer()
+        self.outbox.append(VoteResponse(self.node_id, request.sender, self.epoch, granted, False, self._known_leader()))
+
+    def _known_leader(self) -> int:
+        return self.leader if self._leader_heard_recently() else NO_LEADER
+
+    def _on_vote_response(self, response: VoteResponse) -> None:
+        if not response.granted and response.leader != NO_LEADER and response.epoch >= self.epoch:
+            if self.role is not Role.LEADER:
+                self._become_follower(response.epoch, response.leader)  # a working leader exists: follow it
+            return
+        if response.epoch > self.epoch and not response.granted:
+            self._become_follower(response.epoch, NO_LEADER)
+            return
+        wanted = Role.PRE_CANDIDATE if response.pre_vote else Role.CANDIDATE
+        if self.role is not wanted or (not response.pre_vote and response.epoch != self.epoch):
+            return  # an answer to an earlier round
+        if response.granted:
+            self._votes.add(response.sender)
+            self._maybe_win()
+
+    def _maybe_win(self) -> None:
+        if len(self._votes) < self.quorum:
+            return
+        if self.role is Role.PRE_CANDIDATE:
+            self._start_election()
+        elif self.role is Role.CANDIDATE:
+            self._become_leader()
+
+    def _become_leader(self) -> None:
+        self.role = Role.LEADER
+        self.leader = self.node_id
+        # every voter gets a fresh election timeout to fetch before check-quorum counts it out
+        self._tracking = {
+            voter: _Tracking(last_fetch_ms=self._now_ms) for voter in self.voters if voter != self.node_id
+        }
+        self._epoch_start_offset = self.log.end_offset
+        self.log.append([Entry(self.epoch, b"")])  # the leader-change entry: commits earlier epochs
+        self._election_deadline_ms = self._now_ms + self.config.election_timeout_ms
+        for voter in sorted(self.voters - {self.node_id}):
+            self.outbox.append(BeginEpoch(self.node_id, voter, self.epoch))
+        self._leader_progress()
+
+    def _announce_to_silent_voters(self) -> None:
+        """BeginEpoch again to voters that have not fetched lately (KRaft resends it until they
+        do): a voter that missed the announcement, or came back, learns the leader."""
+        for voter, tracking in sorted(self._tracking.items()):
+            quiet = self._now_ms - max(tracking.last_fetch_ms, tracking.announced_ms)
+            if quiet >= self.config.fetch_timeout_ms:
+                tracking.announced_ms = self._now_ms
+                self.outbox.append(BeginEpoch(self.node_id, voter, self.epoch))
+
+    def _become_follower(self, epoch: int, leader: int) -> None:
+        if leader == self.node_id:  # others still name this node, which lost its leadership (restart)
+            leader = NO_LEADER
+        if epoch > self.epoch:
+            self.epoch = epoch
+            self.voted_for = None
+        self.role = Role.FOLLOWER
+        self.leader = leader
+        self._tracking = {}
+        if leader != NO_LEADER:
+            self._last_leader_contact_ms = self._now_ms
+        self._reset_election_timer()
+
+    # -----------------------------------------------------------------------------------------
+    # replication
+
+    def _fetch(self) -> None:
+        self._fetch_in_flight_until_ms = self._now_ms + self.config.fetch_timeout_ms
+        self.outbox.append(
+            FetchRequest(self.node_id, self.leader, self.epoch, self.log.end_offset, self.log.last_epoch)
+        )
+
+    def _on_fetch_request(self, request: FetchRequest) -> None:
+        if request.epoch > self.epoch:
+            self._become_follower(request.epoch, NO_LEADER)  # a newer epoch exists: this node is stale
+        if self.role is not Role.LEADER or request.epoch < self.epoch or request.sender not in self._tracking:
+            leader = self.leader if self.role is not Role.CANDIDATE else NO_LEADER
+            self.outbox.append(FetchResponse(self.node_id, request.sender, self.epoch, leader, request.fetch_offset))
+            return
+        epoch, end = self.log.end_offset_for_epoch(request.last_fetched_epoch)
+        if request.last_fetched_epoch > 0 and (end < request.fetch_offset or epoch < request.last_fetched_epoch):
+            self.outbox.append(
+                FetchResponse(
+                    self.node_id, request.sender, self.epoch, self.node_id, request.fetch_offset,
+                    diverging=(epoch, end), high_watermark=self.high_watermark,
+                )
+            )  # fmt: skip
+            return
+        tracking = self._tracking[request.sender]
+        tracking.end_offset = min(request.fetch_offset, self.log.end_offset)
+        tracking.last_fetch_ms = self._now_ms
+        self._leader_progress()
+        entries = tuple(self.log.entries(request.fetch_offset, self.config.max_fetch_entries))
+        self.outbox.append(
+            FetchResponse(
+                self.node_id, request.sender, self.epoch, self.node_id, request.fetch_offset,
+                entries=entries, high_watermark=self.high_watermark,
+            )
+        )  # fmt: skip
+
+    def _leader_progress(self) -> None:
+        """Advance the high-water mark to what a majority holds (never backwards, and only once
+        it covers an entry of this epoch)."""
+        ends = sorted([self.log.end_offset, *(t.end_offset for t in self._tracking.values())], reverse=True)
+        candidate = ends[self.quorum - 1]
+        if candidate > self._epoch_start_offset:
+            self.high_watermark = max(self.high_watermark, candidate)
+
+    def _on_fetch_response(self, response: FetchResponse) -> None:
+        if response.epoch < self.epoch:
+            return  # from an older epoch
+        if response.epoch > self.epoch or (
+            response.leader != NO_LEADER
+            and self.role is not Role.LEADER
+            and (self.role is not Role.FOLLOWER or self.leader != response.leader)
+        ):
+            self._become_follower(response.epoch, response.leader)  # told of a newer epoch or its leader
+        if self.role is not Role.FOLLOWER or response.sender != self.leader:
+            return
+        if response.leader == NO_LEADER:  # the leader resigned (check-quorum): wait for the next one
+            self.leader = NO_LEADER
+            return
+        self._last_leader_contact_ms = self._now_ms
+        self._reset_election_timer()
+        self._fetch_in_flight_until_ms = -1  # the next tick fetches again
+        if response.fetch_offset != self.log.end_offset:
+            return  # an answer about a log that has moved since (late, duplicated)
+        if response.diverging is not None:
+            self.log.truncate_to(self._truncation_offset(*response.diverging))
+            return
+        if response.entries:
+            self.log.append(response.entries)
+        self.high_watermark = max(self.high_watermark, min(response.high_watermark, self.log.end_offset))
+
+    def _truncation_offset(self, leader_epoch: int, leader_end: int) -> int:
+        """Where this log stops agreeing with the leader's: the end of ``leader_epoch`` there, or
+        the start of this log's first later epoch, whichever is lower."""
+        _, local_end = self.log.end_offset_for_epoch(leader_epoch)
+        return min(leader_end, local_end)

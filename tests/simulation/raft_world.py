@@ -1,0 +1,241 @@
+"""A deterministic simulation of the controllers' Raft core (issue #22), one seeded world per run.
+
+What runs is Lanes' own ``RaftCore`` (``lanes.controller.raft``) with in-memory logs. Around it
+the simulation plays the drivers and the network, as messages on a simulated clock:
+
+- 3 or 5 voters; each tick and each message is one step of a core; after a step the driver makes
+  the core's durable state (epoch, vote) and log durable, then sends the step's messages (the
+  ``Ready`` contract);
+- a client proposes a value every few milliseconds to a random live voter (only a leader takes
+  it); every voter applies what it commits, in order;
+- faults, all from the seed: message loss, duplication, delay (so reordering), links cut one way
+  or both ways, voters paused (their timers and messages wait), crashed and restarted from their
+  durable state, some *during* a step (that step's writes and messages are lost: a crash before
+  the fsync). Then everything heals and the cluster settles.
+
+Checkers (Raft's safety properties, figure 3 of the paper):
+
+- election safety: at most one leader per epoch;
+- leader completeness: a new leader's log holds every entry committed in an earlier epoch (an
+  election of an older epoch can complete late, when delayed votes arrive: such a leader is
+  deposed as soon as it meets the newer epoch, and commits nothing);
+- state-machine safety: no two voters apply different entries at one offset;
+- log matching (after settling): two logs with an entry of the same epoch at an offset agree on
+  everything before it; and liveness: after healing, a leader commits a new value everywhere.
+
+``run(seed)`` returns the violations (empty when the run is clean).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lanes.controller.raft import Entry, MemoryRaftLog, Message, RaftConfig, RaftCore, Role
+from tests.simulation.harness import EventLoop
+
+TICK_MS = 25
+CONFIG = RaftConfig(election_timeout_ms=150, fetch_timeout_ms=60, max_fetch_entries=16)
+FAULT_PHASE_MS = 1_500
+SETTLE_MS = 1_500
+
+
+@dataclass
+class Voter:
+    node: int
+    core: RaftCore
+    alive: bool = True
+    paused_until: int = 0
+    #: the next step is interrupted by a crash before its writes are durable
+    crash_mid_step: bool = False
+    durable_log: list[Entry] = field(default_factory=list)
+    durable_state: tuple[int, int | None] = (0, None)
+
+
+class World(EventLoop):
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self.rng = random.Random(seed)
+        size = self.rng.choice([3, 3, 5])
+        self.ids = frozenset(range(1, size + 1))
+        self.loss = self.rng.choice([0.0, 0.02, 0.1])
+        self.duplication = self.rng.choice([0.0, 0.05])
+        self.max_delay_ms = self.rng.choice([2, 15, 60])
+        self.cuts: set[tuple[int, int]] = set()
+        self.faults_on = True
+        self.voters = {n: Voter(n, self._new_core(n, [], (0, None))) for n in self.ids}
+        self.leaders: dict[int, int] = {}  # epoch -> leader
+        self.applied: dict[int, Entry] = {}  # offset -> the entry applied there (by anyone)
+        self.commit_epochs: dict[int, int] = {}  # offset -> the epoch it was first applied in
+        self.violations: list[str] = []
+        self.next_value = itertools.count()
+
+    def _new_core(self, node: int, entries: list[Entry], hard_state: tuple[int, int | None]) -> RaftCore:
+        rng = random.Random(self.rng.random())
+        return RaftCore.restart(
+            node, self.ids, MemoryRaftLog(entries), rng, hard_state=hard_state, config=CONFIG, now_ms=self.now
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # the event loop, the network and the drivers
+
+    def send(self, message: Message) -> None:
+        source, target = message.sender, message.to
+        copies = 1
+        if self.faults_on:
+            if (source, target) in self.cuts or self.rng.random() < self.loss:
+                return
+            if self.rng.random() < self.duplication:
+                copies = 2
+        for _ in range(copies):
+            delay = self.rng.randint(1, self.max_delay_ms) if self.faults_on else 1
+            self.at(delay, lambda message=message: self._deliver(message))  # type: ignore[misc]
+
+    def _deliver(self, message: Message) -> None:
+        voter = self.voters[message.to]
+        if not voter.alive or (message.sender, message.to) in self.cuts:
+            return
+        if voter.paused_until > self.now:
+            self.at(voter.paused_until - self.now, lambda: self._deliver(message))
+            return
+        self._step(voter, lambda core: core.step(message, self.now))
+
+    def _tick(self, node: int) -> None:
+        voter = self.voters[node]
+        if voter.alive and voter.paused_until <= self.now:
+            self._step(voter, lambda core: core.tick(self.now))
+        self.at(TICK_MS, lambda: self._tick(node))
+
+    def _step(self, voter: Voter, action: Callable[[RaftCore], None]) -> None:
+        core = voter.core
+        was_leader = core.role is Role.LEADER
+        action(core)
+        if voter.crash_mid_step:  # the process died before the step's writes reached the disk
+            voter.crash_mid_step = False
+            self._crash(voter)
+            return
+        voter.durable_log = list(core.log.entries(0, core.log.end_offset))
+        voter.durable_state = core.hard_state
+        if core.role is Role.LEADER and not was_leader:
+            self._became_leader(voter)
+        for offset, entry in core.committed():
+            self.commit_epochs.setdefault(offset, core.epoch)  # the committing leader applies first
+            known = self.applied.setdefault(offset, entry)
+            if known != entry:
+                self.violations.append(f"voter {voter.node} applied {entry} at {offset}, another applied {known}")
+        for message in core.take_messages():
+            self.send(message)
+
+    def _became_leader(self, voter: Voter) -> None:
+        epoch = voter.core.epoch
+        other = self.leaders.setdefault(epoch, voter.node)
+        if other != voter.node:
+            self.violations.append(f"epoch {epoch} has two leaders: {other} and {voter.node}")
+        log = voter.core.log
+        for offset, entry in sorted(self.applied.items()):
+            if self.commit_epochs[offset] >= epoch:
+                continue  # committed in this epoch or a later one (a delayed election of an older epoch)
+            if offset >= log.end_offset or log.entries(offset, 1)[0] != entry:
+                self.violations.append(f"leader {voter.node} of epoch {epoch} lacks committed offset {offset}")
+                break
+
+    # -----------------------------------------------------------------------------------------
+    # clients and faults
+
+    def _propose(self) -> None:
+        live = sorted(n for n, v in self.voters.items() if v.alive and v.paused_until <= self.now)
+        if live:
+            voter = self.voters[self.rng.choice(live)]
+            if voter.core.propose(str(next(self.next_value)).encode()) is not None:
+                self._step(voter, lambda core: None)  # the driver makes the append durable, sends
+        self.at(self.rng.randint(5, 30), self._propose)
+
+    def _crash(self, voter: Voter) -> None:
+        voter.alive = False
+        self.at(self.rng.randint(50, 600), lambda: self._restart(voter))
+
+    def _restart(self, voter: Voter) -> None:
+        if voter.alive:
+            return
+        voter.core = self._new_core(voter.node, list(voter.durable_log), voter.durable_state)
+        voter.alive = True
+
+    def _fault(self) -> None:
+        if not self.faults_on:
+            return
+        leaders = [n for n, v in self.voters.items() if v.alive and v.core.role is Role.LEADER]
+        node = self.rng.choice(leaders) if leaders and self.rng.random() < 0.6 else self.rng.choice(sorted(self.ids))
+        voter = self.voters[node]
+        kind = self.rng.choice(["cut", "cut-one-way", "isolate", "pause", "crash", "crash-mid-step"])
+        duration = self.rng.randint(50, 800)
+        others = sorted(self.ids - {node})
+        if kind in ("cut", "cut-one-way", "isolate"):
+            peers = others if kind == "isolate" else [self.rng.choice(others)]
+            links = {(node, p) for p in peers} | ({(p, node) for p in peers} if kind != "cut-one-way" else set())
+            if kind == "cut-one-way" and self.rng.random() < 0.5:
+                links = {(b, a) for a, b in links}
+            self.cuts |= links
+            self.at(duration, lambda: self.cuts.difference_update(links))
+        elif kind == "pause":
+            voter.paused_until = max(voter.paused_until, self.now + duration)
+        elif kind == "crash" and voter.alive:
+            self._crash(voter)
+        elif kind == "crash-mid-step" and voter.alive:
+            voter.crash_mid_step = True
+
+    def start(self) -> None:
+        for node in sorted(self.ids):
+            self.at(self.rng.randint(0, TICK_MS), lambda node=node: self._tick(node))  # type: ignore[misc]
+        self.at(50, self._propose)
+        for _ in range(self.rng.randint(2, 8)):
+            self.at(self.rng.randint(100, FAULT_PHASE_MS - 100), self._fault)
+
+    def heal(self) -> None:
+        self.faults_on = False
+        self.cuts.clear()
+        for voter in self.voters.values():
+            voter.paused_until = 0
+            voter.crash_mid_step = False
+            if not voter.alive:
+                self._restart(voter)
+
+    # -----------------------------------------------------------------------------------------
+    # the checkers at the end
+
+    def check(self) -> list[str]:
+        violations = list(self.violations)
+        logs = {n: v.core.log.entries(0, v.core.log.end_offset) for n, v in self.voters.items()}
+        for a, b in itertools.combinations(sorted(logs), 2):
+            first, second = logs[a], logs[b]
+            differ = False
+            for x, y in zip(first, second, strict=False):
+                if x.epoch == y.epoch and differ:
+                    violations.append(f"logs of {a} and {b} share an epoch-{x.epoch} entry after differing")
+                    break
+                differ |= x != y
+        leaders = [v for v in self.voters.values() if v.core.role is Role.LEADER]
+        newest = max((v.core.epoch for v in leaders), default=-1)
+        current = [v for v in leaders if v.core.epoch == newest]
+        if len(current) != 1:
+            return [*violations, f"after settling, {len(current)} leaders in the newest epoch {newest}"]
+        leader = current[0]
+        offset = leader.core.propose(b"after the heal")
+        if offset is None:
+            return [*violations, "the leader refused a proposal"]
+        self._step(leader, lambda core: None)
+        self.run_until(self.now + 1_000)
+        for voter in self.voters.values():
+            if voter.core.high_watermark <= offset:
+                violations.append(f"voter {voter.node} has not committed the value proposed after healing")
+        return violations
+
+
+def run(seed: int) -> list[str]:
+    world = World(seed)
+    world.start()
+    world.run_until(FAULT_PHASE_MS)
+    world.heal()
+    world.run_until(FAULT_PHASE_MS + SETTLE_MS)
+    return world.check()

@@ -1,0 +1,70 @@
+"""Deterministic simulation of the controllers' Raft core (issue #22): election safety, leader
+completeness, state-machine safety, log matching and liveness after healing, under message
+loss, duplication, delay, one-way and two-way cuts, pauses, crashes and crashes before a step's
+writes were durable (``tests/simulation/raft_world.py``).
+
+``LANES_SIM_SEEDS`` sets how many seeds run (default 10,000); ``LANES_SIM_SEED`` replays one.
+A seed that ever fails belongs in ``REGRESSIONS``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lanes.controller.raft import RaftCore, Role, VoteRequest, VoteResponse
+from tests.simulation.harness import failing_seeds, seeds_to_run
+from tests.simulation.raft_world import run
+
+#: seeds that once failed: 57 and 793 found a voter whose epoch ran ahead in a lost election left
+#: out for good (its pre-votes refused, the leader's announcements ignored as older: it now
+#: answers them with its epoch and the leader steps down); 74 found a restarted leader naming
+#: itself as the leader to follow
+REGRESSIONS: list[int] = [57, 74, 793]
+
+
+def test_every_seed_keeps_raft_safe_and_converges() -> None:
+    failures = failing_seeds(run, seeds_to_run(REGRESSIONS))
+    assert not failures, "; ".join(f"seed {seed}: {v[:3]}" for seed, v in failures.items())
+
+
+def _votes_twice_in_an_epoch(self: RaftCore, request: VoteRequest) -> None:
+    if request.pre_vote or request.epoch < self.epoch:
+        return original_vote(self, request)
+    if request.epoch > self.epoch:
+        self._become_follower(request.epoch, -1)
+    self.voted_for = request.sender  # the mutation: no check of the vote already given
+    self.outbox.append(VoteResponse(self.node_id, request.sender, self.epoch, True, False))
+    return None
+
+
+def _never_truncates(self: RaftCore, leader_epoch: int, leader_end: int) -> int:
+    return self.log.end_offset  # the mutation: a diverged follower keeps its log
+
+
+def _votes_for_any_log(self: RaftCore, last_epoch: int, end_offset: int) -> bool:
+    return True  # the mutation: no up-to-date check
+
+
+original_vote = RaftCore._on_vote_request
+
+
+@pytest.mark.parametrize(
+    ("name", "mutant"),
+    [
+        ("_on_vote_request", _votes_twice_in_an_epoch),
+        ("_truncation_offset", _never_truncates),
+        ("_log_at_least", _votes_for_any_log),
+    ],
+)
+def test_the_simulation_finds_a_mutated_raft_core_within_1000_seeds(
+    monkeypatch: pytest.MonkeyPatch, name: str, mutant: object
+) -> None:
+    monkeypatch.setattr(RaftCore, name, mutant)
+    failures = failing_seeds(run, range(1000), stop_after=1)
+    assert failures, f"1,000 seeds did not notice {name} mutated"
+    seed, violations = next(iter(failures.items()))
+    print(f"\nmutated {name}: seed {seed} found {violations[0]}")
+
+
+def test_roles_are_what_the_module_says() -> None:
+    assert {role.value for role in Role} == {"follower", "pre-candidate", "candidate", "leader"}

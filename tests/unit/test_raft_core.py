@@ -1,0 +1,182 @@
+"""The controllers' Raft core, scenario by scenario as the paper tells them (issue #22): elections
+with pre-vote, one vote per epoch, the up-to-date rule, commitment by majority and only under an
+entry of the leader's own epoch (figure 8), divergence and truncation, leader stickiness and
+check-quorum."""
+
+from __future__ import annotations
+
+import random
+
+from lanes.controller.raft import (
+    Entry,
+    FetchRequest,
+    MemoryRaftLog,
+    Message,
+    RaftConfig,
+    RaftCore,
+    Role,
+    VoteRequest,
+    VoteResponse,
+)
+
+CONFIG = RaftConfig(election_timeout_ms=100, fetch_timeout_ms=30)
+
+
+class Cluster:
+    """Cores wired by a network the test controls: messages are delivered in order, except on
+    links the test cut."""
+
+    def __init__(self, size: int = 3, logs: dict[int, list[Entry]] | None = None) -> None:
+        ids = frozenset(range(1, size + 1))
+        self.now = 0
+        self.cores = {
+            n: RaftCore.restart(n, ids, MemoryRaftLog((logs or {}).get(n, [])), random.Random(n), config=CONFIG)
+            for n in ids
+        }
+        self.cut: set[tuple[int, int]] = set()
+        self.in_flight: list[Message] = []
+
+    def isolate(self, node: int) -> None:
+        self.cut |= {(node, n) for n in self.cores if n != node} | {(n, node) for n in self.cores if n != node}
+
+    def heal(self) -> None:
+        self.cut.clear()
+
+    def deliver(self, rounds: int = 50) -> None:
+        for _ in range(rounds):
+            for core in self.cores.values():
+                self.in_flight.extend(core.take_messages())
+            if not self.in_flight:
+                return
+            batch, self.in_flight = self.in_flight, []
+            for message in batch:
+                if (message.sender, message.to) not in self.cut:
+                    self.cores[message.to].step(message, self.now)
+
+    def run(self, ms: int, *, only: set[int] | None = None) -> None:
+        """Tick every core (or ``only`` these) every 10 ms, delivering messages between ticks."""
+        for _ in range(ms // 10):
+            self.now += 10
+            for node, core in self.cores.items():
+                if only is None or node in only:
+                    core.tick(self.now)
+            self.deliver()
+
+    def leaders(self) -> list[int]:
+        return [n for n, core in self.cores.items() if core.role is Role.LEADER]
+
+
+def elect(cluster: Cluster) -> int:
+    cluster.run(400)
+    leaders = cluster.leaders()
+    assert len(leaders) == 1, leaders
+    return leaders[0]
+
+
+def test_a_cluster_without_a_leader_elects_one_after_a_pre_vote_and_commits_its_entry() -> None:
+    cluster = Cluster()
+    leader = elect(cluster)
+    core = cluster.cores[leader]
+    assert core.epoch == 1, "pre-votes do not raise the epoch: only the real election did"
+    assert core.log.entries(0, 1) == [Entry(1, b"")], "a new leader first appends an entry of its epoch"
+    cluster.run(100)
+    assert all(c.high_watermark == 1 for c in cluster.cores.values())
+    assert all(c.leader == leader for c in cluster.cores.values())
+
+
+def test_a_proposal_commits_once_a_majority_holds_it_and_is_applied_once_in_order() -> None:
+    cluster = Cluster()
+    leader = cluster.cores[elect(cluster)]
+    offsets = [leader.propose(f"v{i}".encode()) for i in range(3)]
+    assert offsets == [1, 2, 3]
+    cluster.run(100)
+    for core in cluster.cores.values():
+        assert [entry.data for _, entry in core.committed()] == [b"", b"v0", b"v1", b"v2"]
+        assert core.committed() == [], "each entry is applied once"
+
+
+def test_a_voter_grants_one_vote_per_epoch() -> None:
+    cluster = Cluster()
+    voter = cluster.cores[3]
+    for candidate in (1, 2):
+        voter.step(VoteRequest(candidate, 3, 1, 0, 0, pre_vote=False), 0)
+    answers = voter.take_messages()
+    assert [(m.to, m.granted) for m in answers] == [(1, True), (2, False)]  # type: ignore[union-attr]
+    assert voter.hard_state == (1, 1), "the vote is durable state"
+
+
+def test_a_candidate_whose_log_is_behind_gets_no_vote() -> None:
+    cluster = Cluster(logs={3: [Entry(1, b""), Entry(2, b"")]})
+    voter = cluster.cores[3]
+    voter.step(VoteRequest(1, 3, 3, last_epoch=1, end_offset=5, pre_vote=False), 0)
+    (answer,) = voter.take_messages()
+    assert not answer.granted, "a longer log of an older epoch is not more up to date"  # type: ignore[union-attr]
+
+
+def test_a_leader_never_commits_an_older_epochs_entry_by_counting_replicas_alone() -> None:
+    """Figure 8: an entry of epoch 2 on a majority is committed only once an entry of the current
+    leader's epoch is on a majority too."""
+    old = [Entry(1, b""), Entry(2, b"x")]
+    core = RaftCore.restart(
+        1, frozenset({1, 2, 3}), MemoryRaftLog(old), random.Random(1), hard_state=(3, None), config=CONFIG
+    )
+    core.tick(1_000)  # no leader heard: a pre-vote, then (with node 2's votes) the election
+    core.step(VoteResponse(2, 1, 3, granted=True, pre_vote=True), 1_000)
+    core.step(VoteResponse(2, 1, 4, granted=True, pre_vote=False), 1_000)
+    assert (core.role, core.epoch) == (Role.LEADER, 4)
+    assert core.log.entries(2, 1) == [Entry(4, b"")]
+    core.step(FetchRequest(2, 1, 4, fetch_offset=2, last_fetched_epoch=2), 1_001)
+    assert core.high_watermark == 0, "the epoch-2 entry is on a majority, yet not committed"
+    core.step(FetchRequest(2, 1, 4, fetch_offset=3, last_fetched_epoch=4), 1_002)
+    assert core.high_watermark == 3, "committed with the new epoch's entry"
+
+
+def test_a_diverged_follower_truncates_to_the_leaders_log() -> None:
+    common = [Entry(1, b"")]
+    cluster = Cluster(logs={1: [*common, Entry(2, b"a")], 2: [*common, Entry(3, b"b")], 3: [*common, Entry(3, b"b")]})
+    for core in cluster.cores.values():
+        core.epoch = 3
+    leader = elect(cluster)
+    assert leader in (2, 3)
+    cluster.run(200)
+    logs = {n: c.log.entries(0, c.log.end_offset) for n, c in cluster.cores.items()}
+    assert logs[1] == logs[2] == logs[3], "node 1's epoch-2 entry, never committed, is gone"
+    assert Entry(2, b"a") not in logs[1]
+
+
+def test_pre_vote_keeps_a_node_that_was_cut_off_from_deposing_the_leader() -> None:
+    cluster = Cluster()
+    leader = elect(cluster)
+    loner = next(n for n in cluster.cores if n != leader)
+    cluster.isolate(loner)
+    cluster.run(1_000)
+    assert cluster.cores[loner].epoch == cluster.cores[leader].epoch, "pre-votes failed: no epoch inflation"
+    cluster.heal()
+    cluster.run(300)
+    assert cluster.leaders() == [leader], "the working leader stays"
+    assert cluster.cores[loner].leader == leader
+
+
+def test_check_quorum_makes_a_cut_off_leader_resign_and_the_others_elect_a_new_one() -> None:
+    cluster = Cluster()
+    leader = elect(cluster)
+    old_epoch = cluster.cores[leader].epoch
+    cluster.isolate(leader)
+    cluster.run(600)
+    assert cluster.cores[leader].role is not Role.LEADER, "it resigned: a majority stopped fetching"
+    others = [n for n in cluster.leaders() if n != leader]
+    assert len(others) == 1
+    assert cluster.cores[others[0]].epoch > old_epoch
+    assert cluster.cores[leader].propose(b"late") is None, "the old leader takes no writes"
+    cluster.heal()
+    cluster.run(300)
+    assert cluster.cores[leader].leader == others[0]
+
+
+def test_a_stale_fetch_gets_the_new_epoch_and_leader() -> None:
+    cluster = Cluster()
+    leader = elect(cluster)
+    follower = next(n for n in cluster.cores if n != leader)
+    cluster.cores[leader].step(FetchRequest(follower, leader, 0, 0, 0), cluster.now)
+    (answer,) = cluster.cores[leader].take_messages()
+    assert (answer.epoch, answer.leader) == (cluster.cores[leader].epoch, leader)  # type: ignore[union-attr]
