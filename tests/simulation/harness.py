@@ -9,7 +9,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Sequence
 
 SEEDS = int(os.environ.get("LANES_SIM_SEEDS", "10000"))
 
@@ -31,6 +32,37 @@ class EventLoop:
             self.now = when
             action()
         self.now = end_ms
+
+
+class Network:
+    """The faults every world's network has, drawn from ``rng``: loss, duplication, delay (so
+    reordering) while ``faults_on``, and links cut one way (``cuts`` holds (from, to) pairs)."""
+
+    def __init__(
+        self,
+        rng: random.Random,
+        *,
+        losses: Sequence[float] = (0.0, 0.01, 0.05, 0.15),
+        duplications: Sequence[float] = (0.0, 0.02, 0.1),
+        max_delays_ms: Sequence[int] = (2, 10, 40, 120),
+    ) -> None:
+        self.rng = rng
+        self.loss = rng.choice(losses)
+        self.duplication = rng.choice(duplications)
+        self.max_delay_ms = rng.choice(max_delays_ms)
+        self.cuts: set[tuple[int, int]] = set()
+        self.faults_on = True
+
+    def transit_ms(self, source: int, target: int) -> list[int]:
+        """The delay of each copy of a message from ``source`` to ``target`` that arrives (none:
+        lost or cut; two: duplicated)."""
+        copies = 1
+        if self.faults_on:
+            if (source, target) in self.cuts or self.rng.random() < self.loss:
+                return []
+            if self.rng.random() < self.duplication:
+                copies = 2
+        return [self.rng.randint(1, self.max_delay_ms) if self.faults_on else 1 for _ in range(copies)]
 
 
 def seeds_to_run(regressions: list[int]) -> list[int]:

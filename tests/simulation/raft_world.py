@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lanes.controller.raft import Entry, MemoryRaftLog, Message, RaftConfig, RaftCore, Role
-from tests.simulation.harness import EventLoop
+from tests.simulation.harness import EventLoop, Network
 
 TICK_MS = 25
 CONFIG = RaftConfig(election_timeout_ms=150, fetch_timeout_ms=60, max_fetch_entries=16)
@@ -60,11 +60,8 @@ class World(EventLoop):
         self.rng = random.Random(seed)
         size = self.rng.choice([3, 3, 5])
         self.ids = frozenset(range(1, size + 1))
-        self.loss = self.rng.choice([0.0, 0.02, 0.1])
-        self.duplication = self.rng.choice([0.0, 0.05])
-        self.max_delay_ms = self.rng.choice([2, 15, 60])
-        self.cuts: set[tuple[int, int]] = set()
-        self.faults_on = True
+        self.network = Network(self.rng, losses=(0.0, 0.02, 0.1), duplications=(0.0, 0.05), max_delays_ms=(2, 15, 60))
+        self.cuts = self.network.cuts
         self.voters = {n: Voter(n, self._new_core(n, [], (0, None))) for n in self.ids}
         self.leaders: dict[int, int] = {}  # epoch -> leader
         self.applied: dict[int, Entry] = {}  # offset -> the entry applied there (by anyone)
@@ -81,16 +78,12 @@ class World(EventLoop):
     # -----------------------------------------------------------------------------------------
     # the event loop, the network and the drivers
 
+    @property
+    def faults_on(self) -> bool:
+        return self.network.faults_on
+
     def send(self, message: Message) -> None:
-        source, target = message.sender, message.to
-        copies = 1
-        if self.faults_on:
-            if (source, target) in self.cuts or self.rng.random() < self.loss:
-                return
-            if self.rng.random() < self.duplication:
-                copies = 2
-        for _ in range(copies):
-            delay = self.rng.randint(1, self.max_delay_ms) if self.faults_on else 1
+        for delay in self.network.transit_ms(message.sender, message.to):
             self.at(delay, lambda message=message: self._deliver(message))  # type: ignore[misc]
 
     def _deliver(self, message: Message) -> None:
@@ -193,7 +186,7 @@ class World(EventLoop):
             self.at(self.rng.randint(100, FAULT_PHASE_MS - 100), self._fault)
 
     def heal(self) -> None:
-        self.faults_on = False
+        self.network.faults_on = False
         self.cuts.clear()
         for voter in self.voters.values():
             voter.paused_until = 0

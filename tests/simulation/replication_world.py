@@ -49,7 +49,7 @@ from lanes.broker.replication import LeaderReplica, divergence, follower_truncat
 from lanes.errors import ErrorCode
 from lanes.storage.epochs import LeaderEpochCache
 from lanes.topic_partition import TopicPartition
-from tests.simulation.harness import EventLoop
+from tests.simulation.harness import EventLoop, Network
 
 REPLICAS = (1, 2, 3)
 CONTROLLER = 0
@@ -154,10 +154,8 @@ class World(EventLoop):
     def __init__(self, seed: int) -> None:
         super().__init__()
         self.rng = random.Random(seed)
-        self.loss = self.rng.choice([0.0, 0.01, 0.05, 0.15])
-        self.duplication = self.rng.choice([0.0, 0.02, 0.1])
-        self.max_delay_ms = self.rng.choice([2, 10, 40, 120])
-        self.cuts: set[tuple[int, int]] = set()  # (from, to) links that drop messages
+        self.network = Network(self.rng)
+        self.cuts = self.network.cuts  # (from, to) links that drop messages
         self.replicas = {n: Replica(n) for n in REPLICAS}
         self.state = PartitionState(leader=1, leader_epoch=0, isr=list(REPLICAS), partition_epoch=0)
         self.last_heartbeat = dict.fromkeys(REPLICAS, 0)
@@ -169,25 +167,25 @@ class World(EventLoop):
         self.acked: dict[int, int] = {}  # record id -> offset
         self.read: dict[int, int] = {}  # offset -> record id a consumer saw
         self.violations: list[str] = []
-        self.faults_on = True
         for replica in self.replicas.values():
             self._apply_state(replica, self.state)
 
     # -----------------------------------------------------------------------------------------
     # the event loop and the network
 
+    @property
+    def faults_on(self) -> bool:
+        return self.network.faults_on
+
+    @faults_on.setter
+    def faults_on(self, value: bool) -> None:
+        self.network.faults_on = value
+
     def send(self, source: int, target: int, deliver: Callable[[], None]) -> None:
         """A message: lost, duplicated, delayed at random; dropped on a cut link or at a dead node."""
-        copies = 1
-        if self.faults_on:
-            if (source, target) in self.cuts or self.rng.random() < self.loss:
-                return
-            if self.rng.random() < self.duplication:
-                copies = 2
         addressee = self.replicas.get(target)
         life = addressee.life if addressee is not None else 0
-        for _ in range(copies):
-            delay = self.rng.randint(1, self.max_delay_ms) if self.faults_on else 1
+        for delay in self.network.transit_ms(source, target):
 
             def arrive(deliver: Callable[[], None] = deliver) -> None:
                 replica = self.replicas.get(target)
