@@ -24,9 +24,9 @@ import pytest
 import lanes
 from lanes.errors import ErrorCode, LogTruncationError
 from lanes.local.processes import ServiceProcess
-from lanes.v1 import broker_pb2_grpc, controller_pb2, controller_pb2_grpc
+from lanes.v1 import broker_pb2_grpc
 from tests.integration.processes import free_port, start_controller
-from tests.integration.test_broker_process import batch, produce, start_broker, wait_for_live_brokers
+from tests.integration.test_broker_process import batch, create_topic, produce, start_broker
 
 TOPIC = "events"
 PARTITION = lanes.TopicPartition(TOPIC, 0)
@@ -69,18 +69,7 @@ def broker_losing_its_tail(tmp_path: Path, auto_offset_reset: str) -> Iterator[t
     broker = start_broker(1, tmp_path / "broker-1", controller.address, port, log)
     consumer: lanes.Consumer | None = None
     try:
-
-        async def create() -> None:
-            async with grpc.aio.insecure_channel(controller.address) as channel:
-                stub = controller_pb2_grpc.ControllerStub(channel)
-                await wait_for_live_brokers(stub, 1)
-                await stub.CreateTopics(
-                    controller_pb2.CreateTopicsRequest(
-                        topics=[controller_pb2.CreatableTopic(name=TOPIC, num_partitions=1, replication_factor=1)]
-                    )
-                )
-
-        asyncio.run(create())
+        asyncio.run(create_topic(controller.address, TOPIC))
         asyncio.run(send_one_by_one(broker.address, [f"old-{i}".encode() for i in range(10)]))
         consumer = lanes.Consumer(broker.address, auto_offset_reset=auto_offset_reset, request_timeout_ms=5_000)
         consumer.assign([PARTITION])

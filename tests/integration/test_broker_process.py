@@ -83,6 +83,19 @@ async def wait_for_live_brokers(stub: controller_pb2_grpc.ControllerStub, count:
     await wait_for(live, f"{count} live brokers")
 
 
+async def create_topic(controller: str, name: str, partitions: int = 1, *, brokers: int = 1) -> None:
+    """Create a topic (replication factor 1) once ``brokers`` brokers are live."""
+    async with grpc.aio.insecure_channel(controller) as channel:
+        stub = controller_pb2_grpc.ControllerStub(channel)
+        await wait_for_live_brokers(stub, brokers)
+        answer = await stub.CreateTopics(
+            controller_pb2.CreateTopicsRequest(
+                topics=[controller_pb2.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)]
+            )
+        )
+        assert answer.topics[0].error.code == 0, answer.topics[0].error.message
+
+
 async def wait_for(check, what: str, timeout_s: float = 20):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while not (result := await check()):

@@ -61,6 +61,7 @@ from lanes.protocol.records import BatchHeader
 from lanes.rpc.wire import ServicerContext, wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.controller_link import ControllerLink
+from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.storage.cleaner import CleanerThread, LogCleaner
@@ -134,9 +135,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self.metrics = metrics or BrokerMetrics(ServiceMetrics("broker"))
         self.controller_address = controller_address
         self._clock = clock
+        #: locked for this service's life; bound to the cluster of the first registration
+        self.directory = DataDirectory(data_dir)
         self.logs = LogManager(data_dir / "logs", clock=clock, on_flush_s=self.metrics.fsync_duration.observe)
         self.link = ControllerLink(
-            controller_address, node_id=broker_id, incarnation_id=str(uuid.uuid4()), endpoint=endpoint, clock=clock
+            controller_address,
+            node_id=broker_id,
+            incarnation_id=str(uuid.uuid4()),
+            endpoint=endpoint,
+            cluster_id=self.directory.cluster_id,
+            on_cluster_id=self.directory.adopt_cluster_id,
+            clock=clock,
         )
         #: set by every metadata change; the reconciler applies the newest image (``_reconcile_pass``)
         self._image_changed = asyncio.Event()
@@ -189,6 +198,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         await self.link.stop(controlled=True)
         await asyncio.to_thread(self._close_partitions, list(self._partitions.values()))
         await asyncio.to_thread(self.logs.close)
+        self.directory.close()
 
     @staticmethod
     def _close_partitions(partitions: list[Partition]) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from lanes.clock import SystemClock
 from lanes.controller.metrics import ControllerMetrics
 from lanes.controller.service import ControllerService, add_to_server
+from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,
@@ -60,6 +61,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def serve(options: argparse.Namespace) -> None:
+    DataDirectory(options.data_dir)  # locked until the process ends: two controllers never share one
     clock = SystemClock()
     metrics = ServiceMetrics("controller")
     service = ControllerService(

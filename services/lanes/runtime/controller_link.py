@@ -77,6 +77,10 @@ _RPCS: dict[str, _NodeRpcs] = {
 }
 
 
+class MetadataRefusedError(Exception):
+    """The controller sent metadata this node must not apply (``ControllerLink._refusal``)."""
+
+
 class ControllerLink:
     """Registration, heartbeats and the metadata image of one broker or coordinator."""
 
@@ -88,14 +92,19 @@ class ControllerLink:
         incarnation_id: str,
         endpoint: common_pb2.Node,
         cluster_id: str = "",
+        on_cluster_id: Callable[[str], None] | None = None,
         role: Role = "broker",
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        """``cluster_id``: the cluster the node belongs to ("" to take the controller's at the
+        first registration, then told to ``on_cluster_id`` to keep it). Metadata of another
+        cluster, or older than what the node applied, is refused (``_refusal``)."""
         self.node_id = node_id
         self.role = role
         self.incarnation_id = incarnation_id
         self.endpoint = endpoint
         self.cluster_id = cluster_id
+        self._on_cluster_id = on_cluster_id
         self.node_epoch = -1
         self.fenced = True
         self.image = MetadataImage()
@@ -255,6 +264,8 @@ class ControllerLink:
                 _log.info("controller unreachable (%s); retrying registration", exc.code().name)
             else:
                 if error_code(error.code) is ErrorCode.NONE:
+                    if self._on_cluster_id is not None and cluster_id != self.cluster_id:
+                        self._on_cluster_id(cluster_id)  # kept before anything of it is applied
                     self.node_epoch = epoch
                     self.cluster_id = cluster_id
                     self.fenced = self.role == "broker"
@@ -300,12 +311,18 @@ class ControllerLink:
                     backoff.reset()
             except grpc.aio.AioRpcError as exc:
                 _log.info("metadata stream broke (%s); resuming from %d", exc.code().name, self.image.last_offset + 1)
+            except MetadataRefusedError as exc:
+                _log.error("refusing the controller's metadata: %s; keeping everything as it is", exc)
             await backoff.pause()
 
     async def _apply(self, update: controller_pb2.MetadataUpdate) -> None:
         applied: list[tuple[int, metadata_pb2.MetadataRecord]] = []
         if update.snapshot:
-            self.image = MetadataImage.from_snapshot(list(update.records), update.base_offset)
+            image = MetadataImage.from_snapshot(list(update.records), update.base_offset)
+            refusal = self._refusal(image)
+            if refusal:
+                raise MetadataRefusedError(refusal)
+            self.image = image
         else:
             for index, record in enumerate(update.records):
                 offset = update.base_offset + index
@@ -316,6 +333,20 @@ class ControllerLink:
                 return
         self._call_listeners(applied)
         self._image_changed.notify_all()
+
+    def _refusal(self, image: MetadataImage) -> str:
+        """Why a snapshot must not replace the image ("" when it may): it describes another
+        cluster (a controller that lost its volume started a new one), or is older than what
+        this node applied (a controller restored from an old copy). Applying either would make a
+        broker delete every log the snapshot does not name."""
+        if self.cluster_id and image.cluster_id and image.cluster_id != self.cluster_id:
+            return f"it describes cluster {image.cluster_id}, this node belongs to cluster {self.cluster_id}"
+        if image.last_offset < self.image.last_offset:
+            return (
+                f"it ends at metadata offset {image.last_offset}, before offset {self.image.last_offset} this "
+                "node applied (a controller restored from an older copy?)"
+            )
+        return ""
 
     def _call_listeners(self, applied: list[tuple[int, metadata_pb2.MetadataRecord]]) -> None:
         for listener in self._listeners:

@@ -27,6 +27,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
+from lanes.errors import LanesError
 from lanes.rpc.channels import MESSAGE_SIZE_OPTIONS
 from lanes.runtime.logs import FORMATS, configure_logging
 from lanes.runtime.metrics import ServiceMetrics
@@ -207,5 +208,9 @@ def run_service(
         (getattr(options, name) for name in ("broker_id", "coordinator_id", "node_id") if hasattr(options, name)), None
     )
     configure_logging(options.log_level, options.log_format, service=options.service, node_id=node_id)
-    asyncio.run(serve(options))
+    try:
+        asyncio.run(serve(options))
+    except LanesError as exc:  # a refusal to start (a data directory in use, ...): said plainly
+        logging.getLogger(options.service).error("not starting: %s", exc.message)
+        return 2
     return 0
