@@ -7,17 +7,25 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
 import pytest
 
+from lanes.deadline import Deadline, attempts_blocking
 from lanes.v1 import broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import free_port, start_controller
 from tests.integration.test_broker_process import batch, create_topic, produce, start_broker
 
 TOPIC = "kept"
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 20) -> None:
+    for _ in attempts_blocking(Deadline(timeout_s), pause_s=0.1):
+        if condition():
+            return
+    raise AssertionError("the brokers never said they refused the controller's metadata")
 
 
 def log_files(data_dir: Path) -> dict[str, int]:
@@ -58,7 +66,9 @@ def test_brokers_keep_every_log_when_the_controller_comes_back_as_a_new_cluster(
         controller.kill()
         shutil.rmtree(tmp_path / "controller")
         controller = start_controller(tmp_path / "controller", controller_port, log)
-        time.sleep(8)  # measured before: every log was gone within 20 s; the refusal comes at once
+        # measured before: every log was gone within 20 s; both brokers refuse at once instead
+        refusals = [f"broker[{b}] lanes.runtime.controller_link refusing" for b in brokers]
+        wait_until(lambda: all(refusal in log.read_text() for refusal in refusals))
         after = {b: log_files(tmp_path / f"broker-{b}") for b in brokers}
         for broker_id in brokers:
             assert set(after[broker_id]) >= set(before[broker_id]), f"broker {broker_id} deleted files"
@@ -105,7 +115,7 @@ def test_brokers_refuse_a_controller_restored_from_an_older_copy(tmp_path: Path)
         shutil.rmtree(tmp_path / "controller")
         shutil.copytree(tmp_path / "controller-copy", tmp_path / "controller")
         controller = start_controller(tmp_path / "controller", controller_port, log)
-        time.sleep(8)
+        wait_until(lambda: "this node applied" in log.read_text())
         after = log_files(tmp_path / "broker-1")
         assert set(after) >= set(before), "the broker deleted the topic the old copy does not know"
         assert "this node applied" in log.read_text()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from lanes.controller.raft import RaftCore, Role, VoteRequest, VoteResponse
+from lanes.controller.raft import RaftCore, VoteRequest, VoteResponse
 from tests.simulation.harness import failing_seeds, seeds_to_run
 from tests.simulation.raft_world import run
 
@@ -64,7 +64,3 @@ def test_the_simulation_finds_a_mutated_raft_core_within_1000_seeds(
     assert failures, f"1,000 seeds did not notice {name} mutated"
     seed, violations = next(iter(failures.items()))
     print(f"\nmutated {name}: seed {seed} found {violations[0]}")
-
-
-def test_roles_are_what_the_module_says() -> None:
-    assert {role.value for role in Role} == {"follower", "pre-candidate", "candidate", "leader"}

@@ -54,6 +54,12 @@ def produce(partition: Partition, producer_id: int, sequence: int, epoch: int = 
     return partition.append_as_leader(data, headers, leader_epoch=epoch, acks_all=False)
 
 
+def fill(partition: Partition, end: int = 80, producer_id: int = 7) -> None:
+    """Batches of 4 records from one producer up to sequence ``end``: several segments."""
+    for sequence in range(0, end, 4):
+        produce(partition, producer_id, sequence)
+
+
 def snapshots(directory: Path) -> list[int]:
     return sorted(int(p.name.split(".")[0]) for p in directory.glob(f"*{SNAPSHOT_SUFFIX}"))
 
@@ -95,8 +101,7 @@ def test_acks_all_below_min_insync_replicas_appends_nothing(tmp_path: Path) -> N
 def test_a_follower_keeps_producer_state_so_a_new_leader_recognises_a_retry(tmp_path: Path) -> None:
     leader = open_partition(tmp_path / "leader")
     lead(leader, 1)
-    for sequence in range(0, 40, 4):
-        produce(leader, 7, sequence)
+    fill(leader, 40)
     follower = open_partition(tmp_path / "follower")
     follower.make_follower(leader_id=1, leader_epoch=1)
     while (end := follower.log.log_end_offset) < 40:  # one segment per read, as a fetch gets
@@ -114,8 +119,7 @@ def test_producer_state_comes_back_from_snapshots_after_a_restart(tmp_path: Path
     directory = tmp_path / "orders-0"
     partition = open_partition(directory)
     lead(partition, 1)
-    for sequence in range(0, 80, 4):
-        produce(partition, 7, sequence)
+    fill(partition)
     assert snapshots(directory), "a snapshot at each segment roll"
     assert all(offset in {s.base_offset for s in partition.log.segments()} for offset in snapshots(directory))
     partition.close()
@@ -133,8 +137,7 @@ def test_producers_outlive_their_deleted_batches_through_a_restart(tmp_path: Pat
     partition = open_partition(directory)
     lead(partition, 1)
     produce(partition, 8, 0)
-    for sequence in range(0, 80, 4):
-        produce(partition, 7, sequence)
+    fill(partition)
     partition.log.update_high_watermark(partition.log.log_end_offset)
     partition.log.delete_records_before(70)
     assert partition.log.segments()[0].base_offset > 0, "producer 8's batch is deleted"
@@ -149,8 +152,7 @@ def test_a_torn_snapshot_falls_back_to_an_older_one(tmp_path: Path) -> None:
     directory = tmp_path / "orders-0"
     partition = open_partition(directory)
     lead(partition, 1)
-    for sequence in range(0, 80, 4):
-        produce(partition, 7, sequence)
+    fill(partition)
     partition.close()
     partition.log.close()
     newest = directory / f"{snapshots(directory)[-1]:020d}{SNAPSHOT_SUFFIX}"
@@ -165,8 +167,7 @@ def test_a_truncated_follower_reloads_producer_state_below_the_cut(tmp_path: Pat
     directory = tmp_path / "orders-0"
     partition = open_partition(directory)
     lead(partition, 1)
-    for sequence in range(0, 80, 4):
-        produce(partition, 7, sequence)
+    fill(partition)
     partition.make_follower(leader_id=2, leader_epoch=2)
     # the new leader's epoch 1 ended at offset 60: everything from there goes
     partition.apply_fetched(2, 80, FetchedPartition(ErrorCode.NONE, 0, 0, diverging=(1, 60)))
@@ -181,8 +182,7 @@ def test_idle_producers_expire_and_old_snapshots_go_with_retention(tmp_path: Pat
     directory = tmp_path / "orders-0"
     partition = open_partition(directory)
     lead(partition, 1)
-    for sequence in range(0, 80, 4):
-        produce(partition, 7, sequence)
+    fill(partition)
     produce(partition, 8, 0)
     assert partition.producer_count == 2
     assert partition.maintain(CLOCK.now_ms() + 1_000, producer_id_expiration_ms=60_000) == 0
@@ -204,8 +204,7 @@ def test_a_failed_snapshot_write_never_leaves_the_table_behind_the_log(
     partition = open_partition(tmp_path / "orders-0")
     lead(partition, 1)
     monkeypatch.setattr(ProducerSnapshots, "write", disk_full)
-    for sequence in range(0, 80, 4):  # rolls segments: each roll's snapshot write fails
-        produce(partition, 7, sequence)
+    fill(partition)  # rolls segments: each roll's snapshot write fails
     assert partition.log.segment_count > 1
     assert getattr(produce(partition, 7, 76), "duplicate_of", None) is not None, "the retry is still recognised"
 
@@ -218,8 +217,7 @@ def test_a_failed_reload_after_a_truncation_forgets_rather_than_remembers_cut_ba
 
     partition = open_partition(tmp_path / "orders-0")
     lead(partition, 1)
-    for sequence in range(0, 80, 4):
-        produce(partition, 7, sequence)
+    fill(partition)
     partition.make_follower(leader_id=2, leader_epoch=2)
     monkeypatch.setattr(ProducerSnapshots, "load", unreadable)
     with pytest.raises(OSError, match="Input/output error"):
