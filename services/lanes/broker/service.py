@@ -41,7 +41,7 @@ import uuid
 from collections.abc import AsyncIterator, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import grpc
 from prometheus_client.metrics_core import Metric
@@ -80,13 +80,6 @@ _VOUCH_CHECK_INTERVAL_S = 0.25
 _RECONCILE_RETRY_S = 1.0
 #: Kafka's producer.id.expiration.ms default: a producer idle for a day is forgotten
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
-
-
-class Led(NamedTuple):
-    """A partition this broker leads, and the epoch it leads it at (read once)."""
-
-    partition: Partition
-    leader_epoch: int
 
 
 @dataclass
@@ -477,11 +470,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     )
                 self._notify()
 
-    def _led(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Led | common_pb2.Error:
-        """The partition and the epoch this broker leads it at, or the error to answer: not led
-        here, or the caller's ``current_leader_epoch`` is older (FENCED_LEADER_EPOCH) or newer
-        (UNKNOWN_LEADER_EPOCH) than this leader's; -1 skips the epoch check (as Kafka). The epoch
-        is read once: writes go to the partition at it, and are refused if the role moved on."""
+    def _led(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Partition | common_pb2.Error:
+        """The partition if this broker leads it, or the error to answer: not led here, or the
+        caller's ``current_leader_epoch`` is older (FENCED_LEADER_EPOCH) or newer
+        (UNKNOWN_LEADER_EPOCH) than this leader's; -1 skips the epoch check (as Kafka)."""
         led = self._partitions.get(TopicPartition(topic, partition))
         leader_epoch = led.leader_epoch if led is not None else None
         if led is None or leader_epoch is None:
@@ -491,13 +483,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
             )
             return wire_error(code, f"{topic}-{partition}: leader epoch is {leader_epoch}")
-        return Led(led, leader_epoch)
+        return led
 
-    def _leading(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Led | common_pb2.Error:
+    def _leading(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Partition | common_pb2.Error:
         """As ``_led``, for clients: also NOT_LEADER_OR_FOLLOWER when this broker can no longer
         vouch for its leadership (``_vouched``), so that clients look for the new leader."""
         led = self._led(topic, partition, current_leader_epoch)
-        if isinstance(led, Led) and not self._vouched(led.partition):
+        if isinstance(led, Partition) and not self._vouched(led):
             return self._not_vouched(topic, partition)
         return led
 
@@ -698,19 +690,19 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> broker_pb2.PartitionProduceResponse:
         response = broker_pb2.PartitionProduceResponse(partition=data.partition, base_offset=-1, log_append_time_ms=-1)
         led = self._leading(topic, data.partition)
-        if not isinstance(led, Led):
-            response.error.CopyFrom(led)
+        leader_epoch = led.leader_epoch if isinstance(led, Partition) else None
+        if not isinstance(led, Partition) or leader_epoch is None:
+            response.error.CopyFrom(
+                led if not isinstance(led, Partition) else self._unknown_or_not_leader(topic, data.partition)
+            )
             hint = self._leader_hint(topic, data.partition)
             if hint is not None:
                 response.current_leader.CopyFrom(hint)
             return response
-        partition, leader_epoch = led
         acks_all = acks == common_pb2.ACKS_ALL
         try:
-            async with partition.append_queue:
-                appended = await asyncio.to_thread(
-                    self._validate_and_append, partition, leader_epoch, topic, data, acks_all
-                )
+            async with led.append_queue:
+                appended = await asyncio.to_thread(self._validate_and_append, led, leader_epoch, topic, data, acks_all)
         except LanesError as exc:
             response.error.CopyFrom(wire_error(exc.code, exc.message))
             return response
@@ -729,13 +721,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             self.metrics.appended(topic, appended.records, appended.size_bytes)
             response.base_offset = appended.first_offset
             response.log_append_time_ms = appended.log_append_time_ms
-            response.log_start_offset = partition.log.log_start_offset
+            response.log_start_offset = led.log.log_start_offset
             response.error.CopyFrom(wire_error(ErrorCode.NONE))
             last_offset = appended.last_offset
         if acks_all:
             # Also for a retry (Kafka parks it the same way): the original may still be on this
             # leader alone, and is acknowledged only once the high-water mark covers it.
-            outcome = await self._await_replication(partition, leader_epoch, last_offset + 1, timeout_s)
+            outcome = await self._await_replication(led, leader_epoch, last_offset + 1, timeout_s)
             if outcome is not ErrorCode.NONE:
                 response.error.CopyFrom(wire_error(outcome, f"{topic}-{data.partition}: {outcome.hint}"))
         return response
@@ -830,15 +822,15 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             for wanted in topic.partitions:
                 result = partitions.add(partition=wanted.partition)
                 led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                if isinstance(led, Led) and wanted.fetch_offset >= led.partition.log.high_watermark:
+                if isinstance(led, Partition) and wanted.fetch_offset >= led.log.high_watermark:
                     # committed records are served by any leader that has them; a consumer that
                     # waits for new ones is sent on once this broker cannot vouch for leading
-                    led = led if self._vouched(led.partition) else self._not_vouched(topic.topic, wanted.partition)
-                if not isinstance(led, Led):
+                    led = led if self._vouched(led) else self._not_vouched(topic.topic, wanted.partition)
+                if not isinstance(led, Partition):
                     result.error.CopyFrom(led)
                     self.metrics.partition_error("Fetch", led.code)
                     continue
-                log = led.partition.log
+                log = led.log
                 high_watermark = log.high_watermark
                 result.high_watermark = high_watermark
                 result.last_stable_offset = high_watermark
@@ -956,12 +948,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         for key, entry in entries:
             wanted = entry.position
             led = self._led(key.topic, key.partition, wanted.current_leader_epoch)
-            if not isinstance(led, Led):
-                answer(key, wanted.topic_id).error.CopyFrom(led)
+            leader_epoch = led.leader_epoch if isinstance(led, Partition) else None
+            if not isinstance(led, Partition) or leader_epoch is None:
+                error = led if not isinstance(led, Partition) else self._unknown_or_not_leader(key.topic, key.partition)
+                answer(key, wanted.topic_id).error.CopyFrom(error)
                 served.urgent = True
                 continue
-            partition, leader_epoch = led
-            log = partition.log
+            log = led.log
             diverging = divergence(
                 wanted.last_fetched_epoch,
                 wanted.fetch_offset,
@@ -985,7 +978,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 )
                 served.urgent = True
                 continue
-            advanced, expansion_due = partition.on_follower_fetch(replica_id, leader_epoch, wanted.fetch_offset, now)
+            advanced, expansion_due = led.on_follower_fetch(replica_id, leader_epoch, wanted.fetch_offset, now)
             served.high_watermark_advanced |= advanced
             served.isr_expansion_due |= expansion_due
             high_watermark, log_start_offset = log.high_watermark, log.log_start_offset
@@ -1015,11 +1008,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             for wanted in topic.partitions:
                 result = broker_pb2.OffsetForLeaderEpochPartitionResponse(partition=wanted.partition)
                 led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                if not isinstance(led, Led):
+                if not isinstance(led, Partition):
                     result.error.CopyFrom(led)
                 else:
-                    log = led.partition.log
-                    epoch, end = log.epochs.end_offset_for(wanted.leader_epoch, log.log_end_offset)
+                    epoch, end = led.log.epochs.end_offset_for(wanted.leader_epoch, led.log.log_end_offset)
                     result.error.CopyFrom(wire_error(ErrorCode.NONE))
                     result.end.CopyFrom(broker_pb2.EpochEndOffset(leader_epoch=epoch, end_offset=end))
                 partitions.append(result)
@@ -1035,15 +1027,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             for wanted in topic.partitions:
                 result = broker_pb2.DeleteRecordsPartitionResponse(partition=wanted.partition, low_watermark=-1)
                 led = self._leading(topic.topic, wanted.partition)
-                if not isinstance(led, Led):
-                    result.error.CopyFrom(led)
+                leader_epoch = led.leader_epoch if isinstance(led, Partition) else None
+                if not isinstance(led, Partition) or leader_epoch is None:
+                    result.error.CopyFrom(
+                        led
+                        if not isinstance(led, Partition)
+                        else self._unknown_or_not_leader(topic.topic, wanted.partition)
+                    )
                 else:
-                    partition, leader_epoch = led
-                    target = partition.log.high_watermark if wanted.offset == -1 else wanted.offset
+                    target = led.log.high_watermark if wanted.offset == -1 else wanted.offset
                     try:
-                        result.low_watermark = await asyncio.to_thread(
-                            partition.delete_records_before, leader_epoch, target
-                        )
+                        result.low_watermark = await asyncio.to_thread(led.delete_records_before, leader_epoch, target)
                         result.error.CopyFrom(wire_error(ErrorCode.NONE))
                     except LanesError as exc:
                         result.error.CopyFrom(wire_error(exc.code, exc.message))
@@ -1065,11 +1059,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
                 )
                 led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                if not isinstance(led, Led):
+                if not isinstance(led, Partition):
                     result.error.CopyFrom(led)
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_EARLIEST:
-                    result.offset = led.partition.log.log_start_offset
-                elif led.partition.log.high_watermark < led.partition.leader_epoch_start_offset:
+                    result.offset = led.log.log_start_offset
+                elif led.log.high_watermark < led.leader_epoch_start_offset:
                     # A new leader learns the high-water mark from its followers' next fetches;
                     # until then "latest" would be too low (as Kafka: OFFSET_NOT_AVAILABLE).
                     result.error.CopyFrom(
@@ -1080,10 +1074,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         )
                     )
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_LATEST:
-                    result.offset = led.partition.log.high_watermark
+                    result.offset = led.log.high_watermark
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_TIMESTAMP:
-                    found = await asyncio.to_thread(led.partition.log.offset_for_timestamp, wanted.timestamp_ms)
-                    if found is not None and found.offset < led.partition.log.high_watermark:
+                    found = await asyncio.to_thread(led.log.offset_for_timestamp, wanted.timestamp_ms)
+                    if found is not None and found.offset < led.log.high_watermark:
                         result.offset, result.timestamp_ms, result.leader_epoch = (
                             found.offset,
                             found.timestamp_ms,
