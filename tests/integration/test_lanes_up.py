@@ -1,5 +1,6 @@
-"""`lanes up` for real: a controller and three brokers as processes, cluster.json, a clean stop on
-SIGTERM, and a restart on the same data directory that brings every topic and record back."""
+"""`lanes up` for real: a quorum of three controllers and three brokers as processes,
+cluster.json, a clean stop on SIGTERM, and a restart on the same data directory that brings every
+topic and record back."""
 
 from __future__ import annotations
 
@@ -12,12 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-import grpc
-
 import lanes
+import lanes.aio
 from lanes.errors import ErrorCode
 from lanes.local.cluster import LocalCluster
-from lanes.v1 import controller_pb2, controller_pb2_grpc
 from tests.integration.processes import consecutive_free_ports
 from tests.integration.test_replication_process import produce_acks_all, read_all
 
@@ -59,30 +58,25 @@ def alive(pid: int) -> bool:
 
 def test_lanes_up_runs_a_cluster_that_survives_a_restart(tmp_path: Path) -> None:
     data_dir = tmp_path / "lanes"
-    base = consecutive_free_ports(LocalCluster.ports_for(3))
+    base = consecutive_free_ports(LocalCluster.ports_for(3, 1, 3))
     supervisor, cluster = lanes_up(data_dir, base)
     assert cluster["pid"] == supervisor.pid
     assert cluster["bootstrap"] == ",".join(f"127.0.0.1:{base + i}" for i in range(3))
-    assert cluster["controller"] == f"127.0.0.1:{base + 3}"
+    assert cluster["controller"] == ",".join(f"127.0.0.1:{base + 3 + i}" for i in range(3)), "a quorum of three"
+    assert [(c["id"], c["address"]) for c in cluster["controllers"]] == [
+        (i, f"127.0.0.1:{base + 3 + i}") for i in range(3)
+    ]
     assert [b["id"] for b in cluster["brokers"]] == [1, 2, 3]
-    assert [(c["id"], c["address"]) for c in cluster["coordinators"]] == [(1, f"127.0.0.1:{base + 4}")]
-    assert cluster["controller_metrics"] == f"127.0.0.1:{base + 8}"
-    assert [b["metrics"] for b in cluster["brokers"]] == [f"127.0.0.1:{base + 5 + i}" for i in range(3)]
-    assert [c["metrics"] for c in cluster["coordinators"]] == [f"127.0.0.1:{base + 9}"]
+    assert [(c["id"], c["address"]) for c in cluster["coordinators"]] == [(1, f"127.0.0.1:{base + 6}")]
+    assert [b["metrics"] for b in cluster["brokers"]] == [f"127.0.0.1:{base + 7 + i}" for i in range(3)]
+    assert [c["metrics"] for c in cluster["controllers"]] == [f"127.0.0.1:{base + 10 + i}" for i in range(3)]
+    assert [c["metrics"] for c in cluster["coordinators"]] == [f"127.0.0.1:{base + 13}"]
     first_broker = cluster["brokers"][0]["address"]
 
     async def use() -> list[bytes]:
-        async with grpc.aio.insecure_channel(cluster["controller"]) as channel:
-            created = await controller_pb2_grpc.ControllerStub(channel).CreateTopics(
-                controller_pb2.CreateTopicsRequest(
-                    topics=[controller_pb2.CreatableTopic(name="greetings", num_partitions=1, replication_factor=3)]
-                )
-            )
-            assert created.topics[0].error.code == ErrorCode.NONE, created.topics[0].error.message
-            described = await controller_pb2_grpc.ControllerStub(channel).DescribeTopics(
-                controller_pb2.DescribeTopicsRequest(names=["greetings"])
-            )
-        leader = described.topics[0].partitions[0].leader_id
+        admin = lanes.aio.Admin(cluster["bootstrap"])
+        await admin.create_topic("greetings", partitions=1, replication_factor=3)
+        leader = (await admin.describe_topic("greetings")).partitions[0].leader
         address = next(b["address"] for b in cluster["brokers"] if b["id"] == leader)
         deadline = time.monotonic() + 20
         while (outcome := await produce_acks_all(address, "greetings", [b"hello", b"world"])) is not ErrorCode.NONE:
@@ -103,11 +97,7 @@ def test_lanes_up_runs_a_cluster_that_survives_a_restart(tmp_path: Path) -> None
     supervisor, cluster = lanes_up(data_dir, base)
 
     async def read_again() -> list[bytes]:
-        async with grpc.aio.insecure_channel(cluster["controller"]) as channel:
-            described = await controller_pb2_grpc.ControllerStub(channel).DescribeTopics(
-                controller_pb2.DescribeTopicsRequest(names=["greetings"])
-            )
-        leader = described.topics[0].partitions[0].leader_id
+        leader = (await lanes.aio.Admin(cluster["bootstrap"]).describe_topic("greetings")).partitions[0].leader
         address = next(b["address"] for b in cluster["brokers"] if b["id"] == leader)
         deadline = time.monotonic() + 20
         while True:

@@ -34,7 +34,7 @@ def test_every_service_reports_what_the_workload_did(tmp_path: Path) -> None:
         described = cluster.describe()
         bootstrap = str(described["bootstrap"])
         addresses = [
-            described["controller_metrics"],
+            described["controllers"][0]["metrics"],
             *(b["metrics"] for b in described["brokers"]),
             *(c["metrics"] for c in described["coordinators"]),
         ]
@@ -87,7 +87,7 @@ def test_every_service_reports_what_the_workload_did(tmp_path: Path) -> None:
         assert total(broker, "lanes_rpc_duration_seconds_count", service="broker", method="Metadata", code="OK") > 0
         assert total(broker, "process_cpu_seconds_total") > 0
         assert total(broker, "python_gc_objects_collected_total") > 0
-        controller = scraped(described["controller_metrics"])
+        controller = scraped(described["controllers"][0]["metrics"])
         created = total(controller, "lanes_rpc_duration_seconds_count", method="CreateTopics", code="OK")
         assert created == 2  # metered and synced
         coordinator = scraped(described["coordinators"][0]["metrics"])

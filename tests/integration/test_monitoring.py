@@ -151,7 +151,7 @@ def test_every_metric_the_monitoring_files_use_is_exposed(tmp_path: Path) -> Non
         with lanes.Consumer(bootstrap, group_id="watchers") as consumer:
             consumer.commit({lanes.TopicPartition("watched", 0): 1})
         addresses = [
-            described["controller_metrics"],
+            described["controllers"][0]["metrics"],
             *(b["metrics"] for b in described["brokers"]),
             *(c["metrics"] for c in described["coordinators"]),
         ]

@@ -1,5 +1,6 @@
-"""The controller service in-process (its gRPC surface is tested with a real process in
-tests/integration): snapshots keep the metadata log bounded, and a restart reads them back."""
+"""The controller service in-process, as a quorum of one (its gRPC surface and quorums of three
+are tested with real processes in tests/integration): it becomes active by itself, snapshots
+are taken as the log grows, and a restart reads them back."""
 
 from __future__ import annotations
 
@@ -22,10 +23,19 @@ def make(data_dir: Path) -> ControllerService:
     )
 
 
+async def started(data_dir: Path) -> ControllerService:
+    service = make(data_dir)
+    await service.start()
+    for _ in range(200):
+        if service.active:
+            return service
+        await asyncio.sleep(0.01)
+    raise AssertionError("a quorum of one elects itself at its first tick")
+
+
 def test_snapshots_are_taken_as_the_log_grows_and_read_back_on_restart(tmp_path: Path) -> None:
     async def scenario() -> list[str]:
-        service = make(tmp_path)
-        await service.start()
+        service = await started(tmp_path)
         registered = await service.RegisterBroker(
             controller_pb2.RegisterBrokerRequest(broker_id=1, incarnation_id="a", endpoint=common_pb2.Node(node_id=1)),
             None,  # type: ignore[arg-type]
@@ -52,7 +62,7 @@ def test_snapshots_are_taken_as_the_log_grows_and_read_back_on_restart(tmp_path:
     assert len(list(tmp_path.glob("snapshot-*.bin"))) == 2, "the newest snapshot and the one before it"
 
     async def restart() -> list[str]:
-        service = make(tmp_path)
+        service = await started(tmp_path)
         names = sorted(service.image.topic_ids)
         await service.stop()
         return names

@@ -1,4 +1,5 @@
-"""The controller's metadata log: durable, atomic per decision, snapshots, restart-safe."""
+"""The controller's metadata log as the quorum's Raft log: durable, atomic per decision, whole
+batches to followers, epochs per entry, snapshots that never drop entries, restart-safe."""
 
 from __future__ import annotations
 
@@ -10,20 +11,27 @@ from pathlib import Path
 from lanes.clock import ManualClock
 from lanes.controller.core import ControllerCore, NewTopic
 from lanes.controller.metadata_log import MetadataLog
+from lanes.controller.raft import Entry
 from lanes.metadata.image import MetadataImage
+from lanes.v1 import metadata_pb2
 
 
 class Controller:
-    """Decide, append, apply: what the controller service does for every request."""
+    """Decide, append, apply: what the active controller does for every request (here every
+    entry counts as committed at once, as in a quorum of one)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, epoch: int = 1) -> None:
         self.log = MetadataLog(directory, ManualClock())
-        self.image = self.log.load()
+        self.epoch = epoch
+        self.image = self.log.load_snapshot()
+        for offset, entry in enumerate(self.log.entries(self.image.last_offset + 1, 10**9), self.image.last_offset + 1):
+            self.image.apply(offset, metadata_pb2.MetadataRecord.FromString(entry.data))
         ids = itertools.count(len(self.image.topics) * 1000 + 1)
         self.core = ControllerCore(self.image, rng=random.Random(1), new_id=lambda: f"id-{next(ids)}")
 
     def commit(self, decision) -> None:  # type: ignore[no-untyped-def]
-        first = self.log.append(decision.records)
+        first = self.log.end_offset
+        self.log.append([Entry(self.epoch, record.SerializeToString()) for record in decision.records])
         for index, record in enumerate(decision.records):
             self.image.apply(first + index, record)
 
@@ -52,13 +60,13 @@ def test_a_restart_rebuilds_exactly_the_same_state(tmp_path: Path) -> None:
     assert reopened.image.last_offset == controller.image.last_offset
 
 
-def test_snapshots_bound_the_log_and_survive_a_damaged_newest_snapshot(tmp_path: Path) -> None:
+def test_snapshots_keep_every_entry_and_survive_a_damaged_newest_snapshot(tmp_path: Path) -> None:
     controller = build(tmp_path)
     controller.log.snapshot(controller.image)
     controller.commit(controller.core.create_topic(NewTopic("after-first-snapshot", 1, 1)))
     newest = controller.log.snapshot(controller.image)
     controller.commit(controller.core.create_topic(NewTopic("after-snapshots", 1, 1)))
-    assert controller.log.start_offset > 0, "the log dropped what a snapshot covers"
+    assert controller.log.start_offset == 0, "a voter that lost its directory fetches from offset 0"
     expected = controller.image.to_records()
     controller.log.close()
     assert Controller(tmp_path).image.to_records() == expected
@@ -81,6 +89,29 @@ def test_a_torn_decision_is_dropped_whole(tmp_path: Path) -> None:
     assert reopened.log.end_offset == end
     assert reopened.image.to_records() == before
     assert reopened.image.topic("torn") is None
+
+
+def test_entries_are_whole_decisions_with_their_epochs(tmp_path: Path) -> None:
+    log = MetadataLog(tmp_path, ManualClock())
+    log.append([Entry(1, b"")])  # a leader-change entry
+    log.append([Entry(1, b"a"), Entry(1, b"b"), Entry(1, b"c")])  # one decision
+    log.append([Entry(2, b""), Entry(3, b""), Entry(3, b"d")])  # fetched: two epochs
+    assert (log.end_offset, log.last_epoch) == (7, 3)
+    assert [log.epoch_at(offset) for offset in range(7)] == [1, 1, 1, 1, 2, 3, 3]
+    assert log.entries(1, 2) == [Entry(1, b"a"), Entry(1, b"b"), Entry(1, b"c")], "a decision is never split"
+    assert log.entries(0, 2) == [Entry(1, b"")], "whole batches while they fit"
+    assert log.entries(2, 100) == [Entry(1, b"b"), Entry(1, b"c"), Entry(2, b""), Entry(3, b""), Entry(3, b"d")]
+    assert log.end_offset_for_epoch(1) == (1, 4)
+    assert log.end_offset_for_epoch(2) == (2, 5)
+    assert log.end_offset_for_epoch(9) == (3, 7)
+    log.truncate_to(4)
+    assert (log.end_offset, log.last_epoch) == (4, 1)
+    log.append([Entry(4, b"e")])
+    log.close()
+    reopened = MetadataLog(tmp_path, ManualClock())
+    assert (reopened.end_offset, reopened.last_epoch) == (5, 4)
+    assert reopened.end_offset_for_epoch(3) == (1, 4), "epochs 2 and 3 were truncated away"
+    assert MetadataLog(tmp_path / "empty", ManualClock()).end_offset_for_epoch(5) == (0, 0)
 
 
 def test_read_serves_watchers_from_an_offset(tmp_path: Path) -> None:

@@ -59,7 +59,9 @@ def test_endpoints_come_from_the_flag_or_cluster_json(tmp_path: Path) -> None:
     assert endpoints("a:1, b:2") == ["a:1", "b:2"]
     cluster = tmp_path / "cluster.json"
     cluster.write_text(
-        json.dumps({"controller_metrics": "c:9", "brokers": [{"metrics": "b:1"}], "coordinators": [{"metrics": "g:3"}]})
+        json.dumps(
+            {"controllers": [{"metrics": "c:9"}], "brokers": [{"metrics": "b:1"}], "coordinators": [{"metrics": "g:3"}]}
+        )
     )
     assert endpoints(None, cluster) == ["c:9", "b:1", "g:3"]
     with pytest.raises(UsageError, match="pass --metrics"):

@@ -37,7 +37,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--broker-id", type=int, required=True, help="this broker's id (stable across restarts)")
     parser.add_argument("--data-dir", type=Path, required=True, help="where partition logs live")
-    parser.add_argument("--controller", required=True, help="the controller's host:port")
+    parser.add_argument(
+        "--controller", required=True, help="the controllers, host:port,... (some or all: the active one is found)"
+    )
     parser.add_argument("--rack", default="", help="this broker's rack, for rack-aware placement")
     parser.add_argument(
         "--replica-lag-time-max-ms",
@@ -74,7 +76,7 @@ async def serve(options: argparse.Namespace) -> None:
     service = BrokerService(
         options.broker_id,
         options.data_dir,
-        controller_address=options.controller,
+        controller_addresses=options.controller,
         endpoint=endpoint,
         clock=SystemClock(),
         replica_lag_time_max_ms=options.replica_lag_time_max_ms,

@@ -123,7 +123,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         broker_id: int,
         data_dir: Path,
         *,
-        controller_address: str,
+        controller_addresses: str,
         endpoint: common_pb2.Node,
         clock: Clock,
         replica_lag_time_max_ms: int = 30_000,
@@ -133,13 +133,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> None:
         self.broker_id = broker_id
         self.metrics = metrics or BrokerMetrics(ServiceMetrics("broker"))
-        self.controller_address = controller_address
         self._clock = clock
         #: locked for this service's life; bound to the cluster of the first registration
         self.directory = DataDirectory(data_dir)
         self.logs = LogManager(data_dir / "logs", clock=clock, on_flush_s=self.metrics.fsync_duration.observe)
         self.link = ControllerLink(
-            controller_address,
+            controller_addresses,
             node_id=broker_id,
             incarnation_id=str(uuid.uuid4()),
             endpoint=endpoint,
@@ -592,7 +591,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     partitions=[self._partition_metadata(name, p, fenced) for _, p in sorted(topic.partitions.items())],
                 )
             )
-        host, _, port = self.controller_address.rpartition(":")
+        host, _, port = self.link.controllers.address.rpartition(":")  # the active one, as far as known
         return broker_pb2.MetadataResponse(
             cluster_id=image.cluster_id,
             controller=common_pb2.Node(node_id=0, host=host, port=int(port)),

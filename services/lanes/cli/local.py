@@ -44,16 +44,14 @@ def _is_lanes_process(pid: int) -> bool:
 
 
 def _service_pids(description: dict[str, Any]) -> list[int]:
-    pids = [node["pid"] for node in description.get("coordinators", []) + description.get("brokers", [])]
-    if "controller_pid" in description:
-        pids.append(description["controller_pid"])
-    return [int(pid) for pid in pids]
+    nodes = description.get("coordinators", []) + description.get("brokers", []) + description.get("controllers", [])
+    return [int(node["pid"]) for node in nodes]
 
 
 def _render_up(d: dict[str, Any]) -> str:
-    metrics = [  # in port order: brokers, controller, coordinators
+    metrics = [  # in port order: brokers, controllers, coordinators
         *(b.get("metrics") for b in d["brokers"]),
-        d.get("controller_metrics"),
+        *(c.get("metrics") for c in d.get("controllers", [])),
         *(c.get("metrics") for c in d["coordinators"]),
     ]
     return (
@@ -76,7 +74,11 @@ def up(options: argparse.Namespace) -> int:
     if options.detach:
         return _up_detached(options)
     cluster = LocalCluster(
-        options.data_dir, brokers=options.brokers, coordinators=options.coordinators, port_base=options.port_base
+        options.data_dir,
+        brokers=options.brokers,
+        coordinators=options.coordinators,
+        controllers=options.controllers,
+        port_base=options.port_base,
     )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -107,6 +109,7 @@ def _up_detached(options: argparse.Namespace) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "lanes.cli", "up", "--data-dir", str(options.data_dir), "--output", "json"]
     command += ["--brokers", str(options.brokers), "--coordinators", str(options.coordinators)]
+    command += ["--controllers", str(options.controllers)]
     command += ["--port-base", str(options.port_base)]
     with open(logs / "up.log", "ab") as log:
         supervisor = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
@@ -165,11 +168,11 @@ def register(commands: Any) -> None:
     parser = add_command(
         commands,
         "up",
-        summary="run a local cluster of real processes (controller, brokers, coordinators)",
+        summary="run a local cluster of real processes (controller quorum, brokers, coordinators)",
         examples="""
 lanes up                      # foreground, Ctrl-C stops it
 lanes up --detach             # background; then: lanes down
-lanes up --brokers 1 --data-dir /tmp/lanes --port-base 19092""",
+lanes up --brokers 1 --controllers 1 --data-dir /tmp/lanes --port-base 19092""",
         run=up,
     )
     parser.add_argument(
@@ -177,6 +180,12 @@ lanes up --brokers 1 --data-dir /tmp/lanes --port-base 19092""",
     )
     parser.add_argument("--brokers", type=positive_int, default=3, help="number of brokers (default 3)")
     parser.add_argument("--coordinators", type=positive_int, default=1, help="number of group coordinators (default 1)")
+    parser.add_argument(
+        "--controllers",
+        type=positive_int,
+        default=3,
+        help="voters of the controller quorum (default 3: one may fail; 1: no failover)",
+    )
     parser.add_argument(
         "--port-base", type=int, default=9092, help="first broker's port; the rest follow (default 9092)"
     )

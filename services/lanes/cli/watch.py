@@ -51,8 +51,8 @@ def endpoints(flag: str | None, cluster_file: Path = CLUSTER_FILE) -> list[str]:
         return [address.strip() for address in flag.split(",") if address.strip()]
     if cluster_file.is_file():
         described = json.loads(cluster_file.read_text())
-        found = [described.get("controller_metrics")]
-        found += [node.get("metrics") for node in (*described.get("brokers", []), *described.get("coordinators", []))]
+        nodes = (*described.get("controllers", []), *described.get("brokers", []), *described.get("coordinators", []))
+        found = [node.get("metrics") for node in nodes]
         if addresses := [address for address in found if address]:
             return addresses
     raise UsageError(

@@ -19,8 +19,10 @@ import grpc
 
 from lanes.client import _loop
 from lanes.client._group_admin import GroupAdmin, GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
+from lanes.deadline import Backoff, Deadline
 from lanes.errors import ErrorCode, LanesError, error_for
 from lanes.rpc.channels import open_channel
+from lanes.rpc.controllers import active_controller_named, is_not_controller
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 
@@ -154,19 +156,26 @@ class AsyncAdmin:
         )
 
     async def _call(self, call: Callable[[controller_pb2_grpc.ControllerStub], Awaitable[T]]) -> T:
-        for attempt in range(2):
+        """``call`` on the active controller: found through the brokers, and followed when a
+        controller answers NOT_CONTROLLER (it names the active one when it knows it). Retried
+        with backoff within the request timeout while controllers elect a new active one."""
+        deadline = Deadline(self._timeout_s)
+        backoff = Backoff(0.05, 1.0)
+        while True:
             if self._controller is None:
                 self._controller = await self._find_controller()
             try:
                 async with open_channel(self._controller) as channel:
                     return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
             except grpc.aio.AioRpcError as exc:
-                self._controller = None
-                if attempt == 1:
+                named = active_controller_named(exc) if is_not_controller(exc) else None
+                self._controller = named
+                if deadline.expired():
                     raise LanesError(
                         f"the controller did not answer: {exc.details()}", ErrorCode.NETWORK_EXCEPTION
                     ) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+                if named is None:
+                    await backoff.pause()
 
     async def create_topic(
         self, name: str, partitions: int = -1, replication_factor: int = -1, config: Mapping[str, str] | None = None

@@ -1,19 +1,30 @@
-"""``python -m lanes.controller``: run the controller service until SIGTERM or SIGINT.
+"""``python -m lanes.controller``: run one controller (a voter of the quorum) until SIGTERM or SIGINT.
 
 Prints one JSON line on stdout once it serves: ``{"service": "controller", "address": "host:port",
-"cluster_id": ...}`` (supervisors and tests wait for it). Logs go to stderr.
+"node_id": N}`` (supervisors and tests wait for it). A controller alone in its quorum is active by
+then; one of several may still wait for its peers.
+Logs go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import random
 import sys
 from pathlib import Path
 
 from lanes.clock import SystemClock
 from lanes.controller.metrics import ControllerMetrics
-from lanes.controller.service import ControllerService, add_to_server
+from lanes.controller.quorum import parse_voters
+from lanes.controller.service import (
+    CONTROLLER_SERVICE,
+    QUORUM_SERVICE,
+    ActiveControllerGate,
+    ControllerService,
+    add_quorum_to_server,
+    add_to_server,
+)
 from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
@@ -24,9 +35,7 @@ from lanes.runtime.server import (
     service_argument_parser,
     start_server,
 )
-from lanes.v1 import common_pb2, controller_pb2
-
-CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["Controller"].full_name
+from lanes.v1 import common_pb2
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -35,6 +44,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--data-dir", type=Path, required=True, help="where the metadata log and snapshots live")
     parser.add_argument("--node-id", type=int, default=0, help="the controller's node id (default 0)")
+    parser.add_argument(
+        "--voters",
+        default="",
+        help="the quorum, as id@host:port,... with this controller among them "
+        "(KRaft's controller.quorum.voters; default: this controller alone)",
+    )
     parser.add_argument("--session-timeout-ms", type=int, default=6000, help="fence brokers silent this long")
     parser.add_argument("--heartbeat-interval-ms", type=int, default=1000, help="how often brokers heartbeat")
     parser.add_argument("--default-partitions", type=int, default=1, help="num.partitions for new topics")
@@ -64,11 +79,14 @@ async def serve(options: argparse.Namespace) -> None:
     DataDirectory(options.data_dir)  # locked until the process ends: two controllers never share one
     clock = SystemClock()
     metrics = ServiceMetrics("controller")
+    host = advertised_host(options)
+    voters = parse_voters(options.voters) if options.voters else {options.node_id: f"{host}:{options.port}"}
     service = ControllerService(
         options.data_dir,
-        endpoint=common_pb2.Node(node_id=options.node_id, host=advertised_host(options), port=options.port),
+        endpoint=common_pb2.Node(node_id=options.node_id, host=host, port=options.port),
         clock=clock,
         rng=random.Random(),
+        voters=voters,
         session_timeout_ms=options.session_timeout_ms,
         heartbeat_interval_ms=options.heartbeat_interval_ms,
         default_partitions=options.default_partitions,
@@ -78,17 +96,24 @@ async def serve(options: argparse.Namespace) -> None:
         offsets_topic_partitions=options.offsets_topic_partitions,
         metrics=ControllerMetrics(metrics),
     )
-    await service.start()
     running = await start_server(
-        [ServiceBinding(CONTROLLER_SERVICE, lambda server: add_to_server(service, server))],
+        [
+            ServiceBinding(CONTROLLER_SERVICE, lambda server: add_to_server(service, server)),
+            ServiceBinding(QUORUM_SERVICE, lambda server: add_quorum_to_server(service, server)),
+        ],
         host=options.host,
         port=options.port,
         metrics=metrics,
+        interceptors=[ActiveControllerGate(service)],
     )
     service.endpoint.port = running.port
+    await service.start()
+    if len(voters) == 1:  # a quorum of one elects itself at once: ready means active then
+        while not service.active:
+            await asyncio.sleep(0.01)
     await serve_until_signalled(
         running,
-        {"service": "controller", "address": running.address, "cluster_id": service.image.cluster_id},
+        {"service": "controller", "address": running.address, "node_id": options.node_id},
         service.stop,
         metrics=metrics,
         metrics_port=options.metrics_port,

@@ -1,25 +1,34 @@
-"""The controller's durable metadata log, with snapshots.
+"""The controller's durable metadata log (the Raft log of the quorum), with snapshots.
 
 Layout, under the controller's data directory::
 
     metadata/                        a PartitionLog (lanes.storage): each MetadataRecord is the value
-                                     of one record; metadata offsets are log offsets; every append
-                                     is fsynced before it returns (flush.messages=1)
-    snapshot-<offset:020d>.bin       the state as of <offset> (inclusive), as RecordBatch v2 bytes
-                                     whose record values are the records of MetadataImage.to_records()
+                                     of one record; metadata offsets are log offsets; the Raft
+                                     epoch of each entry is its batch's partition leader epoch;
+                                     every append is fsynced before it returns (flush.messages=1)
+    snapshot-<offset:020d>.bin       the committed state as of <offset> (inclusive), as RecordBatch
+                                     v2 bytes whose record values are MetadataImage.to_records()
 
-A decision's records are appended as one batch: all or nothing, also across a crash (recovery
-drops a torn batch whole). ``snapshot`` writes the state atomically, then lets the log drop what
-the snapshot covers, so the log stays bounded. ``open`` loads the newest intact snapshot and
-replays the records after it. Not thread-safe: the controller's event loop owns it.
+``MetadataLog`` is the ``RaftLog`` the core (``lanes.controller.raft``) replicates: a decision's
+records are one ``append`` and so one batch per epoch, all or nothing also across a crash
+(recovery drops a torn batch whole), and ``entries`` hands out whole batches, so a follower
+stores whole decisions too. An entry with an empty value is the Raft leader-change entry (an
+empty ``MetadataRecord``, a no-op for the image).
+
+Snapshots only speed up loading: the log keeps every entry (a voter that lost its directory
+catches up from offset 0; snapshot transfer, KIP-630, is not built yet). Only committed state is
+ever snapshotted, so ``load_snapshot`` is safe to apply before the quorum says what is committed.
+Not thread-safe: the controller's event loop owns it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 from pathlib import Path
 
 from lanes.clock import Clock
+from lanes.controller.raft import Entry
 from lanes.errors import LanesError
 from lanes.metadata.image import MetadataImage
 from lanes.protocol.records import Record, decode_batches, encode_batch
@@ -32,7 +41,7 @@ SNAPSHOT_SUFFIX = ".bin"
 _LOG_CONFIG = LogConfig.from_topic_configs(
     {"flush.messages": "1", "segment.bytes": str(64 * 1024 * 1024), "retention.ms": "-1", "retention.bytes": "-1"}
 )
-_CONTROLLER_EPOCH = 0  # one active controller in v1; a Raft quorum would stamp its term here
+_READ_BYTES = 1024 * 1024
 
 
 class MetadataLog:
@@ -55,38 +64,72 @@ class MetadataLog:
         """The first offset still in the log (earlier ones live only in a snapshot)."""
         return self._log.log_start_offset
 
-    def load(self) -> MetadataImage:
-        """The state: the newest intact snapshot, then every record after it."""
-        state = MetadataImage()
-        snapshot_offset = -1
+    def load_snapshot(self) -> MetadataImage:
+        """The newest intact snapshot's state (an empty image when there is none)."""
         for offset, path in reversed(self._snapshots()):
             try:
                 records = _decode(path.read_bytes())
             except (OSError, LanesError):
                 continue  # a damaged snapshot: an older one (or the full log) serves
-            state = MetadataImage.from_snapshot(records, offset)
-            snapshot_offset = offset
-            break
-        if snapshot_offset + 1 < self.start_offset:
+            return MetadataImage.from_snapshot(records, offset)
+        if self.start_offset > 0:
             raise LanesError(
                 f"the metadata log starts at {self.start_offset} but no snapshot covers the offsets before it"
             )
-        while chunk := self.read(state.last_offset + 1):
-            for offset, record in chunk:
-                state.apply(offset, record)
-        return state
+        return MetadataImage()
 
-    def append(self, records: Sequence[metadata_pb2.MetadataRecord]) -> int:
-        """Append ``records`` atomically and durably; return the offset of the first."""
-        if not records:
-            return self.end_offset
+    # -----------------------------------------------------------------------------------------
+    # the RaftLog protocol
+
+    @property
+    def last_epoch(self) -> int:
+        """The epoch of the last entry (0: none)."""
+        return max(self._log.epochs.latest_epoch, 0)
+
+    def epoch_at(self, offset: int) -> int:
+        return max(self._log.epochs.epoch_for(offset) or 0, 0)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """The largest epoch at or below ``epoch`` and where it ends ((0, 0): nothing)."""
+        found, end = self._log.epochs.end_offset_for(epoch, self.end_offset)
+        return (0, 0) if found < 0 else (found, end)
+
+    def entries(self, start: int, max_count: int) -> list[Entry]:
+        """Entries from ``start``: whole batches while they fit ``max_count`` (the first whole,
+        even when larger), so a follower appends whole decisions."""
+        found: list[Entry] = []
+        offset = max(start, self.start_offset)
+        while offset < self.end_offset and len(found) < max_count:
+            result = self._log.read(offset, _READ_BYTES)
+            if not result.records:
+                break
+            for batch in decode_batches(result.records):
+                epoch = batch.header.partition_leader_epoch
+                kept = [Entry(epoch, r.value or b"") for r in batch.records if r.offset >= offset]
+                if found and len(found) + len(kept) > max_count:
+                    return found
+                found.extend(kept)
+            offset = result.next_offset
+        return found
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        """Append ``entries`` durably, one batch per epoch (a leader's decision, or what a
+        follower fetched)."""
         now = self._clock.now_ms()
-        batch = encode_batch(
-            [Record(index, now, None, record.SerializeToString()) for index, record in enumerate(records)]
-        )
-        info = self._log.append_as_leader(batch, leader_epoch=_CONTROLLER_EPOCH)
-        self._log.update_high_watermark(self._log.log_end_offset)
-        return info.first_offset
+        buffers = []
+        offset = self.end_offset
+        for epoch, group in groupby(entries, key=lambda entry: entry.epoch):
+            items = list(group)
+            records = [Record(offset + index, now, None, entry.data) for index, entry in enumerate(items)]
+            buffers.append(encode_batch(records, base_offset=offset, partition_leader_epoch=epoch))
+            offset += len(items)
+        if buffers:
+            self._log.append_as_follower(b"".join(buffers))
+            self._log.update_high_watermark(self._log.log_end_offset)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the entries from ``offset`` on (they diverge from the leader's log)."""
+        self._log.truncate_to(offset)
 
     def read(self, from_offset: int, max_records: int = 10_000) -> list[tuple[int, metadata_pb2.MetadataRecord]]:
         """Up to ``max_records`` (offset, record) pairs from ``from_offset`` on (whole batches)."""
@@ -104,18 +147,14 @@ class MetadataLog:
         return found
 
     def snapshot(self, state: MetadataImage) -> Path:
-        """Write ``state`` as a snapshot. The previous snapshot stays, in case this one is ever
-        found damaged; older ones go, and the log keeps only what follows the previous one."""
+        """Write ``state`` (committed) as a snapshot; the previous one stays, in case this one is
+        ever found damaged, older ones go. The log keeps everything (see the module docstring)."""
         path = self.directory / f"{SNAPSHOT_PREFIX}{state.last_offset:020d}{SNAPSHOT_SUFFIX}"
         write_atomically(path, _encode(state.to_records()))
-        older = [(offset, p) for offset, p in self._snapshots() if offset < state.last_offset]
-        for _, stale in older[:-1]:
+        older = [p for offset, p in self._snapshots() if offset < state.last_offset]
+        for stale in older[:-1]:
             stale.unlink()
         fsync_directory(self.directory)
-        keep_from = older[-1][0] + 1 if older else 0
-        if keep_from > self.start_offset:
-            self._log.delete_records_before(keep_from)
-            self._log.apply_retention()
         return path
 
     def close(self) -> None:

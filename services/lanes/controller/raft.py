@@ -199,6 +199,10 @@ class RaftCore:
     high_watermark: int = 0
     applied: int = 0
     outbox: list[Message] = field(default_factory=list)
+    #: False for a voter that lost its durable state (an emptied data directory): it neither
+    #: campaigns nor votes (it may have voted in this epoch before) until the driver has seen it
+    #: follow a leader again; it still fetches, and its fetches count for commits.
+    can_vote: bool = True
     _now_ms: int = 0
     _election_deadline_ms: int = 0
     _last_leader_contact_ms: int = -(10**12)
@@ -239,23 +243,40 @@ class RaftCore:
         return messages
 
     def committed(self) -> list[tuple[int, Entry]]:
-        """Entries newly committed, in order, each once (offset, entry)."""
-        start, self.applied = self.applied, max(self.applied, self.high_watermark)
-        return list(enumerate(self.log.entries(start, self.high_watermark - start), start))
+        """Entries newly committed, in order, each once (offset, entry). May return only a
+        first part (a log hands out whole batches): call again until it returns nothing."""
+        wanted = self.high_watermark - self.applied
+        if wanted <= 0:
+            return []
+        found = self.log.entries(self.applied, wanted)[:wanted]
+        start, self.applied = self.applied, self.applied + len(found)
+        return list(enumerate(found, start))
 
     @property
     def quorum(self) -> int:
         return len(self.voters) // 2 + 1
 
+    @property
+    def leader_ready(self) -> bool:
+        """Whether this node leads and everything before its epoch is committed and handed out
+        by ``committed()`` (its leader-change entry committed): its state is then the newest."""
+        return self.role is Role.LEADER and self.applied > self._epoch_start_offset
+
+    def voter_progress(self) -> dict[int, tuple[int, int]]:
+        """As the leader sees them: voter -> (log end, monotonic ms of its last fetch); empty
+        on a node that does not lead."""
+        return {voter: (t.end_offset, t.last_fetch_ms) for voter, t in self._tracking.items()}
+
     # -----------------------------------------------------------------------------------------
     # inputs
 
-    def propose(self, data: bytes) -> int | None:
-        """Append ``data`` as the leader: its offset, or None when this node does not lead."""
-        if self.role is not Role.LEADER:
+    def propose(self, *data: bytes) -> int | None:
+        """Append ``data`` as the leader, as one write (a crash keeps all of it or none): the
+        offset of the first, or None when this node does not lead."""
+        if self.role is not Role.LEADER or not data:
             return None
         offset = self.log.end_offset
-        self.log.append([Entry(self.epoch, data)])
+        self.log.append([Entry(self.epoch, item) for item in data])
         self._leader_progress()
         return offset
 
@@ -276,7 +297,11 @@ class RaftCore:
             self._announce_to_silent_voters()
             return
         if now_ms >= self._election_deadline_ms:
-            self._start_pre_vote()
+            if self.can_vote:
+                self._start_pre_vote()
+            else:
+                self.leader = NO_LEADER
+                self._reset_election_timer()
         elif self.role is Role.FOLLOWER and self.leader != NO_LEADER and now_ms >= self._fetch_in_flight_until_ms:
             self._fetch()
 
@@ -306,6 +331,9 @@ class RaftCore:
     # elections
 
     def _reset_election_timer(self) -> None:
+        if self.voters == {self.node_id}:  # a quorum of one has nobody to wait for
+            self._election_deadline_ms = self._now_ms
+            return
         timeout = self.config.election_timeout_ms
         self._election_deadline_ms = self._now_ms + timeout + self.rng.randrange(timeout)
 
@@ -345,7 +373,8 @@ class RaftCore:
     def _on_vote_request(self, request: VoteRequest) -> None:
         if request.pre_vote:
             granted = (
-                request.epoch > self.epoch
+                self.can_vote
+                and request.epoch > self.epoch
                 and not self._leader_heard_recently()
                 and self._log_at_least(request.last_epoch, request.end_offset)
             )
@@ -358,7 +387,8 @@ class RaftCore:
         if request.epoch > self.epoch:
             self._become_follower(request.epoch, NO_LEADER)
         granted = (
-            request.epoch == self.epoch
+            self.can_vote
+            and request.epoch == self.epoch
             and self.voted_for in (None, request.sender)
             and self._log_at_least(request.last_epoch, request.end_offset)
         )

@@ -1,23 +1,30 @@
-"""The Controller gRPC service: the shell around the pure core.
+"""The Controller gRPC service: the shell around the pure core, on a Raft quorum.
 
-Every mutating request follows one path, serialised by one lock: decide (``ControllerCore``),
-append the records durably (``MetadataLog``), apply them (``MetadataImage``), wake the watchers,
-answer. Reads answer from the applied state. Owned by one asyncio event loop.
+Every controller is a voter of the quorum (``lanes.controller.quorum``) that replicates the
+metadata log; the Raft leader is the **active controller**. Every mutating request follows one
+path, serialised by one lock, on the active controller only: decide (``ControllerCore``), propose
+the records to the quorum as one write, wait until they are committed and applied to the image
+(``MetadataImage``, applied on every controller in commit order), wake the watchers, answer.
+Reads answer from the applied state. A controller that is not active (or not yet caught up
+after winning) refuses every Controller RPC with NOT_CONTROLLER naming the active one
+(``ActiveControllerGate``), and ends the metadata streams it was serving. Owned by one asyncio
+event loop.
 
-Liveness: brokers heartbeat; one that is silent for ``session_timeout_ms`` is fenced (its
-leaderships move). After a controller restart every known broker gets a fresh session.
-Coordinator registration arrives with the consumer-group issue (#5): those RPCs answer
-UNIMPLEMENTED until then.
+Liveness: brokers and coordinators heartbeat; one that is silent for ``session_timeout_ms`` is
+fenced (its leaderships move). A controller that becomes active gives every known node a fresh
+session (it did not see their heartbeats), as a restarted single controller did.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import grpc
 from prometheus_client.metrics_core import Metric
@@ -26,14 +33,17 @@ from lanes.clock import Clock
 from lanes.controller.core import ConfigOp, ControllerCore, ControllerDecision, NewTopic
 from lanes.controller.metadata_log import MetadataLog
 from lanes.controller.metrics import ControllerMetrics
-from lanes.errors import ErrorCode
+from lanes.controller.quorum import Quorum
+from lanes.controller.raft import Entry
+from lanes.errors import ErrorCode, NotControllerError
 from lanes.metadata.image import NodeKind, PartitionImage, ProducerIdBlock, TopicImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
+from lanes.rpc.controllers import ACTIVE_CONTROLLER_KEY, NOT_CONTROLLER_DETAILS
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.topic_configs import TOPIC_CONFIGS
-from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
+from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
 _log = logging.getLogger(__name__)
 _OPS = {
@@ -54,6 +64,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         endpoint: common_pb2.Node,
         clock: Clock,
         rng: random.Random,
+        voters: dict[int, str] | None = None,
         session_timeout_ms: int = 6000,
         heartbeat_interval_ms: int = 1000,
         default_partitions: int = 1,
@@ -69,7 +80,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self.metrics = metrics or ControllerMetrics(ServiceMetrics("controller"))
         self._clock = clock
         self._metadata = MetadataLog(data_dir, clock)
-        self.image = self._metadata.load()
+        self.image = self._metadata.load_snapshot()
         self.core = ControllerCore(
             self.image,
             rng=rng,
@@ -90,38 +101,84 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self.leader_imbalance_per_broker_percentage = leader_imbalance_per_broker_percentage
         self.snapshot_every_records = snapshot_every_records
         self._records_since_snapshot = 0
+        self.quorum = Quorum(
+            endpoint.node_id,
+            voters or {endpoint.node_id: f"{endpoint.host}:{endpoint.port}"},
+            self._metadata,
+            state_dir=data_dir,
+            clock=clock,
+            rng=rng,
+            applied=self.image.last_offset + 1,
+            on_committed=self._apply_committed,
+            on_leadership=self._on_leadership,
+        )
+        self._creating: asyncio.Task[None] | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether this controller is the active one (leads the quorum, its state current)."""
+        return self.quorum.leader_ready
 
     async def start(self) -> None:
-        """Create the cluster on first start; give known brokers a fresh session; start fencing."""
+        """Join the quorum; the active controller's duties start when this one wins."""
         self.metrics.service.add_snapshot(self._metrics_snapshot)
-        await self._commit(self.core.create_cluster(self._clock.now_ms()))
+        await self.quorum.start()
+
+    async def stop(self) -> None:
+        """Stop acting as the active controller, leave the quorum, close the metadata log."""
+        self._stop_duties()
+        await self.quorum.stop()
+        self._metadata.close()
+
+    def _on_leadership(self, leading: bool) -> None:
+        """The quorum made this controller active (its state is current), or stopped it."""
+        if not leading:
+            _log.info("controller %d is no longer the active controller", self.endpoint.node_id)
+            self._stop_duties()
+            self._changed.notify_all()  # metadata streams end, their brokers follow the new one
+            return
+        _log.info("controller %d is the active controller (epoch %d)", self.endpoint.node_id, self.quorum.core.epoch)
         now = self._clock.monotonic_ms()
-        self._last_heartbeat_ms = {node: now for node in self._registered_nodes()}
+        self._last_heartbeat_ms = {node: now for node in self._registered_nodes()}  # fresh sessions
+        self._creating = asyncio.create_task(self._create_cluster())
         self._fencing = asyncio.create_task(self._fence_silent_nodes())
         if self.leader_imbalance_check_interval_ms > 0:
             self._rebalancing = asyncio.create_task(self._rebalance_leaders())
 
-    async def stop(self) -> None:
-        """Stop fencing and rebalancing, close the metadata log."""
-        for task in (self._fencing, self._rebalancing):
+    def _stop_duties(self) -> None:
+        for task in (self._creating, self._fencing, self._rebalancing):
             if task is not None:
                 task.cancel()
-        self._metadata.close()
+        self._creating = self._fencing = self._rebalancing = None
+
+    async def _create_cluster(self) -> None:
+        """The first active controller of a new quorum creates the cluster (a no-op after that)."""
+        with contextlib.suppress(NotControllerError):  # leadership moved on: the next one does it
+            await self._decide_and_commit(lambda: self.core.create_cluster(self._clock.now_ms()))
+
+    def _apply_committed(self, entries: list[tuple[int, Entry]]) -> None:
+        """Apply committed entries to the image, in order (every controller, active or not)."""
+        applied: list[metadata_pb2.MetadataRecord] = []
+        for offset, entry in entries:
+            if offset <= self.image.last_offset:
+                continue  # already in the snapshot the image was loaded from
+            record = metadata_pb2.MetadataRecord.FromString(entry.data)
+            self.image.apply(offset, record)
+            applied.append(record)
+        self.metrics.committed(applied)
+        self._records_since_snapshot += len(applied)
+        if self._records_since_snapshot >= self.snapshot_every_records:  # loading stays quick
+            self._metadata.snapshot(self.image)
+            self._records_since_snapshot = 0
+        if applied:
+            self._changed.notify_all()
 
     async def _commit(self, decision: ControllerDecision) -> int:
-        """Append the decision's records durably, apply them, wake watchers; return the first offset."""
+        """Have the quorum commit the decision's records as one write; return the first offset
+        once they are applied. NotControllerError when this controller is not (or no longer) active."""
         if not decision.records:
             return self._metadata.end_offset
-        first = await asyncio.to_thread(self._metadata.append, decision.records)
-        for index, record in enumerate(decision.records):
-            self.image.apply(first + index, record)
-        self.metrics.committed(decision.records)
-        self._records_since_snapshot += len(decision.records)
-        if self._records_since_snapshot >= self.snapshot_every_records:  # keeps the metadata log bounded
-            await asyncio.to_thread(self._metadata.snapshot, self.image)
-            self._records_since_snapshot = 0
-        self._changed.notify_all()
-        return first
+        return await self.quorum.propose([record.SerializeToString() for record in decision.records])
 
     async def _metrics_snapshot(self) -> list[Metric]:
         return self.metrics.gauges(self.image)
@@ -308,6 +365,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             next_offset = at + 1
         while True:
             ticket = self._changed.ticket()
+            if not self.active:
+                raise NotControllerError(self.quorum.not_leader_message())
             applied_end = self.image.last_offset + 1
             if next_offset < applied_end:
                 chunk = [(o, r) for o, r in self._metadata.read(next_offset) if o < applied_end]
@@ -614,6 +673,95 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         )
 
 
+class QuorumService(controller_pb2_grpc.ControllerQuorumServicer):
+    """The controllers' Raft traffic, into this controller's quorum."""
+
+    def __init__(self, quorum: Quorum) -> None:
+        self._quorum = quorum
+
+    async def Send(  # noqa: N802
+        self, request: controller_pb2.RaftMessage, context: ServicerContext
+    ) -> controller_pb2.RaftAck:
+        self._quorum.receive(request)
+        return controller_pb2.RaftAck()
+
+    async def DescribeQuorum(  # noqa: N802
+        self, request: controller_pb2.DescribeQuorumRequest, context: ServicerContext
+    ) -> controller_pb2.DescribeQuorumResponse:
+        answer = self._quorum.describe()
+        answer.error.CopyFrom(wire_error(ErrorCode.NONE))
+        return answer
+
+
+class ActiveControllerGate(grpc.aio.ServerInterceptor):
+    """Controller RPCs reach only the active controller: elsewhere, and when a call finds its
+    controller deposed, they fail with FAILED_PRECONDITION, details starting NOT_CONTROLLER, and
+    the active controller's address in trailing metadata (``ACTIVE_CONTROLLER_KEY``)."""
+
+    def __init__(self, service: ControllerService) -> None:
+        self._service = service
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler = await continuation(handler_call_details)
+        method: str = handler_call_details.method
+        if handler is None or not method.startswith(f"/{CONTROLLER_SERVICE}/"):
+            return handler
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._gate_unary(handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                self._gate_stream(handler.unary_stream),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+    def _gate_unary(self, inner: Any) -> Any:
+        async def unary(request: Any, context: ServicerContext) -> Any:
+            if not self._service.active:
+                await self._refuse(context, self._service.quorum.not_leader_message())
+            try:
+                return await inner(request, context)
+            except NotControllerError as exc:
+                await self._refuse(context, str(exc))
+
+        return unary
+
+    def _gate_stream(self, inner: Any) -> Any:
+        async def stream(request: Any, context: ServicerContext) -> AsyncIterator[Any]:
+            if not self._service.active:
+                await self._refuse(context, self._service.quorum.not_leader_message())
+            try:
+                async for item in inner(request, context):
+                    yield item
+            except NotControllerError as exc:
+                await self._refuse(context, str(exc))
+
+        return stream
+
+    async def _refuse(self, context: ServicerContext, why: str) -> None:
+        address = self._service.quorum.leader_address if not self._service.active else None
+        metadata = ((ACTIVE_CONTROLLER_KEY, address),) if address else ()
+        await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{NOT_CONTROLLER_DETAILS}: {why}", metadata)
+
+
+CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["Controller"].full_name
+QUORUM_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerQuorum"].full_name
+
+
 def add_to_server(service: ControllerService, server: grpc.aio.Server) -> None:
     """Register ``service`` on ``server`` (the generated helper is untyped)."""
     controller_pb2_grpc.add_ControllerServicer_to_server(service, server)  # type: ignore[no-untyped-call]
+
+
+def add_quorum_to_server(service: ControllerService, server: grpc.aio.Server) -> None:
+    """Register the quorum's service of ``service`` on ``server``."""
+    controller_pb2_grpc.add_ControllerQuorumServicer_to_server(QuorumService(service.quorum), server)  # type: ignore[no-untyped-call]

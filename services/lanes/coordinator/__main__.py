@@ -34,7 +34,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "python -m lanes.coordinator", "Run a Lanes group coordinator.", default_port=9094, default_metrics_port=9403
     )
     parser.add_argument("--coordinator-id", type=int, required=True, help="this coordinator's id (stable)")
-    parser.add_argument("--controller", required=True, help="the controller's host:port")
+    parser.add_argument(
+        "--controller", required=True, help="the controllers, host:port,... (some or all: the active one is found)"
+    )
     parser.add_argument(
         "--session-timeout-ms",
         type=int,
@@ -68,7 +70,7 @@ async def serve(options: argparse.Namespace) -> None:
     metrics = ServiceMetrics("coordinator")
     service = GroupCoordinatorService(
         options.coordinator_id,
-        controller_address=options.controller,
+        controller_addresses=options.controller,
         endpoint=endpoint,
         clock=SystemClock(),
         config=config,

@@ -58,7 +58,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         self,
         coordinator_id: int,
         *,
-        controller_address: str,
+        controller_addresses: str,
         endpoint: common_pb2.Node,
         clock: Clock,
         config: GroupConfig | None = None,
@@ -71,7 +71,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         self.config = config or GroupConfig()
         self._clock = clock
         self.link = ControllerLink(
-            controller_address,
+            controller_addresses,
             node_id=coordinator_id,
             incarnation_id=str(uuid.uuid4()),
             endpoint=endpoint,

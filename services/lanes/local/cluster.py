@@ -1,20 +1,22 @@
-"""The local cluster behind ``lanes up``: a controller, N brokers and M group coordinators as
-real processes.
+"""The local cluster behind ``lanes up``: a quorum of K controllers, N brokers and M group
+coordinators as real processes.
 
 Layout under the data directory (default ``./.lanes``)::
 
-    controller/          the controller's metadata log and snapshots
+    controller-<id>/     each controller's metadata log, snapshots and quorum state
+                         (``controller/`` when the quorum is one controller)
     broker-<id>/         each broker's partition logs
     logs/<name>.log      each process's log (stderr)
     cluster.json         written once every broker and coordinator is live; removed by a clean stop
 
-``cluster.json``: ``{"bootstrap": "host:port,...", "controller": "host:port", "controller_pid",
-"controller_metrics": "host:port", "brokers": [{"id", "address", "pid", "data_dir", "metrics"}],
-"coordinators": [{"id", "address", "pid", "metrics"}], "pid": <supervisor pid>}`` (``metrics``:
-each process's Prometheus endpoint, ``http://<metrics>/metrics``). Brokers listen on
-``port_base``, ``port_base + 1``, ...; the controller on ``port_base + brokers``; coordinators on
-the ports after it; then, in the same order, each process's metrics endpoint: ``ports_for`` ports
-from ``port_base`` in all (gRPC 9092-9096 and metrics 9097-9101 for 3 brokers and a coordinator).
+``cluster.json``: ``{"bootstrap": "host:port,...", "controller": "host:port,..." (every
+controller: clients find the active one), "controllers": [{"id", "address", "pid", "data_dir",
+"metrics"}], "brokers": [{"id", "address", "pid", "data_dir", "metrics"}], "coordinators": [{"id",
+"address", "pid", "metrics"}], "pid": <supervisor pid>}`` (``metrics``: each process's Prometheus
+endpoint, ``http://<metrics>/metrics``). Brokers listen on ``port_base``, ``port_base + 1``, ...;
+the controllers (ids 0..K-1) on the ports after them; coordinators on the ports after those;
+then, in the same order, each process's metrics endpoint: ``ports_for`` ports from ``port_base``
+in all (gRPC 9092-9098 and metrics 9099-9105 for 3 brokers, 3 controllers and a coordinator).
 Coordinators keep no files: groups and offsets live in ``__consumer_offsets``. Starting again on the
 same data directory brings back every topic, record, group and committed offset.
 """
@@ -29,10 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import grpc
+
 from lanes.deadline import Deadline, attempts
 from lanes.local.processes import ServiceProcess, start_service
-from lanes.rpc.channels import open_channel
-from lanes.v1 import controller_pb2, controller_pb2_grpc
+from lanes.rpc.controllers import ControllerEndpoints
+from lanes.v1 import controller_pb2
 
 CLUSTER_FILE = "cluster.json"
 
@@ -60,17 +64,20 @@ class LocalCluster:
     group_session_timeout_ms: int = 45_000
     group_heartbeat_interval_ms: int = 5_000
     replica_lag_time_max_ms: int = 30_000
-    #: where a process runs, by name ("controller", "broker-1", "coordinator-1"): its address and a
-    #: launcher command (tests put each process in its own network namespace); default ``host``, none
+    #: voters of the controller quorum (1: a single controller, no failover)
+    controllers: int = 1
+    #: where a process runs, by name ("controller" or "controller-<id>", "broker-1",
+    #: "coordinator-1"): its address and a launcher command (tests put each process in its own
+    #: network namespace); default ``host``, none
     placement: Callable[[str], Placement] | None = None
-    controller: ServiceProcess | None = None
+    controller_processes: dict[int, ServiceProcess] = field(default_factory=dict)
     broker_processes: dict[int, ServiceProcess] = field(default_factory=dict)
     coordinator_processes: dict[int, ServiceProcess] = field(default_factory=dict)
 
     @staticmethod
-    def ports_for(brokers: int, coordinators: int = 1) -> int:
+    def ports_for(brokers: int, coordinators: int = 1, controllers: int = 1) -> int:
         """Consecutive ports a cluster uses from ``port_base``: gRPC, then metrics, per process."""
-        return 2 * (brokers + 1 + coordinators)
+        return 2 * (brokers + controllers + coordinators)
 
     def placed(self, name: str) -> Placement:
         """Where process ``name`` runs (see ``placement``)."""
@@ -78,7 +85,68 @@ class LocalCluster:
 
     def _metrics_port(self, grpc_port: int) -> str:
         """A process's metrics port: its gRPC port shifted past every process's gRPC port."""
-        return str(grpc_port + self.brokers + 1 + self.coordinators)
+        return str(grpc_port + self.brokers + self.controllers + self.coordinators)
+
+    def controller_name(self, controller_id: int) -> str:
+        """The process (and placement, and log file) name of a controller."""
+        return "controller" if self.controllers == 1 else f"controller-{controller_id}"
+
+    def controller_port(self, controller_id: int) -> int:
+        return self.port_base + self.brokers + controller_id
+
+    @property
+    def controller(self) -> ServiceProcess | None:
+        """Controller 0 (the only one in a quorum of one)."""
+        return self.controller_processes.get(0)
+
+    @property
+    def controller_addresses(self) -> str:
+        """Every controller, ``host:port,...`` (what brokers, coordinators and clients are given)."""
+        return ",".join(
+            f"{self.placed(self.controller_name(i)).host}:{self.controller_port(i)}" for i in range(self.controllers)
+        )
+
+    def start_controller(self, controller_id: int) -> ServiceProcess:
+        """Start (or restart) controller ``controller_id`` with its own port and data directory."""
+        previous = self.controller_processes.get(controller_id)
+        if previous is not None and previous.process.poll() is None:
+            raise RuntimeError(f"controller {controller_id} is still running (pid {previous.pid})")
+        name = self.controller_name(controller_id)
+        placed = self.placed(name)
+        voters = ",".join(
+            f"{i}@{self.placed(self.controller_name(i)).host}:{self.controller_port(i)}"
+            for i in range(self.controllers)
+        )
+        self.controller_processes[controller_id] = start_service(
+            "lanes.controller",
+            [
+                "--data-dir",
+                str(self.data_dir / name),
+                "--node-id",
+                str(controller_id),
+                "--voters",
+                voters,
+                "--host",
+                placed.host,
+                "--port",
+                str(self.controller_port(controller_id)),
+                "--metrics-port",
+                self._metrics_port(self.controller_port(controller_id)),
+                "--session-timeout-ms",
+                str(self.session_timeout_ms),
+                "--heartbeat-interval-ms",
+                str(max(100, min(1000, self.session_timeout_ms // 4))),
+                "--leader-imbalance-check-interval-ms",
+                str(self.leader_imbalance_check_interval_ms),
+                "--default-replication-factor",
+                str(min(3, self.brokers)),
+                "--offsets-topic-partitions",
+                str(self.offsets_topic_partitions),
+            ],
+            self.data_dir / "logs" / f"{name}.log",
+            launcher=placed.launcher,
+        )
+        return self.controller_processes[controller_id]
 
     @property
     def cluster_file(self) -> Path:
@@ -90,34 +158,9 @@ class LocalCluster:
         if self.brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        logs = self.data_dir / "logs"
         try:
-            placed = self.placed("controller")
-            self.controller = start_service(
-                "lanes.controller",
-                [
-                    "--data-dir",
-                    str(self.data_dir / "controller"),
-                    "--host",
-                    placed.host,
-                    "--port",
-                    str(self.port_base + self.brokers),
-                    "--metrics-port",
-                    self._metrics_port(self.port_base + self.brokers),
-                    "--session-timeout-ms",
-                    str(self.session_timeout_ms),
-                    "--heartbeat-interval-ms",
-                    str(max(100, min(1000, self.session_timeout_ms // 4))),
-                    "--leader-imbalance-check-interval-ms",
-                    str(self.leader_imbalance_check_interval_ms),
-                    "--default-replication-factor",
-                    str(min(3, self.brokers)),
-                    "--offsets-topic-partitions",
-                    str(self.offsets_topic_partitions),
-                ],
-                logs / "controller.log",
-                launcher=placed.launcher,
-            )
+            for controller_id in range(self.controllers):
+                self.start_controller(controller_id)
             for broker_id in range(1, self.brokers + 1):
                 self.start_broker(broker_id)
             for coordinator_id in range(1, self.coordinators + 1):
@@ -159,14 +202,13 @@ class LocalCluster:
                 "--heartbeat-interval-ms",
                 str(self.group_heartbeat_interval_ms),
             ],
-            port=self.port_base + self.brokers + coordinator_id,
+            port=self.port_base + self.brokers + self.controllers + coordinator_id - 1,
         )
 
     def _start_node(
         self, kind: str, node_id: int, processes: dict[int, ServiceProcess], args: list[str], *, port: int
     ) -> ServiceProcess:
         """``python -m lanes.<kind> --<kind>-id N --controller ... --host ... --port ... args``."""
-        assert self.controller is not None, "the controller starts first"
         previous = processes.get(node_id)
         if previous is not None and previous.process.poll() is None:
             raise RuntimeError(f"{kind} {node_id} is still running (pid {previous.pid})")
@@ -177,7 +219,7 @@ class LocalCluster:
                 f"--{kind}-id",
                 str(node_id),
                 "--controller",
-                self.controller.address,
+                self.controller_addresses,
                 "--host",
                 placed.host,
                 "--port",
@@ -193,12 +235,19 @@ class LocalCluster:
 
     def describe(self) -> dict[str, Any]:
         """What cluster.json holds."""
-        assert self.controller is not None
         return {
             "bootstrap": ",".join(p.address for _, p in sorted(self.broker_processes.items())),
-            "controller": self.controller.address,
-            "controller_pid": self.controller.pid,
-            "controller_metrics": self.controller.ready.get("metrics_address"),
+            "controller": self.controller_addresses,
+            "controllers": [
+                {
+                    "id": controller_id,
+                    "address": p.address,
+                    "pid": p.pid,
+                    "data_dir": str(self.data_dir / self.controller_name(controller_id)),
+                    "metrics": p.ready.get("metrics_address"),
+                }
+                for controller_id, p in sorted(self.controller_processes.items())
+            ],
             "brokers": [
                 {
                     "id": broker_id,
@@ -216,36 +265,52 @@ class LocalCluster:
             "pid": os.getpid(),
         }
 
-    async def _wait_until_ready(self, timeout_s: float) -> None:
-        assert self.controller is not None
-        async with open_channel(self.controller.address) as channel:
-            stub = controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
+    async def _active_controller_call(self, call: Callable[[Any], Any], timeout_s: float = 10) -> Any:
+        """``call(stub)`` on the active controller (found and followed), retried while the
+        quorum elects one."""
+        controllers = ControllerEndpoints(self.controller_addresses.split(","))
+        try:
             async for _ in attempts(Deadline(timeout_s), 0.1):
-                cluster = await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=5)
-                shards = sum(len(c.shards) for c in cluster.coordinators)
-                wanted_shards = self.offsets_topic_partitions if self.coordinators else 0
-                if (
-                    len(cluster.brokers) == self.brokers
-                    and len(cluster.coordinators) == self.coordinators
-                    and shards == wanted_shards
-                ):
-                    return
-            raise RuntimeError(
-                f"{len(cluster.brokers)} of {self.brokers} brokers and {len(cluster.coordinators)} of "
-                f"{self.coordinators} coordinators ({shards} of {wanted_shards} shards) came up; "
-                f"see {self.data_dir}/logs"
+                try:
+                    return await call(controllers.stub)
+                except grpc.aio.AioRpcError as exc:
+                    controllers.failed(exc)
+            raise RuntimeError(f"no active controller among {self.controller_addresses} within {timeout_s:.0f} s")
+        finally:
+            await controllers.close()
+
+    async def _wait_until_ready(self, timeout_s: float) -> None:
+        deadline = Deadline(timeout_s)
+        async for _ in attempts(deadline, 0.1):
+            cluster = await self._active_controller_call(
+                lambda stub: stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=5),
+                max(deadline.remaining_s(), 1),
             )
+            shards = sum(len(c.shards) for c in cluster.coordinators)
+            wanted_shards = self.offsets_topic_partitions if self.coordinators else 0
+            if (
+                len(cluster.brokers) == self.brokers
+                and len(cluster.coordinators) == self.coordinators
+                and shards == wanted_shards
+            ):
+                return
+        raise RuntimeError(
+            f"{len(cluster.brokers)} of {self.brokers} brokers and {len(cluster.coordinators)} of "
+            f"{self.coordinators} coordinators ({shards} of {wanted_shards} shards) came up; "
+            f"see {self.data_dir}/logs"
+        )
 
     def health(self) -> str:
         """One line: live brokers, topics, partitions offline or under-replicated."""
         return asyncio.run(self._health())
 
     async def _health(self) -> str:
-        assert self.controller is not None
-        async with open_channel(self.controller.address) as channel:
-            stub = controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
-            cluster = await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(include_fenced=True), timeout=5)
-            topics = await stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(), timeout=5)
+        cluster = await self._active_controller_call(
+            lambda stub: stub.DescribeCluster(controller_pb2.DescribeClusterRequest(include_fenced=True), timeout=5)
+        )
+        topics = await self._active_controller_call(
+            lambda stub: stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(), timeout=5)
+        )
         live = sum(1 for b in cluster.brokers if not b.fenced)
         partitions = [p for t in topics.topics for p in t.partitions]
         offline = sum(1 for p in partitions if p.leader_id < 0)
@@ -259,13 +324,12 @@ class LocalCluster:
         """Names of processes that exited on their own."""
         processes = {f"broker-{i}": p for i, p in self.broker_processes.items()}
         processes |= {f"coordinator-{i}": p for i, p in self.coordinator_processes.items()}
-        if self.controller is not None:
-            processes["controller"] = self.controller
+        processes |= {self.controller_name(i): p for i, p in self.controller_processes.items()}
         return [name for name, p in processes.items() if p.process.poll() is not None]
 
     def stop(self) -> None:
         """SIGTERM the coordinators (their shards move), the brokers (they hand leadership away and
-        close cleanly), then the controller."""
+        close cleanly), then the controllers."""
         for process in self.coordinator_processes.values():
             process.terminate()
         for process in self.broker_processes.values():
@@ -273,6 +337,9 @@ class LocalCluster:
                 process.process.terminate()
         for process in self.broker_processes.values():
             process.terminate()
-        if self.controller is not None:
-            self.controller.terminate()
+        for process in self.controller_processes.values():
+            if process.process.poll() is None:
+                process.process.terminate()
+        for process in self.controller_processes.values():
+            process.terminate()
         self.cluster_file.unlink(missing_ok=True)

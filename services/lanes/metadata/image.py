@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from lanes.errors import ErrorCode, LanesError
 from lanes.v1 import common_pb2, metadata_pb2
 
 NO_LEADER = -1
@@ -139,13 +138,13 @@ class MetadataImage:
     # apply
 
     def apply(self, offset: int, record: metadata_pb2.MetadataRecord) -> None:
-        """Apply one record written at metadata ``offset`` (offsets must increase)."""
+        """Apply one record written at metadata ``offset`` (offsets must increase). An empty
+        record is the controller quorum's leader-change entry: it changes nothing but the offset."""
         if offset <= self.last_offset:
             raise ValueError(f"metadata offset {offset} is not after {self.last_offset}")
         kind = record.WhichOneof("record")
-        if kind is None:
-            raise LanesError(f"metadata record at offset {offset} is empty", ErrorCode.INVALID_REQUEST)
-        getattr(self, f"_apply_{kind}")(getattr(record, kind))
+        if kind is not None:
+            getattr(self, f"_apply_{kind}")(getattr(record, kind))
         self.last_offset = offset
 
     def _apply_cluster_created(self, record: metadata_pb2.ClusterCreatedRecord) -> None:

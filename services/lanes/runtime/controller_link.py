@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, NamedTuple
 
 import grpc
@@ -35,7 +35,7 @@ from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.deadline import Backoff, Deadline, attempts
 from lanes.errors import ErrorCode, error_code
 from lanes.metadata.image import MetadataImage, NodeKind, ProducerIdBlock
-from lanes.rpc.channels import open_channel
+from lanes.rpc.controllers import ControllerEndpoints, parse_addresses
 from lanes.runtime.broadcast import Broadcast
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
@@ -86,7 +86,7 @@ class ControllerLink:
 
     def __init__(
         self,
-        controller_address: str,
+        controller_addresses: str,
         *,
         node_id: int,
         incarnation_id: str,
@@ -96,7 +96,10 @@ class ControllerLink:
         role: Role = "broker",
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``cluster_id``: the cluster the node belongs to ("" to take the controller's at the
+        """``controller_addresses``: some or all controllers, ``host:port,...`` (the link finds
+        the active one and follows it, ``ControllerEndpoints``).
+
+        ``cluster_id``: the cluster the node belongs to ("" to take the controller's at the
         first registration, then told to ``on_cluster_id`` to keep it). Metadata of another
         cluster, or older than what the node applied, is refused (``_refusal``)."""
         self.node_id = node_id
@@ -113,8 +116,7 @@ class ControllerLink:
         self.session_timeout_s: float | None = None
         self._clock = clock
         self._lease_from_ms: int | None = None  # when the last heartbeat the controller accepted was sent
-        self._channel = open_channel(controller_address)
-        self._stub = controller_pb2_grpc.ControllerStub(self._channel)  # type: ignore[no-untyped-call]
+        self.controllers = ControllerEndpoints(parse_addresses(controller_addresses))
         self._listeners: list[Listener] = []
         self._watching: asyncio.Task[None] | None = None
         self._beating: asyncio.Task[None] | None = None
@@ -180,7 +182,7 @@ class ControllerLink:
         for task in (self._beating, self._watching):
             if task is not None:
                 task.cancel()
-        await self._channel.close()
+        await self.controllers.close()
 
     async def alter_partition(
         self, topic_id: str, partition: int, *, leader_epoch: int, partition_epoch: int, new_isr: list[int]
@@ -204,9 +206,8 @@ class ControllerLink:
                 )
             ],
         )
-        try:
-            answer = await self._stub.AlterPartition(request, timeout=5)
-        except grpc.aio.AioRpcError:
+        answer = await self._call(lambda stub: stub.AlterPartition(request, timeout=5))
+        if answer is None:
             return None
         if answer.topics and answer.topics[0].partitions:
             result: controller_pb2.AlterPartitionResult = answer.topics[0].partitions[0]
@@ -215,14 +216,9 @@ class ControllerLink:
 
     async def allocate_producer_ids(self) -> ProducerIdBlock | None:
         """A block of producer ids from the controller, or None if unreachable."""
-        try:
-            answer = await self._stub.AllocateProducerIds(
-                controller_pb2.AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.node_epoch),
-                timeout=5,
-            )
-        except grpc.aio.AioRpcError:
-            return None
-        if answer.error.code != ErrorCode.NONE:
+        request = controller_pb2.AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.node_epoch)
+        answer = await self._call(lambda stub: stub.AllocateProducerIds(request, timeout=5))
+        if answer is None or answer.error.code != ErrorCode.NONE:
             return None
         return ProducerIdBlock(answer.producer_id_start, answer.producer_id_len)
 
@@ -232,6 +228,17 @@ class ControllerLink:
 
     # -----------------------------------------------------------------------------------------
 
+    async def _call(self, call: Callable[[controller_pb2_grpc.ControllerStub], Awaitable[Any]]) -> Any:
+        """``call`` on the active controller, following NOT_CONTROLLER's pointer once per known
+        controller; None when none answered."""
+        for _ in range(len(self.controllers.addresses) + 1):
+            try:
+                return await call(self.controllers.stub)
+            except grpc.aio.AioRpcError as exc:
+                if not self.controllers.failed(exc):
+                    return None
+        return None
+
     async def _heartbeat(self, *, want_shut_down: bool = False) -> Any:
         """One heartbeat (BrokerHeartbeat or CoordinatorHeartbeat); raises AioRpcError."""
         rpcs = _RPCS[self.role]
@@ -240,7 +247,11 @@ class ControllerLink:
             want_shut_down=want_shut_down,
             **{rpcs.id_field: self.node_id, rpcs.epoch_field: self.node_epoch},
         )
-        return await getattr(self._stub, rpcs.heartbeat)(request, timeout=5)
+        try:
+            return await getattr(self.controllers.stub, rpcs.heartbeat)(request, timeout=5)
+        except grpc.aio.AioRpcError as exc:
+            self.controllers.failed(exc)
+            raise
 
     async def _register_once(self) -> tuple[common_pb2.Error, int, str]:
         """One registration (RegisterBroker or RegisterCoordinator): (error, epoch, cluster id)."""
@@ -251,7 +262,11 @@ class ControllerLink:
             endpoint=self.endpoint,
             **{rpcs.id_field: self.node_id},
         )
-        answer = await getattr(self._stub, rpcs.register)(request, timeout=5)
+        try:
+            answer = await getattr(self.controllers.stub, rpcs.register)(request, timeout=5)
+        except grpc.aio.AioRpcError as exc:
+            self.controllers.failed(exc)
+            raise
         return answer.error, getattr(answer, rpcs.epoch_field), answer.cluster_id
 
     async def _register(self) -> None:
@@ -299,7 +314,7 @@ class ControllerLink:
         backoff = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
         while True:
             try:
-                stream = self._stub.WatchMetadata(
+                stream = self.controllers.stub.WatchMetadata(
                     controller_pb2.WatchMetadataRequest(
                         node_id=self.node_id,
                         node_epoch=self.node_epoch,
@@ -310,7 +325,14 @@ class ControllerLink:
                     await self._apply(update)
                     backoff.reset()
             except grpc.aio.AioRpcError as exc:
-                _log.info("metadata stream broke (%s); resuming from %d", exc.code().name, self.image.last_offset + 1)
+                if self.controllers.failed(exc):
+                    backoff.reset()  # redirected to the active controller: go there at once
+                _log.info(
+                    "metadata stream from %s broke (%s); resuming from %d",
+                    self.controllers.address,
+                    exc.code().name,
+                    self.image.last_offset + 1,
+                )
             except MetadataRefusedError as exc:
                 _log.error("refusing the controller's metadata: %s; keeping everything as it is", exc)
             await backoff.pause()

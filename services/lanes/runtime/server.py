@@ -83,12 +83,14 @@ async def start_server(
     host: str = "127.0.0.1",
     port: int = 0,
     metrics: ServiceMetrics | None = None,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> RunningServer:
     """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes and
-    sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its calls into ``metrics``."""
+    sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its calls into ``metrics``
+    (outermost), then runs ``interceptors`` in order."""
     server = grpc.aio.server(
         options=[*MESSAGE_SIZE_OPTIONS, ("grpc.so_reuseport", 0)],
-        interceptors=[metrics.interceptor()] if metrics is not None else None,
+        interceptors=[*([metrics.interceptor()] if metrics is not None else []), *interceptors],
     )
     for binding in bindings:
         binding.add_to_server(server)

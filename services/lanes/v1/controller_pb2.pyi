@@ -27,6 +27,126 @@ ALTER_CONFIG_OP_SUBTRACT: AlterConfigOp
 ELECTION_TYPE_PREFERRED: ElectionType
 ELECTION_TYPE_UNCLEAN: ElectionType
 
+class RaftEntry(_message.Message):
+    __slots__ = ("epoch", "data")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    data: bytes
+    def __init__(self, epoch: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class RaftMessage(_message.Message):
+    __slots__ = ("sender", "to", "epoch", "vote_request", "vote_response", "begin_epoch", "fetch_request", "fetch_response")
+    SENDER_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    VOTE_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    VOTE_RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FETCH_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    FETCH_RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    sender: int
+    to: int
+    epoch: int
+    vote_request: RaftVoteRequest
+    vote_response: RaftVoteResponse
+    begin_epoch: RaftBeginEpoch
+    fetch_request: RaftFetchRequest
+    fetch_response: RaftFetchResponse
+    def __init__(self, sender: _Optional[int] = ..., to: _Optional[int] = ..., epoch: _Optional[int] = ..., vote_request: _Optional[_Union[RaftVoteRequest, _Mapping]] = ..., vote_response: _Optional[_Union[RaftVoteResponse, _Mapping]] = ..., begin_epoch: _Optional[_Union[RaftBeginEpoch, _Mapping]] = ..., fetch_request: _Optional[_Union[RaftFetchRequest, _Mapping]] = ..., fetch_response: _Optional[_Union[RaftFetchResponse, _Mapping]] = ...) -> None: ...
+
+class RaftVoteRequest(_message.Message):
+    __slots__ = ("last_epoch", "end_offset", "pre_vote")
+    LAST_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    PRE_VOTE_FIELD_NUMBER: _ClassVar[int]
+    last_epoch: int
+    end_offset: int
+    pre_vote: bool
+    def __init__(self, last_epoch: _Optional[int] = ..., end_offset: _Optional[int] = ..., pre_vote: _Optional[bool] = ...) -> None: ...
+
+class RaftVoteResponse(_message.Message):
+    __slots__ = ("granted", "pre_vote", "leader")
+    GRANTED_FIELD_NUMBER: _ClassVar[int]
+    PRE_VOTE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    granted: bool
+    pre_vote: bool
+    leader: int
+    def __init__(self, granted: _Optional[bool] = ..., pre_vote: _Optional[bool] = ..., leader: _Optional[int] = ...) -> None: ...
+
+class RaftBeginEpoch(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RaftFetchRequest(_message.Message):
+    __slots__ = ("fetch_offset", "last_fetched_epoch")
+    FETCH_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_FETCHED_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    fetch_offset: int
+    last_fetched_epoch: int
+    def __init__(self, fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ...) -> None: ...
+
+class RaftFetchResponse(_message.Message):
+    __slots__ = ("leader", "fetch_offset", "entries", "has_diverging", "diverging_epoch", "diverging_end_offset", "high_watermark")
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    FETCH_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    HAS_DIVERGING_FIELD_NUMBER: _ClassVar[int]
+    DIVERGING_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    DIVERGING_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    leader: int
+    fetch_offset: int
+    entries: _containers.RepeatedCompositeFieldContainer[RaftEntry]
+    has_diverging: bool
+    diverging_epoch: int
+    diverging_end_offset: int
+    high_watermark: int
+    def __init__(self, leader: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[RaftEntry, _Mapping]]] = ..., has_diverging: _Optional[bool] = ..., diverging_epoch: _Optional[int] = ..., diverging_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ...) -> None: ...
+
+class RaftAck(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeQuorumRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class QuorumVoter(_message.Message):
+    __slots__ = ("endpoint", "log_end_offset", "last_fetch_age_ms")
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_FETCH_AGE_MS_FIELD_NUMBER: _ClassVar[int]
+    endpoint: _common_pb2.Node
+    log_end_offset: int
+    last_fetch_age_ms: int
+    def __init__(self, endpoint: _Optional[_Union[_common_pb2.Node, _Mapping]] = ..., log_end_offset: _Optional[int] = ..., last_fetch_age_ms: _Optional[int] = ...) -> None: ...
+
+class DescribeQuorumResponse(_message.Message):
+    __slots__ = ("error", "node_id", "role", "can_vote", "epoch", "leader_id", "leader", "high_watermark", "log_end_offset", "voters")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CAN_VOTE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    VOTERS_FIELD_NUMBER: _ClassVar[int]
+    error: _common_pb2.Error
+    node_id: int
+    role: str
+    can_vote: bool
+    epoch: int
+    leader_id: int
+    leader: _common_pb2.Node
+    high_watermark: int
+    log_end_offset: int
+    voters: _containers.RepeatedCompositeFieldContainer[QuorumVoter]
+    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., node_id: _Optional[int] = ..., role: _Optional[str] = ..., can_vote: _Optional[bool] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader: _Optional[_Union[_common_pb2.Node, _Mapping]] = ..., high_watermark: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[QuorumVoter, _Mapping]]] = ...) -> None: ...
+
 class RegisterBrokerRequest(_message.Message):
     __slots__ = ("broker_id", "incarnation_id", "cluster_id", "endpoint", "log_dirs", "previous_broker_epoch")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]

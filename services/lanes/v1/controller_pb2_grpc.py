@@ -25,6 +25,131 @@ if _version_not_supported:
     )
 
 
+class ControllerQuorumStub:
+    """The controller quorum's own traffic (KRaft, KIP-595): Raft messages between controllers, and
+    the quorum as one controller sees it.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Send = channel.unary_unary(
+                '/lanes.v1.ControllerQuorum/Send',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.RaftMessage.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.RaftAck.FromString,
+                _registered_method=True)
+        self.DescribeQuorum = channel.unary_unary(
+                '/lanes.v1.ControllerQuorum/DescribeQuorum',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.DescribeQuorumRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.DescribeQuorumResponse.FromString,
+                _registered_method=True)
+
+
+class ControllerQuorumServicer:
+    """The controller quorum's own traffic (KRaft, KIP-595): Raft messages between controllers, and
+    the quorum as one controller sees it.
+    """
+
+    def Send(self, request, context):
+        """One Raft message from one controller to another. Messages are one-way: an answer (a vote,
+        a fetch's entries) comes back as another Send, so a lost message is just lost, as the
+        protocol expects.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeQuorum(self, request, context):
+        """Leader, epoch, high-water mark and each voter's log end as this controller sees them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ControllerQuorumServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Send': grpc.unary_unary_rpc_method_handler(
+                    servicer.Send,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.RaftMessage.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.RaftAck.SerializeToString,
+            ),
+            'DescribeQuorum': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeQuorum,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.DescribeQuorumRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.DescribeQuorumResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'lanes.v1.ControllerQuorum', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('lanes.v1.ControllerQuorum', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class ControllerQuorum:
+    """The controller quorum's own traffic (KRaft, KIP-595): Raft messages between controllers, and
+    the quorum as one controller sees it.
+    """
+
+    @staticmethod
+    def Send(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.ControllerQuorum/Send',
+            lanes_dot_v1_dot_controller__pb2.RaftMessage.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.RaftAck.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeQuorum(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.ControllerQuorum/DescribeQuorum',
+            lanes_dot_v1_dot_controller__pb2.DescribeQuorumRequest.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.DescribeQuorumResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class ControllerStub:
     """The cluster's metadata authority.
     """

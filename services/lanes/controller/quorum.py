@@ -1,0 +1,447 @@
+"""The controller quorum's driver: runs one controller's ``RaftCore`` over gRPC and its disk.
+
+It is etcd's "Ready" loop for the pure core (``lanes.controller.raft``):
+
+1. **Inputs**: a tick every ``TICK_MS`` and every message another controller ``Send``s.
+2. **Durable before visible**: after each step the epoch and vote (``quorum-state``, replaced
+   atomically and fsynced) are written *before* any message of that step leaves; the log's
+   appends are fsynced as they are made (``MetadataLog``, flush.messages=1).
+3. **Outputs**: messages go out one-way (``ControllerQuorum.Send``; a failure is a lost message,
+   which Raft tolerates); newly committed entries go to the state machine (``on_committed``)
+   in order, each once; proposals (``propose``) complete when their entries are committed, or
+   fail with ``NotControllerError`` when leadership moves first.
+4. **Long-poll**: the leader holds a follower's fetch that would get nothing new (no entries, a
+   high-water mark it already has) for up to ``FETCH_HOLD_MS``, answering as soon as the log or
+   the mark moves (KRaft's ``max_wait_ms``), so an idle quorum sends a few messages a second and
+   a commit takes two round trips, not a tick.
+
+**A controller that lost its directory** (no ``quorum-state``, an empty log) in a quorum of
+several may have voted in the current epoch before: it must not vote again. It asks its peers
+(``DescribeQuorum``) and votes only when a majority, itself included, is as empty as it is (a
+new quorum); otherwise it rejoins without a vote (``RaftCore.can_vote``), fetches the log from
+the leader, and becomes a voter once it holds everything committed. Until then it cannot be
+elected, so it never starts a cluster of its own.
+
+Owned by the controller's event loop; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from lanes.clock import Clock
+from lanes.controller.metadata_log import MetadataLog
+from lanes.controller.raft import (
+    NO_LEADER,
+    Entry,
+    FetchRequest,
+    FetchResponse,
+    Message,
+    RaftConfig,
+    RaftCore,
+    Role,
+)
+from lanes.controller.raft_wire import from_wire, to_wire
+from lanes.errors import NotControllerError
+from lanes.rpc.channels import open_channel
+from lanes.storage.files import write_atomically
+from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
+
+_log = logging.getLogger(__name__)
+
+QUORUM_STATE_FILE = "quorum-state"
+TICK_MS = 50
+FETCH_HOLD_MS = 300
+SEND_TIMEOUT_S = 2.0
+MAX_SENDS_IN_FLIGHT = 32  # per peer: beyond that a peer is not keeping up, and messages drop
+#: Raft timing for real processes: an election within 1-2 s of losing the leader, fetches
+#: answered within the hold and retried after 500 ms without an answer.
+PROCESS_RAFT_CONFIG = RaftConfig(election_timeout_ms=1_000, fetch_timeout_ms=500, max_fetch_entries=2_000)
+
+
+def parse_voters(text: str) -> dict[int, str]:
+    """``"0@host:port,1@host:port"`` (KRaft's controller.quorum.voters) as {node id: address}."""
+    voters: dict[int, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        node, at, address = item.partition("@")
+        if not at or not node.strip().isdigit() or ":" not in address:
+            raise ValueError(f"a voter is id@host:port, not {item!r}")
+        voters[int(node)] = address.strip()
+    if not voters:
+        raise ValueError("the quorum needs at least one voter")
+    return voters
+
+
+@dataclass
+class _Proposal:
+    last_offset: int
+    epoch: int
+    future: asyncio.Future[int]
+
+
+@dataclass
+class _HeldFetch:
+    request: FetchRequest
+    release_at_ms: int
+
+
+class Quorum:
+    """One controller's voter (see the module docstring). ``start`` before use, ``stop`` after."""
+
+    def __init__(
+        self,
+        node_id: int,
+        voters: dict[int, str],
+        log: MetadataLog,
+        *,
+        state_dir: Path,
+        clock: Clock,
+        rng: random.Random,
+        applied: int,
+        on_committed: Callable[[list[tuple[int, Entry]]], None],
+        on_leadership: Callable[[bool], None],
+        config: RaftConfig = PROCESS_RAFT_CONFIG,
+    ) -> None:
+        """``applied``: the offset after the last entry the state machine already holds (its
+        snapshot); ``on_leadership(True)`` once this node leads with its state current,
+        ``(False)`` when it stops leading."""
+        if node_id not in voters:
+            raise ValueError(f"node {node_id} is not one of the voters {sorted(voters)}")
+        self.node_id = node_id
+        self.voters = voters
+        self._log = log
+        self._state_path = state_dir / QUORUM_STATE_FILE
+        self._clock = clock
+        self._on_committed = on_committed
+        self._on_leadership = on_leadership
+        durable = self._read_state()
+        self.core = RaftCore.restart(
+            node_id,
+            frozenset(voters),
+            log,
+            rng,
+            hard_state=(int(durable.get("epoch") or 0), durable.get("voted_for")),
+            config=config,
+            now_ms=clock.monotonic_ms(),
+        )
+        self.core.applied = applied
+        self.core.high_watermark = applied
+        self._fresh = not self._state_path.exists() and log.end_offset == 0 and len(voters) > 1
+        self.core.can_vote = bool(durable.get("can_vote", True)) and not self._fresh
+        self._persisted = (self.core.hard_state, self.core.can_vote)
+        self._leading = False
+        self._proposals: list[_Proposal] = []
+        self._held: dict[int, _HeldFetch] = {}
+        self._hwm_sent: dict[int, int] = {}
+        self._stubs: dict[int, controller_pb2_grpc.ControllerQuorumStub] = {}
+        self._channels: list[grpc.aio.Channel] = []
+        self._in_flight: dict[int, int] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._ticking: asyncio.Task[None] | None = None
+        self.leader_changes = 0
+        self.last_election_ms: int | None = None
+        self._leaderless_since_ms: int | None = clock.monotonic_ms()
+
+    # -----------------------------------------------------------------------------------------
+    # lifecycle
+
+    async def start(self) -> None:
+        for node, address in self.voters.items():
+            if node != self.node_id:
+                channel = open_channel(address)
+                self._channels.append(channel)
+                self._stubs[node] = controller_pb2_grpc.ControllerQuorumStub(channel)  # type: ignore[no-untyped-call]
+        if self._fresh:
+            self._spawn(self._decide_whether_new())
+        self._ticking = asyncio.create_task(self._tick_forever())
+
+    async def stop(self) -> None:
+        if self._ticking is not None:
+            self._ticking.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        self._fail_proposals("the controller is stopping")
+        for channel in self._channels:
+            await channel.close()
+
+    # -----------------------------------------------------------------------------------------
+    # what the controller service asks
+
+    @property
+    def leader_ready(self) -> bool:
+        """This node leads and its state machine holds everything committed before its epoch."""
+        return self.core.leader_ready
+
+    @property
+    def leader_address(self) -> str | None:
+        """The address of the leader this node knows (None: none known)."""
+        leader = self.core.leader
+        return self.voters.get(leader) if leader != NO_LEADER else None
+
+    def propose(self, data: Sequence[bytes]) -> asyncio.Future[int]:
+        """Append ``data`` as one write; the future gives the first offset once all of it is
+        committed and applied, or raises NotControllerError (leadership moved: the outcome is
+        unknown, as for any request that timed out)."""
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if not self.core.leader_ready:
+            future.set_exception(NotControllerError(self.not_leader_message()))
+            return future
+        first = self.core.propose(*data)
+        assert first is not None
+        self._proposals.append(_Proposal(first + len(data) - 1, self.core.epoch, future))
+        self._ready()
+        return future
+
+    def not_leader_message(self) -> str:
+        address = self.leader_address
+        if address is None or self.core.leader == self.node_id:
+            return f"controller {self.node_id} is not the active controller and knows none yet (an election)"
+        return f"controller {self.node_id} is not the active controller; controller {self.core.leader} at {address} is"
+
+    def describe(self) -> controller_pb2.DescribeQuorumResponse:
+        now = self._clock.monotonic_ms()
+        progress = self.core.voter_progress()
+        leader = self.core.leader
+        answer = controller_pb2.DescribeQuorumResponse(
+            node_id=self.node_id,
+            role=self.core.role.value,
+            can_vote=self.core.can_vote,
+            epoch=self.core.epoch,
+            leader_id=leader,
+            high_watermark=self.core.high_watermark,
+            log_end_offset=self._log.end_offset,
+        )
+        if leader != NO_LEADER and leader in self.voters:
+            answer.leader.CopyFrom(_node(leader, self.voters[leader]))
+        for node, address in sorted(self.voters.items()):
+            voter = controller_pb2.QuorumVoter(endpoint=_node(node, address), log_end_offset=-1, last_fetch_age_ms=-1)
+            if node == self.node_id and self.core.role is Role.LEADER:
+                voter.log_end_offset, voter.last_fetch_age_ms = self._log.end_offset, 0
+            elif node in progress:
+                end, fetched_ms = progress[node]
+                voter.log_end_offset, voter.last_fetch_age_ms = end, max(now - fetched_ms, 0)
+            answer.voters.append(voter)
+        return answer
+
+    def receive(self, wire: controller_pb2.RaftMessage) -> None:
+        """A message from another controller."""
+        message = from_wire(wire)
+        if message is None or message.to != self.node_id or message.sender not in self.voters:
+            return
+        now = self._clock.monotonic_ms()
+        self.core.step(message, now)
+        if isinstance(message, FetchResponse):
+            self.core.tick(now)  # fetch again at once: the leader holds the fetch while idle
+        self._ready()
+
+    # -----------------------------------------------------------------------------------------
+    # the loop
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_MS / 1000)
+            try:
+                now = self._clock.monotonic_ms()
+                self.core.tick(now)
+                for follower, held in list(self._held.items()):
+                    if now >= held.release_at_ms:  # answered now, even with nothing new
+                        del self._held[follower]
+                        self._answer(held.request, now)
+                self._ready()
+            except Exception:
+                _log.exception("controller quorum step failed")
+
+    def _ready(self) -> None:
+        """Persist, send, apply, complete: the order that keeps votes and acks durable first."""
+        self._persist()
+        now = self._clock.monotonic_ms()
+        for message in self.core.take_messages():
+            if isinstance(message, FetchResponse) and self._hold(message, now):
+                continue
+            self._send_message(message)
+        self._release_held(now)
+        self._apply()
+        self._watch_role(now)
+        if not self.core.can_vote and self._caught_up_with_leader():
+            self.core.can_vote = True
+            _log.info("controller %d holds the committed log again and votes from now on", self.node_id)
+            self._persist()
+
+    def _hold(self, response: FetchResponse, now: int) -> bool:
+        """Keep an answer with nothing new (the request is stepped again when released)."""
+        if (
+            response.leader != self.node_id
+            or response.entries
+            or response.diverging is not None
+            or response.fetch_offset != self._log.end_offset
+            or self._hwm_sent.get(response.to) != response.high_watermark
+        ):
+            return False
+        self._held[response.to] = _HeldFetch(
+            FetchRequest(response.to, self.node_id, response.epoch, response.fetch_offset, self._log.last_epoch),
+            now + FETCH_HOLD_MS,
+        )
+        return True
+
+    def _release_held(self, now: int) -> None:
+        """Answer held fetches whose answer would now carry something (entries, a new mark, or
+        a new epoch), by stepping their requests again."""
+        if not self._held:
+            return
+        for follower, held in list(self._held.items()):
+            if (
+                self.core.role is not Role.LEADER
+                or held.request.epoch != self.core.epoch
+                or self._log.end_offset > held.request.fetch_offset
+                or self._hwm_sent.get(follower) != self.core.high_watermark
+            ):
+                del self._held[follower]
+                self._answer(held.request, now)
+
+    def _answer(self, request: FetchRequest, now: int) -> None:
+        """Step a held fetch again and send what it produces, held no longer."""
+        self.core.step(request, now)
+        for message in self.core.take_messages():
+            self._send_message(message)
+
+    def _send_message(self, message: Message) -> None:
+        if isinstance(message, FetchResponse) and message.leader == self.node_id:
+            self._hwm_sent[message.to] = message.high_watermark
+        self._send(message.to, to_wire(message))
+
+    def _persist(self) -> None:
+        state = (self.core.hard_state, self.core.can_vote)
+        if state == self._persisted:
+            return
+        (epoch, voted_for), can_vote = state
+        payload = {"epoch": epoch, "voted_for": voted_for, "can_vote": can_vote}
+        write_atomically(self._state_path, json.dumps(payload).encode())
+        self._persisted = state
+
+    def _apply(self) -> None:
+        while committed := self.core.committed():
+            self._on_committed(committed)
+        applied = self.core.applied
+        done = [p for p in self._proposals if p.last_offset < applied]
+        if not done:
+            return
+        self._proposals = [p for p in self._proposals if p.last_offset >= applied]
+        for proposal in done:
+            if proposal.future.done():
+                continue
+            if self._log.epoch_at(proposal.last_offset) == proposal.epoch:
+                proposal.future.set_result(proposal.last_offset)
+            else:  # replaced by a newer leader's entries: never committed
+                proposal.future.set_exception(NotControllerError("leadership moved before the write committed"))
+
+    def _watch_role(self, now: int) -> None:
+        leading = self.core.leader_ready
+        if self.core.leader == NO_LEADER:
+            if self._leaderless_since_ms is None:
+                self._leaderless_since_ms = now
+        elif self._leaderless_since_ms is not None:
+            self.last_election_ms = now - self._leaderless_since_ms
+            self._leaderless_since_ms = None
+            self.leader_changes += 1
+            _log.info(
+                "controller %d: controller %d leads epoch %d (%d ms without a leader)",
+                self.node_id,
+                self.core.leader,
+                self.core.epoch,
+                self.last_election_ms,
+            )
+        if leading == self._leading:
+            return
+        self._leading = leading
+        if not leading:
+            self._fail_proposals(self.not_leader_message())
+            self._held.clear()
+        self._on_leadership(leading)
+
+    def _fail_proposals(self, why: str) -> None:
+        proposals, self._proposals = self._proposals, []
+        for proposal in proposals:
+            if not proposal.future.done():
+                proposal.future.set_exception(NotControllerError(why))
+
+    def _caught_up_with_leader(self) -> bool:
+        return (
+            self.core.role is Role.FOLLOWER
+            and self.core.leader != NO_LEADER
+            and self.core.high_watermark > 0
+            and self.core.applied >= self.core.high_watermark
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # transport
+
+    def _send(self, to: int, wire: controller_pb2.RaftMessage) -> None:
+        stub = self._stubs.get(to)
+        if stub is None or self._in_flight.get(to, 0) >= MAX_SENDS_IN_FLIGHT:
+            return
+        self._in_flight[to] = self._in_flight.get(to, 0) + 1
+        self._spawn(self._deliver(to, stub, wire))
+
+    async def _deliver(
+        self, to: int, stub: controller_pb2_grpc.ControllerQuorumStub, wire: controller_pb2.RaftMessage
+    ) -> None:
+        try:
+            with contextlib.suppress(grpc.aio.AioRpcError):  # a lost message: Raft retries what matters
+                await stub.Send(wire, timeout=SEND_TIMEOUT_S)
+        finally:
+            self._in_flight[to] -= 1
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _decide_whether_new(self) -> None:
+        """Vote only if a majority (this node included) is as empty as this one: a new quorum."""
+        while not self.core.can_vote:
+            empty = 1
+            for node, stub in sorted(self._stubs.items()):
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    peer = await stub.DescribeQuorum(controller_pb2.DescribeQuorumRequest(), timeout=1.0)
+                    if peer.epoch > 0 or peer.log_end_offset > 0:
+                        _log.warning(
+                            "controller %d has an empty data directory but controller %d is at epoch %d with "
+                            "%d entries: rejoining without a vote until it holds the committed log",
+                            self.node_id,
+                            node,
+                            peer.epoch,
+                            peer.log_end_offset,
+                        )
+                        return
+                    empty += 1
+            if empty * 2 > len(self.voters):
+                self.core.can_vote = True
+                self._persist()
+                return
+            await asyncio.sleep(0.5)
+
+    def _read_state(self) -> dict[str, int | None]:
+        try:
+            loaded = json.loads(self._state_path.read_bytes())
+        except FileNotFoundError:
+            return {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{self._state_path} is not a quorum state")
+        return loaded
+
+
+def _node(node_id: int, address: str) -> common_pb2.Node:
+    host, _, port = address.rpartition(":")
+    return common_pb2.Node(node_id=node_id, host=host, port=int(port))

@@ -1,0 +1,79 @@
+"""Raft messages (``lanes.controller.raft``) to and from their wire form (``RaftMessage`` in
+controller.proto), field for field. Pure."""
+
+from __future__ import annotations
+
+from lanes.controller.raft import (
+    BeginEpoch,
+    Entry,
+    FetchRequest,
+    FetchResponse,
+    Message,
+    VoteRequest,
+    VoteResponse,
+)
+from lanes.v1 import controller_pb2
+
+
+def to_wire(message: Message) -> controller_pb2.RaftMessage:
+    """The wire form of ``message``."""
+    wire = controller_pb2.RaftMessage(sender=message.sender, to=message.to, epoch=message.epoch)
+    if isinstance(message, VoteRequest):
+        wire.vote_request.CopyFrom(
+            controller_pb2.RaftVoteRequest(
+                last_epoch=message.last_epoch, end_offset=message.end_offset, pre_vote=message.pre_vote
+            )
+        )
+    elif isinstance(message, VoteResponse):
+        wire.vote_response.CopyFrom(
+            controller_pb2.RaftVoteResponse(granted=message.granted, pre_vote=message.pre_vote, leader=message.leader)
+        )
+    elif isinstance(message, BeginEpoch):
+        wire.begin_epoch.SetInParent()
+    elif isinstance(message, FetchRequest):
+        wire.fetch_request.CopyFrom(
+            controller_pb2.RaftFetchRequest(
+                fetch_offset=message.fetch_offset, last_fetched_epoch=message.last_fetched_epoch
+            )
+        )
+    else:
+        response = controller_pb2.RaftFetchResponse(
+            leader=message.leader,
+            fetch_offset=message.fetch_offset,
+            entries=[controller_pb2.RaftEntry(epoch=e.epoch, data=e.data) for e in message.entries],
+            high_watermark=message.high_watermark,
+        )
+        if message.diverging is not None:
+            response.has_diverging = True
+            response.diverging_epoch, response.diverging_end_offset = message.diverging
+        wire.fetch_response.CopyFrom(response)
+    return wire
+
+
+def from_wire(wire: controller_pb2.RaftMessage) -> Message | None:
+    """The message ``wire`` carries (None: none of the known kinds)."""
+    kind = wire.WhichOneof("message")
+    if kind == "vote_request":
+        v = wire.vote_request
+        return VoteRequest(wire.sender, wire.to, wire.epoch, v.last_epoch, v.end_offset, v.pre_vote)
+    if kind == "vote_response":
+        r = wire.vote_response
+        return VoteResponse(wire.sender, wire.to, wire.epoch, r.granted, r.pre_vote, r.leader)
+    if kind == "begin_epoch":
+        return BeginEpoch(wire.sender, wire.to, wire.epoch)
+    if kind == "fetch_request":
+        f = wire.fetch_request
+        return FetchRequest(wire.sender, wire.to, wire.epoch, f.fetch_offset, f.last_fetched_epoch)
+    if kind == "fetch_response":
+        a = wire.fetch_response
+        return FetchResponse(
+            wire.sender,
+            wire.to,
+            wire.epoch,
+            a.leader,
+            a.fetch_offset,
+            entries=tuple(Entry(e.epoch, e.data) for e in a.entries),
+            diverging=(a.diverging_epoch, a.diverging_end_offset) if a.has_diverging else None,
+            high_watermark=a.high_watermark,
+        )
+    return None

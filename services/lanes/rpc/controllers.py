@@ -1,0 +1,84 @@
+"""The controllers a node or client talks to, and which one it believes is active.
+
+A cluster has several controllers (a Raft quorum); only the active one answers Controller RPCs.
+The others refuse with FAILED_PRECONDITION, details starting ``NOT_CONTROLLER``, and the active
+one's address in the trailing metadata key ``lanes-active-controller`` when they know it
+(``lanes.controller.service.ActiveControllerGate``). ``ControllerEndpoints`` follows that
+pointer after a refusal, and tries the next known controller after any other failure, so
+brokers, coordinators, admin clients and the operator find the active controller by themselves
+and follow it when it moves. Owned by one event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import grpc
+
+from lanes.rpc.channels import open_channel
+from lanes.v1 import controller_pb2_grpc
+
+NOT_CONTROLLER_DETAILS = "NOT_CONTROLLER"
+ACTIVE_CONTROLLER_KEY = "lanes-active-controller"
+
+
+def parse_addresses(text: str) -> list[str]:
+    """``"host:port,host:port"`` as a list (at least one)."""
+    addresses = [address.strip() for address in text.split(",") if address.strip()]
+    if not addresses:
+        raise ValueError("at least one controller host:port is needed")
+    return addresses
+
+
+def active_controller_named(exc: grpc.aio.AioRpcError) -> str | None:
+    """The active controller a NOT_CONTROLLER refusal names (None: another failure, or none known)."""
+    for key, value in exc.trailing_metadata() or ():
+        if key == ACTIVE_CONTROLLER_KEY and value:
+            return str(value)
+    return None
+
+
+def is_not_controller(exc: grpc.aio.AioRpcError) -> bool:
+    return exc.code() == grpc.StatusCode.FAILED_PRECONDITION and (exc.details() or "").startswith(
+        NOT_CONTROLLER_DETAILS
+    )
+
+
+class ControllerEndpoints:
+    """Channels to the known controllers (opened on first use) and the current target."""
+
+    def __init__(self, addresses: Sequence[str]) -> None:
+        if not addresses:
+            raise ValueError("at least one controller address is needed")
+        self.addresses = list(dict.fromkeys(addresses))
+        self._current = 0
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    @property
+    def address(self) -> str:
+        """The controller calls go to now."""
+        return self.addresses[self._current]
+
+    @property
+    def stub(self) -> controller_pb2_grpc.ControllerStub:
+        channel = self._channels.get(self.address)
+        if channel is None:
+            channel = self._channels[self.address] = open_channel(self.address)
+        return controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
+
+    def failed(self, exc: grpc.aio.AioRpcError) -> bool:
+        """A call to the current controller failed: follow the active controller it named, or
+        move on to the next known one. Whether it named one (then retrying at once is right)."""
+        named = active_controller_named(exc) if is_not_controller(exc) else None
+        if named is not None and named != self.address:
+            if named not in self.addresses:
+                self.addresses.append(named)
+            self._current = self.addresses.index(named)
+            return True
+        self._current = (self._current + 1) % len(self.addresses)
+        return False
+
+    async def close(self) -> None:
+        for channel in self._channels.values():
+            await channel.close()
+        self._channels.clear()
