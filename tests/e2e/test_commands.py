@@ -61,8 +61,14 @@ def test_cluster_describe(lanes: Workdir) -> None:
     assert [b["id"] for b in cluster["brokers"]] == [1, 2, 3]
     assert all(b["state"] == "live" for b in cluster["brokers"])
     assert [(c["id"], c["shards"]) for c in cluster["coordinators"]] == [(1, 50)]
-    assert cluster["controller"] == json.loads((lanes.path / ".lanes" / "cluster.json").read_text())["controller"]
-    assert "BROKER  ADDRESS" in lanes.ok("cluster", "describe")
+    assert cluster["controller"] in json.loads((lanes.path / ".lanes" / "cluster.json").read_text())["controller"]
+    voters = cluster["quorum"]["voters"]
+    assert [v["id"] for v in voters] == [0, 1, 2], "lanes up runs a quorum of three controllers"
+    assert [v["address"] for v in voters if v["active"]] == [cluster["controller"]]
+    assert cluster["quorum"]["epoch"] >= 1
+    table = lanes.ok("cluster", "describe")
+    assert "BROKER  ADDRESS" in table
+    assert "CONTROLLER  ADDRESS" in table
 
 
 def test_produce_a_file_with_headers_and_consume_it_many_ways(lanes: Workdir, tmp_path: Path) -> None:

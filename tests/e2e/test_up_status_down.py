@@ -22,11 +22,10 @@ def status(lanes: Workdir) -> dict[str, Any]:
 
 def test_status_and_down_follow_the_processes(tmp_path: Path) -> None:
     lanes = Workdir(tmp_path)
-    lanes.ok("up", "--detach", "--brokers", "2", "--port-base", str(consecutive_free_ports(LocalCluster.ports_for(2))))
+    base = consecutive_free_ports(LocalCluster.ports_for(2, 1, 3))
+    lanes.ok("up", "--detach", "--brokers", "2", "--port-base", str(base))
     cluster = json.loads((tmp_path / ".lanes" / "cluster.json").read_text())
-    pids = [cluster["pid"], cluster["controller_pid"]] + [
-        n["pid"] for n in cluster["brokers"] + cluster["coordinators"]
-    ]
+    pids = [cluster["pid"]] + [n["pid"] for n in cluster["controllers"] + cluster["brokers"] + cluster["coordinators"]]
     try:
         again = lanes.run("up", "--detach")
         assert again.returncode == 1
@@ -37,7 +36,7 @@ def test_status_and_down_follow_the_processes(tmp_path: Path) -> None:
         healthy = wait_for(lambda: (s := status(lanes))["healthy"] and s, "a healthy cluster")
         assert [b["state"] for b in healthy["brokers"]] == ["live", "live"]
         assert healthy["under_replicated_partitions"] == []
-        assert "healthy: 2/2 brokers live" in lanes.ok("status")
+        assert "healthy: 2/2 brokers live, 3/3 controllers in sync" in lanes.ok("status")
 
         os.kill(cluster["brokers"][1]["pid"], signal.SIGKILL)  # the supervisor notices but does not restart it
         degraded = wait_for(lambda: (s := status(lanes))["brokers"][1]["state"] == "fenced" and s, "broker 2 fenced")

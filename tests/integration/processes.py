@@ -68,12 +68,13 @@ def start_controller(
 
 @contextlib.contextmanager
 def running_cluster(data_dir: Path, brokers: int, **settings: int) -> Iterator[LocalCluster]:
-    """A started ``LocalCluster`` (controller, ``brokers`` brokers, coordinators) on free ports, stopped after."""
+    """A started ``LocalCluster`` (controllers, ``brokers`` brokers, coordinators) on free ports, stopped after."""
     coordinators = settings.get("coordinators", 1)
+    controllers = settings.get("controllers", 1)
     cluster = LocalCluster(
         data_dir,
         brokers=brokers,
-        port_base=consecutive_free_ports(LocalCluster.ports_for(brokers, coordinators)),
+        port_base=consecutive_free_ports(LocalCluster.ports_for(brokers, coordinators, controllers)),
         **settings,
     )
     cluster.start()

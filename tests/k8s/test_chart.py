@@ -141,9 +141,16 @@ def test_names_and_addresses_fit_together() -> None:
         assert headless["spec"]["clusterIP"] == "None"
         assert headless["spec"]["publishNotReadyAddresses"] is True
         assert headless["spec"]["selector"].items() <= stateful["spec"]["template"]["metadata"]["labels"].items()
-    controller_address = "prod-lanes-controller-0.prod-lanes-controller.trading.svc.cluster.local:9093"
+    controllers = [f"prod-lanes-controller-{i}.prod-lanes-controller.trading.svc.cluster.local:9093" for i in range(3)]
     broker_args = one(objects, "StatefulSet", "prod-lanes-broker")["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert f"--controller {controller_address}" in broker_args[0]
+    assert f"--controller {','.join(controllers)}" in broker_args[0], "every controller: nodes find the active one"
+    controller = one(objects, "StatefulSet", "prod-lanes-controller")
+    controller_args = controller["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    assert f"--voters {','.join(f'{i}@{c}' for i, c in enumerate(controllers))}" in controller_args
+    assert '--node-id "${POD_NAME##*-}"' in controller_args
+    assert controller["spec"]["replicas"] == 3
+    assert controller["spec"]["podManagementPolicy"] == "Parallel", "the quorum needs a majority to start"
+    assert one(objects, "PodDisruptionBudget", "prod-lanes-controller")["spec"]["maxUnavailable"] == 1
     assert '--advertised-host "${POD_NAME}.prod-lanes-broker.trading.svc.cluster.local"' in broker_args[0]
     bootstrap = services["prod-lanes-bootstrap"]
     assert bootstrap["spec"]["selector"]["app.kubernetes.io/component"] == "broker"

@@ -40,9 +40,23 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{ .Release.Namespace }}.svc.{{ .Values.clusterDomain }}
 {{- end -}}
 
-{{/* host:port of the controller (its StatefulSet's only pod, by its stable DNS name). */}}
-{{- define "lanes.controllerAddress" -}}
-{{ include "lanes.fullname" . }}-controller-0.{{ include "lanes.fullname" . }}-controller.{{ include "lanes.domain" . }}:{{ .Values.controller.port }}
+{{/* host:port,... of every controller of the quorum (its StatefulSet's pods, by their stable DNS
+names): brokers, coordinators and clients find the active one among them. */}}
+{{- define "lanes.controllerAddresses" -}}
+{{- $root := . -}}
+{{- range $i := until (int .Values.controller.replicas) -}}
+{{- if $i }},{{ end -}}
+{{ include "lanes.fullname" $root }}-controller-{{ $i }}.{{ include "lanes.fullname" $root }}-controller.{{ include "lanes.domain" $root }}:{{ $root.Values.controller.port }}
+{{- end -}}
+{{- end -}}
+
+{{/* The quorum's voters, id@host:port,... (controller id = pod ordinal). */}}
+{{- define "lanes.controllerVoters" -}}
+{{- $root := . -}}
+{{- range $i := until (int .Values.controller.replicas) -}}
+{{- if $i }},{{ end -}}
+{{ $i }}@{{ include "lanes.fullname" $root }}-controller-{{ $i }}.{{ include "lanes.fullname" $root }}-controller.{{ include "lanes.domain" $root }}:{{ $root.Values.controller.port }}
+{{- end -}}
 {{- end -}}
 
 {{/* host:port clients start from: the bootstrap Service in front of the ready brokers. */}}

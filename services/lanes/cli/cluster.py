@@ -10,14 +10,33 @@ from lanes.cli.common import CLUSTER_FILE, Stop, add_command, add_group, admin_f
 from lanes.cli.values import positive_int, positive_seconds
 from lanes.client.admin import Admin
 
+#: a controller that fetched from the active one this recently is in sync (fetches are long-polled
+#: for at most 0.3 s, so a live voter fetches several times a second)
+IN_SYNC_FETCH_AGE_MS = 2_000
+
 
 def cluster_document(admin: Admin) -> dict[str, Any]:
-    """The stable JSON of ``cluster describe``: id, controller, brokers and coordinators."""
+    """The stable JSON of ``cluster describe``: id, controller quorum, brokers and coordinators."""
     cluster = admin.describe_cluster()
     return {
         "cluster_id": cluster.cluster_id,
         "controller": cluster.controller,
         "metadata_offset": cluster.metadata_offset,
+        "quorum": {
+            "epoch": cluster.quorum_epoch,
+            "voters": [
+                {
+                    "id": c.controller_id,
+                    "address": f"{c.host}:{c.port}",
+                    "active": f"{c.host}:{c.port}" == cluster.controller,
+                    "in_sync": 0 <= c.last_fetch_age_ms < IN_SYNC_FETCH_AGE_MS,
+                    "log_end_offset": c.log_end_offset,
+                    "lag": c.lag,
+                    "last_fetch_age_ms": c.last_fetch_age_ms,
+                }
+                for c in cluster.controllers
+            ],
+        },
         "brokers": [
             {
                 "id": b.broker_id,
@@ -50,8 +69,22 @@ def _render_members(d: dict[str, Any]) -> str:
         [(c["id"], c["address"], c["state"], c["shards"]) for c in d["coordinators"]],
         ["coordinator", "address", "state", "shards"],
     )
+    controllers = table(
+        [
+            (
+                v["id"],
+                v["address"],
+                "active" if v["active"] else ("in sync" if v["in_sync"] else "OUT OF SYNC"),
+                "-" if v["lag"] < 0 else v["lag"],
+                "-" if v["last_fetch_age_ms"] < 0 else f"{v['last_fetch_age_ms']} ms",
+            )
+            for v in d["quorum"]["voters"]
+        ],
+        ["controller", "address", "state", "lag", "last fetch"],
+    )
     return (
-        f"cluster {d['cluster_id']}  controller {d['controller']}  metadata offset {d['metadata_offset']}\n\n"
+        f"cluster {d['cluster_id']}  controller {d['controller']}  quorum epoch {d['quorum']['epoch']}  "
+        f"metadata offset {d['metadata_offset']}\n\n{controllers}\n\n"
         f"{brokers}\n\n{coordinators if d['coordinators'] else 'no group coordinators: consumer groups cannot work'}"
     )
 
@@ -84,6 +117,7 @@ def status_document(admin: Admin) -> dict[str, Any]:
         and not document["offline_partitions"]
         and all(b["state"] == "live" for b in document["brokers"])
         and all(c["state"] == "live" for c in document["coordinators"])
+        and all(v["in_sync"] for v in document["quorum"]["voters"])
     )
     return document
 
@@ -92,6 +126,7 @@ def _render_status(d: dict[str, Any]) -> str:
     live = sum(b["state"] == "live" for b in d["brokers"])
     lines = [
         f"{'healthy' if d['healthy'] else 'DEGRADED'}: {live}/{len(d['brokers'])} brokers live, "
+        f"{sum(v['in_sync'] for v in d['quorum']['voters'])}/{len(d['quorum']['voters'])} controllers in sync, "
         f"{sum(c['state'] == 'live' for c in d['coordinators'])} coordinators, {d['topics']} topics, "
         f"{d['partitions']} partitions ({len(d['offline_partitions'])} offline, "
         f"{len(d['under_replicated_partitions'])} under-replicated)",

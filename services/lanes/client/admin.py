@@ -77,14 +77,31 @@ class CoordinatorInfo:
 
 
 @dataclass(frozen=True)
+class ControllerInfo:
+    """One voter of the controller quorum, as the active controller sees it."""
+
+    controller_id: int
+    host: str
+    port: int
+    #: its metadata log end (-1: unknown) and how far it is behind the active controller's
+    log_end_offset: int
+    lag: int
+    #: milliseconds since it last fetched from the active controller (0 for the active one)
+    last_fetch_age_ms: int
+
+
+@dataclass(frozen=True)
 class ClusterInfo:
-    """The cluster: id, controller, brokers, group coordinators."""
+    """The cluster: id, controller, brokers, group coordinators, the controller quorum."""
 
     cluster_id: str
     controller: str
     brokers: tuple[BrokerInfo, ...]
     coordinators: tuple[CoordinatorInfo, ...] = ()
     metadata_offset: int = -1
+    #: the quorum's epoch and its voters (the active controller among them)
+    quorum_epoch: int = -1
+    controllers: tuple[ControllerInfo, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -321,6 +338,18 @@ class AsyncAdmin:
                 for c in answer.coordinators
             ),
             answer.metadata_offset,
+            answer.quorum.epoch,
+            tuple(
+                ControllerInfo(
+                    v.endpoint.node_id,
+                    v.endpoint.host,
+                    v.endpoint.port,
+                    v.log_end_offset,
+                    answer.quorum.log_end_offset - v.log_end_offset if v.log_end_offset >= 0 else -1,
+                    v.last_fetch_age_ms,
+                )
+                for v in answer.quorum.voters
+            ),
         )
 
     async def describe_logs(self, topics: Sequence[str] = ()) -> list[ReplicaLogInfo]:

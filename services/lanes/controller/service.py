@@ -32,7 +32,7 @@ from prometheus_client.metrics_core import Metric
 from lanes.clock import Clock
 from lanes.controller.core import ConfigOp, ControllerCore, ControllerDecision, NewTopic
 from lanes.controller.metadata_log import MetadataLog
-from lanes.controller.metrics import ControllerMetrics
+from lanes.controller.metrics import ControllerMetrics, QuorumView
 from lanes.controller.quorum import Quorum
 from lanes.controller.raft import Entry
 from lanes.errors import ErrorCode, NotControllerError
@@ -181,7 +181,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         return await self.quorum.propose([record.SerializeToString() for record in decision.records])
 
     async def _metrics_snapshot(self) -> list[Metric]:
-        return self.metrics.gauges(self.image)
+        view = QuorumView(self.active, self.quorum.describe(), self.quorum.leader_changes, self.quorum.last_election_ms)
+        return self.metrics.quorum_gauges(view) + (self.metrics.gauges(self.image) if self.active else [])
 
     async def _decide_and_commit(self, decide) -> ControllerDecision:  # type: ignore[no-untyped-def]
         async with self._lock:
@@ -535,6 +536,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             brokers=brokers,
             coordinators=coordinators,
             metadata_offset=self.image.last_offset,
+            quorum=self.quorum.describe(),
         )
 
     # -----------------------------------------------------------------------------------------

@@ -396,20 +396,22 @@ class DescribeClusterRequest(_message.Message):
     def __init__(self, include_fenced: _Optional[bool] = ...) -> None: ...
 
 class DescribeClusterResponse(_message.Message):
-    __slots__ = ("error", "cluster_id", "controller", "brokers", "coordinators", "metadata_offset")
+    __slots__ = ("error", "cluster_id", "controller", "brokers", "coordinators", "metadata_offset", "quorum")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_FIELD_NUMBER: _ClassVar[int]
     BROKERS_FIELD_NUMBER: _ClassVar[int]
     COORDINATORS_FIELD_NUMBER: _ClassVar[int]
     METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    QUORUM_FIELD_NUMBER: _ClassVar[int]
     error: _common_pb2.Error
     cluster_id: str
     controller: _common_pb2.Node
     brokers: _containers.RepeatedCompositeFieldContainer[BrokerDescription]
     coordinators: _containers.RepeatedCompositeFieldContainer[CoordinatorDescription]
     metadata_offset: int
-    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., cluster_id: _Optional[str] = ..., controller: _Optional[_Union[_common_pb2.Node, _Mapping]] = ..., brokers: _Optional[_Iterable[_Union[BrokerDescription, _Mapping]]] = ..., coordinators: _Optional[_Iterable[_Union[CoordinatorDescription, _Mapping]]] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
+    quorum: DescribeQuorumResponse
+    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., cluster_id: _Optional[str] = ..., controller: _Optional[_Union[_common_pb2.Node, _Mapping]] = ..., brokers: _Optional[_Iterable[_Union[BrokerDescription, _Mapping]]] = ..., coordinators: _Optional[_Iterable[_Union[CoordinatorDescription, _Mapping]]] = ..., metadata_offset: _Optional[int] = ..., quorum: _Optional[_Union[DescribeQuorumResponse, _Mapping]] = ...) -> None: ...
 
 class BrokerDescription(_message.Message):
     __slots__ = ("endpoint", "broker_epoch", "fenced", "shutting_down", "last_heartbeat_ms", "leader_count", "replica_count")

@@ -1,0 +1,194 @@
+"""Issue #22: a quorum of three controllers, under faults, with real processes.
+
+- kill -9 the active controller under acks=all load and a partition leader a second later, five
+  times in one run: a new active controller within 3 s, the partition writable again within the
+  broker session timeout plus 3 s, nothing acknowledged lost (the workload's checkers);
+- a controller whose data directory is wiped rejoins from its peers without a vote until it
+  holds the committed log, and no broker deletes anything;
+- a rolling restart of the three controllers under load: no failed request, no partition offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from pathlib import Path
+
+import grpc
+
+import lanes
+from lanes.local.cluster import LocalCluster
+from lanes.v1 import controller_pb2, controller_pb2_grpc
+from tests.e2e.cli import wait_for
+from tests.faults.test_controller_volume_loss import log_files
+from tests.faults.workload import PartitionWorkload
+from tests.integration.processes import running_cluster
+
+SESSION_TIMEOUT_S = 6.0
+ROUNDS = 5
+
+
+async def _describe_quorum(address: str) -> controller_pb2.DescribeQuorumResponse | None:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = controller_pb2_grpc.ControllerQuorumStub(channel)  # type: ignore[no-untyped-call]
+        try:
+            answer: controller_pb2.DescribeQuorumResponse = await stub.DescribeQuorum(
+                controller_pb2.DescribeQuorumRequest(), timeout=1
+            )
+        except grpc.aio.AioRpcError:
+            return None
+        return answer
+
+
+def quorum(cluster: LocalCluster) -> dict[int, controller_pb2.DescribeQuorumResponse]:
+    """Each running controller's view of the quorum."""
+    views = {}
+    for controller_id, process in cluster.controller_processes.items():
+        if process.process.poll() is None:
+            view = asyncio.run(_describe_quorum(process.address))
+            if view is not None:
+                views[controller_id] = view
+    return views
+
+
+def active_controller(cluster: LocalCluster, newer_than_epoch: int = 0) -> tuple[int, int] | None:
+    """(id, epoch) of the controller leading an epoch after ``newer_than_epoch``, if one does."""
+    for controller_id, view in quorum(cluster).items():
+        if view.role == "leader" and view.epoch > newer_than_epoch:
+            return controller_id, view.epoch
+    return None
+
+
+def caught_up(cluster: LocalCluster) -> bool:
+    """The leader sees every voter at its log end, and every voter may vote."""
+    views = quorum(cluster)
+    leaders = [v for v in views.values() if v.role == "leader"]
+    if len(views) != cluster.controllers or len(leaders) != 1:
+        return False
+    ends = {voter.log_end_offset for voter in leaders[0].voters}
+    return ends == {leaders[0].log_end_offset} and all(v.can_vote for v in views.values())
+
+
+def partition_leader(bootstrap: str, topic: str) -> int:
+    with lanes.Admin(bootstrap) as admin:
+        return admin.describe_topic(topic).partitions[0].leader
+
+
+def full_isr(bootstrap: str, topic: str) -> bool:
+    with lanes.Admin(bootstrap) as admin:
+        return all(len(p.isr) == 3 for p in admin.describe_topic(topic).partitions)
+
+
+def test_the_active_controller_and_then_a_partition_leader_killed_five_times_lose_nothing(tmp_path: Path) -> None:
+    with running_cluster(tmp_path, brokers=3, controllers=3) as cluster:
+        bootstrap = cluster.describe()["bootstrap"]
+        with lanes.Admin(bootstrap) as admin:
+            admin.create_topic("ledger", partitions=1, replication_factor=3, config={"min.insync.replicas": "2"})
+        workload = PartitionWorkload(bootstrap, [p.address for p in cluster.broker_processes.values()], "ledger")
+        workload.start()
+        elections: list[float] = []
+        recoveries: list[float] = []
+        try:
+            for _ in range(ROUNDS):
+                wait_for(lambda: caught_up(cluster), "every controller caught up", timeout_s=60)
+                wait_for(lambda: full_isr(bootstrap, "ledger"), "the partition fully replicated", timeout_s=60)
+                acked = len(workload.acknowledged())
+                wait_for(lambda n=acked: len(workload.acknowledged()) > n + 50, "acknowledgements flowing")
+                active = active_controller(cluster)
+                assert active is not None
+                controller_id, epoch = active
+                leader = partition_leader(bootstrap, "ledger")
+                killed_at = time.monotonic()
+                cluster.controller_processes[controller_id].process.kill()
+                time.sleep(1)
+                leader_killed_at = time.time()
+                cluster.broker_processes[leader].process.kill()
+                new = wait_for(lambda e=epoch: active_controller(cluster, e), "a new active controller", timeout_s=30)
+                elections.append(time.monotonic() - killed_at)
+                recovered = wait_for(
+                    lambda t=leader_killed_at: workload.recovered_at(t) < float("inf"),
+                    "writes to the partition again",
+                    timeout_s=60,
+                )
+                assert recovered
+                recoveries.append(workload.recovered_at(leader_killed_at) - leader_killed_at)
+                assert new[0] != controller_id
+                cluster.controller_processes[controller_id].process.wait()
+                cluster.broker_processes[leader].process.wait()
+                cluster.start_controller(controller_id)
+                cluster.start_broker(leader)
+        finally:
+            workload.stop()
+        print(
+            "new active controller after (s):",
+            [f"{s:.2f}" for s in elections],
+            "partition writable again after (s):",
+            [f"{s:.2f}" for s in recoveries],
+        )
+        workload.check(workload.read_partition())
+        assert all(s < 3 for s in elections), elections
+        assert all(s < SESSION_TIMEOUT_S + 3 for s in recoveries), recoveries
+
+
+def test_a_controller_that_lost_its_directory_rejoins_from_its_peers_and_no_broker_deletes_anything(
+    tmp_path: Path,
+) -> None:
+    with running_cluster(tmp_path, brokers=3, controllers=3) as cluster:
+        bootstrap = cluster.describe()["bootstrap"]
+        with lanes.Admin(bootstrap) as admin:
+            admin.create_topic("kept", partitions=3, replication_factor=3)
+        with lanes.Producer(bootstrap, acks="all") as producer:
+            for index in range(300):
+                producer.send("kept", f"record-{index}".encode(), key=str(index).encode())
+            producer.flush()
+        wait_for(lambda: caught_up(cluster), "every controller caught up", timeout_s=60)
+        before = {b: log_files(tmp_path / f"broker-{b}") for b in cluster.broker_processes}
+        active = active_controller(cluster)
+        assert active is not None
+        for wiped in [active[0], *(c for c in range(3) if c != active[0])][:2]:  # the active one, then another
+            cluster.controller_processes[wiped].process.kill()
+            cluster.controller_processes[wiped].process.wait()
+            shutil.rmtree(tmp_path / cluster.controller_name(wiped))
+            cluster.start_controller(wiped)
+            wait_for(lambda: caught_up(cluster), f"controller {wiped} caught up again", timeout_s=60)
+            views = quorum(cluster)
+            assert views[wiped].role == "follower", "an emptied controller never leads before it caught up"
+            assert len({v.log_end_offset for v in views.values()}) == 1
+        with lanes.Admin(bootstrap) as admin:
+            assert len(admin.describe_topic("kept").partitions) == 3
+        after = {b: log_files(tmp_path / f"broker-{b}") for b in cluster.broker_processes}
+        for broker_id, files in before.items():
+            lost = {n: size for n, size in files.items() if n.endswith(".log") and after[broker_id].get(n, -1) < size}
+            assert not lost, f"broker {broker_id} lost or shrank {sorted(lost)[:5]}"
+
+
+def test_a_rolling_restart_of_the_controllers_under_load_fails_no_request(tmp_path: Path) -> None:
+    with running_cluster(tmp_path, brokers=3, controllers=3) as cluster:
+        bootstrap = cluster.describe()["bootstrap"]
+        with lanes.Admin(bootstrap) as admin:
+            admin.create_topic("ledger", partitions=1, replication_factor=3, config={"min.insync.replicas": "2"})
+        workload = PartitionWorkload(bootstrap, [p.address for p in cluster.broker_processes.values()], "ledger")
+        workload.start()
+        offline: list[str] = []
+        try:
+            for controller_id in range(3):
+                wait_for(lambda: caught_up(cluster), "every controller caught up", timeout_s=60)
+                acked = len(workload.acknowledged())
+                wait_for(lambda n=acked: len(workload.acknowledged()) > n + 50, "acknowledgements flowing")
+                assert cluster.controller_processes[controller_id].terminate() == 0
+                cluster.start_controller(controller_id)
+                with lanes.Admin(bootstrap) as admin:
+                    offline += [
+                        f"ledger-{p.partition}" for p in admin.describe_topic("ledger").partitions if p.leader < 0
+                    ]
+                    admin.create_topic(f"made-during-restart-{controller_id}", partitions=1, replication_factor=3)
+            wait_for(lambda: caught_up(cluster), "every controller caught up", timeout_s=60)
+        finally:
+            workload.stop()
+        assert not workload.failed(), f"requests failed: {[s.error for s in workload.failed()][:3]}"
+        assert not offline, offline
+        workload.check(workload.read_partition())
+        with lanes.Admin(bootstrap) as admin:
+            names = set(admin.list_topics())
+        assert {f"made-during-restart-{c}" for c in range(3)} <= names
