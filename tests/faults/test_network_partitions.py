@@ -64,19 +64,30 @@ class NamespacedCluster:
 
 
 @contextlib.contextmanager
-def namespaced_cluster(tmp_path: Path, brokers: int = 3) -> Iterator[NamespacedCluster]:
+def namespaced_cluster(
+    tmp_path: Path, brokers: int = 3, *, controllers: int = 1, coordinators: int = 1, **settings: int
+) -> Iterator[NamespacedCluster]:
+    """A cluster with every process on its own host; ``settings`` go to ``LocalCluster``."""
     network = Network()
     try:
-        for name in ["controller", *(f"broker-{b}" for b in range(1, brokers + 1)), "coordinator-1"]:
+        controller_names = ["controller"] if controllers == 1 else [f"controller-{i}" for i in range(controllers)]
+        for name in [
+            *controller_names,
+            *(f"broker-{b}" for b in range(1, brokers + 1)),
+            *(f"coordinator-{c}" for c in range(1, coordinators + 1)),
+        ]:
             network.add_host(name)
         cluster = LocalCluster(
             tmp_path,
             brokers=brokers,
+            controllers=controllers,
+            coordinators=coordinators,
             port_base=PORT_BASE,
             session_timeout_ms=SESSION_TIMEOUT_MS,
             offsets_topic_partitions=3,
             replica_lag_time_max_ms=10_000,
             placement=lambda name: Placement(network.hosts[name].address, network.hosts[name].launcher),
+            **settings,
         )
         cluster.start()
         try:

@@ -14,6 +14,7 @@ from lanes.coordinator.core import (
     GroupCoordinatorCore,
     HeartbeatInput,
     HeartbeatResult,
+    Instant,
     Subscription,
 )
 from lanes.coordinator.group import GroupRecord, GroupState, GroupStore, Partitions
@@ -41,8 +42,14 @@ class Harness:
     def __init__(self, config: GroupConfig = CONFIG) -> None:
         self.core = GroupCoordinatorCore(config)
         self.now_ms = 1_000_000
+        #: the monotonic clock reads something else: mixing the two up fails the tests
+        self.monotonic_offset_ms = -990_000
         self.counts = dict(COUNTS)
         self.records: list[GroupRecord] = []
+
+    @property
+    def now(self) -> Instant:
+        return Instant(self.now_ms, self.now_ms + self.monotonic_offset_ms)
 
     def beat(self, client: Client, *, release: bool = True, epoch: int | None = None) -> HeartbeatResult:
         joining = client.epoch == 0
@@ -55,7 +62,7 @@ class Harness:
                 subscription=Subscription(client.topics) if joining else None,
                 owned=client.owned,
             ),
-            self.now_ms,
+            self.now,
             self.counts,
         )
         self.records.extend(decision.records)
@@ -126,14 +133,27 @@ def test_silent_member_is_fenced_after_the_session_timeout() -> None:
     settle(h, [a, b])
     h.now_ms += CONFIG.session_timeout_ms - 1
     h.beat(a)
-    fenced, _ = h.core.expire(h.now_ms)
+    fenced, _ = h.core.expire(h.now)
     assert fenced == []
     h.now_ms += 2
-    fenced, _ = h.core.expire(h.now_ms)
+    fenced, _ = h.core.expire(h.now)
     assert [(g, m) for g, m, _ in fenced] == [("g", "b")]
     h.beat(a)
     assert len(a.owned) == 6
     assert h.beat(b).error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_sessions_run_on_the_monotonic_clock_so_a_wall_clock_step_fences_nobody() -> None:
+    h = Harness()
+    a, b = Client("a"), Client("b")
+    settle(h, [a, b])
+    h.now_ms += 3_600_000  # NTP steps the wall clock an hour ahead ...
+    h.monotonic_offset_ms -= 3_600_000  # ... while the monotonic clock did not move
+    fenced, _ = h.core.expire(h.now)
+    assert fenced == [], "the wall clock moved, the sessions did not"
+    h.monotonic_offset_ms += CONFIG.session_timeout_ms + 1  # now the sessions did expire
+    fenced, _ = h.core.expire(h.now)
+    assert sorted(m for _, m, _ in fenced) == ["a", "b"]
 
 
 def test_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() -> None:
@@ -148,7 +168,7 @@ def test_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() ->
     h.beat(b)
     h.now_ms += CONFIG.session_timeout_ms // 2 + 1
     h.beat(b)
-    fenced, _ = h.core.expire(h.now_ms)
+    fenced, _ = h.core.expire(h.now)
     assert [m for _, m, _ in fenced] == ["a"]
     h.beat(b)
     assert len(b.owned) == 6
@@ -197,7 +217,7 @@ def test_temporarily_departed_static_member_expires_after_the_session_timeout() 
     h.beat(a, epoch=-2)
     h.now_ms += CONFIG.session_timeout_ms + 1
     h.beat(b)
-    h.core.expire(h.now_ms)
+    h.core.expire(h.now)
     h.beat(b)
     assert len(b.owned) == 6
 
@@ -216,7 +236,7 @@ def test_regex_subscription_follows_topics_and_never_internal_ones() -> None:
     h.counts["__consumer_offsets"] = 50
     a = Client("a")
     result, _ = h.core.heartbeat(
-        HeartbeatInput("g", "a", 0, subscription=Subscription(topic_regex=".*")), h.now_ms, h.counts
+        HeartbeatInput("g", "a", 0, subscription=Subscription(topic_regex=".*")), h.now, h.counts
     )
     assert result.assignment is not None
     assert {t for t, _ in result.assignment} == {"orders", "payments"}
@@ -230,17 +250,17 @@ def test_regex_subscription_follows_topics_and_never_internal_ones() -> None:
 def test_bad_requests_get_clear_errors() -> None:
     h = Harness()
     bad_regex, _ = h.core.heartbeat(
-        HeartbeatInput("g", "a", 0, subscription=Subscription(topic_regex="(")), h.now_ms, h.counts
+        HeartbeatInput("g", "a", 0, subscription=Subscription(topic_regex="(")), h.now, h.counts
     )
     assert bad_regex.error is ErrorCode.INVALID_REGULAR_EXPRESSION
     bad_assignor, _ = h.core.heartbeat(
         HeartbeatInput("g", "a", 0, subscription=Subscription(("orders",)), server_assignor="sticky"),
-        h.now_ms,
+        h.now,
         h.counts,
     )
     assert bad_assignor.error is ErrorCode.UNSUPPORTED_ASSIGNOR
     assert "uniform" in bad_assignor.message
-    unknown, _ = h.core.heartbeat(HeartbeatInput("g", "nobody", 3), h.now_ms, h.counts)
+    unknown, _ = h.core.heartbeat(HeartbeatInput("g", "nobody", 3), h.now, h.counts)
     assert unknown.error is ErrorCode.UNKNOWN_MEMBER_ID
     full = Harness(GroupConfig(max_group_size=1))
     full.beat(Client("a"))
@@ -253,7 +273,7 @@ def test_group_chooses_the_assignor_its_members_ask_for() -> None:
     for member_id in ("a", "b"):
         h.core.heartbeat(
             HeartbeatInput("g", member_id, 0, subscription=Subscription(("orders",)), server_assignor="range"),
-            h.now_ms,
+            h.now,
             h.counts,
         )
     assert h.group().assignor == "range"
@@ -309,10 +329,10 @@ def test_offsets_of_an_empty_group_expire_after_the_retention() -> None:
     h.core.commit_offsets("g", "a", a.epoch, [CommitEntry("orders", 0, 5)], now_ms=h.now_ms, partition_counts=h.counts)
     h.beat(a, epoch=-1)
     h.now_ms += CONFIG.offsets_retention_ms - 1
-    h.core.expire(h.now_ms)
+    h.core.expire(h.now)
     assert h.core.fetch_offsets("g", None)
     h.now_ms += 1
-    h.core.expire(h.now_ms)
+    h.core.expire(h.now)
     assert h.core.store.get("g") is None
 
 
@@ -395,7 +415,7 @@ def test_random_membership_never_gives_a_partition_two_owners_and_replays_exactl
             active.discard(index)
         elif op == "tick":
             h.now_ms += 4_000
-            _, decision = h.core.expire(h.now_ms)
+            _, decision = h.core.expire(h.now)
             h.records.extend(decision.records)
             for c in clients:  # a client whose session lapsed without a heartbeat drops its partitions
                 group = h.core.store.get("g")

@@ -31,9 +31,14 @@ class Controller:
 
     def commit(self, decision) -> None:  # type: ignore[no-untyped-def]
         first = self.log.end_offset
-        self.log.append([Entry(self.epoch, record.SerializeToString()) for record in decision.records])
+        self.log.append(write(self.epoch, *(record.SerializeToString() for record in decision.records)))
         for index, record in enumerate(decision.records):
             self.image.apply(first + index, record)
+
+
+def write(epoch: int, *data: bytes) -> list[Entry]:
+    """One write (a decision), as the leader's core appends it."""
+    return [Entry(epoch, item, index == len(data) - 1) for index, item in enumerate(data)]
 
 
 def build(directory: Path) -> Controller:
@@ -93,20 +98,25 @@ def test_a_torn_decision_is_dropped_whole(tmp_path: Path) -> None:
 
 def test_entries_are_whole_decisions_with_their_epochs(tmp_path: Path) -> None:
     log = MetadataLog(tmp_path, ManualClock())
-    log.append([Entry(1, b"")])  # a leader-change entry
-    log.append([Entry(1, b"a"), Entry(1, b"b"), Entry(1, b"c")])  # one decision
-    log.append([Entry(2, b""), Entry(3, b""), Entry(3, b"d")])  # fetched: two epochs
-    assert (log.end_offset, log.last_epoch) == (7, 3)
-    assert [log.epoch_at(offset) for offset in range(7)] == [1, 1, 1, 1, 2, 3, 3]
-    assert log.entries(1, 2) == [Entry(1, b"a"), Entry(1, b"b"), Entry(1, b"c")], "a decision is never split"
-    assert log.entries(0, 2) == [Entry(1, b"")], "whole batches while they fit"
-    assert log.entries(2, 100) == [Entry(1, b"b"), Entry(1, b"c"), Entry(2, b""), Entry(3, b""), Entry(3, b"d")]
+    log.append(write(1, b""))  # a leader-change entry
+    log.append(write(1, b"a", b"b", b"c"))  # one decision
+    log.append([*write(2, b""), *write(3, b""), *write(3, b"d", b"e")])  # fetched: three writes, two epochs
+    assert (log.end_offset, log.last_epoch) == (8, 3)
+    assert [log.epoch_at(offset) for offset in range(8)] == [1, 1, 1, 1, 2, 3, 3, 3]
+    assert log.entries(1, 2) == write(1, b"a", b"b", b"c"), "a decision is never split"
+    assert log.entries(0, 2) == write(1, b""), "whole batches while they fit"
+    assert log.entries(4, 100) == [*write(2, b""), *write(3, b""), *write(3, b"d", b"e")], (
+        "a follower's append keeps the leader's writes apart"
+    )
+    assert log.entries(2, 100)[:2] == [Entry(1, b"b", False), Entry(1, b"c", True)], "from inside a write"
     assert log.end_offset_for_epoch(1) == (1, 4)
     assert log.end_offset_for_epoch(2) == (2, 5)
-    assert log.end_offset_for_epoch(9) == (3, 7)
+    assert log.end_offset_for_epoch(9) == (3, 8)
+    log.truncate_to(6)
+    assert log.end_offset == 6, "a cut between two fetched writes takes nothing more"
     log.truncate_to(4)
     assert (log.end_offset, log.last_epoch) == (4, 1)
-    log.append([Entry(4, b"e")])
+    log.append(write(4, b"e"))
     log.close()
     reopened = MetadataLog(tmp_path, ManualClock())
     assert (reopened.end_offset, reopened.last_epoch) == (5, 4)

@@ -1,8 +1,11 @@
 """Finding group coordinators from a client: the brokers' Metadata lists the live coordinators,
-and any coordinator answers FindCoordinator for any group. Owned by the client's event loop."""
+and any coordinator holding its controller lease answers FindCoordinator for any group (one
+without it refuses: its metadata may be stale). A group's coordinator is found again as soon as
+it answers NOT_COORDINATOR or fails. Owned by the client's event loop."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -32,6 +35,7 @@ class Coordinators:
         self._timeout_s = request_timeout_s
         self._clock = clock
         self._by_group: dict[str, str] = {}
+        self._rotation = random.randrange(1 << 16)
 
     async def ask(
         self,
@@ -65,10 +69,15 @@ class Coordinators:
         return coordinator_pb2_grpc.GroupCoordinatorStub(self.cluster.channel(address))  # type: ignore[no-untyped-call]
 
     async def addresses(self) -> list[str]:
-        """Every live coordinator's address (asks a broker when none is known)."""
+        """Every live coordinator's address (asks a broker when none is known), starting with a
+        different one on each call: a coordinator that cannot answer (cut off from the
+        controllers, it refuses FindCoordinator) is not asked first every time."""
         if not self.cluster.coordinators:
             await self.cluster.refresh([])
-        return sorted(self.cluster.coordinators.values())
+        found = sorted(self.cluster.coordinators.values())
+        self._rotation += 1
+        start = self._rotation % len(found) if found else 0
+        return found[start:] + found[:start]
 
     async def find(self, group_id: str) -> str:
         """The address of the group's coordinator; a retriable COORDINATOR_NOT_AVAILABLE error

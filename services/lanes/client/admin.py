@@ -186,12 +186,13 @@ class AsyncAdmin:
                     return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
             except grpc.aio.AioRpcError as exc:
                 named = active_controller_named(exc) if is_not_controller(exc) else None
+                redirected = named is not None and named != self._controller
                 self._controller = named
                 if deadline.expired():
                     raise LanesError(
                         f"the controller did not answer: {exc.details()}", ErrorCode.NETWORK_EXCEPTION
                     ) from exc
-                if named is None:
+                if not redirected:  # pointed at the same one again, or at none: let an election finish
                     await backoff.pause()
 
     async def create_topic(

@@ -24,7 +24,6 @@ Not thread-safe: the controller's event loop owns it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import groupby
 from pathlib import Path
 
 from lanes.clock import Clock
@@ -105,7 +104,8 @@ class MetadataLog:
                 break
             for batch in decode_batches(result.records):
                 epoch = batch.header.partition_leader_epoch
-                kept = [Entry(epoch, r.value or b"") for r in batch.records if r.offset >= offset]
+                last = batch.records[-1].offset if batch.records else -1
+                kept = [Entry(epoch, r.value or b"", r.offset == last) for r in batch.records if r.offset >= offset]
                 if found and len(found) + len(kept) > max_count:
                     return found
                 found.extend(kept)
@@ -113,15 +113,15 @@ class MetadataLog:
         return found
 
     def append(self, entries: Sequence[Entry]) -> None:
-        """Append ``entries`` durably, one batch per epoch (a leader's decision, or what a
-        follower fetched)."""
+        """Append ``entries`` durably, one batch per write (``Entry.ends_write``: a leader's
+        decision keeps its bounds on every follower, so a truncation at a write boundary cuts
+        exactly there), all in one append."""
         now = self._clock.now_ms()
         buffers = []
         offset = self.end_offset
-        for epoch, group in groupby(entries, key=lambda entry: entry.epoch):
-            items = list(group)
+        for items in _writes(entries):
             records = [Record(offset + index, now, None, entry.data) for index, entry in enumerate(items)]
-            buffers.append(encode_batch(records, base_offset=offset, partition_leader_epoch=epoch))
+            buffers.append(encode_batch(records, base_offset=offset, partition_leader_epoch=items[0].epoch))
             offset += len(items)
         if buffers:
             self._log.append_as_follower(b"".join(buffers))
@@ -147,11 +147,16 @@ class MetadataLog:
         return found
 
     def snapshot(self, state: MetadataImage) -> Path:
-        """Write ``state`` (committed) as a snapshot; the previous one stays, in case this one is
-        ever found damaged, older ones go. The log keeps everything (see the module docstring)."""
-        path = self.directory / f"{SNAPSHOT_PREFIX}{state.last_offset:020d}{SNAPSHOT_SUFFIX}"
-        write_atomically(path, _encode(state.to_records()))
-        older = [p for offset, p in self._snapshots() if offset < state.last_offset]
+        """Write ``state`` (committed) as a snapshot (``snapshot_records``)."""
+        return self.snapshot_records(state.to_records(), state.last_offset)
+
+    def snapshot_records(self, records: Sequence[metadata_pb2.MetadataRecord], last_offset: int) -> Path:
+        """Write the committed state as of ``last_offset`` as a snapshot; the previous one stays,
+        in case this one is ever found damaged, older ones go. The log keeps everything (see the
+        module docstring). Safe in a worker thread: it touches only snapshot files."""
+        path = self.directory / f"{SNAPSHOT_PREFIX}{last_offset:020d}{SNAPSHOT_SUFFIX}"
+        write_atomically(path, _encode(records))
+        older = [p for offset, p in self._snapshots() if offset < last_offset]
         for stale in older[:-1]:
             stale.unlink()
         fsync_directory(self.directory)
@@ -168,6 +173,23 @@ class MetadataLog:
             if digits.isdigit():
                 found.append((int(digits), path))
         return sorted(found)
+
+
+def _writes(entries: Sequence[Entry]) -> list[list[Entry]]:
+    """``entries`` cut after each entry that ends a write, and where the epoch changes."""
+    writes: list[list[Entry]] = []
+    current: list[Entry] = []
+    for entry in entries:
+        if current and current[-1].epoch != entry.epoch:
+            writes.append(current)
+            current = []
+        current.append(entry)
+        if entry.ends_write:
+            writes.append(current)
+            current = []
+    if current:
+        writes.append(current)
+    return writes
 
 
 def _encode(records: Sequence[metadata_pb2.MetadataRecord]) -> bytes:

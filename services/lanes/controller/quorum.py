@@ -15,12 +15,18 @@ It is etcd's "Ready" loop for the pure core (``lanes.controller.raft``):
    the mark moves (KRaft's ``max_wait_ms``), so an idle quorum sends a few messages a second and
    a commit takes two round trips, not a tick.
 
-**A controller that lost its directory** (no ``quorum-state``, an empty log) in a quorum of
-several may have voted in the current epoch before: it must not vote again. It asks its peers
-(``DescribeQuorum``) and votes only when a majority, itself included, is as empty as it is (a
-new quorum); otherwise it rejoins without a vote (``RaftCore.can_vote``), fetches the log from
-the leader, and becomes a voter once it holds everything committed. Until then it cannot be
+**A controller that lost its durable state** (no ``quorum-state``) in a quorum of several may
+have voted in the current epoch before: it must not vote again. It asks its peers
+(``DescribeQuorum``) and votes only when a majority, itself included, never took part in an
+election (epoch 0: nobody can have voted yet, a new quorum); otherwise it rejoins without a vote
+(``RaftCore.can_vote``), fetches the log from the leader, and becomes a voter once its log and
+state machine reach the leader's high-water mark, recording a vote for that leader in its epoch
+(the one vote it may have given there, so it cannot give a second). Until then it cannot be
 elected, so it never starts a cluster of its own.
+
+**An entry the state machine cannot apply stops the process** (as KRaft does): the applied
+offset has moved past it, and the state would silently differ from the log. A restart loads the
+last snapshot and applies the log again.
 
 Owned by the controller's event loop; not thread-safe.
 """
@@ -31,6 +37,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import random
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -138,7 +145,7 @@ class Quorum:
         )
         self.core.applied = applied
         self.core.high_watermark = applied
-        self._fresh = not self._state_path.exists() and log.end_offset == 0 and len(voters) > 1
+        self._fresh = not self._state_path.exists() and len(voters) > 1
         self.core.can_vote = bool(durable.get("can_vote", True)) and not self._fresh
         self._persisted = (self.core.hard_state, self.core.can_vote)
         self._leading = False
@@ -186,9 +193,9 @@ class Quorum:
 
     @property
     def leader_address(self) -> str | None:
-        """The address of the leader this node knows (None: none known)."""
+        """The address of the other controller this node follows (None: none known)."""
         leader = self.core.leader
-        return self.voters.get(leader) if leader != NO_LEADER else None
+        return self.voters.get(leader) if leader not in (NO_LEADER, self.node_id) else None
 
     def propose(self, data: Sequence[bytes]) -> asyncio.Future[int]:
         """Append ``data`` as one write; the future gives the first offset once all of it is
@@ -206,7 +213,7 @@ class Quorum:
 
     def not_leader_message(self) -> str:
         address = self.leader_address
-        if address is None or self.core.leader == self.node_id:
+        if address is None:
             return f"controller {self.node_id} is not the active controller and knows none yet (an election)"
         return f"controller {self.node_id} is not the active controller; controller {self.core.leader} at {address} is"
 
@@ -275,6 +282,8 @@ class Quorum:
         self._apply()
         self._watch_role(now)
         if not self.core.can_vote and self._caught_up_with_leader():
+            if self.core.voted_for is None:
+                self.core.voted_for = self.core.leader  # the one vote it may have given in this epoch
             self.core.can_vote = True
             _log.info("controller %d holds the committed log again and votes from now on", self.node_id)
             self._persist()
@@ -313,6 +322,7 @@ class Quorum:
     def _answer(self, request: FetchRequest, now: int) -> None:
         """Step a held fetch again and send what it produces, held no longer."""
         self.core.step(request, now)
+        self._persist()
         for message in self.core.take_messages():
             self._send_message(message)
 
@@ -332,7 +342,19 @@ class Quorum:
 
     def _apply(self) -> None:
         while committed := self.core.committed():
-            self._on_committed(committed)
+            try:
+                self._on_committed(committed)
+            except Exception:
+                _log.critical(
+                    "controller %d cannot apply the committed metadata at offsets %d..%d; stopping (a restart "
+                    "applies the log again from the last snapshot)",
+                    self.node_id,
+                    committed[0][0],
+                    committed[-1][0],
+                    exc_info=True,
+                )
+                logging.shutdown()
+                os._exit(70)
         applied = self.core.applied
         done = [p for p in self._proposals if p.last_offset < applied]
         if not done:
@@ -377,11 +399,15 @@ class Quorum:
                 proposal.future.set_exception(NotControllerError(why))
 
     def _caught_up_with_leader(self) -> bool:
+        """Its log and state machine reach the leader's high-water mark (not just its own, which
+        a follower caps at its log end)."""
+        mark = self.core.leader_high_watermark
         return (
             self.core.role is Role.FOLLOWER
             and self.core.leader != NO_LEADER
-            and self.core.high_watermark > 0
-            and self.core.applied >= self.core.high_watermark
+            and mark > 0
+            and self._log.end_offset >= mark
+            and self.core.applied >= mark
         )
 
     # -----------------------------------------------------------------------------------------
@@ -409,24 +435,25 @@ class Quorum:
         task.add_done_callback(self._tasks.discard)
 
     async def _decide_whether_new(self) -> None:
-        """Vote only if a majority (this node included) is as empty as this one: a new quorum."""
+        """Vote only if a majority (this node included) never took part in an election (epoch
+        0: nobody can have voted yet): a new quorum."""
         while not self.core.can_vote:
-            empty = 1
+            never_voted = 1
             for node, stub in sorted(self._stubs.items()):
                 with contextlib.suppress(grpc.aio.AioRpcError):
                     peer = await stub.DescribeQuorum(controller_pb2.DescribeQuorumRequest(), timeout=1.0)
-                    if peer.epoch > 0 or peer.log_end_offset > 0:
+                    if peer.epoch > 0:
                         _log.warning(
-                            "controller %d has an empty data directory but controller %d is at epoch %d with "
-                            "%d entries: rejoining without a vote until it holds the committed log",
+                            "controller %d has no quorum state (an emptied data directory?) but controller %d is "
+                            "at epoch %d with %d entries: rejoining without a vote until it holds the committed log",
                             self.node_id,
                             node,
                             peer.epoch,
                             peer.log_end_offset,
                         )
                         return
-                    empty += 1
-            if empty * 2 > len(self.voters):
+                    never_voted += 1
+            if never_voted * 2 > len(self.voters):
                 self.core.can_vote = True
                 self._persist()
                 return

@@ -45,10 +45,15 @@ NO_LEADER = -1
 
 @dataclass(frozen=True)
 class Entry:
-    """One log entry: the epoch of the leader that appended it, and the state machine's payload."""
+    """One log entry: the epoch of the leader that appended it, and the state machine's payload.
+
+    ``ends_write``: the last entry of one ``propose`` (a decision written as one batch). A log
+    that stores writes as units (the metadata log's batches) keeps the leader's boundaries on
+    followers with it, so a truncation at a write boundary never takes more than asked."""
 
     epoch: int
     data: bytes
+    ends_write: bool = True
 
 
 class RaftLog(Protocol):
@@ -197,6 +202,8 @@ class RaftCore:
     role: Role = Role.FOLLOWER
     leader: int = NO_LEADER
     high_watermark: int = 0
+    #: on a follower, the leader's mark as last heard (its own is capped at its log end)
+    leader_high_watermark: int = 0
     applied: int = 0
     outbox: list[Message] = field(default_factory=list)
     #: False for a voter that lost its durable state (an emptied data directory): it neither
@@ -276,7 +283,8 @@ class RaftCore:
         if self.role is not Role.LEADER or not data:
             return None
         offset = self.log.end_offset
-        self.log.append([Entry(self.epoch, item) for item in data])
+        last = len(data) - 1
+        self.log.append([Entry(self.epoch, item, index == last) for index, item in enumerate(data)])
         self._leader_progress()
         return offset
 
@@ -528,6 +536,7 @@ class RaftCore:
             return
         if response.entries:
             self.log.append(response.entries)
+        self.leader_high_watermark = max(self.leader_high_watermark, response.high_watermark)
         self.high_watermark = max(self.high_watermark, min(response.high_watermark, self.log.end_offset))
 
     def _truncation_offset(self, leader_epoch: int, leader_end: int) -> int:

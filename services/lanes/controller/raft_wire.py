@@ -40,7 +40,10 @@ def to_wire(message: Message) -> controller_pb2.RaftMessage:
         response = controller_pb2.RaftFetchResponse(
             leader=message.leader,
             fetch_offset=message.fetch_offset,
-            entries=[controller_pb2.RaftEntry(epoch=e.epoch, data=e.data) for e in message.entries],
+            entries=[
+                controller_pb2.RaftEntry(epoch=e.epoch, data=e.data, continues_write=not e.ends_write)
+                for e in message.entries
+            ],
             high_watermark=message.high_watermark,
         )
         if message.diverging is not None:
@@ -72,7 +75,7 @@ def from_wire(wire: controller_pb2.RaftMessage) -> Message | None:
             wire.epoch,
             a.leader,
             a.fetch_offset,
-            entries=tuple(Entry(e.epoch, e.data) for e in a.entries),
+            entries=tuple(Entry(e.epoch, e.data, not e.continues_write) for e in a.entries),
             diverging=(a.diverging_epoch, a.diverging_end_offset) if a.has_diverging else None,
             high_watermark=a.high_watermark,
         )

@@ -113,6 +113,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             on_leadership=self._on_leadership,
         )
         self._creating: asyncio.Task[None] | None = None
+        self._snapshotting: asyncio.Task[None] | None = None
 
     @property
     def active(self) -> bool:
@@ -128,6 +129,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         """Stop acting as the active controller, leave the quorum, close the metadata log."""
         self._stop_duties()
         await self.quorum.stop()
+        if self._snapshotting is not None:
+            await self._snapshotting
         self._metadata.close()
 
     def _on_leadership(self, leading: bool) -> None:
@@ -167,11 +170,22 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             applied.append(record)
         self.metrics.committed(applied)
         self._records_since_snapshot += len(applied)
-        if self._records_since_snapshot >= self.snapshot_every_records:  # loading stays quick
-            self._metadata.snapshot(self.image)
+        if self._records_since_snapshot >= self.snapshot_every_records and self._snapshotting is None:
             self._records_since_snapshot = 0
+            self._snapshotting = asyncio.get_running_loop().create_task(self._snapshot())
         if applied:
             self._changed.notify_all()
+
+    async def _snapshot(self) -> None:
+        """Write a snapshot of the image as it is now (its records taken on the loop, written in
+        a thread: the disk never stalls the quorum). Best effort: the log keeps everything."""
+        records, last_offset = self.image.to_records(), self.image.last_offset
+        try:
+            await asyncio.to_thread(self._metadata.snapshot_records, records, last_offset)
+        except OSError as exc:
+            _log.warning("metadata snapshot at offset %d not written: %s", last_offset, exc)
+        finally:
+            self._snapshotting = None
 
     async def _commit(self, decision: ControllerDecision) -> int:
         """Have the quorum commit the decision's records as one write; return the first offset
@@ -206,7 +220,11 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 if silent_ms > self.session_timeout_ms:
                     _log.info("fencing %s %d: no heartbeat for %d ms", kind, node_id, silent_ms)
                     await self._decide_and_commit(
-                        lambda kind=kind, node_id=node_id: self.core.fence(kind, node_id, "session timeout")
+                        lambda kind=kind, node_id=node_id: (
+                            self.core.fence(kind, node_id, "session timeout")
+                            if not self._session_alive(kind, node_id)  # it may have come back meanwhile
+                            else ControllerDecision()
+                        )
                     )
             decision = await self._decide_and_commit(self.core.ensure_offsets_topic)
             if decision.records:

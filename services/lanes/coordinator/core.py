@@ -1,6 +1,7 @@
 """Consumer-group decisions of one coordinator shard, as a pure core (DESIGN.md section 8).
 
-Modelled on Kafka's KIP-848. Every call takes the time (``now_ms``, from the caller's clock) and
+Modelled on Kafka's KIP-848. Every call takes the time (an ``Instant`` on both of the caller's
+clocks for membership, wall-clock ``now_ms`` for offsets) and
 the partition counts of the cluster's topics, decides, and returns its answer together with the
 ``__consumer_offsets`` records that carry the change; the records are already applied to the
 ``GroupStore`` (the same ``apply`` a replay uses). The caller appends them to the shard and
@@ -38,6 +39,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lanes.coordinator.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSubscription, assignor_named
 from lanes.coordinator.group import (
@@ -136,6 +138,15 @@ class GroupDecision:
     records: list[GroupRecord] = field(default_factory=list)
 
 
+class Instant(NamedTuple):
+    """A moment on both clocks: member sessions and revocation deadlines are measured on the
+    monotonic one (never fooled by a wall-clock step), stored times (commits, when a group
+    emptied) on the wall one."""
+
+    wall_ms: int
+    monotonic_ms: int
+
+
 class GroupCoordinatorCore:
     """The groups of one shard and every decision about them."""
 
@@ -146,25 +157,26 @@ class GroupCoordinatorCore:
     # -----------------------------------------------------------------------------------------
     # Loading
 
-    def loaded(self, now_ms: int) -> None:
-        """Start every member's session and revocation timers at ``now_ms`` (after a replay)."""
+    def loaded(self, now: Instant) -> None:
+        """Start every member's session and revocation timers at ``now`` (after a replay)."""
         for group in self.store:
             for member_id in group.members:
-                group.last_heartbeat_ms[member_id] = now_ms
+                group.last_heartbeat_ms[member_id] = now.monotonic_ms
                 if group.assignment(member_id).pending_revocation:
-                    group.revocation_deadline_ms[member_id] = now_ms + self._rebalance_timeout_ms(group, member_id)
+                    deadline = now.monotonic_ms + self._rebalance_timeout_ms(group, member_id)
+                    group.revocation_deadline_ms[member_id] = deadline
 
     # -----------------------------------------------------------------------------------------
     # Heartbeat
 
     def heartbeat(
-        self, request: HeartbeatInput, now_ms: int, partition_counts: Mapping[str, int]
+        self, request: HeartbeatInput, now: Instant, partition_counts: Mapping[str, int]
     ) -> tuple[HeartbeatResult, GroupDecision]:
         """Decide one heartbeat (see the module docstring)."""
         decision = GroupDecision()
         group = self.store.get(request.group_id)
         if request.member_epoch in (LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH):
-            return self._leave(group, request, now_ms, decision), decision
+            return self._leave(group, request, now, decision), decision
         refusal = self._check_heartbeat(group, request)
         if refusal is not None:
             return refusal, decision
@@ -187,7 +199,7 @@ class GroupCoordinatorCore:
             bump = True
         if identity != group.members.get(member_id):
             self._emit(decision, member_record(group.group_id, member_id, identity))
-        group.last_heartbeat_ms[member_id] = now_ms
+        group.last_heartbeat_ms[member_id] = now.monotonic_ms
 
         assignor = _preferred_assignor(group)
         counts = _subscribed_counts(group, partition_counts)
@@ -201,7 +213,7 @@ class GroupCoordinatorCore:
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group, partition_counts, counts, decision)
 
-        self._reconcile(group, member_id, request.owned, now_ms, decision)
+        self._reconcile(group, member_id, request.owned, now.monotonic_ms, decision)
         current = group.assignment(member_id)
         return (
             HeartbeatResult(
@@ -320,7 +332,7 @@ class GroupCoordinatorCore:
         )
 
     def _leave(
-        self, group: Group | None, request: HeartbeatInput, now_ms: int, decision: GroupDecision
+        self, group: Group | None, request: HeartbeatInput, now: Instant, decision: GroupDecision
     ) -> HeartbeatResult:
         if group is None or request.member_id not in group.members:
             return HeartbeatResult(
@@ -342,15 +354,16 @@ class GroupCoordinatorCore:
                 ),
                 decision,
             )
-            group.last_heartbeat_ms[request.member_id] = now_ms
+            group.last_heartbeat_ms[request.member_id] = now.monotonic_ms
         else:
-            self._remove_member(group, request.member_id, now_ms, decision)
+            self._remove_member(group, request.member_id, now.wall_ms, decision)
         return HeartbeatResult(member_id=request.member_id, member_epoch=request.member_epoch)
 
     def leave(
         self, group_id: str, member_id: str, instance_id: str, now_ms: int
     ) -> tuple[ErrorCode, str, GroupDecision]:
-        """LeaveGroup: remove a member at once (a static one too, releasing its partitions)."""
+        """LeaveGroup: remove a member at once (a static one too, releasing its partitions);
+        ``now_ms`` is wall-clock time (an emptied group stores since when)."""
         decision = GroupDecision()
         group = self.store.get(group_id)
         if group is not None and not member_id and instance_id:
@@ -367,25 +380,27 @@ class GroupCoordinatorCore:
     # -----------------------------------------------------------------------------------------
     # Timers
 
-    def expire(self, now_ms: int) -> tuple[list[tuple[str, str, str]], GroupDecision]:
-        """Fence members whose session expired or who did not revoke in time, and drop expired
-        offsets and groups. Returns (group id, member id, reason) of each fenced member."""
+    def expire(self, now: Instant) -> tuple[list[tuple[str, str, str]], GroupDecision]:
+        """Fence members whose session expired or who did not revoke in time (on the monotonic
+        clock: a wall-clock step fences nobody), and drop expired offsets and groups (on the wall
+        clock: commit times are stored). Returns (group id, member id, reason) of each fenced member."""
         decision = GroupDecision()
         fenced: list[tuple[str, str, str]] = []
+        at_ms = now.monotonic_ms
         for group in list(self.store):
             for member_id in list(group.members):
-                last = group.last_heartbeat_ms.get(member_id, now_ms)
+                last = group.last_heartbeat_ms.get(member_id, at_ms)
                 deadline = group.revocation_deadline_ms.get(member_id)
-                if now_ms - last > self.config.session_timeout_ms:
+                if at_ms - last > self.config.session_timeout_ms:
                     timeout_ms = self.config.session_timeout_ms
-                    reason = f"no heartbeat for {now_ms - last} ms (session timeout {timeout_ms} ms)"
-                elif deadline is not None and now_ms > deadline and group.assignment(member_id).pending_revocation:
+                    reason = f"no heartbeat for {at_ms - last} ms (session timeout {timeout_ms} ms)"
+                elif deadline is not None and at_ms > deadline and group.assignment(member_id).pending_revocation:
                     reason = "did not revoke its partitions within its rebalance timeout"
                 else:
                     continue
                 fenced.append((group.group_id, member_id, reason))
-                self._remove_member(group, member_id, now_ms, decision)
-            self._expire_offsets(group, now_ms, decision)
+                self._remove_member(group, member_id, now.wall_ms, decision)
+            self._expire_offsets(group, now.wall_ms, decision)
         return fenced, decision
 
     def _expire_offsets(self, group: Group, now_ms: int, decision: GroupDecision) -> None:
@@ -548,7 +563,7 @@ class GroupCoordinatorCore:
         group.assigned_for_counts = counts
 
     def _reconcile(
-        self, group: Group, member_id: str, owned: Partitions | None, now_ms: int, decision: GroupDecision
+        self, group: Group, member_id: str, owned: Partitions | None, monotonic_ms: int, decision: GroupDecision
     ) -> None:
         current = group.assignment(member_id)
         target = group.targets.get(member_id, NO_PARTITIONS)
@@ -567,7 +582,7 @@ class GroupCoordinatorCore:
                 ),
                 decision,
             )
-            group.revocation_deadline_ms[member_id] = now_ms + self._rebalance_timeout_ms(group, member_id)
+            group.revocation_deadline_ms[member_id] = monotonic_ms + self._rebalance_timeout_ms(group, member_id)
             return
         held_by_others: set[TopicPartition] = set()
         for other_id, other in group.current.items():
@@ -604,12 +619,12 @@ class GroupCoordinatorCore:
         self._emit(decision, target_record(group.group_id, member_id, None))
         self._emit(decision, current_record(group.group_id, member_id, None))
 
-    def _remove_member(self, group: Group, member_id: str, now_ms: int, decision: GroupDecision) -> None:
+    def _remove_member(self, group: Group, member_id: str, wall_ms: int, decision: GroupDecision) -> None:
         """A member leaves or is fenced: its partitions are free at once; the group rebalances."""
         self._remove_records(group, member_id, decision)
         group.group_epoch += 1
         if not group.members:
-            group.empty_since_ms = now_ms
+            group.empty_since_ms = wall_ms
         self._emit(decision, group_metadata_record(group))
 
 

@@ -31,7 +31,7 @@ from lanes.coordinator.core import (
 from lanes.coordinator.group import Group
 from lanes.coordinator.metrics import CoordinatorMetrics, GroupSnapshot, PartitionLag
 from lanes.coordinator.offsets import offset_states, reset_targets
-from lanes.coordinator.shards import GroupRouteError, Shards
+from lanes.coordinator.shards import GroupRouteError, Shards, now
 from lanes.errors import ErrorCode, LanesError
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
 from lanes.protocol.partitioner import partition_for_key
@@ -108,6 +108,14 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         image = self.link.image
         count = self.shards.shard_count()
         answers = []
+        if not self.link.lease_held():  # its image may be stale: it must not name anyone, itself least
+            refusal = wire_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, self.shards.lease_lapsed())
+            return coordinator_pb2.FindCoordinatorResponse(
+                coordinators=[
+                    coordinator_pb2.GroupCoordinatorLocation(group_id=group_id, error=refusal)
+                    for group_id in request.group_ids
+                ]
+            )
         for group_id in request.group_ids:
             try:
                 validate_group_id(group_id)
@@ -172,9 +180,9 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             owned=assignment_from_wire(request.owned_partitions) if request.HasField("owned_partitions") else None,
         )
         counts = self.shards.partition_counts()
-        now_ms = self._clock.now_ms()
+        at = now(self._clock)
         try:
-            result = await self.shards.decide(request.group_id, lambda core: core.heartbeat(heartbeat, now_ms, counts))
+            result = await self.shards.decide(request.group_id, lambda core: core.heartbeat(heartbeat, at, counts))
         except GroupRouteError as exc:
             return coordinator_pb2.HeartbeatResponse(
                 error=wire_error(exc.code, exc.message), member_id=request.member_id

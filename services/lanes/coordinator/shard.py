@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from lanes.coordinator.core import GroupCoordinatorCore, GroupDecision
+from lanes.coordinator.core import GroupCoordinatorCore, GroupDecision, Instant
 from lanes.coordinator.group import GroupRecord
 from lanes.coordinator.shard_log import ShardLog, ShardUnavailableError
 from lanes.errors import LanesError
@@ -58,10 +58,10 @@ class LoadedShard:
         """Run the loading coroutine as a task owned by the shard (cancelled by ``close``)."""
         self._tasks.append(asyncio.create_task(loading))
 
-    def activate(self, records: list[GroupRecord], now_ms: int) -> None:
+    def activate(self, records: list[GroupRecord], now: Instant) -> None:
         """Install the replayed state and start serving and writing."""
         self.core.store.apply_all(records)
-        self.core.loaded(now_ms)
+        self.core.loaded(now)
         self.active = True
         self._tasks.append(asyncio.create_task(self._write_loop()))
 

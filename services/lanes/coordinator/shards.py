@@ -10,6 +10,13 @@ NOT_COORDINATOR for groups on other shards and COORDINATOR_LOAD_IN_PROGRESS whil
 (both retriable). ``decide`` returns only once a decision is durable in the shard. A timer fences
 members whose session or rebalance timeout passed and expires offsets.
 
+**The lease**: the controller moves a coordinator's shards a session timeout after the last
+heartbeat it received; the coordinator's lease (``ControllerLink.lease_held``, measured from when
+the last accepted heartbeat was *sent*) lapses no later. Without it, ``route`` answers
+NOT_COORDINATOR for every group and the timer decides nothing, so a coordinator cut off from the
+controllers never serves a shard that another coordinator may already serve (two coordinators
+would hand one partition to two members).
+
 Owned by the coordinator's event loop.
 """
 
@@ -22,7 +29,7 @@ from typing import TypeVar
 
 from lanes.clock import Clock
 from lanes.coordinator.brokers import BrokerAccess
-from lanes.coordinator.core import GroupConfig, GroupCoordinatorCore, GroupDecision
+from lanes.coordinator.core import GroupConfig, GroupCoordinatorCore, GroupDecision, Instant
 from lanes.coordinator.metrics import CoordinatorMetrics
 from lanes.coordinator.shard import LoadedShard
 from lanes.coordinator.shard_log import ShardFencedError, ShardLog, ShardUnavailableError
@@ -36,6 +43,11 @@ from lanes.runtime.logs import fields
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
 _DURABLE_TIMEOUT_S = 10.0
+
+
+def now(clock: Clock) -> Instant:
+    """This moment on both of ``clock``'s clocks (the group core's time)."""
+    return Instant(clock.now_ms(), clock.monotonic_ms())
 
 
 class GroupRouteError(LanesError):
@@ -123,7 +135,7 @@ class Shards:
             _log.warning("shard %d not loaded: %s", loaded.shard, exc)
             self._shard_failed(loaded)
             return
-        loaded.activate(records, self._clock.now_ms())
+        loaded.activate(records, now(self._clock))
         _log.info(
             "loaded shard %d (epoch %d): %d groups from %d records in %d ms",
             loaded.shard,
@@ -142,10 +154,12 @@ class Shards:
     async def _expire_loop(self) -> None:
         while True:
             await asyncio.sleep(self._expire_interval_s)
+            if not self.link.lease_held():
+                continue  # cut off from the controller: no decisions (the shards may be another's)
             for loaded in list(self.loaded.values()):
                 if not loaded.active:
                     continue
-                fenced, _ = loaded.decide(self._expiring(self._clock.now_ms()))
+                fenced, _ = loaded.decide(self._expiring(now(self._clock)))
                 for group_id, member_id, reason in fenced:
                     _log.info(
                         "group %s: member %s removed: %s", group_id, member_id, reason, extra=fields(group=group_id)
@@ -153,12 +167,19 @@ class Shards:
 
     @staticmethod
     def _expiring(
-        now_ms: int,
+        now: Instant,
     ) -> Callable[[GroupCoordinatorCore], tuple[list[tuple[str, str, str]], GroupDecision]]:
-        return lambda core: core.expire(now_ms)
+        return lambda core: core.expire(now)
 
     # -----------------------------------------------------------------------------------------
     # routing
+
+    def lease_lapsed(self) -> str:
+        """Why a coordinator whose controller lease lapsed serves nothing."""
+        return (
+            f"coordinator {self.coordinator_id} has not reached the controller within its session timeout: "
+            "its shards may have moved (ask another coordinator)"
+        )
 
     def shard_count(self) -> int:
         """Partitions of __consumer_offsets (0 while it does not exist)."""
@@ -171,6 +192,8 @@ class Shards:
             validate_group_id(group_id)
         except LanesError as exc:
             raise GroupRouteError(exc.message, ErrorCode.INVALID_GROUP_ID) from None
+        if not self.link.lease_held():
+            raise GroupRouteError(self.lease_lapsed(), ErrorCode.NOT_COORDINATOR)
         count = self.shard_count()
         if count == 0:
             raise GroupRouteError(f"{CONSUMER_OFFSETS_TOPIC} does not exist yet", ErrorCode.COORDINATOR_NOT_AVAILABLE)

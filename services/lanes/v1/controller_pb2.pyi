@@ -28,12 +28,14 @@ ELECTION_TYPE_PREFERRED: ElectionType
 ELECTION_TYPE_UNCLEAN: ElectionType
 
 class RaftEntry(_message.Message):
-    __slots__ = ("epoch", "data")
+    __slots__ = ("epoch", "data", "continues_write")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    CONTINUES_WRITE_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     data: bytes
-    def __init__(self, epoch: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+    continues_write: bool
+    def __init__(self, epoch: _Optional[int] = ..., data: _Optional[bytes] = ..., continues_write: _Optional[bool] = ...) -> None: ...
 
 class RaftMessage(_message.Message):
     __slots__ = ("sender", "to", "epoch", "vote_request", "vote_response", "begin_epoch", "fetch_request", "fetch_response")
