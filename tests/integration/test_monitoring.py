@@ -87,6 +87,8 @@ def test_alert_rules_load_in_prometheus(promtool: str) -> None:
         "LanesOfflinePartitions",
         "LanesUnderMinIsr",
         "LanesNoActiveController",
+        "LanesControllerVoterOutOfSync",
+        "LanesControllerElectionsFlapping",
         "LanesConsumerLagTooHigh",
         "LanesBrokerDiskFillingUp",
         "LanesCoordinatorDown",
