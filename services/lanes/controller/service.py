@@ -751,7 +751,7 @@ class ActiveControllerGate(grpc.aio.ServerInterceptor):
             try:
                 return await inner(request, context)
             except NotControllerError as exc:
-                await self._refuse(context, str(exc))
+                await self._refuse(context, exc.message)
 
         return unary
 
@@ -763,7 +763,7 @@ class ActiveControllerGate(grpc.aio.ServerInterceptor):
                 async for item in inner(request, context):
                     yield item
             except NotControllerError as exc:
-                await self._refuse(context, str(exc))
+                await self._refuse(context, exc.message)
 
         return stream
 
