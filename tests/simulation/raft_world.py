@@ -37,7 +37,7 @@ from lanes.controller.raft import Entry, MemoryRaftLog, Message, RaftConfig, Raf
 from tests.simulation.harness import EventLoop, Network
 
 TICK_MS = 25
-CONFIG = RaftConfig(election_timeout_ms=150, fetch_timeout_ms=60, max_fetch_entries=16)
+CONFIG = RaftConfig(election_timeout_ms=150, fetch_timeout_ms=60, max_fetch_entries=16, max_epoch_skip=3)
 FAULT_PHASE_MS = 1_500
 SETTLE_MS = 1_500
 

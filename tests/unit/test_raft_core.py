@@ -172,6 +172,23 @@ def test_check_quorum_makes_a_cut_off_leader_resign_and_the_others_elect_a_new_o
     assert cluster.cores[leader].leader == others[0]
 
 
+def test_voters_that_heard_of_a_dead_leader_only_from_each_other_still_elect_at_once() -> None:
+    cluster = Cluster()
+    leader = elect(cluster)
+    cluster.isolate(leader)  # it died
+    a, b = sorted(n for n in cluster.cores if n != leader)
+    # a times out first and asks b, which still heard from the leader lately: refused, naming it
+    cluster.cores[a]._election_deadline_ms = cluster.now + 10
+    cluster.cores[b]._election_deadline_ms = cluster.now + 90
+    cluster.run(20)
+    assert cluster.cores[a].role is Role.FOLLOWER
+    assert cluster.cores[a].leader == leader, "b's refusal named the old leader"
+    # Hearing of the leader from b is no contact with it: a does not refuse b (nor b a) for it,
+    # so they elect within two election timeouts instead of refusing each other in turn.
+    cluster.run(2 * CONFIG.election_timeout_ms)
+    assert len([n for n in cluster.leaders() if n != leader]) == 1
+
+
 def test_a_stale_fetch_gets_the_new_epoch_and_leader() -> None:
     cluster = Cluster()
     leader = elect(cluster)

@@ -144,6 +144,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             endpoint=endpoint,
             cluster_id=self.directory.cluster_id,
             on_cluster_id=self.directory.adopt_cluster_id,
+            applied=self.directory.applied,
+            on_applied=self.directory.record_applied,
             clock=clock,
         )
         #: set by every metadata change; the reconciler applies the newest image (``_reconcile_pass``)

@@ -73,7 +73,9 @@ SEND_TIMEOUT_S = 2.0
 MAX_SENDS_IN_FLIGHT = 32  # per peer: beyond that a peer is not keeping up, and messages drop
 #: Raft timing for real processes: an election within 1-2 s of losing the leader, fetches
 #: answered within the hold and retried after 500 ms without an answer.
-PROCESS_RAFT_CONFIG = RaftConfig(election_timeout_ms=1_000, fetch_timeout_ms=500, max_fetch_entries=2_000)
+PROCESS_RAFT_CONFIG = RaftConfig(
+    election_timeout_ms=1_000, fetch_timeout_ms=500, max_fetch_entries=2_000, max_epoch_skip=10_000
+)
 
 
 def parse_voters(text: str) -> dict[int, str]:

@@ -175,6 +175,10 @@ class RaftConfig:
     #: how long a follower waits between fetches when nothing came back (a lost answer)
     fetch_timeout_ms: int = 250
     max_fetch_entries: int = 64
+    #: an election skips up to this many epochs at random (Raft allows any increase): a
+    #: directory restored from an old copy then does not hand out the epochs of the history it
+    #: lost again, so nodes that applied that history can tell (0: epochs go up by one)
+    max_epoch_skip: int = 0
 
 
 @dataclass
@@ -363,7 +367,7 @@ class RaftCore:
 
     def _start_election(self) -> None:
         self.role = Role.CANDIDATE
-        self.epoch += 1
+        self.epoch += 1 + (self.rng.randrange(self.config.max_epoch_skip + 1) if self.config.max_epoch_skip else 0)
         self.voted_for = self.node_id
         self.leader = NO_LEADER
         self._votes = {self.node_id}
@@ -411,7 +415,10 @@ class RaftCore:
     def _on_vote_response(self, response: VoteResponse) -> None:
         if not response.granted and response.leader != NO_LEADER and response.epoch >= self.epoch:
             if self.role is not Role.LEADER:
-                self._become_follower(response.epoch, response.leader)  # a working leader exists: follow it
+                # A working leader exists, by hearsay: follow it (fetching tells), but this is no
+                # contact with it: were it dead, counting it so would make this node refuse the
+                # next candidate in turn, and the two would keep each other from electing anyone.
+                self._become_follower(response.epoch, response.leader, heard_directly=False)
             return
         if response.epoch > self.epoch and not response.granted:
             self._become_follower(response.epoch, NO_LEADER)
@@ -454,7 +461,9 @@ class RaftCore:
                 tracking.announced_ms = self._now_ms
                 self.outbox.append(BeginEpoch(self.node_id, voter, self.epoch))
 
-    def _become_follower(self, epoch: int, leader: int) -> None:
+    def _become_follower(self, epoch: int, leader: int, *, heard_directly: bool = True) -> None:
+        """Follow ``leader`` (NO_LEADER: none known) in ``epoch``; ``heard_directly``: the leader
+        itself said so (its contact and a fresh election timeout count), not a voter."""
         if leader == self.node_id:  # others still name this node, which lost its leadership (restart)
             leader = NO_LEADER
         if epoch > self.epoch:
@@ -463,6 +472,8 @@ class RaftCore:
         self.role = Role.FOLLOWER
         self.leader = leader
         self._tracking = {}
+        if not heard_directly:
+            return
         if leader != NO_LEADER:
             self._last_leader_contact_ms = self._now_ms
         self._reset_election_timer()

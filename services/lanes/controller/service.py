@@ -371,7 +371,12 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def WatchMetadata(  # noqa: N802
         self, request: controller_pb2.WatchMetadataRequest, context: ServicerContext
     ) -> AsyncIterator[controller_pb2.MetadataUpdate]:
+        """The committed metadata log from ``from_offset`` (a snapshot first when the node has
+        nothing or asks for what is gone), then every change as it commits, with keepalives.
+        Each update names the epoch of its last entry; the first also says which epoch this
+        log holds at the node's ``applied_offset``, so the node refuses another history."""
         next_offset = request.from_offset
+        first = True
         if next_offset < 0 or next_offset < self._metadata.start_offset or next_offset > self.image.last_offset + 1:
             at = self.image.last_offset
             yield controller_pb2.MetadataUpdate(
@@ -380,8 +385,10 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 records=self.image.to_records(),
                 next_offset=at + 1,
                 log_end_offset=self._metadata.end_offset,
+                last_epoch=self._epoch_at(at),
+                applied_offset_epoch=self._epoch_at(request.applied_offset),
             )
-            next_offset = at + 1
+            next_offset, first = at + 1, False
         while True:
             ticket = self._changed.ticket()
             if not self.active:
@@ -395,12 +402,33 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                         records=[r for _, r in chunk],
                         next_offset=chunk[-1][0] + 1,
                         log_end_offset=self._metadata.end_offset,
+                        last_epoch=self._epoch_at(chunk[-1][0]),
+                        applied_offset_epoch=self._epoch_at(request.applied_offset) if first else -1,
                     )
-                    next_offset = chunk[-1][0] + 1
+                    next_offset, first = chunk[-1][0] + 1, False
                     continue
+            if first:  # nothing to send yet: the node still learns whether its history is this one
+                yield controller_pb2.MetadataUpdate(
+                    next_offset=next_offset,
+                    log_end_offset=self._metadata.end_offset,
+                    last_epoch=self._epoch_at(next_offset - 1),
+                    applied_offset_epoch=self._epoch_at(request.applied_offset),
+                )
+                first = False
+                continue
             if await self._changed.wait(ticket, self._keepalive_s):
                 continue
-            yield controller_pb2.MetadataUpdate(next_offset=next_offset, log_end_offset=self._metadata.end_offset)
+            yield controller_pb2.MetadataUpdate(
+                next_offset=next_offset,
+                log_end_offset=self._metadata.end_offset,
+                last_epoch=self._epoch_at(next_offset - 1),
+            )
+
+    def _epoch_at(self, offset: int) -> int:
+        """The epoch of the committed (applied) entry at ``offset``; -1 when there is none."""
+        if offset < 0 or offset > self.image.last_offset or offset < self._metadata.start_offset:
+            return -1
+        return self._metadata.epoch_at(offset)
 
     # -----------------------------------------------------------------------------------------
     # topics

@@ -93,6 +93,8 @@ class ControllerLink:
         endpoint: common_pb2.Node,
         cluster_id: str = "",
         on_cluster_id: Callable[[str], None] | None = None,
+        applied: tuple[int, int] = (-1, -1),
+        on_applied: Callable[[int, int], None] | None = None,
         role: Role = "broker",
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
@@ -101,7 +103,12 @@ class ControllerLink:
 
         ``cluster_id``: the cluster the node belongs to ("" to take the controller's at the
         first registration, then told to ``on_cluster_id`` to keep it). Metadata of another
-        cluster, or older than what the node applied, is refused (``_refusal``)."""
+        cluster, or older than what the node applied, is refused (``_refusal``).
+
+        ``applied``: the (offset, quorum epoch) of the last metadata entry the node applied in an
+        earlier life ((-1, -1): none); ``on_applied`` is told each new one, to keep it. A
+        controller whose committed log does not reach that offset, or holds an entry of another
+        epoch there (a directory restored from an old copy, another history), is refused."""
         self.node_id = node_id
         self.role = role
         self.incarnation_id = incarnation_id
@@ -111,6 +118,9 @@ class ControllerLink:
         self.node_epoch = -1
         self.fenced = True
         self.image = MetadataImage()
+        #: (offset, epoch) of the last entry applied, in this life or an earlier one
+        self.applied = applied
+        self._on_applied = on_applied
         self.heartbeat_interval_s = 0.5
         #: the controller's session timeout, from its heartbeat answers (None until the first)
         self.session_timeout_s: float | None = None
@@ -319,10 +329,14 @@ class ControllerLink:
                         node_id=self.node_id,
                         node_epoch=self.node_epoch,
                         from_offset=self.image.last_offset + 1 if self.image.last_offset >= 0 else -1,
+                        applied_offset=self.applied[0],
+                        applied_epoch=self.applied[1],
                     )
                 )
+                first = True
                 async for update in stream:
-                    await self._apply(update)
+                    await self._apply(update, first=first)
+                    first = False
                     backoff.reset()
             except grpc.aio.AioRpcError as exc:
                 if self.controllers.failed(exc):
@@ -337,15 +351,38 @@ class ControllerLink:
                 _log.error("refusing the controller's metadata: %s; keeping everything as it is", exc)
             await backoff.pause()
 
-    async def _apply(self, update: controller_pb2.MetadataUpdate) -> None:
+    def _check_lineage(self, update: controller_pb2.MetadataUpdate) -> None:
+        """Refuse a controller whose committed log is behind what this node applied, or holds
+        another epoch at that offset (another history: applying it would roll epochs back and
+        delete logs of topics it does not know)."""
+        offset, epoch = self.applied
+        if offset < 0:
+            return
+        if update.applied_offset_epoch < 0:
+            raise MetadataRefusedError(
+                f"its committed metadata ends before offset {offset}, which this node applied (a controller "
+                "restored from an older copy, or a quorum that lost its log?)"
+            )
+        if update.applied_offset_epoch != epoch:
+            raise MetadataRefusedError(
+                f"its entry at offset {offset} is of epoch {update.applied_offset_epoch}, the one this node "
+                f"applied of epoch {epoch}: another history (a controller restored from an older copy?)"
+            )
+
+    async def _apply(self, update: controller_pb2.MetadataUpdate, *, first: bool = False) -> None:
+        """Apply one update; the ``first`` of a stream is checked against what this node applied."""
         applied: list[tuple[int, metadata_pb2.MetadataRecord]] = []
         if update.snapshot:
             image = MetadataImage.from_snapshot(list(update.records), update.base_offset)
             refusal = self._refusal(image)
             if refusal:
                 raise MetadataRefusedError(refusal)
+            if first:
+                self._check_lineage(update)
             self.image = image
         else:
+            if first:
+                self._check_lineage(update)
             for index, record in enumerate(update.records):
                 offset = update.base_offset + index
                 if offset > self.image.last_offset:
@@ -353,8 +390,16 @@ class ControllerLink:
                     applied.append((offset, record))
             if not applied:  # a keepalive, or records already applied: the image is unchanged
                 return
+        self._remember_applied(self.image.last_offset, update.last_epoch)
         self._call_listeners(applied)
         self._image_changed.notify_all()
+
+    def _remember_applied(self, offset: int, epoch: int) -> None:
+        if offset < 0 or epoch < 0 or (offset, epoch) == self.applied:
+            return
+        self.applied = (offset, epoch)
+        if self._on_applied is not None:
+            self._on_applied(offset, epoch)
 
     def _refusal(self, image: MetadataImage) -> str:
         """Why a snapshot must not replace the image ("" when it may): it describes another

@@ -7,6 +7,10 @@
   name): the node registers with it from then on, and its controller link refuses metadata of
   another cluster, so a controller that lost its volume and started a new cluster can never make
   the node delete its data.
+- ``metadata-applied``: ``<offset> <epoch>`` of the last metadata entry the node applied
+  (replaced as it applies more, not fsynced: after a crash it may name an earlier entry, which
+  only makes the check below less strict). Its controller link refuses a controller whose
+  committed log does not hold that entry (``ControllerLink._check_lineage``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from lanes.storage.files import write_atomically
 
 LOCK_FILE = ".lock"
 META_FILE = "meta.properties"
+APPLIED_FILE = "metadata-applied"
 
 
 class DataDirectory:
@@ -62,6 +67,21 @@ class DataDirectory:
                 f"{self.path} belongs to cluster {known}, not {cluster_id}", ErrorCode.INCONSISTENT_CLUSTER_ID
             )
         write_atomically(self.path / META_FILE, f"version=1\ncluster.id={cluster_id}\n".encode())
+
+    @property
+    def applied(self) -> tuple[int, int]:
+        """(offset, epoch) of the last metadata entry applied; (-1, -1) when none is known."""
+        try:
+            offset, epoch = (self.path / APPLIED_FILE).read_text().split()
+            return int(offset), int(epoch)
+        except (OSError, ValueError):
+            return -1, -1
+
+    def record_applied(self, offset: int, epoch: int) -> None:
+        """Keep (offset, epoch) as the last metadata entry applied (see the module docstring)."""
+        temporary = self.path / f"{APPLIED_FILE}.tmp"
+        temporary.write_text(f"{offset} {epoch}\n")
+        temporary.replace(self.path / APPLIED_FILE)
 
     def close(self) -> None:
         os.close(self._lock_fd)

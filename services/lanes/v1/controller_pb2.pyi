@@ -206,28 +206,36 @@ class BrokerHeartbeatResponse(_message.Message):
     def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., is_caught_up: _Optional[bool] = ..., is_fenced: _Optional[bool] = ..., should_shut_down: _Optional[bool] = ..., heartbeat_interval_ms: _Optional[int] = ..., session_timeout_ms: _Optional[int] = ...) -> None: ...
 
 class WatchMetadataRequest(_message.Message):
-    __slots__ = ("node_id", "node_epoch", "from_offset")
+    __slots__ = ("node_id", "node_epoch", "from_offset", "applied_offset", "applied_epoch")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_EPOCH_FIELD_NUMBER: _ClassVar[int]
     FROM_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     node_epoch: int
     from_offset: int
-    def __init__(self, node_id: _Optional[int] = ..., node_epoch: _Optional[int] = ..., from_offset: _Optional[int] = ...) -> None: ...
+    applied_offset: int
+    applied_epoch: int
+    def __init__(self, node_id: _Optional[int] = ..., node_epoch: _Optional[int] = ..., from_offset: _Optional[int] = ..., applied_offset: _Optional[int] = ..., applied_epoch: _Optional[int] = ...) -> None: ...
 
 class MetadataUpdate(_message.Message):
-    __slots__ = ("snapshot", "base_offset", "records", "next_offset", "log_end_offset")
+    __slots__ = ("snapshot", "base_offset", "records", "next_offset", "log_end_offset", "last_epoch", "applied_offset_epoch")
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     BASE_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_OFFSET_EPOCH_FIELD_NUMBER: _ClassVar[int]
     snapshot: bool
     base_offset: int
     records: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.MetadataRecord]
     next_offset: int
     log_end_offset: int
-    def __init__(self, snapshot: _Optional[bool] = ..., base_offset: _Optional[int] = ..., records: _Optional[_Iterable[_Union[_metadata_pb2.MetadataRecord, _Mapping]]] = ..., next_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ...) -> None: ...
+    last_epoch: int
+    applied_offset_epoch: int
+    def __init__(self, snapshot: _Optional[bool] = ..., base_offset: _Optional[int] = ..., records: _Optional[_Iterable[_Union[_metadata_pb2.MetadataRecord, _Mapping]]] = ..., next_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., last_epoch: _Optional[int] = ..., applied_offset_epoch: _Optional[int] = ...) -> None: ...
 
 class CreateTopicsRequest(_message.Message):
     __slots__ = ("topics", "timeout_ms", "validate_only")
