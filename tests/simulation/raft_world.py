@@ -11,7 +11,8 @@ the simulation plays the drivers and the network, as messages on a simulated clo
 - faults, all from the seed: message loss, duplication, delay (so reordering), links cut one way
   or both ways, voters paused (their timers and messages wait), crashed and restarted from their
   durable state, some *during* a step (that step's writes and messages are lost: a crash before
-  the fsync). Then everything heals and the cluster settles.
+  the fsync), some stopped gracefully (a leader resigns first). Then everything heals and the
+  cluster settles.
 
 Checkers (Raft's safety properties, figure 3 of the paper):
 
@@ -161,7 +162,7 @@ class World(EventLoop):
         leaders = [n for n, v in self.voters.items() if v.alive and v.core.role is Role.LEADER]
         node = self.rng.choice(leaders) if leaders and self.rng.random() < 0.6 else self.rng.choice(sorted(self.ids))
         voter = self.voters[node]
-        kind = self.rng.choice(["cut", "cut-one-way", "isolate", "pause", "crash", "crash-mid-step"])
+        kind = self.rng.choice(["cut", "cut-one-way", "isolate", "pause", "crash", "crash-mid-step", "stop"])
         duration = self.rng.randint(50, 800)
         others = sorted(self.ids - {node})
         if kind in ("cut", "cut-one-way", "isolate"):
@@ -177,6 +178,9 @@ class World(EventLoop):
             self._crash(voter)
         elif kind == "crash-mid-step" and voter.alive:
             voter.crash_mid_step = True
+        elif kind == "stop" and voter.alive:  # a graceful stop: a leader resigns first
+            self._step(voter, lambda core: core.resign())
+            self._crash(voter)
 
     def start(self) -> None:
         for node in sorted(self.ids):

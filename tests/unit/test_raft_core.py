@@ -189,6 +189,19 @@ def test_voters_that_heard_of_a_dead_leader_only_from_each_other_still_elect_at_
     assert len([n for n in cluster.leaders() if n != leader]) == 1
 
 
+def test_a_resigning_leader_has_the_others_elect_at_once() -> None:
+    cluster = Cluster()
+    leader = elect(cluster)
+    epoch = cluster.cores[leader].epoch
+    cluster.cores[leader].resign()
+    cluster.deliver()
+    cluster.isolate(leader)  # it stopped
+    cluster.run(CONFIG.fetch_timeout_ms + 30)  # well within an election timeout
+    others = [n for n in cluster.leaders() if n != leader]
+    assert len(others) == 1, "a successor was elected without waiting for an election timeout"
+    assert cluster.cores[others[0]].epoch > epoch
+
+
 def test_a_stale_fetch_gets_the_new_epoch_and_leader() -> None:
     cluster = Cluster()
     leader = elect(cluster)

@@ -176,6 +176,17 @@ class Quorum:
             self._spawn(self._decide_whether_new())
         self._ticking = asyncio.create_task(self._tick_forever())
 
+    async def resign(self, timeout_s: float = 0.5) -> None:
+        """Stop leading before the process stops: the others elect at once (not an election
+        timeout later); waits up to ``timeout_s`` for the resignation to be sent."""
+        if self.core.role is not Role.LEADER:
+            return
+        self.core.resign()
+        self._ready()
+        sending = [task for task in self._tasks if not task.done()]
+        if sending:
+            await asyncio.wait(sending, timeout=timeout_s)
+
     async def stop(self) -> None:
         if self._ticking is not None:
             self._ticking.cancel()

@@ -146,6 +146,16 @@ class BeginEpoch:
 
 
 @dataclass(frozen=True)
+class EndEpoch:
+    """A leader resigns (it is stopping): followers elect at once instead of after an election
+    timeout (KRaft's EndQuorumEpoch). Changes no durable state."""
+
+    sender: int
+    to: int
+    epoch: int
+
+
+@dataclass(frozen=True)
 class FetchRequest:
     sender: int
     to: int
@@ -166,7 +176,7 @@ class FetchResponse:
     high_watermark: int = 0
 
 
-Message = VoteRequest | VoteResponse | BeginEpoch | FetchRequest | FetchResponse
+Message = VoteRequest | VoteResponse | BeginEpoch | EndEpoch | FetchRequest | FetchResponse
 
 
 @dataclass(frozen=True)
@@ -292,6 +302,14 @@ class RaftCore:
         self._leader_progress()
         return offset
 
+    def resign(self) -> None:
+        """Stop leading (the process is stopping): tell the voters, so they elect at once."""
+        if self.role is not Role.LEADER:
+            return
+        for voter in sorted(self.voters - {self.node_id}):
+            self.outbox.append(EndEpoch(self.node_id, voter, self.epoch))
+        self._become_follower(self.epoch, NO_LEADER)
+
     def tick(self, now_ms: int) -> None:
         """Time passed: elections, check-quorum, fetches."""
         self._now_ms = now_ms
@@ -334,6 +352,12 @@ class RaftCore:
                 # steps down and an election at that epoch lets this node rejoin (etcd does the
                 # same for a lower-term append).
                 self.outbox.append(FetchResponse(self.node_id, message.sender, self.epoch, NO_LEADER, -1))
+        elif isinstance(message, EndEpoch):
+            if message.epoch == self.epoch and message.sender == self.leader and self.role is Role.FOLLOWER:
+                self.leader = NO_LEADER
+                self._last_leader_contact_ms = -(10**12)  # nobody leads: grant pre-votes at once
+                # start soon, at a random moment so the voters do not all stand at once
+                self._election_deadline_ms = self._now_ms + self.rng.randrange(self.config.fetch_timeout_ms + 1)
         elif isinstance(message, FetchRequest):
             self._on_fetch_request(message)
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lanes.controller.raft import (
     BeginEpoch,
+    EndEpoch,
     Entry,
     FetchRequest,
     FetchResponse,
@@ -30,6 +31,8 @@ def to_wire(message: Message) -> controller_pb2.RaftMessage:
         )
     elif isinstance(message, BeginEpoch):
         wire.begin_epoch.SetInParent()
+    elif isinstance(message, EndEpoch):
+        wire.end_epoch.SetInParent()
     elif isinstance(message, FetchRequest):
         wire.fetch_request.CopyFrom(
             controller_pb2.RaftFetchRequest(
@@ -64,6 +67,8 @@ def from_wire(wire: controller_pb2.RaftMessage) -> Message | None:
         return VoteResponse(wire.sender, wire.to, wire.epoch, r.granted, r.pre_vote, r.leader)
     if kind == "begin_epoch":
         return BeginEpoch(wire.sender, wire.to, wire.epoch)
+    if kind == "end_epoch":
+        return EndEpoch(wire.sender, wire.to, wire.epoch)
     if kind == "fetch_request":
         f = wire.fetch_request
         return FetchRequest(wire.sender, wire.to, wire.epoch, f.fetch_offset, f.last_fetched_epoch)

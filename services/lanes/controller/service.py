@@ -126,8 +126,10 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         await self.quorum.start()
 
     async def stop(self) -> None:
-        """Stop acting as the active controller, leave the quorum, close the metadata log."""
+        """Stop acting as the active controller (resigning, so the others elect at once), leave
+        the quorum, close the metadata log."""
         self._stop_duties()
+        await self.quorum.resign()
         await self.quorum.stop()
         if self._snapshotting is not None:
             await self._snapshotting

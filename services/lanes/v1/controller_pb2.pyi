@@ -38,7 +38,7 @@ class RaftEntry(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., data: _Optional[bytes] = ..., continues_write: _Optional[bool] = ...) -> None: ...
 
 class RaftMessage(_message.Message):
-    __slots__ = ("sender", "to", "epoch", "vote_request", "vote_response", "begin_epoch", "fetch_request", "fetch_response")
+    __slots__ = ("sender", "to", "epoch", "vote_request", "vote_response", "begin_epoch", "fetch_request", "fetch_response", "end_epoch")
     SENDER_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -47,6 +47,7 @@ class RaftMessage(_message.Message):
     BEGIN_EPOCH_FIELD_NUMBER: _ClassVar[int]
     FETCH_REQUEST_FIELD_NUMBER: _ClassVar[int]
     FETCH_RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    END_EPOCH_FIELD_NUMBER: _ClassVar[int]
     sender: int
     to: int
     epoch: int
@@ -55,7 +56,8 @@ class RaftMessage(_message.Message):
     begin_epoch: RaftBeginEpoch
     fetch_request: RaftFetchRequest
     fetch_response: RaftFetchResponse
-    def __init__(self, sender: _Optional[int] = ..., to: _Optional[int] = ..., epoch: _Optional[int] = ..., vote_request: _Optional[_Union[RaftVoteRequest, _Mapping]] = ..., vote_response: _Optional[_Union[RaftVoteResponse, _Mapping]] = ..., begin_epoch: _Optional[_Union[RaftBeginEpoch, _Mapping]] = ..., fetch_request: _Optional[_Union[RaftFetchRequest, _Mapping]] = ..., fetch_response: _Optional[_Union[RaftFetchResponse, _Mapping]] = ...) -> None: ...
+    end_epoch: RaftEndEpoch
+    def __init__(self, sender: _Optional[int] = ..., to: _Optional[int] = ..., epoch: _Optional[int] = ..., vote_request: _Optional[_Union[RaftVoteRequest, _Mapping]] = ..., vote_response: _Optional[_Union[RaftVoteResponse, _Mapping]] = ..., begin_epoch: _Optional[_Union[RaftBeginEpoch, _Mapping]] = ..., fetch_request: _Optional[_Union[RaftFetchRequest, _Mapping]] = ..., fetch_response: _Optional[_Union[RaftFetchResponse, _Mapping]] = ..., end_epoch: _Optional[_Union[RaftEndEpoch, _Mapping]] = ...) -> None: ...
 
 class RaftVoteRequest(_message.Message):
     __slots__ = ("last_epoch", "end_offset", "pre_vote")
@@ -78,6 +80,10 @@ class RaftVoteResponse(_message.Message):
     def __init__(self, granted: _Optional[bool] = ..., pre_vote: _Optional[bool] = ..., leader: _Optional[int] = ...) -> None: ...
 
 class RaftBeginEpoch(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RaftEndEpoch(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
