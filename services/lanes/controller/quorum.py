@@ -169,7 +169,7 @@ class Quorum:
     async def start(self) -> None:
         for node, address in self.voters.items():
             if node != self.node_id:
-                channel = open_channel(address)
+                channel = open_channel(address, fast_reconnect=True)
                 self._channels.append(channel)
                 self._stubs[node] = controller_pb2_grpc.ControllerQuorumStub(channel)  # type: ignore[no-untyped-call]
         if self._fresh:

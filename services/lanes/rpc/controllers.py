@@ -63,7 +63,7 @@ class ControllerEndpoints:
     def stub(self) -> controller_pb2_grpc.ControllerStub:
         channel = self._channels.get(self.address)
         if channel is None:
-            channel = self._channels[self.address] = open_channel(self.address)
+            channel = self._channels[self.address] = open_channel(self.address, fast_reconnect=True)
         return controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
 
     def failed(self, exc: grpc.aio.AioRpcError) -> bool:
