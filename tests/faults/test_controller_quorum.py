@@ -80,13 +80,19 @@ def full_isr(bootstrap: str, topic: str) -> bool:
         return all(len(p.isr) == 3 for p in admin.describe_topic(topic).partitions)
 
 
+def ledger_under_load(cluster: LocalCluster) -> tuple[str, PartitionWorkload]:
+    """The bootstrap address, and an acks=all workload (started) on a new RF 3 topic "ledger"."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    with lanes.Admin(bootstrap) as admin:
+        admin.create_topic("ledger", partitions=1, replication_factor=3, config={"min.insync.replicas": "2"})
+    workload = PartitionWorkload(bootstrap, [p.address for p in cluster.broker_processes.values()], "ledger")
+    workload.start()
+    return bootstrap, workload
+
+
 def test_the_active_controller_and_then_a_partition_leader_killed_five_times_lose_nothing(tmp_path: Path) -> None:
     with running_cluster(tmp_path, brokers=3, controllers=3) as cluster:
-        bootstrap = cluster.describe()["bootstrap"]
-        with lanes.Admin(bootstrap) as admin:
-            admin.create_topic("ledger", partitions=1, replication_factor=3, config={"min.insync.replicas": "2"})
-        workload = PartitionWorkload(bootstrap, [p.address for p in cluster.broker_processes.values()], "ledger")
-        workload.start()
+        bootstrap, workload = ledger_under_load(cluster)
         elections: list[float] = []
         recoveries: list[float] = []
         try:
@@ -165,11 +171,7 @@ def test_a_controller_that_lost_its_directory_rejoins_from_its_peers_and_no_brok
 
 def test_a_rolling_restart_of_the_controllers_under_load_fails_no_request(tmp_path: Path) -> None:
     with running_cluster(tmp_path, brokers=3, controllers=3) as cluster:
-        bootstrap = cluster.describe()["bootstrap"]
-        with lanes.Admin(bootstrap) as admin:
-            admin.create_topic("ledger", partitions=1, replication_factor=3, config={"min.insync.replicas": "2"})
-        workload = PartitionWorkload(bootstrap, [p.address for p in cluster.broker_processes.values()], "ledger")
-        workload.start()
+        bootstrap, workload = ledger_under_load(cluster)
         offline: list[str] = []
         try:
             for controller_id in range(3):

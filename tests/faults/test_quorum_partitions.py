@@ -24,8 +24,8 @@ from lanes.errors import LanesError
 from lanes.protocol.partitioner import partition_for_key
 from lanes.v1 import controller_pb2, controller_pb2_grpc
 from tests.faults.network import available
-from tests.faults.test_controller_quorum import caught_up, quorum
-from tests.faults.test_network_partitions import CUT_S, NamespacedCluster, namespaced_cluster
+from tests.faults.test_controller_quorum import active_controller, caught_up, quorum
+from tests.faults.test_network_partitions import CUT_S, namespaced_cluster
 from tests.integration.test_consumer_groups import Member, wait_until
 from tests.integration.test_group_churn import Life, ownership_intervals
 
@@ -35,12 +35,6 @@ SHARDS = 3
 GROUP_SESSION_TIMEOUT_MS = 6_000
 #: long enough for the new owner to fence members it never hears from (a session after loading)
 COORDINATOR_CUT_S = max(CUT_S, 20.0)
-
-
-def active(cluster: NamespacedCluster) -> tuple[int, int] | None:
-    """(id, epoch) of the controller that leads, as the controllers say."""
-    leaders = [(i, v.epoch) for i, v in quorum(cluster.cluster).items() if v.role == "leader"]
-    return max(leaders, key=lambda leader: leader[1]) if leaders else None
 
 
 async def _create_topic_on(address: str, name: str) -> str:
@@ -62,7 +56,7 @@ def test_the_active_controller_cut_from_the_others_resigns_and_its_writes_never_
     with namespaced_cluster(tmp_path, controllers=3) as cluster:
         bootstrap = cluster.bootstrap
         wait_until(lambda: caught_up(cluster.cluster), 60, "every controller caught up")
-        leader = active(cluster)
+        leader = active_controller(cluster.cluster)
         assert leader is not None
         old, old_epoch = leader
         old_host = cluster.host(cluster.cluster.controller_name(old))
@@ -74,7 +68,11 @@ def test_the_active_controller_cut_from_the_others_resigns_and_its_writes_never_
         outcome = asyncio.run(_create_topic_on(cluster.cluster.controller_processes[old].address, "on-the-old-side"))
         print(f"\nCreateTopics on the cut-off controller: {outcome}")
         new = wait_until(
-            lambda: (a := active(cluster)) is not None and a[1] > old_epoch and a[0] != old, 15, "a new leader"
+            lambda: (
+                (a := active_controller(cluster.cluster, old_epoch)) is not None and a[1] > old_epoch and a[0] != old
+            ),
+            15,
+            "a new leader",
         )
         views = quorum(cluster.cluster)
         wait_until(lambda: quorum(cluster.cluster)[old].role != "leader", 10, "the old leader resigned")
