@@ -20,7 +20,8 @@ Checkers (Raft's safety properties, figure 3 of the paper):
 - leader completeness: a new leader's log holds every entry committed in an earlier epoch (an
   election of an older epoch can complete late, when delayed votes arrive: such a leader is
   deposed as soon as it meets the newer epoch, and commits nothing);
-- state-machine safety: no two voters apply different entries at one offset;
+- state-machine safety: no two voters apply different entries at one offset, and a snapshot a
+  voter installs holds exactly the entries applied at its offsets;
 - log matching (after settling): two logs with an entry of the same epoch at an offset agree on
   everything before it; and liveness: after healing, a leader commits a new value everywhere.
 
@@ -34,11 +35,13 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lanes.controller.raft import Entry, MemoryRaftLog, Message, RaftConfig, RaftCore, Role
+from lanes.controller.raft import Entry, MemoryRaftLog, Message, RaftConfig, RaftCore, Role, SnapshotId
 from tests.simulation.harness import EventLoop, Network
 
 TICK_MS = 25
-CONFIG = RaftConfig(election_timeout_ms=150, fetch_timeout_ms=60, max_fetch_entries=16, max_epoch_skip=3)
+CONFIG = RaftConfig(
+    election_timeout_ms=150, fetch_timeout_ms=60, max_fetch_entries=16, max_epoch_skip=3, max_snapshot_chunk_bytes=64
+)
 FAULT_PHASE_MS = 1_500
 SETTLE_MS = 1_500
 
@@ -51,8 +54,20 @@ class Voter:
     paused_until: int = 0
     #: the next step is interrupted by a crash before its writes are durable
     crash_mid_step: bool = False
-    durable_log: list[Entry] = field(default_factory=list)
+    durable_log: MemoryRaftLog = field(default_factory=MemoryRaftLog)
     durable_state: tuple[int, int | None] = (0, None)
+    #: the state machine: every entry applied, in order
+    state: list[Entry] = field(default_factory=list)
+
+
+def encode_state(entries: list[Entry]) -> bytes:
+    """A state machine's snapshot: its entries, one ``epoch:hex`` line each."""
+    return "\n".join(f"{e.epoch}:{e.data.hex()}" for e in entries).encode()
+
+
+def decode_state(data: bytes) -> list[Entry]:
+    lines = data.decode().split("\n") if data else []
+    return [Entry(int(epoch), bytes.fromhex(value)) for epoch, _, value in (line.partition(":") for line in lines)]
 
 
 class World(EventLoop):
@@ -63,18 +78,23 @@ class World(EventLoop):
         self.ids = frozenset(range(1, size + 1))
         self.network = Network(self.rng, losses=(0.0, 0.02, 0.1), duplications=(0.0, 0.05), max_delays_ms=(2, 15, 60))
         self.cuts = self.network.cuts
-        self.voters = {n: Voter(n, self._new_core(n, [], (0, None))) for n in self.ids}
+        #: snapshot every this many applied entries, dropping the log below the one before (0: never)
+        self.snapshot_every = self.rng.choice([0, 2, 4, 8])
+        self.installs = 0
+        self.voters = {n: Voter(n, self._new_core(n, MemoryRaftLog(), (0, None))) for n in self.ids}
         self.leaders: dict[int, int] = {}  # epoch -> leader
         self.applied: dict[int, Entry] = {}  # offset -> the entry applied there (by anyone)
         self.commit_epochs: dict[int, int] = {}  # offset -> the epoch it was first applied in
         self.violations: list[str] = []
         self.next_value = itertools.count()
 
-    def _new_core(self, node: int, entries: list[Entry], hard_state: tuple[int, int | None]) -> RaftCore:
+    def _new_core(self, node: int, log: MemoryRaftLog, hard_state: tuple[int, int | None]) -> RaftCore:
         rng = random.Random(self.rng.random())
+        snapshot = log.latest_snapshot
         return RaftCore.restart(
-            node, self.ids, MemoryRaftLog(entries), rng, hard_state=hard_state, config=CONFIG, now_ms=self.now
-        )
+            node, self.ids, log, rng, hard_state=hard_state, config=CONFIG, now_ms=self.now,
+            applied=snapshot.end_offset if snapshot else 0,
+        )  # fmt: skip
 
     # -----------------------------------------------------------------------------------------
     # the event loop, the network and the drivers
@@ -110,17 +130,53 @@ class World(EventLoop):
             voter.crash_mid_step = False
             self._crash(voter)
             return
-        voter.durable_log = list(core.log.entries(0, core.log.end_offset))
-        voter.durable_state = core.hard_state
         if core.role is Role.LEADER and not was_leader:
             self._became_leader(voter)
+        installed = core.take_installed_snapshot()
+        if installed is not None:
+            self._load(voter, installed)
         for offset, entry in core.committed():
             self.commit_epochs.setdefault(offset, core.epoch)  # the committing leader applies first
-            known = self.applied.setdefault(offset, entry)
-            if known != entry:
-                self.violations.append(f"voter {voter.node} applied {entry} at {offset}, another applied {known}")
+            self._check_applied(voter, offset, entry)
+            voter.state.append(entry)
+        self._maybe_snapshot(voter)
+        assert isinstance(core.log, MemoryRaftLog)
+        voter.durable_log = core.log.copy()
+        voter.durable_state = core.hard_state
         for message in core.take_messages():
             self.send(message)
+
+    def _check_applied(self, voter: Voter, offset: int, entry: Entry) -> None:
+        known = self.applied.setdefault(offset, entry)
+        if known != entry:
+            self.violations.append(f"voter {voter.node} applied {entry} at {offset}, another applied {known}")
+        if offset != len(voter.state):
+            self.violations.append(f"voter {voter.node} applied offset {offset} after {len(voter.state)} entries")
+
+    def _load(self, voter: Voter, snapshot: SnapshotId) -> None:
+        """The state machine loads an installed snapshot (it must be the committed prefix)."""
+        self.installs += 1
+        found = voter.core.log.read_snapshot(snapshot, 0, 1 << 30)
+        entries = decode_state(found[0]) if found else []
+        if len(entries) != snapshot.end_offset or (entries and entries[-1].epoch != snapshot.epoch):
+            self.violations.append(f"voter {voter.node} installed {snapshot} holding {len(entries)} entries")
+        voter.state = []
+        for offset, entry in enumerate(entries):
+            self.commit_epochs.setdefault(offset, voter.core.epoch)
+            self._check_applied(voter, offset, entry)
+            voter.state.append(entry)
+
+    def _maybe_snapshot(self, voter: Voter) -> None:
+        """Snapshot the state machine every ``snapshot_every`` entries; drop the log (and older
+        snapshots) below the snapshot before it, which stays in case a follower needs it."""
+        log = voter.core.log
+        assert isinstance(log, MemoryRaftLog)
+        latest = log.latest_snapshot
+        if not self.snapshot_every or len(voter.state) - (latest.end_offset if latest else 0) < self.snapshot_every:
+            return
+        log.add_snapshot(encode_state(voter.state), len(voter.state))
+        if latest is not None:
+            log.trim_to(latest)
 
     def _became_leader(self, voter: Voter) -> None:
         epoch = voter.core.epoch
@@ -131,6 +187,8 @@ class World(EventLoop):
         for offset, entry in sorted(self.applied.items()):
             if self.commit_epochs[offset] >= epoch:
                 continue  # committed in this epoch or a later one (a delayed election of an older epoch)
+            if offset < log.start_offset:
+                continue  # in the leader's snapshot: checked when it was made or installed
             if offset >= log.end_offset or log.entries(offset, 1)[0] != entry:
                 self.violations.append(f"leader {voter.node} of epoch {epoch} lacks committed offset {offset}")
                 break
@@ -153,7 +211,10 @@ class World(EventLoop):
     def _restart(self, voter: Voter) -> None:
         if voter.alive:
             return
-        voter.core = self._new_core(voter.node, list(voter.durable_log), voter.durable_state)
+        voter.core = self._new_core(voter.node, voter.durable_log.copy(), voter.durable_state)
+        snapshot = voter.core.log.latest_snapshot
+        found = voter.core.log.read_snapshot(snapshot, 0, 1 << 30) if snapshot else None
+        voter.state = decode_state(found[0]) if found else []
         voter.alive = True
 
     def _fault(self) -> None:
@@ -203,9 +264,11 @@ class World(EventLoop):
 
     def check(self) -> list[str]:
         violations = list(self.violations)
-        logs = {n: v.core.log.entries(0, v.core.log.end_offset) for n, v in self.voters.items()}
+        logs = {n: v.core.log for n, v in self.voters.items()}
         for a, b in itertools.combinations(sorted(logs), 2):
-            first, second = logs[a], logs[b]
+            start = max(logs[a].start_offset, logs[b].start_offset)
+            first = logs[a].entries(start, logs[a].end_offset)
+            second = logs[b].entries(start, logs[b].end_offset)
             differ = False
             for x, y in zip(first, second, strict=False):
                 if x.epoch == y.epoch and differ:

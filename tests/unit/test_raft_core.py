@@ -1,7 +1,7 @@
 """The controllers' Raft core, scenario by scenario as the paper tells them (issue #22): elections
 with pre-vote, one vote per epoch, the up-to-date rule, commitment by majority and only under an
 entry of the leader's own epoch (figure 8), divergence and truncation, leader stickiness and
-check-quorum."""
+check-quorum, and catching up by snapshot (KIP-630)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,20 @@ import random
 from lanes.controller.raft import (
     Entry,
     FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     MemoryRaftLog,
     Message,
     RaftConfig,
     RaftCore,
     Role,
+    SnapshotId,
     VoteRequest,
     VoteResponse,
 )
 
-CONFIG = RaftConfig(election_timeout_ms=100, fetch_timeout_ms=30)
+CONFIG = RaftConfig(election_timeout_ms=100, fetch_timeout_ms=30, max_snapshot_chunk_bytes=32)
 
 
 class Cluster:
@@ -35,6 +39,7 @@ class Cluster:
         }
         self.cut: set[tuple[int, int]] = set()
         self.in_flight: list[Message] = []
+        self.delivered: list[Message] = []
 
     def isolate(self, node: int) -> None:
         self.cut |= {(node, n) for n in self.cores if n != node} | {(n, node) for n in self.cores if n != node}
@@ -51,6 +56,7 @@ class Cluster:
             batch, self.in_flight = self.in_flight, []
             for message in batch:
                 if (message.sender, message.to) not in self.cut:
+                    self.delivered.append(message)
                     self.cores[message.to].step(message, self.now)
 
     def run(self, ms: int) -> None:
@@ -209,3 +215,93 @@ def test_a_stale_fetch_gets_the_new_epoch_and_leader() -> None:
     cluster.cores[leader].step(FetchRequest(follower, leader, 0, 0, 0), cluster.now)
     (answer,) = cluster.cores[leader].take_messages()
     assert (answer.epoch, answer.leader) == (cluster.cores[leader].epoch, leader)  # type: ignore[union-attr]
+
+
+def _snapshot_and_trim(core: RaftCore) -> None:
+    """What the driver does: snapshot everything applied, drop the log below the snapshot."""
+    log = core.log
+    assert isinstance(log, MemoryRaftLog)
+    state = b"|".join(entry.data for _, entry in core.committed())
+    log.trim_to(log.add_snapshot(b"state:" + state, core.applied))
+
+
+def test_a_follower_behind_the_leaders_log_start_installs_its_snapshot_in_chunks_and_goes_on() -> None:
+    """KIP-630: the leader answers a fetch below its log start with its snapshot id; the
+    follower fetches the snapshot chunk by chunk, installs it (its log then starts at the
+    snapshot's end) and fetches entries from there."""
+    cluster = Cluster()
+    leader_id = elect(cluster)
+    leader = cluster.cores[leader_id]
+    loner = next(n for n in cluster.cores if n != leader_id)
+    cluster.isolate(loner)
+    for i in range(20):
+        leader.propose(f"value-{i}".encode())
+    cluster.run(100)
+    _snapshot_and_trim(leader)
+    assert leader.log.start_offset == 21
+    leader.propose(b"after the snapshot")
+    cluster.heal()
+    cluster.run(600)
+    chunks = [m for m in cluster.delivered if isinstance(m, FetchSnapshotResponse)]
+    assert len(chunks) > 1, "the snapshot went in several chunks of at most max_snapshot_chunk_bytes"
+    assert all(len(m.data) <= CONFIG.max_snapshot_chunk_bytes for m in chunks)
+    follower = cluster.cores[loner]
+    assert follower.take_installed_snapshot() == SnapshotId(21, leader.epoch)
+    assert follower.log.start_offset == 21
+    assert follower.log.read_snapshot(SnapshotId(21, leader.epoch), 0, 10_000) == (
+        leader.log.read_snapshot(SnapshotId(21, leader.epoch), 0, 10_000)
+    )
+    assert [e.data for e in follower.log.entries(21, 10)] == [b"after the snapshot"]
+    assert [entry.data for _, entry in follower.committed()] == [b"after the snapshot"], (
+        "the state machine goes on from the snapshot's end"
+    )
+
+
+def test_a_snapshot_replaced_during_the_transfer_is_fetched_again_from_its_newest_id() -> None:
+    cluster = Cluster()
+    leader_id = elect(cluster)
+    leader = cluster.cores[leader_id]
+    loner = next(n for n in cluster.cores if n != leader_id)
+    cluster.isolate(loner)
+    for i in range(20):
+        leader.propose(f"value-{i}".encode())
+    cluster.run(100)
+    _snapshot_and_trim(leader)
+    old = leader.log.latest_snapshot
+    leader.step(FetchRequest(loner, leader_id, leader.epoch, 0, 0), cluster.now)
+    (answer,) = [m for m in leader.take_messages() if m.to == loner]
+    assert isinstance(answer, FetchResponse)
+    assert answer.snapshot == old
+    leader.propose(b"more")
+    cluster.run(50)
+    _snapshot_and_trim(leader)  # the old snapshot is gone
+    leader.step(FetchSnapshotRequest(loner, leader_id, leader.epoch, old, 0), cluster.now)  # type: ignore[arg-type]
+    (refusal,) = [m for m in leader.take_messages() if m.to == loner]
+    assert isinstance(refusal, FetchSnapshotResponse)
+    assert refusal.size == -1
+    cluster.heal()
+    cluster.run(300)
+    assert cluster.cores[loner].take_installed_snapshot() == leader.log.latest_snapshot
+    assert cluster.cores[loner].log.end_offset == leader.log.end_offset
+
+
+def test_a_follower_fetching_a_snapshot_counts_for_check_quorum() -> None:
+    """A leader whose followers all load its snapshot for longer than an election timeout keeps
+    leading: those fetches are contact."""
+    leader_core = RaftCore.restart(1, frozenset({1, 2, 3}), MemoryRaftLog(), random.Random(1), config=CONFIG)
+    leader_core.tick(1_000)
+    for voter in (2, 3):
+        leader_core.step(VoteResponse(voter, 1, 0, granted=True, pre_vote=True), 1_000)
+    for voter in (2, 3):
+        leader_core.step(VoteResponse(voter, 1, 1, granted=True, pre_vote=False), 1_000)
+    assert leader_core.role is Role.LEADER
+    for voter in (2, 3):
+        leader_core.step(FetchRequest(voter, 1, 1, 1, 1), 1_000)
+    _snapshot_and_trim(leader_core)
+    snapshot = leader_core.log.latest_snapshot
+    assert snapshot is not None
+    for now in range(1_000, 1_000 + 5 * CONFIG.election_timeout_ms, 20):
+        for voter in (2, 3):
+            leader_core.step(FetchSnapshotRequest(voter, 1, 1, snapshot, 0), now)
+        leader_core.tick(now)
+    assert leader_core.role is Role.LEADER

@@ -23,12 +23,20 @@ Roles and rules, as in the Raft paper with KRaft's pull model:
   epoch of their last entry); the leader answers entries from there, or the *diverging* (epoch,
   end offset) when the follower's log holds entries the leader's does not (the follower
   truncates and fetches again), with its high-water mark.
+- **Snapshots** (KIP-630): the driver snapshots its committed state and may then drop the log
+  below a snapshot (``start_offset``). A follower whose fetch falls below the leader's log start
+  (or whose last epoch the leader's log no longer holds) is answered with the leader's latest
+  snapshot id; it fetches that snapshot in chunks (``FetchSnapshotRequest``), installs it
+  (its log then starts empty at the snapshot's end) and fetches entries from there. The driver
+  loads an installed snapshot into its state machine (``take_installed_snapshot``) before it
+  applies what ``committed()`` hands out next.
 - **Commit**: the high-water mark is the largest offset a majority's logs reach, counted only
   once it covers an entry of the leader's own epoch; it never moves backwards. Followers take
   ``min(leader's mark, own log end)``. Entries below the mark are committed: ``committed()``
   hands them to the state machine once, in order.
 
-Offsets: entry ``i`` of the log is at offset ``i``; ``end_offset`` is the next free offset.
+Offsets: entry ``i`` of the log is at offset ``i``; ``end_offset`` is the next free offset;
+entries below ``start_offset`` exist only in snapshots.
 Epochs start at 1 (0: nothing yet). Not thread-safe: one owner (the driver's event loop).
 """
 
@@ -36,7 +44,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Protocol
 
@@ -56,8 +64,25 @@ class Entry:
     ends_write: bool = True
 
 
+@dataclass(frozen=True)
+class SnapshotId:
+    """A snapshot of the committed state: every entry below ``end_offset``, the last of which is
+    of ``epoch`` (KRaft's snapshot id)."""
+
+    end_offset: int
+    epoch: int
+
+
 class RaftLog(Protocol):
-    """The log the core replicates (the driver's; an in-memory one for tests and the simulation)."""
+    """The log the core replicates (the driver's; an in-memory one for tests and the simulation),
+    with the snapshots that replace its prefix.
+
+    Invariants: ``start_offset`` is 0 or the end of a snapshot the log holds, and no later than
+    ``latest_snapshot``'s end; ``epoch_at(start_offset - 1)`` answers from that snapshot, and
+    ``last_epoch`` of a log empty from its start is that epoch."""
+
+    @property
+    def start_offset(self) -> int: ...
 
     @property
     def end_offset(self) -> int: ...
@@ -75,39 +100,105 @@ class RaftLog(Protocol):
 
     def truncate_to(self, offset: int) -> None: ...
 
+    @property
+    def latest_snapshot(self) -> SnapshotId | None: ...
+
+    def read_snapshot(self, snapshot: SnapshotId, position: int, max_bytes: int) -> tuple[bytes, int] | None:
+        """Up to ``max_bytes`` of the snapshot's bytes from ``position``, and its whole size;
+        None when this log does not hold that snapshot (any more)."""
+
+    def write_snapshot_chunk(self, snapshot: SnapshotId, position: int, data: bytes) -> None:
+        """Store a chunk of a snapshot being received (position 0 starts it afresh)."""
+
+    def install_snapshot(self, snapshot: SnapshotId) -> bool:
+        """Make the snapshot received whole the latest one and empty the log to start at its end
+        (durably, snapshot first); False when what was received is damaged (it is dropped)."""
+
 
 class MemoryRaftLog:
-    """A ``RaftLog`` in a list (tests, the simulation)."""
+    """A ``RaftLog`` in a list (tests, the simulation): ``items[i]`` is the entry at offset
+    ``start_offset + i``; snapshots are kept as bytes the state machine wrote (``add_snapshot``)."""
 
     def __init__(self, entries: Sequence[Entry] = ()) -> None:
         self.items: list[Entry] = list(entries)
+        self.start_offset = 0
+        self.snapshots: dict[SnapshotId, bytes] = {}
+        self.receiving: tuple[SnapshotId, bytearray] | None = None
+
+    def copy(self) -> MemoryRaftLog:
+        """What a crash keeps (every write here is durable when it returns)."""
+        kept = MemoryRaftLog(self.items)
+        kept.start_offset, kept.snapshots = self.start_offset, dict(self.snapshots)
+        return kept
 
     @property
     def end_offset(self) -> int:
-        return len(self.items)
+        return self.start_offset + len(self.items)
 
     @property
     def last_epoch(self) -> int:
-        return self.items[-1].epoch if self.items else 0
+        if self.items:
+            return self.items[-1].epoch
+        return self.epoch_at(self.start_offset - 1) if self.start_offset else 0
 
     def epoch_at(self, offset: int) -> int:
-        return self.items[offset].epoch
+        if offset < self.start_offset:
+            return next(s.epoch for s in self.snapshots if s.end_offset == offset + 1)
+        return self.items[offset - self.start_offset].epoch
 
     def entries(self, start: int, max_count: int) -> list[Entry]:
-        return self.items[start : start + max_count]
+        first = max(start - self.start_offset, 0)
+        return self.items[first : first + max_count]
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """The largest epoch at or below ``epoch`` this log holds and where it ends; (0, 0) if none."""
-        for offset in range(len(self.items) - 1, -1, -1):
-            if self.items[offset].epoch <= epoch:
-                return self.items[offset].epoch, offset + 1
+        for index in range(len(self.items) - 1, -1, -1):
+            if self.items[index].epoch <= epoch:
+                return self.items[index].epoch, self.start_offset + index + 1
+        if self.start_offset and self.epoch_at(self.start_offset - 1) <= epoch:
+            return self.epoch_at(self.start_offset - 1), self.start_offset
         return 0, 0
 
     def append(self, entries: Sequence[Entry]) -> None:
         self.items.extend(entries)
 
     def truncate_to(self, offset: int) -> None:
-        del self.items[offset:]
+        assert offset >= self.start_offset, f"truncating to {offset}, below the log start {self.start_offset}"
+        del self.items[offset - self.start_offset :]
+
+    @property
+    def latest_snapshot(self) -> SnapshotId | None:
+        return max(self.snapshots, key=lambda s: s.end_offset, default=None)
+
+    def add_snapshot(self, data: bytes, end_offset: int) -> SnapshotId:
+        """The state machine's snapshot of everything below ``end_offset`` (committed, held)."""
+        snapshot = SnapshotId(end_offset, self.epoch_at(end_offset - 1))
+        self.snapshots[snapshot] = data
+        return snapshot
+
+    def trim_to(self, snapshot: SnapshotId) -> None:
+        """Drop the entries below ``snapshot`` and the snapshots older than it."""
+        if snapshot.end_offset > self.start_offset:
+            del self.items[: snapshot.end_offset - self.start_offset]
+            self.start_offset = snapshot.end_offset
+        self.snapshots = {s: d for s, d in self.snapshots.items() if s.end_offset >= snapshot.end_offset}
+
+    def read_snapshot(self, snapshot: SnapshotId, position: int, max_bytes: int) -> tuple[bytes, int] | None:
+        data = self.snapshots.get(snapshot)
+        return None if data is None else (data[position : position + max_bytes], len(data))
+
+    def write_snapshot_chunk(self, snapshot: SnapshotId, position: int, data: bytes) -> None:
+        if position == 0 or self.receiving is None or self.receiving[0] != snapshot:
+            self.receiving = (snapshot, bytearray())
+        self.receiving[1].extend(data)
+
+    def install_snapshot(self, snapshot: SnapshotId) -> bool:
+        if self.receiving is None or self.receiving[0] != snapshot:
+            return False
+        self.snapshots = {snapshot: bytes(self.receiving[1])}
+        self.receiving = None
+        self.items, self.start_offset = [], snapshot.end_offset
+        return True
 
 
 class Role(Enum):
@@ -174,9 +265,45 @@ class FetchResponse:
     entries: tuple[Entry, ...] = ()
     diverging: tuple[int, int] | None = None
     high_watermark: int = 0
+    #: the follower's fetch is below what the leader's log holds: fetch this snapshot first
+    snapshot: SnapshotId | None = None
 
 
-Message = VoteRequest | VoteResponse | BeginEpoch | EndEpoch | FetchRequest | FetchResponse
+@dataclass(frozen=True)
+class FetchSnapshotRequest:
+    """A follower asks for the snapshot's bytes from ``position`` (KIP-630's FetchSnapshot)."""
+
+    sender: int
+    to: int
+    epoch: int
+    snapshot: SnapshotId
+    position: int
+
+
+@dataclass(frozen=True)
+class FetchSnapshotResponse:
+    sender: int
+    to: int
+    epoch: int
+    leader: int  # NO_LEADER: the sender does not lead this epoch
+    snapshot: SnapshotId
+    position: int
+    data: bytes = b""
+    #: the snapshot's whole size; -1: the leader does not hold it (any more): fetch again
+    size: int = -1
+    high_watermark: int = 0
+
+
+Message = (
+    VoteRequest
+    | VoteResponse
+    | BeginEpoch
+    | EndEpoch
+    | FetchRequest
+    | FetchResponse
+    | FetchSnapshotRequest
+    | FetchSnapshotResponse
+)
 
 
 @dataclass(frozen=True)
@@ -185,6 +312,8 @@ class RaftConfig:
     #: how long a follower waits between fetches when nothing came back (a lost answer)
     fetch_timeout_ms: int = 250
     max_fetch_entries: int = 64
+    #: the most snapshot bytes one FetchSnapshot answer carries
+    max_snapshot_chunk_bytes: int = 1024 * 1024
     #: an election skips up to this many epochs at random (Raft allows any increase): a
     #: directory restored from an old copy then does not hand out the epochs of the history it
     #: lost again, so nodes that applied that history can tell (0: epochs go up by one)
@@ -199,6 +328,14 @@ class _Tracking:
     last_fetch_ms: int = -1
     #: when BeginEpoch was last sent to it (again while it does not fetch: it may have missed it)
     announced_ms: int = -1
+
+
+@dataclass
+class _SnapshotFetch:
+    """A follower's transfer of the leader's snapshot: the bytes below ``position`` are stored."""
+
+    snapshot: SnapshotId
+    position: int = 0
 
 
 @dataclass
@@ -231,6 +368,8 @@ class RaftCore:
     _tracking: dict[int, _Tracking] = field(default_factory=dict)
     _epoch_start_offset: int = 0
     _fetch_in_flight_until_ms: int = -1
+    _snapshot_fetch: _SnapshotFetch | None = None
+    _installed: SnapshotId | None = None
 
     @classmethod
     def restart(
@@ -243,10 +382,13 @@ class RaftCore:
         hard_state: tuple[int, int | None] = (0, None),
         config: RaftConfig | None = None,
         now_ms: int = 0,
+        applied: int = 0,
     ) -> RaftCore:
         """A voter from its durable state (the epoch and vote persisted, the log flushed), as a
-        follower that knows no leader and no high-water mark yet."""
+        follower that knows no leader yet. ``applied``: where the state machine's own state ends
+        (the end of the snapshot it loaded; committed, so the high-water mark starts there)."""
         core = cls(node_id, voters, log, rng, config or RaftConfig(), epoch=hard_state[0], voted_for=hard_state[1])
+        core.applied = core.high_watermark = applied
         core._now_ms = now_ms
         core._reset_election_timer()
         return core
@@ -262,6 +404,13 @@ class RaftCore:
     def take_messages(self) -> list[Message]:
         messages, self.outbox = self.outbox, []
         return messages
+
+    def take_installed_snapshot(self) -> SnapshotId | None:
+        """The leader's snapshot this follower installed since the last call: the driver loads it
+        into the state machine (which then holds everything below its end) before it applies
+        what ``committed()`` hands out next."""
+        installed, self._installed = self._installed, None
+        return installed
 
     def committed(self) -> list[tuple[int, Entry]]:
         """Entries newly committed, in order, each once (offset, entry). May return only a
@@ -360,8 +509,12 @@ class RaftCore:
                 self._election_deadline_ms = self._now_ms + self.rng.randrange(self.config.fetch_timeout_ms + 1)
         elif isinstance(message, FetchRequest):
             self._on_fetch_request(message)
-        else:
+        elif isinstance(message, FetchResponse):
             self._on_fetch_response(message)
+        elif isinstance(message, FetchSnapshotRequest):
+            self._on_fetch_snapshot_request(message)
+        else:
+            self._on_fetch_snapshot_response(message)
 
     # -----------------------------------------------------------------------------------------
     # elections
@@ -490,6 +643,8 @@ class RaftCore:
         itself said so (its contact and a fresh election timeout count), not a voter."""
         if leader == self.node_id:  # others still name this node, which lost its leadership (restart)
             leader = NO_LEADER
+        if epoch != self.epoch or leader != self.leader:
+            self._snapshot_fetch = None  # a snapshot transfer is with one leader in one epoch
         if epoch > self.epoch:
             self.epoch = epoch
             self.voted_for = None
@@ -507,37 +662,73 @@ class RaftCore:
 
     def _fetch(self) -> None:
         self._fetch_in_flight_until_ms = self._now_ms + self.config.fetch_timeout_ms
+        if self._snapshot_fetch is not None:
+            fetch = self._snapshot_fetch
+            self.outbox.append(
+                FetchSnapshotRequest(self.node_id, self.leader, self.epoch, fetch.snapshot, fetch.position)
+            )
+            return
         self.outbox.append(
             FetchRequest(self.node_id, self.leader, self.epoch, self.log.end_offset, self.log.last_epoch)
         )
 
+    def _leads_for(self, sender: int, epoch: int) -> bool:
+        """Whether this node leads ``epoch`` and ``sender`` follows it (a fetch to answer)."""
+        if epoch > self.epoch:
+            self._become_follower(epoch, NO_LEADER)  # a newer epoch exists: this node is stale
+        return self.role is Role.LEADER and epoch == self.epoch and sender in self._tracking
+
+    def _needs_snapshot(self, fetch_offset: int, last_fetched_epoch: int) -> bool:
+        """Whether a follower at (``fetch_offset``, ``last_fetched_epoch``) must load a snapshot:
+        its log ends below this log's start, or where this log holds only a snapshot (KRaft's
+        ``validateOffsetAndEpoch``)."""
+        start = self.log.start_offset
+        if start == 0:
+            return False
+        start_epoch = self.log.epoch_at(start - 1)
+        return (
+            fetch_offset < start
+            or (fetch_offset == start and last_fetched_epoch != start_epoch)
+            or last_fetched_epoch < start_epoch
+        )
+
     def _on_fetch_request(self, request: FetchRequest) -> None:
-        if request.epoch > self.epoch:
-            self._become_follower(request.epoch, NO_LEADER)  # a newer epoch exists: this node is stale
-        if self.role is not Role.LEADER or request.epoch < self.epoch or request.sender not in self._tracking:
+        if not self._leads_for(request.sender, request.epoch):
             leader = self.leader if self.role is not Role.CANDIDATE else NO_LEADER
             self.outbox.append(FetchResponse(self.node_id, request.sender, self.epoch, leader, request.fetch_offset))
             return
+        tracking = self._tracking[request.sender]
+        tracking.last_fetch_ms = self._now_ms  # it follows this leader (check-quorum counts it)
+        answer = FetchResponse(
+            self.node_id, request.sender, self.epoch, self.node_id, request.fetch_offset,
+            high_watermark=self.high_watermark,
+        )  # fmt: skip
+        if self._needs_snapshot(request.fetch_offset, request.last_fetched_epoch):
+            self.outbox.append(replace(answer, snapshot=self.log.latest_snapshot))
+            return
         epoch, end = self.log.end_offset_for_epoch(request.last_fetched_epoch)
         if request.last_fetched_epoch > 0 and (end < request.fetch_offset or epoch < request.last_fetched_epoch):
-            self.outbox.append(
-                FetchResponse(
-                    self.node_id, request.sender, self.epoch, self.node_id, request.fetch_offset,
-                    diverging=(epoch, end), high_watermark=self.high_watermark,
-                )
-            )  # fmt: skip
+            self.outbox.append(replace(answer, diverging=(epoch, end)))
             return
-        tracking = self._tracking[request.sender]
         tracking.end_offset = min(request.fetch_offset, self.log.end_offset)
-        tracking.last_fetch_ms = self._now_ms
         self._leader_progress()
         entries = tuple(self.log.entries(request.fetch_offset, self.config.max_fetch_entries))
+        self.outbox.append(replace(answer, entries=entries, high_watermark=self.high_watermark))
+
+    def _on_fetch_snapshot_request(self, request: FetchSnapshotRequest) -> None:
+        answer = FetchSnapshotResponse(
+            self.node_id, request.sender, self.epoch, NO_LEADER, request.snapshot, request.position
+        )
+        if not self._leads_for(request.sender, request.epoch):
+            leader = self.leader if self.role is not Role.CANDIDATE else NO_LEADER
+            self.outbox.append(replace(answer, leader=leader))
+            return
+        self._tracking[request.sender].last_fetch_ms = self._now_ms
+        found = self.log.read_snapshot(request.snapshot, request.position, self.config.max_snapshot_chunk_bytes)
+        data, size = found if found is not None else (b"", -1)
         self.outbox.append(
-            FetchResponse(
-                self.node_id, request.sender, self.epoch, self.node_id, request.fetch_offset,
-                entries=entries, high_watermark=self.high_watermark,
-            )
-        )  # fmt: skip
+            replace(answer, leader=self.node_id, data=data, size=size, high_watermark=self.high_watermark)
+        )
 
     def _leader_progress(self) -> None:
         """Advance the high-water mark to what a majority holds (never backwards, and only once
@@ -547,9 +738,11 @@ class RaftCore:
         if candidate > self._epoch_start_offset:
             self.high_watermark = max(self.high_watermark, candidate)
 
-    def _on_fetch_response(self, response: FetchResponse) -> None:
+    def _heard_from_leader(self, response: FetchResponse | FetchSnapshotResponse) -> bool:
+        """Take what an answer to a fetch says about epochs and leaders; whether it comes from
+        the leader this follower fetches from (then its content is for this node to use)."""
         if response.epoch < self.epoch:
-            return  # from an older epoch
+            return False  # from an older epoch
         if response.epoch > self.epoch or (
             response.leader != NO_LEADER
             and self.role is not Role.LEADER
@@ -557,22 +750,51 @@ class RaftCore:
         ):
             self._become_follower(response.epoch, response.leader)  # told of a newer epoch or its leader
         if self.role is not Role.FOLLOWER or response.sender != self.leader:
-            return
+            return False
         if response.leader == NO_LEADER:  # the leader resigned (check-quorum): wait for the next one
             self.leader = NO_LEADER
-            return
+            return False
         self._last_leader_contact_ms = self._now_ms
         self._reset_election_timer()
         self._fetch_in_flight_until_ms = -1  # the next tick fetches again
+        self.leader_high_watermark = max(self.leader_high_watermark, response.high_watermark)
+        return True
+
+    def _on_fetch_response(self, response: FetchResponse) -> None:
+        if not self._heard_from_leader(response) or self._snapshot_fetch is not None:
+            return
         if response.fetch_offset != self.log.end_offset:
             return  # an answer about a log that has moved since (late, duplicated)
+        if response.snapshot is not None:
+            if response.snapshot.end_offset > self.applied:
+                self._snapshot_fetch = _SnapshotFetch(response.snapshot)
+            return
         if response.diverging is not None:
             self.log.truncate_to(self._truncation_offset(*response.diverging))
             return
         if response.entries:
             self.log.append(response.entries)
-        self.leader_high_watermark = max(self.leader_high_watermark, response.high_watermark)
         self.high_watermark = max(self.high_watermark, min(response.high_watermark, self.log.end_offset))
+
+    def _on_fetch_snapshot_response(self, response: FetchSnapshotResponse) -> None:
+        if not self._heard_from_leader(response):
+            return
+        fetch = self._snapshot_fetch
+        if fetch is None or response.snapshot != fetch.snapshot or response.position != fetch.position:
+            return  # late, duplicated, or about another transfer
+        if response.size < 0 or (not response.data and fetch.position < response.size):
+            self._snapshot_fetch = None  # the leader has a newer one by now: fetch again to learn it
+            return
+        self.log.write_snapshot_chunk(fetch.snapshot, fetch.position, response.data)
+        fetch.position += len(response.data)
+        if fetch.position < response.size:
+            return
+        self._snapshot_fetch = None
+        if fetch.snapshot.end_offset <= self.applied or not self.log.install_snapshot(fetch.snapshot):
+            return  # nothing new after all, or received damaged: fetching again says what to do
+        self.applied = fetch.snapshot.end_offset
+        self.high_watermark = max(self.high_watermark, self.applied)
+        self._installed = fetch.snapshot
 
     def _truncation_offset(self, leader_epoch: int, leader_end: int) -> int:
         """Where this log stops agreeing with the leader's: the end of ``leader_epoch`` there, or
