@@ -5,7 +5,11 @@
   broker session timeout plus 3 s, nothing acknowledged lost (the workload's checkers);
 - a controller whose data directory is wiped rejoins from its peers without a vote until it
   holds the committed log, and no broker deletes anything;
-- a rolling restart of the three controllers under load: no failed request, no partition offline.
+- a rolling restart of the three controllers under load: no failed request, no partition offline;
+- snapshot transfer (KIP-630): with the metadata log trimmed behind snapshots, a controller that
+  was down and one whose directory was emptied install the leader's snapshot and catch up, and a
+  broker that was down resumes from a snapshot with its lineage checked against the snapshot's
+  epochs.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from pathlib import Path
 import grpc
 
 import lanes
+from lanes.clock import ManualClock
+from lanes.controller.metadata_log import MetadataLog
 from lanes.local.cluster import LocalCluster
 from lanes.v1 import controller_pb2, controller_pb2_grpc
 from tests.e2e.cli import wait_for
@@ -194,3 +200,70 @@ def test_a_rolling_restart_of_the_controllers_under_load_fails_no_request(tmp_pa
         with lanes.Admin(bootstrap) as admin:
             names = set(admin.list_topics())
         assert {f"made-during-restart-{c}" for c in range(3)} <= names
+
+
+def metadata_on_disk(directory: Path) -> tuple[int, set[str]]:
+    """A stopped controller's metadata log start and the topics its snapshot plus log hold."""
+    log = MetadataLog(directory, ManualClock())
+    try:
+        image = log.load_snapshot()
+        for offset, record in log.read(image.last_offset + 1, max_records=10**9):
+            image.apply(offset, record)
+        return log.start_offset, {topic.name for topic in image.topics.values()}
+    finally:
+        log.close()
+
+
+def test_controllers_and_a_broker_behind_the_trimmed_metadata_log_catch_up_from_a_snapshot(tmp_path: Path) -> None:
+    with running_cluster(tmp_path, brokers=2, controllers=3, snapshot_every_records=10) as cluster:
+        bootstrap = str(cluster.describe()["bootstrap"])
+        wait_for(lambda: caught_up(cluster), "every controller caught up", timeout_s=60)
+        active = active_controller(cluster)
+        assert active is not None
+        down, wiped = [c for c in range(3) if c != active[0]]
+        applied_before = (tmp_path / "broker-2" / "metadata-applied").read_text().split()
+        for process in (cluster.controller_processes[down], cluster.broker_processes[2]):
+            process.process.kill()
+            process.process.wait()
+        topics = {f"made-while-down-{index}" for index in range(12)}
+        with lanes.Admin(bootstrap) as admin:
+            for name in sorted(topics):
+                admin.create_topic(name, partitions=1, replication_factor=1)
+        leader_dir = tmp_path / cluster.controller_name(active[0])
+        assert len(list(leader_dir.glob("snapshot-*.bin"))) == 2, "the leader snapshotted (and keeps two)"
+
+        # the stopped controller comes back behind the leader's log start
+        cluster.start_controller(down)
+        cluster.start_broker(2)
+        wait_for(lambda: caught_up(cluster), f"controller {down} caught up", timeout_s=60)
+        log_text = (tmp_path / "logs" / f"{cluster.controller_name(down)}.log").read_text()
+        assert "installed the leader's metadata snapshot" in log_text
+
+        # the other follower loses its directory: it rejoins by snapshot too
+        cluster.controller_processes[wiped].process.kill()
+        cluster.controller_processes[wiped].process.wait()
+        shutil.rmtree(tmp_path / cluster.controller_name(wiped))
+        cluster.start_controller(wiped)
+        wait_for(lambda: caught_up(cluster), f"controller {wiped} caught up", timeout_s=60)
+        log_text = (tmp_path / "logs" / f"{cluster.controller_name(wiped)}.log").read_text()
+        assert "installed the leader's metadata snapshot" in log_text
+
+        # the broker that was down applied the new metadata from a snapshot, lineage accepted
+        with lanes.Admin(bootstrap) as admin:
+            wait_for(
+                lambda: any(b.broker_id == 2 and not b.fenced for b in admin.describe_cluster().brokers),
+                "broker 2 live again",
+            )
+        applied_after = (tmp_path / "broker-2" / "metadata-applied").read_text().split()
+        assert int(applied_after[0]) > int(applied_before[0])
+        broker_log = (tmp_path / "logs" / "broker-2.log").read_text()
+        assert "refusing the controller's metadata" not in broker_log
+
+        # what the two controllers hold on disk is the whole metadata
+        for controller_id in (down, wiped):
+            assert cluster.controller_processes[controller_id].terminate() == 0
+            start, names = metadata_on_disk(tmp_path / cluster.controller_name(controller_id))
+            assert start > 0, "its log starts at the installed snapshot's end"
+            assert topics <= names, sorted(topics - names)[:3]
+            cluster.start_controller(controller_id)
+            wait_for(lambda: caught_up(cluster), f"controller {controller_id} back", timeout_s=60)

@@ -1,5 +1,6 @@
 """The controller's metadata log as the quorum's Raft log: durable, atomic per decision, whole
-batches to followers, epochs per entry, snapshots that never drop entries, restart-safe."""
+batches to followers, epochs per entry (also below the log start), snapshots that drop the log
+below the one before, snapshots received from the leader, restart-safe."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 from lanes.clock import ManualClock
 from lanes.controller.core import ControllerCore, NewTopic
 from lanes.controller.metadata_log import MetadataLog
-from lanes.controller.raft import Entry
+from lanes.controller.raft import Entry, SnapshotId
 from lanes.metadata.image import MetadataImage
+from lanes.protocol.records import Record, encode_batch
 from lanes.v1 import metadata_pb2
 
 
@@ -65,13 +67,16 @@ def test_a_restart_rebuilds_exactly_the_same_state(tmp_path: Path) -> None:
     assert reopened.image.last_offset == controller.image.last_offset
 
 
-def test_snapshots_keep_every_entry_and_survive_a_damaged_newest_snapshot(tmp_path: Path) -> None:
+def test_a_snapshot_drops_the_log_below_the_one_before_and_a_damaged_newest_falls_back(tmp_path: Path) -> None:
     controller = build(tmp_path)
-    controller.log.snapshot(controller.image)
+    first = controller.log.snapshot(controller.image)
+    first_end = controller.image.last_offset + 1
+    assert controller.log.start_offset == 0, "the first snapshot drops nothing: a follower may need the log"
     controller.commit(controller.core.create_topic(NewTopic("after-first-snapshot", 1, 1)))
     newest = controller.log.snapshot(controller.image)
+    assert controller.log.start_offset == first_end, "the log now starts at the older snapshot's end"
+    assert first.exists()
     controller.commit(controller.core.create_topic(NewTopic("after-snapshots", 1, 1)))
-    assert controller.log.start_offset == 0, "a voter that lost its directory fetches from offset 0"
     expected = controller.image.to_records()
     controller.log.close()
     assert Controller(tmp_path).image.to_records() == expected
@@ -79,6 +84,106 @@ def test_snapshots_keep_every_entry_and_survive_a_damaged_newest_snapshot(tmp_pa
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF
     newest.write_bytes(bytes(data))
+    assert Controller(tmp_path).image.to_records() == expected
+
+
+def test_epochs_below_the_log_start_are_answered_from_the_snapshot_header(tmp_path: Path) -> None:
+    log = MetadataLog(tmp_path, ManualClock())
+    log.append(write(1, b""))
+    log.append(write(1, b"a"))
+    log.append(write(3, b""))
+    log.append(write(3, b"b", b"c"))
+    log.append(write(7, b""))
+    image = MetadataImage()
+    image.last_offset = 3
+    header = log.snapshot_header(4)
+    log.adopt_snapshot(header, log.write_snapshot(header, image.to_records()))
+    header = log.snapshot_header(6)
+    log.adopt_snapshot(header, log.write_snapshot(header, image.to_records()))
+    assert (log.start_offset, log.end_offset) == (4, 6)
+    assert log.latest_snapshot == SnapshotId(6, 7)
+    assert [log.epoch_at(offset) for offset in range(6)] == [1, 1, 3, 3, 3, 7]
+    assert log.end_offset_for_epoch(1) == (1, 2)
+    assert log.end_offset_for_epoch(5) == (3, 5)
+    assert log.last_epoch == 7
+    log.close()
+    reopened = MetadataLog(tmp_path, ManualClock())
+    assert [reopened.epoch_at(offset) for offset in range(6)] == [1, 1, 3, 3, 3, 7]
+
+
+def test_a_received_snapshot_replaces_the_log_and_survives_a_restart(tmp_path: Path) -> None:
+    leader = build(tmp_path / "leader")
+    leader.log.snapshot(leader.image)
+    snapshot = leader.log.latest_snapshot
+    assert snapshot is not None
+    follower = MetadataLog(tmp_path / "follower", ManualClock())
+    follower.append(write(1, b""))  # behind, with an entry the snapshot holds too
+    position = 0
+    while found := leader.log.read_snapshot(snapshot, position, 100):
+        chunk, size = found
+        follower.write_snapshot_chunk(snapshot, position, chunk)
+        position += len(chunk)
+        if position == size:
+            break
+    assert follower.install_snapshot(snapshot)
+    assert (follower.start_offset, follower.end_offset, follower.last_epoch) == (snapshot.end_offset,) * 2 + (1,)
+    assert follower.load_snapshot().to_records() == leader.image.to_records()
+    follower.append(write(2, b""))
+    assert follower.end_offset_for_epoch(1) == (1, snapshot.end_offset)
+    follower.close()
+    reopened = MetadataLog(tmp_path / "follower", ManualClock())
+    assert (reopened.start_offset, reopened.end_offset, reopened.last_epoch) == (
+        snapshot.end_offset,
+        snapshot.end_offset + 1,
+        2,
+    )
+    assert reopened.load_snapshot().to_records() == leader.image.to_records()
+
+
+def test_a_damaged_received_snapshot_is_refused_and_the_log_kept(tmp_path: Path) -> None:
+    leader = build(tmp_path / "leader")
+    leader.log.snapshot(leader.image)
+    snapshot = leader.log.latest_snapshot
+    assert snapshot is not None
+    found = leader.log.read_snapshot(snapshot, 0, 10**9)
+    assert found is not None
+    damaged = bytearray(found[0])
+    damaged[-5] ^= 0xFF
+    follower = MetadataLog(tmp_path / "follower", ManualClock())
+    follower.append(write(1, b""))
+    follower.write_snapshot_chunk(snapshot, 0, bytes(damaged))
+    assert not follower.install_snapshot(snapshot)
+    assert (follower.start_offset, follower.end_offset) == (0, 1)
+    assert not list((tmp_path / "follower").glob("snapshot-*"))
+
+
+def test_an_install_interrupted_before_the_log_was_emptied_is_finished_at_open(tmp_path: Path) -> None:
+    leader = build(tmp_path / "leader")
+    leader.log.snapshot(leader.image)
+    snapshot = leader.log.latest_snapshot
+    assert snapshot is not None
+    follower_dir = tmp_path / "follower"
+    follower = MetadataLog(follower_dir, ManualClock())
+    follower.append(write(1, b""))
+    follower.close()
+    # the snapshot file is in place; the process died before emptying its log
+    (leader.log.directory / f"snapshot-{snapshot.end_offset - 1:020d}.bin").rename(
+        follower_dir / f"snapshot-{snapshot.end_offset - 1:020d}.bin"
+    )
+    reopened = MetadataLog(follower_dir, ManualClock())
+    assert (reopened.start_offset, reopened.end_offset) == (snapshot.end_offset, snapshot.end_offset)
+    assert reopened.load_snapshot().to_records() == leader.image.to_records()
+
+
+def test_a_snapshot_without_a_header_is_ignored(tmp_path: Path) -> None:
+    """Written before snapshot transfer existed (then the log was never trimmed)."""
+    controller = build(tmp_path)
+    expected = controller.image.to_records()
+    controller.log.close()
+    legacy = encode_batch([Record(i, 0, None, r.SerializeToString()) for i, r in enumerate(expected[:2])])
+    (tmp_path / f"snapshot-{5:020d}.bin").write_bytes(legacy)
+    reopened = MetadataLog(tmp_path, ManualClock())
+    assert reopened.latest_snapshot is None
     assert Controller(tmp_path).image.to_records() == expected
 
 

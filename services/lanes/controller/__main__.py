@@ -67,6 +67,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="rebalance a broker whose preferred partitions are led elsewhere above this percentage",
     )
     parser.add_argument(
+        "--snapshot-every-records",
+        type=int,
+        default=10_000,
+        help="snapshot the metadata after this many records, dropping the log below the snapshot before "
+        "(KRaft's metadata.log.max.record.bytes.between.snapshots, in records)",
+    )
+    parser.add_argument(
         "--offsets-topic-partitions",
         type=int,
         default=50,
@@ -94,6 +101,7 @@ async def serve(options: argparse.Namespace) -> None:
         leader_imbalance_check_interval_ms=options.leader_imbalance_check_interval_ms,
         leader_imbalance_per_broker_percentage=options.leader_imbalance_per_broker_percentage,
         offsets_topic_partitions=options.offsets_topic_partitions,
+        snapshot_every_records=options.snapshot_every_records,
         metrics=ControllerMetrics(metrics),
     )
     running = await start_server(

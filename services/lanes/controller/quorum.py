@@ -53,10 +53,12 @@ from lanes.controller.raft import (
     Entry,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotResponse,
     Message,
     RaftConfig,
     RaftCore,
     Role,
+    SnapshotId,
 )
 from lanes.controller.raft_wire import from_wire, to_wire
 from lanes.errors import NotControllerError
@@ -121,11 +123,13 @@ class Quorum:
         applied: int,
         on_committed: Callable[[list[tuple[int, Entry]]], None],
         on_leadership: Callable[[bool], None],
+        on_snapshot_installed: Callable[[SnapshotId], None],
         config: RaftConfig = PROCESS_RAFT_CONFIG,
     ) -> None:
         """``applied``: the offset after the last entry the state machine already holds (its
         snapshot); ``on_leadership(True)`` once this node leads with its state current,
-        ``(False)`` when it stops leading."""
+        ``(False)`` when it stops leading; ``on_snapshot_installed``: the leader's snapshot
+        replaced this node's log, load it (before any later entry is applied)."""
         if node_id not in voters:
             raise ValueError(f"node {node_id} is not one of the voters {sorted(voters)}")
         self.node_id = node_id
@@ -135,6 +139,7 @@ class Quorum:
         self._clock = clock
         self._on_committed = on_committed
         self._on_leadership = on_leadership
+        self._on_snapshot_installed = on_snapshot_installed
         durable = self._read_state()
         self.core = RaftCore.restart(
             node_id,
@@ -144,9 +149,8 @@ class Quorum:
             hard_state=(int(durable.get("epoch") or 0), durable.get("voted_for")),
             config=config,
             now_ms=clock.monotonic_ms(),
+            applied=applied,
         )
-        self.core.applied = applied
-        self.core.high_watermark = applied
         self._fresh = not self._state_path.exists() and len(voters) > 1
         self.core.can_vote = bool(durable.get("can_vote", True)) and not self._fresh
         self._persisted = (self.core.hard_state, self.core.can_vote)
@@ -262,7 +266,7 @@ class Quorum:
             return
         now = self._clock.monotonic_ms()
         self.core.step(message, now)
-        if isinstance(message, FetchResponse):
+        if isinstance(message, FetchResponse | FetchSnapshotResponse):
             self.core.tick(now)  # fetch again at once: the leader holds the fetch while idle
         self._ready()
 
@@ -307,6 +311,7 @@ class Quorum:
             response.leader != self.node_id
             or response.entries
             or response.diverging is not None
+            or response.snapshot is not None
             or response.fetch_offset != self._log.end_offset
             or self._hwm_sent.get(response.to) != response.high_watermark
         ):
@@ -354,6 +359,15 @@ class Quorum:
         self._persisted = state
 
     def _apply(self) -> None:
+        installed = self.core.take_installed_snapshot()
+        if installed is not None:
+            _log.info(
+                "controller %d installed the leader's metadata snapshot up to offset %d (epoch %d)",
+                self.node_id,
+                installed.end_offset,
+                installed.epoch,
+            )
+            self._on_snapshot_installed(installed)
         while committed := self.core.committed():
             try:
                 self._on_committed(committed)

@@ -9,7 +9,10 @@ from lanes.controller.raft import (
     Entry,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     Message,
+    SnapshotId,
     VoteRequest,
     VoteResponse,
 )
@@ -39,6 +42,21 @@ def to_wire(message: Message) -> controller_pb2.RaftMessage:
                 fetch_offset=message.fetch_offset, last_fetched_epoch=message.last_fetched_epoch
             )
         )
+    elif isinstance(message, FetchSnapshotRequest):
+        wire.fetch_snapshot_request.CopyFrom(
+            controller_pb2.RaftFetchSnapshotRequest(snapshot=_snapshot_id(message.snapshot), position=message.position)
+        )
+    elif isinstance(message, FetchSnapshotResponse):
+        wire.fetch_snapshot_response.CopyFrom(
+            controller_pb2.RaftFetchSnapshotResponse(
+                leader=message.leader,
+                snapshot=_snapshot_id(message.snapshot),
+                position=message.position,
+                data=message.data,
+                size=message.size,
+                high_watermark=message.high_watermark,
+            )
+        )
     else:
         response = controller_pb2.RaftFetchResponse(
             leader=message.leader,
@@ -49,6 +67,8 @@ def to_wire(message: Message) -> controller_pb2.RaftMessage:
             ],
             high_watermark=message.high_watermark,
         )
+        if message.snapshot is not None:
+            response.snapshot.CopyFrom(_snapshot_id(message.snapshot))
         if message.diverging is not None:
             response.has_diverging = True
             response.diverging_epoch, response.diverging_end_offset = message.diverging
@@ -83,5 +103,20 @@ def from_wire(wire: controller_pb2.RaftMessage) -> Message | None:
             entries=tuple(Entry(e.epoch, e.data, not e.continues_write) for e in a.entries),
             diverging=(a.diverging_epoch, a.diverging_end_offset) if a.has_diverging else None,
             high_watermark=a.high_watermark,
+            snapshot=SnapshotId(a.snapshot.end_offset, a.snapshot.epoch) if a.HasField("snapshot") else None,
+        )
+    if kind == "fetch_snapshot_request":
+        q = wire.fetch_snapshot_request
+        snapshot = SnapshotId(q.snapshot.end_offset, q.snapshot.epoch)
+        return FetchSnapshotRequest(wire.sender, wire.to, wire.epoch, snapshot, q.position)
+    if kind == "fetch_snapshot_response":
+        c = wire.fetch_snapshot_response
+        snapshot = SnapshotId(c.snapshot.end_offset, c.snapshot.epoch)
+        return FetchSnapshotResponse(
+            wire.sender, wire.to, wire.epoch, c.leader, snapshot, c.position, c.data, c.size, c.high_watermark
         )
     return None
+
+
+def _snapshot_id(snapshot: SnapshotId) -> controller_pb2.RaftSnapshotId:
+    return controller_pb2.RaftSnapshotId(end_offset=snapshot.end_offset, epoch=snapshot.epoch)

@@ -34,9 +34,9 @@ from lanes.controller.core import ConfigOp, ControllerCore, ControllerDecision, 
 from lanes.controller.metadata_log import MetadataLog
 from lanes.controller.metrics import ControllerMetrics, QuorumView
 from lanes.controller.quorum import Quorum
-from lanes.controller.raft import Entry
-from lanes.errors import ErrorCode, NotControllerError
-from lanes.metadata.image import NodeKind, PartitionImage, ProducerIdBlock, TopicImage
+from lanes.controller.raft import Entry, SnapshotId
+from lanes.errors import ErrorCode, LanesError, NotControllerError
+from lanes.metadata.image import MetadataImage, NodeKind, PartitionImage, ProducerIdBlock, TopicImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.rpc.controllers import ACTIVE_CONTROLLER_KEY, NOT_CONTROLLER_DETAILS
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
@@ -80,9 +80,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self.metrics = metrics or ControllerMetrics(ServiceMetrics("controller"))
         self._clock = clock
         self._metadata = MetadataLog(data_dir, clock)
-        self.image = self._metadata.load_snapshot()
         self.core = ControllerCore(
-            self.image,
+            self._metadata.load_snapshot(),
             rng=rng,
             new_id=lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4)),
             default_partitions=default_partitions,
@@ -111,9 +110,15 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             applied=self.image.last_offset + 1,
             on_committed=self._apply_committed,
             on_leadership=self._on_leadership,
+            on_snapshot_installed=self._load_installed_snapshot,
         )
         self._creating: asyncio.Task[None] | None = None
         self._snapshotting: asyncio.Task[None] | None = None
+
+    @property
+    def image(self) -> MetadataImage:
+        """The committed metadata as this controller applied it (the core's: one owner)."""
+        return self.core.image
 
     @property
     def active(self) -> bool:
@@ -178,14 +183,28 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         if applied:
             self._changed.notify_all()
 
+    def _load_installed_snapshot(self, snapshot: SnapshotId) -> None:
+        """The leader's snapshot replaced this follower's log: its state replaces the image."""
+        self.core.image = self._metadata.load_snapshot()
+        if self.image.last_offset + 1 != snapshot.end_offset:
+            raise LanesError(f"the installed snapshot {snapshot} loaded as of offset {self.image.last_offset}")
+        self._records_since_snapshot = 0
+        self._changed.notify_all()
+
     async def _snapshot(self) -> None:
-        """Write a snapshot of the image as it is now (its records taken on the loop, written in
-        a thread: the disk never stalls the quorum). Best effort: the log keeps everything."""
-        records, last_offset = self.image.to_records(), self.image.last_offset
+        """Snapshot the image as it is now (its records taken on the loop, the file written in a
+        thread: the disk never stalls the quorum), then drop the log below the snapshot before.
+        Best effort: without it the log just keeps more."""
+        records, end_offset = self.image.to_records(), self.image.last_offset + 1
+        header = self._metadata.snapshot_header(end_offset)
         try:
-            await asyncio.to_thread(self._metadata.snapshot_records, records, last_offset)
+            path = await asyncio.to_thread(self._metadata.write_snapshot, header, records)
+            if self._metadata.start_offset < end_offset <= self._metadata.end_offset:
+                self._metadata.adopt_snapshot(header, path)
+            else:  # the leader's snapshot replaced the log meanwhile
+                path.unlink(missing_ok=True)
         except OSError as exc:
-            _log.warning("metadata snapshot at offset %d not written: %s", last_offset, exc)
+            _log.warning("metadata snapshot at offset %d not written: %s", end_offset - 1, exc)
         finally:
             self._snapshotting = None
 
@@ -428,7 +447,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
 
     def _epoch_at(self, offset: int) -> int:
         """The epoch of the committed (applied) entry at ``offset``; -1 when there is none."""
-        if offset < 0 or offset > self.image.last_offset or offset < self._metadata.start_offset:
+        if offset < 0 or offset > self.image.last_offset:
             return -1
         return self._metadata.epoch_at(offset)
 

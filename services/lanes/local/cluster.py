@@ -66,6 +66,8 @@ class LocalCluster:
     replica_lag_time_max_ms: int = 30_000
     #: voters of the controller quorum (1: a single controller, no failover)
     controllers: int = 1
+    #: metadata records between controller snapshots (each drops the log below the one before)
+    snapshot_every_records: int = 10_000
     #: where a process runs, by name ("controller" or "controller-<id>", "broker-1",
     #: "coordinator-1"): its address and a launcher command (tests put each process in its own
     #: network namespace); default ``host``, none
@@ -142,6 +144,8 @@ class LocalCluster:
                 str(min(3, self.brokers)),
                 "--offsets-topic-partitions",
                 str(self.offsets_topic_partitions),
+                "--snapshot-every-records",
+                str(self.snapshot_every_records),
             ],
             self.data_dir / "logs" / f"{name}.log",
             launcher=placed.launcher,

@@ -97,5 +97,11 @@ class LeaderEpochCache:
             self._entries = kept
             self._persist()
 
+    def clear(self) -> None:
+        """Forget every epoch (the log was emptied to start at a new offset)."""
+        if self._entries:
+            self._entries = []
+            self._persist()
+
     def _persist(self) -> None:
         write_checkpoint(self._path, [(epoch, offset) for epoch, offset in self._entries])

@@ -613,12 +613,14 @@ class PartitionLog:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete everything; the log restarts empty at ``offset`` (a follower that fell behind
-        the leader's log start)."""
+        the leader's log start). The epoch cache empties too (Kafka's ``clearAndFlush``): none of
+        the epochs it knew describes what this log will hold."""
         self.cleaner_abort.set()
         with self._maintenance_lock, self._lock:
             self.cleaner_abort.clear()
             self._check_open()
             self._truncate_fully_locked(offset)
+            self.epochs.clear()
 
     def _truncate_fully_locked(self, offset: int) -> None:
         for segment in self._segments:

@@ -38,7 +38,7 @@ class RaftEntry(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., data: _Optional[bytes] = ..., continues_write: _Optional[bool] = ...) -> None: ...
 
 class RaftMessage(_message.Message):
-    __slots__ = ("sender", "to", "epoch", "vote_request", "vote_response", "begin_epoch", "fetch_request", "fetch_response", "end_epoch")
+    __slots__ = ("sender", "to", "epoch", "vote_request", "vote_response", "begin_epoch", "fetch_request", "fetch_response", "end_epoch", "fetch_snapshot_request", "fetch_snapshot_response")
     SENDER_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -48,6 +48,8 @@ class RaftMessage(_message.Message):
     FETCH_REQUEST_FIELD_NUMBER: _ClassVar[int]
     FETCH_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     END_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FETCH_SNAPSHOT_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    FETCH_SNAPSHOT_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     sender: int
     to: int
     epoch: int
@@ -57,7 +59,17 @@ class RaftMessage(_message.Message):
     fetch_request: RaftFetchRequest
     fetch_response: RaftFetchResponse
     end_epoch: RaftEndEpoch
-    def __init__(self, sender: _Optional[int] = ..., to: _Optional[int] = ..., epoch: _Optional[int] = ..., vote_request: _Optional[_Union[RaftVoteRequest, _Mapping]] = ..., vote_response: _Optional[_Union[RaftVoteResponse, _Mapping]] = ..., begin_epoch: _Optional[_Union[RaftBeginEpoch, _Mapping]] = ..., fetch_request: _Optional[_Union[RaftFetchRequest, _Mapping]] = ..., fetch_response: _Optional[_Union[RaftFetchResponse, _Mapping]] = ..., end_epoch: _Optional[_Union[RaftEndEpoch, _Mapping]] = ...) -> None: ...
+    fetch_snapshot_request: RaftFetchSnapshotRequest
+    fetch_snapshot_response: RaftFetchSnapshotResponse
+    def __init__(self, sender: _Optional[int] = ..., to: _Optional[int] = ..., epoch: _Optional[int] = ..., vote_request: _Optional[_Union[RaftVoteRequest, _Mapping]] = ..., vote_response: _Optional[_Union[RaftVoteResponse, _Mapping]] = ..., begin_epoch: _Optional[_Union[RaftBeginEpoch, _Mapping]] = ..., fetch_request: _Optional[_Union[RaftFetchRequest, _Mapping]] = ..., fetch_response: _Optional[_Union[RaftFetchResponse, _Mapping]] = ..., end_epoch: _Optional[_Union[RaftEndEpoch, _Mapping]] = ..., fetch_snapshot_request: _Optional[_Union[RaftFetchSnapshotRequest, _Mapping]] = ..., fetch_snapshot_response: _Optional[_Union[RaftFetchSnapshotResponse, _Mapping]] = ...) -> None: ...
+
+class RaftSnapshotId(_message.Message):
+    __slots__ = ("end_offset", "epoch")
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    end_offset: int
+    epoch: int
+    def __init__(self, end_offset: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class RaftVoteRequest(_message.Message):
     __slots__ = ("last_epoch", "end_offset", "pre_vote")
@@ -96,7 +108,7 @@ class RaftFetchRequest(_message.Message):
     def __init__(self, fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ...) -> None: ...
 
 class RaftFetchResponse(_message.Message):
-    __slots__ = ("leader", "fetch_offset", "entries", "has_diverging", "diverging_epoch", "diverging_end_offset", "high_watermark")
+    __slots__ = ("leader", "fetch_offset", "entries", "has_diverging", "diverging_epoch", "diverging_end_offset", "high_watermark", "snapshot")
     LEADER_FIELD_NUMBER: _ClassVar[int]
     FETCH_OFFSET_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
@@ -104,6 +116,7 @@ class RaftFetchResponse(_message.Message):
     DIVERGING_EPOCH_FIELD_NUMBER: _ClassVar[int]
     DIVERGING_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     leader: int
     fetch_offset: int
     entries: _containers.RepeatedCompositeFieldContainer[RaftEntry]
@@ -111,7 +124,48 @@ class RaftFetchResponse(_message.Message):
     diverging_epoch: int
     diverging_end_offset: int
     high_watermark: int
-    def __init__(self, leader: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[RaftEntry, _Mapping]]] = ..., has_diverging: _Optional[bool] = ..., diverging_epoch: _Optional[int] = ..., diverging_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ...) -> None: ...
+    snapshot: RaftSnapshotId
+    def __init__(self, leader: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[RaftEntry, _Mapping]]] = ..., has_diverging: _Optional[bool] = ..., diverging_epoch: _Optional[int] = ..., diverging_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., snapshot: _Optional[_Union[RaftSnapshotId, _Mapping]] = ...) -> None: ...
+
+class RaftFetchSnapshotRequest(_message.Message):
+    __slots__ = ("snapshot", "position")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    snapshot: RaftSnapshotId
+    position: int
+    def __init__(self, snapshot: _Optional[_Union[RaftSnapshotId, _Mapping]] = ..., position: _Optional[int] = ...) -> None: ...
+
+class RaftFetchSnapshotResponse(_message.Message):
+    __slots__ = ("leader", "snapshot", "position", "data", "size", "high_watermark")
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    leader: int
+    snapshot: RaftSnapshotId
+    position: int
+    data: bytes
+    size: int
+    high_watermark: int
+    def __init__(self, leader: _Optional[int] = ..., snapshot: _Optional[_Union[RaftSnapshotId, _Mapping]] = ..., position: _Optional[int] = ..., data: _Optional[bytes] = ..., size: _Optional[int] = ..., high_watermark: _Optional[int] = ...) -> None: ...
+
+class MetadataSnapshotHeader(_message.Message):
+    __slots__ = ("id", "epochs")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    id: RaftSnapshotId
+    epochs: _containers.RepeatedCompositeFieldContainer[QuorumEpochStart]
+    def __init__(self, id: _Optional[_Union[RaftSnapshotId, _Mapping]] = ..., epochs: _Optional[_Iterable[_Union[QuorumEpochStart, _Mapping]]] = ...) -> None: ...
+
+class QuorumEpochStart(_message.Message):
+    __slots__ = ("epoch", "start_offset")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    start_offset: int
+    def __init__(self, epoch: _Optional[int] = ..., start_offset: _Optional[int] = ...) -> None: ...
 
 class RaftAck(_message.Message):
     __slots__ = ()
