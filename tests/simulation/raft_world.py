@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lanes.controller.raft import Entry, MemoryRaftLog, Message, RaftConfig, RaftCore, Role, SnapshotId
+from lanes.controller.raft import Voter as RaftVoter
 from tests.simulation.harness import EventLoop, Network
 
 TICK_MS = 25
@@ -61,13 +62,21 @@ class Voter:
 
 
 def encode_state(entries: list[Entry]) -> bytes:
-    """A state machine's snapshot: its entries, one ``epoch:hex`` line each."""
-    return "\n".join(f"{e.epoch}:{e.data.hex()}" for e in entries).encode()
+    """A state machine's snapshot: its entries, one ``epoch:hex:voters`` line each (voters: the
+    ids of a configuration entry, or -)."""
+    return "\n".join(
+        f"{e.epoch}:{e.data.hex()}:{'-' if e.voters is None else ','.join(str(v.node_id) for v in e.voters)}"
+        for e in entries
+    ).encode()
 
 
 def decode_state(data: bytes) -> list[Entry]:
-    lines = data.decode().split("\n") if data else []
-    return [Entry(int(epoch), bytes.fromhex(value)) for epoch, _, value in (line.partition(":") for line in lines)]
+    entries = []
+    for line in data.decode().split("\n") if data else []:
+        epoch, value, voters = line.split(":")
+        config = None if voters == "-" else tuple(RaftVoter(int(n)) for n in voters.split(","))
+        entries.append(Entry(int(epoch), bytes.fromhex(value), voters=config))
+    return entries
 
 
 class World(EventLoop):
@@ -75,12 +84,16 @@ class World(EventLoop):
         super().__init__()
         self.rng = random.Random(seed)
         size = self.rng.choice([3, 3, 5])
-        self.ids = frozenset(range(1, size + 1))
+        #: the voters every node starts with; the other nodes start as observers
+        self.initial = frozenset(range(1, size + 1))
+        self.changes = self.rng.random() < 0.5
+        self.ids = frozenset(range(1, size + 1 + (self.rng.choice([1, 2]) if self.changes else 0)))
         self.network = Network(self.rng, losses=(0.0, 0.02, 0.1), duplications=(0.0, 0.05), max_delays_ms=(2, 15, 60))
         self.cuts = self.network.cuts
         #: snapshot every this many applied entries, dropping the log below the one before (0: never)
         self.snapshot_every = self.rng.choice([0, 2, 4, 8])
         self.installs = 0
+        self.membership_changes = 0
         self.voters = {n: Voter(n, self._new_core(n, MemoryRaftLog(), (0, None))) for n in self.ids}
         self.leaders: dict[int, int] = {}  # epoch -> leader
         self.applied: dict[int, Entry] = {}  # offset -> the entry applied there (by anyone)
@@ -92,7 +105,7 @@ class World(EventLoop):
         rng = random.Random(self.rng.random())
         snapshot = log.latest_snapshot
         return RaftCore.restart(
-            node, self.ids, log, rng, hard_state=hard_state, config=CONFIG, now_ms=self.now,
+            node, self.initial, log, rng, hard_state=hard_state, config=CONFIG, now_ms=self.now,
             applied=snapshot.end_offset if snapshot else 0,
         )  # fmt: skip
 
@@ -156,8 +169,9 @@ class World(EventLoop):
     def _load(self, voter: Voter, snapshot: SnapshotId) -> None:
         """The state machine loads an installed snapshot (it must be the committed prefix)."""
         self.installs += 1
-        found = voter.core.log.read_snapshot(snapshot, 0, 1 << 30)
-        entries = decode_state(found[0]) if found else []
+        log = voter.core.log
+        assert isinstance(log, MemoryRaftLog)
+        entries = decode_state(log.snapshot_state(snapshot))
         if len(entries) != snapshot.end_offset or (entries and entries[-1].epoch != snapshot.epoch):
             self.violations.append(f"voter {voter.node} installed {snapshot} holding {len(entries)} entries")
         voter.state = []
@@ -174,7 +188,7 @@ class World(EventLoop):
         latest = log.latest_snapshot
         if not self.snapshot_every or len(voter.state) - (latest.end_offset if latest else 0) < self.snapshot_every:
             return
-        log.add_snapshot(encode_state(voter.state), len(voter.state))
+        log.add_snapshot(encode_state(voter.state), len(voter.state), voter.core.voters_at(len(voter.state)))
         if latest is not None:
             log.trim_to(latest)
 
@@ -204,6 +218,26 @@ class World(EventLoop):
                 self._step(voter, lambda core: None)  # the driver makes the append durable, sends
         self.at(self.rng.randint(5, 30), self._propose)
 
+    def _change_membership(self) -> None:
+        """Have a leader add a node that is not a voter, remove a voter, or (refused) replace
+        two voters at once."""
+        leaders = [v for v in self.voters.values() if v.alive and v.core.role is Role.LEADER]
+        if leaders:
+            leader = self.rng.choice(leaders)
+            current = leader.core.voters
+            others = sorted(self.ids - current)
+            if others and self.rng.random() < 0.2:  # two voters replaced at once: always refused
+                wanted = (current - set(self.rng.sample(sorted(current), min(2, len(current))))) | set(others[:2])
+            elif others and (len(current) < 3 or self.rng.random() < 0.5):
+                wanted = current | {self.rng.choice(others)}
+            else:
+                wanted = current - {self.rng.choice(sorted(current))}
+            if wanted and leader.core.propose_voters(tuple(RaftVoter(n) for n in sorted(wanted))) is not None:
+                self.membership_changes += 1
+                self._step(leader, lambda core: None)
+        if self.faults_on:  # the cluster settles without changes
+            self.at(self.rng.randint(80, 300), self._change_membership)
+
     def _crash(self, voter: Voter) -> None:
         voter.alive = False
         self.at(self.rng.randint(50, 600), lambda: self._restart(voter))
@@ -212,9 +246,10 @@ class World(EventLoop):
         if voter.alive:
             return
         voter.core = self._new_core(voter.node, voter.durable_log.copy(), voter.durable_state)
-        snapshot = voter.core.log.latest_snapshot
-        found = voter.core.log.read_snapshot(snapshot, 0, 1 << 30) if snapshot else None
-        voter.state = decode_state(found[0]) if found else []
+        log = voter.core.log
+        assert isinstance(log, MemoryRaftLog)
+        snapshot = log.latest_snapshot
+        voter.state = decode_state(log.snapshot_state(snapshot)) if snapshot else []
         voter.alive = True
 
     def _fault(self) -> None:
@@ -247,6 +282,8 @@ class World(EventLoop):
         for node in sorted(self.ids):
             self.at(self.rng.randint(0, TICK_MS), lambda node=node: self._tick(node))  # type: ignore[misc]
         self.at(50, self._propose)
+        if self.changes:
+            self.at(self.rng.randint(100, 400), self._change_membership)
         for _ in range(self.rng.randint(2, 8)):
             self.at(self.rng.randint(100, FAULT_PHASE_MS - 100), self._fault)
 

@@ -1,8 +1,8 @@
 """Deterministic simulation of the controllers' Raft core (issue #22): election safety, leader
 completeness, state-machine safety, log matching and liveness after healing, under message
 loss, duplication, delay, one-way and two-way cuts, pauses, crashes and crashes before a step's
-writes were durable, with snapshots, log trimming and snapshot transfer
-(``tests/simulation/raft_world.py``).
+writes were durable, with snapshots, log trimming and snapshot transfer, and voters added and
+removed one at a time (``tests/simulation/raft_world.py``).
 
 ``LANES_SIM_SEEDS`` sets how many seeds run (default 10,000); ``LANES_SIM_SEED`` replays one.
 A seed that ever fails belongs in ``REGRESSIONS``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from lanes.controller.raft import RaftCore, VoteRequest, VoteResponse
+from lanes.controller.raft import RaftCore, Role, Voter, VoteRequest, VoteResponse
 from tests.simulation.harness import failing_seeds, seeds_to_run
 from tests.simulation.raft_world import FAULT_PHASE_MS, SETTLE_MS, World, run
 
@@ -60,6 +60,10 @@ def _votes_for_any_log(self: RaftCore, last_epoch: int, end_offset: int) -> bool
     return True  # the mutation: no up-to-date check
 
 
+def _changes_any_voters_any_time(self: RaftCore, voters: tuple[Voter, ...]) -> str | None:
+    return None if self.role is Role.LEADER else "not the leader"  # the mutation: no single-change rules
+
+
 def _never_sends_snapshots(self: RaftCore, fetch_offset: int, last_fetched_epoch: int) -> bool:
     return False  # the mutation: a follower behind the log start is sent what the log holds
 
@@ -74,6 +78,7 @@ original_vote = RaftCore._on_vote_request
         ("_truncation_offset", _never_truncates),
         ("_log_at_least", _votes_for_any_log),
         ("_needs_snapshot", _never_sends_snapshots),
+        ("voters_change_refusal", _changes_any_voters_any_time),
     ],
 )
 def test_the_simulation_finds_a_mutated_raft_core_within_1000_seeds(

@@ -1,7 +1,8 @@
 """The controllers' Raft core, scenario by scenario as the paper tells them (issue #22): elections
 with pre-vote, one vote per epoch, the up-to-date rule, commitment by majority and only under an
 entry of the leader's own epoch (figure 8), divergence and truncation, leader stickiness and
-check-quorum, and catching up by snapshot (KIP-630)."""
+check-quorum, catching up by snapshot (KIP-630), and membership changes one voter at a time
+(KIP-853, the thesis's section 4.1)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from lanes.controller.raft import (
     RaftCore,
     Role,
     SnapshotId,
+    Voter,
     VoteRequest,
     VoteResponse,
 )
@@ -30,12 +32,12 @@ class Cluster:
     """Cores wired by a network the test controls: messages are delivered in order, except on
     links the test cut."""
 
-    def __init__(self, size: int = 3, logs: dict[int, list[Entry]] | None = None) -> None:
+    def __init__(self, size: int = 3, logs: dict[int, list[Entry]] | None = None, observers: int = 0) -> None:
         ids = frozenset(range(1, size + 1))
         self.now = 0
         self.cores = {
             n: RaftCore.restart(n, ids, MemoryRaftLog((logs or {}).get(n, [])), random.Random(n), config=CONFIG)
-            for n in ids
+            for n in range(1, size + observers + 1)
         }
         self.cut: set[tuple[int, int]] = set()
         self.in_flight: list[Message] = []
@@ -46,6 +48,12 @@ class Cluster:
 
     def heal(self) -> None:
         self.cut.clear()
+
+    def apply(self) -> None:
+        """Every node's state machine takes what it committed (as the drivers do)."""
+        for core in self.cores.values():
+            while core.committed():
+                pass
 
     def deliver(self, rounds: int = 50) -> None:
         for _ in range(rounds):
@@ -305,3 +313,98 @@ def test_a_follower_fetching_a_snapshot_counts_for_check_quorum() -> None:
             leader_core.step(FetchSnapshotRequest(voter, 1, 1, snapshot, 0), now)
         leader_core.tick(now)
     assert leader_core.role is Role.LEADER
+
+
+def voters(*nodes: int) -> tuple[Voter, ...]:
+    return tuple(Voter(node) for node in nodes)
+
+
+def test_an_observer_fetches_without_voting_until_the_leader_adds_it() -> None:
+    cluster = Cluster(observers=1)
+    leader_id = elect(cluster)
+    leader, newcomer = cluster.cores[leader_id], cluster.cores[4]
+    for i in range(5):
+        leader.propose(f"v{i}".encode())
+    cluster.run(200)
+    cluster.apply()
+    assert not newcomer.is_voter
+    assert newcomer.leader == leader_id, "it asked a voter who leads, then fetched from the leader"
+    assert newcomer.log.end_offset == leader.log.end_offset
+    assert 4 in leader.observer_progress()
+    assert 4 not in leader.voter_progress()
+    offset = leader.propose_voters(voters(1, 2, 3, 4))
+    assert offset is not None
+    assert leader.quorum == 3, "the new configuration counts at once, before it commits"
+    cluster.run(100)
+    assert all(core.voters == {1, 2, 3, 4} for core in cluster.cores.values())
+    assert all(core.high_watermark > offset for core in cluster.cores.values())
+    # the newcomer now counts: with two of the old voters gone, no commit; with it back, commits
+    others = [n for n in (1, 2, 3) if n != leader_id]
+    cluster.isolate(others[0])
+    cluster.isolate(4)
+    before = leader.high_watermark
+    leader.propose(b"needs three of four")
+    cluster.run(50)
+    assert leader.high_watermark == before
+    cluster.heal()
+    cluster.isolate(others[0])
+    cluster.run(50)
+    assert leader.high_watermark > before, "leader, the other old voter and the newcomer: three of four"
+
+
+def test_a_leader_that_removes_itself_leads_until_the_change_commits_then_the_others_elect() -> None:
+    cluster = Cluster()
+    leader_id = elect(cluster)
+    leader = cluster.cores[leader_id]
+    cluster.apply()
+    remaining = tuple(n for n in (1, 2, 3) if n != leader_id)
+    offset = leader.propose_voters(voters(*remaining))
+    assert offset is not None
+    assert leader.role is Role.LEADER, "it leads until the removal is committed"
+    cluster.run(400)
+    assert leader.role is not Role.LEADER
+    assert not leader.is_voter
+    (successor,) = cluster.leaders()
+    assert successor in remaining
+    assert cluster.cores[successor].high_watermark > offset
+    cluster.run(1_000)
+    assert leader.role is Role.FOLLOWER, "removed, it only observes"
+    assert leader.leader == successor
+    assert cluster.leaders() == [successor]
+
+
+def test_a_change_of_more_than_one_voter_or_before_the_last_commits_is_refused() -> None:
+    cluster = Cluster(observers=2)
+    leader_id = elect(cluster)
+    leader = cluster.cores[leader_id]
+    assert (
+        leader.voters_change_refusal(voters(1, 2, 3, 4)) == "this controller is not the active one (or not yet ready)"
+    )
+    cluster.apply()
+    assert leader.voters_change_refusal(voters(1, 2, 3, 4, 5)) == "a change adds or removes exactly one voter"
+    assert leader.propose_voters(voters(1, 2, 3, 4, 5)) is None
+    cluster.isolate(next(n for n in (1, 2, 3) if n != leader_id))
+    cluster.isolate(4)
+    assert leader.propose_voters(voters(1, 2, 3, 4)) is not None
+    assert leader.voters_change_refusal(voters(1, 2, 3, 4, 5)) == "an earlier change of the quorum is not committed yet"
+    follower = cluster.cores[next(n for n in (1, 2, 3) if n != leader_id)]
+    assert follower.voters_change_refusal(voters(1, 2)) is not None, "only the leader changes the quorum"
+
+
+def test_a_restarted_node_takes_the_quorum_from_its_log_and_its_snapshot() -> None:
+    cluster = Cluster(observers=1)
+    leader_id = elect(cluster)
+    leader = cluster.cores[leader_id]
+    cluster.run(100)
+    cluster.apply()
+    assert leader.propose_voters(voters(1, 2, 3, 4)) is not None
+    cluster.run(100)
+    log = cluster.cores[4].log
+    assert isinstance(log, MemoryRaftLog)
+    restarted = RaftCore.restart(4, frozenset({1, 2, 3}), log.copy(), random.Random(4), config=CONFIG)
+    assert restarted.voters == {1, 2, 3, 4}, "the configuration entry in its log"
+    end = cluster.cores[4].high_watermark
+    log.trim_to(log.add_snapshot(b"state", end, cluster.cores[4].voters_at(end)))
+    assert log.start_offset > 0
+    restarted = RaftCore.restart(4, frozenset({1, 2, 3}), log.copy(), random.Random(4), config=CONFIG)
+    assert restarted.voters == {1, 2, 3, 4}, "the snapshot's voters once the log no longer holds the entry"

@@ -52,16 +52,28 @@ NO_LEADER = -1
 
 
 @dataclass(frozen=True)
+class Voter:
+    """A member of the quorum: its node id and where its peers reach it (the driver's concern)."""
+
+    node_id: int
+    address: str = ""
+
+
+@dataclass(frozen=True)
 class Entry:
     """One log entry: the epoch of the leader that appended it, and the state machine's payload.
 
     ``ends_write``: the last entry of one ``propose`` (a decision written as one batch). A log
     that stores writes as units (the metadata log's batches) keeps the leader's boundaries on
-    followers with it, so a truncation at a write boundary never takes more than asked."""
+    followers with it, so a truncation at a write boundary never takes more than asked.
+
+    ``voters``: a configuration entry (KIP-853's VotersRecord, alone in its write, no payload):
+    from this offset on, the quorum is these voters."""
 
     epoch: int
     data: bytes
     ends_write: bool = True
+    voters: tuple[Voter, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +115,11 @@ class RaftLog(Protocol):
     @property
     def latest_snapshot(self) -> SnapshotId | None: ...
 
+    @property
+    def snapshot_voters(self) -> tuple[Voter, ...] | None:
+        """The voters as of the latest snapshot's end (None: it records none, the quorum is the
+        one the nodes were started with)."""
+
     def read_snapshot(self, snapshot: SnapshotId, position: int, max_bytes: int) -> tuple[bytes, int] | None:
         """Up to ``max_bytes`` of the snapshot's bytes from ``position``, and its whole size;
         None when this log does not hold that snapshot (any more)."""
@@ -122,6 +139,8 @@ class MemoryRaftLog:
     def __init__(self, entries: Sequence[Entry] = ()) -> None:
         self.items: list[Entry] = list(entries)
         self.start_offset = 0
+        #: snapshot -> its bytes: a first line naming the voters ("voters:1@a,2@b" or "voters:-"),
+        #: then the state machine's bytes
         self.snapshots: dict[SnapshotId, bytes] = {}
         self.receiving: tuple[SnapshotId, bytearray] | None = None
 
@@ -170,10 +189,21 @@ class MemoryRaftLog:
     def latest_snapshot(self) -> SnapshotId | None:
         return max(self.snapshots, key=lambda s: s.end_offset, default=None)
 
-    def add_snapshot(self, data: bytes, end_offset: int) -> SnapshotId:
-        """The state machine's snapshot of everything below ``end_offset`` (committed, held)."""
+    @property
+    def snapshot_voters(self) -> tuple[Voter, ...] | None:
+        latest = self.latest_snapshot
+        return None if latest is None else _split_snapshot(self.snapshots[latest])[0]
+
+    def snapshot_state(self, snapshot: SnapshotId) -> bytes:
+        """The state machine's bytes of a held snapshot."""
+        return _split_snapshot(self.snapshots[snapshot])[1]
+
+    def add_snapshot(self, data: bytes, end_offset: int, voters: tuple[Voter, ...] | None = None) -> SnapshotId:
+        """The state machine's snapshot of everything below ``end_offset`` (committed, held),
+        with the voters as of that offset."""
         snapshot = SnapshotId(end_offset, self.epoch_at(end_offset - 1))
-        self.snapshots[snapshot] = data
+        named = "-" if voters is None else ",".join(f"{v.node_id}@{v.address}" for v in voters)
+        self.snapshots[snapshot] = f"voters:{named}\n".encode() + data
         return snapshot
 
     def trim_to(self, snapshot: SnapshotId) -> None:
@@ -199,6 +229,18 @@ class MemoryRaftLog:
         self.receiving = None
         self.items, self.start_offset = [], snapshot.end_offset
         return True
+
+
+def _split_snapshot(data: bytes) -> tuple[tuple[Voter, ...] | None, bytes]:
+    line, _, state = data.partition(b"\n")
+    named = line.decode().removeprefix("voters:")
+    if named == "-":
+        return None, state
+    voters = []
+    for item in named.split(","):
+        node, _, address = item.partition("@")
+        voters.append(Voter(int(node), address))
+    return tuple(voters), state
 
 
 class Role(Enum):
@@ -370,12 +412,20 @@ class RaftCore:
     _fetch_in_flight_until_ms: int = -1
     _snapshot_fetch: _SnapshotFetch | None = None
     _installed: SnapshotId | None = None
+    #: the voters as the newest configuration entry of the log says (or, without one, as of the
+    #: log start: the snapshot's, or the ones the node was started with); ``voters`` their ids
+    voter_set: tuple[Voter, ...] = ()
+    _base_voters: tuple[Voter, ...] = ()
+    #: (offset, voters) of every configuration entry in the log, oldest first
+    _configs: list[tuple[int, tuple[Voter, ...]]] = field(default_factory=list)
+    #: on the leader: non-voters that fetch (observers: a controller about to be added)
+    _observers: dict[int, _Tracking] = field(default_factory=dict)
 
     @classmethod
     def restart(
         cls,
         node_id: int,
-        voters: frozenset[int],
+        voters: frozenset[int] | tuple[Voter, ...],
         log: RaftLog,
         rng: random.Random,
         *,
@@ -384,10 +434,21 @@ class RaftCore:
         now_ms: int = 0,
         applied: int = 0,
     ) -> RaftCore:
-        """A voter from its durable state (the epoch and vote persisted, the log flushed), as a
-        follower that knows no leader yet. ``applied``: where the state machine's own state ends
-        (the end of the snapshot it loaded; committed, so the high-water mark starts there)."""
-        core = cls(node_id, voters, log, rng, config or RaftConfig(), epoch=hard_state[0], voted_for=hard_state[1])
+        """A node from its durable state (the epoch and vote persisted, the log flushed), as a
+        follower that knows no leader yet. ``voters``: the quorum it was started with, in force
+        until the log or a snapshot says otherwise (KIP-853's bootstrap voters); a node that is
+        not among the voters is an observer: it fetches, never votes. ``applied``: where the
+        state machine's own state ends (the end of the snapshot it loaded; committed, so the
+        high-water mark starts there)."""
+        bootstrap = (
+            tuple(sorted(voters, key=lambda v: v.node_id))
+            if isinstance(voters, tuple)
+            else tuple(Voter(node) for node in sorted(voters))
+        )
+        core = cls(node_id, frozenset(), log, rng, config or RaftConfig(), epoch=hard_state[0], voted_for=hard_state[1])
+        core._base_voters = log.snapshot_voters or bootstrap
+        core._scan_configs(log.start_offset)
+        core._refresh_voters()
         core.applied = core.high_watermark = applied
         core._now_ms = now_ms
         core._reset_election_timer()
@@ -427,6 +488,22 @@ class RaftCore:
         return len(self.voters) // 2 + 1
 
     @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.voters
+
+    def voters_at(self, offset: int) -> tuple[Voter, ...]:
+        """The voters in force at ``offset`` (for a snapshot ending there)."""
+        found = self._base_voters
+        for config_offset, voters in self._configs:
+            if config_offset < offset:
+                found = voters
+        return found
+
+    def observer_progress(self) -> dict[int, tuple[int, int]]:
+        """As the leader sees them: observer -> (log end, monotonic ms of its last fetch)."""
+        return {node: (t.end_offset, t.last_fetch_ms) for node, t in self._observers.items()}
+
+    @property
     def leader_ready(self) -> bool:
         """Whether this node leads and everything before its epoch is committed and handed out
         by ``committed()`` (its leader-change entry committed): its state is then the newest."""
@@ -448,6 +525,35 @@ class RaftCore:
         offset = self.log.end_offset
         last = len(data) - 1
         self.log.append([Entry(self.epoch, item, index == last) for index, item in enumerate(data)])
+        self._leader_progress()
+        return offset
+
+    def voters_change_refusal(self, voters: tuple[Voter, ...]) -> str | None:
+        """Why the leader cannot make ``voters`` the quorum now (None: it can). Raft's
+        single-server changes (the thesis, section 4.1): one voter added or removed at a time,
+        never while an earlier change is uncommitted, and only once the leader committed an
+        entry of its own epoch (so no change of an earlier leader is still pending)."""
+        if not self.leader_ready:
+            return "this controller is not the active one (or not yet ready)"
+        if self._configs and self._configs[-1][0] >= self.high_watermark:
+            return "an earlier change of the quorum is not committed yet"
+        wanted = {v.node_id for v in voters}
+        if len(wanted) != len(voters) or not wanted:
+            return "the voters must be distinct, and at least one"
+        if len(wanted ^ self.voters) != 1:
+            return "a change adds or removes exactly one voter"
+        return None
+
+    def propose_voters(self, voters: tuple[Voter, ...]) -> int | None:
+        """Append a configuration entry as the leader (see ``voters_change_refusal``): its
+        offset, or None when refused. The new voters count from this entry on (also before it
+        commits); a leader that removed itself resigns once the entry is committed."""
+        if self.voters_change_refusal(voters) is not None:
+            return None
+        offset = self.log.end_offset
+        entry = Entry(self.epoch, b"", True, tuple(sorted(voters, key=lambda v: v.node_id)))
+        self.log.append([entry])
+        self._note_configs(offset, [entry])
         self._leader_progress()
         return offset
 
@@ -474,6 +580,9 @@ class RaftCore:
             elif alive >= self.quorum:
                 self._election_deadline_ms = now_ms + self.config.election_timeout_ms
             self._announce_to_silent_voters()
+            return
+        if not self.is_voter:
+            self._observe()
             return
         if now_ms >= self._election_deadline_ms:
             if self.can_vote:
@@ -608,7 +717,7 @@ class RaftCore:
             self._maybe_win()
 
     def _maybe_win(self) -> None:
-        if len(self._votes) < self.quorum:
+        if len(self._votes & self.voters) < self.quorum or not self.is_voter:
             return
         if self.role is Role.PRE_CANDIDATE:
             self._start_election()
@@ -622,6 +731,7 @@ class RaftCore:
         self._tracking = {
             voter: _Tracking(last_fetch_ms=self._now_ms) for voter in self.voters if voter != self.node_id
         }
+        self._observers = {}
         self._epoch_start_offset = self.log.end_offset
         self.log.append([Entry(self.epoch, b"")])  # the leader-change entry: commits earlier epochs
         self._election_deadline_ms = self._now_ms + self.config.election_timeout_ms
@@ -651,6 +761,7 @@ class RaftCore:
         self.role = Role.FOLLOWER
         self.leader = leader
         self._tracking = {}
+        self._observers = {}
         if not heard_directly:
             return
         if leader != NO_LEADER:
@@ -676,7 +787,14 @@ class RaftCore:
         """Whether this node leads ``epoch`` and ``sender`` follows it (a fetch to answer)."""
         if epoch > self.epoch:
             self._become_follower(epoch, NO_LEADER)  # a newer epoch exists: this node is stale
-        return self.role is Role.LEADER and epoch == self.epoch and sender in self._tracking
+        if self.role is not Role.LEADER or epoch != self.epoch or sender == self.node_id:
+            return False
+        if sender not in self._tracking and sender not in self._observers:
+            self._observers[sender] = _Tracking()  # a non-voter fetching: an observer
+        return True
+
+    def _follower_tracking(self, node: int) -> _Tracking:
+        return self._tracking[node] if node in self._tracking else self._observers[node]
 
     def _needs_snapshot(self, fetch_offset: int, last_fetched_epoch: int) -> bool:
         """Whether a follower at (``fetch_offset``, ``last_fetched_epoch``) must load a snapshot:
@@ -697,7 +815,7 @@ class RaftCore:
             leader = self.leader if self.role is not Role.CANDIDATE else NO_LEADER
             self.outbox.append(FetchResponse(self.node_id, request.sender, self.epoch, leader, request.fetch_offset))
             return
-        tracking = self._tracking[request.sender]
+        tracking = self._follower_tracking(request.sender)
         tracking.last_fetch_ms = self._now_ms  # it follows this leader (check-quorum counts it)
         answer = FetchResponse(
             self.node_id, request.sender, self.epoch, self.node_id, request.fetch_offset,
@@ -712,6 +830,9 @@ class RaftCore:
             return
         tracking.end_offset = min(request.fetch_offset, self.log.end_offset)
         self._leader_progress()
+        if self.role is not Role.LEADER:  # that fetch committed its own removal: it resigned
+            self.outbox.append(replace(answer, leader=NO_LEADER))
+            return
         entries = tuple(self.log.entries(request.fetch_offset, self.config.max_fetch_entries))
         self.outbox.append(replace(answer, entries=entries, high_watermark=self.high_watermark))
 
@@ -723,7 +844,7 @@ class RaftCore:
             leader = self.leader if self.role is not Role.CANDIDATE else NO_LEADER
             self.outbox.append(replace(answer, leader=leader))
             return
-        self._tracking[request.sender].last_fetch_ms = self._now_ms
+        self._follower_tracking(request.sender).last_fetch_ms = self._now_ms
         found = self.log.read_snapshot(request.snapshot, request.position, self.config.max_snapshot_chunk_bytes)
         data, size = found if found is not None else (b"", -1)
         self.outbox.append(
@@ -731,12 +852,18 @@ class RaftCore:
         )
 
     def _leader_progress(self) -> None:
-        """Advance the high-water mark to what a majority holds (never backwards, and only once
-        it covers an entry of this epoch)."""
-        ends = sorted([self.log.end_offset, *(t.end_offset for t in self._tracking.values())], reverse=True)
-        candidate = ends[self.quorum - 1]
+        """Advance the high-water mark to what a majority of the voters holds (never backwards,
+        and only once it covers an entry of this epoch); the leader counts itself only while it
+        is a voter. A leader that removed itself resigns once that change is committed."""
+        ends = [t.end_offset for t in self._tracking.values()]
+        if self.is_voter:
+            ends.append(self.log.end_offset)
+        ends.sort(reverse=True)
+        candidate = ends[self.quorum - 1] if len(ends) >= self.quorum else 0
         if candidate > self._epoch_start_offset:
             self.high_watermark = max(self.high_watermark, candidate)
+        if not self.is_voter and self._configs and self._configs[-1][0] < self.high_watermark:
+            self.resign()
 
     def _heard_from_leader(self, response: FetchResponse | FetchSnapshotResponse) -> bool:
         """Take what an answer to a fetch says about epochs and leaders; whether it comes from
@@ -771,9 +898,13 @@ class RaftCore:
             return
         if response.diverging is not None:
             self.log.truncate_to(self._truncation_offset(*response.diverging))
+            self._configs = [c for c in self._configs if c[0] < self.log.end_offset]
+            self._refresh_voters()
             return
         if response.entries:
+            first = self.log.end_offset
             self.log.append(response.entries)
+            self._note_configs(first, response.entries)
         self.high_watermark = max(self.high_watermark, min(response.high_watermark, self.log.end_offset))
 
     def _on_fetch_snapshot_response(self, response: FetchSnapshotResponse) -> None:
@@ -792,9 +923,73 @@ class RaftCore:
         self._snapshot_fetch = None
         if fetch.snapshot.end_offset <= self.applied or not self.log.install_snapshot(fetch.snapshot):
             return  # nothing new after all, or received damaged: fetching again says what to do
+        self._base_voters = self.log.snapshot_voters or self._base_voters
+        self._configs = []
+        self._refresh_voters()
         self.applied = fetch.snapshot.end_offset
         self.high_watermark = max(self.high_watermark, self.applied)
         self._installed = fetch.snapshot
+
+    # -----------------------------------------------------------------------------------------
+    # membership (KIP-853)
+
+    def _observe(self) -> None:
+        """A non-voter's tick: fetch from the leader, or ask a voter who leads (a voter's
+        answer to a fetch names its leader); forget a leader silent for an election timeout."""
+        if self._now_ms >= self._election_deadline_ms:
+            self.leader = NO_LEADER
+            self._reset_election_timer()
+        if self._now_ms < self._fetch_in_flight_until_ms:
+            return
+        if self.leader != NO_LEADER:
+            self._fetch()
+            return
+        voters = sorted(self.voters - {self.node_id})
+        if voters:
+            self._fetch_in_flight_until_ms = self._now_ms + self.config.fetch_timeout_ms
+            self.outbox.append(
+                FetchRequest(
+                    self.node_id, self.rng.choice(voters), self.epoch, self.log.end_offset, self.log.last_epoch
+                )
+            )
+
+    def _scan_configs(self, start: int) -> None:
+        """Find the configuration entries of the log from ``start`` (at a restart)."""
+        offset = start
+        while offset < self.log.end_offset:
+            entries = self.log.entries(offset, 10_000)
+            if not entries:
+                break
+            self._note_configs(offset, entries, refresh=False)
+            offset += len(entries)
+
+    def _note_configs(self, first_offset: int, entries: Sequence[Entry], *, refresh: bool = True) -> None:
+        for index, entry in enumerate(entries):
+            if entry.voters is not None:
+                self._configs.append((first_offset + index, entry.voters))
+        if refresh:
+            self._refresh_voters()
+
+    def _refresh_voters(self) -> None:
+        """The newest configuration in the log is the quorum (Raft uses a configuration as soon
+        as it is in the log, committed or not). A leader re-sorts its followers into voters and
+        observers; a candidate that is no longer a voter stops campaigning."""
+        self.voter_set = self._configs[-1][1] if self._configs else self._base_voters
+        voters = frozenset(v.node_id for v in self.voter_set)
+        if voters == self.voters:
+            return
+        self.voters = voters
+        if self.role is Role.LEADER:
+            followers = {**self._observers, **self._tracking}
+            self._tracking = {
+                node: followers.get(node) or _Tracking(last_fetch_ms=self._now_ms)
+                for node in voters
+                if node != self.node_id
+            }
+            self._observers = {node: t for node, t in followers.items() if node not in voters}
+            self._leader_progress()
+        elif self.role is not Role.FOLLOWER and not self.is_voter:
+            self._become_follower(self.epoch, NO_LEADER)
 
     def _truncation_offset(self, leader_epoch: int, leader_end: int) -> int:
         """Where this log stops agreeing with the leader's: the end of ``leader_epoch`` there, or
