@@ -169,6 +169,8 @@ class World(EventLoop):
     def _load(self, voter: Voter, snapshot: SnapshotId) -> None:
         """The state machine loads an installed snapshot (it must be the committed prefix)."""
         self.installs += 1
+        if snapshot.end_offset <= len(voter.state):
+            self.violations.append(f"voter {voter.node} installed {snapshot}, holding {len(voter.state)} entries")
         log = voter.core.log
         assert isinstance(log, MemoryRaftLog)
         entries = decode_state(log.snapshot_state(snapshot))
@@ -326,6 +328,10 @@ class World(EventLoop):
         for voter in self.voters.values():
             if voter.core.high_watermark <= offset:
                 violations.append(f"voter {voter.node} has not committed the value proposed after healing")
+            if len(voter.state) != voter.core.high_watermark:
+                violations.append(
+                    f"voter {voter.node} applied {len(voter.state)} of {voter.core.high_watermark} entries"
+                )
         return violations
 
 

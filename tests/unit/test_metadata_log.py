@@ -9,10 +9,13 @@ import os
 import random
 from pathlib import Path
 
+import pytest
+
 from lanes.clock import ManualClock
 from lanes.controller.core import ControllerCore, NewTopic
 from lanes.controller.metadata_log import MetadataLog
 from lanes.controller.raft import Entry, SnapshotId
+from lanes.errors import LanesError
 from lanes.metadata.image import MetadataImage
 from lanes.protocol.records import Record, encode_batch
 from lanes.v1 import metadata_pb2
@@ -239,3 +242,32 @@ def test_read_serves_watchers_from_an_offset(tmp_path: Path) -> None:
     tail = controller.log.read(controller.image.last_offset)
     assert [offset for offset, _ in tail] == [controller.image.last_offset]
     assert len(controller.log.read(0, max_records=3)) >= 3
+
+
+def test_an_install_interrupted_over_a_longer_divergent_tail_is_finished_at_open(tmp_path: Path) -> None:
+    """The follower's log is longer than the installed snapshot but of another epoch there: the
+    log is emptied to start at the snapshot's end, as Kafka's truncateToLatestSnapshot does."""
+    leader = MetadataLog(tmp_path / "leader", ManualClock())
+    for _ in range(20):
+        leader.append(write(5, b""))
+    header = leader.snapshot_header(20)
+    snapshot_file = leader.write_snapshot(header, MetadataImage().to_records())
+    follower_dir = tmp_path / "follower"
+    follower = MetadataLog(follower_dir, ManualClock())
+    for _ in range(30):
+        follower.append(write(3, b""))  # an uncommitted tail of an older epoch
+    follower.close()
+    snapshot_file.rename(follower_dir / snapshot_file.name)
+    reopened = MetadataLog(follower_dir, ManualClock())
+    assert (reopened.start_offset, reopened.end_offset, reopened.last_epoch) == (20, 20, 5)
+    assert [reopened.epoch_at(offset) for offset in (0, 19)] == [5, 5]
+
+
+def test_reading_below_the_log_start_is_an_error(tmp_path: Path) -> None:
+    controller = build(tmp_path)
+    controller.log.snapshot(controller.image)
+    controller.commit(controller.core.create_topic(NewTopic("more", 1, 1)))
+    controller.log.snapshot(controller.image)
+    assert controller.log.start_offset > 0
+    with pytest.raises(LanesError, match="below the log start"):
+        controller.log.read(0)

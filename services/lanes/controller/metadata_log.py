@@ -13,6 +13,10 @@ Layout, under the controller's data directory::
                                      values are MetadataImage.to_records()
     snapshot-<offset:020d>.partial   a snapshot being received from the leader (KIP-630)
 
+A configuration entry (KIP-853's VotersRecord: from here on, these are the voters) is a control
+batch of its own whose one record's value is a RaftVoterSet; ``read`` hands it to images as an
+empty MetadataRecord (a no-op), and snapshot headers name the voters in force at their end.
+
 ``MetadataLog`` is the ``RaftLog`` the core (``lanes.controller.raft``) replicates: a decision's
 records are one ``append`` and so one batch per epoch, all or nothing also across a crash
 (recovery drops a torn batch whole), and ``entries`` hands out whole batches, so a follower
@@ -42,7 +46,8 @@ from pathlib import Path
 from google.protobuf.message import DecodeError
 
 from lanes.clock import Clock
-from lanes.controller.raft import Entry, SnapshotId
+from lanes.controller.raft import Entry, SnapshotId, Voter
+from lanes.controller.raft_wire import voters_from_wire, voters_to_wire
 from lanes.errors import LanesError
 from lanes.metadata.image import MetadataImage
 from lanes.protocol.records import Record, decode_batches, encode_batch
@@ -66,6 +71,8 @@ class _Snapshot:
     path: Path
     #: (epoch, first offset) of every quorum epoch below the snapshot's end, oldest first
     epochs: tuple[tuple[int, int], ...]
+    #: the voters as of its end (None: the quorum the controllers were started with)
+    voters: tuple[Voter, ...] | None = None
 
 
 class MetadataLog:
@@ -81,12 +88,17 @@ class MetadataLog:
         for path in self._snapshot_files(SNAPSHOT_SUFFIX):
             found = _read_snapshot(path)
             if found is not None:
-                self._snapshots.append(_Snapshot(found[0].id, path, found[0].epochs))
+                self._snapshots.append(_Snapshot(found[0].id, path, found[0].epochs, found[0].voters))
         for partial in self._snapshot_files(PARTIAL_SUFFIX):
             partial.unlink()  # a transfer the process did not finish
+        for stale in directory.glob(f"{SNAPSHOT_PREFIX}*{SNAPSHOT_SUFFIX}.tmp"):
+            stale.unlink()  # a snapshot write the process did not finish
         latest = self.latest_snapshot
-        if latest is not None and latest.end_offset > self.end_offset:
+        if latest is not None and (
+            latest.end_offset > self.end_offset or self.epoch_at(latest.end_offset - 1) != latest.epoch
+        ):
             # installed, but the process stopped before the log was emptied to start at its end
+            # (the log is shorter, or its entry there is of another epoch: a divergent tail)
             self._log.truncate_fully_and_start_at(latest.end_offset)
         if self.start_offset > 0 and (latest is None or latest.end_offset < self.start_offset):
             raise LanesError(
@@ -169,7 +181,11 @@ class MetadataLog:
             for batch in decode_batches(result.records):
                 epoch = batch.header.partition_leader_epoch
                 last = batch.records[-1].offset if batch.records else -1
-                kept = [Entry(epoch, r.value or b"", r.offset == last) for r in batch.records if r.offset >= offset]
+                if batch.header.is_control:  # a configuration entry, alone in its batch
+                    voters = voters_from_wire(controller_pb2.RaftVoterSet.FromString(batch.records[0].value or b""))
+                    kept = [Entry(epoch, b"", True, voters)] if batch.records[0].offset >= offset else []
+                else:
+                    kept = [Entry(epoch, r.value or b"", r.offset == last) for r in batch.records if r.offset >= offset]
                 if found and len(found) + len(kept) > max_count:
                     return found
                 found.extend(kept)
@@ -184,8 +200,18 @@ class MetadataLog:
         buffers = []
         offset = self.end_offset
         for items in _writes(entries):
-            records = [Record(offset + index, now, None, entry.data) for index, entry in enumerate(items)]
-            buffers.append(encode_batch(records, base_offset=offset, partition_leader_epoch=items[0].epoch))
+            if items[0].voters is not None:  # a configuration entry: a control batch of its own
+                value = voters_to_wire(items[0].voters).SerializeToString()
+                batch = encode_batch(
+                    [Record(offset, now, None, value)],
+                    base_offset=offset,
+                    partition_leader_epoch=items[0].epoch,
+                    is_control=True,
+                )
+            else:
+                records = [Record(offset + index, now, None, entry.data) for index, entry in enumerate(items)]
+                batch = encode_batch(records, base_offset=offset, partition_leader_epoch=items[0].epoch)
+            buffers.append(batch)
             offset += len(items)
         if buffers:
             self._log.append_as_follower(b"".join(buffers))
@@ -201,6 +227,11 @@ class MetadataLog:
     def latest_snapshot(self) -> SnapshotId | None:
         """The newest intact snapshot's id."""
         return self._snapshots[-1].id if self._snapshots else None
+
+    @property
+    def snapshot_voters(self) -> tuple[Voter, ...] | None:
+        """The voters as of the newest snapshot's end (None: none recorded)."""
+        return self._snapshots[-1].voters if self._snapshots else None
 
     def read_snapshot(self, snapshot: SnapshotId, position: int, max_bytes: int) -> tuple[bytes, int] | None:
         """Up to ``max_bytes`` of a snapshot file from ``position``, and its size (None: not held)."""
@@ -224,8 +255,9 @@ class MetadataLog:
             path.write_bytes(b"")
             self._receiving = (snapshot, path)
         with path.open("r+b") as file:
-            if os.fstat(file.fileno()).st_size != position:
+            if os.fstat(file.fileno()).st_size < position:
                 raise LanesError(f"snapshot chunk at {position} does not follow what {path.name} holds")
+            file.truncate(position)  # what a failed write of this chunk may have left
             file.seek(position)
             file.write(data)
 
@@ -250,7 +282,7 @@ class MetadataLog:
         for older in self._snapshots:
             if older.path != path:
                 older.path.unlink(missing_ok=True)
-        self._snapshots = [_Snapshot(snapshot, path, found[0].epochs)]
+        self._snapshots = [_Snapshot(snapshot, path, found[0].epochs, found[0].voters)]
         fsync_directory(self.directory)
         return True
 
@@ -258,25 +290,32 @@ class MetadataLog:
     # the state machine's snapshots
 
     def read(self, from_offset: int, max_records: int = 10_000) -> list[tuple[int, metadata_pb2.MetadataRecord]]:
-        """Up to ``max_records`` (offset, record) pairs from ``from_offset`` on (whole batches)."""
+        """Up to ``max_records`` (offset, record) pairs from ``from_offset`` on (whole batches);
+        below the log start is an error (those records live only in a snapshot)."""
+        if from_offset < self.start_offset:
+            raise LanesError(f"metadata offset {from_offset} is below the log start {self.start_offset}")
         found: list[tuple[int, metadata_pb2.MetadataRecord]] = []
-        offset = max(from_offset, self.start_offset)
+        offset = from_offset
         while offset < self.end_offset and len(found) < max_records:
             result = self._log.read(offset, 1024 * 1024)
             if not result.records:
                 break
             for batch in decode_batches(result.records):
                 for record in batch.records:
-                    if record.offset >= offset:
-                        found.append((record.offset, metadata_pb2.MetadataRecord.FromString(record.value or b"")))
+                    if record.offset >= offset:  # a configuration entry is a no-op for images
+                        value = b"" if batch.header.is_control else record.value or b""
+                        found.append((record.offset, metadata_pb2.MetadataRecord.FromString(value)))
             offset = result.next_offset
         return found
 
-    def snapshot_header(self, end_offset: int) -> controller_pb2.MetadataSnapshotHeader:
-        """The header of a snapshot of every entry below ``end_offset`` (held, committed)."""
+    def snapshot_header(
+        self, end_offset: int, voters: tuple[Voter, ...] | None = None
+    ) -> controller_pb2.MetadataSnapshotHeader:
+        """The header of a snapshot of every entry below ``end_offset`` (held, committed), with
+        the voters in force there."""
         if not self.start_offset < end_offset <= self.end_offset:
             raise LanesError(f"no snapshot at {end_offset}: the log holds {self.start_offset}..{self.end_offset}")
-        return controller_pb2.MetadataSnapshotHeader(
+        header = controller_pb2.MetadataSnapshotHeader(
             id=controller_pb2.RaftSnapshotId(end_offset=end_offset, epoch=self.epoch_at(end_offset - 1)),
             epochs=[
                 controller_pb2.QuorumEpochStart(epoch=epoch, start_offset=start)
@@ -284,6 +323,9 @@ class MetadataLog:
                 if start < end_offset
             ],
         )
+        if voters is not None:
+            header.voters.CopyFrom(voters_to_wire(voters))
+        return header
 
     def write_snapshot(
         self, header: controller_pb2.MetadataSnapshotHeader, records: Sequence[metadata_pb2.MetadataRecord]
@@ -301,6 +343,7 @@ class MetadataLog:
             SnapshotId(header.id.end_offset, header.id.epoch),
             path,
             tuple((e.epoch, e.start_offset) for e in header.epochs),
+            voters_from_wire(header.voters) if header.HasField("voters") else None,
         )
         if self._snapshots and snapshot.id.end_offset <= self._snapshots[-1].id.end_offset:
             return
@@ -313,9 +356,9 @@ class MetadataLog:
         self._snapshots = kept
         fsync_directory(self.directory)
 
-    def snapshot(self, state: MetadataImage) -> Path:
+    def snapshot(self, state: MetadataImage, voters: tuple[Voter, ...] | None = None) -> Path:
         """Snapshot ``state`` (committed, applied from this log) at once, on the calling thread."""
-        header = self.snapshot_header(state.last_offset + 1)
+        header = self.snapshot_header(state.last_offset + 1, voters)
         path = self.write_snapshot(header, state.to_records())
         self.adopt_snapshot(header, path)
         return path
@@ -337,11 +380,12 @@ class MetadataLog:
 
 
 def _writes(entries: Sequence[Entry]) -> list[list[Entry]]:
-    """``entries`` cut after each entry that ends a write, and where the epoch changes."""
+    """``entries`` cut after each entry that ends a write, where the epoch changes, and around
+    configuration entries (each is a write of its own)."""
     writes: list[list[Entry]] = []
     current: list[Entry] = []
     for entry in entries:
-        if current and current[-1].epoch != entry.epoch:
+        if current and (current[-1].epoch != entry.epoch or entry.voters is not None):
             writes.append(current)
             current = []
         current.append(entry)
@@ -381,10 +425,12 @@ def _read_snapshot(
     snapshot = SnapshotId(header.id.end_offset, header.id.epoch)
     if snapshot.end_offset <= 0:
         return None
-    return _Header(snapshot, tuple((e.epoch, e.start_offset) for e in header.epochs)), records
+    voters = voters_from_wire(header.voters) if header.HasField("voters") else None
+    return _Header(snapshot, tuple((e.epoch, e.start_offset) for e in header.epochs), voters), records
 
 
 @dataclass(frozen=True)
 class _Header:
     id: SnapshotId
     epochs: tuple[tuple[int, int], ...]
+    voters: tuple[Voter, ...] | None

@@ -24,6 +24,13 @@ state machine reach the leader's high-water mark, recording a vote for that lead
 (the one vote it may have given there, so it cannot give a second). Until then it cannot be
 elected, so it never starts a cluster of its own.
 
+**Membership** (KIP-853): the voters are what the newest configuration entry of the log says
+(``--voters`` only bootstraps a quorum whose log has none). A controller that is not among them
+is an observer: it fetches from the leader (asking any voter who leads) and never votes; the
+active controller makes a caught-up observer a voter (``change_voters``), or removes a voter,
+one at a time, answering once the change is committed. Addresses come from the configuration,
+then ``--voters``, then what an observer said it is reached at (``sender_address``).
+
 **An entry the state machine cannot apply stops the process** (as KRaft does): the applied
 offset has moved past it, and the state would silently differ from the log. A restart loads the
 last snapshot and applies the log again.
@@ -59,6 +66,7 @@ from lanes.controller.raft import (
     RaftCore,
     Role,
     SnapshotId,
+    Voter,
 )
 from lanes.controller.raft_wire import from_wire, to_wire
 from lanes.errors import NotControllerError
@@ -73,6 +81,8 @@ TICK_MS = 50
 FETCH_HOLD_MS = 300
 SEND_TIMEOUT_S = 2.0
 MAX_SENDS_IN_FLIGHT = 32  # per peer: beyond that a peer is not keeping up, and messages drop
+#: an observer that fetched this recently, and up to the high-water mark, may become a voter
+OBSERVER_FRESH_MS = 2_000
 #: Raft timing for real processes: an election within 1-2 s of losing the leader, fetches
 #: answered within the hold and retried after 500 ms without an answer.
 PROCESS_RAFT_CONFIG = RaftConfig(
@@ -117,6 +127,7 @@ class Quorum:
         voters: dict[int, str],
         log: MetadataLog,
         *,
+        address: str,
         state_dir: Path,
         clock: Clock,
         rng: random.Random,
@@ -129,11 +140,13 @@ class Quorum:
         """``applied``: the offset after the last entry the state machine already holds (its
         snapshot); ``on_leadership(True)`` once this node leads with its state current,
         ``(False)`` when it stops leading; ``on_snapshot_installed``: the leader's snapshot
-        replaced this node's log, load it (before any later entry is applied)."""
-        if node_id not in voters:
-            raise ValueError(f"node {node_id} is not one of the voters {sorted(voters)}")
+        replaced this node's log, load it (before any later entry is applied). ``voters``: the
+        quorum to start with (this node among them, or not: an observer); ``address``: where
+        this node is reached."""
         self.node_id = node_id
-        self.voters = voters
+        self.address = address
+        self._bootstrap = voters
+        self._learned: dict[int, str] = {}  # observers' addresses, from their messages
         self._log = log
         self._state_path = state_dir / QUORUM_STATE_FILE
         self._clock = clock
@@ -143,7 +156,7 @@ class Quorum:
         durable = self._read_state()
         self.core = RaftCore.restart(
             node_id,
-            frozenset(voters),
+            tuple(Voter(node, address) for node, address in sorted(voters.items())),
             log,
             rng,
             hard_state=(int(durable.get("epoch") or 0), durable.get("voted_for")),
@@ -151,14 +164,14 @@ class Quorum:
             now_ms=clock.monotonic_ms(),
             applied=applied,
         )
-        self._fresh = not self._state_path.exists() and len(voters) > 1
+        self._fresh = not self._state_path.exists() and len(voters) > 1 and node_id in voters
         self.core.can_vote = bool(durable.get("can_vote", True)) and not self._fresh
         self._persisted = (self.core.hard_state, self.core.can_vote)
         self._leading = False
         self._proposals: list[_Proposal] = []
         self._held: dict[int, _HeldFetch] = {}
         self._hwm_sent: dict[int, int] = {}
-        self._stubs: dict[int, controller_pb2_grpc.ControllerQuorumStub] = {}
+        self._stubs: dict[str, controller_pb2_grpc.ControllerQuorumStub] = {}  # by address
         self._channels: list[grpc.aio.Channel] = []
         self._in_flight: dict[int, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -171,11 +184,6 @@ class Quorum:
     # lifecycle
 
     async def start(self) -> None:
-        for node, address in self.voters.items():
-            if node != self.node_id:
-                channel = open_channel(address, fast_reconnect=True)
-                self._channels.append(channel)
-                self._stubs[node] = controller_pb2_grpc.ControllerQuorumStub(channel)  # type: ignore[no-untyped-call]
         if self._fresh:
             self._spawn(self._decide_whether_new())
         self._ticking = asyncio.create_task(self._tick_forever())
@@ -209,10 +217,22 @@ class Quorum:
         return self.core.leader_ready
 
     @property
+    def voters(self) -> dict[int, str]:
+        """The voters now (the newest configuration), by node id, with their addresses."""
+        return {v.node_id: self.address_of(v.node_id) for v in self.core.voter_set}
+
+    def address_of(self, node: int) -> str:
+        """Where ``node`` is reached ("" when unknown)."""
+        if node == self.node_id:
+            return self.address
+        configured = next((v.address for v in self.core.voter_set if v.node_id == node and v.address), "")
+        return configured or self._bootstrap.get(node) or self._learned.get(node, "")
+
+    @property
     def leader_address(self) -> str | None:
         """The address of the other controller this node follows (None: none known)."""
         leader = self.core.leader
-        return self.voters.get(leader) if leader not in (NO_LEADER, self.node_id) else None
+        return (self.address_of(leader) or None) if leader not in (NO_LEADER, self.node_id) else None
 
     def propose(self, data: Sequence[bytes]) -> asyncio.Future[int]:
         """Append ``data`` as one write; the future gives the first offset once all of it is
@@ -247,8 +267,8 @@ class Quorum:
             high_watermark=self.core.high_watermark,
             log_end_offset=self._log.end_offset,
         )
-        if leader != NO_LEADER and leader in self.voters:
-            answer.leader.CopyFrom(_node(leader, self.voters[leader]))
+        if leader != NO_LEADER and self.address_of(leader):
+            answer.leader.CopyFrom(_node(leader, self.address_of(leader)))
         for node, address in sorted(self.voters.items()):
             voter = controller_pb2.QuorumVoter(endpoint=_node(node, address), log_end_offset=-1, last_fetch_age_ms=-1)
             if node == self.node_id and self.core.role is Role.LEADER:
@@ -257,13 +277,57 @@ class Quorum:
                 end, fetched_ms = progress[node]
                 voter.log_end_offset, voter.last_fetch_age_ms = end, max(now - fetched_ms, 0)
             answer.voters.append(voter)
+        for node, (end, fetched_ms) in sorted(self.core.observer_progress().items()):
+            answer.observers.append(
+                controller_pb2.QuorumVoter(
+                    endpoint=_node(node, self.address_of(node)),
+                    log_end_offset=end,
+                    last_fetch_age_ms=max(now - fetched_ms, 0),
+                )
+            )
         return answer
+
+    async def change_voters(self, *, add: Voter | None = None, remove: int | None = None) -> int:
+        """As the leader, add a caught-up observer as a voter or remove a voter; returns the
+        configuration entry's offset once it is committed. ValueError: refused (why);
+        NotControllerError: not the leader, or leadership moved first (outcome unknown)."""
+        if not self.core.leader_ready:
+            raise NotControllerError(self.not_leader_message())
+        current = {v.node_id: v for v in self.core.voter_set}
+        if add is not None:
+            if add.node_id in current:
+                raise ValueError(f"controller {add.node_id} is a voter already")
+            end, fetched_ms = self.core.observer_progress().get(add.node_id, (-1, -(10**12)))
+            if self._clock.monotonic_ms() - fetched_ms > OBSERVER_FRESH_MS or end < self.core.high_watermark:
+                raise ValueError(
+                    f"controller {add.node_id} is not fetching from the quorum or is behind (its log ends at {end}, "
+                    f"the high-water mark is {self.core.high_watermark}): start it with --voters naming this quorum "
+                    "and wait until it caught up"
+                )
+            current[add.node_id] = add
+        if remove is not None:
+            if remove not in current:
+                raise ValueError(f"controller {remove} is not a voter")
+            del current[remove]
+        wanted = tuple(Voter(node, voter.address or self.address_of(node)) for node, voter in sorted(current.items()))
+        refusal = self.core.voters_change_refusal(wanted)
+        if refusal is not None:
+            raise ValueError(refusal)
+        offset = self.core.propose_voters(wanted)
+        assert offset is not None
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._proposals.append(_Proposal(offset, self.core.epoch, future))
+        _log.info("controller %d proposes the voters %s (offset %d)", self.node_id, [v.node_id for v in wanted], offset)
+        self._ready()
+        return await future
 
     def receive(self, wire: controller_pb2.RaftMessage) -> None:
         """A message from another controller."""
         message = from_wire(wire)
-        if message is None or message.to != self.node_id or message.sender not in self.voters:
+        if message is None or message.to != self.node_id or message.sender == self.node_id:
             return
+        if wire.sender_address and message.sender not in self._bootstrap:
+            self._learned[message.sender] = wire.sender_address
         now = self._clock.monotonic_ms()
         self.core.step(message, now)
         if isinstance(message, FetchResponse | FetchSnapshotResponse):
@@ -367,21 +431,15 @@ class Quorum:
                 installed.end_offset,
                 installed.epoch,
             )
-            self._on_snapshot_installed(installed)
+            try:
+                self._on_snapshot_installed(installed)
+            except Exception:
+                self._stop_unapplied(f"load the installed snapshot up to offset {installed.end_offset}")
         while committed := self.core.committed():
             try:
                 self._on_committed(committed)
             except Exception:
-                _log.critical(
-                    "controller %d cannot apply the committed metadata at offsets %d..%d; stopping (a restart "
-                    "applies the log again from the last snapshot)",
-                    self.node_id,
-                    committed[0][0],
-                    committed[-1][0],
-                    exc_info=True,
-                )
-                logging.shutdown()
-                os._exit(70)
+                self._stop_unapplied(f"apply the committed metadata at offsets {committed[0][0]}..{committed[-1][0]}")
         applied = self.core.applied
         done = [p for p in self._proposals if p.last_offset < applied]
         if not done:
@@ -394,6 +452,18 @@ class Quorum:
                 proposal.future.set_result(proposal.last_offset)
             else:  # replaced by a newer leader's entries: never committed
                 proposal.future.set_exception(NotControllerError("leadership moved before the write committed"))
+
+    def _stop_unapplied(self, what: str) -> None:
+        """The state machine is behind the core's applied offset: going on would apply later
+        entries to a state that misses some. Stop; a restart loads the last snapshot and the log."""
+        _log.critical(
+            "controller %d cannot %s; stopping (a restart applies the log again from the last snapshot)",
+            self.node_id,
+            what,
+            exc_info=True,
+        )
+        logging.shutdown()
+        os._exit(70)
 
     def _watch_role(self, now: int) -> None:
         leading = self.core.leader_ready
@@ -441,11 +511,23 @@ class Quorum:
     # transport
 
     def _send(self, to: int, wire: controller_pb2.RaftMessage) -> None:
-        stub = self._stubs.get(to)
+        stub = self._stub(to)
         if stub is None or self._in_flight.get(to, 0) >= MAX_SENDS_IN_FLIGHT:
             return
+        wire.sender_address = self.address
         self._in_flight[to] = self._in_flight.get(to, 0) + 1
         self._spawn(self._deliver(to, stub, wire))
+
+    def _stub(self, node: int) -> controller_pb2_grpc.ControllerQuorumStub | None:
+        """A stub to ``node``'s address (channels are kept per address, as long as the process)."""
+        address = self.address_of(node)
+        if not address or node == self.node_id:
+            return None
+        if address not in self._stubs:
+            channel = open_channel(address, fast_reconnect=True)
+            self._channels.append(channel)
+            self._stubs[address] = controller_pb2_grpc.ControllerQuorumStub(channel)  # type: ignore[no-untyped-call]
+        return self._stubs[address]
 
     async def _deliver(
         self, to: int, stub: controller_pb2_grpc.ControllerQuorumStub, wire: controller_pb2.RaftMessage
@@ -466,7 +548,10 @@ class Quorum:
         0: nobody can have voted yet): a new quorum."""
         while not self.core.can_vote:
             never_voted = 1
-            for node, stub in sorted(self._stubs.items()):
+            for node in sorted(set(self._bootstrap) - {self.node_id}):
+                stub = self._stub(node)
+                if stub is None:
+                    continue
                 with contextlib.suppress(grpc.aio.AioRpcError):
                     peer = await stub.DescribeQuorum(controller_pb2.DescribeQuorumRequest(), timeout=1.0)
                     if peer.epoch > 0:
@@ -480,7 +565,7 @@ class Quorum:
                         )
                         return
                     never_voted += 1
-            if never_voted * 2 > len(self.voters):
+            if never_voted * 2 > len(self._bootstrap):
                 self.core.can_vote = True
                 self._persist()
                 return

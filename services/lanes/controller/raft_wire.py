@@ -13,6 +13,7 @@ from lanes.controller.raft import (
     FetchSnapshotResponse,
     Message,
     SnapshotId,
+    Voter,
     VoteRequest,
     VoteResponse,
 )
@@ -61,10 +62,7 @@ def to_wire(message: Message) -> controller_pb2.RaftMessage:
         response = controller_pb2.RaftFetchResponse(
             leader=message.leader,
             fetch_offset=message.fetch_offset,
-            entries=[
-                controller_pb2.RaftEntry(epoch=e.epoch, data=e.data, continues_write=not e.ends_write)
-                for e in message.entries
-            ],
+            entries=[entry_to_wire(e) for e in message.entries],
             high_watermark=message.high_watermark,
         )
         if message.snapshot is not None:
@@ -100,7 +98,7 @@ def from_wire(wire: controller_pb2.RaftMessage) -> Message | None:
             wire.epoch,
             a.leader,
             a.fetch_offset,
-            entries=tuple(Entry(e.epoch, e.data, not e.continues_write) for e in a.entries),
+            entries=tuple(entry_from_wire(e) for e in a.entries),
             diverging=(a.diverging_epoch, a.diverging_end_offset) if a.has_diverging else None,
             high_watermark=a.high_watermark,
             snapshot=SnapshotId(a.snapshot.end_offset, a.snapshot.epoch) if a.HasField("snapshot") else None,
@@ -116,6 +114,28 @@ def from_wire(wire: controller_pb2.RaftMessage) -> Message | None:
             wire.sender, wire.to, wire.epoch, c.leader, snapshot, c.position, c.data, c.size, c.high_watermark
         )
     return None
+
+
+def entry_to_wire(entry: Entry) -> controller_pb2.RaftEntry:
+    wire = controller_pb2.RaftEntry(epoch=entry.epoch, data=entry.data, continues_write=not entry.ends_write)
+    if entry.voters is not None:
+        wire.voters.CopyFrom(voters_to_wire(entry.voters))
+    return wire
+
+
+def entry_from_wire(wire: controller_pb2.RaftEntry) -> Entry:
+    voters = voters_from_wire(wire.voters) if wire.HasField("voters") else None
+    return Entry(wire.epoch, wire.data, not wire.continues_write, voters)
+
+
+def voters_to_wire(voters: tuple[Voter, ...]) -> controller_pb2.RaftVoterSet:
+    return controller_pb2.RaftVoterSet(
+        voters=[controller_pb2.RaftVoter(node_id=v.node_id, address=v.address) for v in voters]
+    )
+
+
+def voters_from_wire(wire: controller_pb2.RaftVoterSet) -> tuple[Voter, ...]:
+    return tuple(Voter(v.node_id, v.address) for v in wire.voters)
 
 
 def _snapshot_id(snapshot: SnapshotId) -> controller_pb2.RaftSnapshotId:

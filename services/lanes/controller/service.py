@@ -34,7 +34,7 @@ from lanes.controller.core import ConfigOp, ControllerCore, ControllerDecision, 
 from lanes.controller.metadata_log import MetadataLog
 from lanes.controller.metrics import ControllerMetrics, QuorumView
 from lanes.controller.quorum import Quorum
-from lanes.controller.raft import Entry, SnapshotId
+from lanes.controller.raft import Entry, SnapshotId, Voter
 from lanes.errors import ErrorCode, LanesError, NotControllerError
 from lanes.metadata.image import MetadataImage, NodeKind, PartitionImage, ProducerIdBlock, TopicImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
@@ -46,6 +46,8 @@ from lanes.topic_configs import TOPIC_CONFIGS
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
 _log = logging.getLogger(__name__)
+#: how long AddController / RemoveController wait for the change to commit
+QUORUM_CHANGE_TIMEOUT_S = 30.0
 _OPS = {
     controller_pb2.ALTER_CONFIG_OP_SET: "set",
     controller_pb2.ALTER_CONFIG_OP_DELETE: "delete",
@@ -104,6 +106,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             endpoint.node_id,
             voters or {endpoint.node_id: f"{endpoint.host}:{endpoint.port}"},
             self._metadata,
+            address=f"{endpoint.host}:{endpoint.port}",
             state_dir=data_dir,
             clock=clock,
             rng=rng,
@@ -172,6 +175,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         for offset, entry in entries:
             if offset <= self.image.last_offset:
                 continue  # already in the snapshot the image was loaded from
+            if offset != self.image.last_offset + 1:
+                raise LanesError(f"committed entry {offset} does not follow the image's {self.image.last_offset}")
             record = metadata_pb2.MetadataRecord.FromString(entry.data)
             self.image.apply(offset, record)
             applied.append(record)
@@ -184,10 +189,13 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             self._changed.notify_all()
 
     def _load_installed_snapshot(self, snapshot: SnapshotId) -> None:
-        """The leader's snapshot replaced this follower's log: its state replaces the image."""
-        self.core.image = self._metadata.load_snapshot()
-        if self.image.last_offset + 1 != snapshot.end_offset:
-            raise LanesError(f"the installed snapshot {snapshot} loaded as of offset {self.image.last_offset}")
+        """The leader's snapshot replaced this follower's log: its state replaces the image. A
+        failure raises (the driver stops the process: applying later entries to the old image
+        would lose every record in between)."""
+        image = self._metadata.load_snapshot()
+        if image.last_offset + 1 != snapshot.end_offset:
+            raise LanesError(f"the installed snapshot {snapshot} loaded as of offset {image.last_offset}")
+        self.core.image = image
         self._records_since_snapshot = 0
         self._changed.notify_all()
 
@@ -196,14 +204,14 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         thread: the disk never stalls the quorum), then drop the log below the snapshot before.
         Best effort: without it the log just keeps more."""
         records, end_offset = self.image.to_records(), self.image.last_offset + 1
-        header = self._metadata.snapshot_header(end_offset)
         try:
+            header = self._metadata.snapshot_header(end_offset, self.quorum.core.voters_at(end_offset))
             path = await asyncio.to_thread(self._metadata.write_snapshot, header, records)
             if self._metadata.start_offset < end_offset <= self._metadata.end_offset:
                 self._metadata.adopt_snapshot(header, path)
             else:  # the leader's snapshot replaced the log meanwhile
                 path.unlink(missing_ok=True)
-        except OSError as exc:
+        except (OSError, LanesError) as exc:
             _log.warning("metadata snapshot at offset %d not written: %s", end_offset - 1, exc)
         finally:
             self._snapshotting = None
@@ -373,6 +381,41 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             session_timeout_ms=self.session_timeout_ms,
         )
 
+    async def AddController(  # noqa: N802
+        self, request: controller_pb2.AddControllerRequest, context: ServicerContext
+    ) -> controller_pb2.ChangeControllersResponse:
+        """Make a caught-up observer a voter (KIP-853's AddRaftVoter); answers once committed."""
+        node = request.controller
+        if not node.host or not 0 < node.port < 65536:
+            return self._quorum_change_refused("give the controller's host and port")
+        return await self._change_controllers(add=Voter(node.node_id, f"{node.host}:{node.port}"))
+
+    async def RemoveController(  # noqa: N802
+        self, request: controller_pb2.RemoveControllerRequest, context: ServicerContext
+    ) -> controller_pb2.ChangeControllersResponse:
+        """Remove a voter (KIP-853's RemoveRaftVoter); answers once committed. Removing the active
+        controller makes it resign after the commit (clients then follow the next one)."""
+        return await self._change_controllers(remove=request.node_id)
+
+    async def _change_controllers(
+        self, *, add: Voter | None = None, remove: int | None = None
+    ) -> controller_pb2.ChangeControllersResponse:
+        try:
+            await asyncio.wait_for(self.quorum.change_voters(add=add, remove=remove), QUORUM_CHANGE_TIMEOUT_S)
+        except ValueError as exc:
+            return self._quorum_change_refused(str(exc))
+        except TimeoutError:
+            return controller_pb2.ChangeControllersResponse(
+                error=wire_error(ErrorCode.REQUEST_TIMED_OUT, "the change was not committed in time (outcome unknown)"),
+                quorum=self.quorum.describe(),
+            )
+        return controller_pb2.ChangeControllersResponse(quorum=self.quorum.describe())
+
+    def _quorum_change_refused(self, why: str) -> controller_pb2.ChangeControllersResponse:
+        return controller_pb2.ChangeControllersResponse(
+            error=wire_error(ErrorCode.INVALID_REQUEST, why), quorum=self.quorum.describe()
+        )
+
     async def AllocateProducerIds(  # noqa: N802
         self, request: controller_pb2.AllocateProducerIdsRequest, context: ServicerContext
     ) -> controller_pb2.AllocateProducerIdsResponse:
@@ -398,22 +441,25 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         log holds at the node's ``applied_offset``, so the node refuses another history."""
         next_offset = request.from_offset
         first = True
-        if next_offset < 0 or next_offset < self._metadata.start_offset or next_offset > self.image.last_offset + 1:
-            at = self.image.last_offset
-            yield controller_pb2.MetadataUpdate(
-                snapshot=True,
-                base_offset=at,
-                records=self.image.to_records(),
-                next_offset=at + 1,
-                log_end_offset=self._metadata.end_offset,
-                last_epoch=self._epoch_at(at),
-                applied_offset_epoch=self._epoch_at(request.applied_offset),
-            )
-            next_offset, first = at + 1, False
         while True:
             ticket = self._changed.ticket()
             if not self.active:
                 raise NotControllerError(self.quorum.not_leader_message())
+            if next_offset < 0 or next_offset < self._metadata.start_offset or next_offset > self.image.last_offset + 1:
+                # the node has nothing, asks for what is gone, or fell behind a trimmed log while
+                # it streamed: the whole image instead
+                at = self.image.last_offset
+                yield controller_pb2.MetadataUpdate(
+                    snapshot=True,
+                    base_offset=at,
+                    records=self.image.to_records(),
+                    next_offset=at + 1,
+                    log_end_offset=self._metadata.end_offset,
+                    last_epoch=self._epoch_at(at),
+                    applied_offset_epoch=self._epoch_at(request.applied_offset) if first else -1,
+                )
+                next_offset, first = at + 1, False
+                continue
             applied_end = self.image.last_offset + 1
             if next_offset < applied_end:
                 chunk = [(o, r) for o, r in self._metadata.read(next_offset) if o < applied_end]

@@ -383,6 +383,10 @@ class ControllerLink:
         else:
             if first:
                 self._check_lineage(update)
+            if update.records and update.base_offset > self.image.last_offset + 1:
+                raise MetadataRefusedError(
+                    f"its update starts at offset {update.base_offset}, after a gap from {self.image.last_offset}"
+                )
             for index, record in enumerate(update.records):
                 offset = update.base_offset + index
                 if offset > self.image.last_offset:

@@ -28,17 +28,33 @@ ELECTION_TYPE_PREFERRED: ElectionType
 ELECTION_TYPE_UNCLEAN: ElectionType
 
 class RaftEntry(_message.Message):
-    __slots__ = ("epoch", "data", "continues_write")
+    __slots__ = ("epoch", "data", "continues_write", "voters")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     CONTINUES_WRITE_FIELD_NUMBER: _ClassVar[int]
+    VOTERS_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     data: bytes
     continues_write: bool
-    def __init__(self, epoch: _Optional[int] = ..., data: _Optional[bytes] = ..., continues_write: _Optional[bool] = ...) -> None: ...
+    voters: RaftVoterSet
+    def __init__(self, epoch: _Optional[int] = ..., data: _Optional[bytes] = ..., continues_write: _Optional[bool] = ..., voters: _Optional[_Union[RaftVoterSet, _Mapping]] = ...) -> None: ...
+
+class RaftVoterSet(_message.Message):
+    __slots__ = ("voters",)
+    VOTERS_FIELD_NUMBER: _ClassVar[int]
+    voters: _containers.RepeatedCompositeFieldContainer[RaftVoter]
+    def __init__(self, voters: _Optional[_Iterable[_Union[RaftVoter, _Mapping]]] = ...) -> None: ...
+
+class RaftVoter(_message.Message):
+    __slots__ = ("node_id", "address")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    address: str
+    def __init__(self, node_id: _Optional[int] = ..., address: _Optional[str] = ...) -> None: ...
 
 class RaftMessage(_message.Message):
-    __slots__ = ("sender", "to", "epoch", "vote_request", "vote_response", "begin_epoch", "fetch_request", "fetch_response", "end_epoch", "fetch_snapshot_request", "fetch_snapshot_response")
+    __slots__ = ("sender", "to", "epoch", "vote_request", "vote_response", "begin_epoch", "fetch_request", "fetch_response", "end_epoch", "fetch_snapshot_request", "fetch_snapshot_response", "sender_address")
     SENDER_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -50,6 +66,7 @@ class RaftMessage(_message.Message):
     END_EPOCH_FIELD_NUMBER: _ClassVar[int]
     FETCH_SNAPSHOT_REQUEST_FIELD_NUMBER: _ClassVar[int]
     FETCH_SNAPSHOT_RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    SENDER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     sender: int
     to: int
     epoch: int
@@ -61,7 +78,8 @@ class RaftMessage(_message.Message):
     end_epoch: RaftEndEpoch
     fetch_snapshot_request: RaftFetchSnapshotRequest
     fetch_snapshot_response: RaftFetchSnapshotResponse
-    def __init__(self, sender: _Optional[int] = ..., to: _Optional[int] = ..., epoch: _Optional[int] = ..., vote_request: _Optional[_Union[RaftVoteRequest, _Mapping]] = ..., vote_response: _Optional[_Union[RaftVoteResponse, _Mapping]] = ..., begin_epoch: _Optional[_Union[RaftBeginEpoch, _Mapping]] = ..., fetch_request: _Optional[_Union[RaftFetchRequest, _Mapping]] = ..., fetch_response: _Optional[_Union[RaftFetchResponse, _Mapping]] = ..., end_epoch: _Optional[_Union[RaftEndEpoch, _Mapping]] = ..., fetch_snapshot_request: _Optional[_Union[RaftFetchSnapshotRequest, _Mapping]] = ..., fetch_snapshot_response: _Optional[_Union[RaftFetchSnapshotResponse, _Mapping]] = ...) -> None: ...
+    sender_address: str
+    def __init__(self, sender: _Optional[int] = ..., to: _Optional[int] = ..., epoch: _Optional[int] = ..., vote_request: _Optional[_Union[RaftVoteRequest, _Mapping]] = ..., vote_response: _Optional[_Union[RaftVoteResponse, _Mapping]] = ..., begin_epoch: _Optional[_Union[RaftBeginEpoch, _Mapping]] = ..., fetch_request: _Optional[_Union[RaftFetchRequest, _Mapping]] = ..., fetch_response: _Optional[_Union[RaftFetchResponse, _Mapping]] = ..., end_epoch: _Optional[_Union[RaftEndEpoch, _Mapping]] = ..., fetch_snapshot_request: _Optional[_Union[RaftFetchSnapshotRequest, _Mapping]] = ..., fetch_snapshot_response: _Optional[_Union[RaftFetchSnapshotResponse, _Mapping]] = ..., sender_address: _Optional[str] = ...) -> None: ...
 
 class RaftSnapshotId(_message.Message):
     __slots__ = ("end_offset", "epoch")
@@ -152,12 +170,14 @@ class RaftFetchSnapshotResponse(_message.Message):
     def __init__(self, leader: _Optional[int] = ..., snapshot: _Optional[_Union[RaftSnapshotId, _Mapping]] = ..., position: _Optional[int] = ..., data: _Optional[bytes] = ..., size: _Optional[int] = ..., high_watermark: _Optional[int] = ...) -> None: ...
 
 class MetadataSnapshotHeader(_message.Message):
-    __slots__ = ("id", "epochs")
+    __slots__ = ("id", "epochs", "voters")
     ID_FIELD_NUMBER: _ClassVar[int]
     EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    VOTERS_FIELD_NUMBER: _ClassVar[int]
     id: RaftSnapshotId
     epochs: _containers.RepeatedCompositeFieldContainer[QuorumEpochStart]
-    def __init__(self, id: _Optional[_Union[RaftSnapshotId, _Mapping]] = ..., epochs: _Optional[_Iterable[_Union[QuorumEpochStart, _Mapping]]] = ...) -> None: ...
+    voters: RaftVoterSet
+    def __init__(self, id: _Optional[_Union[RaftSnapshotId, _Mapping]] = ..., epochs: _Optional[_Iterable[_Union[QuorumEpochStart, _Mapping]]] = ..., voters: _Optional[_Union[RaftVoterSet, _Mapping]] = ...) -> None: ...
 
 class QuorumEpochStart(_message.Message):
     __slots__ = ("epoch", "start_offset")
@@ -186,7 +206,7 @@ class QuorumVoter(_message.Message):
     def __init__(self, endpoint: _Optional[_Union[_common_pb2.Node, _Mapping]] = ..., log_end_offset: _Optional[int] = ..., last_fetch_age_ms: _Optional[int] = ...) -> None: ...
 
 class DescribeQuorumResponse(_message.Message):
-    __slots__ = ("error", "node_id", "role", "can_vote", "epoch", "leader_id", "leader", "high_watermark", "log_end_offset", "voters")
+    __slots__ = ("error", "node_id", "role", "can_vote", "epoch", "leader_id", "leader", "high_watermark", "log_end_offset", "voters", "observers")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -197,6 +217,7 @@ class DescribeQuorumResponse(_message.Message):
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
     VOTERS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVERS_FIELD_NUMBER: _ClassVar[int]
     error: _common_pb2.Error
     node_id: int
     role: str
@@ -207,7 +228,28 @@ class DescribeQuorumResponse(_message.Message):
     high_watermark: int
     log_end_offset: int
     voters: _containers.RepeatedCompositeFieldContainer[QuorumVoter]
-    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., node_id: _Optional[int] = ..., role: _Optional[str] = ..., can_vote: _Optional[bool] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader: _Optional[_Union[_common_pb2.Node, _Mapping]] = ..., high_watermark: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[QuorumVoter, _Mapping]]] = ...) -> None: ...
+    observers: _containers.RepeatedCompositeFieldContainer[QuorumVoter]
+    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., node_id: _Optional[int] = ..., role: _Optional[str] = ..., can_vote: _Optional[bool] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader: _Optional[_Union[_common_pb2.Node, _Mapping]] = ..., high_watermark: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[QuorumVoter, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[QuorumVoter, _Mapping]]] = ...) -> None: ...
+
+class AddControllerRequest(_message.Message):
+    __slots__ = ("controller",)
+    CONTROLLER_FIELD_NUMBER: _ClassVar[int]
+    controller: _common_pb2.Node
+    def __init__(self, controller: _Optional[_Union[_common_pb2.Node, _Mapping]] = ...) -> None: ...
+
+class RemoveControllerRequest(_message.Message):
+    __slots__ = ("node_id",)
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    def __init__(self, node_id: _Optional[int] = ...) -> None: ...
+
+class ChangeControllersResponse(_message.Message):
+    __slots__ = ("error", "quorum")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    QUORUM_FIELD_NUMBER: _ClassVar[int]
+    error: _common_pb2.Error
+    quorum: DescribeQuorumResponse
+    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., quorum: _Optional[_Union[DescribeQuorumResponse, _Mapping]] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
     __slots__ = ("broker_id", "incarnation_id", "cluster_id", "endpoint", "log_dirs", "previous_broker_epoch")

@@ -235,6 +235,16 @@ class ControllerStub:
                 request_serializer=lanes_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
                 response_deserializer=lanes_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
                 _registered_method=True)
+        self.AddController = channel.unary_unary(
+                '/lanes.v1.Controller/AddController',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.AddControllerRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.ChangeControllersResponse.FromString,
+                _registered_method=True)
+        self.RemoveController = channel.unary_unary(
+                '/lanes.v1.Controller/RemoveController',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.RemoveControllerRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.ChangeControllersResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -346,6 +356,20 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddController(self, request, context):
+        """Make a controller that fetches from the quorum (an observer) a voter (KIP-853's AddRaftVoter).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveController(self, request, context):
+        """Remove a voter from the quorum (KIP-853's RemoveRaftVoter), the active controller included.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -423,6 +447,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.AllocateProducerIds,
                     request_deserializer=lanes_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.FromString,
                     response_serializer=lanes_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.SerializeToString,
+            ),
+            'AddController': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddController,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.AddControllerRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.ChangeControllersResponse.SerializeToString,
+            ),
+            'RemoveController': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveController,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.RemoveControllerRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.ChangeControllersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -831,6 +865,60 @@ class Controller:
             '/lanes.v1.Controller/AllocateProducerIds',
             lanes_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
             lanes_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddController(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.Controller/AddController',
+            lanes_dot_v1_dot_controller__pb2.AddControllerRequest.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.ChangeControllersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveController(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.Controller/RemoveController',
+            lanes_dot_v1_dot_controller__pb2.RemoveControllerRequest.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.ChangeControllersResponse.FromString,
             options,
             channel_credentials,
             insecure,
