@@ -6,6 +6,9 @@
 - a controller whose data directory is wiped rejoins from its peers without a vote until it
   holds the committed log, and no broker deletes anything;
 - a rolling restart of the three controllers under load: no failed request, no partition offline;
+- membership changes (KIP-853) under acks=all load: a fourth controller joins as an observer and
+  is added, the active controller is removed (it hands over), the new member is elected when the
+  active one is killed, and the quorum survives a rolling restart as changed;
 - snapshot transfer (KIP-630): with the metadata log trimmed behind snapshots, a controller that
   was down and one whose directory was emptied install the leader's snapshot and catch up, and a
   broker that was down resumes from a snapshot with its lineage checked against the snapshot's
@@ -29,7 +32,7 @@ from lanes.v1 import controller_pb2, controller_pb2_grpc
 from tests.e2e.cli import wait_for
 from tests.faults.test_controller_volume_loss import log_files
 from tests.faults.workload import PartitionWorkload
-from tests.integration.processes import running_cluster
+from tests.integration.processes import consecutive_free_ports, running_cluster
 
 SESSION_TIMEOUT_S = 6.0
 ROUNDS = 5
@@ -267,3 +270,92 @@ def test_controllers_and_a_broker_behind_the_trimmed_metadata_log_catch_up_from_
             assert topics <= names, sorted(topics - names)[:3]
             cluster.start_controller(controller_id)
             wait_for(lambda: caught_up(cluster), f"controller {controller_id} back", timeout_s=60)
+
+
+def test_controllers_join_and_leave_the_quorum_under_load(tmp_path: Path) -> None:
+    with running_cluster(tmp_path, brokers=3, controllers=3) as cluster:
+        bootstrap, workload = ledger_under_load(cluster)
+        try:
+            wait_for(lambda: caught_up(cluster), "every controller caught up", timeout_s=60)
+            port = consecutive_free_ports(8)
+            cluster.start_controller(3, port=port)
+
+            def observed() -> bool:
+                views = quorum(cluster)
+                leader = next((v for v in views.values() if v.role == "leader"), None)
+                return leader is not None and any(
+                    o.endpoint.node_id == 3 and o.log_end_offset >= leader.high_watermark for o in leader.observers
+                )
+
+            wait_for(observed, "controller 3 fetching as an observer, caught up", timeout_s=60)
+            with lanes.Admin(bootstrap) as admin:
+                voters = admin.add_controller(3, f"127.0.0.1:{port}")
+                assert [v.controller_id for v in voters] == [0, 1, 2, 3]
+                admin.create_topic("after-adding", partitions=1, replication_factor=3)
+            wait_for(lambda: _caught_up_voters(cluster), "four voters caught up", timeout_s=60)
+            assert all(set(v.voters_ids) == {0, 1, 2, 3} for v in _voter_sets(cluster))
+
+            active = active_controller(cluster)
+            assert active is not None
+            with lanes.Admin(bootstrap) as admin:
+                voters = admin.remove_controller(active[0])
+            assert active[0] not in [v.controller_id for v in voters]
+            successor = wait_for(lambda e=active[1]: active_controller(cluster, e), "a successor", timeout_s=30)
+            assert successor[0] != active[0]
+            removed = cluster.controller_processes[active[0]]
+            assert removed.terminate() == 0, "a removed controller stops cleanly"
+            with lanes.Admin(bootstrap) as admin:
+                admin.create_topic("after-removing", partitions=1, replication_factor=3)
+
+            # kill the active one until the newcomer leads: it votes and is elected like the others
+            for kills in range(6):  # noqa: B007 - reported below
+                wait_for(lambda: _caught_up_voters(cluster), "the voters caught up", timeout_s=60)
+                current = active_controller(cluster)
+                assert current is not None
+                if current[0] == 3:
+                    break
+                started = time.monotonic()
+                cluster.controller_processes[current[0]].process.kill()
+                cluster.controller_processes[current[0]].process.wait()
+                wait_for(lambda e=current[1]: active_controller(cluster, e), "a new active controller", timeout_s=30)
+                assert time.monotonic() - started < 3
+                cluster.start_controller(current[0])
+            assert active_controller(cluster) is not None
+            assert active_controller(cluster)[0] == 3, "the added controller was elected"  # type: ignore[index]
+            print(f"controller 3 (added) became active after {kills} kills of the active controller")
+
+            for controller_id in sorted(set(cluster.controller_processes) - {active[0]}):  # rolling restart
+                assert cluster.controller_processes[controller_id].terminate() == 0
+                cluster.start_controller(controller_id)
+                wait_for(lambda: _caught_up_voters(cluster), f"controller {controller_id} back", timeout_s=60)
+            expected = {0, 1, 2, 3} - {active[0]}
+            assert all(set(v.voters_ids) == expected for v in _voter_sets(cluster))
+        finally:
+            workload.stop()
+        assert not workload.failed(), f"requests failed: {[s.error for s in workload.failed()][:3]}"
+        workload.check(workload.read_partition())
+        with lanes.Admin(bootstrap) as admin:
+            assert {"after-adding", "after-removing"} <= set(admin.list_topics())
+            assert sorted(c.controller_id for c in admin.describe_cluster().controllers) == sorted(expected)
+
+
+class _VoterSet:
+    def __init__(self, view: controller_pb2.DescribeQuorumResponse) -> None:
+        self.voters_ids = [v.endpoint.node_id for v in view.voters]
+
+
+def _voter_sets(cluster: LocalCluster) -> list[_VoterSet]:
+    """Each running controller's idea of the voters."""
+    return [_VoterSet(view) for view in quorum(cluster).values()]
+
+
+def _caught_up_voters(cluster: LocalCluster) -> bool:
+    """One leader, every voter it tracks at its log end, and every voter running may vote."""
+    views = quorum(cluster)
+    leaders = [v for v in views.values() if v.role == "leader"]
+    if len(leaders) != 1:
+        return False
+    voters = {voter.endpoint.node_id for voter in leaders[0].voters}
+    return {voter.log_end_offset for voter in leaders[0].voters} == {leaders[0].log_end_offset} and all(
+        view.can_vote for node, view in views.items() if node in voters
+    )

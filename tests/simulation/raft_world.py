@@ -153,6 +153,7 @@ class World(EventLoop):
             self._check_applied(voter, offset, entry)
             voter.state.append(entry)
         self._maybe_snapshot(voter)
+        core.record_voters()  # the drivers' duty once a leader is ready (a no-op after the first)
         assert isinstance(core.log, MemoryRaftLog)
         voter.durable_log = core.log.copy()
         voter.durable_state = core.hard_state
@@ -192,7 +193,7 @@ class World(EventLoop):
             return
         log.add_snapshot(encode_state(voter.state), len(voter.state), voter.core.voters_at(len(voter.state)))
         if latest is not None:
-            log.trim_to(latest)
+            log.trim_to(latest, voter.core.snapshots_in_transfer())
 
     def _became_leader(self, voter: Voter) -> None:
         epoch = voter.core.epoch

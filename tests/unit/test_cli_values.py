@@ -162,6 +162,8 @@ def test_every_command_has_examples_and_the_common_flags() -> None:
         "lanes down",
         "lanes status",
         "lanes cluster describe",
+        "lanes cluster add-controller",
+        "lanes cluster remove-controller",
         "lanes topics create",
         "lanes topics list",
         "lanes topics describe",

@@ -271,3 +271,22 @@ def test_reading_below_the_log_start_is_an_error(tmp_path: Path) -> None:
     assert controller.log.start_offset > 0
     with pytest.raises(LanesError, match="below the log start"):
         controller.log.read(0)
+
+
+def test_a_snapshot_in_transfer_and_the_log_after_it_are_kept_when_newer_ones_come(tmp_path: Path) -> None:
+    controller = build(tmp_path)
+    controller.log.snapshot(controller.image)
+    in_transfer = controller.log.latest_snapshot
+    assert in_transfer is not None
+    for index in range(3):
+        controller.commit(controller.core.create_topic(NewTopic(f"later-{index}", 1, 1)))
+        header = controller.log.snapshot_header(controller.image.last_offset + 1)
+        path = controller.log.write_snapshot(header, controller.image.to_records())
+        controller.log.adopt_snapshot(header, path, in_transfer={in_transfer})
+    assert controller.log.read_snapshot(in_transfer, 0, 10) is not None, "still served"
+    assert controller.log.start_offset == in_transfer.end_offset, "a follower that installs it fetches from there"
+    controller.commit(controller.core.create_topic(NewTopic("last", 1, 1)))
+    header = controller.log.snapshot_header(controller.image.last_offset + 1)
+    controller.log.adopt_snapshot(header, controller.log.write_snapshot(header, controller.image.to_records()))
+    assert controller.log.read_snapshot(in_transfer, 0, 10) is None, "dropped once no longer in transfer"
+    assert controller.log.start_offset > in_transfer.end_offset

@@ -1,4 +1,5 @@
-"""``lanes status`` and ``lanes cluster describe``: who is in the cluster, and is it healthy."""
+"""``lanes status`` and ``lanes cluster describe``: who is in the cluster, and is it healthy;
+``lanes cluster add-controller|remove-controller``: change the controller quorum."""
 
 from __future__ import annotations
 
@@ -93,6 +94,28 @@ def describe(options: argparse.Namespace) -> None:
     """The cluster's id, controller, brokers and group coordinators."""
     with admin_for(options) as admin:
         emit(options, cluster_document(admin), _render_members)
+
+
+def _render_voters(d: dict[str, Any]) -> str:
+    return "controller quorum: " + ", ".join(f"{v['id']}@{v['address']}" for v in d["voters"])
+
+
+def add_controller(options: argparse.Namespace) -> None:
+    """Make a running, caught-up controller a voter."""
+    with admin_for(options) as admin:
+        voters = admin.add_controller(options.id, options.address)
+    emit(
+        options, {"voters": [{"id": v.controller_id, "address": f"{v.host}:{v.port}"} for v in voters]}, _render_voters
+    )
+
+
+def remove_controller(options: argparse.Namespace) -> None:
+    """Remove a voter from the quorum."""
+    with admin_for(options) as admin:
+        voters = admin.remove_controller(options.id)
+    emit(
+        options, {"voters": [{"id": v.controller_id, "address": f"{v.host}:{v.port}"} for v in voters]}, _render_voters
+    )
 
 
 def status_document(admin: Admin) -> dict[str, Any]:
@@ -197,7 +220,7 @@ def register(commands: Any) -> None:
     status_parser.add_argument(
         "--updates", type=positive_int, default=None, help="with --watch: stop after this many lines (default: never)"
     )
-    cluster = add_group(commands, "cluster", "describe the cluster")
+    cluster = add_group(commands, "cluster", "describe the cluster, change its controller quorum")
     add_command(
         cluster,
         "describe",
@@ -205,3 +228,23 @@ def register(commands: Any) -> None:
         examples="lanes cluster describe\nlanes cluster describe --output json",
         run=describe,
     )
+    add_parser = add_command(
+        cluster,
+        "add-controller",
+        summary="make a running controller a voter of the quorum (one change at a time)",
+        description="Make a running controller a voter of the controller quorum (KIP-853). Start it first with "
+        "--voters naming the current quorum (it then fetches the metadata as an observer) and wait until it "
+        "caught up; the change is answered once committed.",
+        examples="lanes cluster add-controller 3 controller-3.lanes:9093",
+        run=add_controller,
+    )
+    add_parser.add_argument("id", type=int, help="the controller's node id")
+    add_parser.add_argument("address", help="host:port its peers reach it at")
+    remove_parser = add_command(
+        cluster,
+        "remove-controller",
+        summary="remove a voter from the controller quorum (the active one too: it hands over)",
+        examples="lanes cluster remove-controller 0",
+        run=remove_controller,
+    )
+    remove_parser.add_argument("id", type=int, help="the controller's node id")

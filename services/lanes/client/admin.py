@@ -129,6 +129,20 @@ class ConfigInfo:
     documentation: str
 
 
+def _controllers(quorum: controller_pb2.DescribeQuorumResponse) -> tuple[ControllerInfo, ...]:
+    return tuple(
+        ControllerInfo(
+            v.endpoint.node_id,
+            v.endpoint.host,
+            v.endpoint.port,
+            v.log_end_offset,
+            quorum.log_end_offset - v.log_end_offset if v.log_end_offset >= 0 else -1,
+            v.last_fetch_age_ms,
+        )
+        for v in quorum.voters
+    )
+
+
 def _raise_if_error(error: common_pb2.Error) -> None:
     if error.code != 0:  # ErrorCode.NONE
         raise error_for(error.code, error.message)
@@ -340,18 +354,36 @@ class AsyncAdmin:
             ),
             answer.metadata_offset,
             answer.quorum.epoch,
-            tuple(
-                ControllerInfo(
-                    v.endpoint.node_id,
-                    v.endpoint.host,
-                    v.endpoint.port,
-                    v.log_end_offset,
-                    answer.quorum.log_end_offset - v.log_end_offset if v.log_end_offset >= 0 else -1,
-                    v.last_fetch_age_ms,
-                )
-                for v in answer.quorum.voters
-            ),
+            _controllers(answer.quorum),
         )
+
+    async def add_controller(self, controller_id: int, address: str) -> tuple[ControllerInfo, ...]:
+        """Make a controller a voter of the quorum (KIP-853; ``kafka-metadata-quorum
+        add-controller``): it must run, started with ``--voters`` naming the quorum, and have
+        caught up (it fetches as an observer). One change at a time; returns the voters once
+        the change is committed."""
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"a controller's address is host:port, not {address!r}")
+        node = common_pb2.Node(node_id=controller_id, host=host, port=int(port))
+        answer = await self._call(
+            lambda stub: stub.AddController(
+                controller_pb2.AddControllerRequest(controller=node), timeout=self._timeout_s
+            )
+        )
+        _raise_if_error(answer.error)
+        return _controllers(answer.quorum)
+
+    async def remove_controller(self, controller_id: int) -> tuple[ControllerInfo, ...]:
+        """Remove a voter from the quorum (the active controller too: it resigns once the change
+        is committed); returns the voters once the change is committed."""
+        answer = await self._call(
+            lambda stub: stub.RemoveController(
+                controller_pb2.RemoveControllerRequest(node_id=controller_id), timeout=self._timeout_s
+            )
+        )
+        _raise_if_error(answer.error)
+        return _controllers(answer.quorum)
 
     async def describe_logs(self, topics: Sequence[str] = ()) -> list[ReplicaLogInfo]:
         """Every replica's log (offsets, size, segments) of ``topics`` (all when empty), asked of
@@ -472,6 +504,14 @@ class Admin:
     def describe_cluster(self) -> ClusterInfo:
         """See ``AsyncAdmin.describe_cluster``."""
         return _loop.run(self._admin.describe_cluster())
+
+    def add_controller(self, controller_id: int, address: str) -> tuple[ControllerInfo, ...]:
+        """See ``AsyncAdmin.add_controller``."""
+        return _loop.run(self._admin.add_controller(controller_id, address))
+
+    def remove_controller(self, controller_id: int) -> tuple[ControllerInfo, ...]:
+        """See ``AsyncAdmin.remove_controller``."""
+        return _loop.run(self._admin.remove_controller(controller_id))
 
     def list_groups(self) -> list[GroupListing]:
         """See ``AsyncAdmin.list_groups``."""

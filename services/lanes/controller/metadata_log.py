@@ -39,7 +39,7 @@ worker thread (it touches only its own new file).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -336,9 +336,12 @@ class MetadataLog:
         write_atomically(path, _encode(header, records))
         return path
 
-    def adopt_snapshot(self, header: controller_pb2.MetadataSnapshotHeader, path: Path) -> None:
+    def adopt_snapshot(
+        self, header: controller_pb2.MetadataSnapshotHeader, path: Path, in_transfer: Collection[SnapshotId] = ()
+    ) -> None:
         """Make a written snapshot the newest, drop the log below the one before it and older
-        snapshots (``SNAPSHOTS_KEPT`` stay)."""
+        snapshots (``SNAPSHOTS_KEPT`` stay), except snapshots ``in_transfer`` to followers and
+        the log from the oldest of them on."""
         snapshot = _Snapshot(
             SnapshotId(header.id.end_offset, header.id.epoch),
             path,
@@ -348,11 +351,13 @@ class MetadataLog:
         if self._snapshots and snapshot.id.end_offset <= self._snapshots[-1].id.end_offset:
             return
         self._snapshots.append(snapshot)
-        kept = self._snapshots[-SNAPSHOTS_KEPT:]
-        if len(kept) == SNAPSHOTS_KEPT:  # the log reaches back to the oldest kept snapshot
-            self._log.delete_records_before(kept[0].id.end_offset)
-        for stale in self._snapshots[:-SNAPSHOTS_KEPT]:
-            stale.path.unlink(missing_ok=True)
+        newest = self._snapshots[-SNAPSHOTS_KEPT:]
+        kept = [s for s in self._snapshots if s in newest or s.id in in_transfer]
+        if len(newest) == SNAPSHOTS_KEPT:  # the log reaches back to the oldest kept snapshot
+            self._log.delete_records_before(max(kept[0].id.end_offset, self.start_offset))
+        for stale in self._snapshots:
+            if stale not in kept:
+                stale.path.unlink(missing_ok=True)
         self._snapshots = kept
         fsync_directory(self.directory)
 

@@ -164,7 +164,9 @@ class Quorum:
             now_ms=clock.monotonic_ms(),
             applied=applied,
         )
-        self._fresh = not self._state_path.exists() and len(voters) > 1 and node_id in voters
+        # no durable state: it may have voted before (a wiped voter, also one added after the
+        # quorum started); a brand-new controller joining as an observer is treated alike
+        self._fresh = not self._state_path.exists() and (len(voters) > 1 or node_id not in voters)
         self.core.can_vote = bool(durable.get("can_vote", True)) and not self._fresh
         self._persisted = (self.core.hard_state, self.core.can_vote)
         self._leading = False
@@ -484,6 +486,10 @@ class Quorum:
         if leading == self._leading:
             return
         self._leading = leading
+        if leading and self.core.record_voters() is not None:
+            self._persist()
+            for message in self.core.take_messages():
+                self._send_message(message)
         if not leading:
             self._fail_proposals(self.not_leader_message())
             self._held.clear()

@@ -43,7 +43,7 @@ Epochs start at 1 (0: nothing yet). Not thread-safe: one owner (the driver's eve
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Protocol
@@ -206,12 +206,15 @@ class MemoryRaftLog:
         self.snapshots[snapshot] = f"voters:{named}\n".encode() + data
         return snapshot
 
-    def trim_to(self, snapshot: SnapshotId) -> None:
-        """Drop the entries below ``snapshot`` and the snapshots older than it."""
-        if snapshot.end_offset > self.start_offset:
-            del self.items[: snapshot.end_offset - self.start_offset]
-            self.start_offset = snapshot.end_offset
-        self.snapshots = {s: d for s, d in self.snapshots.items() if s.end_offset >= snapshot.end_offset}
+    def trim_to(self, snapshot: SnapshotId, keep: Collection[SnapshotId] = ()) -> None:
+        """Drop the entries below ``snapshot`` and the snapshots older than it, except the
+        snapshots in ``keep`` (being transferred) and the entries from the oldest of them on."""
+        kept = [s for s in keep if s in self.snapshots]
+        floor = min([snapshot, *kept], key=lambda s: s.end_offset)
+        if floor.end_offset > self.start_offset:
+            del self.items[: floor.end_offset - self.start_offset]
+            self.start_offset = floor.end_offset
+        self.snapshots = {s: d for s, d in self.snapshots.items() if s.end_offset >= snapshot.end_offset or s in kept}
 
     def read_snapshot(self, snapshot: SnapshotId, position: int, max_bytes: int) -> tuple[bytes, int] | None:
         data = self.snapshots.get(snapshot)
@@ -370,6 +373,8 @@ class _Tracking:
     last_fetch_ms: int = -1
     #: when BeginEpoch was last sent to it (again while it does not fetch: it may have missed it)
     announced_ms: int = -1
+    #: the snapshot it is fetching (until it fetches entries again)
+    fetching_snapshot: SnapshotId | None = None
 
 
 @dataclass
@@ -499,6 +504,17 @@ class RaftCore:
                 found = voters
         return found
 
+    def snapshots_in_transfer(self) -> set[SnapshotId]:
+        """On the leader: the snapshots followers are fetching (asked within an election
+        timeout). The driver keeps them, and the log from the oldest of them on, when it trims:
+        a transfer slower than the snapshot interval would otherwise restart for ever."""
+        followers = [*self._tracking.values(), *self._observers.values()]
+        return {
+            t.fetching_snapshot
+            for t in followers
+            if t.fetching_snapshot is not None and self._now_ms - t.last_fetch_ms < self.config.election_timeout_ms
+        }
+
     def observer_progress(self) -> dict[int, tuple[int, int]]:
         """As the leader sees them: observer -> (log end, monotonic ms of its last fetch)."""
         return {node: (t.end_offset, t.last_fetch_ms) for node, t in self._observers.items()}
@@ -543,6 +559,20 @@ class RaftCore:
         if len(wanted ^ self.voters) != 1:
             return "a change adds or removes exactly one voter"
         return None
+
+    def record_voters(self) -> int | None:
+        """As the ready leader of a quorum whose log and snapshot record no voters yet (they come
+        from the nodes' start-up configuration), append the voters as a configuration entry (as
+        KRaft's bootstrap writes its VotersRecord): from then on a node started with another
+        ``--voters`` list learns the real quorum from the log. Its offset, or None."""
+        if not self.leader_ready or self._configs or self.log.snapshot_voters is not None:
+            return None
+        offset = self.log.end_offset
+        entry = Entry(self.epoch, b"", True, self.voter_set)
+        self.log.append([entry])
+        self._note_configs(offset, [entry])
+        self._leader_progress()
+        return offset
 
     def propose_voters(self, voters: tuple[Voter, ...]) -> int | None:
         """Append a configuration entry as the leader (see ``voters_change_refusal``): its
@@ -829,6 +859,7 @@ class RaftCore:
             self.outbox.append(replace(answer, diverging=(epoch, end)))
             return
         tracking.end_offset = min(request.fetch_offset, self.log.end_offset)
+        tracking.fetching_snapshot = None
         self._leader_progress()
         if self.role is not Role.LEADER:  # that fetch committed its own removal: it resigned
             self.outbox.append(replace(answer, leader=NO_LEADER))
@@ -844,8 +875,10 @@ class RaftCore:
             leader = self.leader if self.role is not Role.CANDIDATE else NO_LEADER
             self.outbox.append(replace(answer, leader=leader))
             return
-        self._follower_tracking(request.sender).last_fetch_ms = self._now_ms
+        tracking = self._follower_tracking(request.sender)
+        tracking.last_fetch_ms = self._now_ms
         found = self.log.read_snapshot(request.snapshot, request.position, self.config.max_snapshot_chunk_bytes)
+        tracking.fetching_snapshot = request.snapshot if found is not None else None
         data, size = found if found is not None else (b"", -1)
         self.outbox.append(
             replace(answer, leader=self.node_id, data=data, size=size, high_watermark=self.high_watermark)

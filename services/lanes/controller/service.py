@@ -208,7 +208,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             header = self._metadata.snapshot_header(end_offset, self.quorum.core.voters_at(end_offset))
             path = await asyncio.to_thread(self._metadata.write_snapshot, header, records)
             if self._metadata.start_offset < end_offset <= self._metadata.end_offset:
-                self._metadata.adopt_snapshot(header, path)
+                self._metadata.adopt_snapshot(header, path, self.quorum.core.snapshots_in_transfer())
             else:  # the leader's snapshot replaced the log meanwhile
                 path.unlink(missing_ok=True)
         except (OSError, LanesError) as exc:

@@ -73,6 +73,8 @@ class LocalCluster:
     #: network namespace); default ``host``, none
     placement: Callable[[str], Placement] | None = None
     controller_processes: dict[int, ServiceProcess] = field(default_factory=dict)
+    #: ports of controllers started beyond the first ``controllers`` (to be added to the quorum)
+    added_controller_ports: dict[int, int] = field(default_factory=dict)
     broker_processes: dict[int, ServiceProcess] = field(default_factory=dict)
     coordinator_processes: dict[int, ServiceProcess] = field(default_factory=dict)
 
@@ -94,6 +96,8 @@ class LocalCluster:
         return "controller" if self.controllers == 1 else f"controller-{controller_id}"
 
     def controller_port(self, controller_id: int) -> int:
+        if controller_id in self.added_controller_ports:
+            return self.added_controller_ports[controller_id]
         return self.port_base + self.brokers + controller_id
 
     @property
@@ -108,8 +112,14 @@ class LocalCluster:
             f"{self.placed(self.controller_name(i)).host}:{self.controller_port(i)}" for i in range(self.controllers)
         )
 
-    def start_controller(self, controller_id: int) -> ServiceProcess:
-        """Start (or restart) controller ``controller_id`` with its own port and data directory."""
+    def start_controller(self, controller_id: int, port: int | None = None) -> ServiceProcess:
+        """Start (or restart) controller ``controller_id`` with its own port and data directory.
+        An id beyond the first ``controllers`` needs a ``port`` the first time: it starts as an
+        observer of the quorum, to be added (``lanes cluster add-controller``)."""
+        if port is not None:
+            self.added_controller_ports[controller_id] = port
+        elif controller_id >= self.controllers and controller_id not in self.added_controller_ports:
+            raise ValueError(f"controller {controller_id} is not one of the first {self.controllers}: give it a port")
         previous = self.controller_processes.get(controller_id)
         if previous is not None and previous.process.poll() is None:
             raise RuntimeError(f"controller {controller_id} is still running (pid {previous.pid})")
