@@ -66,6 +66,7 @@ def test_cluster_describe(lanes: Workdir) -> None:
     assert [v["id"] for v in voters] == [0, 1, 2], "lanes up runs a quorum of three controllers"
     assert [v["address"] for v in voters if v["active"]] == [cluster["controller"]]
     assert cluster["quorum"]["epoch"] >= 1
+    assert cluster["quorum"]["observers"] == [], "no controller waits to be added"
     table = lanes.ok("cluster", "describe")
     assert "BROKER  ADDRESS" in table
     assert "CONTROLLER  ADDRESS" in table

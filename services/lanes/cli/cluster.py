@@ -37,6 +37,16 @@ def cluster_document(admin: Admin) -> dict[str, Any]:
                 }
                 for c in cluster.controllers
             ],
+            "observers": [
+                {
+                    "id": c.controller_id,
+                    "address": f"{c.host}:{c.port}",
+                    "log_end_offset": c.log_end_offset,
+                    "lag": c.lag,
+                    "last_fetch_age_ms": c.last_fetch_age_ms,
+                }
+                for c in cluster.observers
+            ],
         },
         "brokers": [
             {
@@ -80,6 +90,16 @@ def _render_members(d: dict[str, Any]) -> str:
                 "-" if v["last_fetch_age_ms"] < 0 else f"{v['last_fetch_age_ms']} ms",
             )
             for v in d["quorum"]["voters"]
+        ]
+        + [
+            (
+                o["id"],
+                o["address"],
+                "observer",
+                "-" if o["lag"] < 0 else o["lag"],
+                "-" if o["last_fetch_age_ms"] < 0 else f"{o['last_fetch_age_ms']} ms",
+            )
+            for o in d["quorum"]["observers"]
         ],
         ["controller", "address", "state", "lag", "last fetch"],
     )

@@ -102,6 +102,8 @@ class ClusterInfo:
     #: the quorum's epoch and its voters (the active controller among them)
     quorum_epoch: int = -1
     controllers: tuple[ControllerInfo, ...] = ()
+    #: controllers fetching the metadata without a vote (to be added to the quorum, or removed)
+    observers: tuple[ControllerInfo, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,9 @@ class ConfigInfo:
     documentation: str
 
 
-def _controllers(quorum: controller_pb2.DescribeQuorumResponse) -> tuple[ControllerInfo, ...]:
+def _controllers(
+    quorum: controller_pb2.DescribeQuorumResponse, *, observers: bool = False
+) -> tuple[ControllerInfo, ...]:
     return tuple(
         ControllerInfo(
             v.endpoint.node_id,
@@ -139,7 +143,7 @@ def _controllers(quorum: controller_pb2.DescribeQuorumResponse) -> tuple[Control
             quorum.log_end_offset - v.log_end_offset if v.log_end_offset >= 0 else -1,
             v.last_fetch_age_ms,
         )
-        for v in quorum.voters
+        for v in (quorum.observers if observers else quorum.voters)
     )
 
 
@@ -355,6 +359,7 @@ class AsyncAdmin:
             answer.metadata_offset,
             answer.quorum.epoch,
             _controllers(answer.quorum),
+            _controllers(answer.quorum, observers=True),
         )
 
     async def add_controller(self, controller_id: int, address: str) -> tuple[ControllerInfo, ...]:
