@@ -321,6 +321,13 @@ class World(EventLoop):
         if len(current) != 1:
             return [*violations, f"after settling, {len(current)} leaders in the newest epoch {newest}"]
         leader = current[0]
+        if not leader.core.is_voter:
+            violations.append(f"leader {leader.node} leads though its configuration removed it")
+        configurations = {frozenset(v.core.voters) for v in self.voters.values()}
+        if len(configurations) != 1:
+            violations.append(
+                f"after settling, the nodes disagree on the voters: {sorted(map(sorted, configurations))}"
+            )
         offset = leader.core.propose(b"after the heal")
         if offset is None:
             return [*violations, "the leader refused a proposal"]

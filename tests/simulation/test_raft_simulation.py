@@ -65,6 +65,12 @@ def _changes_any_voters_any_time(self: RaftCore, voters: tuple[Voter, ...]) -> s
     return None if self.role is Role.LEADER else "not the leader"  # the mutation: no single-change rules
 
 
+def _counts_itself_when_removed(self: RaftCore) -> None:
+    ends = sorted([self.log.end_offset, *(t.end_offset for t in self._tracking.values())], reverse=True)
+    if len(ends) >= self.quorum and ends[self.quorum - 1] > self._epoch_start_offset:
+        self.high_watermark = max(self.high_watermark, ends[self.quorum - 1])  # the mutation: itself always
+
+
 def _never_sends_snapshots(self: RaftCore, fetch_offset: int, last_fetched_epoch: int) -> bool:
     return False  # the mutation: a follower behind the log start is sent what the log holds
 
@@ -80,6 +86,7 @@ original_vote = RaftCore._on_vote_request
         ("_log_at_least", _votes_for_any_log),
         ("_needs_snapshot", _never_sends_snapshots),
         ("voters_change_refusal", _changes_any_voters_any_time),
+        ("_leader_progress", _counts_itself_when_removed),
     ],
 )
 def test_the_simulation_finds_a_mutated_raft_core_within_1000_seeds(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 from lanes.controller.raft import (
+    BeginEpoch,
     Entry,
     FetchRequest,
     FetchResponse,
@@ -408,3 +409,20 @@ def test_a_restarted_node_takes_the_quorum_from_its_log_and_its_snapshot() -> No
     assert log.start_offset > 0
     restarted = RaftCore.restart(4, frozenset({1, 2, 3}), log.copy(), random.Random(4), config=CONFIG)
     assert restarted.voters == {1, 2, 3, 4}, "the snapshot's voters once the log no longer holds the entry"
+
+
+def test_a_late_answer_about_a_log_that_grew_back_to_the_same_length_is_ignored() -> None:
+    """The follower truncated and appended back to the same end: an answer to its earlier fetch
+    (same offset, another last epoch) no longer describes its log."""
+    follower = RaftCore.restart(
+        2, frozenset({1, 2, 3}), MemoryRaftLog([Entry(1, b""), Entry(1, b"old")]), random.Random(2), config=CONFIG
+    )
+    follower.step(BeginEpoch(1, 2, 5), 0)
+    follower.take_messages()
+    stale = FetchResponse(1, 2, 5, 1, 2, diverging=(1, 1), high_watermark=2, last_fetched_epoch=1)
+    follower.step(FetchResponse(1, 2, 5, 1, 2, diverging=(1, 1), high_watermark=0, last_fetched_epoch=1), 1)
+    follower.step(FetchResponse(1, 2, 5, 1, 1, entries=(Entry(5, b"new"),), high_watermark=2, last_fetched_epoch=1), 2)
+    assert follower.log.entries(0, 5) == [Entry(1, b""), Entry(5, b"new")]
+    assert follower.high_watermark == 2
+    follower.step(stale, 3)  # delivered late (a duplicate of the first answer)
+    assert follower.log.entries(0, 5) == [Entry(1, b""), Entry(5, b"new")], "the committed entry stays"

@@ -57,6 +57,7 @@ from lanes.clock import Clock
 from lanes.controller.metadata_log import MetadataLog
 from lanes.controller.raft import (
     NO_LEADER,
+    DivergedHistoryError,
     Entry,
     FetchRequest,
     FetchResponse,
@@ -146,7 +147,7 @@ class Quorum:
         self.node_id = node_id
         self.address = address
         self._bootstrap = voters
-        self._learned: dict[int, str] = {}  # observers' addresses, from their messages
+        self._learned: dict[int, str] = {}  # where other controllers say they are reached
         self._log = log
         self._state_path = state_dir / QUORUM_STATE_FILE
         self._clock = clock
@@ -165,8 +166,9 @@ class Quorum:
             applied=applied,
         )
         # no durable state: it may have voted before (a wiped voter, also one added after the
-        # quorum started); a brand-new controller joining as an observer is treated alike
-        self._fresh = not self._state_path.exists() and (len(voters) > 1 or node_id not in voters)
+        # quorum started); a brand-new controller joining as an observer is treated alike. With
+        # no other controller to ask (a quorum of one at start-up) it is a new quorum.
+        self._fresh = not self._state_path.exists()
         self.core.can_vote = bool(durable.get("can_vote", True)) and not self._fresh
         self._persisted = (self.core.hard_state, self.core.can_vote)
         self._leading = False
@@ -229,6 +231,10 @@ class Quorum:
             return self.address
         configured = next((v.address for v in self.core.voter_set if v.node_id == node and v.address), "")
         return configured or self._bootstrap.get(node) or self._learned.get(node, "")
+
+    def reported_address(self, node: int) -> str:
+        """The address ``node`` last said it is reached at ("" when it has not)."""
+        return self._learned.get(node, "")
 
     @property
     def leader_address(self) -> str | None:
@@ -306,6 +312,12 @@ class Quorum:
                     f"the high-water mark is {self.core.high_watermark}): start it with --voters naming this quorum "
                     "and wait until it caught up"
                 )
+            reported = self.reported_address(add.node_id)
+            if reported != add.address:
+                raise ValueError(
+                    f"controller {add.node_id} says it is reached at {reported or 'an unknown address'}, "
+                    f"not {add.address}"
+                )
             current[add.node_id] = add
         if remove is not None:
             if remove not in current:
@@ -328,10 +340,16 @@ class Quorum:
         message = from_wire(wire)
         if message is None or message.to != self.node_id or message.sender == self.node_id:
             return
-        if wire.sender_address and message.sender not in self._bootstrap:
+        if wire.sender_address:
             self._learned[message.sender] = wire.sender_address
         now = self._clock.monotonic_ms()
-        self.core.step(message, now)
+        try:
+            self.core.step(message, now)
+        except DivergedHistoryError as exc:
+            self._stop_unapplied(
+                f"follow the quorum: {exc} (this controller's directory holds another quorum's history, "
+                "e.g. it was emptied and started alone; empty it and start it with --voters naming the quorum)"
+            )
         if isinstance(message, FetchResponse | FetchSnapshotResponse):
             self.core.tick(now)  # fetch again at once: the leader holds the fetch while idle
         self._ready()
@@ -383,7 +401,7 @@ class Quorum:
         ):
             return False
         self._held[response.to] = _HeldFetch(
-            FetchRequest(response.to, self.node_id, response.epoch, response.fetch_offset, self._log.last_epoch),
+            FetchRequest(response.to, self.node_id, response.epoch, response.fetch_offset, response.last_fetched_epoch),
             now + FETCH_HOLD_MS,
         )
         return True

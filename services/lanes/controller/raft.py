@@ -49,6 +49,8 @@ from enum import Enum
 from typing import Protocol
 
 NO_LEADER = -1
+#: a leader forgets an observer silent for this many election timeouts
+OBSERVER_FORGOTTEN_TIMEOUTS = 10
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,12 @@ def _split_snapshot(data: bytes) -> tuple[tuple[Voter, ...] | None, bytes]:
     return tuple(voters), state
 
 
+class DivergedHistoryError(Exception):
+    """The leader's log differs from this node's below what this node holds as committed: this
+    node's history is another quorum's (a controller that started a cluster of its own). Going on
+    would mix the two; the driver stops the process."""
+
+
 class Role(Enum):
     FOLLOWER = "follower"
     PRE_CANDIDATE = "pre-candidate"
@@ -312,6 +320,9 @@ class FetchResponse:
     high_watermark: int = 0
     #: the follower's fetch is below what the leader's log holds: fetch this snapshot first
     snapshot: SnapshotId | None = None
+    #: the request's, with ``fetch_offset``: a late answer about a log that was truncated and
+    #: grew back to the same length is told apart by the epoch of its last entry
+    last_fetched_epoch: int = -1
 
 
 @dataclass(frozen=True)
@@ -421,6 +432,8 @@ class RaftCore:
     #: log start: the snapshot's, or the ones the node was started with); ``voters`` their ids
     voter_set: tuple[Voter, ...] = ()
     _base_voters: tuple[Voter, ...] = ()
+    #: the base voters come from the node's start-up configuration, not from the log or a snapshot
+    _base_is_bootstrap: bool = True
     #: (offset, voters) of every configuration entry in the log, oldest first
     _configs: list[tuple[int, tuple[Voter, ...]]] = field(default_factory=list)
     #: on the leader: non-voters that fetch (observers: a controller about to be added)
@@ -452,6 +465,7 @@ class RaftCore:
         )
         core = cls(node_id, frozenset(), log, rng, config or RaftConfig(), epoch=hard_state[0], voted_for=hard_state[1])
         core._base_voters = log.snapshot_voters or bootstrap
+        core._base_is_bootstrap = log.snapshot_voters is None
         core._scan_configs(log.start_offset)
         core._refresh_voters()
         core.applied = core.high_watermark = applied
@@ -496,9 +510,10 @@ class RaftCore:
     def is_voter(self) -> bool:
         return self.node_id in self.voters
 
-    def voters_at(self, offset: int) -> tuple[Voter, ...]:
-        """The voters in force at ``offset`` (for a snapshot ending there)."""
-        found = self._base_voters
+    def voters_at(self, offset: int) -> tuple[Voter, ...] | None:
+        """The voters the log records as in force at ``offset`` (for a snapshot ending there);
+        None when it records none yet (the nodes' start-up configuration decides)."""
+        found = None if self._base_is_bootstrap else self._base_voters
         for config_offset, voters in self._configs:
             if config_offset < offset:
                 found = voters
@@ -565,7 +580,7 @@ class RaftCore:
         from the nodes' start-up configuration), append the voters as a configuration entry (as
         KRaft's bootstrap writes its VotersRecord): from then on a node started with another
         ``--voters`` list learns the real quorum from the log. Its offset, or None."""
-        if not self.leader_ready or self._configs or self.log.snapshot_voters is not None:
+        if not self.leader_ready or self._configs or not self._base_is_bootstrap:
             return None
         offset = self.log.end_offset
         entry = Entry(self.epoch, b"", True, self.voter_set)
@@ -610,16 +625,14 @@ class RaftCore:
             elif alive >= self.quorum:
                 self._election_deadline_ms = now_ms + self.config.election_timeout_ms
             self._announce_to_silent_voters()
+            forgotten = now_ms - OBSERVER_FORGOTTEN_TIMEOUTS * self.config.election_timeout_ms
+            self._observers = {n: t for n, t in self._observers.items() if t.last_fetch_ms >= forgotten}
             return
-        if not self.is_voter:
-            self._observe()
+        if not self.is_voter or not self.can_vote:
+            self._observe()  # fetch without campaigning; find the leader by asking the voters
             return
         if now_ms >= self._election_deadline_ms:
-            if self.can_vote:
-                self._start_pre_vote()
-            else:
-                self.leader = NO_LEADER
-                self._reset_election_timer()
+            self._start_pre_vote()
         elif self.role is Role.FOLLOWER and self.leader != NO_LEADER and now_ms >= self._fetch_in_flight_until_ms:
             self._fetch()
 
@@ -843,13 +856,18 @@ class RaftCore:
     def _on_fetch_request(self, request: FetchRequest) -> None:
         if not self._leads_for(request.sender, request.epoch):
             leader = self.leader if self.role is not Role.CANDIDATE else NO_LEADER
-            self.outbox.append(FetchResponse(self.node_id, request.sender, self.epoch, leader, request.fetch_offset))
+            self.outbox.append(
+                FetchResponse(
+                    self.node_id, request.sender, self.epoch, leader, request.fetch_offset,
+                    last_fetched_epoch=request.last_fetched_epoch,
+                )
+            )  # fmt: skip
             return
         tracking = self._follower_tracking(request.sender)
         tracking.last_fetch_ms = self._now_ms  # it follows this leader (check-quorum counts it)
         answer = FetchResponse(
             self.node_id, request.sender, self.epoch, self.node_id, request.fetch_offset,
-            high_watermark=self.high_watermark,
+            high_watermark=self.high_watermark, last_fetched_epoch=request.last_fetched_epoch,
         )  # fmt: skip
         if self._needs_snapshot(request.fetch_offset, request.last_fetched_epoch):
             self.outbox.append(replace(answer, snapshot=self.log.latest_snapshot))
@@ -923,14 +941,20 @@ class RaftCore:
     def _on_fetch_response(self, response: FetchResponse) -> None:
         if not self._heard_from_leader(response) or self._snapshot_fetch is not None:
             return
-        if response.fetch_offset != self.log.end_offset:
+        if (response.fetch_offset, response.last_fetched_epoch) != (self.log.end_offset, self.log.last_epoch):
             return  # an answer about a log that has moved since (late, duplicated)
         if response.snapshot is not None:
             if response.snapshot.end_offset > self.applied:
                 self._snapshot_fetch = _SnapshotFetch(response.snapshot)
             return
         if response.diverging is not None:
-            self.log.truncate_to(self._truncation_offset(*response.diverging))
+            offset = self._truncation_offset(*response.diverging)
+            if offset < self.high_watermark:
+                raise DivergedHistoryError(
+                    f"node {self.node_id}: leader {response.sender} of epoch {response.epoch} diverges from this "
+                    f"log at offset {offset}, below its committed offset {self.high_watermark}"
+                )
+            self.log.truncate_to(offset)
             self._configs = [c for c in self._configs if c[0] < self.log.end_offset]
             self._refresh_voters()
             return
@@ -956,7 +980,8 @@ class RaftCore:
         self._snapshot_fetch = None
         if fetch.snapshot.end_offset <= self.applied or not self.log.install_snapshot(fetch.snapshot):
             return  # nothing new after all, or received damaged: fetching again says what to do
-        self._base_voters = self.log.snapshot_voters or self._base_voters
+        if self.log.snapshot_voters is not None:
+            self._base_voters, self._base_is_bootstrap = self.log.snapshot_voters, False
         self._configs = []
         self._refresh_voters()
         self.applied = fetch.snapshot.end_offset
@@ -967,8 +992,9 @@ class RaftCore:
     # membership (KIP-853)
 
     def _observe(self) -> None:
-        """A non-voter's tick: fetch from the leader, or ask a voter who leads (a voter's
-        answer to a fetch names its leader); forget a leader silent for an election timeout."""
+        """The tick of a non-voter (or of a voter that may not vote yet): fetch from the leader,
+        or ask a voter who leads (a voter's answer to a fetch names its leader); forget a leader
+        silent for an election timeout."""
         if self._now_ms >= self._election_deadline_ms:
             self.leader = NO_LEADER
             self._reset_election_timer()

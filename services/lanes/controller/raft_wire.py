@@ -64,6 +64,7 @@ def to_wire(message: Message) -> controller_pb2.RaftMessage:
             fetch_offset=message.fetch_offset,
             entries=[entry_to_wire(e) for e in message.entries],
             high_watermark=message.high_watermark,
+            last_fetched_epoch=message.last_fetched_epoch,
         )
         if message.snapshot is not None:
             response.snapshot.CopyFrom(_snapshot_id(message.snapshot))
@@ -102,6 +103,7 @@ def from_wire(wire: controller_pb2.RaftMessage) -> Message | None:
             diverging=(a.diverging_epoch, a.diverging_end_offset) if a.has_diverging else None,
             high_watermark=a.high_watermark,
             snapshot=SnapshotId(a.snapshot.end_offset, a.snapshot.epoch) if a.HasField("snapshot") else None,
+            last_fetched_epoch=a.last_fetched_epoch,
         )
     if kind == "fetch_snapshot_request":
         q = wire.fetch_snapshot_request

@@ -126,7 +126,7 @@ class RaftFetchRequest(_message.Message):
     def __init__(self, fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ...) -> None: ...
 
 class RaftFetchResponse(_message.Message):
-    __slots__ = ("leader", "fetch_offset", "entries", "has_diverging", "diverging_epoch", "diverging_end_offset", "high_watermark", "snapshot")
+    __slots__ = ("leader", "fetch_offset", "entries", "has_diverging", "diverging_epoch", "diverging_end_offset", "high_watermark", "snapshot", "last_fetched_epoch")
     LEADER_FIELD_NUMBER: _ClassVar[int]
     FETCH_OFFSET_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +135,7 @@ class RaftFetchResponse(_message.Message):
     DIVERGING_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    LAST_FETCHED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     leader: int
     fetch_offset: int
     entries: _containers.RepeatedCompositeFieldContainer[RaftEntry]
@@ -143,7 +144,8 @@ class RaftFetchResponse(_message.Message):
     diverging_end_offset: int
     high_watermark: int
     snapshot: RaftSnapshotId
-    def __init__(self, leader: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[RaftEntry, _Mapping]]] = ..., has_diverging: _Optional[bool] = ..., diverging_epoch: _Optional[int] = ..., diverging_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., snapshot: _Optional[_Union[RaftSnapshotId, _Mapping]] = ...) -> None: ...
+    last_fetched_epoch: int
+    def __init__(self, leader: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[RaftEntry, _Mapping]]] = ..., has_diverging: _Optional[bool] = ..., diverging_epoch: _Optional[int] = ..., diverging_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., snapshot: _Optional[_Union[RaftSnapshotId, _Mapping]] = ..., last_fetched_epoch: _Optional[int] = ...) -> None: ...
 
 class RaftFetchSnapshotRequest(_message.Message):
     __slots__ = ("snapshot", "position")
