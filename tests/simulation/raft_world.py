@@ -35,7 +35,16 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lanes.controller.raft import Entry, MemoryRaftLog, Message, RaftConfig, RaftCore, Role, SnapshotId
+from lanes.controller.raft import (
+    DivergedHistoryError,
+    Entry,
+    MemoryRaftLog,
+    Message,
+    RaftConfig,
+    RaftCore,
+    Role,
+    SnapshotId,
+)
 from lanes.controller.raft import Voter as RaftVoter
 from tests.simulation.harness import EventLoop, Network
 
@@ -138,7 +147,12 @@ class World(EventLoop):
     def _step(self, voter: Voter, action: Callable[[RaftCore], None]) -> None:
         core = voter.core
         was_leader = core.role is Role.LEADER
-        action(core)
+        try:
+            action(core)
+        except DivergedHistoryError as exc:  # the core saw a committed entry contradicted: unsafe
+            self.violations.append(str(exc))
+            self._crash(voter)  # as the driver stops the process
+            return
         if voter.crash_mid_step:  # the process died before the step's writes reached the disk
             voter.crash_mid_step = False
             self._crash(voter)
