@@ -54,7 +54,14 @@ from lanes.broker.producer_state import NO_PRODUCER_ID, Verdict
 from lanes.broker.replication import divergence
 from lanes.clock import Clock
 from lanes.deadline import Deadline
-from lanes.errors import ErrorCode, LanesError, OffsetOutOfRangeError, error_code
+from lanes.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    LanesError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    error_code,
+)
 from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
@@ -1077,7 +1084,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_LATEST:
                     result.offset = led.log.high_watermark
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_TIMESTAMP:
-                    found = await asyncio.to_thread(led.log.offset_for_timestamp, wanted.timestamp_ms)
+                    try:
+                        found = await asyncio.to_thread(led.log.offset_for_timestamp, wanted.timestamp_ms)
+                    except (CorruptRecordError, MessageTooLargeError) as exc:  # a batch it cannot decode
+                        result.error.CopyFrom(wire_error(exc.code, f"{topic.topic}-{wanted.partition}: {exc.message}"))
+                        found = None
                     if found is not None and found.offset < led.log.high_watermark:
                         result.offset, result.timestamp_ms, result.leader_epoch = (
                             found.offset,

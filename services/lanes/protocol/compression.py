@@ -12,17 +12,33 @@ the 61-byte batch header) is compressed as one unit. Formats, as Kafka's Java cl
 
 Libraries: cramjam (snappy, zstd, gzip) and lz4 (frames with independent blocks), all C or
 Rust underneath; nothing here loops over bytes in Python.
+
+**Bounded**: ``decompress`` never produces more than ``max_bytes`` (``MAX_DECOMPRESSED_BYTES``
+by default) and never holds more than about that much: a batch that inflates beyond it (a
+decompression bomb: a few KiB of gzip that inflate to a GiB) is refused with
+``MessageTooLargeError`` as soon as the output passes the bound. gzip and zstd decompress into
+a buffer that starts at 16 times the input and doubles up to the bound (cramjam's
+``decompress_into`` refuses to overrun it; its ``output_len`` is only a hint); lz4 frames stop
+at ``max_length``; snappy blocks declare their length, summed before any is inflated.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from enum import IntEnum
 
 import cramjam
 import lz4.frame
 
-from lanes.errors import CorruptRecordError, UnsupportedCompressionError
+from lanes.errors import CorruptRecordError, MessageTooLargeError, UnsupportedCompressionError
+
+#: The most bytes one records section may decompress to: a batch is at most a gRPC message
+#: (``lanes.rpc.channels.MAX_MESSAGE_BYTES``, 64 MiB) uncompressed.
+MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
+#: The first output buffer, as a multiple of the compressed size (typical ratios stay below it).
+_FIRST_GUESS_RATIO = 16
+_OVERRUN = "failed to write whole buffer"  # cramjam's words when the output would not fit
 
 
 class Compression(IntEnum):
@@ -60,14 +76,28 @@ def _snappy_xerial_compress(data: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+def _too_large(codec: str, max_bytes: int) -> MessageTooLargeError:
+    return MessageTooLargeError(
+        f"the {codec} records section decompresses to more than {max_bytes} bytes (a decompression bomb?)"
+    )
+
+
+def _snappy_raw(block: bytes | memoryview, room: int, max_bytes: int) -> bytes:
+    """One raw block, refused when its declared length exceeds the ``room`` left in the bound."""
+    if int(cramjam.snappy.decompress_raw_len(block)) > room:
+        raise _too_large("snappy", max_bytes)
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+def _snappy_decompress(data: bytes, max_bytes: int) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
+        return _snappy_raw(data, max_bytes, max_bytes)
     if len(data) < len(_XERIAL_HEADER):
         raise CorruptRecordError("snappy stream: truncated xerial header")
     view = memoryview(data)
     position = len(_XERIAL_HEADER)
     blocks = []
+    remaining = max_bytes
     while position < len(view):
         if position + 4 > len(view):
             raise CorruptRecordError(f"snappy stream: truncated block length at byte {position}")
@@ -75,9 +105,43 @@ def _snappy_decompress(data: bytes) -> bytes:
         position += 4
         if length < 0 or position + length > len(view):
             raise CorruptRecordError(f"snappy stream: block of {length} bytes at byte {position} overruns")
-        blocks.append(bytes(cramjam.snappy.decompress_raw(view[position : position + length])))
+        block = _snappy_raw(view[position : position + length], remaining, max_bytes)
+        remaining -= len(block)
+        blocks.append(block)
         position += length
     return b"".join(blocks)
+
+
+def _into_growing_buffer(
+    decompress_into: Callable[[bytes, bytearray], int], data: bytes, codec: str, max_bytes: int
+) -> bytes:
+    """Decompress into a buffer that grows (doubling) up to ``max_bytes``; refuse beyond."""
+    size = min(max(len(data) * _FIRST_GUESS_RATIO, 64 * 1024), max_bytes + 1)
+    while True:
+        buffer = bytearray(size)
+        try:
+            written = decompress_into(data, buffer)
+        except Exception as exc:
+            if _OVERRUN not in str(exc):
+                raise
+            if size > max_bytes:
+                raise _too_large(codec, max_bytes) from None
+            size = min(size * 2, max_bytes + 1)
+            continue
+        if written > max_bytes:
+            raise _too_large(codec, max_bytes)
+        del buffer[written:]
+        return bytes(buffer)
+
+
+def _lz4_decompress(data: bytes, max_bytes: int) -> bytes:
+    decompressor = lz4.frame.LZ4FrameDecompressor()
+    output = decompressor.decompress(data, max_length=max_bytes + 1)
+    if len(output) > max_bytes:
+        raise _too_large("lz4", max_bytes)
+    if not decompressor.eof:
+        raise CorruptRecordError("lz4 stream does not decompress: the frame is truncated")
+    return bytes(output)
 
 
 def compress(codec: Compression, data: bytes) -> bytes:
@@ -95,20 +159,21 @@ def compress(codec: Compression, data: bytes) -> bytes:
     raise UnsupportedCompressionError(f"compression codec {int(codec)} is not supported")
 
 
-def decompress(codec: Compression, data: bytes) -> bytes:
-    """Decompress a records section; raise CorruptRecordError when the stream is damaged."""
+def decompress(codec: Compression, data: bytes, max_bytes: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Decompress a records section to at most ``max_bytes`` (MessageTooLargeError beyond, see
+    the module docstring); raise CorruptRecordError when the stream is damaged."""
     if codec is Compression.NONE:
         return data
     try:
         if codec is Compression.GZIP:
-            return bytes(cramjam.gzip.decompress(data))
+            return _into_growing_buffer(cramjam.gzip.decompress_into, data, "gzip", max_bytes)
         if codec is Compression.SNAPPY:
-            return _snappy_decompress(data)
+            return _snappy_decompress(data, max_bytes)
         if codec is Compression.LZ4:
-            return bytes(lz4.frame.decompress(data))
+            return _lz4_decompress(data, max_bytes)
         if codec is Compression.ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
-    except CorruptRecordError:
+            return _into_growing_buffer(cramjam.zstd.decompress_into, data, "zstd", max_bytes)
+    except (CorruptRecordError, MessageTooLargeError):
         raise
     except Exception as exc:  # the libraries raise their own types for damaged input
         raise CorruptRecordError(f"{codec.name.lower()} stream does not decompress: {exc}") from exc
