@@ -113,11 +113,15 @@ def _snappy_decompress(data: bytes, max_bytes: int) -> bytes:
 
 
 def _into_growing_buffer(
-    decompress_into: Callable[[bytes, bytearray], int], data: bytes, codec: str, max_bytes: int
+    decompress_into: Callable[[bytes, bytearray], int], data: bytes, codec: str, max_bytes: int, size_hint: int = 0
 ) -> bytes:
-    """Decompress into a buffer that grows (doubling) up to ``max_bytes``; refuse beyond."""
-    size = min(max(len(data) * _FIRST_GUESS_RATIO, 64 * 1024), max_bytes + 1)
+    """Decompress into a buffer that grows (doubling) up to ``max_bytes``; refuse beyond.
+    ``size_hint``: the size the stream says it inflates to (a first guess, not trusted)."""
+    guess = size_hint + 1 if size_hint else max(len(data) * _FIRST_GUESS_RATIO, 64 * 1024)
+    size = min(guess, max_bytes + 1)
+    buffer = bytearray()
     while True:
+        del buffer  # the smaller buffer goes before the larger one is made
         buffer = bytearray(size)
         try:
             written = decompress_into(data, buffer)
@@ -132,6 +136,14 @@ def _into_growing_buffer(
             raise _too_large(codec, max_bytes)
         del buffer[written:]
         return bytes(buffer)
+
+
+def _gzip_decompress(data: bytes, max_bytes: int) -> bytes:
+    """A gzip member's trailer names its inflated size (ISIZE, modulo 2**32): the first guess
+    when it is within the bound (a damaged or lying trailer only costs a retry)."""
+    declared = struct.unpack_from("<I", data, len(data) - 4)[0] if len(data) >= 18 else 0
+    hint = declared if declared <= max_bytes else 0
+    return _into_growing_buffer(cramjam.gzip.decompress_into, data, "gzip", max_bytes, hint)
 
 
 def _lz4_decompress(data: bytes, max_bytes: int) -> bytes:
@@ -166,7 +178,7 @@ def decompress(codec: Compression, data: bytes, max_bytes: int = MAX_DECOMPRESSE
         return data
     try:
         if codec is Compression.GZIP:
-            return _into_growing_buffer(cramjam.gzip.decompress_into, data, "gzip", max_bytes)
+            return _gzip_decompress(data, max_bytes)
         if codec is Compression.SNAPPY:
             return _snappy_decompress(data, max_bytes)
         if codec is Compression.LZ4:
