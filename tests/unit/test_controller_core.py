@@ -473,3 +473,21 @@ def test_without_live_coordinators_shards_have_no_owner_until_one_returns() -> N
     assert _owners(cluster) == {5: 3}
     restored = MetadataImage.from_snapshot(cluster.image.to_records(), cluster.image.last_offset)
     assert restored.shards == cluster.image.shards
+
+
+def test_partition_counts_are_bounded_per_request_and_per_cluster() -> None:
+    """Issue #23: CreateTopics(num_partitions=2**31-1) looped in placement on the controller's
+    loop; now it is refused at once, as are requests that would pass the cluster's limit."""
+    cluster = Cluster()
+    cluster.start_broker(1)
+    huge = cluster.core.create_topic(NewTopic("huge", 2**31 - 1, 1))
+    assert huge.error is ErrorCode.INVALID_PARTITIONS
+    assert "at most 10000" in huge.message
+    cluster.core.max_partitions = 12
+    cluster.commit(cluster.core.create_topic(NewTopic("ten", 10, 1)))
+    over = cluster.core.create_topic(NewTopic("three", 3, 1))
+    assert over.error is ErrorCode.POLICY_VIOLATION
+    assert "limit of 12" in over.message
+    assert cluster.core.create_partitions("ten", 13).error is ErrorCode.POLICY_VIOLATION
+    assert cluster.core.create_partitions("ten", 10 + 2**20).error is ErrorCode.INVALID_PARTITIONS
+    assert cluster.commit(cluster.core.create_partitions("ten", 12)).error is ErrorCode.NONE

@@ -224,3 +224,16 @@ def test_a_failed_reload_after_a_truncation_forgets_rather_than_remembers_cut_ba
         partition.apply_fetched(2, 80, FetchedPartition(ErrorCode.NONE, 0, 0, diverging=(1, 60)))
     assert partition.log.log_end_offset == 60
     assert partition.producer_count == 0, "a retry of a cut batch is never answered as written"
+
+
+def test_delete_records_is_refused_on_a_compacted_only_partition(tmp_path: Path) -> None:
+    """Issue #23: anyone could DeleteRecords on a compacted topic (``__consumer_offsets`` too),
+    losing keys' latest values; Kafka refuses unless cleanup.policy includes delete."""
+    compacted = open_partition(tmp_path / "orders-0", LogConfig.from_topic_configs({"cleanup.policy": "compact"}))
+    lead(compacted, 1)
+    with pytest.raises(LanesError, match=r"needs cleanup\.policy to include delete") as refused:
+        compacted.delete_records_before(1, 0)
+    assert refused.value.code is ErrorCode.POLICY_VIOLATION
+    both = open_partition(tmp_path / "orders-1", LogConfig.from_topic_configs({"cleanup.policy": "compact,delete"}))
+    lead(both, 1)
+    assert both.delete_records_before(1, 0) == 0

@@ -265,9 +265,17 @@ class Partition:
             return info
 
     def delete_records_before(self, leader_epoch: int, offset: int) -> int:
-        """DeleteRecords at the leader of ``leader_epoch``: the new log start (worker thread)."""
+        """DeleteRecords at the leader of ``leader_epoch``: the new log start (worker thread).
+        Refused (POLICY_VIOLATION) unless cleanup.policy includes delete, as Kafka's
+        ``Partition.deleteRecordsOnLeader`` does: a compacted log keeps every key's latest value."""
         with self._lock:
             self._leading_at(leader_epoch)
+            if not self.log.config.delete:
+                raise LanesError(
+                    f"DeleteRecords needs cleanup.policy to include delete; {self.key.topic}-{self.key.partition} is "
+                    "compacted only (deleting its records would lose keys' latest values)",
+                    ErrorCode.POLICY_VIOLATION,
+                )
             return self.log.delete_records_before(offset)
 
     def acks_all_outcome(self, leader_epoch: int, required_offset: int) -> ErrorCode | None:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from lanes.clock import SystemClock
+from lanes.controller.core import MAX_PARTITIONS
 from lanes.controller.metrics import ControllerMetrics
 from lanes.controller.quorum import parse_voters
 from lanes.controller.service import (
@@ -67,6 +68,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="rebalance a broker whose preferred partitions are led elsewhere above this percentage",
     )
     parser.add_argument(
+        "--max-partitions",
+        type=int,
+        default=MAX_PARTITIONS,
+        help=f"the most partitions the cluster may hold, internal topics included (default {MAX_PARTITIONS:,})",
+    )
+    parser.add_argument(
         "--snapshot-every-records",
         type=int,
         default=10_000,
@@ -102,6 +109,7 @@ async def serve(options: argparse.Namespace) -> None:
         leader_imbalance_per_broker_percentage=options.leader_imbalance_per_broker_percentage,
         offsets_topic_partitions=options.offsets_topic_partitions,
         snapshot_every_records=options.snapshot_every_records,
+        max_partitions=options.max_partitions,
         metrics=ControllerMetrics(metrics),
     )
     running = await start_server(

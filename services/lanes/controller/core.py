@@ -83,6 +83,13 @@ class ConfigOp:
     value: str | None = None
 
 
+#: the most partitions one CreateTopics or CreatePartitions entry may make (Kafka's controller
+#: refuses user operations of more than 10,000 records)
+MAX_PARTITIONS_PER_REQUEST = 10_000
+#: the most partitions (internal topics included) a cluster holds by default
+MAX_PARTITIONS = 100_000
+
+
 class ControllerCore:
     """Decides; the caller appends and applies. One instance per active controller."""
 
@@ -96,9 +103,11 @@ class ControllerCore:
         default_replication_factor: int = 1,
         producer_id_block_size: int = 1000,
         offsets_topic_partitions: int = 50,
+        max_partitions: int = MAX_PARTITIONS,
     ) -> None:
         self.image = image
         self.offsets_topic_partitions = offsets_topic_partitions
+        self.max_partitions = max_partitions
         self._rng = rng
         self._new_id = new_id
         self.default_partitions = default_partitions
@@ -396,8 +405,32 @@ class ControllerCore:
             return ControllerDecision.refuse(exc.code, exc.message)
         return self._topic_records(name, assignments, (("cleanup.policy", "compact"),), internal=True)
 
+    def _partition_count_refusal(self, new_partitions: int) -> ControllerDecision | None:
+        """Bounds on partitions: at most ``MAX_PARTITIONS_PER_REQUEST`` made by one request (placing
+        them runs on the controller's loop), at most ``max_partitions`` in the cluster."""
+        if new_partitions > MAX_PARTITIONS_PER_REQUEST:
+            return ControllerDecision.refuse(
+                ErrorCode.INVALID_PARTITIONS,
+                f"{new_partitions} new partitions in one request; at most {MAX_PARTITIONS_PER_REQUEST} "
+                "(create or grow the topic in steps)",
+            )
+        existing = sum(len(topic.partitions) for topic in self.image.topics.values())
+        if existing + new_partitions > self.max_partitions:
+            return ControllerDecision.refuse(
+                ErrorCode.POLICY_VIOLATION,
+                f"the cluster has {existing} partitions; {new_partitions} more would pass its limit of "
+                f"{self.max_partitions} (the controller's --max-partitions)",
+            )
+        return None
+
     def _assignments(self, request: NewTopic) -> tuple[list[list[int]], ControllerDecision | None]:
         live = self.image.live_brokers()
+        wanted = len(request.assignments) or (
+            self.default_partitions if request.num_partitions is None else request.num_partitions
+        )
+        too_many = self._partition_count_refusal(wanted)
+        if too_many is not None:
+            return [], too_many
         if request.assignments:
             if request.num_partitions is not None or request.replication_factor is not None:
                 return [], ControllerDecision.refuse(
@@ -500,6 +533,9 @@ class ControllerCore:
                 f"topic {name!r} {verb} {current} partitions; a topic can only grow (removing partitions would "
                 f"lose their records and remap keys), so ask for more than {current}",
             )
+        too_many = self._partition_count_refusal(total - current)
+        if too_many is not None:
+            return too_many
         factor = len(topic.partitions[0].replicas)
         if assignments:
             if len(assignments) != total - current:

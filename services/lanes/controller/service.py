@@ -30,7 +30,7 @@ import grpc
 from prometheus_client.metrics_core import Metric
 
 from lanes.clock import Clock
-from lanes.controller.core import ConfigOp, ControllerCore, ControllerDecision, NewTopic
+from lanes.controller.core import MAX_PARTITIONS, ConfigOp, ControllerCore, ControllerDecision, NewTopic
 from lanes.controller.metadata_log import MetadataLog
 from lanes.controller.metrics import ControllerMetrics, QuorumView
 from lanes.controller.quorum import Quorum
@@ -76,6 +76,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         leader_imbalance_check_interval_ms: int = 300_000,
         leader_imbalance_per_broker_percentage: int = 10,
         offsets_topic_partitions: int = 50,
+        max_partitions: int = MAX_PARTITIONS,
         metrics: ControllerMetrics | None = None,
     ) -> None:
         self.endpoint = endpoint
@@ -89,6 +90,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             default_partitions=default_partitions,
             default_replication_factor=default_replication_factor,
             offsets_topic_partitions=offsets_topic_partitions,
+            max_partitions=max_partitions,
         )
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms

@@ -1,0 +1,74 @@
+"""Issue #23, against a real cluster: administrative requests that harmed data or stalled the
+controller are refused with a clear error.
+
+- DeleteRecords on a compacted topic (``__consumer_offsets`` included) dropped keys' latest values
+  (committed offsets among them): refused with POLICY_VIOLATION, as Kafka does, and the records
+  stay.
+- CreateTopics(num_partitions=2**31-1) looped in placement on the controller's event loop: refused
+  at once with INVALID_PARTITIONS, and the controller goes on answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+import lanes
+from lanes.errors import ErrorCode, LanesError
+from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
+from lanes.v1 import broker_pb2, broker_pb2_grpc
+from tests.e2e.cli import wait_for
+from tests.integration.processes import running_cluster
+
+
+async def _delete_records(address: str, topic: str, partition: int) -> broker_pb2.DeleteRecordsPartitionResponse:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        request = broker_pb2.DeleteRecordsRequest(timeout_ms=5_000)
+        request.topics.add(topic=topic).partitions.add(partition=partition, offset=-1)
+        answer: broker_pb2.DeleteRecordsResponse = await stub.DeleteRecords(request, timeout=10)
+        return answer.topics[0].partitions[0]
+
+
+def test_delete_records_on_compacted_topics_and_huge_partition_counts_are_refused(tmp_path: Path) -> None:
+    with running_cluster(tmp_path, brokers=1, offsets_topic_partitions=1) as cluster:
+        bootstrap = str(cluster.describe()["bootstrap"])
+        address = cluster.broker_processes[1].address
+        with lanes.Admin(bootstrap) as admin:
+            admin.create_topic("accounts", partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})
+        with lanes.Producer(bootstrap, acks="all") as producer:
+            for index in range(10):
+                producer.send("accounts", f"balance-{index}".encode(), key=f"account-{index}".encode())
+            producer.flush()
+        with lanes.Consumer(bootstrap, group_id="auditors", auto_offset_reset="earliest") as consumer:
+            consumer.subscribe(["accounts"])
+            seen: list[lanes.ConsumerRecord] = []
+
+            def read_all() -> bool:
+                seen.extend(consumer.poll(500))
+                return len(seen) >= 10
+
+            wait_for(read_all, "the records read")
+            consumer.commit()
+
+        for topic in ("accounts", CONSUMER_OFFSETS_TOPIC):
+            refused = asyncio.run(_delete_records(address, topic, 0))
+            assert refused.error.code == int(ErrorCode.POLICY_VIOLATION), (topic, refused.error)
+            assert "needs cleanup.policy to include delete" in refused.error.message
+        with lanes.Admin(bootstrap) as admin:
+            (log,) = admin.describe_logs(["accounts"])
+            assert (log.log_start_offset, log.log_end_offset) == (0, 10), "every record is still there"
+            offsets = admin.describe_group("auditors").offsets
+            assert [(o.topic, o.committed_offset) for o in offsets] == [("accounts", 10)], "and the committed offset"
+
+            started = time.monotonic()
+            with pytest.raises(LanesError, match="at most 10000") as refused_topic:
+                admin.create_topic("huge", partitions=2**31 - 1, replication_factor=1)
+            assert refused_topic.value.code is ErrorCode.INVALID_PARTITIONS
+            assert time.monotonic() - started < 5
+            assert admin.describe_cluster().cluster_id, "the controller goes on answering"
+            admin.create_topic("normal", partitions=3, replication_factor=1)
