@@ -460,3 +460,27 @@ def test_group_states_carry_the_wire_enum_numbers() -> None:
     """The pure core's GroupState goes on the wire as it is: its numbers are lanes.v1.GroupState's."""
     for state in GroupState:
         assert coordinator_pb2.GroupState.Value(f"GROUP_STATE_{state.name}") == state
+
+
+def test_heartbeats_with_oversized_fields_are_refused_and_write_nothing() -> None:
+    """Issue #23: a 2 MB client id became a member record too large to write, and stopped the
+    shard; every string and list a heartbeat carries is bounded, and the group is untouched."""
+    h = Harness()
+    a = Client("a")
+    h.beat(a)
+    before = len(h.records)
+    for oversized in (
+        {"client_id": "c" * 2_000_000},
+        {"rack_id": "r" * 256},
+        {"instance_id": "i" * 256},
+        {"member_id": "m" * 65},
+        {"subscription": Subscription(("orders",), "(a+)+$" * 200)},
+        {"subscription": Subscription(tuple(f"t{n}" for n in range(10_001)))},
+    ):
+        fields = {"group_id": "g", "member_id": "b", "member_epoch": 0, "subscription": Subscription(("orders",))}
+        result, decision = h.core.heartbeat(HeartbeatInput(**{**fields, **oversized}), h.now, h.counts)  # type: ignore[arg-type]
+        assert result.error is ErrorCode.INVALID_REQUEST, oversized.keys()
+        assert "at most" in result.message
+        assert not decision.records
+    assert len(h.records) == before
+    assert set(h.group().members) == {"a"}

@@ -108,6 +108,40 @@ class HeartbeatInput:
     owned: Partitions | None = None
 
 
+#: bounds on what one heartbeat may carry (issue #23: a 2 MB client id became a member record too
+#: large to write, and stopped the whole shard): characters per string, entries per list
+MAX_ID_CHARS = 255
+MAX_MEMBER_ID_CHARS = 64
+MAX_REGEX_CHARS = 1_024
+MAX_SUBSCRIBED_TOPICS = 10_000
+MAX_OWNED_PARTITIONS = 100_000
+
+
+def heartbeat_size_problem(request: HeartbeatInput) -> str | None:
+    """What in ``request`` passes the bounds above (None: nothing)."""
+    for name, value, limit in (
+        ("group id", request.group_id, MAX_ID_CHARS),
+        ("member id", request.member_id, MAX_MEMBER_ID_CHARS),
+        ("instance id", request.instance_id, MAX_ID_CHARS),
+        ("rack id", request.rack_id, MAX_ID_CHARS),
+        ("client id", request.client_id, MAX_ID_CHARS),
+        ("server assignor", request.server_assignor or "", MAX_ID_CHARS),
+    ):
+        if len(value) > limit:
+            return f"the {name} has {len(value)} characters; at most {limit}"
+    subscription = request.subscription
+    if subscription is not None:
+        if len(subscription.topic_names) > MAX_SUBSCRIBED_TOPICS:
+            return f"the subscription names {len(subscription.topic_names)} topics; at most {MAX_SUBSCRIBED_TOPICS}"
+        if any(len(name) > MAX_ID_CHARS for name in subscription.topic_names):
+            return f"a subscribed topic name has more than {MAX_ID_CHARS} characters"
+        if len(subscription.topic_regex) > MAX_REGEX_CHARS:
+            return f"the subscription pattern has {len(subscription.topic_regex)} characters; at most {MAX_REGEX_CHARS}"
+    if request.owned is not None and len(request.owned) > MAX_OWNED_PARTITIONS:
+        return f"the heartbeat lists {len(request.owned)} owned partitions; at most {MAX_OWNED_PARTITIONS}"
+    return None
+
+
 @dataclass(frozen=True)
 class HeartbeatResult:
     """The answer to a heartbeat."""
@@ -174,6 +208,9 @@ class GroupCoordinatorCore:
     ) -> tuple[HeartbeatResult, GroupDecision]:
         """Decide one heartbeat (see the module docstring)."""
         decision = GroupDecision()
+        too_large = heartbeat_size_problem(request)
+        if too_large is not None:
+            return HeartbeatResult(error=ErrorCode.INVALID_REQUEST, message=too_large, member_id=""), decision
         group = self.store.get(request.group_id)
         if request.member_epoch in (LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH):
             return self._leave(group, request, now, decision), decision

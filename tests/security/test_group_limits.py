@@ -1,0 +1,59 @@
+"""Issue #23, against a real cluster: a heartbeat with a 2 MB client id became a member record
+too large to write and stopped its coordinator shard. Now every string and list a heartbeat
+carries is bounded: it is refused with INVALID_REQUEST, and groups on the same shard go on."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import grpc
+
+import lanes
+from lanes.errors import ErrorCode
+from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
+from tests.e2e.cli import wait_for
+from tests.integration.processes import running_cluster
+
+
+async def _heartbeat(address: str, request: coordinator_pb2.HeartbeatRequest) -> coordinator_pb2.HeartbeatResponse:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = coordinator_pb2_grpc.GroupCoordinatorStub(channel)  # type: ignore[no-untyped-call]
+        answer: coordinator_pb2.HeartbeatResponse = await stub.Heartbeat(request, timeout=10)
+        return answer
+
+
+def test_a_heartbeat_with_a_2_mb_client_id_is_refused_and_the_shard_serves_on(tmp_path: Path) -> None:
+    with running_cluster(tmp_path, brokers=1, offsets_topic_partitions=1) as cluster:
+        bootstrap = str(cluster.describe()["bootstrap"])
+        with lanes.Admin(bootstrap) as admin:
+            admin.create_topic("orders", partitions=2, replication_factor=1)
+        address = cluster.coordinator_processes[1].address
+        request = coordinator_pb2.HeartbeatRequest(
+            group_id="hostile",
+            member_id=str(uuid.uuid4()),
+            member_epoch=0,
+            client_id="x" * 2_000_000,
+            rebalance_timeout_ms=30_000,
+            subscription=coordinator_pb2.Subscription(topic_names=["orders"]),
+        )
+        answer = asyncio.run(_heartbeat(address, request))
+        assert answer.error.code == int(ErrorCode.INVALID_REQUEST), answer.error
+        assert "client id has 2000000 characters; at most 255" in answer.error.message
+
+        with lanes.Producer(bootstrap, acks="all") as producer:
+            for index in range(20):
+                producer.send("orders", f"order-{index}".encode(), key=str(index).encode())
+            producer.flush()
+        with lanes.Consumer(bootstrap, group_id="honest", auto_offset_reset="earliest") as consumer:
+            consumer.subscribe(["orders"])  # the same (only) shard of __consumer_offsets
+            seen: list[lanes.ConsumerRecord] = []
+
+            def read_all() -> bool:
+                seen.extend(consumer.poll(500))
+                return len(seen) >= 20
+
+            wait_for(read_all, "the honest group reads every record")
+            consumer.commit()
+        assert cluster.coordinator_processes[1].process.poll() is None, "the coordinator is up"
