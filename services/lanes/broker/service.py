@@ -50,7 +50,7 @@ from lanes.broker.fetch_session import FetchPosition, FetchSession, FetchSession
 from lanes.broker.follower import Followed, FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
 from lanes.broker.partition import Following, Partition
-from lanes.broker.producer_state import NO_PRODUCER_ID, Verdict
+from lanes.broker.producer_state import Verdict
 from lanes.broker.replication import divergence
 from lanes.clock import Clock
 from lanes.deadline import Deadline
@@ -682,8 +682,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         return answer()
 
     def _check_internal_writer(self, topic: str, partition: int, headers: list[BatchHeader]) -> None:
-        """Only a shard's coordinator writes ``__consumer_offsets``: with the shard's producer id
-        (header-only check; the producer epoch check that follows fences old owners)."""
+        """Only a shard's coordinator writes ``__consumer_offsets``: with the shard's producer id,
+        and an epoch no newer than the shard's (header-only checks; the producer epoch check that
+        follows fences old owners). A newer epoch would fence the real owner (issue #23: a batch
+        with epoch 32767 stopped a shard); its legitimate writer only meets this while this
+        broker's metadata lags, and retries."""
         if topic != CONSUMER_OFFSETS_TOPIC:
             return
         shard = self.image.shards.get(partition)
@@ -691,6 +694,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             raise LanesError(
                 f"{topic} is internal: only the group coordinator owning shard {partition} writes it",
                 ErrorCode.INVALID_TOPIC_EXCEPTION,
+            )
+        newest = max(h.producer_epoch for h in headers)
+        if newest > shard.shard_epoch:
+            raise LanesError(
+                f"{topic}-{partition}: producer epoch {newest} is newer than shard {partition}'s epoch "
+                f"{shard.shard_epoch} as this broker knows it",
+                ErrorCode.UNKNOWN_LEADER_EPOCH,
             )
 
     async def _produce_partition(
@@ -757,12 +767,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             return broker_pb2.InitProducerIdResponse(
                 error=wire_error(ErrorCode.UNSUPPORTED_VERSION, "transactions are not supported yet"), producer_id=-1
             )
-        if request.producer_id != NO_PRODUCER_ID:  # an existing producer bumps its epoch
-            return broker_pb2.InitProducerIdResponse(
-                error=wire_error(ErrorCode.NONE),
-                producer_id=request.producer_id,
-                producer_epoch=request.producer_epoch + 1,
-            )
+        # Without a transactional id, every call gets a new producer id, whatever id and epoch it
+        # names (as Kafka's coordinator does): bumping the epoch of a named id let anyone fence
+        # any producer (issue #23).
         async with self._producer_ids_lock:
             if not self._producer_ids:
                 block = await self.link.allocate_producer_ids()
