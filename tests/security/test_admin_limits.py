@@ -4,6 +4,8 @@ controller are refused with a clear error.
 - DeleteRecords on a compacted topic (``__consumer_offsets`` included) dropped keys' latest values
   (committed offsets among them): refused with POLICY_VIOLATION, as Kafka does, and the records
   stay.
+- ``max.message.bytes=0`` on ``__consumer_offsets`` failed every group: the cluster manages the
+  configs that keep internal topics working (POLICY_VIOLATION).
 - CreateTopics(num_partitions=2**31-1) looped in placement on the controller's event loop: refused
   at once with INVALID_PARTITIONS, and the controller goes on answering.
 """
@@ -64,6 +66,10 @@ def test_delete_records_on_compacted_topics_and_huge_partition_counts_are_refuse
             assert (log.log_start_offset, log.log_end_offset) == (0, 10), "every record is still there"
             offsets = admin.describe_group("auditors").offsets
             assert [(o.topic, o.committed_offset) for o in offsets] == [("accounts", 10)], "and the committed offset"
+
+            with pytest.raises(LanesError, match="manages its max.message.bytes") as refused_config:
+                admin.alter_configs(CONSUMER_OFFSETS_TOPIC, set={"max.message.bytes": "0"})
+            assert refused_config.value.code is ErrorCode.POLICY_VIOLATION
 
             started = time.monotonic()
             with pytest.raises(LanesError, match="at most 10000") as refused_topic:

@@ -491,3 +491,17 @@ def test_partition_counts_are_bounded_per_request_and_per_cluster() -> None:
     assert cluster.core.create_partitions("ten", 13).error is ErrorCode.POLICY_VIOLATION
     assert cluster.core.create_partitions("ten", 10 + 2**20).error is ErrorCode.INVALID_PARTITIONS
     assert cluster.commit(cluster.core.create_partitions("ten", 12)).error is ErrorCode.NONE
+
+
+def test_the_cluster_manages_the_configs_that_keep_internal_topics_working() -> None:
+    cluster = Cluster()
+    cluster.start_broker(1)
+    cluster.commit(cluster.core.create_internal_topic("__consumer_offsets", 1, 1))
+    refused = cluster.core.alter_topic_configs("__consumer_offsets", [ConfigOp("max.message.bytes", "set", "0")])
+    assert refused.error is ErrorCode.POLICY_VIOLATION
+    assert "manages its max.message.bytes" in refused.message
+    assert cluster.core.alter_topic_configs("__consumer_offsets", [ConfigOp("retention.ms", "set", "0")]).error is (
+        ErrorCode.POLICY_VIOLATION
+    )
+    allowed = cluster.core.alter_topic_configs("__consumer_offsets", [ConfigOp("segment.ms", "set", "3600000")])
+    assert allowed.error is ErrorCode.NONE

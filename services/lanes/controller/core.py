@@ -83,6 +83,10 @@ class ConfigOp:
     value: str | None = None
 
 
+#: configs of internal topics only the cluster sets (their groups' records must fit and stay)
+INTERNAL_TOPIC_MANAGED_CONFIGS = frozenset(
+    {"cleanup.policy", "max.message.bytes", "retention.ms", "retention.bytes", "min.insync.replicas", "segment.bytes"}
+)
 #: the most partitions one CreateTopics or CreatePartitions entry may make (Kafka's controller
 #: refuses user operations of more than 10,000 records)
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -575,9 +579,18 @@ class ControllerCore:
     def alter_topic_configs(
         self, name: str, ops: Sequence[ConfigOp], *, validate_only: bool = False
     ) -> ControllerDecision:
-        """Apply incremental config changes to a topic, all or none, validated as a whole."""
-        if self.image.topic(name) is None:
+        """Apply incremental config changes to a topic, all or none, validated as a whole. An
+        internal topic's ``INTERNAL_TOPIC_MANAGED_CONFIGS`` are the cluster's: changing them broke
+        every consumer group (``max.message.bytes=0`` on ``__consumer_offsets``, issue #23)."""
+        topic = self.image.topic(name)
+        if topic is None:
             return ControllerDecision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        managed = sorted({change.name for change in ops} & INTERNAL_TOPIC_MANAGED_CONFIGS) if topic.internal else []
+        if managed:
+            return ControllerDecision.refuse(
+                ErrorCode.POLICY_VIOLATION,
+                f"{name} is internal: the cluster manages its {', '.join(managed)}",
+            )
         current = self.image.topic_configs(name)
         updated = dict(current)
         for change in ops:
