@@ -67,7 +67,7 @@ def test_delete_records_on_compacted_topics_and_huge_partition_counts_are_refuse
             offsets = admin.describe_group("auditors").offsets
             assert [(o.topic, o.committed_offset) for o in offsets] == [("accounts", 10)], "and the committed offset"
 
-            with pytest.raises(LanesError, match="manages its max.message.bytes") as refused_config:
+            with pytest.raises(LanesError, match=r"manages its max\.message\.bytes") as refused_config:
                 admin.alter_configs(CONSUMER_OFFSETS_TOPIC, set={"max.message.bytes": "0"})
             assert refused_config.value.code is ErrorCode.POLICY_VIOLATION
 
