@@ -27,9 +27,9 @@ import lanes
 from lanes.errors import ErrorCode, MessageTooLargeError
 from lanes.local.cluster import LocalCluster
 from lanes.protocol.compression import MAX_DECOMPRESSED_BYTES, Compression
-from lanes.rpc.wire import produce_request
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 from tests.integration.processes import running_cluster
+from tests.security.raw import produce
 
 INFLATED_BYTES = 1024 * 1024 * 1024
 #: the broker's peak memory may grow by this much while refusing the bomb (the decompression
@@ -75,19 +75,6 @@ def peak_memory_mib(pid: int) -> float:
     raise AssertionError(f"no VmHWM for process {pid}")
 
 
-async def _produce(address: str, topic: str, batch: bytes) -> common_pb2.Error:
-    async with grpc.aio.insecure_channel(address, options=[("grpc.max_send_message_length", 64 << 20)]) as channel:
-        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
-        request = produce_request(topic, 0, batch, acks=common_pb2.ACKS_LEADER, timeout_ms=30_000)
-        for _ in range(100):  # until the new topic's leader serves it
-            answer: broker_pb2.ProduceResponse = await stub.Produce(request, timeout=60)
-            error = answer.topics[0].partitions[0].error
-            if not ErrorCode(error.code).retriable:
-                return error
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"{topic} never took the batch: {error.message}")
-
-
 async def _offset_at(address: str, topic: str, timestamp_ms: int) -> broker_pb2.ListOffsetsPartitionResponse:
     async with grpc.aio.insecure_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
@@ -122,11 +109,11 @@ def test_a_gzip_bomb_is_refused_or_reported_in_bounded_memory_and_the_broker_ser
         address, pid = _broker(cluster)
         before = peak_memory_mib(pid)
 
-        refused = asyncio.run(_produce(address, "compacted", bomb))
+        refused = produce(address, "compacted", 0, bomb, common_pb2.ACKS_LEADER)
         assert refused.code == int(ErrorCode.MESSAGE_TOO_LARGE), refused
         assert "decompresses to more than" in refused.message
 
-        stored = asyncio.run(_produce(address, "plain", bomb))  # not validated there yet (docstring)
+        stored = produce(address, "plain", 0, bomb, common_pb2.ACKS_LEADER)  # not validated there yet (docstring)
         assert stored.code == 0, stored
         answer = asyncio.run(_offset_at(address, "plain", 0))
         assert answer.error.code == int(ErrorCode.MESSAGE_TOO_LARGE), answer

@@ -20,10 +20,10 @@ import lanes
 from lanes.errors import ErrorCode
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import Record, decode_batches, encode_batch
-from lanes.rpc.wire import produce_request
-from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from lanes.v1 import broker_pb2, broker_pb2_grpc
 from tests.e2e.cli import wait_for
 from tests.integration.processes import running_cluster
+from tests.security.raw import produce
 
 
 async def _call(address: str, method: str, request: object) -> object:
@@ -40,13 +40,6 @@ def _init_producer_id(address: str, producer_id: int, epoch: int) -> broker_pb2.
     )
     assert isinstance(answer, broker_pb2.InitProducerIdResponse)
     return answer
-
-
-def _produce(address: str, topic: str, partition: int, batch: bytes) -> common_pb2.Error:
-    request = produce_request(topic, partition, batch, acks=common_pb2.ACKS_ALL, timeout_ms=10_000)
-    answer = asyncio.run(_call(address, "Produce", request))
-    assert isinstance(answer, broker_pb2.ProduceResponse)
-    return answer.topics[0].partitions[0].error
 
 
 def _offsets_batch_producers(address: str) -> set[int]:
@@ -68,15 +61,17 @@ def test_producer_ids_and_epochs_do_not_let_a_client_fence_another(tmp_path: Pat
             admin.create_topic("orders", partitions=1, replication_factor=1)
 
         victim = _init_producer_id(address, -1, -1)
-        first = encode_batch([Record(0, 1, None, b"one")], producer_id=victim.producer_id, producer_epoch=0)
-        assert _produce(address, "orders", 0, bytes(first)).code == 0
+        first = encode_batch(
+            [Record(0, 1, None, b"one")], producer_id=victim.producer_id, producer_epoch=0, base_sequence=0
+        )
+        assert produce(address, "orders", 0, bytes(first)).code == 0
         attacker = _init_producer_id(address, victim.producer_id, victim.producer_epoch)
         assert attacker.error.code == 0
         assert attacker.producer_id != victim.producer_id, "a new id, not the victim's with a bumped epoch"
         second = encode_batch(
             [Record(0, 2, None, b"two")], producer_id=victim.producer_id, producer_epoch=0, base_sequence=1
         )
-        assert _produce(address, "orders", 0, bytes(second)).code == 0, "the victim is not fenced"
+        assert produce(address, "orders", 0, bytes(second)).code == 0, "the victim is not fenced"
 
         with lanes.Consumer(bootstrap, group_id="ledger", auto_offset_reset="earliest") as consumer:
             consumer.subscribe(["orders"])
@@ -84,7 +79,7 @@ def test_producer_ids_and_epochs_do_not_let_a_client_fence_another(tmp_path: Pat
             consumer.commit()
             (shard_producer,) = _offsets_batch_producers(address)
             hostile = encode_batch([Record(0, 3, b"k", b"v")], producer_id=shard_producer, producer_epoch=32767)
-            refused = _produce(address, CONSUMER_OFFSETS_TOPIC, 0, bytes(hostile))
+            refused = produce(address, CONSUMER_OFFSETS_TOPIC, 0, bytes(hostile), retry=False)
             assert refused.code == int(ErrorCode.UNKNOWN_LEADER_EPOCH), refused
             assert "newer than shard 0's epoch" in refused.message
             with lanes.Producer(bootstrap, acks="all") as producer:

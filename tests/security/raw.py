@@ -1,0 +1,32 @@
+"""Raw gRPC calls the adversarial tests make (what a hostile client sends, byte for byte)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from lanes.rpc.wire import code_of, produce_request
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+
+
+async def _produce(address: str, request: broker_pb2.ProduceRequest, *, retry: bool) -> common_pb2.Error:
+    options = [("grpc.max_send_message_length", 64 << 20)]
+    async with grpc.aio.insecure_channel(address, options=options) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        for _ in range(100):  # until a new topic's leader serves it
+            answer: broker_pb2.ProduceResponse = await stub.Produce(request, timeout=60)
+            error = answer.topics[0].partitions[0].error
+            if not retry or not code_of(error).retriable:
+                return error
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"never answered but with {error.message}")
+
+
+def produce(
+    address: str, topic: str, partition: int, batch: bytes, acks: int = common_pb2.ACKS_ALL, *, retry: bool = True
+) -> common_pb2.Error:
+    """Produce one partition's ``batch`` bytes to the broker at ``address``; the final answer
+    (with ``retry``, retriable ones, such as a new topic's leader taking over, are retried)."""
+    request = produce_request(topic, partition, batch, acks=acks, timeout_ms=30_000)
+    return asyncio.run(_produce(address, request, retry=retry))
