@@ -12,16 +12,22 @@ import grpc
 
 import lanes
 from lanes.errors import ErrorCode
+from lanes.rpc.wire import code_of
 from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
 from tests.e2e.cli import wait_for
 from tests.integration.processes import running_cluster
 
 
 async def _heartbeat(address: str, request: coordinator_pb2.HeartbeatRequest) -> coordinator_pb2.HeartbeatResponse:
+    """The coordinator's final answer (retried while its shards are still loading)."""
     async with grpc.aio.insecure_channel(address) as channel:
         stub = coordinator_pb2_grpc.GroupCoordinatorStub(channel)  # type: ignore[no-untyped-call]
-        answer: coordinator_pb2.HeartbeatResponse = await stub.Heartbeat(request, timeout=10)
-        return answer
+        for _ in range(300):
+            answer: coordinator_pb2.HeartbeatResponse = await stub.Heartbeat(request, timeout=10)
+            if not code_of(answer.error).retriable:
+                return answer
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"the coordinator kept answering {answer.error.message}")
 
 
 def test_a_heartbeat_with_a_2_mb_client_id_is_refused_and_the_shard_serves_on(tmp_path: Path) -> None:

@@ -682,11 +682,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         return answer()
 
     def _check_internal_writer(self, topic: str, partition: int, headers: list[BatchHeader]) -> None:
-        """Only a shard's coordinator writes ``__consumer_offsets``: with the shard's producer id,
-        and an epoch no newer than the shard's (header-only checks; the producer epoch check that
-        follows fences old owners). A newer epoch would fence the real owner (issue #23: a batch
-        with epoch 32767 stopped a shard); its legitimate writer only meets this while this
-        broker's metadata lags, and retries."""
+        """Only a shard's coordinator writes ``__consumer_offsets``: with the shard's producer id
+        (header-only check; the producer epoch check that follows fences old owners)."""
         if topic != CONSUMER_OFFSETS_TOPIC:
             return
         shard = self.image.shards.get(partition)
@@ -694,13 +691,6 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             raise LanesError(
                 f"{topic} is internal: only the group coordinator owning shard {partition} writes it",
                 ErrorCode.INVALID_TOPIC_EXCEPTION,
-            )
-        newest = max(h.producer_epoch for h in headers)
-        if newest > shard.shard_epoch:
-            raise LanesError(
-                f"{topic}-{partition}: producer epoch {newest} is newer than shard {partition}'s epoch "
-                f"{shard.shard_epoch} as this broker knows it",
-                ErrorCode.UNKNOWN_LEADER_EPOCH,
             )
 
     async def _produce_partition(
