@@ -234,10 +234,9 @@ def _snapshot_and_trim(core: RaftCore) -> None:
     log.trim_to(log.add_snapshot(b"state:" + state, core.applied))
 
 
-def test_a_follower_behind_the_leaders_log_start_installs_its_snapshot_in_chunks_and_goes_on() -> None:
-    """KIP-630: the leader answers a fetch below its log start with its snapshot id; the
-    follower fetches the snapshot chunk by chunk, installs it (its log then starts at the
-    snapshot's end) and fetches entries from there."""
+def _leader_trimmed_past_a_loner() -> tuple[Cluster, int, int]:
+    """A cluster whose leader committed 20 entries without one voter (cut off), then snapshotted
+    and dropped its log below them: (cluster, leader, the cut-off voter)."""
     cluster = Cluster()
     leader_id = elect(cluster)
     leader = cluster.cores[leader_id]
@@ -247,6 +246,15 @@ def test_a_follower_behind_the_leaders_log_start_installs_its_snapshot_in_chunks
         leader.propose(f"value-{i}".encode())
     cluster.run(100)
     _snapshot_and_trim(leader)
+    return cluster, leader_id, loner
+
+
+def test_a_follower_behind_the_leaders_log_start_installs_its_snapshot_in_chunks_and_goes_on() -> None:
+    """KIP-630: the leader answers a fetch below its log start with its snapshot id; the
+    follower fetches the snapshot chunk by chunk, installs it (its log then starts at the
+    snapshot's end) and fetches entries from there."""
+    cluster, leader_id, loner = _leader_trimmed_past_a_loner()
+    leader = cluster.cores[leader_id]
     assert leader.log.start_offset == 21
     leader.propose(b"after the snapshot")
     cluster.heal()
@@ -267,15 +275,8 @@ def test_a_follower_behind_the_leaders_log_start_installs_its_snapshot_in_chunks
 
 
 def test_a_snapshot_replaced_during_the_transfer_is_fetched_again_from_its_newest_id() -> None:
-    cluster = Cluster()
-    leader_id = elect(cluster)
+    cluster, leader_id, loner = _leader_trimmed_past_a_loner()
     leader = cluster.cores[leader_id]
-    loner = next(n for n in cluster.cores if n != leader_id)
-    cluster.isolate(loner)
-    for i in range(20):
-        leader.propose(f"value-{i}".encode())
-    cluster.run(100)
-    _snapshot_and_trim(leader)
     old = leader.log.latest_snapshot
     leader.step(FetchRequest(loner, leader_id, leader.epoch, 0, 0), cluster.now)
     (answer,) = [m for m in leader.take_messages() if m.to == loner]

@@ -582,12 +582,7 @@ class RaftCore:
         ``--voters`` list learns the real quorum from the log. Its offset, or None."""
         if not self.leader_ready or self._configs or not self._base_is_bootstrap:
             return None
-        offset = self.log.end_offset
-        entry = Entry(self.epoch, b"", True, self.voter_set)
-        self.log.append([entry])
-        self._note_configs(offset, [entry])
-        self._leader_progress()
-        return offset
+        return self._append_configuration(self.voter_set)
 
     def propose_voters(self, voters: tuple[Voter, ...]) -> int | None:
         """Append a configuration entry as the leader (see ``voters_change_refusal``): its
@@ -595,8 +590,12 @@ class RaftCore:
         commits); a leader that removed itself resigns once the entry is committed."""
         if self.voters_change_refusal(voters) is not None:
             return None
+        return self._append_configuration(tuple(sorted(voters, key=lambda v: v.node_id)))
+
+    def _append_configuration(self, voters: tuple[Voter, ...]) -> int:
+        """Append a configuration entry as the leader (in force at once); its offset."""
         offset = self.log.end_offset
-        entry = Entry(self.epoch, b"", True, tuple(sorted(voters, key=lambda v: v.node_id)))
+        entry = Entry(self.epoch, b"", True, voters)
         self.log.append([entry])
         self._note_configs(offset, [entry])
         self._leader_progress()
