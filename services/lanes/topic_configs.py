@@ -17,6 +17,10 @@ from lanes.errors import InvalidConfigError
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 _DAY_MS = 24 * 60 * 60 * 1000
+#: The smallest segment.bytes a cluster lets a topic set by default (Kafka 4.0, KIP-1030; the
+#: controller's --min-segment-bytes): a segment per batch would fill a broker with files and
+#: descriptors that every topic on it shares. The rule below (14) is only the format's floor.
+MIN_SEGMENT_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)

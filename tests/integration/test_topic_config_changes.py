@@ -14,7 +14,7 @@ from tests.integration.test_consumer_groups import produce
 
 
 def test_configs_altered_under_a_leader_apply_to_its_partition(tmp_path: Path) -> None:
-    with running_cluster(tmp_path, brokers=1) as cluster:
+    with running_cluster(tmp_path, brokers=1, min_segment_bytes=100) as cluster:  # a segment per batch
         bootstrap = str(cluster.describe()["bootstrap"])
         with lanes.Admin(bootstrap) as admin:
             admin.create_topic("shrinking", partitions=1, replication_factor=1, config={"segment.bytes": "500"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import grpc
 
@@ -30,3 +31,17 @@ def produce(
     (with ``retry``, retriable ones, such as a new topic's leader taking over, are retried)."""
     request = produce_request(topic, partition, batch, acks=acks, timeout_ms=30_000)
     return asyncio.run(_produce(address, request, retry=retry))
+
+
+def peak_memory_mib(pid: int) -> float:
+    """The process's peak resident memory (VmHWM) since it started or since ``reset_peak_memory``."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmHWM for process {pid}")
+
+
+def reset_peak_memory(pid: int) -> float:
+    """Reset the process's VmHWM to its resident memory now (Linux ``clear_refs`` 5); that value."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+    return peak_memory_mib(pid)

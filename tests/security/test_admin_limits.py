@@ -8,6 +8,9 @@ controller are refused with a clear error.
   configs that keep internal topics working (POLICY_VIOLATION).
 - CreateTopics(num_partitions=2**31-1) looped in placement on the controller's event loop: refused
   at once with INVALID_PARTITIONS, and the controller goes on answering.
+- ``segment.bytes=14`` rolled a segment per batch, filling the broker with files every topic
+  shares: below 1 MiB (Kafka 4.0's floor, the controller's ``--min-segment-bytes``) it is refused
+  with INVALID_CONFIG, on a new topic and on an existing one.
 """
 
 from __future__ import annotations
@@ -78,3 +81,12 @@ def test_delete_records_on_compacted_topics_and_huge_partition_counts_are_refuse
             assert time.monotonic() - started < 5
             assert admin.describe_cluster().cluster_id, "the controller goes on answering"
             admin.create_topic("normal", partitions=3, replication_factor=1)
+
+            for attempt in (
+                lambda: admin.create_topic("tiny", partitions=1, replication_factor=1, config={"segment.bytes": "14"}),
+                lambda: admin.alter_configs("normal", set={"segment.bytes": "14"}),
+            ):
+                with pytest.raises(LanesError, match="must be at least 1048576") as refused_segments:
+                    attempt()
+                assert refused_segments.value.code is ErrorCode.INVALID_CONFIG
+            assert "tiny" not in admin.list_topics()

@@ -1,6 +1,8 @@
 """Issue #23, against a real cluster: a heartbeat with a 2 MB client id became a member record
 too large to write and stopped its coordinator shard. Now every string and list a heartbeat
-carries is bounded: it is refused with INVALID_REQUEST, and groups on the same shard go on."""
+carries is bounded: it is refused with INVALID_REQUEST, and groups on the same shard go on. An
+offset commit in the name of a 2 MB group id (it would have made that group) is refused with
+INVALID_GROUP_ID."""
 
 from __future__ import annotations
 
@@ -30,6 +32,13 @@ async def _heartbeat(address: str, request: coordinator_pb2.HeartbeatRequest) ->
         raise AssertionError(f"the coordinator kept answering {answer.error.message}")
 
 
+async def _commit(address: str, request: coordinator_pb2.CommitOffsetsRequest) -> coordinator_pb2.CommitOffsetsResponse:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = coordinator_pb2_grpc.GroupCoordinatorStub(channel)  # type: ignore[no-untyped-call]
+        answer: coordinator_pb2.CommitOffsetsResponse = await stub.CommitOffsets(request, timeout=10)
+        return answer
+
+
 def test_a_heartbeat_with_a_2_mb_client_id_is_refused_and_the_shard_serves_on(tmp_path: Path) -> None:
     with running_cluster(tmp_path, brokers=1, offsets_topic_partitions=1) as cluster:
         bootstrap = str(cluster.describe()["bootstrap"])
@@ -47,6 +56,13 @@ def test_a_heartbeat_with_a_2_mb_client_id_is_refused_and_the_shard_serves_on(tm
         answer = asyncio.run(_heartbeat(address, request))
         assert answer.error.code == int(ErrorCode.INVALID_REQUEST), answer.error
         assert "client id has 2000000 characters; at most 255" in answer.error.message
+
+        commit = coordinator_pb2.CommitOffsetsRequest(group_id="g" * 2_000_000, member_epoch=-1)
+        commit.topics.add(topic="orders").partitions.add(partition=0, committed_offset=1, committed_leader_epoch=-1)
+        committed = asyncio.run(_commit(address, commit))
+        refusal = committed.topics[0].partitions[0].error
+        assert refusal.code == int(ErrorCode.INVALID_GROUP_ID), refusal
+        assert "group id of 2000000 characters is too long" in refusal.message
 
         with lanes.Producer(bootstrap, acks="all") as producer:
             for index in range(20):

@@ -190,6 +190,42 @@ def test_alter_partition_is_fenced_by_epochs_and_liveness() -> None:
     )
 
 
+def test_an_isr_member_that_registered_again_since_the_leader_saw_it_fetch_cannot_join() -> None:
+    """KIP-903: the leader names the broker epoch each joining member fetched with; a broker that
+    restarted since (perhaps with an empty disk) is refused until it fetches again."""
+    cluster = Cluster()
+    epochs = {b: cluster.start_broker(b) for b in (1, 2)}
+    cluster.commit(cluster.core.create_topic(NewTopic("t", assignments=((1, 2),))))
+    topic_id = cluster.partition("t", 0).topic_id
+    cluster.commit(
+        cluster.core.alter_partition(1, epochs[1], topic_id, 0, leader_epoch=0, partition_epoch=0, new_isr=[1])
+    )
+    restarted = cluster.start_broker(2)
+    assert restarted != epochs[2]
+
+    def expand(seen_epoch: int) -> ControllerDecision:
+        partition = cluster.partition("t", 0)
+        return cluster.commit(
+            cluster.core.alter_partition(
+                1,
+                epochs[1],
+                topic_id,
+                0,
+                leader_epoch=partition.leader_epoch,
+                partition_epoch=partition.partition_epoch,
+                new_isr=[1, 2],
+                new_isr_broker_epochs=[-1, seen_epoch],
+            )
+        )
+
+    refused = expand(epochs[2])
+    assert refused.error is ErrorCode.INELIGIBLE_REPLICA
+    assert "registered again" in refused.message
+    assert cluster.partition("t", 0).isr == [1]
+    assert expand(restarted).error is ErrorCode.NONE
+    assert cluster.partition("t", 0).isr == [1, 2]
+
+
 def test_partitions_only_grow_and_configs_change_atomically() -> None:
     cluster = Cluster()
     cluster.start_broker(1)
@@ -211,6 +247,12 @@ def test_partitions_only_grow_and_configs_change_atomically() -> None:
     )
     assert bad.error is ErrorCode.INVALID_CONFIG
     assert "segment.bytes" in bad.message
+    small = cluster.core.alter_topic_configs("t", [ConfigOp("segment.bytes", "set", str(1024 * 1024 - 1))])
+    assert small.error is ErrorCode.INVALID_CONFIG
+    assert "at least 1048576" in small.message
+    assert cluster.core.alter_topic_configs("t", [ConfigOp("segment.bytes", "set", str(1024 * 1024))]).error is (
+        ErrorCode.NONE
+    )
     assert cluster.image.topic_configs("t")["retention.ms"] == "5", "nothing applied when one change is invalid"
     cluster.commit(cluster.core.alter_topic_configs("t", [ConfigOp("retention.ms", "delete")]))
     assert "retention.ms" not in cluster.image.topic_configs("t")

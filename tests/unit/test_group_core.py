@@ -320,6 +320,11 @@ def test_free_commits_and_bad_entries() -> None:
     assert h.core.store.get("free") is not None
     assert h.core.store.get("free").state() == GroupState.EMPTY  # type: ignore[union-attr]
     assert len([r for r in decision.records if r[0].HasField("offset_commit")]) == 1
+    refused, nothing = h.core.commit_offsets(
+        "free", "m" * 65, -1, entries[:1], now_ms=h.now_ms, partition_counts=h.counts
+    )  # group ids are checked by the service (lanes.protocol.names.validate_group_id)
+    assert [c for _, c, _ in refused] == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert not nothing.records
 
 
 def test_offsets_of_an_empty_group_expire_after_the_retention() -> None:

@@ -123,7 +123,7 @@ def test_delete_policy_logs_are_never_compacted(tmp_path: Path) -> None:
 
 def test_keyless_records_are_refused_on_compacted_topics(tmp_path: Path) -> None:
     log = PartitionLog.open(tmp_path, COMPACTED, clock=ManualClock())
-    with pytest.raises(LanesError, match="needs a key") as raised:
+    with pytest.raises(LanesError, match="needs one on every record") as raised:
         log.append_as_leader(producer_batch([b"v"], 0), 0)
     assert raised.value.code is ErrorCode.INVALID_RECORD
     assert log.log_end_offset == 0

@@ -13,7 +13,7 @@ from crc32c import crc32c
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from lanes.errors import CorruptRecordError, MessageTooLargeError, UnsupportedCompressionError
+from lanes.errors import CorruptRecordError, ErrorCode, LanesError, MessageTooLargeError, UnsupportedCompressionError
 from lanes.protocol import _records_py, records
 from lanes.protocol.compression import Compression
 from lanes.protocol.records import (
@@ -209,7 +209,15 @@ def test_c_and_reference_decoders_agree_on_damaged_sections(
             outcomes.append(("ok", codec.decode(bytes(encoded)).records))
         except CorruptRecordError as exc:
             outcomes.append(("error", str(exc)))
-    assert outcomes[0] == outcomes[1]
+        try:  # the produce-time check agrees too, and never passes what decoding refuses
+            header = validate_batch(bytes(encoded))
+            codec.check_produced(bytes(encoded), [header], require_keys=True)
+            outcomes.append(("checked", None))
+        except (CorruptRecordError, LanesError) as exc:
+            outcomes.append(("refused", str(exc)))
+    assert outcomes[:2] == outcomes[2:]
+    if outcomes[0][0] == "error":
+        assert outcomes[1][0] == "refused"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,6 +370,26 @@ def test_producer_batches_must_have_contiguous_offsets() -> None:
     validate_batch(gapped)  # legal after compaction
     with pytest.raises(CorruptRecordError, match="contiguous"):
         validate_batch(gapped, producer_batch=True)
+
+
+@pytest.mark.parametrize("codec", [PYTHON_CODEC, C_CODEC], ids=["python", "c"])
+def test_produced_records_are_checked_one_by_one(codec: BatchCodec | None) -> None:
+    """Kafka's LogValidator: offsets inside a batch are 0, 1, 2, ... even where the header's
+    count agrees, and a compacted topic needs a key on every record (``check_produced``)."""
+    if codec is None:
+        pytest.skip("the C extension is not built")
+    inner_gap = bytearray(PYTHON_CODEC.encode([Record(0, 0, b"k", b"a"), Record(2, 0, b"k", b"b")]))
+    struct.pack_into(">i", inner_gap, 23, 1)  # lastOffsetDelta says 0..1
+    struct.pack_into(">I", inner_gap, 17, crc32c(bytes(inner_gap[ATTRIBUTES_POSITION:])))
+    headers = records.validate_batches(bytes(inner_gap), producer_batch=True)  # the header alone passes
+    with pytest.raises(LanesError, match="offset delta 2 is not 1") as raised:
+        codec.check_produced(bytes(inner_gap), headers, require_keys=False)
+    assert raised.value.code is ErrorCode.INVALID_RECORD
+    keyless = PYTHON_CODEC.encode([Record(0, 0, b"k", b"a"), Record(1, 0, None, b"b")], compression=Compression.GZIP)
+    headers = records.validate_batches(keyless, producer_batch=True)
+    codec.check_produced(keyless, headers, require_keys=False)
+    with pytest.raises(LanesError, match=r"record 1 .* has no key"):
+        codec.check_produced(keyless, headers, require_keys=True)
 
 
 def test_impossible_record_counts_are_rejected() -> None:

@@ -39,6 +39,19 @@ def test_the_high_watermark_is_the_smallest_isr_log_end_and_never_moves_back() -
     assert replica.high_watermark == 7
 
 
+def test_fetches_of_an_older_incarnation_or_of_no_replica_do_not_count() -> None:
+    """KIP-903: once broker 2 fetched at broker epoch 9, a fetch at epoch 8 (an incarnation
+    before a restart) moves nothing; a proposal names the epoch each member fetched with."""
+    replica = leader([1, 2])
+    replica.on_append(10)
+    assert replica.on_follower_fetch(2, 4, now_ms=1, broker_epoch=9)
+    assert not replica.on_follower_fetch(2, 10, now_ms=2, broker_epoch=8)
+    assert replica.high_watermark == 4
+    assert not replica.on_follower_fetch(7, 10, now_ms=2, broker_epoch=9), "7 is no replica"
+    assert replica.on_follower_fetch(3, 10, now_ms=2, broker_epoch=5)
+    assert replica.broker_epochs([1, 2, 3]) == [-1, 9, 5]
+
+
 def test_a_lagging_follower_leaves_the_isr_and_rejoins_once_caught_up() -> None:
     replica = leader([1, 2, 3])
     replica.on_append(10)

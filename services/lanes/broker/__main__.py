@@ -13,12 +13,14 @@ import os
 import sys
 from pathlib import Path
 
+from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FETCH_MEMORY_BYTES, REPLICA_FETCH_RESPONSE_MAX_BYTES
 from lanes.broker.metrics import BrokerMetrics
 from lanes.broker.service import PRODUCER_ID_EXPIRATION_MS, BrokerService, add_to_server
 from lanes.clock import SystemClock
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     RunningServer,
+    ServerLimits,
     ServiceBinding,
     advertised_host,
     run_service,
@@ -27,6 +29,9 @@ from lanes.runtime.server import (
     start_server,
 )
 from lanes.v1 import broker_pb2, common_pb2
+
+#: A broker's largest request by default: many 1 MiB batches in one produce request.
+BROKER_MAX_REQUEST_BYTES = 16 * 1024 * 1024
 
 BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name
 
@@ -53,6 +58,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=PRODUCER_ID_EXPIRATION_MS,
         help="an idempotent producer that wrote nothing to a partition for this long is forgotten there "
         "(producer.id.expiration.ms; default one day)",
+    )
+    parser.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=BROKER_MAX_REQUEST_BYTES,
+        help="the largest request accepted, a produce request above all (default 16 MiB; keep it above every "
+        "topic's max.message.bytes)",
+    )
+    parser.add_argument(
+        "--fetch-max-bytes",
+        type=int,
+        default=FETCH_MAX_BYTES,
+        help="the largest answer to a consumer's fetch, whatever it asks (fetch.max.bytes; default 55 MiB)",
+    )
+    parser.add_argument(
+        "--replica-fetch-response-max-bytes",
+        type=int,
+        default=REPLICA_FETCH_RESPONSE_MAX_BYTES,
+        help="the largest answer to a follower's fetch (replica.fetch.response.max.bytes; default 10 MiB)",
+    )
+    parser.add_argument(
+        "--fetch-memory-bytes",
+        type=int,
+        default=FETCH_MEMORY_BYTES,
+        help="record bytes all consumer fetches may hold at once; beyond it fetches wait (default 128 MiB)",
     )
     parser.add_argument(
         "--metrics-partition-series",
@@ -82,12 +112,16 @@ async def serve(options: argparse.Namespace) -> None:
         replica_lag_time_max_ms=options.replica_lag_time_max_ms,
         producer_id_expiration_ms=options.producer_id_expiration_ms,
         metrics=BrokerMetrics(metrics, partition_series=options.metrics_partition_series == "on"),
+        fetch_max_bytes=options.fetch_max_bytes,
+        replica_fetch_response_max_bytes=options.replica_fetch_response_max_bytes,
+        fetch_memory_bytes=options.fetch_memory_bytes,
     )
     running = await start_server(
         [ServiceBinding(BROKER_SERVICE, lambda server: add_to_server(service, server))],
         host=options.host,
         port=options.port,
         metrics=metrics,
+        limits=ServerLimits(max_request_bytes=options.max_request_bytes),
     )
     await service.start()
     reporting = asyncio.create_task(report_in_sync(service, running))

@@ -76,9 +76,11 @@ class FollowerFetcher:
                     session.reset()  # the leader may have moved the session on: start a new one
                     await asyncio.sleep(_RETRY_S)
                     continue
-                if response.error.code:  # the leader forgot the session or saw an epoch lost
+                if response.error.code:  # the leader forgot the session, or does not know this epoch yet
                     _log.debug("fetch session %d ended: %s", session.session_id, response.error.message)
                     session.reset()
+                    if response.error.code == ErrorCode.STALE_BROKER_EPOCH:
+                        await asyncio.sleep(_RETRY_S)  # its metadata lags this registration
                     continue
                 session.answered(response.session_id, positions)
                 fetched_from = {key: position.fetch_offset for key, position in positions.items()}

@@ -34,7 +34,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lanes.broker.metrics import ReplicaState
 from lanes.broker.producer_snapshots import ProducerSnapshots
@@ -85,6 +85,8 @@ class IsrProposal:
     leader_epoch: int
     partition_epoch: int
     isr: list[int]
+    #: per member of ``isr``, the broker epoch it last fetched with (-1: the leader, or unknown)
+    broker_epochs: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -293,15 +295,18 @@ class Partition:
         return isinstance(role, Leading) and role.replica.followed_within(now_ms, window_ms)
 
     def on_follower_fetch(
-        self, replica_id: int, leader_epoch: int, fetch_offset: int, now_ms: int
-    ) -> tuple[bool, bool]:
+        self, replica_id: int, broker_epoch: int, leader_epoch: int, fetch_offset: int, now_ms: int
+    ) -> tuple[bool, bool] | None:
         """A follower fetched from ``fetch_offset`` (its log end) at ``leader_epoch``: (whether the
-        high-water mark moved, whether an ISR expansion is due now) (worker thread)."""
+        high-water mark moved, whether an ISR expansion is due now); None when the fetch does not
+        count: ``replica_id`` is no replica, or an older incarnation than one that fetched (worker
+        thread)."""
         with self._lock:
             role = self.role
             if not isinstance(role, Leading) or role.leader_epoch != leader_epoch:
                 return False, False
-            role.replica.on_follower_fetch(replica_id, fetch_offset, now_ms)
+            if not role.replica.on_follower_fetch(replica_id, fetch_offset, now_ms, broker_epoch=broker_epoch):
+                return None
             advanced = self._sync_high_watermark(role)
             expansion_due = replica_id not in role.replica.isr and role.replica.proposed_isr(now_ms) is not None
             return advanced, expansion_due
@@ -320,7 +325,9 @@ class Partition:
                 isr = replica.proposed_isr(now_ms)
                 if isr is not None:
                     replica.on_isr_proposed(isr)
-            return None if isr is None else IsrProposal(role.leader_epoch, role.partition_epoch, isr)
+            if isr is None:
+                return None
+            return IsrProposal(role.leader_epoch, role.partition_epoch, isr, replica.broker_epochs(isr))
 
     def on_isr_answer(
         self, proposal: IsrProposal, code: ErrorCode | None, isr: Sequence[int] = (), partition_epoch: int = -1

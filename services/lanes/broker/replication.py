@@ -35,6 +35,9 @@ class FollowerPosition:
     """What the leader knows of one follower."""
 
     broker_id: int
+    #: the broker epoch (registration) of the incarnation that fetched last (-1: none yet); an
+    #: ISR expansion names it, so the controller refuses a broker that restarted since (KIP-903)
+    broker_epoch: int = -1
     log_end_offset: int = -1
     last_caught_up_ms: int = -1
     last_fetch_ms: int = -1
@@ -78,11 +81,14 @@ class LeaderReplica:
         self.log_end_offset = log_end_offset
         self._advance_high_watermark()
 
-    def on_follower_fetch(self, follower_id: int, fetch_offset: int, now_ms: int) -> None:
-        """A follower fetched from ``fetch_offset``: its log ends there."""
+    def on_follower_fetch(self, follower_id: int, fetch_offset: int, now_ms: int, *, broker_epoch: int = -1) -> bool:
+        """A follower fetched from ``fetch_offset``: its log ends there. Whether the fetch counts:
+        not from a broker that is no replica, nor from an incarnation older than one that
+        fetched already (KIP-903: its log may be an older one's)."""
         follower = self.followers.get(follower_id)
-        if follower is None:
-            return
+        if follower is None or broker_epoch < follower.broker_epoch:
+            return False
+        follower.broker_epoch = broker_epoch
         if fetch_offset >= self.log_end_offset:
             follower.last_caught_up_ms = now_ms
         elif fetch_offset >= follower.leader_end_at_last_fetch >= 0:
@@ -91,6 +97,7 @@ class LeaderReplica:
         follower.last_fetch_ms = now_ms
         follower.leader_end_at_last_fetch = self.log_end_offset
         self._advance_high_watermark()
+        return True
 
     def on_isr_proposed(self, isr: Sequence[int]) -> None:
         """The leader asked the controller for ``isr``: until the outcome is known, the members it
@@ -161,6 +168,10 @@ class LeaderReplica:
         if self.leader_id not in proposal:
             proposal.insert(0, self.leader_id)
         return proposal if proposal != self.isr else None
+
+    def broker_epochs(self, isr: Sequence[int]) -> list[int]:
+        """The broker epoch each member of ``isr`` last fetched with (-1: the leader, or none)."""
+        return [self.followers[b].broker_epoch if b in self.followers else -1 for b in isr]
 
     def check_acks_all(self) -> ErrorCode:
         """Whether an acks=all produce may be appended now (before appending)."""

@@ -46,6 +46,14 @@ from typing import Any
 import grpc
 from prometheus_client.metrics_core import Metric
 
+from lanes.broker.consumer_fetch import ConsumerFetch
+from lanes.broker.fetch_limits import (
+    FETCH_MAX_BYTES,
+    FETCH_MEMORY_BYTES,
+    REPLICA_FETCH_RESPONSE_MAX_BYTES,
+    FetchLimits,
+    FetchMemory,
+)
 from lanes.broker.fetch_session import FetchPosition, FetchSession, FetchSessionCache, SessionPartition
 from lanes.broker.follower import Followed, FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
@@ -59,14 +67,13 @@ from lanes.errors import (
     ErrorCode,
     LanesError,
     MessageTooLargeError,
-    OffsetOutOfRangeError,
     error_code,
 )
 from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
 from lanes.rpc.wire import ServicerContext, wire_error
-from lanes.runtime.broadcast import Broadcast
+from lanes.runtime.broadcast import KeyedBroadcast
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.logs import fields
@@ -85,6 +92,8 @@ FOLLOWER_MAX_WAIT_MS = 2_000
 _VOUCH_CHECK_INTERVAL_S = 0.25
 #: how soon a metadata pass that failed in part (a log that would not open) is tried again
 _RECONCILE_RETRY_S = 1.0
+#: Produce requests one stream may have waiting for their answers (``ProduceStream``).
+STREAM_UNANSWERED_BYTES = 64 * 1024 * 1024
 #: Kafka's producer.id.expiration.ms default: a producer idle for a day is forgotten
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
@@ -97,8 +106,8 @@ class ServedReplicaFetch:
     bytes_read: int = 0
     #: a partition must answer at once (an error, or a divergence the follower must truncate)
     urgent: bool = False
-    #: a high-water mark moved: wake producers waiting for acks=all and consumers below it
-    high_watermark_advanced: bool = False
+    #: the partitions whose high-water mark moved: wake producers waiting for acks=all and consumers
+    high_watermark_advanced: list[TopicPartition] = field(default_factory=list)
     #: the fetching follower, outside an ISR, has caught up: expand the ISR now
     isr_expansion_due: bool = False
     #: (partition, high-water mark, log start) of each partition the answer names with offsets
@@ -137,6 +146,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         maintenance_interval_s: float = 5.0,
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
         metrics: BrokerMetrics | None = None,
+        fetch_max_bytes: int = FETCH_MAX_BYTES,
+        replica_fetch_response_max_bytes: int = REPLICA_FETCH_RESPONSE_MAX_BYTES,
+        fetch_memory_bytes: int = FETCH_MEMORY_BYTES,
     ) -> None:
         self.broker_id = broker_id
         self.metrics = metrics or BrokerMetrics(ServiceMetrics("broker"))
@@ -166,7 +178,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._partitions: dict[TopicPartition, Partition] = {}
         #: counts role changes: what the follower fetchers follow is worked out again after one
         self._roles_generation = 0
-        self._data_arrived = Broadcast()  # appends, HWM advances, ISR changes
+        #: per partition: appends, high-water mark advances, ISR changes (all: leaderships moved)
+        self._partition_signals: KeyedBroadcast[TopicPartition] = KeyedBroadcast()
+        self._fetch_max_bytes = fetch_max_bytes
+        self._replica_fetch_response_max_bytes = replica_fetch_response_max_bytes
+        self._fetch_memory = FetchMemory(fetch_memory_bytes)
         self.maintenance_interval_s = maintenance_interval_s
         self._maintenance: asyncio.Task[None] | None = None
         self._cleaner = CleanerThread(LogCleaner(clock), self.logs.logs, interval_s=maintenance_interval_s)
@@ -386,7 +402,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 changed |= partition.make_offline()
         if changed:
             self._roles_generation += 1
-            self._notify()  # whoever waits on an ended leadership answers NOT_LEADER_OR_FOLLOWER
+            self._partition_signals.notify_all()  # whoever waits on an ended leadership answers NOT_LEADER_OR_FOLLOWER
         self._start_fetchers(image)
         return complete
 
@@ -465,6 +481,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     leader_epoch=proposal.leader_epoch,
                     partition_epoch=proposal.partition_epoch,
                     new_isr=proposal.isr,
+                    new_isr_broker_epochs=proposal.broker_epochs,
                 )
                 if result is None:
                     partition.on_isr_answer(proposal, None)
@@ -476,7 +493,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         result.isr,
                         result.partition_epoch,
                     )
-                self._notify()
+                self._partition_signals.notify(partition.key)  # producers waiting for acks=all
 
     def _led(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Partition | common_pb2.Error:
         """The partition if this broker leads it, or the error to answer: not led here, or the
@@ -565,9 +582,6 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         state = found.partitions[partition]
         return common_pb2.LeaderHint(leader_id=state.leader, leader_epoch=state.leader_epoch)
 
-    def _notify(self) -> None:
-        self._data_arrived.notify_all()
-
     # -----------------------------------------------------------------------------------------
     # Metadata
 
@@ -628,25 +642,38 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> AsyncIterator[broker_pb2.ProduceResponse]:
         """Each request is started as soon as it is read, so a partition's appends happen in
         stream order (``_start_produce``) while earlier ones wait for replication; the answers
-        go back in request order."""
-        answers: asyncio.Queue[Coroutine[None, None, broker_pb2.ProduceResponse] | None] = asyncio.Queue()
+        go back in request order. At most ``STREAM_UNANSWERED_BYTES`` of requests wait for their
+        answers: beyond them the stream is not read (HTTP/2 flow control then holds the client
+        back), so a client cannot pile up requests in a broker's memory."""
+        answers: asyncio.Queue[tuple[int, Coroutine[None, None, broker_pb2.ProduceResponse]] | None] = asyncio.Queue()
+        unanswered_bytes = 0
+        room = asyncio.Event()
 
         async def read() -> None:
+            nonlocal unanswered_bytes
             try:
                 async for request in requests:
-                    answers.put_nowait(self._start_produce(request, stream=True))
+                    size = request.ByteSize()
+                    while unanswered_bytes and unanswered_bytes + size > STREAM_UNANSWERED_BYTES:
+                        room.clear()
+                        await room.wait()
+                    unanswered_bytes += size
+                    answers.put_nowait((size, self._start_produce(request, stream=True)))
             finally:
                 answers.put_nowait(None)
 
         reader = asyncio.create_task(read())
         try:
-            while (answer := await answers.get()) is not None:
+            while (started := await answers.get()) is not None:
+                size, answer = started
                 yield await answer
+                unanswered_bytes -= size
+                room.set()
         finally:
             reader.cancel()
             while not answers.empty():  # the client left: the appends go on, nobody hears of them
                 if (unheard := answers.get_nowait()) is not None:
-                    unheard.close()
+                    unheard[1].close()
 
     def _start_produce(
         self, request: broker_pb2.ProduceRequest, *, stream: bool = False
@@ -725,7 +752,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             )
             last_offset = appended.duplicate_of.last_offset
         else:
-            self._notify()  # followers' long-polls wait for new records; consumers, if the mark moved
+            self._partition_signals.notify(led.key)  # followers' long-polls wait for new records
             self.metrics.appended(topic, appended.records, appended.size_bytes)
             response.base_offset = appended.first_offset
             response.log_append_time_ms = appended.log_append_time_ms
@@ -779,13 +806,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> ErrorCode:
         async def outcome() -> ErrorCode:
             while True:
-                ticket = self._data_arrived.ticket()
-                result = partition.acks_all_outcome(leader_epoch, required_offset)
-                if result is not None:
-                    return result  # committed before any lapse below is answered as such
-                if not self._vouched(partition):
-                    return ErrorCode.NOT_LEADER_OR_FOLLOWER
-                await self._data_arrived.wait(ticket, _VOUCH_CHECK_INTERVAL_S)
+                with self._partition_signals.ticket((partition.key,)) as ticket:
+                    result = partition.acks_all_outcome(leader_epoch, required_offset)
+                    if result is not None:
+                        return result  # committed before any lapse below is answered as such
+                    if not self._vouched(partition):
+                        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    await ticket.wait(_VOUCH_CHECK_INTERVAL_S)
 
         try:
             return await asyncio.wait_for(outcome(), timeout_s)
@@ -798,77 +825,48 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Fetch(  # noqa: N802
         self, request: broker_pb2.FetchRequest, context: ServicerContext
     ) -> broker_pb2.FetchResponse:
-        deadline = Deadline(request.max_wait_ms / 1000)  # in real time, as the wait on the signal
-        while True:
-            ticket = self._data_arrived.ticket()  # before reading: an append meanwhile wakes us
-            response, sent = await asyncio.to_thread(self._read_all, request)
-            total = sum(size for size, _ in sent.values())
-            if total >= max(request.min_bytes, 1) or deadline.expired() or self._has_errors(response):
-                for topic, (size, records) in sent.items():
-                    self.metrics.fetched(topic, size, records)
-                return response
-            await self._data_arrived.wait(ticket, deadline.remaining_s())  # then: answer with what there is
+        """Read what is there; while that is under ``min_bytes``, wait for a named partition to
+        move and read what arrived (``lanes.broker.consumer_fetch``), until the wait ends. Sizes
+        and wait are capped (``lanes.broker.fetch_limits``); the record bytes held come out of
+        the broker's fetch memory."""
+        limits = FetchLimits.clamp(
+            request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=self._fetch_max_bytes
+        )
+        deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
+        fetch = ConsumerFetch(request, limits.max_bytes)
+        held = 0
+        try:
+            first = True
+            while True:
+                with self._partition_signals.ticket(fetch.keys) as ticket:  # before reading: a move meanwhile wakes us
+                    if first or fetch.moved(self._partitions):
+                        first = False
+                        granted = self._fetch_memory.grant(limits.max_bytes - fetch.read_bytes)
+                        read = await asyncio.to_thread(fetch.read_pass, self._fetchable, granted)
+                        self._fetch_memory.settle(granted, read)
+                        held += read
+                        if fetch.read_bytes >= limits.min_bytes or fetch.urgent:
+                            break
+                    if deadline.expired():
+                        break
+                    await ticket.wait(deadline.remaining_s())  # then: answer with what there is
+            response, sent = fetch.answer()
+        finally:
+            self._fetch_memory.release(held)
+        for code in fetch.errors:
+            self.metrics.partition_error("Fetch", code)
+        for topic, (size, records) in sent.items():
+            self.metrics.fetched(topic, size, records)
+        return response
 
-    @staticmethod
-    def _has_errors(response: broker_pb2.FetchResponse) -> bool:
-        return any(p.error.code for t in response.topics for p in t.partitions)
-
-    def _read_all(
-        self, request: broker_pb2.FetchRequest
-    ) -> tuple[broker_pb2.FetchResponse, dict[str, tuple[int, int]]]:
-        """The answer to ``request`` as the logs are now, and the record batch bytes and records in
-        it by topic."""
-        budget = request.max_bytes or 50 * 1024 * 1024
-        total = 0
-        sent: dict[str, tuple[int, int]] = {}
-        response = broker_pb2.FetchResponse()
-        for topic in request.topics:
-            partitions = response.topics.add(topic=topic.topic).partitions
-            for wanted in topic.partitions:
-                result = partitions.add(partition=wanted.partition)
-                led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                if isinstance(led, Partition) and wanted.fetch_offset >= led.log.high_watermark:
-                    # committed records are served by any leader that has them; a consumer that
-                    # waits for new ones is sent on once this broker cannot vouch for leading
-                    led = led if self._vouched(led) else self._not_vouched(topic.topic, wanted.partition)
-                if not isinstance(led, Partition):
-                    result.error.CopyFrom(led)
-                    self.metrics.partition_error("Fetch", led.code)
-                    continue
-                log = led.log
-                high_watermark = log.high_watermark
-                result.high_watermark = high_watermark
-                result.last_stable_offset = high_watermark
-                result.log_start_offset = log.log_start_offset
-                # In range is up to the log end, as in Kafka: between the high-water mark and the
-                # log end (a lagging follower, a new leader) the answer is empty, not an error a
-                # consumer would reset its position on.
-                if not log.log_start_offset <= wanted.fetch_offset <= log.log_end_offset:
-                    result.error.CopyFrom(
-                        wire_error(
-                            ErrorCode.OFFSET_OUT_OF_RANGE,
-                            f"offset {wanted.fetch_offset} is outside {log.log_start_offset}..{log.log_end_offset}",
-                        )
-                    )
-                    self.metrics.partition_error("Fetch", ErrorCode.OFFSET_OUT_OF_RANGE.value)
-                    continue
-                result.error.CopyFrom(wire_error(ErrorCode.NONE))
-                if wanted.fetch_offset >= high_watermark:
-                    continue  # nothing committed to read yet: the long-poll waits for the mark
-                limit = min(wanted.partition_max_bytes or budget, budget)
-                try:
-                    read = log.read(
-                        wanted.fetch_offset, limit, upper_bound_offset=high_watermark, min_one_batch=total == 0
-                    )
-                except OffsetOutOfRangeError as exc:  # the log moved meanwhile (retention, truncation)
-                    result.error.CopyFrom(wire_error(ErrorCode.OFFSET_OUT_OF_RANGE, exc.message))
-                    continue
-                result.records = read.records
-                size, records = sent.get(topic.topic, (0, 0))
-                sent[topic.topic] = (size + len(read.records), records + read.records_count)
-                total += len(read.records)
-                budget = max(0, budget - len(read.records))
-        return response, sent
+    def _fetchable(self, key: TopicPartition, current_leader_epoch: int, offset: int) -> Partition | common_pb2.Error:
+        """The partition a consumer may read from ``offset``: committed records are served by any
+        leader that has them; a consumer that waits for new ones is sent on once this broker
+        cannot vouch for leading."""
+        led = self._led(key.topic, key.partition, current_leader_epoch)
+        if isinstance(led, Partition) and offset >= led.log.high_watermark and not self._vouched(led):
+            return self._not_vouched(key.topic, key.partition)
+        return led
 
     # -----------------------------------------------------------------------------------------
     # Replication (leader side)
@@ -892,6 +890,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             for wanted in topic.partitions
         }
         forgotten = [TopicPartition(f.topic, p) for f in request.forgotten for p in f.partitions]
+        refusal = self._replica_refusal(request.replica_id, request.broker_epoch)
+        if refusal is not None:
+            return broker_pb2.ReplicaFetchResponse(error=refusal)
         resolved = self._fetch_sessions.resolve(
             request.replica_id, request.session_id, request.session_epoch, named, forgotten
         )
@@ -899,31 +900,51 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             return broker_pb2.ReplicaFetchResponse(error=wire_error(resolved))
         session, full = resolved
         entries = list(session.partitions.items())  # served in worker threads: a copy
-        deadline = Deadline(request.max_wait_ms / 1000)  # in real time, as the wait on the signal
+        keys = [key for key, _ in entries]
+        limits = FetchLimits.clamp(
+            request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=self._replica_fetch_response_max_bytes
+        )
+        deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
         while True:
-            ticket = self._data_arrived.ticket()
-            served = await asyncio.to_thread(
-                self._serve_replica,
-                request.replica_id,
-                entries,
-                session,
-                named if not full else None,
-                request.max_bytes,
+            with self._partition_signals.ticket(keys) as ticket:
+                served = await asyncio.to_thread(
+                    self._serve_replica,
+                    request,
+                    entries,
+                    session,
+                    named if not full else None,
+                    limits.max_bytes,
+                )
+                if served.isr_expansion_due:  # a follower outside the ISR caught up: expand now, not periodically
+                    self._isr_check_now.set()
+                for key in served.high_watermark_advanced:  # producers waiting for acks=all, consumers
+                    self._partition_signals.notify(key)
+                if served.bytes_read >= limits.min_bytes or served.urgent or deadline.expired():
+                    for key, high_watermark, log_start_offset in served.answered:
+                        session.answered(key, high_watermark, log_start_offset)
+                    served.response.session_id = session.session_id
+                    return served.response
+                await ticket.wait(deadline.remaining_s())
+
+    def _replica_refusal(self, replica_id: int, broker_epoch: int) -> common_pb2.Error | None:
+        """Why a ReplicaFetch claiming to come from ``replica_id`` at ``broker_epoch`` is refused,
+        if it is: the epoch must be that broker's current registration (KIP-903), so neither a
+        restarted broker's old incarnation nor a caller making up an id moves a high-water mark.
+        (The epoch is in the metadata anyone may watch: only the internal listener's mutual TLS
+        proves who calls.)"""
+        broker = self.image.brokers.get(replica_id)
+        if replica_id == self.broker_id or broker is None:
+            return wire_error(ErrorCode.STALE_BROKER_EPOCH, f"no broker {replica_id} is registered to fetch as")
+        if broker.epoch != broker_epoch:
+            return wire_error(
+                ErrorCode.STALE_BROKER_EPOCH,
+                f"broker {replica_id}'s registration is epoch {broker.epoch} here, not {broker_epoch}",
             )
-            if served.isr_expansion_due:  # a follower outside the ISR caught up: expand now, not periodically
-                self._isr_check_now.set()
-            if served.high_watermark_advanced:  # producers waiting for acks=all, consumers for data below it
-                self._notify()
-            if served.bytes_read >= max(request.min_bytes, 1) or served.urgent or deadline.expired():
-                for key, high_watermark, log_start_offset in served.answered:
-                    session.answered(key, high_watermark, log_start_offset)
-                served.response.session_id = session.session_id
-                return served.response
-            await self._data_arrived.wait(ticket, deadline.remaining_s())
+        return None
 
     def _serve_replica(
         self,
-        replica_id: int,
+        request: broker_pb2.ReplicaFetchRequest,
         entries: list[tuple[TopicPartition, SessionPartition]],
         session: FetchSession,
         named: Mapping[TopicPartition, FetchPosition] | None,
@@ -937,7 +958,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         Only a moved mark wakes the other long-polls: waking them on every fetch would make the
         followers' long-polls wake each other in a loop."""
         now = self._clock.monotonic_ms()
-        budget = max_bytes or 16 * 1024 * 1024
+        replica_id, broker_epoch = request.replica_id, request.broker_epoch
+        budget = max_bytes
         served = ServedReplicaFetch(broker_pb2.ReplicaFetchResponse())
         topics: dict[str, Any] = {}
 
@@ -983,8 +1005,20 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 )
                 served.urgent = True
                 continue
-            advanced, expansion_due = led.on_follower_fetch(replica_id, leader_epoch, wanted.fetch_offset, now)
-            served.high_watermark_advanced |= advanced
+            counted = led.on_follower_fetch(replica_id, broker_epoch, leader_epoch, wanted.fetch_offset, now)
+            if counted is None:
+                answer(key, wanted.topic_id).error.CopyFrom(
+                    wire_error(
+                        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                        f"broker {replica_id} (epoch {broker_epoch}) is not a current replica of "
+                        f"{key.topic}-{key.partition}",
+                    )
+                )
+                served.urgent = True
+                continue
+            advanced, expansion_due = counted
+            if advanced:
+                served.high_watermark_advanced.append(key)
             served.isr_expansion_due |= expansion_due
             high_watermark, log_start_offset = log.high_watermark, log.log_start_offset
             behind = wanted.fetch_offset < log.log_end_offset

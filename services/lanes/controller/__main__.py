@@ -36,6 +36,7 @@ from lanes.runtime.server import (
     service_argument_parser,
     start_server,
 )
+from lanes.topic_configs import MIN_SEGMENT_BYTES
 from lanes.v1 import common_pb2
 
 
@@ -74,6 +75,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"the most partitions the cluster may hold, internal topics included (default {MAX_PARTITIONS:,})",
     )
     parser.add_argument(
+        "--min-segment-bytes",
+        type=int,
+        default=MIN_SEGMENT_BYTES,
+        help="the smallest segment.bytes a topic may set (default 1 MiB, as Kafka 4.0)",
+    )
+    parser.add_argument(
         "--snapshot-every-records",
         type=int,
         default=10_000,
@@ -110,6 +117,7 @@ async def serve(options: argparse.Namespace) -> None:
         offsets_topic_partitions=options.offsets_topic_partitions,
         snapshot_every_records=options.snapshot_every_records,
         max_partitions=options.max_partitions,
+        min_segment_bytes=options.min_segment_bytes,
         metrics=ControllerMetrics(metrics),
     )
     running = await start_server(

@@ -40,7 +40,7 @@ from lanes.metadata.image import (
     TopicImage,
 )
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, collision_key, validate_topic_name
-from lanes.topic_configs import TOPIC_CONFIGS, parse_topic_configs
+from lanes.topic_configs import MIN_SEGMENT_BYTES, TOPIC_CONFIGS, parse_topic_configs
 from lanes.v1 import common_pb2, metadata_pb2
 
 MetadataRecord = metadata_pb2.MetadataRecord
@@ -108,8 +108,10 @@ class ControllerCore:
         producer_id_block_size: int = 1000,
         offsets_topic_partitions: int = 50,
         max_partitions: int = MAX_PARTITIONS,
+        min_segment_bytes: int = MIN_SEGMENT_BYTES,
     ) -> None:
         self.image = image
+        self.min_segment_bytes = min_segment_bytes
         self.offsets_topic_partitions = offsets_topic_partitions
         self.max_partitions = max_partitions
         self._rng = rng
@@ -117,6 +119,22 @@ class ControllerCore:
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
         self.producer_id_block_size = producer_id_block_size
+
+    def _config_refusal(self, overrides: dict[str, str]) -> ControllerDecision | None:
+        """Why a topic may not have ``overrides``, if it may not: each must parse and keep its
+        rule (``lanes.topic_configs``), and ``segment.bytes`` is at least the cluster's
+        ``min_segment_bytes``."""
+        try:
+            values = parse_topic_configs(overrides)
+        except LanesError as exc:
+            return ControllerDecision.refuse(exc.code, exc.message)
+        if values.get("segment.bytes", self.min_segment_bytes) < self.min_segment_bytes:
+            return ControllerDecision.refuse(
+                ErrorCode.INVALID_CONFIG,
+                f"segment.bytes={values['segment.bytes']} is invalid: must be at least {self.min_segment_bytes} "
+                "(the controller's --min-segment-bytes)",
+            )
+        return None
 
     def _next_offset(self, decision: ControllerDecision) -> int:
         """The metadata offset the next record of ``decision`` will get."""
@@ -384,10 +402,9 @@ class ControllerCore:
                 f"topic {request.name!r} collides with existing topic {clash!r}: '.' and '_' are the same in metric "
                 "names; choose another name",
             )
-        try:
-            parse_topic_configs(dict(request.configs))
-        except LanesError as exc:
-            return ControllerDecision.refuse(exc.code, exc.message)
+        refused = self._config_refusal(dict(request.configs))
+        if refused is not None:
+            return refused
         assignments, refused = self._assignments(request)
         if refused is not None:
             return refused
@@ -625,10 +642,9 @@ class ControllerCore:
                 updated[change.name] = ",".join(items)
             else:
                 return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, f"unknown config operation {change.op!r}")
-        try:
-            parse_topic_configs(updated)
-        except LanesError as exc:
-            return ControllerDecision.refuse(exc.code, exc.message)
+        refused = self._config_refusal(updated)
+        if refused is not None:
+            return refused
         if validate_only:
             return ControllerDecision()
         records = []
@@ -654,8 +670,12 @@ class ControllerCore:
         leader_epoch: int,
         partition_epoch: int,
         new_isr: Sequence[int],
+        new_isr_broker_epochs: Sequence[int] = (),
     ) -> ControllerDecision:
-        """A leader's ISR proposal, fenced by broker, leader and partition epochs."""
+        """A leader's ISR proposal, fenced by broker, leader and partition epochs. A member it
+        adds must be live and, when the leader names the broker epoch it saw that member fetch
+        with, still at that epoch (KIP-903: a broker that restarted since may have lost what it
+        had fetched)."""
         refused = self._check("broker", broker_id, broker_epoch)
         if refused is not None:
             return refused
@@ -689,6 +709,15 @@ class ControllerCore:
         if ineligible:
             return ControllerDecision.refuse(
                 ErrorCode.INELIGIBLE_REPLICA, f"brokers {ineligible} are fenced and cannot join the ISR"
+            )
+        seen = dict(zip(new_isr, new_isr_broker_epochs, strict=False))
+        restarted = sorted(
+            b for b in set(isr) - set(partition.isr) if seen.get(b, -1) >= 0 and seen[b] != self.image.brokers[b].epoch
+        )
+        if restarted:
+            return ControllerDecision.refuse(
+                ErrorCode.INELIGIBLE_REPLICA,
+                f"brokers {restarted} registered again since the leader saw them fetch: they cannot join the ISR",
             )
         if isr == partition.isr:
             return ControllerDecision()

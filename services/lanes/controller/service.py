@@ -42,7 +42,7 @@ from lanes.rpc.controllers import ACTIVE_CONTROLLER_KEY, NOT_CONTROLLER_DETAILS
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.topic_configs import TOPIC_CONFIGS
+from lanes.topic_configs import MIN_SEGMENT_BYTES, TOPIC_CONFIGS
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
 _log = logging.getLogger(__name__)
@@ -77,6 +77,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         leader_imbalance_per_broker_percentage: int = 10,
         offsets_topic_partitions: int = 50,
         max_partitions: int = MAX_PARTITIONS,
+        min_segment_bytes: int = MIN_SEGMENT_BYTES,
         metrics: ControllerMetrics | None = None,
     ) -> None:
         self.endpoint = endpoint
@@ -91,6 +92,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             default_replication_factor=default_replication_factor,
             offsets_topic_partitions=offsets_topic_partitions,
             max_partitions=max_partitions,
+            min_segment_bytes=min_segment_bytes,
         )
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
@@ -751,6 +753,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                         leader_epoch=proposal.leader_epoch,
                         partition_epoch=proposal.partition_epoch,
                         new_isr=list(proposal.new_isr),
+                        new_isr_broker_epochs=list(proposal.new_isr_broker_epochs),
                     )
                 )
                 result = controller_pb2.AlterPartitionResult(

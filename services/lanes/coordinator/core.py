@@ -491,6 +491,10 @@ class GroupCoordinatorCore:
     def _check_committer(
         self, group: Group | None, group_id: str, member_id: str, member_epoch: int, entries: Sequence[CommitEntry]
     ) -> tuple[ErrorCode, str] | None:
+        if len(member_id) > MAX_MEMBER_ID_CHARS:
+            return ErrorCode.UNKNOWN_MEMBER_ID, f"a member id has at most {MAX_MEMBER_ID_CHARS} characters"
+        if len(entries) > MAX_OWNED_PARTITIONS:
+            return ErrorCode.INVALID_REQUEST, f"a commit names at most {MAX_OWNED_PARTITIONS} partitions"
         if not member_id or member_epoch == FREE_CONSUMER_EPOCH:
             if group is not None and group.members:
                 return (

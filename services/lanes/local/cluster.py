@@ -36,6 +36,7 @@ import grpc
 from lanes.deadline import Deadline, attempts
 from lanes.local.processes import ServiceProcess, start_service
 from lanes.rpc.controllers import ControllerEndpoints
+from lanes.topic_configs import MIN_SEGMENT_BYTES
 from lanes.v1 import controller_pb2
 
 CLUSTER_FILE = "cluster.json"
@@ -68,6 +69,8 @@ class LocalCluster:
     controllers: int = 1
     #: metadata records between controller snapshots (each drops the log below the one before)
     snapshot_every_records: int = 10_000
+    #: the smallest segment.bytes a topic may set (tests of retention lower it)
+    min_segment_bytes: int = MIN_SEGMENT_BYTES
     #: where a process runs, by name ("controller" or "controller-<id>", "broker-1",
     #: "coordinator-1"): its address and a launcher command (tests put each process in its own
     #: network namespace); default ``host``, none
@@ -156,6 +159,8 @@ class LocalCluster:
                 str(self.offsets_topic_partitions),
                 "--snapshot-every-records",
                 str(self.snapshot_every_records),
+                "--min-segment-bytes",
+                str(self.min_segment_bytes),
             ],
             self.data_dir / "logs" / f"{name}.log",
             launcher=placed.launcher,

@@ -369,8 +369,9 @@ static int read_varint(Reader *reader, const char *what, int max_bytes, int64_t 
     return reader_fail(reader, message);
 }
 
-/* A nullable byte field: *out is a new reference (bytes or None). */
-static int read_blob(Reader *reader, const char *what, int nullable, PyObject **out) {
+/* A nullable byte field: *out is a new reference (bytes or None); with out NULL the field is only
+   checked and skipped, and *is_null (when given) says whether it was null. */
+static int read_blob(Reader *reader, const char *what, int nullable, PyObject **out, int *is_null) {
     char message[200];
     char label[80];
     snprintf(label, sizeof label, "%s length", what);
@@ -378,9 +379,14 @@ static int read_blob(Reader *reader, const char *what, int nullable, PyObject **
     if (read_varint(reader, label, 5, &length) < 0) {
         return -1;
     }
+    if (is_null != NULL) {
+        *is_null = length == -1;
+    }
     if (length == -1 && nullable) {
-        Py_INCREF(Py_None);
-        *out = Py_None;
+        if (out != NULL) {
+            Py_INCREF(Py_None);
+            *out = Py_None;
+        }
         return 0;
     }
     if (length < 0) {
@@ -391,12 +397,18 @@ static int read_blob(Reader *reader, const char *what, int nullable, PyObject **
         snprintf(message, sizeof message, "%s of %lld bytes overruns the record", what, (long long)length);
         return reader_fail(reader, message);
     }
+    if (out == NULL) {
+        reader->position += (Py_ssize_t)length;
+        return 0;
+    }
     *out = PyBytes_FromStringAndSize((const char *)reader->data + reader->position, (Py_ssize_t)length);
     reader->position += (Py_ssize_t)length;
     return *out == NULL ? -1 : 0;
 }
 
-static PyObject *read_headers(Reader *reader) {
+/* The headers as a tuple of (key, value) pairs; with build 0 they are only checked (header keys
+   must be UTF-8 either way: a consumer decodes them) and Py_None is returned, borrowed. */
+static PyObject *read_headers(Reader *reader, int build) {
     int64_t count;
     if (read_varint(reader, "header count", 5, &count) < 0) {
         return NULL;
@@ -411,14 +423,16 @@ static PyObject *read_headers(Reader *reader) {
         reader_fail(reader, "header count exceeds what the record can hold");
         return NULL;
     }
-    PyObject *headers = PyTuple_New((Py_ssize_t)count);
+    PyObject *headers = build ? PyTuple_New((Py_ssize_t)count) : Py_None;
     if (headers == NULL) {
         return NULL;
     }
     for (Py_ssize_t h = 0; h < (Py_ssize_t)count; h++) {
         PyObject *raw_key = NULL, *value = NULL;
-        if (read_blob(reader, "header key", 0, &raw_key) < 0) {
-            Py_DECREF(headers);
+        if (read_blob(reader, "header key", 0, &raw_key, NULL) < 0) {
+            if (build) {
+                Py_DECREF(headers);
+            }
             return NULL;
         }
         PyObject *key = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(raw_key), PyBytes_GET_SIZE(raw_key), "strict");
@@ -426,10 +440,19 @@ static PyObject *read_headers(Reader *reader) {
         if (key == NULL) {
             PyErr_Clear();
             reader_fail(reader, "header key is not valid UTF-8");
-            Py_DECREF(headers);
+            if (build) {
+                Py_DECREF(headers);
+            }
             return NULL;
         }
-        if (read_blob(reader, "header value", 1, &value) < 0) {
+        if (!build) {
+            Py_DECREF(key);
+            if (read_blob(reader, "header value", 1, NULL, NULL) < 0) {
+                return NULL;
+            }
+            continue;
+        }
+        if (read_blob(reader, "header value", 1, &value, NULL) < 0) {
             Py_DECREF(key);
             Py_DECREF(headers);
             return NULL;
@@ -446,108 +469,95 @@ static PyObject *read_headers(Reader *reader) {
     return headers;
 }
 
-static PyObject *decode_records(PyObject *module, PyObject *args) {
-    Py_buffer section;
-    Py_ssize_t count;
-    long long base_offset, base_timestamp;
-    PyObject *record_type;
-    PyObject *trailer = NULL;
-    if (!PyArg_ParseTuple(args, "y*nLLO|O!:decode_records", &section, &count, &base_offset, &base_timestamp,
-                          &record_type, &PyTuple_Type, &trailer)) {
-        return NULL;
-    }
+/* Read count records from the reader's section. With record_type, each becomes a record_type tuple
+   (offset, timestamp, key, value, headers, *trailer) put in records; without (NULL), the records are
+   only checked, as a producer must have written them: offset deltas 0, 1, 2, ... and, with
+   require_keys, a key on every record. */
+static int walk_records(Reader *reader, Py_ssize_t count, long long base_offset, long long base_timestamp,
+                        PyObject *record_type, PyObject *trailer, int require_keys, PyObject *records) {
+    int build = record_type != NULL;
     Py_ssize_t trailer_size = trailer == NULL ? 0 : PyTuple_GET_SIZE(trailer);
-    if (!PyType_Check(record_type) || !PyType_IsSubtype((PyTypeObject *)record_type, &PyTuple_Type)) {
-        PyBuffer_Release(&section);
-        PyErr_SetString(PyExc_TypeError, "record_type must be a tuple subclass");
-        return NULL;
-    }
-    Reader reader = {section.buf, 0, section.len, section.len, 0, 0};
-    if (count < 0 || count > section.len / MIN_RECORD_BYTES + 1) {
-        PyBuffer_Release(&section);
-        PyErr_Format(PyExc_ValueError, "records count %zd does not fit a %zd-byte records section", count,
-                     section.len);
-        return NULL;
-    }
-    PyObject *records = PyList_New(count);
-    if (records == NULL) {
-        PyBuffer_Release(&section);
-        return NULL;
-    }
     for (Py_ssize_t index = 0; index < count; index++) {
-        reader.index = index;
-        reader.record_start = reader.position;
-        reader.end = reader.total;
+        reader->index = index;
+        reader->record_start = reader->position;
+        reader->end = reader->total;
         char message[200];
-        if (reader.position >= reader.total) {
+        if (reader->position >= reader->total) {
             snprintf(message, sizeof message, "missing: the batch header counts %zd records, the section holds %zd",
                      count, index);
-            reader_fail(&reader, message);
-            goto error;
+            return reader_fail(reader, message);
         }
         int64_t length, timestamp_delta, offset_delta;
-        if (read_varint(&reader, "length", 5, &length) < 0) {
-            goto error;
+        if (read_varint(reader, "length", 5, &length) < 0) {
+            return -1;
         }
-        if (length < 0 || reader.position + length > reader.total) {
+        if (length < 0 || reader->position + length > reader->total) {
             snprintf(message, sizeof message, "length %lld overruns the records section", (long long)length);
-            reader_fail(&reader, message);
-            goto error;
+            return reader_fail(reader, message);
         }
-        reader.end = reader.position + (Py_ssize_t)length;
-        if (reader.position >= reader.end) {
-            reader_fail(&reader, "attributes byte is missing");
-            goto error;
+        reader->end = reader->position + (Py_ssize_t)length;
+        if (reader->position >= reader->end) {
+            return reader_fail(reader, "attributes byte is missing");
         }
-        reader.position += 1; /* record attributes: unused in v2 */
-        if (read_varint(&reader, "timestamp delta", 10, &timestamp_delta) < 0 ||
-            read_varint(&reader, "offset delta", 5, &offset_delta) < 0) {
-            goto error;
+        reader->position += 1; /* record attributes: unused in v2 */
+        if (read_varint(reader, "timestamp delta", 10, &timestamp_delta) < 0 ||
+            read_varint(reader, "offset delta", 5, &offset_delta) < 0) {
+            return -1;
         }
         if (offset_delta < 0) {
             snprintf(message, sizeof message, "offset delta %lld is negative", (long long)offset_delta);
-            reader_fail(&reader, message);
-            goto error;
+            return reader_fail(reader, message);
+        }
+        if (!build && offset_delta != index) {
+            snprintf(message, sizeof message, "offset delta %lld is not %zd: a producer's offsets are contiguous",
+                     (long long)offset_delta, index);
+            return reader_fail(reader, message);
         }
         long long offset;
         if (__builtin_add_overflow(base_offset, (long long)offset_delta, &offset)) {
-            reader_fail(&reader, "offset delta overflows the base offset");
-            goto error;
+            return reader_fail(reader, "offset delta overflows the base offset");
         }
         long long timestamp;
         if (__builtin_add_overflow(base_timestamp, (long long)timestamp_delta, &timestamp)) {
-            reader_fail(&reader, "timestamp delta overflows the base timestamp");
-            goto error;
+            return reader_fail(reader, "timestamp delta overflows the base timestamp");
         }
         PyObject *key = NULL, *value = NULL, *headers = NULL;
-        if (read_blob(&reader, "key", 1, &key) < 0) {
-            goto error;
+        int key_is_null = 0;
+        if (read_blob(reader, "key", 1, build ? &key : NULL, &key_is_null) < 0) {
+            return -1;
         }
-        if (read_blob(&reader, "value", 1, &value) < 0) {
-            Py_DECREF(key);
-            goto error;
+        if (require_keys && key_is_null) {
+            return reader_fail(reader, "has no key: a compacted topic (cleanup.policy=compact) needs one on every record");
         }
-        headers = read_headers(&reader);
+        if (read_blob(reader, "value", 1, build ? &value : NULL, NULL) < 0) {
+            Py_XDECREF(key);
+            return -1;
+        }
+        headers = read_headers(reader, build);
         if (headers == NULL) {
-            Py_DECREF(key);
-            Py_DECREF(value);
-            goto error;
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            return -1;
         }
-        if (reader.position != reader.end) {
+        if (reader->position != reader->end) {
             snprintf(message, sizeof message, "length says %lld bytes but the fields end %zd early",
-                     (long long)length, reader.end - reader.position);
-            reader_fail(&reader, message);
-            Py_DECREF(key);
-            Py_DECREF(value);
-            Py_DECREF(headers);
-            goto error;
+                     (long long)length, reader->end - reader->position);
+            if (build) {
+                Py_DECREF(key);
+                Py_DECREF(value);
+                Py_DECREF(headers);
+            }
+            return reader_fail(reader, message);
+        }
+        if (!build) {
+            continue;
         }
         PyObject *fields = PyTuple_New(5 + trailer_size);
         if (fields == NULL) {
             Py_DECREF(key);
             Py_DECREF(value);
             Py_DECREF(headers);
-            goto error;
+            return -1;
         }
         PyTuple_SET_ITEM(fields, 0, PyLong_FromLongLong(offset));
         PyTuple_SET_ITEM(fields, 1, PyLong_FromLongLong(timestamp));
@@ -561,42 +571,100 @@ static PyObject *decode_records(PyObject *module, PyObject *args) {
         }
         if (PyTuple_GET_ITEM(fields, 0) == NULL || PyTuple_GET_ITEM(fields, 1) == NULL) {
             Py_DECREF(fields);
-            goto error;
+            return -1;
         }
         /* tuple.__new__(record_type, fields): builds the subclass without a Python frame. */
         PyObject *new_args = PyTuple_Pack(1, fields);
         Py_DECREF(fields);
         if (new_args == NULL) {
-            goto error;
+            return -1;
         }
         PyObject *record = PyTuple_Type.tp_new((PyTypeObject *)record_type, new_args, NULL);
         Py_DECREF(new_args);
         if (record == NULL) {
-            goto error;
+            return -1;
         }
         PyList_SET_ITEM(records, index, record);
     }
-    if (reader.position != reader.total) {
+    if (reader->position != reader->total) {
         char message[120];
-        reader.index = count;
-        reader.record_start = reader.position;
+        reader->index = count;
+        reader->record_start = reader->position;
         snprintf(message, sizeof message, "%zd bytes follow the last of the %zd records",
-                 reader.total - reader.position, count);
-        reader_fail(&reader, message);
-        goto error;
+                 reader->total - reader->position, count);
+        return reader_fail(reader, message);
     }
-    PyBuffer_Release(&section);
-    return records;
+    return 0;
+}
 
-error:
-    Py_DECREF(records);
+static int count_fits(Py_ssize_t count, Py_ssize_t section_bytes) {
+    if (count < 0 || count > section_bytes / MIN_RECORD_BYTES + 1) {
+        PyErr_Format(PyExc_ValueError, "records count %zd does not fit a %zd-byte records section", count,
+                     section_bytes);
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *decode_records(PyObject *module, PyObject *args) {
+    Py_buffer section;
+    Py_ssize_t count;
+    long long base_offset, base_timestamp;
+    PyObject *record_type;
+    PyObject *trailer = NULL;
+    if (!PyArg_ParseTuple(args, "y*nLLO|O!:decode_records", &section, &count, &base_offset, &base_timestamp,
+                          &record_type, &PyTuple_Type, &trailer)) {
+        return NULL;
+    }
+    if (!PyType_Check(record_type) || !PyType_IsSubtype((PyTypeObject *)record_type, &PyTuple_Type)) {
+        PyBuffer_Release(&section);
+        PyErr_SetString(PyExc_TypeError, "record_type must be a tuple subclass");
+        return NULL;
+    }
+    if (!count_fits(count, section.len)) {
+        PyBuffer_Release(&section);
+        return NULL;
+    }
+    PyObject *records = PyList_New(count);
+    if (records == NULL) {
+        PyBuffer_Release(&section);
+        return NULL;
+    }
+    Reader reader = {section.buf, 0, section.len, section.len, 0, 0};
+    int failed = walk_records(&reader, count, base_offset, base_timestamp, record_type, trailer, 0, records) < 0;
     PyBuffer_Release(&section);
-    return NULL;
+    if (failed) {
+        Py_DECREF(records);
+        return NULL;
+    }
+    return records;
+}
+
+static PyObject *check_records(PyObject *module, PyObject *args) {
+    Py_buffer section;
+    Py_ssize_t count;
+    int require_keys;
+    if (!PyArg_ParseTuple(args, "y*np:check_records", &section, &count, &require_keys)) {
+        return NULL;
+    }
+    if (!count_fits(count, section.len)) {
+        PyBuffer_Release(&section);
+        return NULL;
+    }
+    Reader reader = {section.buf, 0, section.len, section.len, 0, 0};
+    int failed = walk_records(&reader, count, 0, 0, NULL, NULL, require_keys, NULL) < 0;
+    PyBuffer_Release(&section);
+    if (failed) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"encode_records", encode_records, METH_VARARGS,
      "encode_records(records, base_offset, base_timestamp) -> (section, max_timestamp, last_offset_delta)"},
+    {"check_records", check_records, METH_VARARGS,
+     "check_records(section, count, require_keys) -> None: the records as a producer must write them"},
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(section, count, base_offset, base_timestamp, record_type, trailer=()) -> list"},
     {NULL, NULL, 0, NULL},

@@ -1,6 +1,6 @@
 """Pure-Python records-section codec: the reference for the C fast path (``_records_c.c``).
 
-Both modules implement the same two functions with the same results and errors; the test
+Both modules implement the same three functions with the same results and errors; the test
 suite runs every codec test against both and compares them on random input. The section
 layout is described in ``lanes.protocol.records``.
 
@@ -8,6 +8,11 @@ layout is described in ``lanes.protocol.records``.
     ``records`` is a sequence of ``Record`` tuples ``(offset, timestamp, key, value, headers)``.
     Offsets must be strictly increasing and at least ``base_offset``. Raises ValueError or
     TypeError for records that cannot be encoded.
+``check_records(section, count, require_keys) -> None``
+    Checks ``count`` records filling ``section`` as a producer must write them, without building
+    them (the broker's validation of every produced batch, Kafka's LogValidator): everything
+    ``decode_records`` checks, offset deltas 0, 1, 2, ..., and with ``require_keys`` a key on
+    every record. Raises ValueError as ``decode_records`` does.
 ``decode_records(section, count, base_offset, base_timestamp, record_type, trailer=()) -> list[record_type]``
     Parses exactly ``count`` records filling ``section`` exactly. Each record is
     ``record_type(offset, timestamp, key, value, headers, *trailer)``: ``trailer`` holds fields
@@ -167,6 +172,27 @@ def decode_records(  # noqa: PLR0917 - the C fast path's positional signature
     trailer: tuple[Any, ...] = (),
 ) -> list[Any]:
     """Decode the records section; see the module docstring."""
+    return _walk(section, count, base_offset, base_timestamp, record_type, trailer, check=False, require_keys=False)
+
+
+def check_records(section: bytes | memoryview, count: int, require_keys: bool) -> None:
+    """Check the records section as a producer must write it; see the module docstring."""
+    if count < 0 or count > len(section) // 7 + 1:
+        raise ValueError(f"records count {count} does not fit a {len(section)}-byte records section")
+    _walk(section, count, 0, 0, lambda *fields: None, (), check=True, require_keys=require_keys)
+
+
+def _walk(  # noqa: PLR0917 - decode_records' positional signature, plus the checks
+    section: bytes | memoryview,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    record_type: Any,
+    trailer: tuple[Any, ...],
+    *,
+    check: bool,
+    require_keys: bool,
+) -> list[Any]:
     reader = _Reader(bytes(section))
     total = reader.end
     records = []
@@ -187,6 +213,8 @@ def decode_records(  # noqa: PLR0917 - the C fast path's positional signature
         offset_delta = reader.varint("offset delta", 5)
         if offset_delta < 0:
             raise reader.fail(f"offset delta {offset_delta} is negative")
+        if check and offset_delta != index:
+            raise reader.fail(f"offset delta {offset_delta} is not {index}: a producer's offsets are contiguous")
         offset = base_offset + offset_delta
         if offset > _INT64_MAX:
             raise reader.fail("offset delta overflows the base offset")
@@ -194,6 +222,8 @@ def decode_records(  # noqa: PLR0917 - the C fast path's positional signature
         if not _INT64_MIN <= timestamp <= _INT64_MAX:
             raise reader.fail("timestamp delta overflows the base timestamp")
         key = reader.blob("key", nullable=True)
+        if require_keys and key is None:
+            raise reader.fail("has no key: a compacted topic (cleanup.policy=compact) needs one on every record")
         value = reader.blob("value", nullable=True)
         header_count = reader.varint("header count", 5)
         if header_count < 0:

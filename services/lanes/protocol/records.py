@@ -44,6 +44,8 @@ Invariants and what guards them:
   truncation, length mismatches, a wrong magic byte, a bad CRC, an unknown codec, impossible
   counts, and with ``expected_base_offset`` / ``expected_leader_epoch`` the two fields outside
   the CRC, so every single-bit flip anywhere in a batch is caught.
+- A produced batch's records are also checked (``check_produced_records``, Kafka's
+  LogValidator), in C and without building them: the one pass over records on the append path.
 - Decoding (``decode_batch``) validates first, then parses records with the C fast path
   (``_records_c``), falling back to the pure-Python reference (``_records_py``) when the
   extension is not built. Both are tested against each other and against kafka-python.
@@ -59,7 +61,13 @@ from typing import Any, NamedTuple, Protocol
 
 from crc32c import crc32c
 
-from lanes.errors import CorruptRecordError, MessageTooLargeError, UnsupportedCompressionError
+from lanes.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    LanesError,
+    MessageTooLargeError,
+    UnsupportedCompressionError,
+)
 from lanes.protocol import _records_py
 from lanes.protocol.compression import Compression, compress, decompress
 
@@ -216,6 +224,8 @@ class SectionCodec(Protocol):
         trailer: tuple[Any, ...] = (),
         /,
     ) -> list[Any]: ...
+
+    def check_records(self, section: bytes | memoryview, count: int, require_keys: bool, /) -> None: ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -605,6 +615,26 @@ class BatchCodec:
             raise _corrupt(position, str(exc)) from exc
         return RecordBatch(header, records)
 
+    def check_produced(
+        self, buffer: bytes | bytearray | memoryview, headers: Sequence[BatchHeader], *, require_keys: bool
+    ) -> None:
+        """Check every record of ``validate_batches(buffer)``'s batches as a producer must write
+        them (Kafka's LogValidator), inflating compressed ones within ``MAX_DECOMPRESSED_BYTES``:
+        each record parses, offset deltas run 0, 1, 2, ..., header keys are UTF-8 and, with
+        ``require_keys`` (a compacted topic), every record has a key. In C, without building
+        records. Raises LanesError INVALID_RECORD naming the batch and record, or
+        MessageTooLargeError for a batch that inflates beyond the bound."""
+        position = 0
+        view = memoryview(buffer)
+        for header in headers:
+            raw = view[position + HEADER_BYTES : position + header.size_bytes]
+            section = raw if header.compression is Compression.NONE else decompress(header.compression, bytes(raw))
+            try:
+                self._section.check_records(section, header.records_count, require_keys)
+            except ValueError as exc:
+                raise LanesError(f"batch at byte {position}: {exc}", ErrorCode.INVALID_RECORD) from exc
+            position += header.size_bytes
+
     def decode_all(
         self,
         buffer: bytes | bytearray | memoryview,
@@ -634,3 +664,4 @@ encode_batch = DEFAULT_CODEC.encode
 encode_runs = DEFAULT_CODEC.encode_runs
 decode_batch = DEFAULT_CODEC.decode
 decode_batches = DEFAULT_CODEC.decode_all
+check_produced_records = DEFAULT_CODEC.check_produced

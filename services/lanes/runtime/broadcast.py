@@ -11,9 +11,12 @@ acquired" — a broker's Produce hung on exactly that.)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from typing import Generic, TypeVar
 
 from lanes.deadline import Deadline
+
+K = TypeVar("K")
 
 
 class Broadcast:
@@ -51,3 +54,74 @@ class Broadcast:
             if deadline is not None and deadline.expired():
                 raise TimeoutError
             await self.wait(ticket, None if deadline is None else deadline.remaining_s())
+
+
+class KeyedTicket(Generic[K]):
+    """A waiter registered on some keys of a ``KeyedBroadcast``: take it before checking the
+    condition, ``wait`` on it, ``close`` it (``with`` does) when done. One use: take a new one
+    for the next check."""
+
+    __slots__ = ("_event", "_keys", "_owner")
+
+    def __init__(self, owner: KeyedBroadcast[K], keys: Collection[K]) -> None:
+        self._event = asyncio.Event()
+        self._keys = keys
+        self._owner = owner
+
+    async def wait(self, timeout_s: float | None) -> bool:
+        """Wait until one of the keys is notified or ``timeout_s``; whether it was notified."""
+        return await Broadcast.wait(self._event, timeout_s)
+
+    def close(self) -> None:
+        """Unregister from every key (those notified already let go of this ticket)."""
+        self._owner.forget(self._event, self._keys)
+
+    def __enter__(self) -> KeyedTicket[K]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class KeyedBroadcast(Generic[K]):
+    """Wakes the waiters of one key (a partition) without waking everyone else's: a long-poll on
+    one partition sleeps through appends to others. Owned by one event loop.
+
+    Layout: key → the events of the tickets registered on it. ``notify(key)`` sets and drops
+    them; a ticket closing removes itself from the keys not notified. Nothing outlives its
+    tickets: an idle key holds no entry."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[K, set[asyncio.Event]] = {}
+
+    def ticket(self, keys: Collection[K]) -> KeyedTicket[K]:
+        """Register a waiter on ``keys``; a ``notify`` of any of them after this wakes it."""
+        ticket = KeyedTicket(self, keys)
+        for key in keys:
+            self._waiters.setdefault(key, set()).add(ticket._event)
+        return ticket
+
+    def notify(self, key: K) -> None:
+        """Wake every ticket registered on ``key``."""
+        for event in self._waiters.pop(key, ()):
+            event.set()
+
+    def notify_all(self) -> None:
+        """Wake every ticket (a change that may concern any key: leaderships moved)."""
+        waiters, self._waiters = self._waiters, {}
+        for events in waiters.values():
+            for event in events:
+                event.set()
+
+    def forget(self, event: asyncio.Event, keys: Collection[K]) -> None:
+        """Drop ``event`` from ``keys`` (``KeyedTicket.close``)."""
+        for key in keys:
+            events = self._waiters.get(key)
+            if events is not None:
+                events.discard(event)
+                if not events:
+                    del self._waiters[key]
+
+    def waiting_keys(self) -> int:
+        """Keys someone waits on (for tests and metrics)."""
+        return len(self._waiters)

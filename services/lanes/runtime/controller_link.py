@@ -195,7 +195,14 @@ class ControllerLink:
         await self.controllers.close()
 
     async def alter_partition(
-        self, topic_id: str, partition: int, *, leader_epoch: int, partition_epoch: int, new_isr: list[int]
+        self,
+        topic_id: str,
+        partition: int,
+        *,
+        leader_epoch: int,
+        partition_epoch: int,
+        new_isr: list[int],
+        new_isr_broker_epochs: list[int],
     ) -> controller_pb2.AlterPartitionResult | None:
         """Propose a new ISR for a partition this broker leads; the controller's answer, or None
         when it could not be reached."""
@@ -211,6 +218,7 @@ class ControllerLink:
                             leader_epoch=leader_epoch,
                             partition_epoch=partition_epoch,
                             new_isr=new_isr,
+                            new_isr_broker_epochs=new_isr_broker_epochs,
                         )
                     ],
                 )

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import resource
 import signal
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,12 +30,70 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from lanes.errors import LanesError
-from lanes.rpc.channels import MESSAGE_SIZE_OPTIONS
+from lanes.rpc.channels import MAX_MESSAGE_BYTES
 from lanes.runtime.logs import FORMATS, configure_logging
 from lanes.runtime.metrics import ServiceMetrics
 
 #: The health service's name for the whole server.
 OVERALL_HEALTH = ""
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one server accepts from its callers, so that no caller can take a process's memory
+    or file descriptors (issue #23). Beyond a limit gRPC itself answers: RESOURCE_EXHAUSTED for a
+    larger request or one call too many, a refused stream or connection.
+
+    - ``max_request_bytes``: the largest request message (a broker's default fits a produce
+      request of many 1 MiB batches; Kafka's ``socket.request.max.bytes`` is 100 MiB, but Kafka
+      reads a request into a bounded pool, and gRPC holds each one whole).
+    - ``max_concurrent_rpcs``: calls in progress on the whole server (long-polls included); as
+      many may wait for the event loop to take them (gRPC's own pending limits, 1,000 soft and
+      3,000 hard, cancelled a burst of long-polls beyond them with a bare CANCELLED).
+    - ``max_streams_per_connection``: HTTP/2 streams one connection may have open; a client's
+      further calls queue on its side.
+    - ``max_connections``: open connections; also kept below the process's file descriptor
+      limit (``start_server`` raises the soft limit to the hard one first).
+    - ``max_metadata_bytes``: request headers (gRPC's own limit, stated).
+    """
+
+    max_request_bytes: int = 4 * 1024 * 1024
+    max_concurrent_rpcs: int = 20_000
+    max_streams_per_connection: int = 1_000
+    max_connections: int = 10_000
+    max_metadata_bytes: int = 16 * 1024
+
+    def options(self, file_descriptors: int) -> list[tuple[str, int]]:
+        """The server's channel arguments, with connections kept ``_SPARE_FILE_DESCRIPTORS``
+        below ``file_descriptors``."""
+        return [
+            ("grpc.max_receive_message_length", self.max_request_bytes),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_concurrent_streams", self.max_streams_per_connection),
+            (
+                "grpc.max_allowed_incoming_connections",
+                max(1, min(self.max_connections, file_descriptors - _SPARE_FILE_DESCRIPTORS)),
+            ),
+            ("grpc.server.max_pending_requests", self.max_concurrent_rpcs),
+            ("grpc.server.max_pending_requests_hard_limit", self.max_concurrent_rpcs),
+            ("grpc.max_metadata_size", self.max_metadata_bytes),
+            ("grpc.absolute_max_metadata_size", self.max_metadata_bytes),
+        ]
+
+
+#: File descriptors kept for logs, segments and outgoing channels when capping connections.
+_SPARE_FILE_DESCRIPTORS = 1_024
+
+
+def raise_file_descriptor_limit() -> int:
+    """Raise this process's soft limit on open files to its hard limit (a broker holds a file per
+    segment and index, and one per connection); the limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = 1_048_576 if hard == resource.RLIM_INFINITY else hard
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 @dataclass(frozen=True)
@@ -84,13 +144,15 @@ async def start_server(
     port: int = 0,
     metrics: ServiceMetrics | None = None,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    limits: ServerLimits = ServerLimits(),
 ) -> RunningServer:
-    """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes and
-    sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its calls into ``metrics``
-    (outermost), then runs ``interceptors`` in order."""
+    """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes what
+    ``limits`` allow, sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its
+    calls into ``metrics`` (outermost), then runs ``interceptors`` in order."""
     server = grpc.aio.server(
-        options=[*MESSAGE_SIZE_OPTIONS, ("grpc.so_reuseport", 0)],
+        options=[*limits.options(raise_file_descriptor_limit()), ("grpc.so_reuseport", 0)],
         interceptors=[*([metrics.interceptor()] if metrics is not None else []), *interceptors],
+        maximum_concurrent_rpcs=limits.max_concurrent_rpcs,
     )
     for binding in bindings:
         binding.add_to_server(server)

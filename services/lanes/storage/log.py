@@ -43,8 +43,6 @@ from pathlib import Path
 from lanes.clock import Clock
 from lanes.errors import (
     CorruptRecordError,
-    ErrorCode,
-    LanesError,
     OffsetOutOfRangeError,
     StorageError,
 )
@@ -52,8 +50,8 @@ from lanes.protocol.records import (
     BatchHeader,
     TimestampType,
     assign_offsets_vectored,
+    check_produced_records,
     decode_batch,
-    decode_batches,
     stamp_log_append_time,
     validate_batches,
 )
@@ -308,10 +306,12 @@ class PartitionLog:
     def validate_produce(self, data: bytes | bytearray) -> list[BatchHeader]:
         """Check producer batches against this log's configs; their headers, or the error
         ``append_as_leader`` would raise (CorruptRecordError, MessageTooLargeError,
-        UnsupportedCompressionError, INVALID_RECORD for a keyless record on a compacted topic)."""
+        UnsupportedCompressionError, INVALID_RECORD for a record a producer cannot have written
+        or a keyless record on a compacted topic). Every record is checked, compressed batches
+        inflated within their bound, as Kafka's LogValidator does: a batch no consumer could
+        decode is never stored."""
         headers = validate_batches(data, max_batch_bytes=self._config.max_message_bytes, producer_batch=True)
-        if self._config.compact:
-            self._require_keys(data)
+        check_produced_records(data, headers, require_keys=self._config.compact)
         return headers
 
     def append_as_leader(
@@ -374,21 +374,6 @@ class PartitionLog:
             size_bytes=size_bytes,
             headers=tuple(headers),
         )
-
-    def _require_keys(self, data: bytes | bytearray) -> None:
-        """Compacted topics keep the latest value per key, so every record needs one.
-
-        This decodes records (with the C codec): the only per-record work on the append path, and
-        only for compacted topics, as in Kafka.
-        """
-        for batch in decode_batches(data):
-            for index, record in enumerate(batch.records):
-                if record.key is None:
-                    raise LanesError(
-                        f"record {index} of a batch has no key: "
-                        "a compacted topic (cleanup.policy=compact) needs a key on every record",
-                        ErrorCode.INVALID_RECORD,
-                    )
 
     def _append_locked(
         self, buffers: Sequence[bytes | bytearray | memoryview], headers: Sequence[BatchHeader], size_bytes: int

@@ -660,16 +660,18 @@ class AlterPartitionTopic(_message.Message):
     def __init__(self, topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[AlterPartitionProposal, _Mapping]]] = ...) -> None: ...
 
 class AlterPartitionProposal(_message.Message):
-    __slots__ = ("partition", "leader_epoch", "partition_epoch", "new_isr")
+    __slots__ = ("partition", "leader_epoch", "partition_epoch", "new_isr", "new_isr_broker_epochs")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
     NEW_ISR_FIELD_NUMBER: _ClassVar[int]
+    NEW_ISR_BROKER_EPOCHS_FIELD_NUMBER: _ClassVar[int]
     partition: int
     leader_epoch: int
     partition_epoch: int
     new_isr: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ...) -> None: ...
+    new_isr_broker_epochs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ..., new_isr_broker_epochs: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AlterPartitionResponse(_message.Message):
     __slots__ = ("error", "topics")

@@ -1,0 +1,206 @@
+"""Issue #23: what one client's requests may take from a broker, against a real cluster. Measured
+before, on the broker every client shares:
+
+- 10,000 concurrent long-poll fetches slowed another client's produce to ~1 s per request (every
+  append woke every long-poll, and each read its partitions again);
+- eight fetches with ``min_bytes = max_bytes = 2**31-1`` re-read a 119 MiB partition on every
+  append: +1.7 GB, and a 1.5 s median produce for everyone else;
+- eight concurrent 50 MiB produce requests grew the broker by 467 MiB before being refused.
+
+Now a long-poll wakes only when a partition it reads moves and reads only what arrived; fetch
+sizes are capped (``fetch.max.bytes``) and the record bytes all fetches hold come out of one
+budget; a request above the broker's ``--max-request-bytes`` is refused by gRPC. Each test
+resets the broker's peak resident memory (VmHWM) and bounds its growth, checks another client's
+produce stays quick (a ratio against the same broker idle, in the same run), and that the broker
+serves on with every acknowledged record in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+import lanes
+from lanes.broker.__main__ import BROKER_MAX_REQUEST_BYTES
+from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FETCH_MEMORY_BYTES
+from lanes.local.cluster import LocalCluster
+from lanes.protocol.records import Record, encode_batch
+from lanes.rpc.wire import produce_request
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from tests.integration.processes import running_cluster
+from tests.security.raw import peak_memory_mib, produce, reset_peak_memory
+
+#: a produce under attack may be this many times slower than idle, in the same run (before: ~1 s
+#: against a few ms)
+SLOWDOWN_BOUND = 10
+#: ... or this much slower in absolute terms, whichever is larger (2 cores shared with the attack)
+SLOWDOWN_FLOOR_S = 0.25
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path_factory.mktemp("resources"), brokers=1) as started:
+        with lanes.Admin(str(started.describe()["bootstrap"])) as admin:
+            for topic in ("busy", "idle", "big"):
+                admin.create_topic(topic, partitions=1, replication_factor=1)
+        produce(started.broker_processes[1].address, "busy", 0, _batch(b"warm-up"))  # the leader serves
+        yield started
+
+
+def _batch(value: bytes) -> bytes:
+    return encode_batch([Record(0, int(time.time() * 1000), None, value)])
+
+
+def _channel(address: str) -> grpc.aio.Channel:
+    """A channel with its own connection (channels otherwise share one per address)."""
+    options = [
+        ("grpc.use_local_subchannel_pool", 1),
+        ("grpc.max_receive_message_length", 128 << 20),
+        ("grpc.max_send_message_length", 128 << 20),
+    ]
+    return grpc.aio.insecure_channel(address, options=options)
+
+
+async def _produce_latencies_s(address: str, count: int = 30) -> list[float]:
+    """``count`` one-record acks=all produces to ``busy``, one after another: each one's time."""
+    async with _channel(address) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        latencies = []
+        for index in range(count):
+            request = produce_request("busy", 0, _batch(b"%d" % index), acks=common_pb2.ACKS_ALL, timeout_ms=30_000)
+            started = time.perf_counter()
+            answer: broker_pb2.ProduceResponse = await stub.Produce(request, timeout=60)
+            latencies.append(time.perf_counter() - started)
+            assert answer.topics[0].partitions[0].error.code == 0, answer
+        return latencies
+
+
+def _fetch_request(topic: str, offset: int, *, max_wait_ms: int, size: int) -> broker_pb2.FetchRequest:
+    request = broker_pb2.FetchRequest(max_wait_ms=max_wait_ms, min_bytes=size, max_bytes=size)
+    request.topics.add(topic=topic).partitions.add(
+        partition=0, fetch_offset=offset, current_leader_epoch=-1, partition_max_bytes=size
+    )
+    return request
+
+
+def _assert_not_slowed(idle: list[float], attacked: list[float], what: str) -> None:
+    idle_s, attacked_s = statistics.median(idle), statistics.median(attacked)
+    print(f"\n{what}: another client's produce median {attacked_s * 1000:.1f} ms, idle {idle_s * 1000:.1f} ms")
+    assert attacked_s < max(SLOWDOWN_BOUND * idle_s, idle_s + SLOWDOWN_FLOOR_S)
+
+
+def _busy_records(bootstrap: str) -> int:
+    with lanes.Admin(bootstrap) as admin:
+        (log,) = admin.describe_logs(["busy"])
+        return log.high_watermark
+
+
+def test_ten_thousand_long_polls_sleep_through_other_partitions_appends(cluster: LocalCluster) -> None:
+    broker = cluster.broker_processes[1]
+    bootstrap = str(cluster.describe()["bootstrap"])
+    before_records = _busy_records(bootstrap)
+    idle = asyncio.run(_produce_latencies_s(broker.address))
+    start_mib = reset_peak_memory(broker.pid)
+
+    async def attack() -> tuple[list[float], list[broker_pb2.FetchResponse | BaseException]]:
+        channels = [_channel(broker.address) for _ in range(20)]  # 500 polls per connection
+        try:
+            stubs = [broker_pb2_grpc.BrokerStub(c) for c in channels]  # type: ignore[no-untyped-call]
+            request = _fetch_request("idle", 0, max_wait_ms=8_000, size=1)
+            polls = [
+                asyncio.ensure_future(stubs[index % len(stubs)].Fetch(request, timeout=60)) for index in range(10_000)
+            ]
+            await asyncio.sleep(2)  # all of them waiting on the broker
+            attacked = await _produce_latencies_s(broker.address)
+            answers = await asyncio.gather(*polls, return_exceptions=True)
+            return attacked, answers
+        finally:
+            for channel in channels:
+                await channel.close()
+
+    attacked, answers = asyncio.run(attack())
+    failed = [a for a in answers if isinstance(a, BaseException)]
+    assert not failed, f"{len(failed)} long-polls failed: {failed[0]!r}"
+    assert all(a.topics[0].partitions[0].error.code == 0 for a in answers if not isinstance(a, BaseException))
+    grown = peak_memory_mib(broker.pid) - start_mib
+    print(f"\nbroker peak memory grew by {grown:.0f} MiB holding 10,000 long-polls")
+    assert grown < 400
+    _assert_not_slowed(idle, attacked, "10,000 long-polls on another partition")
+    assert broker.process.poll() is None
+    assert _busy_records(bootstrap) == before_records + 60
+
+
+def test_fetches_asking_for_everything_are_capped_and_share_one_memory_budget(cluster: LocalCluster) -> None:
+    broker = cluster.broker_processes[1]
+    bootstrap = str(cluster.describe()["bootstrap"])
+    for _ in range(72):  # 72 MiB in 1 MB batches (incompressible), more than fetch.max.bytes
+        assert produce(broker.address, "big", 0, _batch(os.urandom(1_000_000))).code == 0
+    before_records = _busy_records(bootstrap)
+    idle = asyncio.run(_produce_latencies_s(broker.address))
+    start_mib = reset_peak_memory(broker.pid)
+
+    async def attack() -> tuple[list[float], list[int]]:
+        sizes: list[int] = []
+        stop = asyncio.Event()
+
+        async def greedy() -> None:
+            async with _channel(broker.address) as channel:
+                stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+                while not stop.is_set():
+                    request = _fetch_request("big", 0, max_wait_ms=2_000, size=2**31 - 1)
+                    answer: broker_pb2.FetchResponse = await stub.Fetch(request, timeout=60)
+                    partition = answer.topics[0].partitions[0]
+                    assert partition.error.code == 0, partition.error
+                    sizes.append(len(partition.records))
+
+        greedy_fetches = [asyncio.ensure_future(greedy()) for _ in range(8)]
+        await asyncio.sleep(1)
+        attacked = await _produce_latencies_s(broker.address)
+        stop.set()
+        await asyncio.gather(*greedy_fetches)
+        return attacked, sizes
+
+    attacked, sizes = asyncio.run(attack())
+    assert max(sizes) <= FETCH_MAX_BYTES + 1_100_000, "capped at fetch.max.bytes (plus one batch)"
+    assert max(sizes) > 50 * 1024 * 1024, "a fetch does get a full answer"
+    grown = peak_memory_mib(broker.pid) - start_mib
+    print(f"\nbroker peak memory grew by {grown:.0f} MiB serving eight 2 GiB fetches ({len(sizes)} answers)")
+    assert grown < 3 * FETCH_MEMORY_BYTES / 2**20 + 150
+    _assert_not_slowed(idle, attacked, "eight fetches of 2 GiB")
+    assert broker.process.poll() is None
+    assert _busy_records(bootstrap) == before_records + 60
+
+
+def test_requests_above_the_brokers_limit_are_refused_in_bounded_memory(cluster: LocalCluster) -> None:
+    broker = cluster.broker_processes[1]
+    oversized = produce_request("busy", 0, bytes(50 * 1024 * 1024), acks=common_pb2.ACKS_ALL, timeout_ms=30_000)
+    assert oversized.ByteSize() > BROKER_MAX_REQUEST_BYTES
+    start_mib = reset_peak_memory(broker.pid)
+
+    async def attack() -> list[grpc.aio.AioRpcError | BaseException | broker_pb2.ProduceResponse]:
+        channels = [_channel(broker.address) for _ in range(8)]
+        try:
+            calls = [
+                broker_pb2_grpc.BrokerStub(channel).Produce(oversized, timeout=60)  # type: ignore[no-untyped-call]
+                for channel in channels
+            ]
+            return list(await asyncio.gather(*calls, return_exceptions=True))
+        finally:
+            for channel in channels:
+                await channel.close()
+
+    answers = asyncio.run(attack())
+    assert all(isinstance(a, grpc.aio.AioRpcError) for a in answers), answers
+    codes = {a.code() for a in answers if isinstance(a, grpc.aio.AioRpcError)}
+    assert codes == {grpc.StatusCode.RESOURCE_EXHAUSTED}, answers
+    grown = peak_memory_mib(broker.pid) - start_mib
+    print(f"\nbroker peak memory grew by {grown:.0f} MiB refusing eight 50 MiB produce requests")
+    assert grown < 150
+    assert broker.process.poll() is None
+    assert produce(broker.address, "busy", 0, _batch(b"after")).code == 0
