@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_limits import MAX_WAIT_MS_CAP, FetchLimits, FetchMemory
 from lanes.broker.partition import Partition
@@ -33,10 +35,12 @@ def test_fetch_memory_grants_what_is_left_and_holds_what_reads_took() -> None:
     assert memory.grant(1) == 0  # nothing left: the fetch reads nothing and waits
     memory.settle(40, 55)  # a first batch larger than the grant
     assert memory.held_bytes == 115
-    memory.release(60)
-    memory.release(55)
+    memory.settle(60, 0)  # the fetches answered: all they held goes back
+    memory.settle(55, 0)
     assert memory.held_bytes == 0
     assert memory.grant(1) == 1
+    with pytest.raises(AssertionError, match="below zero"):
+        memory.settle(2, 0)
 
 
 def fetch_request(offset: int, partition_max_bytes: int = 0) -> broker_pb2.FetchRequest:

@@ -17,6 +17,7 @@ from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FETCH_MEMORY_BYTES, REPLI
 from lanes.broker.metrics import BrokerMetrics
 from lanes.broker.service import PRODUCER_ID_EXPIRATION_MS, BrokerService, add_to_server
 from lanes.clock import SystemClock
+from lanes.rpc.channels import MAX_MESSAGE_BYTES
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     RunningServer,
@@ -32,6 +33,9 @@ from lanes.v1 import broker_pb2, common_pb2
 
 #: A broker's largest request by default: many 1 MiB batches in one produce request.
 BROKER_MAX_REQUEST_BYTES = 16 * 1024 * 1024
+#: The largest fetch answer a broker may be configured for: a gRPC message, less room for the
+#: answer's own fields.
+MAX_FETCH_ANSWER_BYTES = MAX_MESSAGE_BYTES - 4 * 1024 * 1024
 
 BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name
 
@@ -91,7 +95,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="report per-partition series (offsets, size, ISR, lag); off keeps a broker with many partitions' "
         "scrapes small (env LANES_METRICS_PARTITION_SERIES; default on)",
     )
-    return parser.parse_args(argv)
+    options = parser.parse_args(argv)
+    for flag, value in (
+        ("--fetch-max-bytes", options.fetch_max_bytes),
+        ("--replica-fetch-response-max-bytes", options.replica_fetch_response_max_bytes),
+    ):
+        if not 0 < value <= MAX_FETCH_ANSWER_BYTES:  # the answer must fit a gRPC message
+            parser.error(f"{flag} must be between 1 and {MAX_FETCH_ANSWER_BYTES} (an answer fits one gRPC message)")
+    if options.fetch_memory_bytes <= 0 or options.max_request_bytes <= 0:
+        parser.error("--fetch-memory-bytes and --max-request-bytes must be positive")
+    return options
 
 
 #: The health service a broker pod's readiness probe asks (gRPC probe ``service``).

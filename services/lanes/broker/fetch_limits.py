@@ -51,8 +51,9 @@ class FetchMemory:
     A fetch asks for a grant before each read and settles it after with what it read: the read
     may exceed the grant by its first batch (a fetch always gets one whole batch), so the bytes
     held stay under the capacity plus one batch per read in progress. With nothing left to grant
-    a fetch reads nothing and waits, as it would for new records; it is answered when its wait
-    ends. A fetch releases everything it holds when it answers."""
+    a fetch reads nothing and waits for memory to be freed (or its wait to end). A fetch holds a
+    grant from before its read, so a fetch cancelled mid-read still gives it back, and settles
+    everything it holds when it answers."""
 
     def __init__(self, capacity_bytes: int) -> None:
         if capacity_bytes <= 0:
@@ -67,9 +68,8 @@ class FetchMemory:
         return granted
 
     def settle(self, granted_bytes: int, read_bytes: int) -> None:
-        """Hold what a read took instead of what it was granted."""
+        """Hold what a read took instead of what it was granted; an answered fetch settles all
+        it held with nothing read."""
         self.held_bytes += read_bytes - granted_bytes
-
-    def release(self, held_bytes: int) -> None:
-        """Give back what an answered fetch held."""
-        self.held_bytes = max(0, self.held_bytes - held_bytes)
+        if self.held_bytes < 0:
+            raise AssertionError(f"fetch memory settled below zero ({self.held_bytes} bytes held)")

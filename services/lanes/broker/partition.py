@@ -135,6 +135,12 @@ class Partition:
         return role.leader_epoch if isinstance(role, Leading) else None
 
     @property
+    def partition_epoch(self) -> int | None:
+        """The partition epoch (ISR version) this broker leads at, None when it does not lead."""
+        role = self.role
+        return role.partition_epoch if isinstance(role, Leading) else None
+
+    @property
     def leader_epoch_start_offset(self) -> int:
         """Where the current leadership's epoch starts in the log (leaders only)."""
         role = self.role

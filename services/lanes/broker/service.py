@@ -38,7 +38,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,7 @@ from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
 from lanes.rpc.wire import ServicerContext, wire_error
-from lanes.runtime.broadcast import KeyedBroadcast
+from lanes.runtime.broadcast import Broadcast, KeyedBroadcast, KeyedTicket
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.logs import fields
@@ -106,12 +106,21 @@ class ServedReplicaFetch:
     bytes_read: int = 0
     #: a partition must answer at once (an error, or a divergence the follower must truncate)
     urgent: bool = False
-    #: the partitions whose high-water mark moved: wake producers waiting for acks=all and consumers
-    high_watermark_advanced: list[TopicPartition] = field(default_factory=list)
     #: the fetching follower, outside an ISR, has caught up: expand the ISR now
     isr_expansion_due: bool = False
     #: (partition, high-water mark, log start) of each partition the answer names with offsets
     answered: list[tuple[TopicPartition, int, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _FetchingFollower:
+    """Who a ReplicaFetch comes from: its broker id and epoch, whether its positions count
+    (``BrokerService._replica_standing``), and how a worker thread announces a mark it moved."""
+
+    replica_id: int
+    broker_epoch: int
+    counts: bool
+    notify: Callable[[TopicPartition], object]
 
 
 class _TopicSettings:
@@ -183,6 +192,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._fetch_max_bytes = fetch_max_bytes
         self._replica_fetch_response_max_bytes = replica_fetch_response_max_bytes
         self._fetch_memory = FetchMemory(fetch_memory_bytes)
+        self._fetch_memory_freed = Broadcast()  # consumer fetches gave memory back
         self.maintenance_interval_s = maintenance_interval_s
         self._maintenance: asyncio.Task[None] | None = None
         self._cleaner = CleanerThread(LogCleaner(clock), self.logs.logs, interval_s=maintenance_interval_s)
@@ -379,6 +389,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 if state.leader != self.broker_id:
                     changed |= partition.make_follower(state.leader, state.leader_epoch)
                     continue
+                before = (partition.partition_epoch, partition.log.high_watermark)
                 if partition.make_leader(
                     leader_epoch=state.leader_epoch,
                     partition_epoch=state.partition_epoch,
@@ -390,6 +401,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     replica_lag_time_max_ms=self._replica_lag_time_max_ms,
                 ):
                     changed = True
+                    self._partition_signals.notify(key)
                     _log.info(
                         "leading %s-%d at epoch %d",
                         topic.name,
@@ -397,6 +409,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         state.leader_epoch,
                         extra=fields(topic=topic.name, partition=state.partition),
                     )
+                elif (partition.partition_epoch, partition.log.high_watermark) != before:
+                    self._partition_signals.notify(key)  # a newer ISR from the metadata may move the mark
         for key, partition in self._partitions.items():
             if key not in seen:  # no leader, or no longer a replica here
                 changed |= partition.make_offline()
@@ -834,30 +848,60 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         )
         deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
         fetch = ConsumerFetch(request, limits.max_bytes)
-        held = 0
+        if not fetch.keys:
+            return fetch.response  # nothing to wait for (Kafka answers at once too)
+        held = 0  # what this fetch holds of the broker's fetch memory, its grant in flight included
         try:
-            first = True
+            due = True  # a pass is due: the first, or a partition moved, or memory was freed
             while True:
-                with self._partition_signals.ticket(fetch.keys) as ticket:  # before reading: a move meanwhile wakes us
-                    if first or fetch.moved(self._partitions):
-                        first = False
+                # tickets before reading: a move or a release meanwhile wakes us
+                with self._partition_signals.ticket(fetch.keys) as ticket:
+                    memory_freed = self._fetch_memory_freed.ticket()
+                    if due or fetch.moved(self._partitions):
+                        due = False
                         granted = self._fetch_memory.grant(limits.max_bytes - fetch.read_bytes)
-                        read = await asyncio.to_thread(fetch.read_pass, self._fetchable, granted)
-                        self._fetch_memory.settle(granted, read)
-                        held += read
-                        if fetch.read_bytes >= limits.min_bytes or fetch.urgent:
-                            break
+                        if granted == 0:
+                            due = True  # nothing to read into: wait for a release, not for a move
+                        else:
+                            held += granted
+                            read = await asyncio.to_thread(fetch.read_pass, self._fetchable, granted)
+                            held += read - granted
+                            self._settle_fetch_memory(granted, read)
+                            if fetch.read_bytes >= limits.min_bytes or fetch.urgent:
+                                break
                     if deadline.expired():
                         break
-                    await ticket.wait(deadline.remaining_s())  # then: answer with what there is
+                    await self._wait_for_either(ticket, memory_freed if due else None, deadline.remaining_s())
             response, sent = fetch.answer()
         finally:
-            self._fetch_memory.release(held)
+            self._settle_fetch_memory(held, 0)
         for code in fetch.errors:
             self.metrics.partition_error("Fetch", code)
         for topic, (size, records) in sent.items():
             self.metrics.fetched(topic, size, records)
         return response
+
+    def _settle_fetch_memory(self, granted_bytes: int, read_bytes: int) -> None:
+        """A read took ``read_bytes`` of a ``granted_bytes`` grant (an answered fetch: 0 of what
+        it held); fetches waiting for memory try again when some was freed."""
+        self._fetch_memory.settle(granted_bytes, read_bytes)
+        if read_bytes < granted_bytes:
+            self._fetch_memory_freed.notify_all()
+
+    @staticmethod
+    async def _wait_for_either(
+        ticket: KeyedTicket[TopicPartition], other: asyncio.Event | None, timeout_s: float
+    ) -> None:
+        """Until a partition of ``ticket`` moves, ``other`` is set (a Broadcast ticket), or ``timeout_s``."""
+        if other is None:
+            await ticket.wait(timeout_s)
+            return
+        waits = [asyncio.ensure_future(ticket.wait(timeout_s)), asyncio.ensure_future(other.wait())]
+        try:
+            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
 
     def _fetchable(self, key: TopicPartition, current_leader_epoch: int, offset: int) -> Partition | common_pb2.Error:
         """The partition a consumer may read from ``offset``: committed records are served by any
@@ -890,7 +934,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             for wanted in topic.partitions
         }
         forgotten = [TopicPartition(f.topic, p) for f in request.forgotten for p in f.partitions]
-        refusal = self._replica_refusal(request.replica_id, request.broker_epoch)
+        refusal, counts = self._replica_standing(request.replica_id, request.broker_epoch)
         if refusal is not None:
             return broker_pb2.ReplicaFetchResponse(error=refusal)
         resolved = self._fetch_sessions.resolve(
@@ -901,24 +945,28 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         session, full = resolved
         entries = list(session.partitions.items())  # served in worker threads: a copy
         keys = [key for key, _ in entries]
+        if not keys:  # nothing to wait for (Kafka answers at once too)
+            return broker_pb2.ReplicaFetchResponse(error=wire_error(ErrorCode.NONE), session_id=session.session_id)
         limits = FetchLimits.clamp(
             request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=self._replica_fetch_response_max_bytes
         )
         deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
+        loop = asyncio.get_running_loop()
+        follower = _FetchingFollower(
+            request.replica_id,
+            request.broker_epoch,
+            counts,
+            # from the worker thread: a mark it moved wakes its waiters even if this call is
+            # cancelled meanwhile (the move is made; nothing would announce it again)
+            lambda key: loop.call_soon_threadsafe(self._partition_signals.notify, key),
+        )
         while True:
             with self._partition_signals.ticket(keys) as ticket:
                 served = await asyncio.to_thread(
-                    self._serve_replica,
-                    request,
-                    entries,
-                    session,
-                    named if not full else None,
-                    limits.max_bytes,
+                    self._serve_replica, follower, entries, session, named if not full else None, limits.max_bytes
                 )
                 if served.isr_expansion_due:  # a follower outside the ISR caught up: expand now, not periodically
                     self._isr_check_now.set()
-                for key in served.high_watermark_advanced:  # producers waiting for acks=all, consumers
-                    self._partition_signals.notify(key)
                 if served.bytes_read >= limits.min_bytes or served.urgent or deadline.expired():
                     for key, high_watermark, log_start_offset in served.answered:
                         session.answered(key, high_watermark, log_start_offset)
@@ -926,25 +974,25 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     return served.response
                 await ticket.wait(deadline.remaining_s())
 
-    def _replica_refusal(self, replica_id: int, broker_epoch: int) -> common_pb2.Error | None:
-        """Why a ReplicaFetch claiming to come from ``replica_id`` at ``broker_epoch`` is refused,
-        if it is: the epoch must be that broker's current registration (KIP-903), so neither a
-        restarted broker's old incarnation nor a caller making up an id moves a high-water mark.
-        (The epoch is in the metadata anyone may watch: only the internal listener's mutual TLS
-        proves who calls.)"""
+    def _replica_standing(self, replica_id: int, broker_epoch: int) -> tuple[common_pb2.Error | None, bool]:
+        """Whether a ReplicaFetch claiming to come from ``replica_id`` at ``broker_epoch`` is
+        refused (the error), and else whether its positions count for high-water marks and ISRs
+        (KIP-903). A broker this one does not know, or an epoch older than its registration here
+        (an incarnation before a restart), is refused; a newer epoch (this broker's metadata
+        lags a re-registration) is served, and counts once the metadata names it. (The epoch is
+        in the metadata anyone may watch: only the internal listener's mutual TLS proves who
+        calls.)"""
         broker = self.image.brokers.get(replica_id)
         if replica_id == self.broker_id or broker is None:
-            return wire_error(ErrorCode.STALE_BROKER_EPOCH, f"no broker {replica_id} is registered to fetch as")
-        if broker.epoch != broker_epoch:
-            return wire_error(
-                ErrorCode.STALE_BROKER_EPOCH,
-                f"broker {replica_id}'s registration is epoch {broker.epoch} here, not {broker_epoch}",
-            )
-        return None
+            return wire_error(ErrorCode.STALE_BROKER_EPOCH, f"no broker {replica_id} is registered to fetch as"), False
+        if broker_epoch < broker.epoch:
+            message = f"broker {replica_id}'s registration is epoch {broker.epoch} here, not {broker_epoch}"
+            return wire_error(ErrorCode.STALE_BROKER_EPOCH, message), False
+        return None, broker_epoch == broker.epoch
 
     def _serve_replica(
         self,
-        request: broker_pb2.ReplicaFetchRequest,
+        follower: _FetchingFollower,
         entries: list[tuple[TopicPartition, SessionPartition]],
         session: FetchSession,
         named: Mapping[TopicPartition, FetchPosition] | None,
@@ -958,7 +1006,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         Only a moved mark wakes the other long-polls: waking them on every fetch would make the
         followers' long-polls wake each other in a loop."""
         now = self._clock.monotonic_ms()
-        replica_id, broker_epoch = request.replica_id, request.broker_epoch
+        replica_id, broker_epoch = follower.replica_id, follower.broker_epoch
         budget = max_bytes
         served = ServedReplicaFetch(broker_pb2.ReplicaFetchResponse())
         topics: dict[str, Any] = {}
@@ -1005,7 +1053,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 )
                 served.urgent = True
                 continue
-            counted = led.on_follower_fetch(replica_id, broker_epoch, leader_epoch, wanted.fetch_offset, now)
+            counted = (
+                led.on_follower_fetch(replica_id, broker_epoch, leader_epoch, wanted.fetch_offset, now)
+                if follower.counts
+                else (False, False)
+            )
             if counted is None:
                 answer(key, wanted.topic_id).error.CopyFrom(
                     wire_error(
@@ -1018,7 +1070,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 continue
             advanced, expansion_due = counted
             if advanced:
-                served.high_watermark_advanced.append(key)
+                follower.notify(key)  # producers waiting for acks=all, consumers
             served.isr_expansion_due |= expansion_due
             high_watermark, log_start_offset = log.high_watermark, log.log_start_offset
             behind = wanted.fetch_offset < log.log_end_offset

@@ -120,15 +120,18 @@ class ControllerCore:
         self.default_replication_factor = default_replication_factor
         self.producer_id_block_size = producer_id_block_size
 
-    def _config_refusal(self, overrides: dict[str, str]) -> ControllerDecision | None:
+    def _config_refusal(self, overrides: dict[str, str], changed: set[str] | None = None) -> ControllerDecision | None:
         """Why a topic may not have ``overrides``, if it may not: each must parse and keep its
-        rule (``lanes.topic_configs``), and ``segment.bytes`` is at least the cluster's
-        ``min_segment_bytes``."""
+        rule (``lanes.topic_configs``), and ``segment.bytes``, when set now (``changed``: the
+        names being changed; None: all), is at least the cluster's ``min_segment_bytes`` (a
+        topic made before the floor keeps its segments until they are changed)."""
         try:
             values = parse_topic_configs(overrides)
         except LanesError as exc:
             return ControllerDecision.refuse(exc.code, exc.message)
-        if values.get("segment.bytes", self.min_segment_bytes) < self.min_segment_bytes:
+        if (changed is None or "segment.bytes" in changed) and values.get(
+            "segment.bytes", self.min_segment_bytes
+        ) < self.min_segment_bytes:
             return ControllerDecision.refuse(
                 ErrorCode.INVALID_CONFIG,
                 f"segment.bytes={values['segment.bytes']} is invalid: must be at least {self.min_segment_bytes} "
@@ -642,7 +645,7 @@ class ControllerCore:
                 updated[change.name] = ",".join(items)
             else:
                 return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, f"unknown config operation {change.op!r}")
-        refused = self._config_refusal(updated)
+        refused = self._config_refusal(updated, {op.name for op in ops})
         if refused is not None:
             return refused
         if validate_only:

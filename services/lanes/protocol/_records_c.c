@@ -643,8 +643,9 @@ static PyObject *decode_records(PyObject *module, PyObject *args) {
 static PyObject *check_records(PyObject *module, PyObject *args) {
     Py_buffer section;
     Py_ssize_t count;
+    long long base_timestamp;
     int require_keys;
-    if (!PyArg_ParseTuple(args, "y*np:check_records", &section, &count, &require_keys)) {
+    if (!PyArg_ParseTuple(args, "y*nLp:check_records", &section, &count, &base_timestamp, &require_keys)) {
         return NULL;
     }
     if (!count_fits(count, section.len)) {
@@ -652,7 +653,7 @@ static PyObject *check_records(PyObject *module, PyObject *args) {
         return NULL;
     }
     Reader reader = {section.buf, 0, section.len, section.len, 0, 0};
-    int failed = walk_records(&reader, count, 0, 0, NULL, NULL, require_keys, NULL) < 0;
+    int failed = walk_records(&reader, count, 0, base_timestamp, NULL, NULL, require_keys, NULL) < 0;
     PyBuffer_Release(&section);
     if (failed) {
         return NULL;
@@ -664,7 +665,8 @@ static PyMethodDef methods[] = {
     {"encode_records", encode_records, METH_VARARGS,
      "encode_records(records, base_offset, base_timestamp) -> (section, max_timestamp, last_offset_delta)"},
     {"check_records", check_records, METH_VARARGS,
-     "check_records(section, count, require_keys) -> None: the records as a producer must write them"},
+     "check_records(section, count, base_timestamp, require_keys) -> None: the records as a producer must write "
+     "them"},
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(section, count, base_offset, base_timestamp, record_type, trailer=()) -> list"},
     {NULL, NULL, 0, NULL},

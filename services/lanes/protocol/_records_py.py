@@ -8,9 +8,9 @@ layout is described in ``lanes.protocol.records``.
     ``records`` is a sequence of ``Record`` tuples ``(offset, timestamp, key, value, headers)``.
     Offsets must be strictly increasing and at least ``base_offset``. Raises ValueError or
     TypeError for records that cannot be encoded.
-``check_records(section, count, require_keys) -> None``
+``check_records(section, count, base_timestamp, require_keys) -> None``
     Checks ``count`` records filling ``section`` as a producer must write them, without building
-    them (the broker's validation of every produced batch, Kafka's LogValidator): everything
+    records (the broker's validation of every produced batch, Kafka's LogValidator): everything
     ``decode_records`` checks, offset deltas 0, 1, 2, ..., and with ``require_keys`` a key on
     every record. Raises ValueError as ``decode_records`` does.
 ``decode_records(section, count, base_offset, base_timestamp, record_type, trailer=()) -> list[record_type]``
@@ -175,11 +175,11 @@ def decode_records(  # noqa: PLR0917 - the C fast path's positional signature
     return _walk(section, count, base_offset, base_timestamp, record_type, trailer, check=False, require_keys=False)
 
 
-def check_records(section: bytes | memoryview, count: int, require_keys: bool) -> None:
+def check_records(section: bytes | memoryview, count: int, base_timestamp: int, require_keys: bool) -> None:
     """Check the records section as a producer must write it; see the module docstring."""
     if count < 0 or count > len(section) // 7 + 1:
         raise ValueError(f"records count {count} does not fit a {len(section)}-byte records section")
-    _walk(section, count, 0, 0, lambda *fields: None, (), check=True, require_keys=require_keys)
+    _walk(section, count, 0, base_timestamp, lambda *fields: None, (), check=True, require_keys=require_keys)
 
 
 def _walk(  # noqa: PLR0917 - decode_records' positional signature, plus the checks

@@ -225,7 +225,9 @@ class SectionCodec(Protocol):
         /,
     ) -> list[Any]: ...
 
-    def check_records(self, section: bytes | memoryview, count: int, require_keys: bool, /) -> None: ...
+    def check_records(
+        self, section: bytes | memoryview, count: int, base_timestamp: int, require_keys: bool, /
+    ) -> None: ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -621,8 +623,8 @@ class BatchCodec:
         """Check every record of ``validate_batches(buffer)``'s batches as a producer must write
         them (Kafka's LogValidator), inflating compressed ones within ``MAX_DECOMPRESSED_BYTES``:
         each record parses, offset deltas run 0, 1, 2, ..., header keys are UTF-8 and, with
-        ``require_keys`` (a compacted topic), every record has a key. In C, without building
-        records. Raises LanesError INVALID_RECORD naming the batch and record, or
+        ``require_keys`` (a compacted topic), every record has a key, timestamps fit 64 bits.
+        In C, without building records. Raises LanesError INVALID_RECORD naming the batch and record, or
         MessageTooLargeError for a batch that inflates beyond the bound."""
         position = 0
         view = memoryview(buffer)
@@ -630,7 +632,7 @@ class BatchCodec:
             raw = view[position + HEADER_BYTES : position + header.size_bytes]
             section = raw if header.compression is Compression.NONE else decompress(header.compression, bytes(raw))
             try:
-                self._section.check_records(section, header.records_count, require_keys)
+                self._section.check_records(section, header.records_count, header.base_timestamp, require_keys)
             except ValueError as exc:
                 raise LanesError(f"batch at byte {position}: {exc}", ErrorCode.INVALID_RECORD) from exc
             position += header.size_bytes

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -52,7 +51,7 @@ class ServerLimits:
       3,000 hard, cancelled a burst of long-polls beyond them with a bare CANCELLED).
     - ``max_streams_per_connection``: HTTP/2 streams one connection may have open; a client's
       further calls queue on its side.
-    - ``max_connections``: open connections; also kept below the process's file descriptor
+    - ``max_connections``: open connections; also at most half the process's file-descriptor
       limit (``start_server`` raises the soft limit to the hard one first).
     - ``max_metadata_bytes``: request headers (gRPC's own limit, stated).
     """
@@ -64,15 +63,15 @@ class ServerLimits:
     max_metadata_bytes: int = 16 * 1024
 
     def options(self, file_descriptors: int) -> list[tuple[str, int]]:
-        """The server's channel arguments, with connections kept ``_SPARE_FILE_DESCRIPTORS``
-        below ``file_descriptors``."""
+        """The server's channel arguments, with connections taking at most half of
+        ``file_descriptors`` (the rest for segments, indexes and outgoing channels)."""
         return [
             ("grpc.max_receive_message_length", self.max_request_bytes),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_concurrent_streams", self.max_streams_per_connection),
             (
                 "grpc.max_allowed_incoming_connections",
-                max(1, min(self.max_connections, file_descriptors - _SPARE_FILE_DESCRIPTORS)),
+                max(_MIN_CONNECTIONS, min(self.max_connections, file_descriptors // 2)),
             ),
             ("grpc.server.max_pending_requests", self.max_concurrent_rpcs),
             ("grpc.server.max_pending_requests_hard_limit", self.max_concurrent_rpcs),
@@ -81,18 +80,22 @@ class ServerLimits:
         ]
 
 
-#: File descriptors kept for logs, segments and outgoing channels when capping connections.
-_SPARE_FILE_DESCRIPTORS = 1_024
+#: Connections a server accepts however low the file-descriptor limit.
+_MIN_CONNECTIONS = 64
 
 
 def raise_file_descriptor_limit() -> int:
     """Raise this process's soft limit on open files to its hard limit (a broker holds a file per
     segment and index, and one per connection); the limit now in force."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        target = 1_048_576 if hard == resource.RLIM_INFINITY else hard
-        with contextlib.suppress(ValueError, OSError):
+    for target in (hard, 1_048_576, 65_536, 10_240):  # an unlimited hard limit is refused on some systems
+        if target == resource.RLIM_INFINITY or target <= soft:
+            continue
+        try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            break
+        except (ValueError, OSError):
+            continue
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
