@@ -18,6 +18,7 @@ from lanes.broker.metrics import BrokerMetrics
 from lanes.broker.service import PRODUCER_ID_EXPIRATION_MS, BrokerService, add_to_server
 from lanes.clock import SystemClock
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
+from lanes.rpc.tls import process_tls
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     RunningServer,
@@ -134,6 +135,8 @@ async def serve(options: argparse.Namespace) -> None:
         host=options.host,
         port=options.port,
         metrics=metrics,
+        tls=process_tls(),
+        require_client_cert=options.tls_client_auth == "required",
         limits=ServerLimits(max_request_bytes=options.max_request_bytes),
     )
     await service.start()

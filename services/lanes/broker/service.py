@@ -72,6 +72,7 @@ from lanes.errors import (
 from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
+from lanes.rpc.tls import caller_identity, callers_verified, check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, wire_error
 from lanes.runtime.broadcast import Broadcast, KeyedBroadcast, KeyedTicket
 from lanes.runtime.controller_link import ControllerLink
@@ -649,7 +650,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Produce(  # noqa: N802
         self, request: broker_pb2.ProduceRequest, context: ServicerContext
     ) -> broker_pb2.ProduceResponse:
-        return await self._start_produce(request)
+        return await self._start_produce(request, caller=caller_identity(context))
 
     async def ProduceStream(  # noqa: N802
         self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: ServicerContext
@@ -672,10 +673,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         room.clear()
                         await room.wait()
                     unanswered_bytes += size
-                    answers.put_nowait((size, self._start_produce(request, stream=True)))
+                    answers.put_nowait((size, self._start_produce(request, stream=True, caller=caller)))
             finally:
                 answers.put_nowait(None)
 
+        caller = caller_identity(context)
         reader = asyncio.create_task(read())
         try:
             while (started := await answers.get()) is not None:
@@ -690,7 +692,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     unheard[1].close()
 
     def _start_produce(
-        self, request: broker_pb2.ProduceRequest, *, stream: bool = False
+        self, request: broker_pb2.ProduceRequest, *, stream: bool = False, caller: str | None = None
     ) -> Coroutine[None, None, broker_pb2.ProduceResponse]:
         """Start every partition's append of ``request`` now; the returned awaitable gives the
         answer. Appends queue on their partition's (FIFO) append lock in the order requests are
@@ -703,7 +705,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         started = [
             (
                 topic.topic,
-                [loop.create_task(self._produce_partition(topic.topic, p, acks, timeout_s)) for p in topic.partitions],
+                [
+                    loop.create_task(self._produce_partition(topic.topic, p, acks, timeout_s, caller=caller))
+                    for p in topic.partitions
+                ],
             )
             for topic in request.topics
         ]
@@ -722,12 +727,28 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
         return answer()
 
-    def _check_internal_writer(self, topic: str, partition: int, headers: list[BatchHeader]) -> None:
+    def _check_internal_writer(
+        self, topic: str, partition: int, headers: list[BatchHeader], caller: str | None
+    ) -> None:
         """Only a shard's coordinator writes ``__consumer_offsets``: with the shard's producer id
-        (header-only check; the producer epoch check that follows fences old owners)."""
+        (header-only check; the producer epoch check that follows fences old owners) and, with
+        TLS, the certificate of the coordinator owning the shard (a batch naming the shard's
+        producer id with a newer epoch would otherwise fence it)."""
         if topic != CONSUMER_OFFSETS_TOPIC:
             return
         shard = self.image.shards.get(partition)
+        owner = node_identity("coordinator", shard.coordinator_id) if shard is not None else None
+        if callers_verified() and caller != owner:
+            if caller is not None and caller.startswith("coordinator-"):  # this broker's metadata may lag a move
+                raise LanesError(
+                    f"shard {partition} is {owner}'s in this broker's metadata, not {caller}'s (yet): retry",
+                    ErrorCode.NOT_COORDINATOR,
+                )
+            raise LanesError(
+                f"{topic} is internal: only the group coordinator owning shard {partition} ({owner}) writes it, "
+                f"not {caller or 'a caller without a certificate'}",
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+            )
         if shard is None or any(h.producer_id != shard.producer_id for h in headers):
             raise LanesError(
                 f"{topic} is internal: only the group coordinator owning shard {partition} writes it",
@@ -735,7 +756,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             )
 
     async def _produce_partition(
-        self, topic: str, data: broker_pb2.PartitionProduceData, acks: int, timeout_s: float
+        self, topic: str, data: broker_pb2.PartitionProduceData, acks: int, timeout_s: float, *, caller: str | None
     ) -> broker_pb2.PartitionProduceResponse:
         response = broker_pb2.PartitionProduceResponse(partition=data.partition, base_offset=-1, log_append_time_ms=-1)
         led = self._leading(topic, data.partition)
@@ -751,7 +772,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         acks_all = acks == common_pb2.ACKS_ALL
         try:
             async with led.append_queue:
-                appended = await asyncio.to_thread(self._validate_and_append, led, leader_epoch, topic, data, acks_all)
+                appended = await asyncio.to_thread(
+                    functools.partial(self._validate_and_append, caller=caller),
+                    led,
+                    leader_epoch,
+                    topic,
+                    data,
+                    acks_all,
+                )
         except LanesError as exc:
             response.error.CopyFrom(wire_error(exc.code, exc.message))
             return response
@@ -782,13 +810,20 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         return response
 
     def _validate_and_append(
-        self, partition: Partition, leader_epoch: int, topic: str, data: broker_pb2.PartitionProduceData, acks_all: bool
+        self,
+        partition: Partition,
+        leader_epoch: int,
+        topic: str,
+        data: broker_pb2.PartitionProduceData,
+        acks_all: bool,
+        *,
+        caller: str | None,
     ) -> AppendInfo | Verdict:
         """Validate the batches and check their writer, then append them at ``leader_epoch``
         (``Partition.append_as_leader``): one hop off the event loop per request."""
         records = data.records  # each read of a bytes field copies it: read once
         headers = partition.log.validate_produce(records)
-        self._check_internal_writer(topic, data.partition, headers)
+        self._check_internal_writer(topic, data.partition, headers, caller)
         return partition.append_as_leader(records, headers, leader_epoch=leader_epoch, acks_all=acks_all)
 
     async def InitProducerId(  # noqa: N802
@@ -934,6 +969,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             for wanted in topic.partitions
         }
         forgotten = [TopicPartition(f.topic, p) for f in request.forgotten for p in f.partitions]
+        await check_claim(context, node_identity("broker", request.replica_id))
         refusal, counts = self._replica_standing(request.replica_id, request.broker_epoch)
         if refusal is not None:
             return broker_pb2.ReplicaFetchResponse(error=refusal)

@@ -2,7 +2,9 @@
 errors become one line and an exit code.
 
 Bootstrap, first found wins: ``--bootstrap``, ``$LANES_BOOTSTRAP``, the ``bootstrap`` of
-``./.lanes/cluster.json`` (written by ``lanes up``), ``localhost:9092``.
+``./.lanes/cluster.json`` (written by ``lanes up``), ``localhost:9092``. TLS files, likewise:
+``$LANES_TLS_CA`` (with ``$LANES_TLS_CERT``, ``$LANES_TLS_KEY``), the ``tls`` of cluster.json,
+else plaintext.
 
 Exit codes (documented in the README's CLI reference):
 
@@ -33,6 +35,7 @@ from typing import Any, NoReturn
 from lanes.cli.values import UsageError
 from lanes.client.admin import Admin
 from lanes.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
+from lanes.rpc.tls import TlsFiles
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -87,6 +90,22 @@ def resolve_bootstrap(flag: str | None, cluster_file: Path = CLUSTER_FILE) -> st
         except (ValueError, KeyError, OSError):
             pass
     return DEFAULT_BOOTSTRAP
+
+
+def resolve_tls(cluster_file: Path = CLUSTER_FILE) -> TlsFiles | None:
+    """The TLS files every command's channels use (see the module docstring for the order)."""
+    from_environment = TlsFiles.from_environment()
+    if from_environment is not None:
+        return from_environment
+    if cluster_file.is_file():
+        try:
+            tls = json.loads(cluster_file.read_text()).get("tls")
+        except (ValueError, OSError):
+            return None
+        if isinstance(tls, dict) and tls.get("ca"):
+            cert, key = tls.get("cert"), tls.get("key")
+            return TlsFiles(Path(tls["ca"]), Path(cert) if cert else None, Path(key) if key else None)
+    return None
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -210,7 +229,7 @@ def bootstrap_of(options: argparse.Namespace) -> str:
 
 def admin_for(options: argparse.Namespace) -> Admin:
     """An Admin client on this invocation's bootstrap."""
-    return Admin(bootstrap_of(options), request_timeout_ms=REQUEST_TIMEOUT_MS)
+    return Admin(bootstrap_of(options), request_timeout_ms=REQUEST_TIMEOUT_MS, tls=resolve_tls())
 
 
 def missing_topic(topic: str) -> NotFoundError:

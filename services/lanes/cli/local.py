@@ -79,6 +79,7 @@ def up(options: argparse.Namespace) -> int:
         coordinators=options.coordinators,
         controllers=options.controllers,
         port_base=options.port_base,
+        tls=options.tls,
     )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -110,7 +111,7 @@ def _up_detached(options: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "lanes.cli", "up", "--data-dir", str(options.data_dir), "--output", "json"]
     command += ["--brokers", str(options.brokers), "--coordinators", str(options.coordinators)]
     command += ["--controllers", str(options.controllers)]
-    command += ["--port-base", str(options.port_base)]
+    command += ["--port-base", str(options.port_base), *(["--tls"] if options.tls else [])]
     with open(logs / "up.log", "ab") as log:
         supervisor = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     description = None
@@ -191,6 +192,12 @@ lanes up --brokers 1 --controllers 1 --data-dir /tmp/lanes --port-base 19092""",
     )
     parser.add_argument("--detach", "-d", action="store_true", help="run in the background; stop with lanes down")
     parser.add_argument("--timeout", type=float, default=90, help="seconds --detach waits for the cluster (default 90)")
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS everywhere: a local CA under DATA_DIR/tls issues every process a certificate, listeners require "
+        "client certificates, and lanes commands use the admin certificate named in cluster.json",
+    )
     parser = add_command(
         commands,
         "down",

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import IO, Any
 
-from lanes.cli.common import add_command, bootstrap_of, emit, progress, table, topic_partitions
+from lanes.cli.common import add_command, bootstrap_of, emit, progress, resolve_tls, table, topic_partitions
 from lanes.cli.values import UsageError, non_negative_int, parse_pairs
 from lanes.client.producer import Producer, RecordFuture
 
@@ -100,6 +100,7 @@ def produce(options: argparse.Namespace) -> int:
         enable_idempotence=options.acks == "all",
         compression_type=options.compression,
         linger_ms=options.linger_ms,
+        tls=resolve_tls(),
     )
     try:
         next_progress = time.monotonic() + PROGRESS_INTERVAL_S

@@ -23,6 +23,7 @@ import grpc
 
 from lanes.errors import ErrorCode, error_for
 from lanes.rpc.channels import open_channel
+from lanes.rpc.tls import ClientTls
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 #: how long a broker that timed out or was not the leader is asked for metadata last
@@ -39,7 +40,7 @@ DENIALS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_E
 class ClusterView:
     """Brokers and partition leaders as last seen, and the channels to reach them."""
 
-    def __init__(self, bootstrap: Sequence[str], request_timeout_s: float) -> None:
+    def __init__(self, bootstrap: Sequence[str], request_timeout_s: float, tls: ClientTls = "process") -> None:
         if not bootstrap:
             raise ValueError("bootstrap needs at least one host:port")
         self.bootstrap = list(bootstrap)
@@ -56,6 +57,7 @@ class ClusterView:
         self.partition_counts: dict[str, int] = {}
         self._timeout_s = request_timeout_s
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self.tls: ClientTls = tls
 
     def stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         """A broker stub on the (cached) channel to ``address``."""
@@ -65,7 +67,7 @@ class ClusterView:
         """The (cached) channel to ``address``, for any service there."""
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = open_channel(address)
+            channel = self._channels[address] = open_channel(address, tls=self.tls)
         return channel
 
     def leader_address(self, topic: str, partition: int) -> str | None:

@@ -14,6 +14,7 @@ import grpc
 from lanes.client._cluster import ClusterView
 from lanes.client._coordinators import Coordinators
 from lanes.errors import ErrorCode, LanesError, error_for
+from lanes.rpc.tls import ClientTls
 from lanes.rpc.wire import assignment_from_wire, topic_partitions_to_wire
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import coordinator_pb2
@@ -120,9 +121,9 @@ def reset_spec(to: str) -> coordinator_pb2.OffsetResetSpec:
 class GroupAdmin:
     """Group administration (asynchronous)."""
 
-    def __init__(self, bootstrap: list[str], request_timeout_s: float) -> None:
+    def __init__(self, bootstrap: list[str], request_timeout_s: float, tls: ClientTls = "process") -> None:
         self._timeout_s = request_timeout_s
-        self._cluster = ClusterView(bootstrap, request_timeout_s)
+        self._cluster = ClusterView(bootstrap, request_timeout_s, tls)
         self._coordinators = Coordinators(self._cluster, request_timeout_s)
 
     async def list_groups(self) -> list[GroupListing]:

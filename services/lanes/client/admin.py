@@ -23,6 +23,7 @@ from lanes.deadline import Backoff, Deadline
 from lanes.errors import ErrorCode, LanesError, error_for
 from lanes.rpc.channels import open_channel
 from lanes.rpc.controllers import active_controller_named, is_not_controller
+from lanes.rpc.tls import ClientTls
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 
@@ -155,8 +156,9 @@ def _raise_if_error(error: common_pb2.Error) -> None:
 class AsyncAdmin:
     """Administration, asynchronously. ``bootstrap``: ``host:port[,host:port...]`` of brokers."""
 
-    def __init__(self, bootstrap: str, *, request_timeout_ms: int = 30_000) -> None:
+    def __init__(self, bootstrap: str, *, request_timeout_ms: int = 30_000, tls: ClientTls = "process") -> None:
         self.bootstrap = [address.strip() for address in bootstrap.split(",") if address.strip()]
+        self._tls: ClientTls = tls
         if not self.bootstrap:
             raise ValueError("bootstrap needs at least one host:port")
         self._timeout_s = request_timeout_ms / 1000
@@ -167,14 +169,14 @@ class AsyncAdmin:
     def groups(self) -> GroupAdmin:
         """Group administration (created on first use)."""
         if self._groups is None:
-            self._groups = GroupAdmin(self.bootstrap, self._timeout_s)
+            self._groups = GroupAdmin(self.bootstrap, self._timeout_s, self._tls)
         return self._groups
 
     async def _find_controller(self) -> str:
         problems = []
         for address in self.bootstrap:
             try:
-                async with open_channel(address) as channel:
+                async with open_channel(address, tls=self._tls) as channel:
                     stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
                     metadata = await stub.Metadata(
                         broker_pb2.MetadataRequest(topics=["__no_topic__"]), timeout=self._timeout_s
@@ -200,7 +202,7 @@ class AsyncAdmin:
             if self._controller is None:
                 self._controller = await self._find_controller()
             try:
-                async with open_channel(self._controller) as channel:
+                async with open_channel(self._controller, tls=self._tls) as channel:
                     return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
             except grpc.aio.AioRpcError as exc:
                 named = active_controller_named(exc) if is_not_controller(exc) else None
@@ -399,7 +401,7 @@ class AsyncAdmin:
         async def ask(broker: BrokerInfo) -> broker_pb2.DescribeLogsResponse:
             address = f"{broker.host}:{broker.port}"
             try:
-                async with open_channel(address) as channel:
+                async with open_channel(address, tls=self._tls) as channel:
                     stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
                     answer: broker_pb2.DescribeLogsResponse = await stub.DescribeLogs(
                         broker_pb2.DescribeLogsRequest(topics=list(topics)), timeout=self._timeout_s
@@ -465,8 +467,8 @@ class AsyncAdmin:
 class Admin:
     """Administration, synchronously (``lanes.aio.Admin`` runs on a background loop)."""
 
-    def __init__(self, bootstrap: str, *, request_timeout_ms: int = 30_000) -> None:
-        self._admin = AsyncAdmin(bootstrap, request_timeout_ms=request_timeout_ms)
+    def __init__(self, bootstrap: str, *, request_timeout_ms: int = 30_000, tls: ClientTls = "process") -> None:
+        self._admin = AsyncAdmin(bootstrap, request_timeout_ms=request_timeout_ms, tls=tls)
 
     def create_topic(
         self, name: str, partitions: int = -1, replication_factor: int = -1, config: Mapping[str, str] | None = None

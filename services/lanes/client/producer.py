@@ -41,6 +41,7 @@ from lanes.errors import ErrorCode, LanesError, RequestTimedOutError, error_for
 from lanes.protocol.compression import Compression
 from lanes.protocol.partitioner import Partitioner, PartitionerFn
 from lanes.protocol.records import MAX_CACHED_BATCHES
+from lanes.rpc.tls import ClientTls
 from lanes.v1 import common_pb2
 
 HeadersArg = Mapping[str, bytes | None] | Sequence[tuple[str, bytes | None]] | None
@@ -93,6 +94,7 @@ class AsyncProducer:
         max_block_ms: int = 60_000,
         unknown_topic_wait_ms: int = 2_000,
         clock: Clock = SYSTEM_CLOCK,
+        tls: ClientTls = "process",
     ) -> None:
         self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
         if str(acks) not in _ACKS:
@@ -121,7 +123,7 @@ class AsyncProducer:
         self._backoff_s = retry_backoff_ms / 1000
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = -1
-        self._cluster = ClusterView(self.bootstrap, request_timeout_ms / 1000)
+        self._cluster = ClusterView(self.bootstrap, request_timeout_ms / 1000, tls)
         self._sender = Sender(
             self._cluster,
             bootstrap=self.bootstrap,

@@ -26,6 +26,7 @@ from lanes.controller.service import (
     add_quorum_to_server,
     add_to_server,
 )
+from lanes.rpc.tls import process_tls
 from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
@@ -128,6 +129,8 @@ async def serve(options: argparse.Namespace) -> None:
         host=options.host,
         port=options.port,
         metrics=metrics,
+        tls=process_tls(),
+        require_client_cert=options.tls_client_auth == "required",
         interceptors=[ActiveControllerGate(service)],
     )
     service.endpoint.port = running.port

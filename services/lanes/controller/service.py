@@ -39,6 +39,7 @@ from lanes.errors import ErrorCode, LanesError, NotControllerError
 from lanes.metadata.image import MetadataImage, NodeKind, PartitionImage, ProducerIdBlock, TopicImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.rpc.controllers import ACTIVE_CONTROLLER_KEY, NOT_CONTROLLER_DETAILS
+from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.metrics import ServiceMetrics
@@ -320,6 +321,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def RegisterBroker(  # noqa: N802 - gRPC method names
         self, request: controller_pb2.RegisterBrokerRequest, context: ServicerContext
     ) -> controller_pb2.RegisterBrokerResponse:
+        await check_claim(context, node_identity("broker", request.broker_id))
         decision = await self._register(
             "broker", request.broker_id, request.incarnation_id, request.cluster_id, request.endpoint
         )
@@ -334,6 +336,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def BrokerHeartbeat(  # noqa: N802
         self, request: controller_pb2.BrokerHeartbeatRequest, context: ServicerContext
     ) -> controller_pb2.BrokerHeartbeatResponse:
+        await check_claim(context, node_identity("broker", request.broker_id))
         decision = await self._heartbeat(
             "broker",
             request.broker_id,
@@ -356,6 +359,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def RegisterCoordinator(  # noqa: N802
         self, request: controller_pb2.RegisterCoordinatorRequest, context: ServicerContext
     ) -> controller_pb2.RegisterCoordinatorResponse:
+        await check_claim(context, node_identity("coordinator", request.coordinator_id))
         decision = await self._register(
             "coordinator", request.coordinator_id, request.incarnation_id, request.cluster_id, request.endpoint
         )
@@ -371,6 +375,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def CoordinatorHeartbeat(  # noqa: N802
         self, request: controller_pb2.CoordinatorHeartbeatRequest, context: ServicerContext
     ) -> controller_pb2.CoordinatorHeartbeatResponse:
+        await check_claim(context, node_identity("coordinator", request.coordinator_id))
         decision = await self._heartbeat(
             "coordinator", request.coordinator_id, request.coordinator_epoch, -1, request.want_shut_down
         )
@@ -423,6 +428,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def AllocateProducerIds(  # noqa: N802
         self, request: controller_pb2.AllocateProducerIdsRequest, context: ServicerContext
     ) -> controller_pb2.AllocateProducerIdsResponse:
+        await check_claim(context, node_identity("broker", request.broker_id))
         async with self._lock:
             decision = self.core.allocate_producer_ids(request.broker_id, request.broker_epoch)
             await self._commit(decision)
@@ -740,6 +746,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def AlterPartition(  # noqa: N802
         self, request: controller_pb2.AlterPartitionRequest, context: ServicerContext
     ) -> controller_pb2.AlterPartitionResponse:
+        await check_claim(context, node_identity("broker", request.broker_id))
         topics = []
         for topic in request.topics:
             partitions = []
@@ -802,6 +809,7 @@ class QuorumService(controller_pb2_grpc.ControllerQuorumServicer):
     async def Send(  # noqa: N802
         self, request: controller_pb2.RaftMessage, context: ServicerContext
     ) -> controller_pb2.RaftAck:
+        await check_claim(context, node_identity("controller", request.sender))
         self._quorum.receive(request)
         return controller_pb2.RaftAck()
 

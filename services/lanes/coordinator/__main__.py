@@ -14,6 +14,7 @@ from lanes.clock import SystemClock
 from lanes.coordinator.core import GroupConfig
 from lanes.coordinator.metrics import CoordinatorMetrics
 from lanes.coordinator.service import GroupCoordinatorService, add_to_server
+from lanes.rpc.tls import process_tls
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,
@@ -81,6 +82,8 @@ async def serve(options: argparse.Namespace) -> None:
         host=options.host,
         port=options.port,
         metrics=metrics,
+        tls=process_tls(),
+        require_client_cert=options.tls_client_auth == "required",
     )
     endpoint.port = running.port
     await service.start()

@@ -34,8 +34,10 @@ from typing import Any, NamedTuple
 import grpc
 
 from lanes.deadline import Deadline, attempts
+from lanes.local.certificates import create_authority, issue
 from lanes.local.processes import ServiceProcess, start_service
 from lanes.rpc.controllers import ControllerEndpoints
+from lanes.rpc.tls import TlsFiles, node_identity
 from lanes.topic_configs import MIN_SEGMENT_BYTES
 from lanes.v1 import controller_pb2
 
@@ -71,6 +73,10 @@ class LocalCluster:
     snapshot_every_records: int = 10_000
     #: the smallest segment.bytes a topic may set (tests of retention lower it)
     min_segment_bytes: int = MIN_SEGMENT_BYTES
+    #: TLS everywhere: a CA under ``<data_dir>/tls`` issues each process a certificate (its
+    #: name is the identity), every listener requires a client certificate, and an ``admin``
+    #: certificate (``client_tls``, in cluster.json) is what clients use
+    tls: bool = False
     #: where a process runs, by name ("controller" or "controller-<id>", "broker-1",
     #: "coordinator-1"): its address and a launcher command (tests put each process in its own
     #: network namespace); default ``host``, none
@@ -161,11 +167,43 @@ class LocalCluster:
                 str(self.snapshot_every_records),
                 "--min-segment-bytes",
                 str(self.min_segment_bytes),
+                *self._tls_args(node_identity("controller", controller_id), placed.host),
             ],
             self.data_dir / "logs" / f"{name}.log",
             launcher=placed.launcher,
         )
         return self.controller_processes[controller_id]
+
+    @property
+    def client_tls(self) -> TlsFiles | None:
+        """The ``admin`` client certificate (issued on first use), or None without ``tls``."""
+        if not self.tls:
+            return None
+        directory = self.data_dir / "tls"
+        files = TlsFiles(directory / "ca.crt", directory / "admin.crt", directory / "admin.key")
+        if not all(p is not None and p.exists() for p in (files.ca_file, files.cert_file, files.key_file)):
+            files = issue(create_authority(directory), directory, "admin", hosts=(), server=False)
+        return files
+
+    def _tls_args(self, name: str, host: str) -> list[str]:
+        """A process's ``--tls-*`` flags: a certificate issued now for ``name`` serving ``host``
+        (a restart renews it), or nothing without ``tls``."""
+        if not self.tls:
+            return []
+        directory = self.data_dir / "tls"
+        files = issue(
+            create_authority(directory), directory, name, hosts=list(dict.fromkeys([host, "127.0.0.1", "localhost"]))
+        )
+        return [
+            "--tls-ca",
+            str(files.ca_file),
+            "--tls-cert",
+            str(files.cert_file),
+            "--tls-key",
+            str(files.key_file),
+            "--tls-client-auth",
+            "required",
+        ]
 
     @property
     def cluster_file(self) -> Path:
@@ -245,6 +283,7 @@ class LocalCluster:
                 str(port),
                 "--metrics-port",
                 self._metrics_port(port),
+                *self._tls_args(node_identity(kind, node_id), placed.host),
                 *args,
             ],
             self.data_dir / "logs" / f"{kind}-{node_id}.log",
@@ -253,8 +292,20 @@ class LocalCluster:
         return processes[node_id]
 
     def describe(self) -> dict[str, Any]:
-        """What cluster.json holds."""
+        """What cluster.json holds (with ``tls``: the client's CA, certificate and key files)."""
+        client_tls = self.client_tls
         return {
+            **(
+                {
+                    "tls": {
+                        "ca": str(client_tls.ca_file),
+                        "cert": str(client_tls.cert_file),
+                        "key": str(client_tls.key_file),
+                    }
+                }
+                if client_tls is not None
+                else {}
+            ),
             "bootstrap": ",".join(p.address for _, p in sorted(self.broker_processes.items())),
             "controller": self.controller_addresses,
             "controllers": [
@@ -287,7 +338,7 @@ class LocalCluster:
     async def _active_controller_call(self, call: Callable[[Any], Any], timeout_s: float = 10) -> Any:
         """``call(stub)`` on the active controller (found and followed), retried while the
         quorum elects one."""
-        controllers = ControllerEndpoints(self.controller_addresses.split(","))
+        controllers = ControllerEndpoints(self.controller_addresses.split(","), tls=self.client_tls)
         try:
             async for _ in attempts(Deadline(timeout_s), 0.1):
                 try:

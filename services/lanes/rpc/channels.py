@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import grpc
 
+from lanes.rpc.tls import ClientTls, process_tls
+
 #: Largest message a Lanes channel or server sends or accepts.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
@@ -31,9 +33,13 @@ FAST_RECONNECT_OPTIONS: list[tuple[str, int]] = [
 ]
 
 
-def open_channel(address: str, *, fast_reconnect: bool = False) -> grpc.aio.Channel:
-    """An insecure ``grpc.aio`` channel to ``host:port`` that carries messages up to
-    ``MAX_MESSAGE_BYTES`` both ways. Use it for every channel to a Lanes service;
-    ``fast_reconnect`` for a peer whose restart must be noticed within a second (controllers)."""
+def open_channel(address: str, *, fast_reconnect: bool = False, tls: ClientTls = "process") -> grpc.aio.Channel:
+    """A ``grpc.aio`` channel to ``host:port`` that carries messages up to ``MAX_MESSAGE_BYTES``
+    both ways: over TLS with ``tls`` (by default the process's, ``lanes.rpc.tls``), plaintext
+    with None. Use it for every channel to a Lanes service; ``fast_reconnect`` for a peer whose
+    restart must be noticed within a second (controllers)."""
     options = MESSAGE_SIZE_OPTIONS + (FAST_RECONNECT_OPTIONS if fast_reconnect else [])
+    files = process_tls() if tls == "process" else tls
+    if files is not None:
+        return grpc.aio.secure_channel(address, files.channel_credentials(), options=options)
     return grpc.aio.insecure_channel(address, options=options)

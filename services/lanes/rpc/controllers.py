@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import grpc
 
 from lanes.rpc.channels import open_channel
+from lanes.rpc.tls import ClientTls
 from lanes.v1 import controller_pb2_grpc
 
 NOT_CONTROLLER_DETAILS = "NOT_CONTROLLER"
@@ -47,10 +48,11 @@ def is_not_controller(exc: grpc.aio.AioRpcError) -> bool:
 class ControllerEndpoints:
     """Channels to the known controllers (opened on first use) and the current target."""
 
-    def __init__(self, addresses: Sequence[str]) -> None:
+    def __init__(self, addresses: Sequence[str], tls: ClientTls = "process") -> None:
         if not addresses:
             raise ValueError("at least one controller address is needed")
         self.addresses = list(dict.fromkeys(addresses))
+        self._tls: ClientTls = tls
         self._current = 0
         self._channels: dict[str, grpc.aio.Channel] = {}
 
@@ -63,7 +65,7 @@ class ControllerEndpoints:
     def stub(self) -> controller_pb2_grpc.ControllerStub:
         channel = self._channels.get(self.address)
         if channel is None:
-            channel = self._channels[self.address] = open_channel(self.address, fast_reconnect=True)
+            channel = self._channels[self.address] = open_channel(self.address, fast_reconnect=True, tls=self._tls)
         return controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
 
     def failed(self, exc: grpc.aio.AioRpcError) -> bool:

@@ -21,6 +21,7 @@ import resource
 import signal
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -30,6 +31,8 @@ from grpc_reflection.v1alpha import reflection
 
 from lanes.errors import LanesError
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
+from lanes.rpc.tls import TlsFiles
+from lanes.rpc.tls import configure as configure_tls
 from lanes.runtime.logs import FORMATS, configure_logging
 from lanes.runtime.metrics import ServiceMetrics
 
@@ -148,10 +151,13 @@ async def start_server(
     metrics: ServiceMetrics | None = None,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     limits: ServerLimits = ServerLimits(),
+    tls: TlsFiles | None = None,
+    require_client_cert: bool = False,
 ) -> RunningServer:
     """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes what
     ``limits`` allow, sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its
-    calls into ``metrics`` (outermost), then runs ``interceptors`` in order."""
+    calls into ``metrics`` (outermost), then runs ``interceptors`` in order. With ``tls`` it
+    listens over TLS only (``require_client_cert``: mutual TLS), reloading renewed files."""
     server = grpc.aio.server(
         options=[*limits.options(raise_file_descriptor_limit()), ("grpc.so_reuseport", 0)],
         interceptors=[*([metrics.interceptor()] if metrics is not None else []), *interceptors],
@@ -166,7 +172,11 @@ async def start_server(
         [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
     )
     try:
-        bound_port = server.add_insecure_port(f"{host}:{port}")
+        if tls is None:
+            bound_port = server.add_insecure_port(f"{host}:{port}")
+        else:
+            credentials = tls.server_credentials(require_client_cert=require_client_cert)
+            bound_port = server.add_secure_port(f"{host}:{port}", credentials)
     except RuntimeError as exc:  # grpc reports every bind failure this way
         raise OSError(f"cannot listen on {host}:{port}: the address is in use or not available") from exc
     await server.start()
@@ -241,6 +251,33 @@ def service_argument_parser(
         help=f"port of the Prometheus /metrics endpoint, on --host (env LANES_METRICS_PORT; default "
         f"{default_metrics_port}; 0 picks a free one; -1 serves none)",
     )
+    parser.add_argument(
+        "--tls-ca",
+        type=Path,
+        default=os.environ.get("LANES_TLS_CA") or None,
+        help="the CA certificate (PEM) every peer's certificate is signed by; with it, this node listens and "
+        "connects over TLS only (env LANES_TLS_CA)",
+    )
+    parser.add_argument(
+        "--tls-cert",
+        type=Path,
+        default=os.environ.get("LANES_TLS_CERT") or None,
+        help="this node's certificate chain (PEM), re-read when the file changes (env LANES_TLS_CERT)",
+    )
+    parser.add_argument(
+        "--tls-key",
+        type=Path,
+        default=os.environ.get("LANES_TLS_KEY") or None,
+        help="this node's private key (PEM; env LANES_TLS_KEY)",
+    )
+    parser.add_argument(
+        "--tls-client-auth",
+        choices=("none", "required"),
+        default=os.environ.get("LANES_TLS_CLIENT_AUTH", "required"),
+        help="required: accept only callers presenting a certificate the CA signed, and check that a call made in "
+        "a node's name carries that node's certificate (mutual TLS; Kafka's ssl.client.auth); none: any TLS "
+        "caller, no identities (env LANES_TLS_CLIENT_AUTH; default required)",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument(
         "--log-format",
@@ -250,6 +287,21 @@ def service_argument_parser(
     )
     parser.set_defaults(service=prog.rsplit(".", 1)[-1])
     return parser
+
+
+def service_tls(options: argparse.Namespace) -> TlsFiles | None:
+    """The TLS files ``--tls-*`` name (None: plaintext), made the process's default
+    (``lanes.rpc.tls.process_tls``): the service's server and every channel it opens use them."""
+    if options.tls_ca is None:
+        if options.tls_cert is not None or options.tls_key is not None:
+            raise SystemExit(f"lanes.{options.service}: --tls-cert and --tls-key need --tls-ca")
+        configure_tls(None)
+        return None
+    if options.tls_cert is None or options.tls_key is None:
+        raise SystemExit(f"lanes.{options.service}: --tls-ca needs this node's --tls-cert and --tls-key")
+    files = TlsFiles(options.tls_ca, options.tls_cert, options.tls_key)
+    configure_tls(files, callers_verified=options.tls_client_auth == "required")
+    return files
 
 
 def advertised_host(options: argparse.Namespace) -> str:
@@ -275,6 +327,7 @@ def run_service(
         (getattr(options, name) for name in ("broker_id", "coordinator_id", "node_id") if hasattr(options, name)), None
     )
     configure_logging(options.log_level, options.log_format, service=options.service, node_id=node_id)
+    service_tls(options)  # before anything opens a channel
     try:
         asyncio.run(serve(options))
     except LanesError as exc:  # a refusal to start (a data directory in use, ...): said plainly
