@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from lanes.local.certificates import create_authority, issue
+from lanes.rpc.channels import ChannelCache
 from lanes.rpc.tls import TlsFiles, node_identity
 
 
@@ -70,3 +72,27 @@ def test_a_server_does_not_take_half_written_or_mismatched_files(tmp_path: Path)
     files.key_file.write_bytes(other.key_file.read_bytes())
     with pytest.raises(ValueError, match="the key is not the certificate's"):
         files.server_credentials(require_client_cert=True)
+
+
+def test_kept_channels_are_reopened_once_the_tls_files_are_renewed(tmp_path: Path) -> None:
+    """A channel presents the client certificate it opened with: a renewed one reaches a
+    process's own outgoing calls through a new channel (the old one closes after its calls)."""
+    authority = create_authority(tmp_path)
+    files = issue(authority, tmp_path, "broker-1")
+
+    async def scenario() -> None:
+        cache = ChannelCache(tls=files)
+        first = cache.get("127.0.0.1:1")
+        assert cache.get("127.0.0.1:1") is first
+        assert cache.get("127.0.0.1:2") is not first
+        issue(authority, tmp_path, "broker-1")  # renewed: new inode, size or time
+        cache._checked_at -= 10
+        renewed = cache.get("127.0.0.1:1")
+        assert renewed is not first
+        assert cache.get("127.0.0.1:1") is renewed
+        await cache.close()
+        plain = ChannelCache(tls=None)
+        assert plain.get("127.0.0.1:1") is plain.get("127.0.0.1:1")
+        await plain.close()
+
+    asyncio.run(scenario())

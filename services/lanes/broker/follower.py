@@ -24,7 +24,7 @@ import grpc
 from lanes.broker.fetch_session import FetchPosition, FetchSessionBuilder
 from lanes.broker.partition import FetchedPartition, Partition
 from lanes.errors import ErrorCode, LanesError, error_code
-from lanes.rpc.channels import open_channel
+from lanes.rpc.channels import ChannelCache
 from lanes.runtime.logs import fields
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc
@@ -53,8 +53,8 @@ class FollowerFetcher:
         broker no longer follows at the epoch it was fetched for."""
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
-        self._channel = open_channel(leader_address)
-        self._stub = broker_pb2_grpc.BrokerStub(self._channel)  # type: ignore[no-untyped-call]
+        self._leader_address = leader_address
+        self._channels = ChannelCache()
         self._partitions = partitions
         self._max_wait_ms = max_wait_ms
 
@@ -70,7 +70,9 @@ class FollowerFetcher:
                 named, forgotten = session.request(positions)
                 request = self._request(named, forgotten, session)
                 try:
-                    response = await self._stub.ReplicaFetch(request, timeout=10)
+                    channel = self._channels.get(self._leader_address)
+                    stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+                    response = await stub.ReplicaFetch(request, timeout=10)
                 except grpc.aio.AioRpcError as exc:
                     _log.debug("replica fetch failed: %s", exc.code().name)
                     session.reset()  # the leader may have moved the session on: start a new one
@@ -87,7 +89,7 @@ class FollowerFetcher:
                 if not await asyncio.to_thread(self._apply, followed, fetched_from, response):
                     await asyncio.sleep(_RETRY_S)
         finally:
-            await self._channel.close()
+            await self._channels.close()
 
     @staticmethod
     def _positions(followed: Followed) -> dict[TopicPartition, FetchPosition]:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import grpc
 
 from lanes.errors import ErrorCode, error_for
-from lanes.rpc.channels import open_channel
+from lanes.rpc.channels import ChannelCache
 from lanes.rpc.tls import ClientTls
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
@@ -56,8 +56,7 @@ class ClusterView:
         self._retired_topic_ids: set[str] = set()  # ids of topics seen deleted and made again
         self.partition_counts: dict[str, int] = {}
         self._timeout_s = request_timeout_s
-        self._channels: dict[str, grpc.aio.Channel] = {}
-        self.tls: ClientTls = tls
+        self._channels = ChannelCache(tls=tls)
 
     def stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         """A broker stub on the (cached) channel to ``address``."""
@@ -65,10 +64,7 @@ class ClusterView:
 
     def channel(self, address: str) -> grpc.aio.Channel:
         """The (cached) channel to ``address``, for any service there."""
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = open_channel(address, tls=self.tls)
-        return channel
+        return self._channels.get(address)
 
     def leader_address(self, topic: str, partition: int) -> str | None:
         """Where the partition's leader listens, if known."""
@@ -163,6 +159,4 @@ class ClusterView:
 
     async def close(self) -> None:
         """Close every channel."""
-        for channel in self._channels.values():
-            await channel.close()
-        self._channels.clear()
+        await self._channels.close()

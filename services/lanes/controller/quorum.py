@@ -71,7 +71,7 @@ from lanes.controller.raft import (
 )
 from lanes.controller.raft_wire import from_wire, to_wire
 from lanes.errors import NotControllerError
-from lanes.rpc.channels import open_channel
+from lanes.rpc.channels import ChannelCache
 from lanes.storage.files import write_atomically
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
@@ -175,8 +175,7 @@ class Quorum:
         self._proposals: list[_Proposal] = []
         self._held: dict[int, _HeldFetch] = {}
         self._hwm_sent: dict[int, int] = {}
-        self._stubs: dict[str, controller_pb2_grpc.ControllerQuorumStub] = {}  # by address
-        self._channels: list[grpc.aio.Channel] = []
+        self._channels = ChannelCache(fast_reconnect=True)
         self._in_flight: dict[int, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._ticking: asyncio.Task[None] | None = None
@@ -209,8 +208,7 @@ class Quorum:
         for task in list(self._tasks):
             task.cancel()
         self._fail_proposals("the controller is stopping")
-        for channel in self._channels:
-            await channel.close()
+        await self._channels.close()
 
     # -----------------------------------------------------------------------------------------
     # what the controller service asks
@@ -543,15 +541,11 @@ class Quorum:
         self._spawn(self._deliver(to, stub, wire))
 
     def _stub(self, node: int) -> controller_pb2_grpc.ControllerQuorumStub | None:
-        """A stub to ``node``'s address (channels are kept per address, as long as the process)."""
+        """A stub to ``node``'s address (on the channel kept for that address)."""
         address = self.address_of(node)
         if not address or node == self.node_id:
             return None
-        if address not in self._stubs:
-            channel = open_channel(address, fast_reconnect=True)
-            self._channels.append(channel)
-            self._stubs[address] = controller_pb2_grpc.ControllerQuorumStub(channel)  # type: ignore[no-untyped-call]
-        return self._stubs[address]
+        return controller_pb2_grpc.ControllerQuorumStub(self._channels.get(address))  # type: ignore[no-untyped-call]
 
     async def _deliver(
         self, to: int, stub: controller_pb2_grpc.ControllerQuorumStub, wire: controller_pb2.RaftMessage

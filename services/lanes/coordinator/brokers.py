@@ -15,7 +15,7 @@ import grpc
 from lanes.errors import ErrorCode
 from lanes.metadata.image import NO_LEADER, MetadataImage
 from lanes.protocol.records import decode_batches
-from lanes.rpc.channels import open_channel
+from lanes.rpc.channels import ChannelCache
 from lanes.rpc.wire import code_of, produce_request, wire_error
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
@@ -41,7 +41,7 @@ class BrokerAccess:
 
     def __init__(self, image: Callable[[], MetadataImage]) -> None:
         self._image = image
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._channels = ChannelCache()
 
     def leader_address(self, topic: str, partition: int) -> str | None:
         """``host:port`` of the partition's leader, or None when it has none (or is unknown)."""
@@ -54,10 +54,7 @@ class BrokerAccess:
         return f"{broker.host}:{broker.port}" if broker is not None else None
 
     def _stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = open_channel(address)
-        return broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        return broker_pb2_grpc.BrokerStub(self._channels.get(address))  # type: ignore[no-untyped-call]
 
     async def produce(
         self, topic: str, partition: int, batch: bytes, *, timeout_ms: int
@@ -162,6 +159,4 @@ class BrokerAccess:
 
     async def close(self) -> None:
         """Close every channel."""
-        for channel in self._channels.values():
-            await channel.close()
-        self._channels.clear()
+        await self._channels.close()

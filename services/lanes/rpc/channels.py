@@ -9,6 +9,10 @@ Servers accept and send the same ``MAX_MESSAGE_BYTES`` (``lanes.runtime.server``
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+
 import grpc
 
 from lanes.rpc.tls import ClientTls, process_tls
@@ -43,3 +47,63 @@ def open_channel(address: str, *, fast_reconnect: bool = False, tls: ClientTls =
     if files is not None:
         return grpc.aio.secure_channel(address, files.channel_credentials(), options=options)
     return grpc.aio.insecure_channel(address, options=options)
+
+
+#: How often a cache looks at its TLS files' stamps (a few stat calls).
+_TLS_CHECK_INTERVAL_S = 1.0
+#: How long calls on a channel replaced for renewed TLS files may go on before it closes.
+RETIRE_GRACE_S = 30.0
+
+
+class ChannelCache:
+    """The channels a component keeps, one per address, opened on first use (``open_channel``).
+
+    A channel presents the TLS client certificate it was opened with for its whole life, so when
+    the TLS files it uses are replaced (looked at most once a second), the next ``get`` opens a
+    new channel for that address and the old one closes once its calls finished or after
+    ``RETIRE_GRACE_S``: a renewed certificate reaches a process's own outgoing calls without a
+    restart. Owned by one event loop."""
+
+    def __init__(self, *, fast_reconnect: bool = False, tls: ClientTls = "process") -> None:
+        self._fast_reconnect = fast_reconnect
+        self._tls: ClientTls = tls
+        self._channels: dict[str, tuple[grpc.aio.Channel, tuple[int, ...]]] = {}
+        self._stamp: tuple[int, ...] = ()
+        self._checked_at = -_TLS_CHECK_INTERVAL_S
+        self._retiring: set[asyncio.Task[None]] = set()
+
+    def _current_stamp(self) -> tuple[int, ...]:
+        now = time.monotonic()
+        if now - self._checked_at >= _TLS_CHECK_INTERVAL_S:
+            self._checked_at = now
+            files = process_tls() if self._tls == "process" else self._tls
+            with contextlib.suppress(OSError):  # being replaced right now: keep the channels until it is whole
+                self._stamp = files.stamp() if files is not None else ()
+        return self._stamp
+
+    def get(self, address: str) -> grpc.aio.Channel:
+        """The channel to ``address``: the one kept, unless the TLS files changed since it opened."""
+        stamp = self._current_stamp()
+        kept = self._channels.get(address)
+        if kept is not None:
+            channel, opened_with = kept
+            if opened_with == stamp:
+                return channel
+            self._retire(channel)
+        channel = open_channel(address, fast_reconnect=self._fast_reconnect, tls=self._tls)
+        self._channels[address] = (channel, stamp)
+        return channel
+
+    def _retire(self, channel: grpc.aio.Channel) -> None:
+        task = asyncio.get_running_loop().create_task(channel.close(grace=RETIRE_GRACE_S))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+
+    async def close(self) -> None:
+        """Close every channel, those being retired too."""
+        channels = [channel for channel, _ in self._channels.values()]
+        self._channels.clear()
+        for channel in channels:
+            await channel.close()
+        for task in list(self._retiring):
+            task.cancel()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from lanes.rpc.channels import open_channel
+from lanes.rpc.channels import ChannelCache
 from lanes.rpc.tls import ClientTls
 from lanes.v1 import controller_pb2_grpc
 
@@ -52,9 +52,8 @@ class ControllerEndpoints:
         if not addresses:
             raise ValueError("at least one controller address is needed")
         self.addresses = list(dict.fromkeys(addresses))
-        self._tls: ClientTls = tls
         self._current = 0
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._channels = ChannelCache(fast_reconnect=True, tls=tls)
 
     @property
     def address(self) -> str:
@@ -64,8 +63,6 @@ class ControllerEndpoints:
     @property
     def stub(self) -> controller_pb2_grpc.ControllerStub:
         channel = self._channels.get(self.address)
-        if channel is None:
-            channel = self._channels[self.address] = open_channel(self.address, fast_reconnect=True, tls=self._tls)
         return controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
 
     def failed(self, exc: grpc.aio.AioRpcError) -> bool:
@@ -81,6 +78,4 @@ class ControllerEndpoints:
         return False
 
     async def close(self) -> None:
-        for channel in self._channels.values():
-            await channel.close()
-        self._channels.clear()
+        await self._channels.close()

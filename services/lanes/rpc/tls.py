@@ -59,7 +59,7 @@ class TlsFiles:
             return None
         return self.key_file.read_bytes(), self.cert_file.read_bytes()
 
-    def _stamp(self) -> tuple[int, ...]:
+    def stamp(self) -> tuple[int, ...]:
         """The files' inode, size and modification time: a change means they were replaced."""
         paths = [self.ca_file, *(p for p in (self.cert_file, self.key_file) if p is not None)]
         return tuple(
@@ -86,14 +86,14 @@ class TlsFiles:
     def server_credentials(self, *, require_client_cert: bool) -> grpc.ServerCredentials:
         """Present this process's certificate, read again whenever the files change; with
         ``require_client_cert``, accept only callers with a certificate the CA signed."""
-        stamp = self._stamp()
+        stamp = self.stamp()
         initial = self._server_configuration()
 
         def fetch() -> grpc.ServerCertificateConfiguration | None:
             """Called by gRPC before each new connection's handshake, on one of its threads."""
             nonlocal stamp
             try:
-                current = self._stamp()
+                current = self.stamp()
                 if current == stamp:
                     return None
                 renewed = self._server_configuration()
