@@ -116,8 +116,10 @@ def test_ten_thousand_long_polls_sleep_through_other_partitions_appends(cluster:
             polls = [
                 asyncio.ensure_future(stubs[index % len(stubs)].Fetch(request, timeout=60)) for index in range(10_000)
             ]
-            await asyncio.sleep(2)  # all of them waiting on the broker
+            await asyncio.sleep(2)  # let the calls reach the broker (checked below: none answered yet)
             attacked = await _produce_latencies_s(broker.address)
+            still_waiting = sum(not poll.done() for poll in polls)
+            assert still_waiting == len(polls), "every long-poll was held by the broker while the produces ran"
             answers = await asyncio.gather(*polls, return_exceptions=True)
             return attacked, answers
         finally:
