@@ -30,12 +30,20 @@ if TYPE_CHECKING:
         PartitionInfo,
         ReplicaLogInfo,
         TopicInfo,
+        UserInfo,
     )
     from lanes.client.consumer import CommitFailedError, Consumer, ConsumerRecord, RebalanceListener
     from lanes.client.producer import Producer, RecordFuture, RecordMetadata
+    from lanes.rpc.credentials import UserPassword
+    from lanes.rpc.tls import TlsFiles
+    from lanes.security.acls import AclBinding
 
 _LAZY = {
     "Admin": "lanes.client.admin",
+    "AclBinding": "lanes.security.acls",
+    "TlsFiles": "lanes.rpc.tls",
+    "UserInfo": "lanes.client.admin",
+    "UserPassword": "lanes.rpc.credentials",
     "BrokerInfo": "lanes.client.admin",
     "ClusterInfo": "lanes.client.admin",
     "ConfigInfo": "lanes.client.admin",
@@ -58,6 +66,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "AclBinding",
     "Admin",
     "BrokerInfo",
     "ClusterInfo",
@@ -77,8 +86,11 @@ __all__ = [
     "RecordFuture",
     "RecordMetadata",
     "ReplicaLogInfo",
+    "TlsFiles",
     "TopicInfo",
     "TopicPartition",
+    "UserInfo",
+    "UserPassword",
 ]
 
 

@@ -58,7 +58,11 @@ class ErrorCode(IntEnum):
     UNKNOWN_MEMBER_ID = 25, False, "the member left or was fenced; rejoin the group"
     INVALID_SESSION_TIMEOUT = 26, False, "use a session timeout within the coordinator's bounds"
     INVALID_COMMIT_OFFSET_SIZE = 28, False, "commit a valid offset"
+    TOPIC_AUTHORIZATION_FAILED = 29, False, "ask an administrator for an ACL on the topic (lanes acls create)"
+    GROUP_AUTHORIZATION_FAILED = 30, False, "ask an administrator for an ACL on the group (lanes acls create)"
+    CLUSTER_AUTHORIZATION_FAILED = 31, False, "this needs an ACL on the cluster, or a super user"
     INVALID_TIMESTAMP = 32, False, "use record timestamps within the topic's allowed range"
+    UNSUPPORTED_SASL_MECHANISM = 33, False, "use SCRAM-SHA-256 or SCRAM-SHA-512"
     UNSUPPORTED_VERSION = 35, False, "this server does not support the feature; upgrade it"
     TOPIC_ALREADY_EXISTS = 36, False, "choose another name, or use the existing topic"
     INVALID_PARTITIONS = 37, False, "use a positive partition count; counts can only grow"
@@ -68,10 +72,12 @@ class ErrorCode(IntEnum):
     NOT_CONTROLLER = 41, True, "send the request to the active controller"
     INVALID_REQUEST = 42, False, "fix the request as the message says"
     POLICY_VIOLATION = 44, False, "the cluster's policy forbids this request"
+    SECURITY_DISABLED = 54, False, "start the cluster with --auth required to manage users and ACLs"
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45, False, "records were lost between batches; the producer must reset"
     DUPLICATE_SEQUENCE_NUMBER = 46, False, "the batch was already written; treat as success"
     INVALID_PRODUCER_EPOCH = 47, False, "another producer instance took over this producer id"
     KAFKA_STORAGE_ERROR = 56, True, "the broker's disk failed; retry after the leader moves"
+    SASL_AUTHENTICATION_FAILED = 58, False, "check the username and password"
     UNKNOWN_PRODUCER_ID = 59, False, "the producer's state expired; re-initialise the producer"
     NON_EMPTY_GROUP = 68, False, "stop the group's consumers first"
     GROUP_ID_NOT_FOUND = 69, False, "check the group id"
@@ -90,6 +96,9 @@ class ErrorCode(IntEnum):
     GROUP_SUBSCRIBED_TO_TOPIC = 86, False, "unsubscribe the group from the topic first"
     INVALID_RECORD = 87, False, "fix the record named in the message"
     INVALID_UPDATE_VERSION = 95, True, "the partition changed since; refresh and retry"
+    RESOURCE_NOT_FOUND = 91, False, "check the name: it does not exist"
+    DUPLICATE_RESOURCE = 92, False, "name each resource once per request"
+    UNACCEPTABLE_CREDENTIAL = 93, False, "use 4,096 to 16,384 iterations and a non-empty password"
     UNKNOWN_TOPIC_ID = 100, True, "the topic id is unknown; refresh metadata"
     DUPLICATE_BROKER_REGISTRATION = (
         101,
@@ -234,27 +243,45 @@ class NotControllerError(RetriableError):
     default_code = ErrorCode.NOT_CONTROLLER
 
 
+class AuthorizationError(LanesError):
+    """The caller's principal may not do this (no ACL allows it, or one denies it)."""
+
+    default_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+class AuthenticationError(LanesError):
+    """The cluster does not know who the caller is: no certificate or credentials, or wrong ones."""
+
+    default_code = ErrorCode.SASL_AUTHENTICATION_FAILED
+
+
 _SPECIFIC: dict[ErrorCode, type[LanesError]] = {
-    cls.default_code: cls
-    for cls in (
-        CorruptRecordError,
-        MessageTooLargeError,
-        UnsupportedCompressionError,
-        InvalidTopicError,
-        InvalidGroupIdError,
-        InvalidConfigError,
-        InvalidPartitionsError,
-        TopicAlreadyExistsError,
-        OffsetOutOfRangeError,
-        FencedMemberEpochError,
-        UnknownTopicOrPartitionError,
-        NotLeaderError,
-        NotEnoughReplicasError,
-        RequestTimedOutError,
-        NotCoordinatorError,
-        NotControllerError,
-        StorageError,
-    )
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: AuthorizationError,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: AuthorizationError,
+    **{
+        cls.default_code: cls
+        for cls in (
+            CorruptRecordError,
+            MessageTooLargeError,
+            UnsupportedCompressionError,
+            InvalidTopicError,
+            InvalidGroupIdError,
+            InvalidConfigError,
+            InvalidPartitionsError,
+            TopicAlreadyExistsError,
+            OffsetOutOfRangeError,
+            FencedMemberEpochError,
+            UnknownTopicOrPartitionError,
+            NotLeaderError,
+            NotEnoughReplicasError,
+            RequestTimedOutError,
+            NotCoordinatorError,
+            NotControllerError,
+            StorageError,
+            AuthorizationError,
+            AuthenticationError,
+        )
+    },
 }
 
 

@@ -176,6 +176,12 @@ def test_every_command_has_examples_and_the_common_flags() -> None:
         "lanes groups describe",
         "lanes groups reset-offsets",
         "lanes groups delete",
+        "lanes users set-password",
+        "lanes users delete",
+        "lanes users list",
+        "lanes acls create",
+        "lanes acls list",
+        "lanes acls delete",
         "lanes completion",
     } == set(leaves)
     for name, parser in leaves.items():

@@ -16,6 +16,9 @@ from lanes.controller.core import ConfigOp, ControllerCore, ControllerDecision, 
 from lanes.controller.placement import BrokerSlot, assign_replicas
 from lanes.errors import ErrorCode
 from lanes.metadata.image import NO_LEADER, MetadataImage
+from lanes.security import scram
+from lanes.security.acls import AclBinding, Operation, PatternType, Permission, ResourceType
+from lanes.v1 import common_pb2
 
 
 class Cluster:
@@ -547,3 +550,52 @@ def test_the_cluster_manages_the_configs_that_keep_internal_topics_working() -> 
     )
     allowed = cluster.core.alter_topic_configs("__consumer_offsets", [ConfigOp("segment.ms", "set", "3600000")])
     assert allowed.error is ErrorCode.NONE
+
+
+def test_users_and_acls_are_metadata_records_kept_in_snapshots() -> None:
+    cluster = Cluster()
+    core = cluster.core
+    salt = b"s" * 32
+    salted = scram.salted_password("SCRAM-SHA-256", "pencil", salt, 4096)
+    assert (
+        cluster.commit(core.set_user_credential("alice", "SCRAM-SHA-256", 4096, salt, salted)).error is ErrorCode.NONE
+    )
+    assert scram.verify(cluster.image.scram_credentials["alice"]["SCRAM-SHA-256"], "pencil")
+    refusals = {
+        "unknown mechanism": core.set_user_credential("bob", "PLAIN", 4096, salt, salted),
+        "few iterations": core.set_user_credential("bob", "SCRAM-SHA-256", 10, salt, salted),
+        "short salted password": core.set_user_credential("bob", "SCRAM-SHA-256", 4096, salt, b"x"),
+        "a node's name": core.set_user_credential("broker-1", "SCRAM-SHA-256", 4096, salt, salted),
+        "nothing to remove": core.remove_user_credential("bob", "SCRAM-SHA-256"),
+    }
+    assert {why: d.error for why, d in refusals.items()} == {
+        "unknown mechanism": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+        "few iterations": ErrorCode.UNACCEPTABLE_CREDENTIAL,
+        "short salted password": ErrorCode.UNACCEPTABLE_CREDENTIAL,
+        "a node's name": ErrorCode.UNACCEPTABLE_CREDENTIAL,
+        "nothing to remove": ErrorCode.RESOURCE_NOT_FOUND,
+    }
+    read_a = AclBinding.of("alice", "read", topic="a")
+    deny = AclBinding.of("alice", "write", topic="a-", prefixed=True, deny=True)
+    malformed = AclBinding(ResourceType.TOPIC, "a", PatternType.LITERAL, "alice", "*", Operation.READ, Permission.ALLOW)
+    decisions = core.create_acls([read_a, deny, malformed, read_a])
+    assert [d.error for d in decisions] == [ErrorCode.NONE, ErrorCode.NONE, ErrorCode.INVALID_REQUEST, ErrorCode.NONE]
+    assert [len(d.records) for d in decisions] == [1, 1, 0, 0], "an ACL named twice is added once"
+    for decision in decisions:
+        cluster.commit(decision)
+    assert cluster.image.acls == {read_a, deny}
+    cluster.commit(core.register_controller(common_pb2.Node(node_id=0, host="c0", port=9093, internal_port=9193)))
+    assert core.register_controller(common_pb2.Node(node_id=0, host="c0", port=9093, internal_port=9193)).records == []
+    snapshot = MetadataImage.from_snapshot(cluster.image.to_records(), cluster.image.last_offset)
+    assert snapshot.acls == cluster.image.acls
+    assert snapshot.scram_credentials == cluster.image.scram_credentials
+    assert snapshot.controller_at("c0:9193") == cluster.image.controller_at("c0:9193") is not None
+    removed = cluster.commit(
+        core.delete_acls(
+            AclBinding(ResourceType.ANY, "", PatternType.ANY, "User:alice", "", Operation.ANY, Permission.DENY)
+        )
+    )
+    assert len(removed.records) == 1
+    assert cluster.image.acls == {read_a}
+    cluster.commit(core.remove_user_credential("alice", "SCRAM-SHA-256"))
+    assert "alice" not in cluster.image.scram_credentials

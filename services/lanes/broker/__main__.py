@@ -18,7 +18,6 @@ from lanes.broker.metrics import BrokerMetrics
 from lanes.broker.service import PRODUCER_ID_EXPIRATION_MS, BrokerService, add_to_server
 from lanes.clock import SystemClock
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
-from lanes.rpc.tls import process_tls
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     RunningServer,
@@ -27,6 +26,7 @@ from lanes.runtime.server import (
     advertised_host,
     run_service,
     serve_until_signalled,
+    server_listeners,
     service_argument_parser,
     start_server,
 )
@@ -135,10 +135,10 @@ async def serve(options: argparse.Namespace) -> None:
         host=options.host,
         port=options.port,
         metrics=metrics,
-        tls=process_tls(),
-        require_client_cert=options.tls_client_auth == "required",
+        **server_listeners(options, lambda: service.image),
         limits=ServerLimits(max_request_bytes=options.max_request_bytes),
     )
+    endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering
     await service.start()
     reporting = asyncio.create_task(report_in_sync(service, running))
 

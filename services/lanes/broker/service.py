@@ -431,7 +431,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 fetcher = FollowerFetcher(
                     broker_id=self.broker_id,
                     broker_epoch=lambda: self.link.node_epoch,
-                    leader_address=f"{broker.host}:{broker.port}",
+                    leader_address=broker.internal_address,
                     partitions=functools.partial(self._followed_from, leader_id),
                     # an idle follower asks every 2 s (each ask costs per partition: with
                     # thousands of them, this is an idle broker's main cost), and always well
@@ -629,7 +629,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     partitions=[self._partition_metadata(name, p, fenced) for _, p in sorted(topic.partitions.items())],
                 )
             )
-        host, _, port = self.link.controllers.address.rpartition(":")  # the active one, as far as known
+        active = self.link.controllers.address  # the active one as far as known, where nodes dial it
+        registered = image.controller_at(active)  # clients dial its client listener
+        host, _, port = (f"{registered.host}:{registered.port}" if registered is not None else active).rpartition(":")
         return broker_pb2.MetadataResponse(
             cluster_id=image.cluster_id,
             controller=common_pb2.Node(node_id=0, host=host, port=int(port)),

@@ -29,7 +29,7 @@ def cluster_document(admin: Admin) -> dict[str, Any]:
                 {
                     "id": c.controller_id,
                     "address": f"{c.host}:{c.port}",
-                    "active": f"{c.host}:{c.port}" == cluster.controller,
+                    "active": c.controller_id == cluster.controller_id,
                     "in_sync": 0 <= c.last_fetch_age_ms < IN_SYNC_FETCH_AGE_MS,
                     "log_end_offset": c.log_end_offset,
                     "lag": c.lag,

@@ -4,7 +4,8 @@ errors become one line and an exit code.
 Bootstrap, first found wins: ``--bootstrap``, ``$LANES_BOOTSTRAP``, the ``bootstrap`` of
 ``./.lanes/cluster.json`` (written by ``lanes up``), ``localhost:9092``. TLS files, likewise:
 ``$LANES_TLS_CA`` (with ``$LANES_TLS_CERT``, ``$LANES_TLS_KEY``), the ``tls`` of cluster.json,
-else plaintext.
+else plaintext. A username and password, likewise: ``$LANES_USERNAME`` with ``$LANES_PASSWORD``
+(or ``$LANES_PASSWORD_FILE``), the ``user`` of cluster.json (its ``password_file``), else none.
 
 Exit codes (documented in the README's CLI reference):
 
@@ -35,6 +36,7 @@ from typing import Any, NoReturn
 from lanes.cli.values import UsageError
 from lanes.client.admin import Admin
 from lanes.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
+from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import TlsFiles
 
 EXIT_OK = 0
@@ -105,6 +107,23 @@ def resolve_tls(cluster_file: Path = CLUSTER_FILE) -> TlsFiles | None:
         if isinstance(tls, dict) and tls.get("ca"):
             cert, key = tls.get("cert"), tls.get("key")
             return TlsFiles(Path(tls["ca"]), Path(cert) if cert else None, Path(key) if key else None)
+    return None
+
+
+def resolve_credentials(cluster_file: Path = CLUSTER_FILE) -> UserPassword | None:
+    """The username and password every command gives (see the module docstring for the order)."""
+    name = os.environ.get("LANES_USERNAME")
+    if name:
+        password_file = os.environ.get("LANES_PASSWORD_FILE")
+        password = Path(password_file).read_text().strip() if password_file else os.environ.get("LANES_PASSWORD", "")
+        return UserPassword(name, password)
+    if cluster_file.is_file():
+        try:
+            user = json.loads(cluster_file.read_text()).get("user")
+            if isinstance(user, dict) and user.get("name") and user.get("password_file"):
+                return UserPassword(user["name"], Path(user["password_file"]).read_text().strip())
+        except (ValueError, OSError):
+            return None
     return None
 
 
@@ -229,7 +248,12 @@ def bootstrap_of(options: argparse.Namespace) -> str:
 
 def admin_for(options: argparse.Namespace) -> Admin:
     """An Admin client on this invocation's bootstrap."""
-    return Admin(bootstrap_of(options), request_timeout_ms=REQUEST_TIMEOUT_MS, tls=resolve_tls())
+    return Admin(
+        bootstrap_of(options),
+        request_timeout_ms=REQUEST_TIMEOUT_MS,
+        tls=resolve_tls(),
+        credentials=resolve_credentials(),
+    )
 
 
 def missing_topic(topic: str) -> NotFoundError:

@@ -17,7 +17,15 @@ import sys
 import time
 from typing import Any
 
-from lanes.cli.common import Stop, add_command, bootstrap_of, progress, resolve_tls, topic_partitions
+from lanes.cli.common import (
+    Stop,
+    add_command,
+    bootstrap_of,
+    progress,
+    resolve_credentials,
+    resolve_tls,
+    topic_partitions,
+)
 from lanes.cli.record_format import DEFAULT_FORMAT, RecordFormat, record_document
 from lanes.cli.values import StartPosition, UsageError, non_negative_int, parse_start, positive_int
 from lanes.client.consumer import Consumer, ConsumerRecord
@@ -69,7 +77,9 @@ def _consume_free(options: argparse.Namespace, printer: Printer, start: StartPos
         raise UsageError(f"--partition {options.partition}: {options.topic} has partitions 0-{count - 1}")
     numbers = [options.partition] if options.partition is not None else list(range(count))
     partitions = [TopicPartition(options.topic, n) for n in numbers]
-    with Consumer(bootstrap_of(options), enable_auto_commit=False, tls=resolve_tls()) as consumer:
+    with Consumer(
+        bootstrap_of(options), enable_auto_commit=False, tls=resolve_tls(), credentials=resolve_credentials()
+    ) as consumer:
         consumer.assign(partitions)
         _start_free(consumer, partitions, start)
         if options.verbose:
@@ -109,6 +119,7 @@ def _consume_group(options: argparse.Namespace, printer: Printer, start: StartPo
         auto_offset_reset=start.kind,
         enable_auto_commit=False,
         tls=resolve_tls(),
+        credentials=resolve_credentials(),
     )
     idle_since = time.monotonic()
     try:

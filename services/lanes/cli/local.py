@@ -54,10 +54,18 @@ def _render_up(d: dict[str, Any]) -> str:
         *(c.get("metrics") for c in d.get("controllers", [])),
         *(c.get("metrics") for c in d["coordinators"]),
     ]
+    user = d.get("user")
+    security = (
+        f"security: TLS (CA {d['tls']['ca']}); user {user['name']}, password in {user['password_file']}"
+        if user
+        else f"security: mutual TLS (CA {d['tls']['ca']}), no users"
+        if d.get("tls")
+        else "security: none (--insecure)"
+    )
     return (
         f"bootstrap: {d['bootstrap']}\ncontroller: {d['controller']}\n"
         f"coordinators: {','.join(c['address'] for c in d['coordinators'])}\n"
-        f"metrics (Prometheus): {','.join(m for m in metrics if m)}  (lanes status --watch)"
+        f"metrics (Prometheus): {','.join(m for m in metrics if m)}  (lanes status --watch)\n{security}"
     )
 
 
@@ -79,7 +87,8 @@ def up(options: argparse.Namespace) -> int:
         coordinators=options.coordinators,
         controllers=options.controllers,
         port_base=options.port_base,
-        tls=options.tls,
+        tls=not options.insecure,
+        auth=not options.insecure and not options.no_auth,
     )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -111,7 +120,8 @@ def _up_detached(options: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "lanes.cli", "up", "--data-dir", str(options.data_dir), "--output", "json"]
     command += ["--brokers", str(options.brokers), "--coordinators", str(options.coordinators)]
     command += ["--controllers", str(options.controllers)]
-    command += ["--port-base", str(options.port_base), *(["--tls"] if options.tls else [])]
+    command += ["--port-base", str(options.port_base)]
+    command += [*(["--insecure"] if options.insecure else []), *(["--no-auth"] if options.no_auth else [])]
     with open(logs / "up.log", "ab") as log:
         supervisor = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     description = None
@@ -193,10 +203,17 @@ lanes up --brokers 1 --controllers 1 --data-dir /tmp/lanes --port-base 19092""",
     parser.add_argument("--detach", "-d", action="store_true", help="run in the background; stop with lanes down")
     parser.add_argument("--timeout", type=float, default=90, help="seconds --detach waits for the cluster (default 90)")
     parser.add_argument(
-        "--tls",
+        "--insecure",
         action="store_true",
-        help="TLS everywhere: a local CA under DATA_DIR/tls issues every process a certificate, listeners require "
-        "client certificates, and lanes commands use the admin certificate named in cluster.json",
+        help="plaintext, and no authentication: anyone who reaches a port may do anything (by default a local CA "
+        "under DATA_DIR/tls issues every process a certificate, clients give a username and password over TLS, "
+        "ACLs decide, and lanes commands use the admin user named in cluster.json)",
+    )
+    parser.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="TLS without users and ACLs: listeners require client certificates, and lanes commands use the admin "
+        "certificate named in cluster.json",
     )
     parser = add_command(
         commands,

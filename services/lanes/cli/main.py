@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from lanes.cli import cluster, completion, consume, groups, local, produce, topics
+from lanes.cli import cluster, completion, consume, groups, local, produce, security, topics
 from lanes.cli.common import Parser, run_command
 
 SERVICES = {"controller", "broker", "coordinator"}
@@ -31,6 +31,7 @@ def build_parser() -> Parser:
     produce.register(commands)
     consume.register(commands)
     groups.register(commands)
+    security.register(commands)
     completion.register(commands, build_parser)
     for service in sorted(SERVICES):
         commands.add_parser(

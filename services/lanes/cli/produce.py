@@ -17,7 +17,16 @@ import threading
 import time
 from typing import IO, Any
 
-from lanes.cli.common import add_command, bootstrap_of, emit, progress, resolve_tls, table, topic_partitions
+from lanes.cli.common import (
+    add_command,
+    bootstrap_of,
+    emit,
+    progress,
+    resolve_credentials,
+    resolve_tls,
+    table,
+    topic_partitions,
+)
 from lanes.cli.values import UsageError, non_negative_int, parse_pairs
 from lanes.client.producer import Producer, RecordFuture
 
@@ -101,6 +110,7 @@ def produce(options: argparse.Namespace) -> int:
         compression_type=options.compression,
         linger_ms=options.linger_ms,
         tls=resolve_tls(),
+        credentials=resolve_credentials(),
     )
     try:
         next_progress = time.monotonic() + PROGRESS_INTERVAL_S

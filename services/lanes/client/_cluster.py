@@ -23,7 +23,9 @@ import grpc
 
 from lanes.errors import ErrorCode, error_for
 from lanes.rpc.channels import ChannelCache
+from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import ClientTls
+from lanes.rpc.wire import security_refusal
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 #: how long a broker that timed out or was not the leader is asked for metadata last
@@ -40,7 +42,13 @@ DENIALS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_E
 class ClusterView:
     """Brokers and partition leaders as last seen, and the channels to reach them."""
 
-    def __init__(self, bootstrap: Sequence[str], request_timeout_s: float, tls: ClientTls = "process") -> None:
+    def __init__(
+        self,
+        bootstrap: Sequence[str],
+        request_timeout_s: float,
+        tls: ClientTls = "process",
+        credentials: UserPassword | None = None,
+    ) -> None:
         if not bootstrap:
             raise ValueError("bootstrap needs at least one host:port")
         self.bootstrap = list(bootstrap)
@@ -56,7 +64,7 @@ class ClusterView:
         self._retired_topic_ids: set[str] = set()  # ids of topics seen deleted and made again
         self.partition_counts: dict[str, int] = {}
         self._timeout_s = request_timeout_s
-        self._channels = ChannelCache(tls=tls)
+        self._channels = ChannelCache(tls=tls, credentials=credentials)
 
     def stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         """A broker stub on the (cached) channel to ``address``."""
@@ -115,7 +123,8 @@ class ClusterView:
 
     async def refresh(self, topics: Sequence[str]) -> dict[str, common_pb2.Error]:
         """Ask known brokers (then the bootstrap ones), suspects last, for the topics' metadata;
-        the first answer's per-topic errors are returned. A partition whose answer names a leader
+        the first answer's per-topic errors are returned (a topic the caller may not see raises
+        AuthorizationError). A partition whose answer names a leader
         that denied leading it (at no newer epoch) is asked of the next broker too. Raises a
         retriable BROKER_NOT_AVAILABLE error when none answers."""
         problems = []
@@ -126,12 +135,18 @@ class ClusterView:
                     broker_pb2.MetadataRequest(topics=list(topics)), timeout=self._timeout_s
                 )
             except grpc.aio.AioRpcError as exc:
+                refused = security_refusal(exc)
+                if refused is not None:
+                    raise refused from None
                 problems.append(f"{address}: {exc.code().name}")
                 continue
             if errors is None:
                 self.brokers = {b.node_id: f"{b.host}:{b.port}" for b in metadata.brokers}
                 self.coordinators = {c.node_id: f"{c.host}:{c.port}" for c in metadata.coordinators}
                 errors = {topic.name: topic.error for topic in metadata.topics}
+                for error in errors.values():
+                    if error.code == int(ErrorCode.TOPIC_AUTHORIZATION_FAILED):  # retrying cannot help
+                        raise error_for(error.code, error.message)
             if not self._learn(metadata):
                 break
         if errors is None:

@@ -15,7 +15,7 @@ from lanes.client._cluster import ClusterView
 from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, RetriableError, error_for
-from lanes.rpc.wire import code_of
+from lanes.rpc.wire import code_of, security_refusal
 from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 
 T = TypeVar("T")
@@ -53,6 +53,9 @@ class Coordinators:
                 answer = await call(self.stub(await self.find(group_id)))
                 code, message = code_of(error_of(answer)), error_of(answer).message
             except grpc.aio.AioRpcError as exc:
+                refused = security_refusal(exc)
+                if refused is not None:
+                    raise refused from None
                 code, message = ErrorCode.NETWORK_EXCEPTION, exc.code().name
             except RetriableError as exc:
                 code, message = exc.code, exc.message
@@ -92,6 +95,9 @@ class Coordinators:
                     coordinator_pb2.FindCoordinatorRequest(group_ids=[group_id]), timeout=self._timeout_s
                 )
             except grpc.aio.AioRpcError as exc:
+                refused = security_refusal(exc)
+                if refused is not None:
+                    raise refused from None
                 problems.append(f"{address}: {exc.code().name}")
                 continue
             location = found.coordinators[0]

@@ -14,8 +14,9 @@ import grpc
 from lanes.client._cluster import ClusterView
 from lanes.client._coordinators import Coordinators
 from lanes.errors import ErrorCode, LanesError, error_for
+from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import ClientTls
-from lanes.rpc.wire import assignment_from_wire, topic_partitions_to_wire
+from lanes.rpc.wire import assignment_from_wire, security_refusal, topic_partitions_to_wire
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import coordinator_pb2
 
@@ -121,9 +122,15 @@ def reset_spec(to: str) -> coordinator_pb2.OffsetResetSpec:
 class GroupAdmin:
     """Group administration (asynchronous)."""
 
-    def __init__(self, bootstrap: list[str], request_timeout_s: float, tls: ClientTls = "process") -> None:
+    def __init__(
+        self,
+        bootstrap: list[str],
+        request_timeout_s: float,
+        tls: ClientTls = "process",
+        credentials: UserPassword | None = None,
+    ) -> None:
         self._timeout_s = request_timeout_s
-        self._cluster = ClusterView(bootstrap, request_timeout_s, tls)
+        self._cluster = ClusterView(bootstrap, request_timeout_s, tls, credentials)
         self._coordinators = Coordinators(self._cluster, request_timeout_s)
 
     async def list_groups(self) -> list[GroupListing]:
@@ -135,6 +142,9 @@ class GroupAdmin:
                     coordinator_pb2.ListGroupsRequest(), timeout=self._timeout_s
                 )
             except grpc.aio.AioRpcError as exc:
+                refused = security_refusal(exc)
+                if refused is not None:
+                    raise refused from None
                 raise error_for(
                     ErrorCode.COORDINATOR_NOT_AVAILABLE, f"coordinator {address}: {exc.code().name}"
                 ) from exc

@@ -40,7 +40,7 @@ from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, LanesError, RequestTimedOutError, error_code, error_for
 from lanes.protocol.compression import Compression
 from lanes.protocol.records import MAX_PRODUCER_EPOCH, encode_runs, next_sequence
-from lanes.rpc.wire import produce_request
+from lanes.rpc.wire import produce_request, security_refusal
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2
 
@@ -181,7 +181,10 @@ class Sender:
                         broker_pb2.InitProducerIdRequest(producer_id=-1, producer_epoch=-1),
                         timeout=self._request_timeout_s,
                     )
-                except grpc.aio.AioRpcError:
+                except grpc.aio.AioRpcError as exc:
+                    refused = security_refusal(exc)
+                    if refused is not None:
+                        raise refused from None
                     continue
                 if answer.error.code == 0:
                     self._producer_id, self._producer_epoch = answer.producer_id, answer.producer_epoch

@@ -11,6 +11,7 @@ coordinator (``_group_admin``).
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -23,12 +24,25 @@ from lanes.deadline import Backoff, Deadline
 from lanes.errors import ErrorCode, LanesError, error_for
 from lanes.rpc.channels import open_channel
 from lanes.rpc.controllers import active_controller_named, is_not_controller
+from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import ClientTls
+from lanes.rpc.wire import security_refusal
+from lanes.security import scram
+from lanes.security.acls import AclBinding
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 
 T = TypeVar("T")
 TOPIC = common_pb2.CONFIG_RESOURCE_TYPE_TOPIC
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    """A user with credentials: its mechanisms and their iterations."""
+
+    name: str
+    mechanisms: tuple[str, ...]
+    iterations: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -105,6 +119,8 @@ class ClusterInfo:
     controllers: tuple[ControllerInfo, ...] = ()
     #: controllers fetching the metadata without a vote (to be added to the quorum, or removed)
     observers: tuple[ControllerInfo, ...] = ()
+    #: the active controller's node id
+    controller_id: int = -1
 
 
 @dataclass(frozen=True)
@@ -156,9 +172,17 @@ def _raise_if_error(error: common_pb2.Error) -> None:
 class AsyncAdmin:
     """Administration, asynchronously. ``bootstrap``: ``host:port[,host:port...]`` of brokers."""
 
-    def __init__(self, bootstrap: str, *, request_timeout_ms: int = 30_000, tls: ClientTls = "process") -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        request_timeout_ms: int = 30_000,
+        tls: ClientTls = "process",
+        credentials: UserPassword | None = None,
+    ) -> None:
         self.bootstrap = [address.strip() for address in bootstrap.split(",") if address.strip()]
         self._tls: ClientTls = tls
+        self._credentials = credentials
         if not self.bootstrap:
             raise ValueError("bootstrap needs at least one host:port")
         self._timeout_s = request_timeout_ms / 1000
@@ -169,19 +193,22 @@ class AsyncAdmin:
     def groups(self) -> GroupAdmin:
         """Group administration (created on first use)."""
         if self._groups is None:
-            self._groups = GroupAdmin(self.bootstrap, self._timeout_s, self._tls)
+            self._groups = GroupAdmin(self.bootstrap, self._timeout_s, self._tls, self._credentials)
         return self._groups
 
     async def _find_controller(self) -> str:
         problems = []
         for address in self.bootstrap:
             try:
-                async with open_channel(address, tls=self._tls) as channel:
+                async with open_channel(address, tls=self._tls, credentials=self._credentials) as channel:
                     stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
                     metadata = await stub.Metadata(
                         broker_pb2.MetadataRequest(topics=["__no_topic__"]), timeout=self._timeout_s
                     )
             except grpc.aio.AioRpcError as exc:
+                refused = security_refusal(exc)
+                if refused is not None:
+                    raise refused from None
                 problems.append(f"{address}: {exc.code().name}")
                 continue
             if metadata.controller.port:
@@ -202,9 +229,12 @@ class AsyncAdmin:
             if self._controller is None:
                 self._controller = await self._find_controller()
             try:
-                async with open_channel(self._controller, tls=self._tls) as channel:
+                async with open_channel(self._controller, tls=self._tls, credentials=self._credentials) as channel:
                     return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
             except grpc.aio.AioRpcError as exc:
+                refused = security_refusal(exc)
+                if refused is not None:
+                    raise refused from None
                 named = active_controller_named(exc) if is_not_controller(exc) else None
                 redirected = named is not None and named != self._controller
                 self._controller = named
@@ -362,6 +392,7 @@ class AsyncAdmin:
             answer.quorum.epoch,
             _controllers(answer.quorum),
             _controllers(answer.quorum, observers=True),
+            answer.controller.node_id,
         )
 
     async def add_controller(self, controller_id: int, address: str) -> tuple[ControllerInfo, ...]:
@@ -401,7 +432,7 @@ class AsyncAdmin:
         async def ask(broker: BrokerInfo) -> broker_pb2.DescribeLogsResponse:
             address = f"{broker.host}:{broker.port}"
             try:
-                async with open_channel(address, tls=self._tls) as channel:
+                async with open_channel(address, tls=self._tls, credentials=self._credentials) as channel:
                     stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
                     answer: broker_pb2.DescribeLogsResponse = await stub.DescribeLogs(
                         broker_pb2.DescribeLogsRequest(topics=list(topics)), timeout=self._timeout_s
@@ -430,6 +461,98 @@ class AsyncAdmin:
             for r in answer.replicas
         ]
         return sorted(replicas, key=lambda r: (r.topic, r.partition, r.broker_id))
+
+    # -----------------------------------------------------------------------------------------
+    # users and ACLs
+
+    async def set_user_password(
+        self,
+        name: str,
+        password: str,
+        *,
+        mechanism: str = scram.DEFAULT_MECHANISM,
+        iterations: int = scram.DEFAULT_ITERATIONS,
+    ) -> None:
+        """Create user ``name``, or change its password (Kafka's AlterUserScramCredentials): the
+        password is salted here, so only its SCRAM keys reach the cluster."""
+        if mechanism not in scram.MECHANISMS:
+            raise LanesError(f"unknown mechanism {mechanism!r}", ErrorCode.UNSUPPORTED_SASL_MECHANISM)
+        if not password:
+            raise LanesError("a password is not empty", ErrorCode.UNACCEPTABLE_CREDENTIAL)
+        salt = os.urandom(32)
+        salted = await asyncio.to_thread(scram.salted_password, mechanism, password, salt, iterations)
+        upsertion = controller_pb2.ScramCredentialUpsertion(
+            name=name, mechanism=mechanism, iterations=iterations, salt=salt, salted_password=salted
+        )
+        answer = await self._call(
+            lambda stub: stub.AlterUserScramCredentials(
+                controller_pb2.AlterUserScramCredentialsRequest(upsertions=[upsertion]), timeout=self._timeout_s
+            )
+        )
+        _raise_if_error(answer.results[0].error)
+
+    async def delete_user(self, name: str) -> None:
+        """Remove every credential of user ``name`` (its ACLs stay: ``delete_acls``)."""
+        users = await self.describe_users([name])
+        deletions = [controller_pb2.ScramCredentialDeletion(name=name, mechanism=m) for m in users[0].mechanisms]
+        answer = await self._call(
+            lambda stub: stub.AlterUserScramCredentials(
+                controller_pb2.AlterUserScramCredentialsRequest(deletions=deletions), timeout=self._timeout_s
+            )
+        )
+        for result in answer.results:
+            _raise_if_error(result.error)
+
+    async def describe_users(self, names: Sequence[str] = ()) -> list[UserInfo]:
+        """Users with credentials (no names: every one), with their mechanisms; an unknown name
+        raises RESOURCE_NOT_FOUND."""
+        answer = await self._call(
+            lambda stub: stub.DescribeUserScramCredentials(
+                controller_pb2.DescribeUserScramCredentialsRequest(names=list(names)), timeout=self._timeout_s
+            )
+        )
+        users = []
+        for user in answer.users:
+            _raise_if_error(user.error)
+            users.append(
+                UserInfo(
+                    user.name,
+                    tuple(c.mechanism for c in user.credentials),
+                    tuple(c.iterations for c in user.credentials),
+                )
+            )
+        return users
+
+    async def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        """Add ACLs (``AclBinding.of("alice", "read", topic="a")``); adding one present is no change."""
+        answer = await self._call(
+            lambda stub: stub.CreateAcls(
+                controller_pb2.CreateAclsRequest(creations=[acl.to_proto() for acl in acls]), timeout=self._timeout_s
+            )
+        )
+        for error in answer.results:
+            _raise_if_error(error)
+
+    async def describe_acls(self, filter_: AclBinding | None = None) -> list[AclBinding]:
+        """The ACLs a filter selects (ANY and empty fields match anything; None: every ACL)."""
+        wire = filter_.to_proto() if filter_ is not None else common_pb2.AclBinding()
+        answer = await self._call(
+            lambda stub: stub.DescribeAcls(controller_pb2.DescribeAclsRequest(filter=wire), timeout=self._timeout_s)
+        )
+        return [AclBinding.from_proto(acl) for acl in answer.acls]
+
+    async def delete_acls(self, filters: Sequence[AclBinding]) -> list[AclBinding]:
+        """Remove every ACL a filter selects; return those removed."""
+        answer = await self._call(
+            lambda stub: stub.DeleteAcls(
+                controller_pb2.DeleteAclsRequest(filters=[f.to_proto() for f in filters]), timeout=self._timeout_s
+            )
+        )
+        removed: list[AclBinding] = []
+        for result in answer.results:
+            _raise_if_error(result.error)
+            removed.extend(AclBinding.from_proto(acl) for acl in result.removed)
+        return removed
 
     # -----------------------------------------------------------------------------------------
     # consumer groups
@@ -467,8 +590,15 @@ class AsyncAdmin:
 class Admin:
     """Administration, synchronously (``lanes.aio.Admin`` runs on a background loop)."""
 
-    def __init__(self, bootstrap: str, *, request_timeout_ms: int = 30_000, tls: ClientTls = "process") -> None:
-        self._admin = AsyncAdmin(bootstrap, request_timeout_ms=request_timeout_ms, tls=tls)
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        request_timeout_ms: int = 30_000,
+        tls: ClientTls = "process",
+        credentials: UserPassword | None = None,
+    ) -> None:
+        self._admin = AsyncAdmin(bootstrap, request_timeout_ms=request_timeout_ms, tls=tls, credentials=credentials)
 
     def create_topic(
         self, name: str, partitions: int = -1, replication_factor: int = -1, config: Mapping[str, str] | None = None
@@ -519,6 +649,37 @@ class Admin:
     def remove_controller(self, controller_id: int) -> tuple[ControllerInfo, ...]:
         """See ``AsyncAdmin.remove_controller``."""
         return _loop.run(self._admin.remove_controller(controller_id))
+
+    def set_user_password(
+        self,
+        name: str,
+        password: str,
+        *,
+        mechanism: str = scram.DEFAULT_MECHANISM,
+        iterations: int = scram.DEFAULT_ITERATIONS,
+    ) -> None:
+        """See ``AsyncAdmin.set_user_password``."""
+        _loop.run(self._admin.set_user_password(name, password, mechanism=mechanism, iterations=iterations))
+
+    def delete_user(self, name: str) -> None:
+        """See ``AsyncAdmin.delete_user``."""
+        _loop.run(self._admin.delete_user(name))
+
+    def describe_users(self, names: Sequence[str] = ()) -> list[UserInfo]:
+        """See ``AsyncAdmin.describe_users``."""
+        return _loop.run(self._admin.describe_users(names))
+
+    def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        """See ``AsyncAdmin.create_acls``."""
+        _loop.run(self._admin.create_acls(acls))
+
+    def describe_acls(self, filter_: AclBinding | None = None) -> list[AclBinding]:
+        """See ``AsyncAdmin.describe_acls``."""
+        return _loop.run(self._admin.describe_acls(filter_))
+
+    def delete_acls(self, filters: Sequence[AclBinding]) -> list[AclBinding]:
+        """See ``AsyncAdmin.delete_acls``."""
+        return _loop.run(self._admin.delete_acls(filters))
 
     def list_groups(self) -> list[GroupListing]:
         """See ``AsyncAdmin.list_groups``."""

@@ -41,6 +41,7 @@ from lanes.errors import ErrorCode, LanesError, RequestTimedOutError, error_for
 from lanes.protocol.compression import Compression
 from lanes.protocol.partitioner import Partitioner, PartitionerFn
 from lanes.protocol.records import MAX_CACHED_BATCHES
+from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import ClientTls
 from lanes.v1 import common_pb2
 
@@ -95,6 +96,7 @@ class AsyncProducer:
         unknown_topic_wait_ms: int = 2_000,
         clock: Clock = SYSTEM_CLOCK,
         tls: ClientTls = "process",
+        credentials: UserPassword | None = None,
     ) -> None:
         self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
         if str(acks) not in _ACKS:
@@ -123,7 +125,7 @@ class AsyncProducer:
         self._backoff_s = retry_backoff_ms / 1000
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = -1
-        self._cluster = ClusterView(self.bootstrap, request_timeout_ms / 1000, tls)
+        self._cluster = ClusterView(self.bootstrap, request_timeout_ms / 1000, tls, credentials)
         self._sender = Sender(
             self._cluster,
             bootstrap=self.bootstrap,

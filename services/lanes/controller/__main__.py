@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import sys
 from pathlib import Path
@@ -26,7 +27,6 @@ from lanes.controller.service import (
     add_quorum_to_server,
     add_to_server,
 )
-from lanes.rpc.tls import process_tls
 from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
@@ -34,9 +34,11 @@ from lanes.runtime.server import (
     advertised_host,
     run_service,
     serve_until_signalled,
+    server_listeners,
     service_argument_parser,
     start_server,
 )
+from lanes.security import scram
 from lanes.topic_configs import MIN_SEGMENT_BYTES
 from lanes.v1 import common_pb2
 
@@ -89,6 +91,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(KRaft's metadata.log.max.record.bytes.between.snapshots, in records)",
     )
     parser.add_argument(
+        "--bootstrap-user",
+        default=os.environ.get("LANES_BOOTSTRAP_USER") or None,
+        help="a user created with the cluster (with --bootstrap-password-file), when it has no credential yet: "
+        "the first administrator, to be named in --super-users (Kafka's kafka-storage format --add-scram; env "
+        "LANES_BOOTSTRAP_USER)",
+    )
+    parser.add_argument(
+        "--bootstrap-password-file",
+        type=Path,
+        default=os.environ.get("LANES_BOOTSTRAP_PASSWORD_FILE") or None,
+        help="the file holding --bootstrap-user's password (env LANES_BOOTSTRAP_PASSWORD_FILE)",
+    )
+    parser.add_argument(
         "--offsets-topic-partitions",
         type=int,
         default=50,
@@ -97,15 +112,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def bootstrap_users(options: argparse.Namespace) -> list[tuple[str, scram.ScramCredential]]:
+    """The credential of ``--bootstrap-user``, salted now from its password file; none without one."""
+    if options.bootstrap_user is None:
+        return []
+    if options.bootstrap_password_file is None:
+        raise SystemExit("lanes.controller: --bootstrap-user needs --bootstrap-password-file")
+    password = options.bootstrap_password_file.read_text().strip()
+    problem = scram.credential_problem(
+        options.bootstrap_user, scram.DEFAULT_MECHANISM, scram.DEFAULT_ITERATIONS, b"s" * 32
+    )
+    if problem is not None or not password:
+        raise SystemExit(f"lanes.controller: --bootstrap-user: {problem or 'the password file is empty'}")
+    salt = os.urandom(32)
+    salted = scram.salted_password(scram.DEFAULT_MECHANISM, password, salt, scram.DEFAULT_ITERATIONS)
+    return [(options.bootstrap_user, scram.credential(scram.DEFAULT_MECHANISM, salt, scram.DEFAULT_ITERATIONS, salted))]
+
+
 async def serve(options: argparse.Namespace) -> None:
     DataDirectory(options.data_dir)  # locked until the process ends: two controllers never share one
     clock = SystemClock()
     metrics = ServiceMetrics("controller")
     host = advertised_host(options)
-    voters = parse_voters(options.voters) if options.voters else {options.node_id: f"{host}:{options.port}"}
+    if options.internal_port == 0:
+        raise SystemExit("lanes.controller: --internal-port must be a fixed port (the quorum's voters name it)")
+    internal_port = max(options.internal_port, 0)
+    voters = (
+        parse_voters(options.voters) if options.voters else {options.node_id: f"{host}:{internal_port or options.port}"}
+    )
     service = ControllerService(
         options.data_dir,
-        endpoint=common_pb2.Node(node_id=options.node_id, host=host, port=options.port),
+        endpoint=common_pb2.Node(node_id=options.node_id, host=host, port=options.port, internal_port=internal_port),
         clock=clock,
         rng=random.Random(),
         voters=voters,
@@ -120,6 +157,10 @@ async def serve(options: argparse.Namespace) -> None:
         max_partitions=options.max_partitions,
         min_segment_bytes=options.min_segment_bytes,
         metrics=ControllerMetrics(metrics),
+        bootstrap_users=bootstrap_users(options),
+    )
+    listeners = server_listeners(
+        options, lambda: service.image, gate=lambda listener: [ActiveControllerGate(service, listener)]
     )
     running = await start_server(
         [
@@ -129,9 +170,7 @@ async def serve(options: argparse.Namespace) -> None:
         host=options.host,
         port=options.port,
         metrics=metrics,
-        tls=process_tls(),
-        require_client_cert=options.tls_client_auth == "required",
-        interceptors=[ActiveControllerGate(service)],
+        **listeners,
     )
     service.endpoint.port = running.port
     await service.start()

@@ -38,8 +38,11 @@ from lanes.metadata.image import (
     ProducerIdBlock,
     ShardImage,
     TopicImage,
+    credential_record,
 )
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, collision_key, validate_topic_name
+from lanes.security import scram
+from lanes.security.acls import NODE_NAME, AclBinding
 from lanes.topic_configs import MIN_SEGMENT_BYTES, TOPIC_CONFIGS, parse_topic_configs
 from lanes.v1 import common_pb2, metadata_pb2
 
@@ -92,6 +95,9 @@ INTERNAL_TOPIC_MANAGED_CONFIGS = frozenset(
 MAX_PARTITIONS_PER_REQUEST = 10_000
 #: the most partitions (internal topics included) a cluster holds by default
 MAX_PARTITIONS = 100_000
+#: the most ACLs, and users with credentials, the metadata log holds (each is in every snapshot)
+MAX_ACLS = 100_000
+MAX_USERS = 100_000
 
 
 class ControllerCore:
@@ -153,6 +159,25 @@ class ControllerCore:
         created = metadata_pb2.ClusterCreatedRecord(cluster_id=self._new_id(), created_ms=now_ms)
         return ControllerDecision([MetadataRecord(cluster_created=created)])
 
+    def register_controller(self, endpoint: common_pb2.Node) -> ControllerDecision:
+        """Record where this (active) controller listens, when the image does not say so yet."""
+        known = self.image.controllers.get(endpoint.node_id)
+        if known is not None and (known.host, known.port, known.internal_port) == (
+            endpoint.host,
+            endpoint.port,
+            endpoint.internal_port,
+        ):
+            return ControllerDecision()
+        registered = metadata_pb2.ControllerRegisteredRecord(endpoint=endpoint)
+        return ControllerDecision([MetadataRecord(controller_registered=registered)])
+
+    def bootstrap_users(self, users: Sequence[tuple[str, scram.ScramCredential]]) -> ControllerDecision:
+        """Credentials for users that have none yet (the first administrator of a new cluster,
+        Kafka's ``kafka-storage format --add-scram``); existing ones are never replaced."""
+        return ControllerDecision(
+            [credential_record(name, stored) for name, stored in users if name not in self.image.scram_credentials]
+        )
+
     def _nodes(self, kind: NodeKind) -> Mapping[int, BrokerImage | CoordinatorImage]:
         return self.image.brokers if kind == "broker" else self.image.coordinators
 
@@ -166,6 +191,7 @@ class ControllerCore:
         host: str,
         port: int,
         rack: str = "",
+        internal_port: int = 0,
         previous_session_alive: bool = False,
     ) -> ControllerDecision:
         """Register a broker (fenced until it has caught up with the metadata log) or a group
@@ -196,7 +222,9 @@ class ControllerCore:
             else:  # its shards move below, with the new registration
                 decision.records.append(self._coordinator_fenced(node_id, existing.epoch, "re-registered"))
         epoch = self._next_offset(decision)
-        endpoint = common_pb2.Node(node_id=node_id, host=host, port=port, rack=rack if kind == "broker" else "")
+        endpoint = common_pb2.Node(
+            node_id=node_id, host=host, port=port, rack=rack if kind == "broker" else "", internal_port=internal_port
+        )
         if kind == "broker":
             registered = metadata_pb2.BrokerRegisteredRecord(
                 broker_id=node_id, incarnation_id=incarnation_id, broker_epoch=epoch, endpoint=endpoint, fenced=True
@@ -659,6 +687,75 @@ class ControllerCore:
                 config.value = updated[config_name]
             records.append(MetadataRecord(config=config))
         return ControllerDecision(records)
+
+    # -----------------------------------------------------------------------------------------
+    # users and ACLs
+
+    def set_user_credential(
+        self, name: str, mechanism: str, iterations: int, salt: bytes, salted_password: bytes
+    ) -> ControllerDecision:
+        """Create or replace ``name``'s credential of ``mechanism`` from a salted password (the
+        password itself never reaches the controller)."""
+        problem = scram.credential_problem(name, mechanism, iterations, salt)
+        if problem is None and NODE_NAME.fullmatch(name):
+            problem = f"{name!r} is a node's name: a user may not take it"
+        if problem is not None:
+            code = (
+                ErrorCode.UNSUPPORTED_SASL_MECHANISM
+                if mechanism not in scram.MECHANISMS
+                else (ErrorCode.UNACCEPTABLE_CREDENTIAL)
+            )
+            return ControllerDecision.refuse(code, problem)
+        expected = scram.salted_password_bytes(mechanism)
+        if len(salted_password) != expected:
+            return ControllerDecision.refuse(
+                ErrorCode.UNACCEPTABLE_CREDENTIAL, f"a {mechanism} salted password is {expected} bytes"
+            )
+        if name not in self.image.scram_credentials and len(self.image.scram_credentials) >= MAX_USERS:
+            return ControllerDecision.refuse(ErrorCode.POLICY_VIOLATION, f"the cluster holds at most {MAX_USERS} users")
+        return ControllerDecision(
+            [credential_record(name, scram.credential(mechanism, salt, iterations, salted_password))]
+        )
+
+    def remove_user_credential(self, name: str, mechanism: str) -> ControllerDecision:
+        """Remove ``name``'s credential of ``mechanism`` (RESOURCE_NOT_FOUND when it has none)."""
+        if mechanism not in self.image.scram_credentials.get(name, {}):
+            return ControllerDecision.refuse(
+                ErrorCode.RESOURCE_NOT_FOUND, f"user {name[:140]!r} has no {mechanism[:40]} credential"
+            )
+        removed = metadata_pb2.UserScramCredentialRemovedRecord(name=name, mechanism=mechanism)
+        return ControllerDecision([MetadataRecord(user_scram_credential_removed=removed)])
+
+    def create_acls(self, bindings: Sequence[AclBinding]) -> list[ControllerDecision]:
+        """One decision per binding: refused when malformed, nothing to write when present."""
+        decisions = []
+        added: set[AclBinding] = set()
+        for binding in bindings:
+            problem = binding.problem()
+            if problem is not None:
+                decisions.append(ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, problem))
+            elif binding in self.image.acls or binding in added:
+                decisions.append(ControllerDecision())
+            elif len(self.image.acls) + len(added) >= MAX_ACLS:
+                decisions.append(
+                    ControllerDecision.refuse(ErrorCode.POLICY_VIOLATION, f"the cluster holds at most {MAX_ACLS} ACLs")
+                )
+            else:
+                added.add(binding)
+                decisions.append(
+                    ControllerDecision([MetadataRecord(acl=metadata_pb2.AclRecord(binding=binding.to_proto()))])
+                )
+        return decisions
+
+    def delete_acls(self, filter_: AclBinding) -> ControllerDecision:
+        """Remove every ACL ``filter_`` matches (their records say which)."""
+        return ControllerDecision(
+            [
+                MetadataRecord(acl_removed=metadata_pb2.AclRemovedRecord(binding=acl.to_proto()))
+                for acl in sorted(self.image.acls)
+                if acl.matches(filter_)
+            ]
+        )
 
     # -----------------------------------------------------------------------------------------
     # partition leadership

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,11 @@ from lanes.rpc.controllers import ACTIVE_CONTROLLER_KEY, NOT_CONTROLLER_DETAILS
 from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.broadcast import Broadcast
+from lanes.runtime.guard import Listener
+from lanes.runtime.interceptors import rewrap
 from lanes.runtime.metrics import ServiceMetrics
+from lanes.security.acls import AclBinding
+from lanes.security.scram import ScramCredential
 from lanes.topic_configs import MIN_SEGMENT_BYTES, TOPIC_CONFIGS
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
@@ -80,8 +84,10 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         max_partitions: int = MAX_PARTITIONS,
         min_segment_bytes: int = MIN_SEGMENT_BYTES,
         metrics: ControllerMetrics | None = None,
+        bootstrap_users: Sequence[tuple[str, ScramCredential]] = (),
     ) -> None:
         self.endpoint = endpoint
+        self._bootstrap_users = list(bootstrap_users)
         self.metrics = metrics or ControllerMetrics(ServiceMetrics("controller"))
         self._clock = clock
         self._metadata = MetadataLog(data_dir, clock)
@@ -107,11 +113,12 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self.leader_imbalance_per_broker_percentage = leader_imbalance_per_broker_percentage
         self.snapshot_every_records = snapshot_every_records
         self._records_since_snapshot = 0
+        quorum_address = f"{endpoint.host}:{endpoint.internal_port or endpoint.port}"  # where nodes dial it
         self.quorum = Quorum(
             endpoint.node_id,
-            voters or {endpoint.node_id: f"{endpoint.host}:{endpoint.port}"},
+            voters or {endpoint.node_id: quorum_address},
             self._metadata,
-            address=f"{endpoint.host}:{endpoint.port}",
+            address=quorum_address,
             state_dir=data_dir,
             clock=clock,
             rng=rng,
@@ -170,9 +177,12 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self._creating = self._fencing = self._rebalancing = None
 
     async def _create_cluster(self) -> None:
-        """The first active controller of a new quorum creates the cluster (a no-op after that)."""
+        """The first active controller of a new quorum creates the cluster (a no-op after that)
+        with its bootstrap users; every active controller records where it listens."""
         with contextlib.suppress(NotControllerError):  # leadership moved on: the next one does it
             await self._decide_and_commit(lambda: self.core.create_cluster(self._clock.now_ms()))
+            await self._decide_and_commit(lambda: self.core.bootstrap_users(self._bootstrap_users))
+            await self._decide_and_commit(lambda: self.core.register_controller(self.endpoint))
 
     def _apply_committed(self, entries: list[tuple[int, Entry]]) -> None:
         """Apply committed entries to the image, in order (every controller, active or not)."""
@@ -296,6 +306,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 host=endpoint.host,
                 port=endpoint.port,
                 rack=endpoint.rack,
+                internal_port=endpoint.internal_port,
                 previous_session_alive=self._session_alive(kind, node_id),
             )
         )
@@ -397,7 +408,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         node = request.controller
         if not node.host or not 0 < node.port < 65536:
             return self._quorum_change_refused("give the controller's host and port")
-        return await self._change_controllers(add=Voter(node.node_id, f"{node.host}:{node.port}"))
+        return await self._change_controllers(
+            add=Voter(node.node_id, f"{node.host}:{node.internal_port or node.port}")  # where voters dial it
+        )
 
     async def RemoveController(  # noqa: N802
         self, request: controller_pb2.RemoveControllerRequest, context: ServicerContext
@@ -799,6 +812,119 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             ],
         )
 
+    # -----------------------------------------------------------------------------------------
+    # users and ACLs (who may call what is lanes.runtime.guard's; these keep the records)
+
+    async def AlterUserScramCredentials(  # noqa: N802
+        self, request: controller_pb2.AlterUserScramCredentialsRequest, context: ServicerContext
+    ) -> controller_pb2.AlterUserScramCredentialsResponse:
+        names = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+        twice = {name for name in names if names.count(name) > 1}
+        results = []
+        for deletion in request.deletions:
+            decision = (
+                ControllerDecision.refuse(ErrorCode.DUPLICATE_RESOURCE, f"user {deletion.name!r} is named twice")
+                if deletion.name in twice
+                else await self._decide_and_commit(
+                    lambda d=deletion: self.core.remove_user_credential(d.name, d.mechanism)
+                )
+            )
+            results.append(self._user_result(deletion.name, decision))
+        for upsertion in request.upsertions:
+            decision = (
+                ControllerDecision.refuse(ErrorCode.DUPLICATE_RESOURCE, f"user {upsertion.name!r} is named twice")
+                if upsertion.name in twice
+                else await self._decide_and_commit(
+                    lambda u=upsertion: self.core.set_user_credential(
+                        u.name, u.mechanism, u.iterations, u.salt, u.salted_password
+                    )
+                )
+            )
+            results.append(self._user_result(upsertion.name, decision))
+        return controller_pb2.AlterUserScramCredentialsResponse(results=results)
+
+    @staticmethod
+    def _user_result(name: str, decision: ControllerDecision) -> controller_pb2.AlterUserScramCredentialsResult:
+        return controller_pb2.AlterUserScramCredentialsResult(
+            name=name[:140], error=wire_error(decision.error, decision.message)
+        )
+
+    async def DescribeUserScramCredentials(  # noqa: N802
+        self, request: controller_pb2.DescribeUserScramCredentialsRequest, context: ServicerContext
+    ) -> controller_pb2.DescribeUserScramCredentialsResponse:
+        stored = self.image.scram_credentials
+        names = list(request.names) or sorted(stored)
+        users = []
+        for name in names:
+            credentials = stored.get(name)
+            user = controller_pb2.UserScramCredentials(name=name[:140])
+            if credentials is None:
+                user.error.CopyFrom(wire_error(ErrorCode.RESOURCE_NOT_FOUND, f"user {name[:140]!r} has no credentials"))
+            else:
+                user.error.CopyFrom(wire_error(ErrorCode.NONE))
+                user.credentials.extend(
+                    controller_pb2.ScramCredentialInfo(mechanism=mechanism, iterations=credential.iterations)
+                    for mechanism, credential in sorted(credentials.items())
+                )
+            users.append(user)
+        return controller_pb2.DescribeUserScramCredentialsResponse(users=users)
+
+    async def CreateAcls(  # noqa: N802
+        self, request: controller_pb2.CreateAclsRequest, context: ServicerContext
+    ) -> controller_pb2.CreateAclsResponse:
+        bindings = [_acl_binding(binding) for binding in request.creations]
+        async with self._lock:
+            decisions = self.core.create_acls([b for b in bindings if isinstance(b, AclBinding)])
+            merged = ControllerDecision([record for decision in decisions for record in decision.records])
+            await self._commit(merged)
+        answers = iter(decisions)
+        results = []
+        for binding in bindings:
+            decision = (
+                next(answers)
+                if isinstance(binding, AclBinding)
+                else ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, binding)
+            )
+            results.append(wire_error(decision.error, decision.message))
+        return controller_pb2.CreateAclsResponse(results=results)
+
+    async def DescribeAcls(  # noqa: N802
+        self, request: controller_pb2.DescribeAclsRequest, context: ServicerContext
+    ) -> controller_pb2.DescribeAclsResponse:
+        filter_ = _acl_binding(request.filter)
+        if not isinstance(filter_, AclBinding):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, filter_)
+            raise AssertionError("abort raises")
+        return controller_pb2.DescribeAclsResponse(
+            acls=[acl.to_proto() for acl in sorted(self.image.acls) if acl.matches(filter_)]
+        )
+
+    async def DeleteAcls(  # noqa: N802
+        self, request: controller_pb2.DeleteAclsRequest, context: ServicerContext
+    ) -> controller_pb2.DeleteAclsResponse:
+        results = []
+        for wire_filter in request.filters:
+            filter_ = _acl_binding(wire_filter)
+            if not isinstance(filter_, AclBinding):
+                results.append(controller_pb2.DeleteAclsResult(error=wire_error(ErrorCode.INVALID_REQUEST, filter_)))
+                continue
+            decision = await self._decide_and_commit(lambda f=filter_: self.core.delete_acls(f))
+            results.append(
+                controller_pb2.DeleteAclsResult(
+                    error=wire_error(ErrorCode.NONE),
+                    removed=[record.acl_removed.binding for record in decision.records],
+                )
+            )
+        return controller_pb2.DeleteAclsResponse(results=results)
+
+
+def _acl_binding(wire: common_pb2.AclBinding) -> AclBinding | str:
+    """The binding (or filter) a request names, or why it names none (an unknown enum value)."""
+    try:
+        return AclBinding.from_proto(wire)
+    except ValueError as exc:
+        return f"not an ACL this cluster knows: {exc}"
+
 
 class QuorumService(controller_pb2_grpc.ControllerQuorumServicer):
     """The controllers' Raft traffic, into this controller's quorum."""
@@ -824,10 +950,13 @@ class QuorumService(controller_pb2_grpc.ControllerQuorumServicer):
 class ActiveControllerGate(grpc.aio.ServerInterceptor):
     """Controller RPCs reach only the active controller: elsewhere, and when a call finds its
     controller deposed, they fail with FAILED_PRECONDITION, details starting NOT_CONTROLLER, and
-    the active controller's address in trailing metadata (``ACTIVE_CONTROLLER_KEY``)."""
+    the active controller's address in trailing metadata (``ACTIVE_CONTROLLER_KEY``): on the
+    internal listener the one nodes dial, on the client listener its client listener (when it
+    registered one, ``ControllerRegisteredRecord``)."""
 
-    def __init__(self, service: ControllerService) -> None:
+    def __init__(self, service: ControllerService, listener: Listener = "client") -> None:
         self._service = service
+        self._listener = listener
 
     async def intercept_service(
         self,
@@ -838,19 +967,7 @@ class ActiveControllerGate(grpc.aio.ServerInterceptor):
         method: str = handler_call_details.method
         if handler is None or not method.startswith(f"/{CONTROLLER_SERVICE}/"):
             return handler
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._gate_unary(handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                self._gate_stream(handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        return rewrap(handler, {"unary_unary": self._gate_unary, "unary_stream": self._gate_stream})
 
     def _gate_unary(self, inner: Any) -> Any:
         async def unary(request: Any, context: ServicerContext) -> Any:
@@ -877,6 +994,9 @@ class ActiveControllerGate(grpc.aio.ServerInterceptor):
 
     async def _refuse(self, context: ServicerContext, why: str) -> None:
         address = self._service.quorum.leader_address if not self._service.active else None
+        if address is not None and self._listener == "client":
+            registered = self._service.image.controller_at(address)
+            address = f"{registered.host}:{registered.port}" if registered is not None else None
         metadata = ((ACTIVE_CONTROLLER_KEY, address),) if address else ()
         await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{NOT_CONTROLLER_DETAILS}: {why}", metadata)
 

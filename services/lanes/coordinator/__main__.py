@@ -14,13 +14,13 @@ from lanes.clock import SystemClock
 from lanes.coordinator.core import GroupConfig
 from lanes.coordinator.metrics import CoordinatorMetrics
 from lanes.coordinator.service import GroupCoordinatorService, add_to_server
-from lanes.rpc.tls import process_tls
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
     ServiceBinding,
     advertised_host,
     run_service,
     serve_until_signalled,
+    server_listeners,
     service_argument_parser,
     start_server,
 )
@@ -82,10 +82,9 @@ async def serve(options: argparse.Namespace) -> None:
         host=options.host,
         port=options.port,
         metrics=metrics,
-        tls=process_tls(),
-        require_client_cert=options.tls_client_auth == "required",
+        **server_listeners(options, lambda: service.link.image),
     )
-    endpoint.port = running.port
+    endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering
     await service.start()
     await serve_until_signalled(
         running,

@@ -51,7 +51,7 @@ class BrokerAccess:
         if info is None or info.leader == NO_LEADER:
             return None
         broker = image.brokers.get(info.leader)
-        return f"{broker.host}:{broker.port}" if broker is not None else None
+        return broker.internal_address if broker is not None else None
 
     def _stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         return broker_pb2_grpc.BrokerStub(self._channels.get(address))  # type: ignore[no-untyped-call]

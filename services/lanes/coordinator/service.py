@@ -39,6 +39,7 @@ from lanes.rpc.wire import (
     ServicerContext,
     assignment_from_wire,
     assignment_to_wire,
+    peer_host,
     topic_partitions_from_wire,
     wire_error,
 )
@@ -171,7 +172,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             instance_id=request.instance_id,
             rack_id=request.rack_id,
             client_id=request.client_id,
-            client_host=_peer_host(context),
+            client_host=peer_host(context),
             rebalance_timeout_ms=request.rebalance_timeout_ms,
             subscription=Subscription(tuple(request.subscription.topic_names), request.subscription.topic_regex)
             if request.HasField("subscription")
@@ -522,14 +523,6 @@ def _deleted(
 ) -> tuple[tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]]], GroupDecision]:
     code, results, decision = outcome
     return (code, results), decision
-
-
-def _peer_host(context: ServicerContext) -> str:
-    """The client's host as gRPC reports the peer (``ipv4:1.2.3.4:5678``, ``ipv6:[::1]:5678``)."""
-    peer = context.peer() or ""
-    _, _, address = peer.partition(":")
-    host, _, _ = address.rpartition(":")
-    return host.strip("[]") or address
 
 
 def add_to_server(service: GroupCoordinatorService, server: grpc.aio.Server) -> None:

@@ -50,7 +50,7 @@ class Authority:
         return cert, key
 
 
-def _write(path: Path, data: bytes, *, private: bool) -> None:
+def write_file(path: Path, data: bytes, *, private: bool) -> None:
     """Write ``path`` whole: a new temporary file (owner-only for a key), synced, then renamed."""
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
@@ -107,8 +107,8 @@ def create_authority(directory: Path, name: str = "Lanes local CA") -> Authority
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
-    _write(authority.key_file, _private_pem(key), private=True)
-    _write(authority.cert_file, cert.public_bytes(serialization.Encoding.PEM), private=False)
+    write_file(authority.key_file, _private_pem(key), private=True)
+    write_file(authority.cert_file, cert.public_bytes(serialization.Encoding.PEM), private=False)
     return authority
 
 
@@ -169,6 +169,6 @@ def issue(
     cert = builder.sign(ca_key, hashes.SHA256())
     directory.mkdir(parents=True, exist_ok=True)
     cert_file, key_file = directory / f"{name}.crt", directory / f"{name}.key"
-    _write(key_file, _private_pem(key), private=True)
-    _write(cert_file, cert.public_bytes(serialization.Encoding.PEM), private=False)
+    write_file(key_file, _private_pem(key), private=True)
+    write_file(cert_file, cert.public_bytes(serialization.Encoding.PEM), private=False)
     return TlsFiles(authority.cert_file, cert_file, key_file)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,14 +35,26 @@ from typing import Any, NamedTuple
 import grpc
 
 from lanes.deadline import Deadline, attempts
-from lanes.local.certificates import create_authority, issue
+from lanes.local.certificates import create_authority, issue, write_file
 from lanes.local.processes import ServiceProcess, start_service
 from lanes.rpc.controllers import ControllerEndpoints
+from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import TlsFiles, node_identity
 from lanes.topic_configs import MIN_SEGMENT_BYTES
 from lanes.v1 import controller_pb2
 
 CLUSTER_FILE = "cluster.json"
+#: The local cluster's administrator: its certificate's name, or with ``auth`` its user (the super user).
+ADMIN_USER = "admin"
+ADMIN_PRINCIPAL = f"User:{ADMIN_USER}"
+
+
+def _password_file(path: Path) -> Path:
+    """``path``, holding a new random password unless it exists (owner-only, written whole)."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_file(path, secrets.token_urlsafe(24).encode(), private=True)
+    return path
 
 
 class Placement(NamedTuple):
@@ -77,6 +90,10 @@ class LocalCluster:
     #: name is the identity), every listener requires a client certificate, and an ``admin``
     #: certificate (``client_tls``, in cluster.json) is what clients use
     tls: bool = False
+    #: authentication and ACLs (needs ``tls``): every call needs a principal, client certificates
+    #: are requested rather than required (users with passwords have none), and the ``admin``
+    #: certificate's principal is the super user (``--auth required``)
+    auth: bool = False
     #: where a process runs, by name ("controller" or "controller-<id>", "broker-1",
     #: "coordinator-1"): its address and a launcher command (tests put each process in its own
     #: network namespace); default ``host``, none
@@ -89,8 +106,9 @@ class LocalCluster:
 
     @staticmethod
     def ports_for(brokers: int, coordinators: int = 1, controllers: int = 1) -> int:
-        """Consecutive ports a cluster uses from ``port_base``: gRPC, then metrics, per process."""
-        return 2 * (brokers + controllers + coordinators)
+        """Consecutive ports a cluster uses from ``port_base``: client listeners, then metrics,
+        then internal listeners, one each per process."""
+        return 3 * (brokers + controllers + coordinators)
 
     def placed(self, name: str) -> Placement:
         """Where process ``name`` runs (see ``placement``)."""
@@ -99,6 +117,10 @@ class LocalCluster:
     def _metrics_port(self, grpc_port: int) -> str:
         """A process's metrics port: its gRPC port shifted past every process's gRPC port."""
         return str(grpc_port + self.brokers + self.controllers + self.coordinators)
+
+    def _internal_port(self, grpc_port: int) -> int:
+        """A process's internal listener: its gRPC port shifted past every metrics port."""
+        return grpc_port + 2 * (self.brokers + self.controllers + self.coordinators)
 
     def controller_name(self, controller_id: int) -> str:
         """The process (and placement, and log file) name of a controller."""
@@ -116,10 +138,15 @@ class LocalCluster:
 
     @property
     def controller_addresses(self) -> str:
-        """Every controller, ``host:port,...`` (what brokers, coordinators and clients are given)."""
+        """Every controller's client listener, ``host:port,...`` (what clients are given)."""
         return ",".join(
             f"{self.placed(self.controller_name(i)).host}:{self.controller_port(i)}" for i in range(self.controllers)
         )
+
+    def _controller_internal_address(self, controller_id: int) -> str:
+        """Where nodes dial a controller: its internal listener."""
+        host = self.placed(self.controller_name(controller_id)).host
+        return f"{host}:{self._internal_port(self.controller_port(controller_id))}"
 
     def start_controller(self, controller_id: int, port: int | None = None) -> ServiceProcess:
         """Start (or restart) controller ``controller_id`` with its own port and data directory.
@@ -134,10 +161,7 @@ class LocalCluster:
             raise RuntimeError(f"controller {controller_id} is still running (pid {previous.pid})")
         name = self.controller_name(controller_id)
         placed = self.placed(name)
-        voters = ",".join(
-            f"{i}@{self.placed(self.controller_name(i)).host}:{self.controller_port(i)}"
-            for i in range(self.controllers)
-        )
+        voters = ",".join(f"{i}@{self._controller_internal_address(i)}" for i in range(self.controllers))
         self.controller_processes[controller_id] = start_service(
             "lanes.controller",
             [
@@ -151,8 +175,11 @@ class LocalCluster:
                 placed.host,
                 "--port",
                 str(self.controller_port(controller_id)),
+                "--internal-port",
+                str(self._internal_port(self.controller_port(controller_id))),
                 "--metrics-port",
                 self._metrics_port(self.controller_port(controller_id)),
+                *self._bootstrap_admin_args(),
                 "--session-timeout-ms",
                 str(self.session_timeout_ms),
                 "--heartbeat-interval-ms",
@@ -176,19 +203,45 @@ class LocalCluster:
 
     @property
     def client_tls(self) -> TlsFiles | None:
-        """The ``admin`` client certificate (issued on first use), or None without ``tls``."""
+        """What clients trust and present: with ``auth`` the CA only (they give a password,
+        ``client_credentials``), else the ``admin`` client certificate too (issued on first use);
+        None without ``tls``."""
         if not self.tls:
             return None
         directory = self.data_dir / "tls"
+        if self.auth:
+            create_authority(directory)
+            return TlsFiles(directory / "ca.crt")
         files = TlsFiles(directory / "ca.crt", directory / "admin.crt", directory / "admin.key")
         if not all(p is not None and p.exists() for p in (files.ca_file, files.cert_file, files.key_file)):
             files = issue(create_authority(directory), directory, "admin", hosts=(), server=False)
         return files
 
+    @property
+    def client_credentials(self) -> UserPassword | None:
+        """With ``auth``: the ``admin`` user and its password (made on first use, kept in
+        ``<data-dir>/tls/admin.password``, readable by its owner only); else None."""
+        if not self.auth:
+            return None
+        return UserPassword(ADMIN_USER, _password_file(self.data_dir / "tls" / "admin.password").read_text().strip())
+
+    def _bootstrap_admin_args(self) -> list[str]:
+        """A controller's flags creating the ``admin`` user with the cluster (with ``auth``)."""
+        if not self.auth:
+            return []
+        return [
+            "--bootstrap-user",
+            ADMIN_USER,
+            "--bootstrap-password-file",
+            str(_password_file(self.data_dir / "tls" / "admin.password")),
+        ]
+
     def _tls_args(self, name: str, host: str) -> list[str]:
         """A process's ``--tls-*`` flags: a certificate issued now for ``name`` serving ``host``
         (a restart renews it), or nothing without ``tls``."""
         if not self.tls:
+            if self.auth:
+                raise ValueError("auth needs tls: nodes prove who they are by their certificates")
             return []
         directory = self.data_dir / "tls"
         files = issue(
@@ -201,8 +254,9 @@ class LocalCluster:
             str(files.cert_file),
             "--tls-key",
             str(files.key_file),
-            "--tls-client-auth",
-            "required",
+            "--tls-client-auth",  # with auth, users give passwords; nodes use the internal listener
+            "none" if self.auth else "required",
+            *(["--auth", "required", "--super-users", ADMIN_PRINCIPAL] if self.auth else []),
         ]
 
     @property
@@ -276,11 +330,13 @@ class LocalCluster:
                 f"--{kind}-id",
                 str(node_id),
                 "--controller",
-                self.controller_addresses,
+                ",".join(self._controller_internal_address(i) for i in range(self.controllers)),
                 "--host",
                 placed.host,
                 "--port",
                 str(port),
+                "--internal-port",
+                str(self._internal_port(port)),
                 "--metrics-port",
                 self._metrics_port(port),
                 *self._tls_args(node_identity(kind, node_id), placed.host),
@@ -292,18 +348,27 @@ class LocalCluster:
         return processes[node_id]
 
     def describe(self) -> dict[str, Any]:
-        """What cluster.json holds (with ``tls``: the client's CA, certificate and key files)."""
+        """What cluster.json holds (with ``tls``: the client's CA, certificate and key files; with
+        ``auth``: the CA, and the admin user with its password file)."""
         client_tls = self.client_tls
         return {
             **(
                 {
                     "tls": {
                         "ca": str(client_tls.ca_file),
-                        "cert": str(client_tls.cert_file),
-                        "key": str(client_tls.key_file),
+                        **(
+                            {"cert": str(client_tls.cert_file), "key": str(client_tls.key_file)}
+                            if client_tls.cert_file is not None
+                            else {}
+                        ),
                     }
                 }
                 if client_tls is not None
+                else {}
+            ),
+            **(
+                {"user": {"name": ADMIN_USER, "password_file": str(self.data_dir / "tls" / "admin.password")}}
+                if self.auth
                 else {}
             ),
             "bootstrap": ",".join(p.address for _, p in sorted(self.broker_processes.items())),
@@ -338,7 +403,9 @@ class LocalCluster:
     async def _active_controller_call(self, call: Callable[[Any], Any], timeout_s: float = 10) -> Any:
         """``call(stub)`` on the active controller (found and followed), retried while the
         quorum elects one."""
-        controllers = ControllerEndpoints(self.controller_addresses.split(","), tls=self.client_tls)
+        controllers = ControllerEndpoints(
+            self.controller_addresses.split(","), tls=self.client_tls, credentials=self.client_credentials
+        )
         try:
             async for _ in attempts(Deadline(timeout_s), 0.1):
                 try:

@@ -66,8 +66,15 @@ def start_service(
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
-            # TLS comes from the flags the supervisor gives, never from its own environment
-            env={**{k: v for k, v in os.environ.items() if not k.startswith("LANES_TLS_")}, "PYTHONUNBUFFERED": "1"},
+            # security comes from the flags the supervisor gives, never from its own environment
+            env={
+                **{
+                    k: v
+                    for k, v in os.environ.items()
+                    if not k.startswith(("LANES_TLS_", "LANES_AUTH", "LANES_SUPER_USERS"))
+                },
+                "PYTHONUNBUFFERED": "1",
+            },
         )
     assert process.stdout is not None
     selector = selectors.DefaultSelector()

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from lanes.security.acls import AclBinding
+from lanes.security.scram import ScramCredential
 from lanes.v1 import common_pb2, metadata_pb2
 
 NO_LEADER = -1
@@ -52,6 +54,12 @@ class BrokerImage:
     port: int
     rack: str
     fenced: bool
+    internal_port: int = 0
+
+    @property
+    def internal_address(self) -> str:
+        """Where other nodes dial it: its internal listener, else its only one."""
+        return f"{self.host}:{self.internal_port or self.port}"
 
 
 @dataclass
@@ -87,6 +95,23 @@ class CoordinatorImage:
     host: str
     port: int
     fenced: bool
+    internal_port: int = 0
+
+
+@dataclass(frozen=True)
+class ControllerImage:
+    """Where a controller that has been active listens: ``port`` for clients, ``internal_port``
+    (0: none) for nodes."""
+
+    controller_id: int
+    host: str
+    port: int
+    internal_port: int
+
+    @property
+    def internal_address(self) -> str:
+        """Where nodes dial it (what ``--voters`` and ``--controller`` name)."""
+        return f"{self.host}:{self.internal_port or self.port}"
 
 
 @dataclass(frozen=True)
@@ -113,6 +138,10 @@ class MetadataImage:
         self.coordinators: dict[int, CoordinatorImage] = {}
         self.shards: dict[int, ShardImage] = {}  # shard (partition of __consumer_offsets) -> owner
         self.next_producer_id = 0
+        self.scram_credentials: dict[str, dict[str, ScramCredential]] = {}  # user -> mechanism -> credential
+        self.acls: set[AclBinding] = set()
+        self.acls_offset = -1  # the metadata offset of the last ACL change: a new authorizer is due past it
+        self.controllers: dict[int, ControllerImage] = {}
 
     # -----------------------------------------------------------------------------------------
     # queries
@@ -145,6 +174,8 @@ class MetadataImage:
         kind = record.WhichOneof("record")
         if kind is not None:
             getattr(self, f"_apply_{kind}")(getattr(record, kind))
+            if kind in ("acl", "acl_removed"):
+                self.acls_offset = offset
         self.last_offset = offset
 
     def _apply_cluster_created(self, record: metadata_pb2.ClusterCreatedRecord) -> None:
@@ -160,6 +191,7 @@ class MetadataImage:
             port=record.endpoint.port,
             rack=record.endpoint.rack,
             fenced=record.fenced,
+            internal_port=record.endpoint.internal_port,
         )
 
     def _apply_broker_fenced(self, record: metadata_pb2.BrokerFencedRecord) -> None:
@@ -228,6 +260,7 @@ class MetadataImage:
             host=record.endpoint.host,
             port=record.endpoint.port,
             fenced=False,
+            internal_port=record.endpoint.internal_port,
         )
 
     def _apply_coordinator_fenced(self, record: metadata_pb2.CoordinatorFencedRecord) -> None:
@@ -241,6 +274,33 @@ class MetadataImage:
     def _apply_producer_ids(self, record: metadata_pb2.ProducerIdsRecord) -> None:
         self.next_producer_id = max(self.next_producer_id, record.next_producer_id)
 
+    def _apply_controller_registered(self, record: metadata_pb2.ControllerRegisteredRecord) -> None:
+        endpoint = record.endpoint
+        self.controllers[endpoint.node_id] = ControllerImage(
+            endpoint.node_id, endpoint.host, endpoint.port, endpoint.internal_port
+        )
+
+    def controller_at(self, internal_address: str) -> ControllerImage | None:
+        """The controller nodes dial at ``internal_address``, if it registered."""
+        return next((c for c in self.controllers.values() if c.internal_address == internal_address), None)
+
+    def _apply_user_scram_credential(self, record: metadata_pb2.UserScramCredentialRecord) -> None:
+        self.scram_credentials.setdefault(record.name, {})[record.mechanism] = ScramCredential(
+            record.mechanism, record.salt, record.iterations, record.stored_key, record.server_key
+        )
+
+    def _apply_user_scram_credential_removed(self, record: metadata_pb2.UserScramCredentialRemovedRecord) -> None:
+        credentials = self.scram_credentials.get(record.name, {})
+        credentials.pop(record.mechanism, None)
+        if not credentials:
+            self.scram_credentials.pop(record.name, None)
+
+    def _apply_acl(self, record: metadata_pb2.AclRecord) -> None:
+        self.acls.add(AclBinding.from_proto(record.binding))
+
+    def _apply_acl_removed(self, record: metadata_pb2.AclRemovedRecord) -> None:
+        self.acls.discard(AclBinding.from_proto(record.binding))
+
     # -----------------------------------------------------------------------------------------
     # snapshots and checks
 
@@ -251,6 +311,7 @@ class MetadataImage:
         for index, record in enumerate(records):
             state.apply(index, record)  # snapshot records carry no offsets of their own
         state.last_offset = at_offset
+        state.acls_offset = at_offset if state.acls else -1
         return state
 
     def to_records(self) -> list[metadata_pb2.MetadataRecord]:
@@ -272,7 +333,11 @@ class MetadataImage:
                         incarnation_id=broker.incarnation_id,
                         broker_epoch=broker.epoch,
                         endpoint=common_pb2.Node(
-                            node_id=broker.broker_id, host=broker.host, port=broker.port, rack=broker.rack
+                            node_id=broker.broker_id,
+                            host=broker.host,
+                            port=broker.port,
+                            rack=broker.rack,
+                            internal_port=broker.internal_port,
                         ),
                         fenced=broker.fenced,
                     )
@@ -308,7 +373,10 @@ class MetadataImage:
                         incarnation_id=coordinator.incarnation_id,
                         coordinator_epoch=coordinator.epoch,
                         endpoint=common_pb2.Node(
-                            node_id=coordinator.coordinator_id, host=coordinator.host, port=coordinator.port
+                            node_id=coordinator.coordinator_id,
+                            host=coordinator.host,
+                            port=coordinator.port,
+                            internal_port=coordinator.internal_port,
                         ),
                     )
                 )
@@ -332,6 +400,23 @@ class MetadataImage:
                     )
                 )
             )
+        for controller in sorted(self.controllers.values(), key=lambda c: c.controller_id):
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    controller_registered=metadata_pb2.ControllerRegisteredRecord(
+                        endpoint=common_pb2.Node(
+                            node_id=controller.controller_id,
+                            host=controller.host,
+                            port=controller.port,
+                            internal_port=controller.internal_port,
+                        )
+                    )
+                )
+            )
+        for name, credentials in sorted(self.scram_credentials.items()):
+            records.extend(credential_record(name, stored) for _, stored in sorted(credentials.items()))
+        for acl in sorted(self.acls):
+            records.append(metadata_pb2.MetadataRecord(acl=metadata_pb2.AclRecord(binding=acl.to_proto())))
         if self.next_producer_id:
             records.append(
                 metadata_pb2.MetadataRecord(
@@ -354,6 +439,20 @@ class MetadataImage:
                 leader = self.brokers.get(partition.leader)
                 if partition.leader != NO_LEADER and (leader is None or leader.fenced):
                     raise AssertionError(f"{where}: leader {partition.leader} is fenced or unknown")
+
+
+def credential_record(name: str, stored: ScramCredential) -> metadata_pb2.MetadataRecord:
+    """The record that sets user ``name``'s credential of ``stored.mechanism``."""
+    return metadata_pb2.MetadataRecord(
+        user_scram_credential=metadata_pb2.UserScramCredentialRecord(
+            name=name,
+            mechanism=stored.mechanism,
+            salt=stored.salt,
+            iterations=stored.iterations,
+            stored_key=stored.stored_key,
+            server_key=stored.server_key,
+        )
+    )
 
 
 def partition_record(partition: PartitionImage) -> metadata_pb2.PartitionRecord:

@@ -15,6 +15,7 @@ import time
 
 import grpc
 
+from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import ClientTls, process_tls
 
 #: Largest message a Lanes channel or server sends or accepts.
@@ -37,16 +38,28 @@ FAST_RECONNECT_OPTIONS: list[tuple[str, int]] = [
 ]
 
 
-def open_channel(address: str, *, fast_reconnect: bool = False, tls: ClientTls = "process") -> grpc.aio.Channel:
+def open_channel(
+    address: str,
+    *,
+    fast_reconnect: bool = False,
+    tls: ClientTls = "process",
+    credentials: UserPassword | None = None,
+) -> grpc.aio.Channel:
     """A ``grpc.aio`` channel to ``host:port`` that carries messages up to ``MAX_MESSAGE_BYTES``
     both ways: over TLS with ``tls`` (by default the process's, ``lanes.rpc.tls``), plaintext
-    with None. Use it for every channel to a Lanes service; ``fast_reconnect`` for a peer whose
-    restart must be noticed within a second (controllers)."""
+    with None; every call carries ``credentials`` when given (TLS only). Use it for every
+    channel to a Lanes service; ``fast_reconnect`` for a peer whose restart must be noticed
+    within a second (controllers)."""
     options = MESSAGE_SIZE_OPTIONS + (FAST_RECONNECT_OPTIONS if fast_reconnect else [])
     files = process_tls() if tls == "process" else tls
-    if files is not None:
-        return grpc.aio.secure_channel(address, files.channel_credentials(), options=options)
-    return grpc.aio.insecure_channel(address, options=options)
+    if files is None:
+        if credentials is not None:
+            raise ValueError("a username and password are sent over TLS only: give tls= (the cluster's CA) too")
+        return grpc.aio.insecure_channel(address, options=options)
+    channel_credentials = files.channel_credentials()
+    if credentials is not None:
+        channel_credentials = grpc.composite_channel_credentials(channel_credentials, credentials.call_credentials())
+    return grpc.aio.secure_channel(address, channel_credentials, options=options)
 
 
 #: How often a cache looks at its TLS files' stamps (a few stat calls).
@@ -64,9 +77,12 @@ class ChannelCache:
     ``RETIRE_GRACE_S``: a renewed certificate reaches a process's own outgoing calls without a
     restart. Owned by one event loop."""
 
-    def __init__(self, *, fast_reconnect: bool = False, tls: ClientTls = "process") -> None:
+    def __init__(
+        self, *, fast_reconnect: bool = False, tls: ClientTls = "process", credentials: UserPassword | None = None
+    ) -> None:
         self._fast_reconnect = fast_reconnect
         self._tls: ClientTls = tls
+        self._credentials = credentials
         self._channels: dict[str, tuple[grpc.aio.Channel, tuple[int, ...]]] = {}
         self._stamp: tuple[int, ...] = ()
         self._checked_at = -_TLS_CHECK_INTERVAL_S
@@ -90,7 +106,9 @@ class ChannelCache:
             if opened_with == stamp:
                 return channel
             self._retire(channel)
-        channel = open_channel(address, fast_reconnect=self._fast_reconnect, tls=self._tls)
+        channel = open_channel(
+            address, fast_reconnect=self._fast_reconnect, tls=self._tls, credentials=self._credentials
+        )
         self._channels[address] = (channel, stamp)
         return channel
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import grpc
 
 from lanes.rpc.channels import ChannelCache
+from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import ClientTls
 from lanes.v1 import controller_pb2_grpc
 
@@ -48,12 +49,14 @@ def is_not_controller(exc: grpc.aio.AioRpcError) -> bool:
 class ControllerEndpoints:
     """Channels to the known controllers (opened on first use) and the current target."""
 
-    def __init__(self, addresses: Sequence[str], tls: ClientTls = "process") -> None:
+    def __init__(
+        self, addresses: Sequence[str], tls: ClientTls = "process", credentials: UserPassword | None = None
+    ) -> None:
         if not addresses:
             raise ValueError("at least one controller address is needed")
         self.addresses = list(dict.fromkeys(addresses))
         self._current = 0
-        self._channels = ChannelCache(fast_reconnect=True, tls=tls)
+        self._channels = ChannelCache(fast_reconnect=True, tls=tls, credentials=credentials)
 
     @property
     def address(self) -> str:

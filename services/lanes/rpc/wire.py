@@ -12,7 +12,7 @@ from typing import Any
 
 import grpc
 
-from lanes.errors import ErrorCode, error_code
+from lanes.errors import AuthenticationError, AuthorizationError, ErrorCode, LanesError, error_code
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2, coordinator_pb2
 
@@ -61,3 +61,28 @@ def assignment_from_wire(assignment: coordinator_pb2.Assignment) -> frozenset[To
 def assignment_to_wire(partitions: Iterable[TopicPartition]) -> coordinator_pb2.Assignment:
     """An Assignment message listing ``partitions`` (topics and partitions sorted)."""
     return coordinator_pb2.Assignment(topic_partitions=topic_partitions_to_wire(partitions))
+
+
+def peer_host(context: ServicerContext) -> str:
+    """The caller's host as gRPC reports the peer (``ipv4:1.2.3.4:5678``, ``ipv6:[::1]:5678``)."""
+    peer = context.peer() or ""
+    _, _, address = peer.partition(":")
+    host, _, _ = address.rpartition(":")
+    return host.strip("[]") or address
+
+
+def security_refusal(exc: grpc.aio.AioRpcError) -> LanesError | None:
+    """The refusal a failed call is when the cluster would not let the caller in: UNAUTHENTICATED
+    (no or wrong credentials) or PERMISSION_DENIED (no ACL allows it; the details start with the
+    error code, ``lanes.runtime.guard``). None for any other failure. Neither goes away by
+    retrying, so clients raise it at once."""
+    details = exc.details() or ""
+    if exc.code() is grpc.StatusCode.UNAUTHENTICATED:
+        return AuthenticationError(details.removeprefix(f"{ErrorCode.SASL_AUTHENTICATION_FAILED.name}: "))
+    if exc.code() is grpc.StatusCode.PERMISSION_DENIED:
+        name, _, message = details.partition(": ")
+        code = ErrorCode.__members__.get(name)
+        if code is None or not code.name.endswith("AUTHORIZATION_FAILED"):
+            return AuthorizationError(details, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return AuthorizationError(message, code)
+    return None

@@ -30,9 +30,11 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from lanes.errors import LanesError
+from lanes.metadata.image import MetadataImage
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
-from lanes.rpc.tls import TlsFiles
+from lanes.rpc.tls import TlsFiles, process_tls
 from lanes.rpc.tls import configure as configure_tls
+from lanes.runtime.guard import Guard, Listener
 from lanes.runtime.logs import FORMATS, configure_logging
 from lanes.runtime.metrics import ServiceMetrics
 
@@ -110,37 +112,51 @@ class ServiceBinding:
     add_to_server: Callable[[grpc.aio.Server], None]
 
 
+@dataclass(frozen=True)
+class InternalListener:
+    """A second listener for the cluster's own traffic (replication, registration, the quorum,
+    coordinators' writes), as KRaft separates its listeners: on ``port`` (0 picks a free one),
+    with mutual TLS whenever the process has TLS, its own ``interceptors``, and its own pool of
+    calls, so clients' long-polls never take the slots replication needs."""
+
+    port: int
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
+
+
 class RunningServer:
-    """A started server: its bound port, its health status, and a graceful stop."""
+    """A started server (its client listener, and its internal one when it has one): bound
+    ports, health status, and a graceful stop."""
 
     def __init__(
         self,
-        server: grpc.aio.Server,
+        servers: Sequence[tuple[grpc.aio.Server, HealthServicer]],
         host: str,
         port: int,
-        health: HealthServicer,
         service_names: Sequence[str],
+        internal_port: int = 0,
     ) -> None:
-        self.server = server
+        self.servers = tuple(servers)
         self.host = host
         self.port = port
-        self.health = health
+        self.internal_port = internal_port
         self.service_names = tuple(service_names)
 
     @property
     def address(self) -> str:
-        """``host:port`` to dial."""
+        """``host:port`` to dial (the client listener)."""
         return f"{self.host}:{self.port}"
 
     async def set_serving(self, serving: bool, service: str = OVERALL_HEALTH) -> None:
         """Report ``service`` (or, by default, the whole server) as serving or not."""
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
-        await self.health.set(service, status)
+        for _, health in self.servers:
+            await health.set(service, status)
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Mark everything NOT_SERVING, then stop; in-flight RPCs get ``grace_s`` to finish."""
-        await self.health.enter_graceful_shutdown()
-        await self.server.stop(grace_s)
+        for _, health in self.servers:
+            await health.enter_graceful_shutdown()
+        await asyncio.gather(*(server.stop(grace_s) for server, _ in self.servers))
 
 
 async def start_server(
@@ -153,34 +169,44 @@ async def start_server(
     limits: ServerLimits = ServerLimits(),
     tls: TlsFiles | None = None,
     require_client_cert: bool = False,
+    internal: InternalListener | None = None,
 ) -> RunningServer:
     """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes what
     ``limits`` allow, sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its
     calls into ``metrics`` (outermost), then runs ``interceptors`` in order. With ``tls`` it
-    listens over TLS only (``require_client_cert``: mutual TLS), reloading renewed files."""
-    server = grpc.aio.server(
-        options=[*limits.options(raise_file_descriptor_limit()), ("grpc.so_reuseport", 0)],
-        interceptors=[*([metrics.interceptor()] if metrics is not None else []), *interceptors],
-        maximum_concurrent_rpcs=limits.max_concurrent_rpcs,
-    )
-    for binding in bindings:
-        binding.add_to_server(server)
-    health = HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    listens over TLS only (``require_client_cert``: mutual TLS), reloading renewed files. With
+    ``internal``, a second server serves the same bindings on the internal listener."""
+    listeners = [(port, interceptors, require_client_cert)]
+    if internal is not None:
+        listeners.append((internal.port, internal.interceptors, True))
+    servers: list[tuple[grpc.aio.Server, HealthServicer]] = []
+    ports = []
     names = [binding.name for binding in bindings]
-    reflection.enable_server_reflection(
-        [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
-    )
-    try:
-        if tls is None:
-            bound_port = server.add_insecure_port(f"{host}:{port}")
-        else:
-            credentials = tls.server_credentials(require_client_cert=require_client_cert)
-            bound_port = server.add_secure_port(f"{host}:{port}", credentials)
-    except RuntimeError as exc:  # grpc reports every bind failure this way
-        raise OSError(f"cannot listen on {host}:{port}: the address is in use or not available") from exc
-    await server.start()
-    running = RunningServer(server, host, bound_port, health, names)
+    for listen_port, listener_interceptors, client_certs in listeners:
+        server = grpc.aio.server(
+            options=[*limits.options(raise_file_descriptor_limit()), ("grpc.so_reuseport", 0)],
+            interceptors=[*([metrics.interceptor()] if metrics is not None else []), *listener_interceptors],
+            maximum_concurrent_rpcs=limits.max_concurrent_rpcs,
+        )
+        for binding in bindings:
+            binding.add_to_server(server)
+        health = HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(health, server)
+        reflection.enable_server_reflection(
+            [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
+        )
+        try:
+            if tls is None:
+                bound_port = server.add_insecure_port(f"{host}:{listen_port}")
+            else:
+                credentials = tls.server_credentials(require_client_cert=client_certs)
+                bound_port = server.add_secure_port(f"{host}:{listen_port}", credentials)
+        except RuntimeError as exc:  # grpc reports every bind failure this way
+            raise OSError(f"cannot listen on {host}:{listen_port}: the address is in use or not available") from exc
+        await server.start()
+        servers.append((server, health))
+        ports.append(bound_port)
+    running = RunningServer(servers, host, ports[0], names, internal_port=ports[1] if internal is not None else 0)
     for name in (OVERALL_HEALTH, *names):
         await running.set_serving(True, name)
     return running
@@ -197,10 +223,13 @@ async def serve_until_signalled(
     hand_off: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve ``metrics`` on ``/metrics`` at ``metrics_port`` (-1: not at all), print the
-    readiness line (one JSON object on stdout, with ``metrics_address`` when served), serve until
+    readiness line (one JSON object on stdout, with ``metrics_address`` when served and
+    ``internal_address`` with an internal listener), serve until
     SIGTERM or SIGINT, then stop: ``hand_off`` while still serving (a broker's controlled
     shutdown), the server (in-flight requests get ``grace_s``), then the service."""
     readiness = dict(readiness)
+    if running.internal_port:
+        readiness["internal_address"] = f"{running.host}:{running.internal_port}"
     if metrics is not None and metrics_port >= 0:
         try:
             readiness["metrics_address"] = metrics.serve_http(running.host, metrics_port)
@@ -271,12 +300,36 @@ def service_argument_parser(
         help="this node's private key (PEM; env LANES_TLS_KEY)",
     )
     parser.add_argument(
+        "--internal-port",
+        type=int,
+        default=int(os.environ.get("LANES_INTERNAL_PORT", "-1")),
+        help="port of the internal listener, where the cluster's nodes call each other (mutual TLS with TLS on: "
+        "only nodes' certificates); nodes dial it once registered. -1: none, nodes use --port; 0 picks a free "
+        "one (env LANES_INTERNAL_PORT; default -1)",
+    )
+    parser.add_argument(
         "--tls-client-auth",
         choices=("none", "required"),
         default=os.environ.get("LANES_TLS_CLIENT_AUTH", "required"),
-        help="required: accept only callers presenting a certificate the CA signed, and check that a call made in "
-        "a node's name carries that node's certificate (mutual TLS; Kafka's ssl.client.auth); none: any TLS "
-        "caller, no identities (env LANES_TLS_CLIENT_AUTH; default required)",
+        help="on the client listener (--port): required: accept only callers presenting a certificate the CA "
+        "signed, whose common name is their principal, and check that a call made in a node's name carries that "
+        "node's certificate (mutual TLS; Kafka's ssl.client.auth); none: any TLS caller (with --auth required, "
+        "users give a username and password; nodes use the internal listener) (env LANES_TLS_CLIENT_AUTH; "
+        "default required)",
+    )
+    parser.add_argument(
+        "--auth",
+        choices=("none", "required"),
+        default=os.environ.get("LANES_AUTH", "none"),
+        help="required: every call needs a principal (a client certificate, or a username and password) and is "
+        "authorized by the cluster's ACLs (lanes acls); needs TLS, and an --internal-port or --tls-client-auth "
+        "required. none: callers are not asked who they are (env LANES_AUTH; default none)",
+    )
+    parser.add_argument(
+        "--super-users",
+        default=os.environ.get("LANES_SUPER_USERS", ""),
+        help="principals every ACL check lets through, separated by ';' (Kafka's super.users), e.g. "
+        "'User:admin'; the cluster's nodes need not be named (env LANES_SUPER_USERS)",
     )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument(
@@ -300,8 +353,42 @@ def service_tls(options: argparse.Namespace) -> TlsFiles | None:
     if options.tls_cert is None or options.tls_key is None:
         raise SystemExit(f"lanes.{options.service}: --tls-ca needs this node's --tls-cert and --tls-key")
     files = TlsFiles(options.tls_ca, options.tls_cert, options.tls_key)
-    configure_tls(files, callers_verified=options.tls_client_auth == "required")
+    configure_tls(
+        files, callers_verified=options.tls_client_auth == "required" or getattr(options, "internal_port", -1) >= 0
+    )
     return files
+
+
+def server_listeners(
+    options: argparse.Namespace,
+    image: Callable[[], MetadataImage],
+    gate: Callable[[Listener], Sequence[grpc.aio.ServerInterceptor]] = lambda listener: (),
+) -> dict[str, Any]:
+    """``start_server``'s listener arguments from a service's flags: TLS files, whether the
+    client listener requires certificates, the internal listener (``--internal-port``), and on
+    each the guard (``lanes.runtime.guard``, with ``--auth required``) reading users and ACLs
+    from ``image``, then the service's own ``gate`` interceptors."""
+    tls = process_tls()
+    auth = options.auth == "required"
+    internal_port = getattr(options, "internal_port", -1)
+    if auth and (tls is None or (internal_port < 0 and options.tls_client_auth == "none")):
+        raise SystemExit(
+            f"lanes.{options.service}: --auth required needs TLS (--tls-ca, --tls-cert, --tls-key), and nodes "
+            "need certificates: an --internal-port (mutual TLS), or --tls-client-auth required"
+        )
+    super_users = [name.strip() for name in options.super_users.split(";") if name.strip()]
+
+    def interceptors(listener: Listener) -> list[grpc.aio.ServerInterceptor]:
+        guarded = auth or (listener == "internal" and tls is not None)  # only nodes' certificates there
+        guard = [Guard(image, super_users, listener=listener)] if guarded else []
+        return [*guard, *gate(listener)]
+
+    return {
+        "tls": tls,
+        "require_client_cert": options.tls_client_auth == "required",
+        "interceptors": interceptors("client"),
+        "internal": InternalListener(internal_port, interceptors("internal")) if internal_port >= 0 else None,
+    }
 
 
 def advertised_host(options: argparse.Namespace) -> str:

@@ -35,7 +35,11 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     UNKNOWN_MEMBER_ID: _ClassVar[ErrorCode]
     INVALID_SESSION_TIMEOUT: _ClassVar[ErrorCode]
     INVALID_COMMIT_OFFSET_SIZE: _ClassVar[ErrorCode]
+    TOPIC_AUTHORIZATION_FAILED: _ClassVar[ErrorCode]
+    GROUP_AUTHORIZATION_FAILED: _ClassVar[ErrorCode]
+    CLUSTER_AUTHORIZATION_FAILED: _ClassVar[ErrorCode]
     INVALID_TIMESTAMP: _ClassVar[ErrorCode]
+    UNSUPPORTED_SASL_MECHANISM: _ClassVar[ErrorCode]
     UNSUPPORTED_VERSION: _ClassVar[ErrorCode]
     TOPIC_ALREADY_EXISTS: _ClassVar[ErrorCode]
     INVALID_PARTITIONS: _ClassVar[ErrorCode]
@@ -45,10 +49,12 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NOT_CONTROLLER: _ClassVar[ErrorCode]
     INVALID_REQUEST: _ClassVar[ErrorCode]
     POLICY_VIOLATION: _ClassVar[ErrorCode]
+    SECURITY_DISABLED: _ClassVar[ErrorCode]
     OUT_OF_ORDER_SEQUENCE_NUMBER: _ClassVar[ErrorCode]
     DUPLICATE_SEQUENCE_NUMBER: _ClassVar[ErrorCode]
     INVALID_PRODUCER_EPOCH: _ClassVar[ErrorCode]
     KAFKA_STORAGE_ERROR: _ClassVar[ErrorCode]
+    SASL_AUTHENTICATION_FAILED: _ClassVar[ErrorCode]
     UNKNOWN_PRODUCER_ID: _ClassVar[ErrorCode]
     NON_EMPTY_GROUP: _ClassVar[ErrorCode]
     GROUP_ID_NOT_FOUND: _ClassVar[ErrorCode]
@@ -67,6 +73,9 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     GROUP_SUBSCRIBED_TO_TOPIC: _ClassVar[ErrorCode]
     INVALID_RECORD: _ClassVar[ErrorCode]
     INVALID_UPDATE_VERSION: _ClassVar[ErrorCode]
+    RESOURCE_NOT_FOUND: _ClassVar[ErrorCode]
+    DUPLICATE_RESOURCE: _ClassVar[ErrorCode]
+    UNACCEPTABLE_CREDENTIAL: _ClassVar[ErrorCode]
     UNKNOWN_TOPIC_ID: _ClassVar[ErrorCode]
     DUPLICATE_BROKER_REGISTRATION: _ClassVar[ErrorCode]
     BROKER_ID_NOT_REGISTERED: _ClassVar[ErrorCode]
@@ -116,6 +125,41 @@ class ConfigType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONFIG_TYPE_LONG: _ClassVar[ConfigType]
     CONFIG_TYPE_DOUBLE: _ClassVar[ConfigType]
     CONFIG_TYPE_LIST: _ClassVar[ConfigType]
+
+class AclResourceType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACL_RESOURCE_TYPE_UNSPECIFIED: _ClassVar[AclResourceType]
+    ACL_RESOURCE_TYPE_TOPIC: _ClassVar[AclResourceType]
+    ACL_RESOURCE_TYPE_GROUP: _ClassVar[AclResourceType]
+    ACL_RESOURCE_TYPE_CLUSTER: _ClassVar[AclResourceType]
+    ACL_RESOURCE_TYPE_TRANSACTIONAL_ID: _ClassVar[AclResourceType]
+
+class AclPatternType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACL_PATTERN_TYPE_UNSPECIFIED: _ClassVar[AclPatternType]
+    ACL_PATTERN_TYPE_LITERAL: _ClassVar[AclPatternType]
+    ACL_PATTERN_TYPE_PREFIXED: _ClassVar[AclPatternType]
+
+class AclOperation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACL_OPERATION_UNSPECIFIED: _ClassVar[AclOperation]
+    ACL_OPERATION_ALL: _ClassVar[AclOperation]
+    ACL_OPERATION_READ: _ClassVar[AclOperation]
+    ACL_OPERATION_WRITE: _ClassVar[AclOperation]
+    ACL_OPERATION_CREATE: _ClassVar[AclOperation]
+    ACL_OPERATION_DELETE: _ClassVar[AclOperation]
+    ACL_OPERATION_ALTER: _ClassVar[AclOperation]
+    ACL_OPERATION_DESCRIBE: _ClassVar[AclOperation]
+    ACL_OPERATION_CLUSTER_ACTION: _ClassVar[AclOperation]
+    ACL_OPERATION_DESCRIBE_CONFIGS: _ClassVar[AclOperation]
+    ACL_OPERATION_ALTER_CONFIGS: _ClassVar[AclOperation]
+    ACL_OPERATION_IDEMPOTENT_WRITE: _ClassVar[AclOperation]
+
+class AclPermission(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACL_PERMISSION_UNSPECIFIED: _ClassVar[AclPermission]
+    ACL_PERMISSION_DENY: _ClassVar[AclPermission]
+    ACL_PERMISSION_ALLOW: _ClassVar[AclPermission]
 NONE: ErrorCode
 UNKNOWN_SERVER_ERROR: ErrorCode
 OFFSET_OUT_OF_RANGE: ErrorCode
@@ -142,7 +186,11 @@ INVALID_GROUP_ID: ErrorCode
 UNKNOWN_MEMBER_ID: ErrorCode
 INVALID_SESSION_TIMEOUT: ErrorCode
 INVALID_COMMIT_OFFSET_SIZE: ErrorCode
+TOPIC_AUTHORIZATION_FAILED: ErrorCode
+GROUP_AUTHORIZATION_FAILED: ErrorCode
+CLUSTER_AUTHORIZATION_FAILED: ErrorCode
 INVALID_TIMESTAMP: ErrorCode
+UNSUPPORTED_SASL_MECHANISM: ErrorCode
 UNSUPPORTED_VERSION: ErrorCode
 TOPIC_ALREADY_EXISTS: ErrorCode
 INVALID_PARTITIONS: ErrorCode
@@ -152,10 +200,12 @@ INVALID_CONFIG: ErrorCode
 NOT_CONTROLLER: ErrorCode
 INVALID_REQUEST: ErrorCode
 POLICY_VIOLATION: ErrorCode
+SECURITY_DISABLED: ErrorCode
 OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode
 DUPLICATE_SEQUENCE_NUMBER: ErrorCode
 INVALID_PRODUCER_EPOCH: ErrorCode
 KAFKA_STORAGE_ERROR: ErrorCode
+SASL_AUTHENTICATION_FAILED: ErrorCode
 UNKNOWN_PRODUCER_ID: ErrorCode
 NON_EMPTY_GROUP: ErrorCode
 GROUP_ID_NOT_FOUND: ErrorCode
@@ -174,6 +224,9 @@ ELECTION_NOT_NEEDED: ErrorCode
 GROUP_SUBSCRIBED_TO_TOPIC: ErrorCode
 INVALID_RECORD: ErrorCode
 INVALID_UPDATE_VERSION: ErrorCode
+RESOURCE_NOT_FOUND: ErrorCode
+DUPLICATE_RESOURCE: ErrorCode
+UNACCEPTABLE_CREDENTIAL: ErrorCode
 UNKNOWN_TOPIC_ID: ErrorCode
 DUPLICATE_BROKER_REGISTRATION: ErrorCode
 BROKER_ID_NOT_REGISTERED: ErrorCode
@@ -208,6 +261,29 @@ CONFIG_TYPE_INT: ConfigType
 CONFIG_TYPE_LONG: ConfigType
 CONFIG_TYPE_DOUBLE: ConfigType
 CONFIG_TYPE_LIST: ConfigType
+ACL_RESOURCE_TYPE_UNSPECIFIED: AclResourceType
+ACL_RESOURCE_TYPE_TOPIC: AclResourceType
+ACL_RESOURCE_TYPE_GROUP: AclResourceType
+ACL_RESOURCE_TYPE_CLUSTER: AclResourceType
+ACL_RESOURCE_TYPE_TRANSACTIONAL_ID: AclResourceType
+ACL_PATTERN_TYPE_UNSPECIFIED: AclPatternType
+ACL_PATTERN_TYPE_LITERAL: AclPatternType
+ACL_PATTERN_TYPE_PREFIXED: AclPatternType
+ACL_OPERATION_UNSPECIFIED: AclOperation
+ACL_OPERATION_ALL: AclOperation
+ACL_OPERATION_READ: AclOperation
+ACL_OPERATION_WRITE: AclOperation
+ACL_OPERATION_CREATE: AclOperation
+ACL_OPERATION_DELETE: AclOperation
+ACL_OPERATION_ALTER: AclOperation
+ACL_OPERATION_DESCRIBE: AclOperation
+ACL_OPERATION_CLUSTER_ACTION: AclOperation
+ACL_OPERATION_DESCRIBE_CONFIGS: AclOperation
+ACL_OPERATION_ALTER_CONFIGS: AclOperation
+ACL_OPERATION_IDEMPOTENT_WRITE: AclOperation
+ACL_PERMISSION_UNSPECIFIED: AclPermission
+ACL_PERMISSION_DENY: AclPermission
+ACL_PERMISSION_ALLOW: AclPermission
 
 class Error(_message.Message):
     __slots__ = ("code", "message")
@@ -218,16 +294,18 @@ class Error(_message.Message):
     def __init__(self, code: _Optional[_Union[ErrorCode, str]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("node_id", "host", "port", "rack")
+    __slots__ = ("node_id", "host", "port", "rack", "internal_port")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
+    INTERNAL_PORT_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     host: str
     port: int
     rack: str
-    def __init__(self, node_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ...) -> None: ...
+    internal_port: int
+    def __init__(self, node_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., internal_port: _Optional[int] = ...) -> None: ...
 
 class TopicPartitions(_message.Message):
     __slots__ = ("topic", "topic_id", "partitions")
@@ -284,3 +362,21 @@ class ConfigSynonym(_message.Message):
     value: str
     source: ConfigSource
     def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., source: _Optional[_Union[ConfigSource, str]] = ...) -> None: ...
+
+class AclBinding(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_FIELD_NUMBER: _ClassVar[int]
+    resource_type: AclResourceType
+    resource_name: str
+    pattern_type: AclPatternType
+    principal: str
+    host: str
+    operation: AclOperation
+    permission: AclPermission
+    def __init__(self, resource_type: _Optional[_Union[AclResourceType, str]] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[_Union[AclPatternType, str]] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[_Union[AclOperation, str]] = ..., permission: _Optional[_Union[AclPermission, str]] = ...) -> None: ...

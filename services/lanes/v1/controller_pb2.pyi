@@ -233,6 +233,124 @@ class DescribeQuorumResponse(_message.Message):
     observers: _containers.RepeatedCompositeFieldContainer[QuorumVoter]
     def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., node_id: _Optional[int] = ..., role: _Optional[str] = ..., can_vote: _Optional[bool] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader: _Optional[_Union[_common_pb2.Node, _Mapping]] = ..., high_watermark: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[QuorumVoter, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[QuorumVoter, _Mapping]]] = ...) -> None: ...
 
+class AlterUserScramCredentialsRequest(_message.Message):
+    __slots__ = ("deletions", "upsertions")
+    DELETIONS_FIELD_NUMBER: _ClassVar[int]
+    UPSERTIONS_FIELD_NUMBER: _ClassVar[int]
+    deletions: _containers.RepeatedCompositeFieldContainer[ScramCredentialDeletion]
+    upsertions: _containers.RepeatedCompositeFieldContainer[ScramCredentialUpsertion]
+    def __init__(self, deletions: _Optional[_Iterable[_Union[ScramCredentialDeletion, _Mapping]]] = ..., upsertions: _Optional[_Iterable[_Union[ScramCredentialUpsertion, _Mapping]]] = ...) -> None: ...
+
+class ScramCredentialDeletion(_message.Message):
+    __slots__ = ("name", "mechanism")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    mechanism: str
+    def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[str] = ...) -> None: ...
+
+class ScramCredentialUpsertion(_message.Message):
+    __slots__ = ("name", "mechanism", "iterations", "salt", "salted_password")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    SALT_FIELD_NUMBER: _ClassVar[int]
+    SALTED_PASSWORD_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    mechanism: str
+    iterations: int
+    salt: bytes
+    salted_password: bytes
+    def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[str] = ..., iterations: _Optional[int] = ..., salt: _Optional[bytes] = ..., salted_password: _Optional[bytes] = ...) -> None: ...
+
+class AlterUserScramCredentialsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[AlterUserScramCredentialsResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[AlterUserScramCredentialsResult, _Mapping]]] = ...) -> None: ...
+
+class AlterUserScramCredentialsResult(_message.Message):
+    __slots__ = ("name", "error")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    error: _common_pb2.Error
+    def __init__(self, name: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
+
+class DescribeUserScramCredentialsRequest(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DescribeUserScramCredentialsResponse(_message.Message):
+    __slots__ = ("users",)
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    users: _containers.RepeatedCompositeFieldContainer[UserScramCredentials]
+    def __init__(self, users: _Optional[_Iterable[_Union[UserScramCredentials, _Mapping]]] = ...) -> None: ...
+
+class UserScramCredentials(_message.Message):
+    __slots__ = ("name", "error", "credentials")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    error: _common_pb2.Error
+    credentials: _containers.RepeatedCompositeFieldContainer[ScramCredentialInfo]
+    def __init__(self, name: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., credentials: _Optional[_Iterable[_Union[ScramCredentialInfo, _Mapping]]] = ...) -> None: ...
+
+class ScramCredentialInfo(_message.Message):
+    __slots__ = ("mechanism", "iterations")
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    mechanism: str
+    iterations: int
+    def __init__(self, mechanism: _Optional[str] = ..., iterations: _Optional[int] = ...) -> None: ...
+
+class CreateAclsRequest(_message.Message):
+    __slots__ = ("creations",)
+    CREATIONS_FIELD_NUMBER: _ClassVar[int]
+    creations: _containers.RepeatedCompositeFieldContainer[_common_pb2.AclBinding]
+    def __init__(self, creations: _Optional[_Iterable[_Union[_common_pb2.AclBinding, _Mapping]]] = ...) -> None: ...
+
+class CreateAclsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[_common_pb2.Error]
+    def __init__(self, results: _Optional[_Iterable[_Union[_common_pb2.Error, _Mapping]]] = ...) -> None: ...
+
+class DescribeAclsRequest(_message.Message):
+    __slots__ = ("filter",)
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    filter: _common_pb2.AclBinding
+    def __init__(self, filter: _Optional[_Union[_common_pb2.AclBinding, _Mapping]] = ...) -> None: ...
+
+class DescribeAclsResponse(_message.Message):
+    __slots__ = ("acls",)
+    ACLS_FIELD_NUMBER: _ClassVar[int]
+    acls: _containers.RepeatedCompositeFieldContainer[_common_pb2.AclBinding]
+    def __init__(self, acls: _Optional[_Iterable[_Union[_common_pb2.AclBinding, _Mapping]]] = ...) -> None: ...
+
+class DeleteAclsRequest(_message.Message):
+    __slots__ = ("filters",)
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    filters: _containers.RepeatedCompositeFieldContainer[_common_pb2.AclBinding]
+    def __init__(self, filters: _Optional[_Iterable[_Union[_common_pb2.AclBinding, _Mapping]]] = ...) -> None: ...
+
+class DeleteAclsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[DeleteAclsResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[DeleteAclsResult, _Mapping]]] = ...) -> None: ...
+
+class DeleteAclsResult(_message.Message):
+    __slots__ = ("error", "removed")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    error: _common_pb2.Error
+    removed: _containers.RepeatedCompositeFieldContainer[_common_pb2.AclBinding]
+    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., removed: _Optional[_Iterable[_Union[_common_pb2.AclBinding, _Mapping]]] = ...) -> None: ...
+
 class AddControllerRequest(_message.Message):
     __slots__ = ("controller",)
     CONTROLLER_FIELD_NUMBER: _ClassVar[int]

@@ -245,6 +245,31 @@ class ControllerStub:
                 request_serializer=lanes_dot_v1_dot_controller__pb2.RemoveControllerRequest.SerializeToString,
                 response_deserializer=lanes_dot_v1_dot_controller__pb2.ChangeControllersResponse.FromString,
                 _registered_method=True)
+        self.AlterUserScramCredentials = channel.unary_unary(
+                '/lanes.v1.Controller/AlterUserScramCredentials',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
+                _registered_method=True)
+        self.DescribeUserScramCredentials = channel.unary_unary(
+                '/lanes.v1.Controller/DescribeUserScramCredentials',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.FromString,
+                _registered_method=True)
+        self.CreateAcls = channel.unary_unary(
+                '/lanes.v1.Controller/CreateAcls',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.CreateAclsRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.CreateAclsResponse.FromString,
+                _registered_method=True)
+        self.DescribeAcls = channel.unary_unary(
+                '/lanes.v1.Controller/DescribeAcls',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.DescribeAclsRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteAcls = channel.unary_unary(
+                '/lanes.v1.Controller/DeleteAcls',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -370,6 +395,41 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterUserScramCredentials(self, request, context):
+        """Create, change or remove users' password credentials (Kafka's AlterUserScramCredentials).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeUserScramCredentials(self, request, context):
+        """Users and their credentials' mechanisms and iterations (never salts or keys).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateAcls(self, request, context):
+        """Add ACLs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeAcls(self, request, context):
+        """The ACLs matching a filter.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAcls(self, request, context):
+        """Remove the ACLs matching filters.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -457,6 +517,31 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.RemoveController,
                     request_deserializer=lanes_dot_v1_dot_controller__pb2.RemoveControllerRequest.FromString,
                     response_serializer=lanes_dot_v1_dot_controller__pb2.ChangeControllersResponse.SerializeToString,
+            ),
+            'AlterUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterUserScramCredentials,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.AlterUserScramCredentialsRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.AlterUserScramCredentialsResponse.SerializeToString,
+            ),
+            'DescribeUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeUserScramCredentials,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.SerializeToString,
+            ),
+            'CreateAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAcls,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.CreateAclsRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.CreateAclsResponse.SerializeToString,
+            ),
+            'DescribeAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAcls,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.DescribeAclsRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.DescribeAclsResponse.SerializeToString,
+            ),
+            'DeleteAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAcls,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.DeleteAclsRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.DeleteAclsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -919,6 +1004,141 @@ class Controller:
             '/lanes.v1.Controller/RemoveController',
             lanes_dot_v1_dot_controller__pb2.RemoveControllerRequest.SerializeToString,
             lanes_dot_v1_dot_controller__pb2.ChangeControllersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.Controller/AlterUserScramCredentials',
+            lanes_dot_v1_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.Controller/DescribeUserScramCredentials',
+            lanes_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.Controller/CreateAcls',
+            lanes_dot_v1_dot_controller__pb2.CreateAclsRequest.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.CreateAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.Controller/DescribeAcls',
+            lanes_dot_v1_dot_controller__pb2.DescribeAclsRequest.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.Controller/DeleteAcls',
+            lanes_dot_v1_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
             options,
             channel_credentials,
             insecure,

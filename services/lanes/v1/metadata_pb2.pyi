@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class MetadataRecord(_message.Message):
-    __slots__ = ("cluster_created", "broker_registered", "broker_fenced", "broker_unfenced", "broker_unregistered", "topic_created", "partition", "partition_change", "topic_deleted", "config", "coordinator_registered", "coordinator_fenced", "shard_assigned", "producer_ids")
+    __slots__ = ("cluster_created", "broker_registered", "broker_fenced", "broker_unfenced", "broker_unregistered", "topic_created", "partition", "partition_change", "topic_deleted", "config", "coordinator_registered", "coordinator_fenced", "shard_assigned", "producer_ids", "user_scram_credential", "user_scram_credential_removed", "acl", "acl_removed", "controller_registered")
     CLUSTER_CREATED_FIELD_NUMBER: _ClassVar[int]
     BROKER_REGISTERED_FIELD_NUMBER: _ClassVar[int]
     BROKER_FENCED_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +23,11 @@ class MetadataRecord(_message.Message):
     COORDINATOR_FENCED_FIELD_NUMBER: _ClassVar[int]
     SHARD_ASSIGNED_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_IDS_FIELD_NUMBER: _ClassVar[int]
+    USER_SCRAM_CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
+    USER_SCRAM_CREDENTIAL_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    ACL_FIELD_NUMBER: _ClassVar[int]
+    ACL_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_REGISTERED_FIELD_NUMBER: _ClassVar[int]
     cluster_created: ClusterCreatedRecord
     broker_registered: BrokerRegisteredRecord
     broker_fenced: BrokerFencedRecord
@@ -37,7 +42,12 @@ class MetadataRecord(_message.Message):
     coordinator_fenced: CoordinatorFencedRecord
     shard_assigned: ShardAssignedRecord
     producer_ids: ProducerIdsRecord
-    def __init__(self, cluster_created: _Optional[_Union[ClusterCreatedRecord, _Mapping]] = ..., broker_registered: _Optional[_Union[BrokerRegisteredRecord, _Mapping]] = ..., broker_fenced: _Optional[_Union[BrokerFencedRecord, _Mapping]] = ..., broker_unfenced: _Optional[_Union[BrokerUnfencedRecord, _Mapping]] = ..., broker_unregistered: _Optional[_Union[BrokerUnregisteredRecord, _Mapping]] = ..., topic_created: _Optional[_Union[TopicCreatedRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeletedRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ..., coordinator_registered: _Optional[_Union[CoordinatorRegisteredRecord, _Mapping]] = ..., coordinator_fenced: _Optional[_Union[CoordinatorFencedRecord, _Mapping]] = ..., shard_assigned: _Optional[_Union[ShardAssignedRecord, _Mapping]] = ..., producer_ids: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ...) -> None: ...
+    user_scram_credential: UserScramCredentialRecord
+    user_scram_credential_removed: UserScramCredentialRemovedRecord
+    acl: AclRecord
+    acl_removed: AclRemovedRecord
+    controller_registered: ControllerRegisteredRecord
+    def __init__(self, cluster_created: _Optional[_Union[ClusterCreatedRecord, _Mapping]] = ..., broker_registered: _Optional[_Union[BrokerRegisteredRecord, _Mapping]] = ..., broker_fenced: _Optional[_Union[BrokerFencedRecord, _Mapping]] = ..., broker_unfenced: _Optional[_Union[BrokerUnfencedRecord, _Mapping]] = ..., broker_unregistered: _Optional[_Union[BrokerUnregisteredRecord, _Mapping]] = ..., topic_created: _Optional[_Union[TopicCreatedRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeletedRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ..., coordinator_registered: _Optional[_Union[CoordinatorRegisteredRecord, _Mapping]] = ..., coordinator_fenced: _Optional[_Union[CoordinatorFencedRecord, _Mapping]] = ..., shard_assigned: _Optional[_Union[ShardAssignedRecord, _Mapping]] = ..., producer_ids: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ..., user_scram_credential: _Optional[_Union[UserScramCredentialRecord, _Mapping]] = ..., user_scram_credential_removed: _Optional[_Union[UserScramCredentialRemovedRecord, _Mapping]] = ..., acl: _Optional[_Union[AclRecord, _Mapping]] = ..., acl_removed: _Optional[_Union[AclRemovedRecord, _Mapping]] = ..., controller_registered: _Optional[_Union[ControllerRegisteredRecord, _Mapping]] = ...) -> None: ...
 
 class ClusterCreatedRecord(_message.Message):
     __slots__ = ("cluster_id", "created_ms")
@@ -204,3 +214,45 @@ class ProducerIdsRecord(_message.Message):
     node_epoch: int
     next_producer_id: int
     def __init__(self, node_id: _Optional[int] = ..., node_epoch: _Optional[int] = ..., next_producer_id: _Optional[int] = ...) -> None: ...
+
+class UserScramCredentialRecord(_message.Message):
+    __slots__ = ("name", "mechanism", "salt", "iterations", "stored_key", "server_key")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    SALT_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    STORED_KEY_FIELD_NUMBER: _ClassVar[int]
+    SERVER_KEY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    mechanism: str
+    salt: bytes
+    iterations: int
+    stored_key: bytes
+    server_key: bytes
+    def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[str] = ..., salt: _Optional[bytes] = ..., iterations: _Optional[int] = ..., stored_key: _Optional[bytes] = ..., server_key: _Optional[bytes] = ...) -> None: ...
+
+class UserScramCredentialRemovedRecord(_message.Message):
+    __slots__ = ("name", "mechanism")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    mechanism: str
+    def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[str] = ...) -> None: ...
+
+class AclRecord(_message.Message):
+    __slots__ = ("binding",)
+    BINDING_FIELD_NUMBER: _ClassVar[int]
+    binding: _common_pb2.AclBinding
+    def __init__(self, binding: _Optional[_Union[_common_pb2.AclBinding, _Mapping]] = ...) -> None: ...
+
+class AclRemovedRecord(_message.Message):
+    __slots__ = ("binding",)
+    BINDING_FIELD_NUMBER: _ClassVar[int]
+    binding: _common_pb2.AclBinding
+    def __init__(self, binding: _Optional[_Union[_common_pb2.AclBinding, _Mapping]] = ...) -> None: ...
+
+class ControllerRegisteredRecord(_message.Message):
+    __slots__ = ("endpoint",)
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    endpoint: _common_pb2.Node
+    def __init__(self, endpoint: _Optional[_Union[_common_pb2.Node, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,228 @@
+"""``lanes users set-password|delete|list`` and ``lanes acls create|list|delete``: who may use the
+cluster, and what each principal may do (Kafka's ``kafka-configs --add-config SCRAM-...`` and
+``kafka-acls``). They need a cluster started with ``--auth required`` and a super user (``lanes up``
+makes ``admin`` one and gives its password to every ``lanes`` command through cluster.json).
+
+A password is read from ``--password-file``, else from standard input (never from the command
+line, where ``ps`` shows it); it is salted on this machine: only its SCRAM keys reach the cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from pathlib import Path
+from typing import Any
+
+from lanes.cli.common import add_command, add_group, admin_for, emit, table
+from lanes.cli.values import UsageError
+from lanes.security.acls import WILDCARD, AclBinding, Operation, PatternType, Permission, ResourceType
+
+_OPERATIONS = [op.name.lower().replace("_", "-") for op in Operation if op is not Operation.ANY]
+
+
+def _password(options: argparse.Namespace) -> str:
+    if options.password_file is not None:
+        return Path(options.password_file).read_text().strip()
+    if sys.stdin.isatty():
+        first = getpass.getpass(f"password for {options.user}: ")
+        if first != getpass.getpass("again: "):
+            raise UsageError("the two passwords differ")
+        return first
+    return sys.stdin.readline().strip()
+
+
+def set_password(options: argparse.Namespace) -> None:
+    password = _password(options)
+    if not password:
+        raise UsageError("the password is empty")
+    with admin_for(options) as admin:
+        admin.set_user_password(options.user, password, mechanism=options.mechanism)
+    emit(options, {"user": options.user, "mechanism": options.mechanism}, lambda d: f"password of {d['user']} set")
+
+
+def delete_user(options: argparse.Namespace) -> None:
+    with admin_for(options) as admin:
+        admin.delete_user(options.user)
+    emit(options, {"user": options.user}, lambda d: f"user {d['user']} deleted (its ACLs stay: lanes acls delete)")
+
+
+def list_users(options: argparse.Namespace) -> None:
+    with admin_for(options) as admin:
+        users = admin.describe_users()
+    document = [{"user": u.name, "mechanisms": list(u.mechanisms), "iterations": list(u.iterations)} for u in users]
+    emit(
+        options, document, lambda d: table([(u["user"], ", ".join(u["mechanisms"])) for u in d], ["user", "mechanisms"])
+    )
+
+
+def _resource(options: argparse.Namespace, *, for_filter: bool) -> tuple[ResourceType, str]:
+    named = [
+        (kind, name)
+        for kind, name in (
+            (ResourceType.TOPIC, options.topic),
+            (ResourceType.GROUP, options.group),
+            (ResourceType.TRANSACTIONAL_ID, options.transactional_id),
+        )
+        if name is not None
+    ]
+    if options.cluster:
+        named.append((ResourceType.CLUSTER, "kafka-cluster"))
+    if len(named) > 1 or (not named and not for_filter):
+        raise UsageError("name one resource: --topic, --group, --transactional-id or --cluster")
+    return named[0] if named else (ResourceType.ANY, "")
+
+
+def _principal(name: str | None) -> str:
+    if name is None:
+        return ""
+    return name if name.startswith("User:") else f"User:{name}"
+
+
+def _filter(options: argparse.Namespace) -> AclBinding:
+    resource_type, name = _resource(options, for_filter=True)
+    return AclBinding(
+        resource_type,
+        name,
+        PatternType.PREFIXED if options.prefixed else (PatternType.LITERAL if name else PatternType.ANY),
+        _principal(options.principal),
+        options.host or "",
+        Operation[options.operation.upper().replace("-", "_")] if options.operation else Operation.ANY,
+        Permission.DENY if options.deny else (Permission.ALLOW if options.allow else Permission.ANY),
+    )
+
+
+def _acl_document(acl: AclBinding) -> dict[str, Any]:
+    return {
+        "principal": acl.principal,
+        "permission": acl.permission.name.lower(),
+        "operation": acl.operation.name.lower().replace("_", "-"),
+        "resource_type": acl.resource_type.name.lower(),
+        "resource": acl.resource_name,
+        "pattern": acl.pattern_type.name.lower(),
+        "host": acl.host,
+    }
+
+
+def _render_acls(document: list[dict[str, Any]]) -> str:
+    rows = [
+        (a["principal"], a["permission"], a["operation"], a["resource_type"], a["resource"], a["pattern"], a["host"])
+        for a in document
+    ]
+    return table(rows, ["principal", "permission", "operation", "type", "resource", "pattern", "host"])
+
+
+def create_acls(options: argparse.Namespace) -> None:
+    resource_type, name = _resource(options, for_filter=False)
+    acls = [
+        AclBinding(
+            resource_type,
+            name,
+            PatternType.PREFIXED if options.prefixed else PatternType.LITERAL,
+            _principal(options.principal),
+            options.host or WILDCARD,
+            Operation[operation.upper().replace("-", "_")],
+            Permission.DENY if options.deny else Permission.ALLOW,
+        )
+        for operation in options.operation
+    ]
+    with admin_for(options) as admin:
+        admin.create_acls(acls)
+    emit(options, [_acl_document(a) for a in acls], _render_acls)
+
+
+def list_acls(options: argparse.Namespace) -> None:
+    with admin_for(options) as admin:
+        acls = admin.describe_acls(_filter(options))
+    emit(options, [_acl_document(a) for a in acls], _render_acls)
+
+
+def delete_acls(options: argparse.Namespace) -> None:
+    acl_filter = _filter(options)
+    if acl_filter == AclBinding(ResourceType.ANY, "", PatternType.ANY, "", "", Operation.ANY, Permission.ANY) and not (
+        options.all
+    ):
+        raise UsageError("this would delete every ACL: name what to delete, or give --all")
+    with admin_for(options) as admin:
+        removed = admin.delete_acls([acl_filter])
+    emit(options, [_acl_document(a) for a in removed], _render_acls)
+
+
+def _resource_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--topic", metavar="NAME", help="a topic ('*': every topic)")
+    parser.add_argument("--group", metavar="ID", help="a consumer group ('*': every group)")
+    parser.add_argument("--transactional-id", metavar="ID", help="a transactional id")
+    parser.add_argument("--cluster", action="store_true", help="the cluster itself")
+    parser.add_argument("--prefixed", action="store_true", help="the name is a prefix: every resource starting with it")
+    parser.add_argument("--host", metavar="IP", help="the caller's IP address (default: any)")
+    parser.add_argument("--deny", action="store_true", help="deny (a deny wins over every allow)")
+
+
+def register(commands: Any) -> None:
+    """Add ``users`` and ``acls`` to the ``lanes`` parser."""
+    users = add_group(commands, "users", "create users, set their passwords, delete and list them")
+    parser = add_command(
+        users,
+        "set-password",
+        summary="create a user, or change its password (read from --password-file or standard input)",
+        examples="""
+lanes users set-password alice                              # asks twice
+lanes users set-password alice --password-file alice.pass
+printf '%s' "$PASSWORD" | lanes users set-password ci-bot""",
+        run=set_password,
+    )
+    parser.add_argument("user", metavar="USER")
+    parser.add_argument("--password-file", metavar="FILE", help="read the password from FILE")
+    parser.add_argument(
+        "--mechanism", choices=["SCRAM-SHA-256", "SCRAM-SHA-512"], default="SCRAM-SHA-256", help="default SCRAM-SHA-256"
+    )
+    parser = add_command(
+        users, "delete", summary="delete a user's credentials", examples="lanes users delete alice", run=delete_user
+    )
+    parser.add_argument("user", metavar="USER")
+    add_command(users, "list", summary="list users and their mechanisms", examples="lanes users list", run=list_users)
+
+    acls = add_group(commands, "acls", "grant, list and revoke what principals may do (Kafka's ACLs)")
+    parser = add_command(
+        acls,
+        "create",
+        summary="allow (or with --deny, deny) a principal operations on a resource",
+        examples="""
+lanes acls create --principal alice --operation read --topic orders
+lanes acls create --principal alice --operation read --group billing- --prefixed
+lanes acls create --principal bob --operation write --operation describe --topic team- --prefixed
+lanes acls create --principal bob --operation write --topic team-secret --deny""",
+        run=create_acls,
+    )
+    parser.add_argument(
+        "--principal", required=True, metavar="USER", help="a user ('alice' or 'User:alice'; 'User:*': all)"
+    )
+    parser.add_argument(
+        "--operation",
+        action="append",
+        required=True,
+        choices=_OPERATIONS,
+        metavar="OP",
+        help=f"repeatable: {', '.join(_OPERATIONS)}",
+    )
+    _resource_options(parser)
+    for name, summary, run in (
+        ("list", "list the ACLs matching what is named (nothing named: all)", list_acls),
+        ("delete", "delete the ACLs matching what is named", delete_acls),
+    ):
+        parser = add_command(
+            acls,
+            name,
+            summary=summary,
+            examples=f"""
+lanes acls {name} --principal alice
+lanes acls {name} --topic orders --operation read""",
+            run=run,
+        )
+        parser.add_argument("--principal", metavar="USER", help="only this principal's")
+        parser.add_argument("--operation", choices=_OPERATIONS, metavar="OP", help="only this operation's")
+        parser.add_argument("--allow", action="store_true", help="only ALLOW ACLs")
+        _resource_options(parser)
+        if name == "delete":
+            parser.add_argument("--all", action="store_true", help="allow deleting every ACL")

@@ -1,0 +1,268 @@
+"""Which ACL each RPC of each Lanes service needs: one table, ``RULES``, that the guard
+(``lanes.runtime.guard``) applies to every call, as Kafka's ``KafkaApis`` authorizes each request.
+
+A rule says what a call needs, from its request:
+
+- ``needs``: (operation, resource type, name) triples that must all be allowed, else the call
+  ends with PERMISSION_DENIED naming the first refused one (a whole-call refusal: the request is
+  about that resource, or about the cluster);
+- ``per_topic`` (Produce, ProduceStream, Fetch): the operation each named topic needs; topics
+  refused are taken out of the request and answered with TOPIC_AUTHORIZATION_FAILED per
+  partition, as Kafka does, so a producer writing two topics on one broker keeps the one it may;
+- ``trim``: what the answer may show (Metadata, DescribeTopics, ListGroups): resources the
+  caller may not DESCRIBE are left out of listings, and named ones answered as refused, so a
+  caller learns nothing of topics and groups it may not see.
+
+The cluster's own nodes (their certificates) and super users pass every rule. A method missing
+from ``RULES`` is refused to everyone else: a new RPC stays closed until it has a rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from lanes.errors import ErrorCode
+from lanes.metadata.image import MetadataImage
+from lanes.rpc.wire import wire_error
+from lanes.security.acls import CLUSTER_NAME, Authorizer, Operation, ResourceType
+from lanes.v1 import broker_pb2, common_pb2, controller_pb2, coordinator_pb2
+
+#: (operation, resource type, resource name): one permission a call needs.
+Need = tuple[Operation, ResourceType, str]
+
+TOPIC = ResourceType.TOPIC
+GROUP = ResourceType.GROUP
+CLUSTER = ResourceType.CLUSTER
+
+
+@dataclass(frozen=True)
+class Access:
+    """One call's caller, as rules ask about it."""
+
+    principal: str
+    host: str
+    authorizer: Authorizer
+    image: MetadataImage
+
+    def allows(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        """Whether the caller may do ``operation`` on the resource."""
+        return self.authorizer.allows(self.principal, self.host, operation, resource_type, name)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one RPC needs (see the module docstring)."""
+
+    needs: Callable[[Any, Access], Iterable[Need]] = lambda request, access: ()
+    per_topic: Operation | None = None
+    trim: Callable[[Any, Any, Access], None] | None = None
+
+
+def refusal_code(resource_type: ResourceType) -> ErrorCode:
+    """The error a refusal of a resource of this type is reported with."""
+    return {
+        TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    }.get(resource_type, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+
+
+def first_refused(needs: Iterable[Need], access: Access) -> Need | None:
+    """The first of ``needs`` the caller is not allowed; None when all are."""
+    return next((need for need in needs if not access.allows(*need)), None)
+
+
+def _cluster(operation: Operation) -> Callable[[Any, Access], Iterable[Need]]:
+    return lambda request, access: [(operation, CLUSTER, CLUSTER_NAME)]
+
+
+def _topics(operation: Operation, names: Callable[[Any], Iterable[str]]) -> Callable[[Any, Access], Iterable[Need]]:
+    return lambda request, access: [(operation, TOPIC, name) for name in dict.fromkeys(names(request))]
+
+
+def _group(operation: Operation, *, topics: Operation | None = None) -> Callable[[Any, Access], Iterable[Need]]:
+    """``operation`` on the request's ``group_id``, and ``topics`` on each topic its
+    ``topics``/``partitions`` name."""
+
+    def needs(request: Any, access: Access) -> Iterator[Need]:
+        yield operation, GROUP, request.group_id
+        if topics is not None:
+            entries = request.topics if hasattr(request, "topics") else request.partitions
+            for name in dict.fromkeys(entry.topic for entry in entries):
+                yield topics, TOPIC, name
+
+    return needs
+
+
+def _groups(operation: Operation) -> Callable[[Any, Access], Iterable[Need]]:
+    return lambda request, access: [(operation, GROUP, group_id) for group_id in dict.fromkeys(request.group_ids)]
+
+
+def _create_topics(request: controller_pb2.CreateTopicsRequest, access: Access) -> Iterator[Need]:
+    """CREATE on the cluster, or else on each topic name (Kafka allows either)."""
+    if access.allows(Operation.CREATE, CLUSTER, CLUSTER_NAME):
+        return
+    for topic in request.topics:
+        yield Operation.CREATE, TOPIC, topic.name
+
+
+def _delete_topics(request: controller_pb2.DeleteTopicsRequest, access: Access) -> Iterator[Need]:
+    for name in request.names:
+        yield Operation.DELETE, TOPIC, name
+    for topic_id in request.topic_ids:
+        topic = access.image.topics.get(topic_id)
+        yield Operation.DELETE, TOPIC, topic.name if topic is not None else f"<topic id {topic_id}>"
+
+
+def _configs(topic_operation: Operation) -> Callable[[Any, Access], Iterable[Need]]:
+    def needs(request: Any, access: Access) -> Iterator[Need]:
+        for resource in request.resources:
+            if resource.resource_type == common_pb2.CONFIG_RESOURCE_TYPE_TOPIC:
+                yield topic_operation, TOPIC, resource.resource_name
+            else:
+                yield topic_operation, CLUSTER, CLUSTER_NAME
+
+    return needs
+
+
+def _init_producer_id(request: broker_pb2.InitProducerIdRequest, access: Access) -> Iterator[Need]:
+    """A transactional producer needs WRITE on its transactional id; an idempotent one
+    IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679)."""
+    if request.transactional_id:
+        yield Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    elif not access.authorizer.allows_any(access.principal, access.host, Operation.WRITE, TOPIC):
+        yield Operation.IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME
+
+
+def _offset_for_leader_epoch(request: broker_pb2.OffsetForLeaderEpochRequest, access: Access) -> Iterator[Need]:
+    """A follower's (replica id set) is the cluster's work; a consumer's needs DESCRIBE."""
+    if request.replica_id >= 0:
+        yield Operation.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME
+        return
+    for name in dict.fromkeys(topic.topic for topic in request.topics):
+        yield Operation.DESCRIBE, TOPIC, name
+
+
+def _trim_topics(request: Any, response: Any, access: Access) -> None:
+    """Listed topics the caller may not DESCRIBE are left out; named ones answered as refused."""
+    named: set[str] = set(getattr(request, "topics", None) or getattr(request, "names", None) or ())
+    kept = []
+    for topic in response.topics:
+        if access.allows(Operation.DESCRIBE, TOPIC, topic.name):
+            kept.append(topic)
+        elif topic.name in named:
+            kept.append(
+                type(topic)(
+                    name=topic.name,
+                    error=wire_error(
+                        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        f"{access.principal} may not DESCRIBE topic {topic.name!r}",
+                    ),
+                )
+            )
+    del response.topics[:]
+    response.topics.extend(kept)
+
+
+def _trim_groups(request: coordinator_pb2.ListGroupsRequest, response: Any, access: Access) -> None:
+    kept = [group for group in response.groups if access.allows(Operation.DESCRIBE, GROUP, group.group_id)]
+    del response.groups[:]
+    response.groups.extend(kept)
+
+
+def _method(service: str, name: str) -> str:
+    return f"/lanes.v1.{service}/{name}"
+
+
+_CLUSTER_ACTION = Rule(_cluster(Operation.CLUSTER_ACTION))
+
+#: Full method name -> what it needs.
+RULES: dict[str, Rule] = {
+    # Broker
+    _method("Broker", "Metadata"): Rule(trim=_trim_topics),
+    _method("Broker", "Produce"): Rule(per_topic=Operation.WRITE),
+    _method("Broker", "ProduceStream"): Rule(per_topic=Operation.WRITE),
+    _method("Broker", "Fetch"): Rule(per_topic=Operation.READ),
+    _method("Broker", "ListOffsets"): Rule(_topics(Operation.DESCRIBE, lambda r: (t.topic for t in r.topics))),
+    _method("Broker", "ReplicaFetch"): _CLUSTER_ACTION,
+    _method("Broker", "OffsetForLeaderEpoch"): Rule(_offset_for_leader_epoch),
+    _method("Broker", "DeleteRecords"): Rule(_topics(Operation.DELETE, lambda r: (t.topic for t in r.topics))),
+    _method("Broker", "InitProducerId"): Rule(_init_producer_id),
+    _method("Broker", "DescribeLogs"): Rule(_cluster(Operation.DESCRIBE)),
+    # Controller
+    _method("ControllerQuorum", "Send"): _CLUSTER_ACTION,
+    _method("ControllerQuorum", "DescribeQuorum"): Rule(_cluster(Operation.DESCRIBE)),
+    _method("Controller", "RegisterBroker"): _CLUSTER_ACTION,
+    _method("Controller", "BrokerHeartbeat"): _CLUSTER_ACTION,
+    _method("Controller", "WatchMetadata"): _CLUSTER_ACTION,  # it carries users' stored keys
+    _method("Controller", "CreateTopics"): Rule(_create_topics),
+    _method("Controller", "DeleteTopics"): Rule(_delete_topics),
+    _method("Controller", "CreatePartitions"): Rule(_topics(Operation.ALTER, lambda r: (t.name for t in r.topics))),
+    _method("Controller", "DescribeTopics"): Rule(trim=_trim_topics),
+    _method("Controller", "DescribeCluster"): Rule(_cluster(Operation.DESCRIBE)),
+    _method("Controller", "AlterConfigs"): Rule(_configs(Operation.ALTER_CONFIGS)),
+    _method("Controller", "DescribeConfigs"): Rule(_configs(Operation.DESCRIBE_CONFIGS)),
+    _method("Controller", "AlterPartition"): _CLUSTER_ACTION,
+    _method("Controller", "ElectLeaders"): Rule(_cluster(Operation.ALTER)),
+    _method("Controller", "RegisterCoordinator"): _CLUSTER_ACTION,
+    _method("Controller", "CoordinatorHeartbeat"): _CLUSTER_ACTION,
+    _method("Controller", "AllocateProducerIds"): _CLUSTER_ACTION,
+    _method("Controller", "AddController"): Rule(_cluster(Operation.ALTER)),
+    _method("Controller", "RemoveController"): Rule(_cluster(Operation.ALTER)),
+    _method("Controller", "AlterUserScramCredentials"): Rule(_cluster(Operation.ALTER)),
+    _method("Controller", "DescribeUserScramCredentials"): Rule(_cluster(Operation.DESCRIBE)),
+    _method("Controller", "CreateAcls"): Rule(_cluster(Operation.ALTER)),
+    _method("Controller", "DescribeAcls"): Rule(_cluster(Operation.DESCRIBE)),
+    _method("Controller", "DeleteAcls"): Rule(_cluster(Operation.ALTER)),
+    # GroupCoordinator
+    _method("GroupCoordinator", "FindCoordinator"): Rule(_groups(Operation.DESCRIBE)),
+    _method("GroupCoordinator", "Heartbeat"): Rule(_group(Operation.READ)),
+    _method("GroupCoordinator", "LeaveGroup"): Rule(_group(Operation.READ)),
+    _method("GroupCoordinator", "CommitOffsets"): Rule(_group(Operation.READ, topics=Operation.READ)),
+    _method("GroupCoordinator", "FetchOffsets"): Rule(_group(Operation.DESCRIBE, topics=Operation.DESCRIBE)),
+    _method("GroupCoordinator", "ListGroups"): Rule(trim=_trim_groups),
+    _method("GroupCoordinator", "DescribeGroups"): Rule(_groups(Operation.DESCRIBE)),
+    _method("GroupCoordinator", "DeleteGroups"): Rule(_groups(Operation.DELETE)),
+    _method("GroupCoordinator", "ResetOffsets"): Rule(_group(Operation.READ, topics=Operation.READ)),
+    _method("GroupCoordinator", "DeleteOffsets"): Rule(_group(Operation.DELETE, topics=Operation.READ)),
+    # Reflection lists the services: any authenticated caller may
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": Rule(),
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": Rule(),
+}
+
+
+def split_topics(request: Any, operation: Operation, access: Access) -> list[tuple[str, list[int]]]:
+    """Take the topics the caller may not ``operation`` out of a Produce or Fetch ``request``
+    (in place); return them with their partitions, to be answered as refused."""
+    refused: list[tuple[str, list[int]]] = []
+    kept = []
+    for topic in request.topics:
+        if access.allows(operation, TOPIC, topic.topic):
+            kept.append(topic)
+        else:
+            refused.append((topic.topic, [p.partition for p in topic.partitions]))
+    if refused:
+        del request.topics[:]
+        request.topics.extend(kept)
+    return refused
+
+
+def answer_refused(response: Any, refused: list[tuple[str, list[int]]], operation: Operation, access: Access) -> None:
+    """Add TOPIC_AUTHORIZATION_FAILED answers for ``refused`` partitions to a Produce or Fetch
+    ``response`` (their answers' other fields at their "nothing" values: offsets -1)."""
+    for name, partitions in refused:
+        error = wire_error(
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"{access.principal} may not {operation.name} topic {name!r}"
+        )
+        answered = response.topics.add(topic=name).partitions
+        for partition in partitions:
+            entry = answered.add(partition=partition, error=error)
+            if isinstance(response, broker_pb2.ProduceResponse):
+                entry.base_offset = -1
+                entry.log_append_time_ms = -1
+                entry.log_start_offset = -1
+            else:
+                entry.high_watermark = -1
+                entry.last_stable_offset = -1
+                entry.log_start_offset = -1

@@ -1,0 +1,275 @@
+"""The server interceptor that authenticates every call and authorizes it by ``RULES``
+(``lanes.runtime.access_rules``): one guard, the same in every service (``--auth required``).
+
+Who the caller is (its principal, ``User:<name>``):
+
+1. a username and password in the call's ``authorization`` metadata (``Basic``, over TLS only:
+   clients send them as gRPC call credentials, ``lanes.rpc.credentials``), checked against the
+   user's SCRAM credential in the metadata log (``lanes.security.scram``);
+2. else the common name of the caller's verified client certificate (mutual TLS). A node's
+   certificate (``broker-1``, ``controller-0``, ``coordinator-1``) makes the caller that node:
+   the cluster's own work passes every rule;
+3. else nobody: the call ends with UNAUTHENTICATED, whatever it asked.
+
+Only the health service is open to anyone (probes; it tells nothing but SERVING).
+
+On the internal listener (mutual TLS) the guard admits the cluster's nodes only: a caller
+whose certificate names no node gets PERMISSION_DENIED, whatever it calls.
+
+A checked password is remembered (by a keyed hash, never in clear) for as long as the user's
+credential is the same, so a client's calls after its first cost a dictionary lookup; the
+PBKDF2 of a first check runs on a worker thread, at most ``_CONCURRENT_CHECKS`` at once. An
+unknown user costs the same as a wrong password, so timing does not tell which users exist.
+
+Owned by the service's event loop; the authorizer is rebuilt when the image's ACLs change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import collections
+import hashlib
+import hmac
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, Literal, NoReturn
+
+import grpc
+
+from lanes.metadata.image import MetadataImage
+from lanes.rpc.credentials import AUTHORIZATION_KEY
+from lanes.rpc.tls import caller_identity
+from lanes.rpc.wire import ServicerContext, peer_host
+from lanes.runtime.access_rules import RULES, Access, Rule, answer_refused, first_refused, refusal_code, split_topics
+from lanes.runtime.interceptors import rewrap
+from lanes.security import scram
+from lanes.security.acls import NODE_NAME, Authorizer, user_principal
+
+#: Verified passwords remembered.
+_REMEMBERED = 10_000
+#: PBKDF2 checks running at once (each takes a worker thread for a few milliseconds).
+_CONCURRENT_CHECKS = 2
+_HEALTH_PREFIX = "/grpc.health.v1.Health/"
+
+#: The listener a guard watches: clients', or the nodes' internal one.
+Listener = Literal["client", "internal"]
+
+UNAUTHENTICATED_DETAILS = (
+    "this cluster requires authentication: present a client certificate the cluster's CA signed, or a "
+    "username and password (lanes users create)"
+)
+
+
+class Guard(grpc.aio.ServerInterceptor):
+    """Authenticates and authorizes every call of a server (see the module docstring)."""
+
+    def __init__(
+        self,
+        image: Callable[[], MetadataImage],
+        super_users: Iterable[str],
+        rules: dict[str, Rule] = RULES,
+        *,
+        listener: Listener = "client",
+    ) -> None:
+        self._image = image
+        self._listener = listener
+        self._super_users = frozenset(super_users)
+        self._rules = rules
+        self._authorizer = Authorizer(())
+        self._authorizer_of: tuple[int, int] | None = None
+        self._pepper = os.urandom(32)
+        self._verified: collections.OrderedDict[tuple[str, bytes], bytes] = collections.OrderedDict()
+        self._checks: asyncio.Semaphore | None = None
+        self._decoy = scram.credential(
+            scram.DEFAULT_MECHANISM,
+            os.urandom(scram.MIN_SALT_BYTES),
+            scram.MIN_ITERATIONS,
+            os.urandom(scram.salted_password_bytes(scram.DEFAULT_MECHANISM)),
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # interception
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler = await continuation(handler_call_details)
+        method: str = handler_call_details.method
+        if handler is None or method.startswith(_HEALTH_PREFIX):
+            return handler
+        rule = self._rules.get(method)
+        return rewrap(
+            handler,
+            {
+                "unary_unary": lambda inner: self._unary(inner, rule, method),
+                "unary_stream": lambda inner: self._unary_stream(inner, rule, method),
+                "stream_unary": lambda inner: self._stream_unary(inner, rule, method),
+                "stream_stream": lambda inner: self._stream_stream(inner, rule, method),
+            },
+        )
+
+    def _unary(self, inner: Any, rule: Rule | None, method: str) -> Any:
+        async def unary(request: Any, context: ServicerContext) -> Any:
+            access = await self._admit(request, context, rule, method)
+            if access is None:
+                return await inner(request, context)
+            assert rule is not None
+            refused = split_topics(request, rule.per_topic, access) if rule.per_topic is not None else []
+            response = await inner(request, context)
+            if refused:
+                assert rule.per_topic is not None
+                answer_refused(response, refused, rule.per_topic, access)
+            if rule.trim is not None:
+                rule.trim(request, response, access)
+            return response
+
+        return unary
+
+    def _unary_stream(self, inner: Any, rule: Rule | None, method: str) -> Any:
+        async def unary_stream(request: Any, context: ServicerContext) -> AsyncIterator[Any]:
+            await self._admit(request, context, rule, method)
+            async for response in inner(request, context):
+                yield response
+
+        return unary_stream
+
+    def _stream_unary(self, inner: Any, rule: Rule | None, method: str) -> Any:
+        async def stream_unary(requests: AsyncIterator[Any], context: ServicerContext) -> Any:
+            await self._admit(None, context, rule, method)
+            return await inner(requests, context)
+
+        return stream_unary
+
+    def _stream_stream(self, inner: Any, rule: Rule | None, method: str) -> Any:
+        """Streams are authenticated once, when they open; each request of a per-topic stream
+        (ProduceStream) is authorized with the ACLs in force when it is read."""
+
+        async def stream_stream(requests: AsyncIterator[Any], context: ServicerContext) -> AsyncIterator[Any]:
+            access = await self._admit(None, context, rule, method)
+            operation = rule.per_topic if rule is not None and access is not None else None
+            if operation is None:
+                async for response in inner(requests, context):
+                    yield response
+                return
+            assert access is not None
+            refusals: collections.deque[list[tuple[str, list[int]]]] = collections.deque()
+
+            async def authorized() -> AsyncIterator[Any]:
+                async for request in requests:
+                    refusals.append(split_topics(request, operation, self._access(access.principal, access.host)))
+                    yield request
+
+            async for response in inner(authorized(), context):
+                refused = refusals.popleft()
+                if refused:
+                    answer_refused(response, refused, operation, access)
+                yield response
+
+        return stream_stream
+
+    # -----------------------------------------------------------------------------------------
+    # decisions
+
+    async def _admit(self, request: Any, context: ServicerContext, rule: Rule | None, method: str) -> Access | None:
+        """The caller's access when rules apply to it; None for a node (its calls pass). Ends the
+        call with UNAUTHENTICATED or PERMISSION_DENIED otherwise."""
+        if self._listener == "internal":
+            name = caller_identity(context)
+            if name is None or NODE_NAME.fullmatch(name) is None:
+                await _deny(
+                    context,
+                    f"CLUSTER_AUTHORIZATION_FAILED: this is the internal listener, for the cluster's nodes only; "
+                    f"the caller's certificate names {name or 'nobody'}: use the client listener",
+                )
+            return None
+        principal, node = await self._authenticate(context)
+        if node:
+            return None
+        access = self._access(principal, peer_host(context))
+        if principal in self._super_users:
+            return None
+        if rule is None:
+            await _deny(
+                context, f"CLUSTER_AUTHORIZATION_FAILED: {method} is the cluster's own; {principal} may not call it"
+            )
+        assert rule is not None
+        if request is not None:
+            refused = first_refused(rule.needs(request, access), access)
+            if refused is not None:
+                operation, resource_type, name = refused
+                await _deny(
+                    context,
+                    f"{refusal_code(resource_type).name}: {principal} may not {operation.name} "
+                    f"{resource_type.name.lower()} {name!r}",
+                )
+        return access
+
+    def _access(self, principal: str, host: str) -> Access:
+        image = self._image()
+        key = (id(image), image.acls_offset)
+        if key != self._authorizer_of:
+            self._authorizer = Authorizer(image.acls, self._super_users)
+            self._authorizer_of = key
+        return Access(principal, host, self._authorizer, image)
+
+    async def _authenticate(self, context: ServicerContext) -> tuple[str, bool]:
+        """(principal, whether it is one of the cluster's nodes)."""
+        header = next((value for key, value in context.invocation_metadata() or () if key == AUTHORIZATION_KEY), None)
+        if header is not None:
+            if self._image().last_offset < 0:
+                await context.abort(
+                    grpc.StatusCode.UNAVAILABLE, "this node has not loaded the cluster's users yet: retry shortly"
+                )
+            user, password = _basic_credentials(str(header))
+            if user is None or not await self._password_holds(user, password):
+                await context.abort(
+                    grpc.StatusCode.UNAUTHENTICATED, "SASL_AUTHENTICATION_FAILED: wrong username or password"
+                )
+            assert user is not None
+            return user_principal(user), False
+        name = caller_identity(context)
+        if name is None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_DETAILS)
+        assert name is not None
+        return user_principal(name), NODE_NAME.fullmatch(name) is not None
+
+    async def _password_holds(self, user: str, password: str) -> bool:
+        credentials = self._image().scram_credentials.get(user, {})
+        stored = credentials[min(credentials)] if credentials else self._decoy
+        remembered = (user, hmac.digest(self._pepper, password.encode(), hashlib.sha256))
+        if self._verified.get(remembered) == stored.stored_key and credentials:
+            self._verified.move_to_end(remembered)
+            return True
+        if self._checks is None:
+            self._checks = asyncio.Semaphore(_CONCURRENT_CHECKS)
+        async with self._checks:
+            holds = await asyncio.to_thread(scram.verify, stored, password)
+        if not holds or not credentials:
+            return False
+        self._verified[remembered] = stored.stored_key
+        if len(self._verified) > _REMEMBERED:
+            self._verified.popitem(last=False)
+        return True
+
+
+def _basic_credentials(header: str) -> tuple[str | None, str]:
+    """(user, password) of a ``Basic`` authorization value; (None, "") when it is not one."""
+    scheme, _, encoded = header.partition(" ")
+    if scheme.lower() != "basic":
+        return None, ""
+    try:
+        user, separator, password = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None, ""
+    if not separator or not scram.USER_NAME.fullmatch(user):
+        return None, ""
+    return user, password
+
+
+async def _deny(context: ServicerContext, details: str) -> NoReturn:
+    await context.abort(grpc.StatusCode.PERMISSION_DENIED, details)
+    raise AssertionError("abort raises")

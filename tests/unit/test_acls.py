@@ -1,0 +1,124 @@
+"""The authorizer's decisions (``lanes.security.acls``), as Kafka's StandardAuthorizer makes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from lanes.security.acls import (
+    CLUSTER_NAME,
+    AclBinding,
+    Authorizer,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+
+TOPIC = ResourceType.TOPIC
+
+
+def test_no_acl_means_no():
+    assert not Authorizer([]).allows("User:alice", "10.0.0.1", Operation.READ, TOPIC, "a")
+
+
+def test_super_users_may_do_everything():
+    authorizer = Authorizer([AclBinding.of("admin", "read", topic="a", deny=True)], super_users=["User:admin"])
+    assert authorizer.allows("User:admin", "10.0.0.1", Operation.READ, TOPIC, "a")
+    assert authorizer.allows_any("User:admin", "10.0.0.1", Operation.WRITE, TOPIC)
+
+
+def test_an_allow_covers_its_operation_and_what_it_implies_only():
+    authorizer = Authorizer(
+        [AclBinding.of("alice", "read", topic="a"), AclBinding.of("alice", "alter-configs", topic="a")]
+    )
+    allowed = {
+        op for op in Operation if op is not Operation.ANY if authorizer.allows("User:alice", "h", op, TOPIC, "a")
+    }
+    assert allowed == {Operation.READ, Operation.DESCRIBE, Operation.ALTER_CONFIGS, Operation.DESCRIBE_CONFIGS}
+    assert not authorizer.allows("User:alice", "h", Operation.READ, TOPIC, "b")
+    assert not authorizer.allows("User:bob", "h", Operation.READ, TOPIC, "a")
+    assert not authorizer.allows("User:alice", "h", Operation.READ, ResourceType.GROUP, "a")
+
+
+def test_all_allows_every_operation():
+    authorizer = Authorizer([AclBinding.of("alice", "all", topic="a")])
+    assert all(authorizer.allows("User:alice", "h", op, TOPIC, "a") for op in Operation if op is not Operation.ANY)
+
+
+def test_deny_wins_over_any_allow():
+    authorizer = Authorizer(
+        [
+            AclBinding.of("User:*", "write", topic="*"),
+            AclBinding.of("bob", "all", topic="team-", prefixed=True),
+            AclBinding.of("bob", "write", topic="team-secret", deny=True),
+        ]
+    )
+    assert authorizer.allows("User:bob", "h", Operation.WRITE, TOPIC, "team-x")
+    assert not authorizer.allows("User:bob", "h", Operation.WRITE, TOPIC, "team-secret")
+    assert authorizer.allows("User:bob", "h", Operation.READ, TOPIC, "team-secret"), "the deny names WRITE only"
+    assert authorizer.allows("User:carol", "h", Operation.WRITE, TOPIC, "team-secret"), "the deny names bob only"
+    denied_all = Authorizer(
+        [AclBinding.of("bob", "read", topic="a"), AclBinding.of("bob", "all", topic="a", deny=True)]
+    )
+    assert not denied_all.allows("User:bob", "h", Operation.DESCRIBE, TOPIC, "a")
+
+
+def test_wildcards_prefixes_and_hosts_match_as_kafka():
+    authorizer = Authorizer(
+        [
+            AclBinding.of("User:*", "describe", topic="*"),
+            AclBinding.of("alice", "read", topic="logs.", prefixed=True),
+            AclBinding.of("alice", "write", topic="a", host="10.0.0.1"),
+        ]
+    )
+    assert authorizer.allows("User:anyone", "h", Operation.DESCRIBE, TOPIC, "whatever")
+    assert authorizer.allows("User:alice", "h", Operation.READ, TOPIC, "logs.app")
+    assert not authorizer.allows("User:alice", "h", Operation.READ, TOPIC, "logs"), (
+        "a prefix is not a match of itself minus one"
+    )
+    assert authorizer.allows("User:alice", "10.0.0.1", Operation.WRITE, TOPIC, "a")
+    assert not authorizer.allows("User:alice", "10.0.0.2", Operation.WRITE, TOPIC, "a")
+    assert not authorizer.allows("User:alice", "h", Operation.READ, TOPIC, "*"), "'*' as a name is no wildcard request"
+
+
+def test_allows_any_looks_for_some_allow_of_the_type():
+    authorizer = Authorizer([AclBinding.of("alice", "write", topic="x-", prefixed=True)])
+    assert authorizer.allows_any("User:alice", "h", Operation.WRITE, TOPIC)
+    assert not authorizer.allows_any("User:bob", "h", Operation.WRITE, TOPIC)
+    assert not authorizer.allows_any("User:alice", "h", Operation.WRITE, ResourceType.GROUP)
+
+
+def test_decisions_are_cached_per_authorizer_and_a_new_one_sees_new_acls():
+    acls = [AclBinding.of("alice", "read", topic="a")]
+    before = Authorizer(acls)
+    assert before.allows("User:alice", "h", Operation.READ, TOPIC, "a")
+    after = Authorizer([])
+    assert not after.allows("User:alice", "h", Operation.READ, TOPIC, "a")
+    assert before.allows("User:alice", "h", Operation.READ, TOPIC, "a")
+
+
+def test_bindings_and_filters():
+    acl = AclBinding.of("alice", "read", topic="a")
+    assert acl == AclBinding.from_proto(acl.to_proto())
+    assert acl.problem() is None
+    assert acl.matches(AclBinding(ResourceType.ANY, "", PatternType.ANY, "", "", Operation.ANY, Permission.ANY))
+    assert acl.matches(AclBinding(TOPIC, "a", PatternType.ANY, "User:alice", "", Operation.ANY, Permission.ALLOW))
+    assert not acl.matches(AclBinding(TOPIC, "b", PatternType.ANY, "", "", Operation.ANY, Permission.ANY))
+    assert not acl.matches(AclBinding(TOPIC, "a", PatternType.ANY, "", "", Operation.ANY, Permission.DENY))
+    problems = [
+        AclBinding(TOPIC, "a", PatternType.LITERAL, "alice", "*", Operation.READ, Permission.ALLOW),
+        AclBinding(TOPIC, "", PatternType.LITERAL, "User:alice", "*", Operation.READ, Permission.ALLOW),
+        AclBinding(TOPIC, "a", PatternType.ANY, "User:alice", "*", Operation.READ, Permission.ALLOW),
+        AclBinding(TOPIC, "a", PatternType.LITERAL, "User:alice", "*", Operation.ANY, Permission.ALLOW),
+        AclBinding(
+            ResourceType.CLUSTER, "other", PatternType.LITERAL, "User:a", "*", Operation.ALTER, Permission.ALLOW
+        ),
+        AclBinding(TOPIC, "*", PatternType.PREFIXED, "User:a", "*", Operation.READ, Permission.ALLOW),
+        AclBinding(TOPIC, "x" * 600, PatternType.LITERAL, "User:a", "*", Operation.READ, Permission.ALLOW),
+    ]
+    assert all(problem.problem() is not None for problem in problems)
+    assert AclBinding.of("admin", "alter", cluster=True).resource_name == CLUSTER_NAME
+    with pytest.raises(ValueError, match="one resource"):
+        AclBinding.of("alice", "read", topic="a", group="g")
+    with pytest.raises(ValueError, match="unknown operation"):
+        AclBinding.of("alice", "fly", topic="a")
