@@ -277,7 +277,7 @@ def test_controllers_join_and_leave_the_quorum_under_load(tmp_path: Path) -> Non
         bootstrap, workload = ledger_under_load(cluster)
         try:
             wait_for(lambda: caught_up(cluster), "every controller caught up", timeout_s=60)
-            port = consecutive_free_ports(8)
+            port = consecutive_free_ports(LocalCluster.ports_for(3, 1, 3))  # its client, metrics, internal ports
             cluster.start_controller(3, port=port)
 
             def observed() -> bool:
@@ -289,7 +289,7 @@ def test_controllers_join_and_leave_the_quorum_under_load(tmp_path: Path) -> Non
 
             wait_for(observed, "controller 3 fetching as an observer, caught up", timeout_s=60)
             with lanes.Admin(bootstrap) as admin:
-                voters = admin.add_controller(3, f"127.0.0.1:{port}")
+                voters = admin.add_controller(3, cluster.controller_internal_address(3))
                 assert [v.controller_id for v in voters] == [0, 1, 2, 3]
                 admin.create_topic("after-adding", partitions=1, replication_factor=3)
             wait_for(lambda: _caught_up_voters(cluster), "four voters caught up", timeout_s=60)

@@ -21,6 +21,7 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import descriptor, message_factory
+from grpc_health.v1 import health_pb2
 
 import lanes
 from lanes.errors import AuthenticationError, AuthorizationError, ErrorCode, LanesError
@@ -29,7 +30,7 @@ from lanes.local.cluster import LocalCluster
 from lanes.protocol.records import Record, encode_batch
 from lanes.rpc.tls import TlsFiles
 from lanes.rpc.wire import produce_request
-from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, coordinator_pb2
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, coordinator_pb2, coordinator_pb2_grpc
 from tests.integration.processes import running_cluster
 
 ALICE = lanes.UserPassword("alice", "alice-secret-1")
@@ -166,6 +167,42 @@ def test_every_rpc_of_every_service_refuses_callers_who_are_not_authenticated(cl
         impostor.list_topics()
 
 
+def test_the_clusters_own_rpcs_are_refused_even_to_super_users(cluster: LocalCluster) -> None:
+    """The metadata stream carries users' stored keys, registration makes a node: no ACL grants
+    them and a super user does not pass; only nodes' certificates do. The health check stays open
+    for probes, its Watch stream does not."""
+    tls = _ca_only(cluster)
+    admin = cluster.client_credentials
+    assert admin is not None
+    controller = cluster.controller
+    assert controller is not None
+    credentials = grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(tls.ca_file.read_bytes()), admin.call_credentials()
+    )
+    with grpc.secure_channel(controller.address, credentials) as channel:
+        watch = controller_pb2.DESCRIPTOR.services_by_name["Controller"].methods_by_name["WatchMetadata"]
+        with pytest.raises(grpc.RpcError) as refused:
+            _call(channel, watch)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert "nodes' only" in (refused.value.details() or "")
+    anonymous = grpc.ssl_channel_credentials(tls.ca_file.read_bytes())
+    with grpc.secure_channel(controller.address, anonymous) as channel:
+        check = channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
+        assert check(health_pb2.HealthCheckRequest(), timeout=5).status == health_pb2.HealthCheckResponse.SERVING
+        watch_health = channel.unary_stream(
+            "/grpc.health.v1.Health/Watch",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
+        with pytest.raises(grpc.RpcError) as refused:
+            next(iter(watch_health(health_pb2.HealthCheckRequest(), timeout=5)))
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
 def test_passwords_go_over_tls_only(cluster: LocalCluster) -> None:
     with pytest.raises(ValueError, match="over TLS only"):
         lanes.Producer(_bootstrap(cluster), tls=None, credentials=ALICE).send("a", b"x")
@@ -246,6 +283,23 @@ def test_a_reader_of_topic_a_reads_it_and_nothing_more(cluster: LocalCluster) ->
         ):
             with pytest.raises(AuthorizationError):
                 forbidden()
+    assert _consume(cluster, "b", "readers-of-a", cluster.client_credentials, 10), "the group commits b too"  # type: ignore[arg-type]
+    coordinator = cluster.coordinator_processes[1].address
+    alices = grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(tls.ca_file.read_bytes()), ALICE.call_credentials()
+    )
+    with grpc.secure_channel(coordinator, alices) as channel:
+        stub = coordinator_pb2_grpc.GroupCoordinatorStub(channel)  # type: ignore[no-untyped-call]
+        offsets = stub.FetchOffsets(coordinator_pb2.FetchOffsetsRequest(group_id="readers-of-a"), timeout=10)
+        assert [topic.topic for topic in offsets.topics] == ["a"], "offsets of topics alice may not see are left out"
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.ResetOffsets(
+                coordinator_pb2.ResetOffsetsRequest(
+                    group_id="readers-of-a", to=coordinator_pb2.OffsetResetSpec(earliest=True), dry_run=True
+                ),
+                timeout=10,
+            )
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED, "every committed topic needs READ on '*'"
     broker = cluster.broker_processes[1]
     channel_credentials = grpc.composite_channel_credentials(
         grpc.ssl_channel_credentials(tls.ca_file.read_bytes()), ALICE.call_credentials()

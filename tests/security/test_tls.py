@@ -132,7 +132,8 @@ def test_a_renewed_certificate_is_served_without_a_restart(cluster: LocalCluster
 def test_a_caller_is_only_the_node_its_certificate_names(cluster: LocalCluster) -> None:
     """Before: anyone could register as a broker, fetch as a follower, vote as a controller or
     write ``__consumer_offsets`` with a shard's producer id. Now each such call must come with
-    that node's certificate (``lanes.rpc.tls.check_claim``)."""
+    that node's certificate: the cluster's own RPCs need a node's (``lanes.runtime.guard``), and
+    that node's (``lanes.rpc.tls.check_claim``)."""
     tls = cluster.client_tls
     assert tls is not None
     admin_credentials = tls.channel_credentials()
@@ -142,11 +143,15 @@ def test_a_caller_is_only_the_node_its_certificate_names(cluster: LocalCluster) 
     leader = cluster.broker_processes[1].address
     controller = cluster.controller_addresses.split(",")[0]
     fetch = broker_pb2.ReplicaFetchRequest(replica_id=1, broker_epoch=1, max_wait_ms=0)
-    for credentials in (admin_credentials, broker_2.channel_credentials()):
+    expected = {  # the admin's certificate names no node at all; broker-2's names another one
+        "admin": "for the cluster's nodes only; the caller's certificate names admin",
+        "broker-2": "this call is broker-1's; the caller's certificate names broker-2",
+    }
+    for name, credentials in (("admin", admin_credentials), ("broker-2", broker_2.channel_credentials())):
         with grpc.secure_channel(leader, credentials) as channel, pytest.raises(grpc.RpcError) as denied:
             broker_pb2_grpc.BrokerStub(channel).ReplicaFetch(fetch, timeout=5)  # type: ignore[no-untyped-call]
         assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        assert "broker-1's" in (denied.value.details() or "")
+        assert expected[name] in (denied.value.details() or ""), name
     register = controller_pb2.RegisterBrokerRequest(broker_id=1, incarnation_id="impostor")
     vote = controller_pb2.RaftMessage(sender=0, to=0, epoch=99)
     with grpc.secure_channel(controller, admin_credentials) as channel:

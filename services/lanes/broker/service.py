@@ -629,9 +629,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     partitions=[self._partition_metadata(name, p, fenced) for _, p in sorted(topic.partitions.items())],
                 )
             )
-        active = self.link.controllers.address  # the active one as far as known, where nodes dial it
-        registered = image.controller_at(active)  # clients dial its client listener
+        # clients dial the active controller's client listener, once it registered one; a controller
+        # without an internal listener is dialled where nodes dial it; else port 0: not known yet
+        active = self.link.controllers.address
+        registered = image.controller_at(active)
         host, _, port = (f"{registered.host}:{registered.port}" if registered is not None else active).rpartition(":")
+        if registered is None and any(c.internal_port for c in image.controllers.values()):
+            port = "0"
         return broker_pb2.MetadataResponse(
             cluster_id=image.cluster_id,
             controller=common_pb2.Node(node_id=0, host=host, port=int(port)),

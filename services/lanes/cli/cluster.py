@@ -259,7 +259,9 @@ def register(commands: Any) -> None:
         run=add_controller,
     )
     add_parser.add_argument("id", type=int, help="the controller's node id")
-    add_parser.add_argument("address", help="host:port its peers reach it at")
+    add_parser.add_argument(
+        "address", help="host:port its peers reach it at: its internal listener (--internal-port) when it has one"
+    )
     remove_parser = add_command(
         cluster,
         "remove-controller",

@@ -112,11 +112,9 @@ def resolve_tls(cluster_file: Path = CLUSTER_FILE) -> TlsFiles | None:
 
 def resolve_credentials(cluster_file: Path = CLUSTER_FILE) -> UserPassword | None:
     """The username and password every command gives (see the module docstring for the order)."""
-    name = os.environ.get("LANES_USERNAME")
-    if name:
-        password_file = os.environ.get("LANES_PASSWORD_FILE")
-        password = Path(password_file).read_text().strip() if password_file else os.environ.get("LANES_PASSWORD", "")
-        return UserPassword(name, password)
+    from_environment = UserPassword.from_environment()
+    if from_environment is not None:
+        return from_environment
     if cluster_file.is_file():
         try:
             user = json.loads(cluster_file.read_text()).get("user")

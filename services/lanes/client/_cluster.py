@@ -23,7 +23,7 @@ import grpc
 
 from lanes.errors import ErrorCode, error_for
 from lanes.rpc.channels import ChannelCache
-from lanes.rpc.credentials import UserPassword
+from lanes.rpc.credentials import ClientCredentials, client_credentials
 from lanes.rpc.tls import ClientTls
 from lanes.rpc.wire import security_refusal
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
@@ -47,7 +47,7 @@ class ClusterView:
         bootstrap: Sequence[str],
         request_timeout_s: float,
         tls: ClientTls = "process",
-        credentials: UserPassword | None = None,
+        credentials: ClientCredentials = "process",
     ) -> None:
         if not bootstrap:
             raise ValueError("bootstrap needs at least one host:port")
@@ -64,7 +64,7 @@ class ClusterView:
         self._retired_topic_ids: set[str] = set()  # ids of topics seen deleted and made again
         self.partition_counts: dict[str, int] = {}
         self._timeout_s = request_timeout_s
-        self._channels = ChannelCache(tls=tls, credentials=credentials)
+        self._channels = ChannelCache(tls=tls, credentials=client_credentials(credentials))
 
     def stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         """A broker stub on the (cached) channel to ``address``."""

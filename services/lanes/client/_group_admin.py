@@ -14,7 +14,7 @@ import grpc
 from lanes.client._cluster import ClusterView
 from lanes.client._coordinators import Coordinators
 from lanes.errors import ErrorCode, LanesError, error_for
-from lanes.rpc.credentials import UserPassword
+from lanes.rpc.credentials import ClientCredentials
 from lanes.rpc.tls import ClientTls
 from lanes.rpc.wire import assignment_from_wire, security_refusal, topic_partitions_to_wire
 from lanes.topic_partition import TopicPartition
@@ -127,7 +127,7 @@ class GroupAdmin:
         bootstrap: list[str],
         request_timeout_s: float,
         tls: ClientTls = "process",
-        credentials: UserPassword | None = None,
+        credentials: ClientCredentials = "process",
     ) -> None:
         self._timeout_s = request_timeout_s
         self._cluster = ClusterView(bootstrap, request_timeout_s, tls, credentials)

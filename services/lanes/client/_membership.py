@@ -36,7 +36,7 @@ from lanes.client._cluster import ClusterView
 from lanes.client._coordinators import Coordinators
 from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.errors import ErrorCode, LanesError, error_for
-from lanes.rpc.wire import assignment_from_wire, assignment_to_wire, code_of
+from lanes.rpc.wire import assignment_from_wire, assignment_to_wire, code_of, security_refusal
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
 
@@ -258,7 +258,11 @@ class GroupMembership:
             if not exc.retriable:
                 self.fatal = exc
             return _RETRY_S
-        except grpc.aio.AioRpcError:
+        except grpc.aio.AioRpcError as exc:
+            refused = security_refusal(exc)  # retrying cannot help: poll raises it
+            if refused is not None:
+                self.fatal = refused
+                return _RETRY_S
             self.forget_coordinator()
             return _RETRY_S
         code = code_of(answer.error)

@@ -21,10 +21,10 @@ import grpc
 from lanes.client import _loop
 from lanes.client._group_admin import GroupAdmin, GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
 from lanes.deadline import Backoff, Deadline
-from lanes.errors import ErrorCode, LanesError, error_for
+from lanes.errors import ErrorCode, LanesError, NotControllerError, error_for
 from lanes.rpc.channels import open_channel
 from lanes.rpc.controllers import active_controller_named, is_not_controller
-from lanes.rpc.credentials import UserPassword
+from lanes.rpc.credentials import ClientCredentials, client_credentials
 from lanes.rpc.tls import ClientTls
 from lanes.rpc.wire import security_refusal
 from lanes.security import scram
@@ -178,11 +178,11 @@ class AsyncAdmin:
         *,
         request_timeout_ms: int = 30_000,
         tls: ClientTls = "process",
-        credentials: UserPassword | None = None,
+        credentials: ClientCredentials = "process",
     ) -> None:
         self.bootstrap = [address.strip() for address in bootstrap.split(",") if address.strip()]
         self._tls: ClientTls = tls
-        self._credentials = credentials
+        self._credentials = client_credentials(credentials)
         if not self.bootstrap:
             raise ValueError("bootstrap needs at least one host:port")
         self._timeout_s = request_timeout_ms / 1000
@@ -197,7 +197,11 @@ class AsyncAdmin:
         return self._groups
 
     async def _find_controller(self) -> str:
+        """The active controller's client address, from the first broker that knows it; a retriable
+        NOT_CONTROLLER error while brokers answer without knowing it yet (a controller just took
+        office), BROKER_NOT_AVAILABLE when none answers."""
         problems = []
+        answered = False
         for address in self.bootstrap:
             try:
                 async with open_channel(address, tls=self._tls, credentials=self._credentials) as channel:
@@ -213,6 +217,12 @@ class AsyncAdmin:
                 continue
             if metadata.controller.port:
                 return f"{metadata.controller.host}:{metadata.controller.port}"
+            problems.append(f"{address}: the active controller's client listener is not known yet")
+            answered = True
+        if answered:
+            raise error_for(  # a broker answered: the controller is there, not yet registered
+                ErrorCode.NOT_CONTROLLER, f"no broker knows the active controller yet ({'; '.join(problems)})"
+            )
         raise LanesError(
             f"no broker of {','.join(self.bootstrap)} could name the controller ({'; '.join(problems) or 'unknown'}); "
             "check the bootstrap address and that the cluster is up",
@@ -227,7 +237,13 @@ class AsyncAdmin:
         backoff = Backoff(0.05, 1.0)
         while True:
             if self._controller is None:
-                self._controller = await self._find_controller()
+                try:
+                    self._controller = await self._find_controller()
+                except NotControllerError:
+                    if deadline.expired():
+                        raise
+                    await backoff.pause()
+                    continue
             try:
                 async with open_channel(self._controller, tls=self._tls, credentials=self._credentials) as channel:
                     return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
@@ -596,7 +612,7 @@ class Admin:
         *,
         request_timeout_ms: int = 30_000,
         tls: ClientTls = "process",
-        credentials: UserPassword | None = None,
+        credentials: ClientCredentials = "process",
     ) -> None:
         self._admin = AsyncAdmin(bootstrap, request_timeout_ms=request_timeout_ms, tls=tls, credentials=credentials)
 

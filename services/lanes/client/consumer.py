@@ -39,7 +39,7 @@ from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, LanesError, RetriableError, error_for
 from lanes.protocol.names import validate_group_id, validate_topic_name
-from lanes.rpc.credentials import UserPassword
+from lanes.rpc.credentials import ClientCredentials
 from lanes.rpc.tls import ClientTls
 from lanes.rpc.wire import topic_partitions_to_wire
 from lanes.topic_partition import TopicPartition
@@ -123,7 +123,7 @@ class AsyncConsumer:
         request_timeout_ms: int = 30_000,
         clock: Clock = SYSTEM_CLOCK,
         tls: ClientTls = "process",
-        credentials: UserPassword | None = None,
+        credentials: ClientCredentials = "process",
     ) -> None:
         if auto_offset_reset not in {"earliest", "latest", "none"}:
             raise LanesError("auto_offset_reset must be earliest, latest or none", ErrorCode.INVALID_REQUEST)

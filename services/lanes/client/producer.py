@@ -41,7 +41,7 @@ from lanes.errors import ErrorCode, LanesError, RequestTimedOutError, error_for
 from lanes.protocol.compression import Compression
 from lanes.protocol.partitioner import Partitioner, PartitionerFn
 from lanes.protocol.records import MAX_CACHED_BATCHES
-from lanes.rpc.credentials import UserPassword
+from lanes.rpc.credentials import ClientCredentials
 from lanes.rpc.tls import ClientTls
 from lanes.v1 import common_pb2
 
@@ -96,7 +96,7 @@ class AsyncProducer:
         unknown_topic_wait_ms: int = 2_000,
         clock: Clock = SYSTEM_CLOCK,
         tls: ClientTls = "process",
-        credentials: UserPassword | None = None,
+        credentials: ClientCredentials = "process",
     ) -> None:
         self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
         if str(acks) not in _ACKS:

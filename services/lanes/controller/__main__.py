@@ -39,6 +39,7 @@ from lanes.runtime.server import (
     start_server,
 )
 from lanes.security import scram
+from lanes.security.acls import NODE_NAME
 from lanes.topic_configs import MIN_SEGMENT_BYTES
 from lanes.v1 import common_pb2
 
@@ -122,6 +123,8 @@ def bootstrap_users(options: argparse.Namespace) -> list[tuple[str, scram.ScramC
     problem = scram.credential_problem(
         options.bootstrap_user, scram.DEFAULT_MECHANISM, scram.DEFAULT_ITERATIONS, b"s" * 32
     )
+    if problem is None and NODE_NAME.fullmatch(options.bootstrap_user):
+        problem = f"{options.bootstrap_user!r} is a node's name: a user may not take it"
     if problem is not None or not password:
         raise SystemExit(f"lanes.controller: --bootstrap-user: {problem or 'the password file is empty'}")
     salt = os.urandom(32)

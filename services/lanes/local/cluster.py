@@ -15,8 +15,12 @@ controller: clients find the active one), "controllers": [{"id", "address", "pid
 "address", "pid", "metrics"}], "pid": <supervisor pid>}`` (``metrics``: each process's Prometheus
 endpoint, ``http://<metrics>/metrics``). Brokers listen on ``port_base``, ``port_base + 1``, ...;
 the controllers (ids 0..K-1) on the ports after them; coordinators on the ports after those;
-then, in the same order, each process's metrics endpoint: ``ports_for`` ports from ``port_base``
-in all (gRPC 9092-9098 and metrics 9099-9105 for 3 brokers, 3 controllers and a coordinator).
+then, in the same order, each process's metrics endpoint, then its internal listener (where the
+nodes call each other; ``--voters`` and ``--controller`` name controllers' internal listeners):
+``ports_for`` ports from ``port_base`` in all (clients 9092-9098, metrics 9099-9105 and internal
+9106-9112 for 3 brokers, 3 controllers and a coordinator). With ``tls`` and ``auth`` (what
+``lanes up`` runs), cluster.json also holds ``"tls": {"ca"}`` and ``"user": {"name",
+"password_file"}``: the ``admin`` user, the cluster's super user.
 Coordinators keep no files: groups and offsets live in ``__consumer_offsets``. Starting again on the
 same data directory brings back every topic, record, group and committed offset.
 """
@@ -143,8 +147,8 @@ class LocalCluster:
             f"{self.placed(self.controller_name(i)).host}:{self.controller_port(i)}" for i in range(self.controllers)
         )
 
-    def _controller_internal_address(self, controller_id: int) -> str:
-        """Where nodes dial a controller: its internal listener."""
+    def controller_internal_address(self, controller_id: int) -> str:
+        """Where nodes dial a controller: its internal listener (what ``add_controller`` names)."""
         host = self.placed(self.controller_name(controller_id)).host
         return f"{host}:{self._internal_port(self.controller_port(controller_id))}"
 
@@ -161,7 +165,7 @@ class LocalCluster:
             raise RuntimeError(f"controller {controller_id} is still running (pid {previous.pid})")
         name = self.controller_name(controller_id)
         placed = self.placed(name)
-        voters = ",".join(f"{i}@{self._controller_internal_address(i)}" for i in range(self.controllers))
+        voters = ",".join(f"{i}@{self.controller_internal_address(i)}" for i in range(self.controllers))
         self.controller_processes[controller_id] = start_service(
             "lanes.controller",
             [
@@ -330,7 +334,7 @@ class LocalCluster:
                 f"--{kind}-id",
                 str(node_id),
                 "--controller",
-                ",".join(self._controller_internal_address(i) for i in range(self.controllers)),
+                ",".join(self.controller_internal_address(i) for i in range(self.controllers)),
                 "--host",
                 placed.host,
                 "--port",

@@ -1,6 +1,9 @@
 """A client's username and password, sent with every call as gRPC call credentials.
 
-They travel in the ``authorization`` metadata as HTTP ``Basic`` (what the guard,
+Clients (``Producer``, ``Consumer``, ``Admin``) take ``credentials=``; by default they use the
+environment's (``LANES_USERNAME`` with ``LANES_PASSWORD_FILE`` or ``LANES_PASSWORD``), so Spark
+executors and the operator pick a user up from their pods' Secrets. They travel in the
+``authorization`` metadata as HTTP ``Basic`` (what the guard,
 ``lanes.runtime.guard``, reads) and only over TLS: gRPC refuses call credentials on a plaintext
 channel, and so does ``open_channel``. The cluster checks them against the user's SCRAM
 credential (``lanes users create``).
@@ -9,7 +12,11 @@ credential (``lanes users create``).
 from __future__ import annotations
 
 import base64
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Union
 
 import grpc
 
@@ -28,6 +35,17 @@ class UserPassword:
         if not self.username or ":" in self.username:
             raise ValueError("a username is not empty and has no ':'")
 
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> UserPassword | None:
+        """``LANES_USERNAME`` with ``LANES_PASSWORD_FILE`` (a file holding the password, as a
+        mounted Secret) or ``LANES_PASSWORD``; None when ``LANES_USERNAME`` is unset."""
+        name = environ.get("LANES_USERNAME")
+        if not name:
+            return None
+        password_file = environ.get("LANES_PASSWORD_FILE")
+        password = Path(password_file).read_text().strip() if password_file else environ.get("LANES_PASSWORD", "")
+        return cls(name, password)
+
     def header(self) -> str:
         """The ``authorization`` metadata value."""
         return "Basic " + base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
@@ -35,6 +53,15 @@ class UserPassword:
     def call_credentials(self) -> grpc.CallCredentials:
         """Call credentials adding the header to every call of a channel."""
         return grpc.metadata_call_credentials(_Header(self.header()), name="lanes-user-password")
+
+
+#: What a client is given: a user, "process" for the environment's (``from_environment``), or None.
+ClientCredentials = Union[UserPassword, Literal["process"], None]  # noqa: UP007 - a runtime alias
+
+
+def client_credentials(given: ClientCredentials) -> UserPassword | None:
+    """The user ``given`` names: itself, the environment's for "process", or nobody."""
+    return UserPassword.from_environment() if given == "process" else given
 
 
 class _Header(grpc.AuthMetadataPlugin):

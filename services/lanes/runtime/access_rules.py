@@ -13,8 +13,9 @@ A rule says what a call needs, from its request:
   caller may not DESCRIBE are left out of listings, and named ones answered as refused, so a
   caller learns nothing of topics and groups it may not see.
 
-The cluster's own nodes (their certificates) and super users pass every rule. A method missing
-from ``RULES`` is refused to everyone else: a new RPC stays closed until it has a rule.
+The cluster's own nodes (their certificates) pass every rule, and super users every rule but
+``nodes_only`` ones. A method missing from ``RULES`` is refused to everyone else: a new RPC stays
+closed until it has a rule.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 from lanes.errors import ErrorCode
 from lanes.metadata.image import MetadataImage
 from lanes.rpc.wire import wire_error
-from lanes.security.acls import CLUSTER_NAME, Authorizer, Operation, ResourceType
+from lanes.security.acls import CLUSTER_NAME, WILDCARD, Authorizer, Operation, ResourceType
 from lanes.v1 import broker_pb2, common_pb2, controller_pb2, coordinator_pb2
 
 #: (operation, resource type, resource name): one permission a call needs.
@@ -53,11 +54,22 @@ class Access:
 
 @dataclass(frozen=True)
 class Rule:
-    """What one RPC needs (see the module docstring)."""
+    """What one RPC needs (see the module docstring). ``nodes_only``: the cluster's own work,
+    which no ACL grants (registration, the metadata stream with its stored keys, replication,
+    the quorum): only a node's certificate passes, and ``nodes_only_when`` narrows that to the
+    requests it says (a follower's OffsetForLeaderEpoch, not a consumer's)."""
 
     needs: Callable[[Any, Access], Iterable[Need]] = lambda request, access: ()
     per_topic: Operation | None = None
     trim: Callable[[Any, Any, Access], None] | None = None
+    nodes_only: bool = False
+    nodes_only_when: Callable[[Any], bool] | None = None
+
+    def for_nodes_only(self, request: Any) -> bool:
+        """Whether ``request`` is one only the cluster's nodes may make."""
+        if self.nodes_only_when is not None:
+            return request is not None and self.nodes_only_when(request)
+        return self.nodes_only
 
 
 def refusal_code(resource_type: ResourceType) -> ErrorCode:
@@ -81,18 +93,37 @@ def _topics(operation: Operation, names: Callable[[Any], Iterable[str]]) -> Call
     return lambda request, access: [(operation, TOPIC, name) for name in dict.fromkeys(names(request))]
 
 
-def _group(operation: Operation, *, topics: Operation | None = None) -> Callable[[Any, Access], Iterable[Need]]:
+def _group(
+    operation: Operation, *, topics: Operation | None = None, unnamed_trimmed: bool = False
+) -> Callable[[Any, Access], Iterable[Need]]:
     """``operation`` on the request's ``group_id``, and ``topics`` on each topic its
-    ``topics``/``partitions`` name."""
+    ``topics``/``partitions`` name. A request naming no partition means every topic the group
+    committed (ResetOffsets, DeleteOffsets): changing those needs ``topics`` on every topic (a
+    literal ``*`` ACL), since which topics those are is the coordinator's to know; a read of them
+    (FetchOffsets, ``unnamed_trimmed``) is trimmed to what the caller may see instead."""
 
     def needs(request: Any, access: Access) -> Iterator[Need]:
         yield operation, GROUP, request.group_id
-        if topics is not None:
-            entries = request.topics if hasattr(request, "topics") else request.partitions
-            for name in dict.fromkeys(entry.topic for entry in entries):
-                yield topics, TOPIC, name
+        if topics is None:
+            return
+        entries = request.topics if hasattr(request, "topics") else request.partitions
+        if not any(entry.partitions for entry in entries):
+            if not unnamed_trimmed:
+                yield topics, TOPIC, WILDCARD
+            return
+        for name in dict.fromkeys(entry.topic for entry in entries):
+            yield topics, TOPIC, name
 
     return needs
+
+
+def _heartbeat(request: coordinator_pb2.HeartbeatRequest, access: Access) -> Iterator[Need]:
+    """READ on the group, and DESCRIBE on each topic subscribed by name (KIP-848: a member learns
+    the partitions of what it subscribes to). Topics a regular expression matches are not
+    filtered by ACLs yet (docs/security.md)."""
+    yield Operation.READ, GROUP, request.group_id
+    for name in dict.fromkeys(request.subscription.topic_names):
+        yield Operation.DESCRIBE, TOPIC, name
 
 
 def _groups(operation: Operation) -> Callable[[Any, Access], Iterable[Need]]:
@@ -136,10 +167,7 @@ def _init_producer_id(request: broker_pb2.InitProducerIdRequest, access: Access)
 
 
 def _offset_for_leader_epoch(request: broker_pb2.OffsetForLeaderEpochRequest, access: Access) -> Iterator[Need]:
-    """A follower's (replica id set) is the cluster's work; a consumer's needs DESCRIBE."""
-    if request.replica_id >= 0:
-        yield Operation.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME
-        return
+    """A consumer's needs DESCRIBE on each topic (a follower's, replica id set, is the nodes')."""
     for name in dict.fromkeys(topic.topic for topic in request.topics):
         yield Operation.DESCRIBE, TOPIC, name
 
@@ -165,6 +193,13 @@ def _trim_topics(request: Any, response: Any, access: Access) -> None:
     response.topics.extend(kept)
 
 
+def _trim_offsets(response: coordinator_pb2.FetchOffsetsResponse, access: Access) -> None:
+    """Committed offsets of topics the caller may not DESCRIBE are left out."""
+    kept = [topic for topic in response.topics if access.allows(Operation.DESCRIBE, TOPIC, topic.topic)]
+    del response.topics[:]
+    response.topics.extend(kept)
+
+
 def _trim_groups(request: coordinator_pb2.ListGroupsRequest, response: Any, access: Access) -> None:
     kept = [group for group in response.groups if access.allows(Operation.DESCRIBE, GROUP, group.group_id)]
     del response.groups[:]
@@ -175,7 +210,7 @@ def _method(service: str, name: str) -> str:
     return f"/lanes.v1.{service}/{name}"
 
 
-_CLUSTER_ACTION = Rule(_cluster(Operation.CLUSTER_ACTION))
+_NODES_ONLY = Rule(nodes_only=True)
 
 #: Full method name -> what it needs.
 RULES: dict[str, Rule] = {
@@ -185,17 +220,19 @@ RULES: dict[str, Rule] = {
     _method("Broker", "ProduceStream"): Rule(per_topic=Operation.WRITE),
     _method("Broker", "Fetch"): Rule(per_topic=Operation.READ),
     _method("Broker", "ListOffsets"): Rule(_topics(Operation.DESCRIBE, lambda r: (t.topic for t in r.topics))),
-    _method("Broker", "ReplicaFetch"): _CLUSTER_ACTION,
-    _method("Broker", "OffsetForLeaderEpoch"): Rule(_offset_for_leader_epoch),
+    _method("Broker", "ReplicaFetch"): _NODES_ONLY,
+    _method("Broker", "OffsetForLeaderEpoch"): Rule(
+        _offset_for_leader_epoch, nodes_only_when=lambda request: request.replica_id >= 0
+    ),
     _method("Broker", "DeleteRecords"): Rule(_topics(Operation.DELETE, lambda r: (t.topic for t in r.topics))),
     _method("Broker", "InitProducerId"): Rule(_init_producer_id),
     _method("Broker", "DescribeLogs"): Rule(_cluster(Operation.DESCRIBE)),
     # Controller
-    _method("ControllerQuorum", "Send"): _CLUSTER_ACTION,
+    _method("ControllerQuorum", "Send"): _NODES_ONLY,
     _method("ControllerQuorum", "DescribeQuorum"): Rule(_cluster(Operation.DESCRIBE)),
-    _method("Controller", "RegisterBroker"): _CLUSTER_ACTION,
-    _method("Controller", "BrokerHeartbeat"): _CLUSTER_ACTION,
-    _method("Controller", "WatchMetadata"): _CLUSTER_ACTION,  # it carries users' stored keys
+    _method("Controller", "RegisterBroker"): _NODES_ONLY,
+    _method("Controller", "BrokerHeartbeat"): _NODES_ONLY,
+    _method("Controller", "WatchMetadata"): _NODES_ONLY,  # it carries users' stored keys
     _method("Controller", "CreateTopics"): Rule(_create_topics),
     _method("Controller", "DeleteTopics"): Rule(_delete_topics),
     _method("Controller", "CreatePartitions"): Rule(_topics(Operation.ALTER, lambda r: (t.name for t in r.topics))),
@@ -203,11 +240,11 @@ RULES: dict[str, Rule] = {
     _method("Controller", "DescribeCluster"): Rule(_cluster(Operation.DESCRIBE)),
     _method("Controller", "AlterConfigs"): Rule(_configs(Operation.ALTER_CONFIGS)),
     _method("Controller", "DescribeConfigs"): Rule(_configs(Operation.DESCRIBE_CONFIGS)),
-    _method("Controller", "AlterPartition"): _CLUSTER_ACTION,
+    _method("Controller", "AlterPartition"): _NODES_ONLY,
     _method("Controller", "ElectLeaders"): Rule(_cluster(Operation.ALTER)),
-    _method("Controller", "RegisterCoordinator"): _CLUSTER_ACTION,
-    _method("Controller", "CoordinatorHeartbeat"): _CLUSTER_ACTION,
-    _method("Controller", "AllocateProducerIds"): _CLUSTER_ACTION,
+    _method("Controller", "RegisterCoordinator"): _NODES_ONLY,
+    _method("Controller", "CoordinatorHeartbeat"): _NODES_ONLY,
+    _method("Controller", "AllocateProducerIds"): _NODES_ONLY,
     _method("Controller", "AddController"): Rule(_cluster(Operation.ALTER)),
     _method("Controller", "RemoveController"): Rule(_cluster(Operation.ALTER)),
     _method("Controller", "AlterUserScramCredentials"): Rule(_cluster(Operation.ALTER)),
@@ -217,10 +254,13 @@ RULES: dict[str, Rule] = {
     _method("Controller", "DeleteAcls"): Rule(_cluster(Operation.ALTER)),
     # GroupCoordinator
     _method("GroupCoordinator", "FindCoordinator"): Rule(_groups(Operation.DESCRIBE)),
-    _method("GroupCoordinator", "Heartbeat"): Rule(_group(Operation.READ)),
+    _method("GroupCoordinator", "Heartbeat"): Rule(_heartbeat),
     _method("GroupCoordinator", "LeaveGroup"): Rule(_group(Operation.READ)),
     _method("GroupCoordinator", "CommitOffsets"): Rule(_group(Operation.READ, topics=Operation.READ)),
-    _method("GroupCoordinator", "FetchOffsets"): Rule(_group(Operation.DESCRIBE, topics=Operation.DESCRIBE)),
+    _method("GroupCoordinator", "FetchOffsets"): Rule(
+        _group(Operation.DESCRIBE, topics=Operation.DESCRIBE, unnamed_trimmed=True),
+        trim=lambda request, response, access: _trim_offsets(response, access),
+    ),
     _method("GroupCoordinator", "ListGroups"): Rule(trim=_trim_groups),
     _method("GroupCoordinator", "DescribeGroups"): Rule(_groups(Operation.DESCRIBE)),
     _method("GroupCoordinator", "DeleteGroups"): Rule(_groups(Operation.DELETE)),

@@ -11,10 +11,13 @@ Who the caller is (its principal, ``User:<name>``):
    the cluster's own work passes every rule;
 3. else nobody: the call ends with UNAUTHENTICATED, whatever it asked.
 
-Only the health service is open to anyone (probes; it tells nothing but SERVING).
+Only the health check is open to anyone (probes; it tells nothing but SERVING).
 
 On the internal listener (mutual TLS) the guard admits the cluster's nodes only: a caller
-whose certificate names no node gets PERMISSION_DENIED, whatever it calls.
+whose certificate names no node gets PERMISSION_DENIED, whatever it calls. The cluster's own
+RPCs (``Rule.nodes_only``: registration, the metadata stream, replication, the quorum) need a
+node's certificate on any listener: no ACL grants them, and a super user does not pass. Without
+``--auth required``, the guard checks only that (``authorize=False``).
 
 A checked password is remembered (by a keyed hash, never in clear) for as long as the user's
 credential is the same, so a client's calls after its first cost a dictionary lookup; the
@@ -49,9 +52,11 @@ from lanes.security.acls import NODE_NAME, Authorizer, user_principal
 
 #: Verified passwords remembered.
 _REMEMBERED = 10_000
-#: PBKDF2 checks running at once (each takes a worker thread for a few milliseconds).
+#: PBKDF2 checks running at once (each takes a worker thread for a few milliseconds), and waiting.
 _CONCURRENT_CHECKS = 2
-_HEALTH_PREFIX = "/grpc.health.v1.Health/"
+_WAITING_CHECKS = 256
+#: The one method open to anyone: probes' health checks (the Watch stream is not: it stays open).
+_HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 
 #: The listener a guard watches: clients', or the nodes' internal one.
 Listener = Literal["client", "internal"]
@@ -72,9 +77,11 @@ class Guard(grpc.aio.ServerInterceptor):
         rules: dict[str, Rule] = RULES,
         *,
         listener: Listener = "client",
+        authorize: bool = True,
     ) -> None:
         self._image = image
         self._listener = listener
+        self._authorize = authorize
         self._super_users = frozenset(super_users)
         self._rules = rules
         self._authorizer = Authorizer(())
@@ -82,10 +89,11 @@ class Guard(grpc.aio.ServerInterceptor):
         self._pepper = os.urandom(32)
         self._verified: collections.OrderedDict[tuple[str, bytes], bytes] = collections.OrderedDict()
         self._checks: asyncio.Semaphore | None = None
-        self._decoy = scram.credential(
+        self._checking: dict[tuple[str, bytes], asyncio.Future[bool]] = {}
+        self._decoy = scram.credential(  # what an unknown user is checked against: as long as a real one
             scram.DEFAULT_MECHANISM,
             os.urandom(scram.MIN_SALT_BYTES),
-            scram.MIN_ITERATIONS,
+            scram.DEFAULT_ITERATIONS,
             os.urandom(scram.salted_password_bytes(scram.DEFAULT_MECHANISM)),
         )
 
@@ -99,7 +107,7 @@ class Guard(grpc.aio.ServerInterceptor):
     ) -> Any:
         handler = await continuation(handler_call_details)
         method: str = handler_call_details.method
-        if handler is None or method.startswith(_HEALTH_PREFIX):
+        if handler is None or method == _HEALTH_CHECK:
             return handler
         rule = self._rules.get(method)
         return rewrap(
@@ -175,28 +183,34 @@ class Guard(grpc.aio.ServerInterceptor):
     # decisions
 
     async def _admit(self, request: Any, context: ServicerContext, rule: Rule | None, method: str) -> Access | None:
-        """The caller's access when rules apply to it; None for a node (its calls pass). Ends the
-        call with UNAUTHENTICATED or PERMISSION_DENIED otherwise."""
-        if self._listener == "internal":
-            name = caller_identity(context)
-            if name is None or NODE_NAME.fullmatch(name) is None:
-                await _deny(
-                    context,
-                    f"CLUSTER_AUTHORIZATION_FAILED: this is the internal listener, for the cluster's nodes only; "
-                    f"the caller's certificate names {name or 'nobody'}: use the client listener",
-                )
+        """The caller's access when ACLs apply to it; None when its call passes as it is (a node,
+        a super user, or no ACLs on this listener). Ends the call with UNAUTHENTICATED,
+        PERMISSION_DENIED or (a node still loading the metadata) UNAVAILABLE otherwise."""
+        if self._listener == "internal" or not self._authorize:
+            nodes_only = self._listener == "internal" or (rule is not None and rule.for_nodes_only(request))
+            if nodes_only:
+                name = caller_identity(context)
+                if name is None or NODE_NAME.fullmatch(name) is None:
+                    where = "this is the internal listener" if self._listener == "internal" else f"{method} is"
+                    await _deny(
+                        context,
+                        f"CLUSTER_AUTHORIZATION_FAILED: {where} for the cluster's nodes only; the caller's "
+                        f"certificate names {name or 'nobody'}",
+                    )
             return None
         principal, node = await self._authenticate(context)
         if node:
             return None
-        access = self._access(principal, peer_host(context))
+        if self._image().last_offset < 0:
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE, "this node has not loaded the cluster's users and ACLs yet: retry shortly"
+            )
+        if rule is None or rule.for_nodes_only(request):
+            await _deny(context, f"CLUSTER_AUTHORIZATION_FAILED: {method} is the cluster's nodes' only")
+        assert rule is not None
         if principal in self._super_users:
             return None
-        if rule is None:
-            await _deny(
-                context, f"CLUSTER_AUTHORIZATION_FAILED: {method} is the cluster's own; {principal} may not call it"
-            )
-        assert rule is not None
+        access = self._access(principal, peer_host(context))
         if request is not None:
             refused = first_refused(rule.needs(request, access), access)
             if refused is not None:
@@ -225,7 +239,7 @@ class Guard(grpc.aio.ServerInterceptor):
                     grpc.StatusCode.UNAVAILABLE, "this node has not loaded the cluster's users yet: retry shortly"
                 )
             user, password = _basic_credentials(str(header))
-            if user is None or not await self._password_holds(user, password):
+            if user is None or not await self._password_holds(user, password, context):
                 await context.abort(
                     grpc.StatusCode.UNAUTHENTICATED, "SASL_AUTHENTICATION_FAILED: wrong username or password"
                 )
@@ -237,23 +251,36 @@ class Guard(grpc.aio.ServerInterceptor):
         assert name is not None
         return user_principal(name), NODE_NAME.fullmatch(name) is not None
 
-    async def _password_holds(self, user: str, password: str) -> bool:
+    async def _password_holds(self, user: str, password: str, context: ServicerContext) -> bool:
+        """Whether ``password`` is ``user``'s: remembered, or checked by PBKDF2 on a worker thread.
+        Concurrent checks of the same (user, password) share one; beyond ``_WAITING_CHECKS``
+        waiting, a caller is told to come back (UNAVAILABLE) rather than queued."""
         credentials = self._image().scram_credentials.get(user, {})
         stored = credentials[min(credentials)] if credentials else self._decoy
         remembered = (user, hmac.digest(self._pepper, password.encode(), hashlib.sha256))
         if self._verified.get(remembered) == stored.stored_key and credentials:
             self._verified.move_to_end(remembered)
             return True
-        if self._checks is None:
-            self._checks = asyncio.Semaphore(_CONCURRENT_CHECKS)
-        async with self._checks:
-            holds = await asyncio.to_thread(scram.verify, stored, password)
+        checking = self._checking.get(remembered)
+        if checking is None:
+            if len(self._checking) >= _WAITING_CHECKS:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, "too many passwords being checked: retry shortly")
+            checking = asyncio.ensure_future(self._check(stored, password))
+            self._checking[remembered] = checking
+            checking.add_done_callback(lambda _: self._checking.pop(remembered, None))
+        holds = await asyncio.shield(checking)
         if not holds or not credentials:
             return False
         self._verified[remembered] = stored.stored_key
         if len(self._verified) > _REMEMBERED:
             self._verified.popitem(last=False)
         return True
+
+    async def _check(self, stored: scram.ScramCredential, password: str) -> bool:
+        if self._checks is None:
+            self._checks = asyncio.Semaphore(_CONCURRENT_CHECKS)
+        async with self._checks:
+            return await asyncio.to_thread(scram.verify, stored, password)
 
 
 def _basic_credentials(header: str) -> tuple[str | None, str]:

@@ -378,9 +378,14 @@ def server_listeners(
         )
     super_users = [name.strip() for name in options.super_users.split(";") if name.strip()]
 
+    # Without --auth, a guard still keeps the cluster's own RPCs to nodes wherever certificates
+    # can prove who calls: on the internal listener, and on the client one when a listener
+    # verifies callers (else the cluster trusts its network).
+    identities = tls is not None and (internal_port >= 0 or options.tls_client_auth == "required")
+
     def interceptors(listener: Listener) -> list[grpc.aio.ServerInterceptor]:
-        guarded = auth or (listener == "internal" and tls is not None)  # only nodes' certificates there
-        guard = [Guard(image, super_users, listener=listener)] if guarded else []
+        guarded = auth or identities
+        guard = [Guard(image, super_users, listener=listener, authorize=auth)] if guarded else []
         return [*guard, *gate(listener)]
 
     return {

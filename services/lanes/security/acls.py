@@ -34,7 +34,7 @@ WILDCARD = "*"
 #: The principal type every Lanes principal has.
 USER_PREFIX = "User:"
 #: The certificate (common) names of the cluster's own nodes: such a caller is that node.
-NODE_NAME = re.compile(r"(broker|controller|coordinator)-\d+")
+NODE_NAME = re.compile(r"(broker|controller|coordinator)-[0-9]+")
 #: Longest resource name, principal or host an ACL may name.
 MAX_ACL_FIELD_CHARS = 512
 
@@ -273,13 +273,20 @@ class Authorizer:
         operation itself is still checked per resource."""
         if principal in self.super_users:
             return True
-        granting = {operation, Operation.ALL}
-        acls = [acl for (kind, _), listed in self._literal.items() if kind is resource_type for acl in listed]
-        acls += self._prefixed.get(resource_type, [])
-        return any(
-            acl.permission is Permission.ALLOW
-            and acl.operation in granting
-            and acl.principal in (principal, f"{USER_PREFIX}{WILDCARD}")
-            and acl.host in (host, WILDCARD)
-            for acl in acls
-        )
+        key = (principal, host, operation, resource_type, "\0any")  # no resource name holds a NUL
+        decided = self._decided.get(key)
+        if decided is None:
+            granting = {operation, Operation.ALL}
+            acls = [acl for (kind, _), listed in self._literal.items() if kind is resource_type for acl in listed]
+            acls += self._prefixed.get(resource_type, [])
+            decided = any(
+                acl.permission is Permission.ALLOW
+                and acl.operation in granting
+                and acl.principal in (principal, f"{USER_PREFIX}{WILDCARD}")
+                and acl.host in (host, WILDCARD)
+                for acl in acls
+            )
+            if len(self._decided) >= _CACHE_ENTRIES:
+                self._decided.clear()
+            self._decided[key] = decided
+        return decided
