@@ -11,7 +11,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 import lanes
 import lanes.aio
@@ -34,6 +37,9 @@ def lanes_up(data_dir: Path, port_base: int) -> tuple[subprocess.Popen[str], dic
             "3",
             "--port-base",
             str(port_base),
+            # restarts are what this is about, read with plain gRPC; the secure default is driven
+            # by tests/e2e, as users run it
+            "--insecure",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -56,10 +62,27 @@ def alive(pid: int) -> bool:
     return True
 
 
-def test_lanes_up_runs_a_cluster_that_survives_a_restart(tmp_path: Path) -> None:
+@pytest.fixture
+def supervisors() -> Iterator[list[subprocess.Popen[str]]]:
+    """The ``lanes up`` supervisors a test starts, stopped (with their cluster) however it ends."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for supervisor in started:
+        if supervisor.poll() is None:
+            supervisor.send_signal(signal.SIGTERM)
+            try:
+                supervisor.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                supervisor.kill()
+
+
+def test_lanes_up_runs_a_cluster_that_survives_a_restart(
+    tmp_path: Path, supervisors: list[subprocess.Popen[str]]
+) -> None:
     data_dir = tmp_path / "lanes"
     base = consecutive_free_ports(LocalCluster.ports_for(3, 1, 3))
     supervisor, cluster = lanes_up(data_dir, base)
+    supervisors.append(supervisor)
     assert cluster["pid"] == supervisor.pid
     assert cluster["bootstrap"] == ",".join(f"127.0.0.1:{base + i}" for i in range(3))
     assert cluster["controller"] == ",".join(f"127.0.0.1:{base + 3 + i}" for i in range(3)), "a quorum of three"
@@ -95,6 +118,7 @@ def test_lanes_up_runs_a_cluster_that_survives_a_restart(tmp_path: Path) -> None
     assert not any(alive(b["pid"]) for b in cluster["brokers"]), "every broker stopped"
 
     supervisor, cluster = lanes_up(data_dir, base)
+    supervisors.append(supervisor)
 
     async def read_again() -> list[bytes]:
         leader = (await lanes.aio.Admin(cluster["bootstrap"]).describe_topic("greetings")).partitions[0].leader

@@ -6,10 +6,14 @@ and the broker's start command run for real here."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,10 @@ import kubernetes
 import kubernetes_validate
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import padding
+from cryptography.x509.oid import NameOID
 
 from lanes.broker.__main__ import IN_SYNC_HEALTH
 from lanes.cli.main import build_parser
@@ -83,6 +91,8 @@ def test_every_rendered_object_is_valid(values: dict[str, Any]) -> None:
         ({"monitoring": {"prometheusRule": {"diskFreeRatio": 1.5}}}, "/monitoring/prometheusRule/diskFreeRatio"),
         ({"operator": {"replicas": "two"}}, "/operator/replicas"),
         ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
+        ({"security": {"enabled": "yes"}}, "/security/enabled"),
+        ({"security": {"admin": {"user": "two words"}}}, "/security/admin/user"),
     ],
 )
 def test_the_values_schema_refuses_bad_values(values: dict[str, Any], complaint: str) -> None:
@@ -116,14 +126,33 @@ def test_only_the_rack_init_container_holds_an_api_token() -> None:
             assert bool(token_mounts) == (container["name"] == "rack"), (name, container["name"])
 
 
-def test_services_probe_their_grpc_health_and_brokers_are_ready_only_in_sync() -> None:
+def test_services_probe_their_health_over_http_and_brokers_are_ready_only_in_sync(tmp_path: Path) -> None:
+    """The kubelet's gRPC probe speaks no TLS: probes ask each process's metrics port, which
+    answers what its gRPC health service says (checked against a running secure cluster)."""
     objects = render()
-    for component, port in (("controller", 9093), ("broker", 9092), ("coordinator", 9094)):
+    for component, port in (("controller", 9401), ("broker", 9402), ("coordinator", 9403)):
         container = one(objects, "StatefulSet", f"lanes-{component}")["spec"]["template"]["spec"]["containers"][0]
-        assert container["livenessProbe"]["grpc"] == {"port": port}
-        assert container["startupProbe"]["grpc"] == {"port": port}
-        expected = {"port": port, "service": IN_SYNC_HEALTH} if component == "broker" else {"port": port}
-        assert container["readinessProbe"]["grpc"] == expected
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port}
+        assert container["startupProbe"]["httpGet"] == {"path": "/healthz", "port": port}
+        ready = f"/healthz?service={IN_SYNC_HEALTH}" if component == "broker" else "/healthz"
+        assert container["readinessProbe"]["httpGet"] == {"path": ready, "port": port}
+    with running_cluster(tmp_path / "cluster", brokers=1, tls=True, auth=True) as cluster:
+        metrics = cluster.broker_processes[1].ready["metrics_address"]
+        for path, status in (
+            ("/healthz", 200),
+            (f"/healthz?service={IN_SYNC_HEALTH}", 200),
+            ("/healthz?service=x", 404),
+        ):
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    answered = urllib.request.urlopen(f"http://{metrics}{path}", timeout=5).status
+                except urllib.error.HTTPError as error:
+                    answered = error.code
+                if answered == status or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            assert answered == status, path
     broker = one(objects, "StatefulSet", "lanes-broker")
     assert broker["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= 60
     assert broker["spec"]["updateStrategy"] == {"type": "RollingUpdate"}
@@ -141,9 +170,9 @@ def test_names_and_addresses_fit_together() -> None:
         assert headless["spec"]["clusterIP"] == "None"
         assert headless["spec"]["publishNotReadyAddresses"] is True
         assert headless["spec"]["selector"].items() <= stateful["spec"]["template"]["metadata"]["labels"].items()
-    controllers = [f"prod-lanes-controller-{i}.prod-lanes-controller.trading.svc.cluster.local:9093" for i in range(3)]
+    controllers = [f"prod-lanes-controller-{i}.prod-lanes-controller.trading.svc.cluster.local:9193" for i in range(3)]
     broker_args = one(objects, "StatefulSet", "prod-lanes-broker")["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert f"--controller {','.join(controllers)}" in broker_args[0], "every controller: nodes find the active one"
+    assert f"--controller {','.join(controllers)}" in broker_args[0], "every controller's internal listener"
     controller = one(objects, "StatefulSet", "prod-lanes-controller")
     controller_args = controller["spec"]["template"]["spec"]["containers"][0]["args"][0]
     assert f"--voters {','.join(f'{i}@{c}' for i, c in enumerate(controllers))}" in controller_args
@@ -200,7 +229,9 @@ def test_the_alert_rules_are_the_rules_file_with_the_thresholds_from_values() ->
 
 
 def test_the_dashboards_ship_as_configmaps_for_grafanas_sidecar() -> None:
-    maps = [o for o in render(EVERYTHING_ON) if o["kind"] == "ConfigMap"]
+    maps = [
+        o for o in render(EVERYTHING_ON) if o["kind"] == "ConfigMap" and "grafana_dashboard" in o["metadata"]["labels"]
+    ]
     shipped = {key: value for m in maps for key, value in m["data"].items()}
     for path in (CHART / "dashboards").glob("*.json"):
         assert shipped[path.name] == path.read_text().rstrip("\n")
@@ -231,6 +262,10 @@ def test_the_broker_start_command_derives_its_id_and_rack(tmp_path: Path) -> Non
     )
     args = done.stdout.splitlines()
     assert args[args.index("--broker-id") + 1] == "3"
+    assert args[args.index("--tls-cert") + 1] == "/etc/lanes/tls/broker-3.crt", (
+        "each broker presents its own certificate"
+    )
+    assert args[args.index("--internal-port") + 1] == "9192"
     assert args[args.index("--rack") + 1] == "eu-west-1b"
     assert args[args.index("--advertised-host") + 1] == "lanes-broker-2.lanes-broker.lanes.svc.cluster.local"
 
@@ -239,10 +274,16 @@ def test_the_helm_test_produces_and_consumes_a_record_for_real(tmp_path: Path) -
     pod = one(render(), "Pod", "lanes-test-produce-consume")
     assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
     script = pod["spec"]["containers"][0]["args"][0]
-    with running_cluster(tmp_path / "cluster", brokers=1) as cluster:
-        env = {
+    pod_env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert pod_env["LANES_USERNAME"] == "admin"
+    with running_cluster(tmp_path / "cluster", brokers=1, tls=True, auth=True) as cluster:
+        described = cluster.describe()
+        env = {  # the pod's security settings, pointed at this cluster's CA and admin password
             **os.environ,
-            "LANES_BOOTSTRAP": cluster.describe()["bootstrap"],
+            "LANES_BOOTSTRAP": described["bootstrap"],
+            "LANES_TLS_CA": described["tls"]["ca"],
+            "LANES_USERNAME": described["user"]["name"],
+            "LANES_PASSWORD_FILE": described["user"]["password_file"],
             "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
         }
         done = subprocess.run(
@@ -279,3 +320,71 @@ def test_the_rack_init_container_reads_the_nodes_zone(tmp_path: Path) -> None:
         )
         assert missing.returncode == 1
         assert "cannot read node 'node-x' (404" in missing.stderr
+
+
+def test_security_is_on_by_default_with_a_certificate_per_node() -> None:
+    """The chart's CA signs one certificate per node, naming it as the node's identity and its
+    pod's stable DNS name; nodes run with TLS, an internal listener, users and ACLs; the admin
+    user is made with the cluster from a Secret; clients (the operator, helm test) get the CA and
+    the admin's password."""
+    objects = render(name="prod", namespace="trading")
+    authority = x509.load_pem_x509_certificate(
+        base64.b64decode(one(objects, "Secret", "prod-lanes-ca")["data"]["ca.crt"])
+    )
+    assert (
+        one(objects, "ConfigMap", "prod-lanes-ca")["data"]["ca.crt"].strip()
+        == authority.public_bytes(serialization.Encoding.PEM).decode().strip()
+    )
+    for component, ids in (("controller", range(3)), ("broker", range(1, 4)), ("coordinator", range(1, 3))):
+        secret = one(objects, "Secret", f"prod-lanes-{component}-tls")["data"]
+        for ordinal, node_id in enumerate(ids):
+            cert = x509.load_pem_x509_certificate(base64.b64decode(secret[f"{component}-{node_id}.crt"]))
+            assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == f"{component}-{node_id}"
+            names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+                x509.DNSName
+            )
+            assert f"prod-lanes-{component}-{ordinal}.prod-lanes-{component}.trading.svc.cluster.local" in names
+            authority.public_key().verify(  # type: ignore[union-attr, call-arg]
+                cert.signature,
+                cert.tbs_certificate_bytes,
+                padding.PKCS1v15(),
+                cert.signature_hash_algorithm,  # type: ignore[arg-type]
+            )
+        stateful = one(objects, "StatefulSet", f"prod-lanes-{component}")["spec"]["template"]["spec"]
+        args = stateful["containers"][0]["args"][0]
+        for flag in (
+            "--tls-ca /etc/lanes/tls/ca.crt",
+            "--auth required",
+            '--super-users "User:admin"',
+            "--internal-port",
+        ):
+            assert flag in args, (component, flag)
+        assert {"name": "tls", "mountPath": "/etc/lanes/tls", "readOnly": True} in stateful["containers"][0][
+            "volumeMounts"
+        ]
+        assert {v["name"]: v for v in stateful["volumes"]}["tls"]["secret"][
+            "secretName"
+        ] == f"prod-lanes-{component}-tls"
+    controller_args = one(objects, "StatefulSet", "prod-lanes-controller")["spec"]["template"]["spec"]["containers"][0][
+        "args"
+    ][0]
+    assert "--bootstrap-user admin --bootstrap-password-file /etc/lanes/admin/password" in controller_args
+    assert len(base64.b64decode(one(objects, "Secret", "prod-lanes-admin")["data"]["password"])) == 32
+    operator = one(objects, "Deployment", "prod-lanes-operator")["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in operator["env"]}
+    assert env["LANES_TLS_CA"] == "/etc/lanes/ca/ca.crt"
+    assert env["LANES_PASSWORD_FILE"] == "/etc/lanes/admin/password"
+    policy = one(objects, "NetworkPolicy", "prod-lanes")["spec"]["ingress"]
+    internal = next(rule for rule in policy if {"port": 9192} in rule["ports"])
+    assert internal["from"] == [
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "lanes", "app.kubernetes.io/instance": "prod"}}}
+    ]
+
+    insecure = render({"security": {"enabled": False}})
+    assert not [o for o in insecure if o["kind"] == "Secret"]
+    for component in ("controller", "broker", "coordinator"):
+        args = one(insecure, "StatefulSet", f"lanes-{component}")["spec"]["template"]["spec"]["containers"][0]["args"][
+            0
+        ]
+        assert "--tls-ca" not in args
+        assert "--auth" not in args

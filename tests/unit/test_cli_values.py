@@ -182,6 +182,9 @@ def test_every_command_has_examples_and_the_common_flags() -> None:
         "lanes acls create",
         "lanes acls list",
         "lanes acls delete",
+        "lanes quotas set",
+        "lanes quotas delete",
+        "lanes quotas list",
         "lanes completion",
     } == set(leaves)
     for name, parser in leaves.items():

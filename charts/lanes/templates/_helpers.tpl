@@ -40,22 +40,22 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{ .Release.Namespace }}.svc.{{ .Values.clusterDomain }}
 {{- end -}}
 
-{{/* host:port,... of every controller of the quorum (its StatefulSet's pods, by their stable DNS
-names): brokers, coordinators and clients find the active one among them. */}}
+{{/* host:port,... of every controller's internal listener (its StatefulSet's pods, by their
+stable DNS names): brokers and coordinators find the active one among them. */}}
 {{- define "lanes.controllerAddresses" -}}
 {{- $root := . -}}
 {{- range $i := until (int .Values.controller.replicas) -}}
 {{- if $i }},{{ end -}}
-{{ include "lanes.fullname" $root }}-controller-{{ $i }}.{{ include "lanes.fullname" $root }}-controller.{{ include "lanes.domain" $root }}:{{ $root.Values.controller.port }}
+{{ include "lanes.fullname" $root }}-controller-{{ $i }}.{{ include "lanes.fullname" $root }}-controller.{{ include "lanes.domain" $root }}:{{ $root.Values.controller.internalPort }}
 {{- end -}}
 {{- end -}}
 
-{{/* The quorum's voters, id@host:port,... (controller id = pod ordinal). */}}
+{{/* The quorum's voters, id@host:port,... of their internal listeners (controller id = pod ordinal). */}}
 {{- define "lanes.controllerVoters" -}}
 {{- $root := . -}}
 {{- range $i := until (int .Values.controller.replicas) -}}
 {{- if $i }},{{ end -}}
-{{ $i }}@{{ include "lanes.fullname" $root }}-controller-{{ $i }}.{{ include "lanes.fullname" $root }}-controller.{{ include "lanes.domain" $root }}:{{ $root.Values.controller.port }}
+{{ $i }}@{{ include "lanes.fullname" $root }}-controller-{{ $i }}.{{ include "lanes.fullname" $root }}-controller.{{ include "lanes.domain" $root }}:{{ $root.Values.controller.internalPort }}
 {{- end -}}
 {{- end -}}
 
@@ -112,4 +112,96 @@ podAntiAffinity:
           matchLabels:
             {{- include "lanes.selector" (list $root $component) | nindent 12 }}
 {{- end }}
+{{- end -}}
+
+{{/* A node's security flags: include "lanes.nodeSecurityArgs" (list . "broker" "$(( ${POD_NAME##*-} + 1 ))")
+(the node's id as a shell expression); its certificate is <kind>-<id>.crt in /etc/lanes/tls. */}}
+{{- define "lanes.nodeSecurityArgs" -}}
+{{- $root := index . 0 -}}
+{{- $kind := index . 1 -}}
+{{- $id := index . 2 -}}
+{{- if $root.Values.security.enabled -}}
+--tls-ca /etc/lanes/tls/ca.crt --tls-cert "/etc/lanes/tls/{{ $kind }}-{{ $id }}.crt" --tls-key "/etc/lanes/tls/{{ $kind }}-{{ $id }}.key" --tls-client-auth none --auth required --super-users "User:{{ $root.Values.security.admin.user }}"
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the admin user's password (key `password`). */}}
+{{- define "lanes.adminSecret" -}}
+{{ .Values.security.admin.existingSecret | default (printf "%s-admin" (include "lanes.fullname" .)) }}
+{{- end -}}
+
+{{/* A node's certificates, mounted read-only: include "lanes.nodeTlsMount" . */}}
+{{- define "lanes.nodeTlsMount" -}}
+{{- if .Values.security.enabled }}
+- name: tls
+  mountPath: /etc/lanes/tls
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The certificates of one kind of node: include "lanes.nodeTlsVolume" (list . "broker") */}}
+{{- define "lanes.nodeTlsVolume" -}}
+{{- $root := index . 0 -}}
+{{- if $root.Values.security.enabled }}
+- name: tls
+  secret:
+    secretName: {{ include "lanes.fullname" $root }}-{{ index . 1 }}-tls
+    defaultMode: 0440
+{{- end }}
+{{- end -}}
+
+{{/* What a client pod (the operator, helm test) needs to reach a secure cluster as the admin:
+the CA and the admin's password, from the environment (lanes.rpc.tls, lanes.rpc.credentials). */}}
+{{- define "lanes.clientEnv" -}}
+{{- if .Values.security.enabled }}
+- name: LANES_TLS_CA
+  value: /etc/lanes/ca/ca.crt
+- name: LANES_USERNAME
+  value: {{ .Values.security.admin.user | quote }}
+- name: LANES_PASSWORD_FILE
+  value: /etc/lanes/admin/password
+{{- end }}
+{{- end -}}
+
+{{- define "lanes.clientMounts" -}}
+{{- if .Values.security.enabled }}
+- name: ca
+  mountPath: /etc/lanes/ca
+  readOnly: true
+- name: admin
+  mountPath: /etc/lanes/admin
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "lanes.clientVolumes" -}}
+{{- if .Values.security.enabled }}
+- name: ca
+  configMap:
+    name: {{ include "lanes.fullname" . }}-ca
+- name: admin
+  secret:
+    secretName: {{ include "lanes.adminSecret" . }}
+    defaultMode: 0440
+{{- end }}
+{{- end -}}
+
+{{/* Probes on the metrics port's /healthz (the kubelet's gRPC probe speaks no TLS):
+include "lanes.probes" (list port failureThresholdForStartup readinessService) */}}
+{{- define "lanes.probes" -}}
+{{- $port := index . 0 -}}
+{{- $startup := index . 1 -}}
+{{- $ready := index . 2 -}}
+startupProbe:
+  httpGet: {path: /healthz, port: {{ $port }}}
+  periodSeconds: 2
+  failureThreshold: {{ $startup }}
+livenessProbe:
+  httpGet: {path: /healthz, port: {{ $port }}}
+  periodSeconds: 10
+  failureThreshold: 3
+readinessProbe:
+  httpGet: {path: "/healthz{{ if $ready }}?service={{ $ready }}{{ end }}", port: {{ $port }}}
+  periodSeconds: 5
+  failureThreshold: 2
 {{- end -}}

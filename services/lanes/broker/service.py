@@ -59,6 +59,7 @@ from lanes.broker.follower import Followed, FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
 from lanes.broker.partition import Following, Partition
 from lanes.broker.producer_state import Verdict
+from lanes.broker.quotas import ClientQuotas
 from lanes.broker.replication import divergence
 from lanes.clock import Clock
 from lanes.deadline import Deadline
@@ -69,7 +70,7 @@ from lanes.errors import (
     MessageTooLargeError,
     error_code,
 )
-from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage
+from lanes.metadata.image import CONSUMER_BYTE_RATE, NO_LEADER, PRODUCER_BYTE_RATE, MetadataImage, PartitionImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
 from lanes.rpc.tls import caller_identity, callers_verified, check_claim, node_identity
@@ -77,6 +78,7 @@ from lanes.rpc.wire import ServicerContext, wire_error
 from lanes.runtime.broadcast import Broadcast, KeyedBroadcast, KeyedTicket
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.data_directory import DataDirectory
+from lanes.runtime.guard import CALLER
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.storage.cleaner import CleanerThread, LogCleaner
@@ -193,6 +195,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._fetch_max_bytes = fetch_max_bytes
         self._replica_fetch_response_max_bytes = replica_fetch_response_max_bytes
         self._fetch_memory = FetchMemory(fetch_memory_bytes)
+        self._quotas = ClientQuotas()  # produce and fetch byte rates per user (lanes.broker.quotas)
         self._fetch_memory_freed = Broadcast()  # consumer fetches gave memory back
         self.maintenance_interval_s = maintenance_interval_s
         self._maintenance: asyncio.Task[None] | None = None
@@ -656,7 +659,24 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Produce(  # noqa: N802
         self, request: broker_pb2.ProduceRequest, context: ServicerContext
     ) -> broker_pb2.ProduceResponse:
-        return await self._start_produce(request, caller=caller_identity(context))
+        response = await self._start_produce(request, caller=caller_identity(context))
+        await self._throttle_produce(request, response)
+        return response
+
+    async def _throttle_produce(self, request: broker_pb2.ProduceRequest, response: broker_pb2.ProduceResponse) -> None:
+        """Record the request's bytes against the caller's ``producer_byte_rate``; when that takes
+        it over, answer ``throttle_time_ms`` and hold the answer that long (Kafka's quotas: the
+        client's next request waits). The cluster's own calls are never throttled, nor writes of
+        internal topics (only coordinators make them, also where they share the client listener)."""
+        principal = CALLER.get()
+        if principal is None or all(topic.topic == CONSUMER_OFFSETS_TOPIC for topic in request.topics):
+            return
+        quota = self.image.client_quota(principal.removeprefix("User:"), PRODUCER_BYTE_RATE)
+        throttle_ms = self._quotas.record(principal, PRODUCER_BYTE_RATE, request.ByteSize(), quota, time.monotonic())
+        if throttle_ms:
+            response.throttle_time_ms = throttle_ms
+            self.metrics.throttled(PRODUCER_BYTE_RATE, throttle_ms)
+            await asyncio.sleep(throttle_ms / 1000)
 
     async def ProduceStream(  # noqa: N802
         self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: ServicerContext
@@ -666,7 +686,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         go back in request order. At most ``STREAM_UNANSWERED_BYTES`` of requests wait for their
         answers: beyond them the stream is not read (HTTP/2 flow control then holds the client
         back), so a client cannot pile up requests in a broker's memory."""
-        answers: asyncio.Queue[tuple[int, Coroutine[None, None, broker_pb2.ProduceResponse]] | None] = asyncio.Queue()
+        answers: asyncio.Queue[
+            tuple[broker_pb2.ProduceRequest, int, Coroutine[None, None, broker_pb2.ProduceResponse]] | None
+        ] = asyncio.Queue()
         unanswered_bytes = 0
         room = asyncio.Event()
 
@@ -679,7 +701,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         room.clear()
                         await room.wait()
                     unanswered_bytes += size
-                    answers.put_nowait((size, self._start_produce(request, stream=True, caller=caller)))
+                    answers.put_nowait((request, size, self._start_produce(request, stream=True, caller=caller)))
             finally:
                 answers.put_nowait(None)
 
@@ -687,15 +709,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         reader = asyncio.create_task(read())
         try:
             while (started := await answers.get()) is not None:
-                size, answer = started
-                yield await answer
+                request, size, answer = started
+                response = await answer
+                await self._throttle_produce(request, response)
+                yield response
                 unanswered_bytes -= size
                 room.set()
         finally:
             reader.cancel()
             while not answers.empty():  # the client left: the appends go on, nobody hears of them
                 if (unheard := answers.get_nowait()) is not None:
-                    unheard[1].close()
+                    unheard[2].close()
 
     def _start_produce(
         self, request: broker_pb2.ProduceRequest, *, stream: bool = False, caller: str | None = None
@@ -914,8 +938,28 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         break
                     await self._wait_for_either(ticket, memory_freed if due else None, deadline.remaining_s())
             response, sent = fetch.answer()
+            sent_bytes = sum(size for size, _ in sent.values())
+            principal = CALLER.get()
+            if principal is not None and sent_bytes:
+                quota = self.image.client_quota(principal.removeprefix("User:"), CONSUMER_BYTE_RATE)
+                owed_ms = self._quotas.owed_ms(principal, CONSUMER_BYTE_RATE, quota, time.monotonic())
+                if owed_ms:  # already over its rate: no records (Kafka's empty answer), after the time owed
+                    for answered in response.topics:
+                        for partition in answered.partitions:
+                            partition.records = b""
+                    sent = {}
+                    response.throttle_time_ms = owed_ms
+                else:  # the records, held by the time they put it over
+                    now_s = time.monotonic()
+                    response.throttle_time_ms = self._quotas.record(
+                        principal, CONSUMER_BYTE_RATE, sent_bytes, quota, now_s
+                    )
+                if response.throttle_time_ms:
+                    self.metrics.throttled(CONSUMER_BYTE_RATE, response.throttle_time_ms)
         finally:
             self._settle_fetch_memory(held, 0)
+        if response.throttle_time_ms:
+            await asyncio.sleep(response.throttle_time_ms / 1000)
         for code in fetch.errors:
             self.metrics.partition_error("Fetch", code)
         for topic, (size, records) in sent.items():

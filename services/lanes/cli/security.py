@@ -1,7 +1,9 @@
-"""``lanes users set-password|delete|list`` and ``lanes acls create|list|delete``: who may use the
-cluster, and what each principal may do (Kafka's ``kafka-configs --add-config SCRAM-...`` and
-``kafka-acls``). They need a cluster started with ``--auth required`` and a super user (``lanes up``
-makes ``admin`` one and gives its password to every ``lanes`` command through cluster.json).
+"""``lanes users set-password|delete|list``, ``lanes acls create|list|delete`` and ``lanes quotas
+set|delete|list``: who may use the cluster, what each principal may do, and how fast (Kafka's
+``kafka-configs --add-config SCRAM-...``, ``kafka-acls`` and ``kafka-configs --entity-type
+users``). Users and ACLs need a cluster started with ``--auth required``; all of them a super user
+(``lanes up`` makes ``admin`` one and gives its password to every ``lanes`` command through
+cluster.json).
 
 A password is read from ``--password-file``, else from standard input (never from the command
 line, where ``ps`` shows it); it is salted on this machine: only its SCRAM keys reach the cluster.
@@ -149,6 +151,65 @@ def delete_acls(options: argparse.Namespace) -> None:
     emit(options, [_acl_document(a) for a in removed], _render_acls)
 
 
+def _quota_user(options: argparse.Namespace) -> str | None:
+    if (options.user is None) == (not options.default):
+        raise UsageError("name whose quota: --user USER, or --default (users without their own)")
+    return None if options.default else str(options.user)
+
+
+def set_quotas(options: argparse.Namespace) -> None:
+    user = _quota_user(options)
+    rates = {
+        key: rate
+        for key, rate in (
+            ("producer_byte_rate", options.producer_byte_rate),
+            ("consumer_byte_rate", options.consumer_byte_rate),
+        )
+        if rate is not None
+    }
+    if not rates:
+        raise UsageError("give --producer-byte-rate and/or --consumer-byte-rate")
+    with admin_for(options) as admin:
+        for key, rate in rates.items():
+            admin.set_quota(key, rate, user=user)
+        quotas = admin.describe_quotas(user)
+    emit(options, [_quota_document(q) for q in quotas], _render_quotas)
+
+
+def delete_quotas(options: argparse.Namespace) -> None:
+    user = _quota_user(options)
+    with admin_for(options) as admin:
+        for key in options.key:
+            admin.set_quota(key, None, user=user)
+        quotas = admin.describe_quotas(user)
+    emit(options, [_quota_document(q) for q in quotas], _render_quotas)
+
+
+def list_quotas(options: argparse.Namespace) -> None:
+    with admin_for(options) as admin:
+        quotas = admin.describe_quotas(options.user)
+    emit(options, [_quota_document(q) for q in quotas], _render_quotas)
+
+
+def _quota_document(quota: Any) -> dict[str, Any]:
+    return {"user": quota.user, "key": quota.key, "rate": quota.rate}
+
+
+def _render_quotas(document: list[dict[str, Any]]) -> str:
+    rows = [(q["user"] if q["user"] is not None else "<default>", q["key"], f"{q['rate']:,.0f}") for q in document]
+    return table(rows, ["user", "quota", "bytes/s"])
+
+
+def _positive_rate(text: str) -> float:
+    try:
+        rate = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes per second") from None
+    if not 0 < rate < float("inf"):
+        raise argparse.ArgumentTypeError("a rate is a positive number of bytes per second")
+    return rate
+
+
 def _resource_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topic", metavar="NAME", help="a topic ('*': every topic)")
     parser.add_argument("--group", metavar="ID", help="a consumer group ('*': every group)")
@@ -226,3 +287,32 @@ lanes acls {name} --topic orders --operation read""",
         _resource_options(parser)
         if name == "delete":
             parser.add_argument("--all", action="store_true", help="allow deleting every ACL")
+
+    quotas = add_group(commands, "quotas", "bound the bytes per second users produce and fetch (Kafka's quotas)")
+    parser = add_command(
+        quotas,
+        "set",
+        summary="set a user's (or the default) produce and fetch rates, in bytes per second on each broker",
+        examples="""
+lanes quotas set --user alice --producer-byte-rate 1048576
+lanes quotas set --default --producer-byte-rate 10485760 --consumer-byte-rate 20971520""",
+        run=set_quotas,
+    )
+    for flag in ("--producer-byte-rate", "--consumer-byte-rate"):
+        parser.add_argument(flag, type=_positive_rate, metavar="BYTES", help="bytes per second on each broker")
+    parser.add_argument("--user", metavar="USER", help="the user")
+    parser.add_argument("--default", action="store_true", help="users without a quota of their own")
+    parser = add_command(
+        quotas,
+        "delete",
+        summary="remove a user's (or the default) quotas",
+        examples="lanes quotas delete --user alice --key producer_byte_rate",
+        run=delete_quotas,
+    )
+    parser.add_argument("--user", metavar="USER", help="the user")
+    parser.add_argument("--default", action="store_true", help="users without a quota of their own")
+    parser.add_argument(
+        "--key", action="append", required=True, choices=["producer_byte_rate", "consumer_byte_rate"], help="repeatable"
+    )
+    parser = add_command(quotas, "list", summary="list the quotas set", examples="lanes quotas list", run=list_quotas)
+    parser.add_argument("--user", metavar="USER", help="only this user's")

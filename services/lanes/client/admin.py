@@ -30,10 +30,19 @@ from lanes.rpc.wire import security_refusal
 from lanes.security import scram
 from lanes.security.acls import AclBinding
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
 T = TypeVar("T")
 TOPIC = common_pb2.CONFIG_RESOURCE_TYPE_TOPIC
+
+
+@dataclass(frozen=True)
+class QuotaInfo:
+    """A client quota: whose (None: the default for users), which, and the rate (bytes/s)."""
+
+    user: str | None
+    key: str
+    rate: float
 
 
 @dataclass(frozen=True)
@@ -570,6 +579,24 @@ class AsyncAdmin:
             removed.extend(AclBinding.from_proto(acl) for acl in result.removed)
         return removed
 
+    async def set_quota(self, key: str, rate: float | None, *, user: str | None = None) -> None:
+        """Set ``user``'s quota (None: the default for users without their own) under ``key``
+        (``producer_byte_rate``, ``consumer_byte_rate``: bytes per second on each broker), or
+        remove it with ``rate`` None (Kafka's AlterClientQuotas)."""
+        change = metadata_pb2.ClientQuotaRecord(user=user, key=key, value=rate)
+        answer = await self._call(
+            lambda stub: stub.AlterClientQuotas(
+                controller_pb2.AlterClientQuotasRequest(changes=[change]), timeout=self._timeout_s
+            )
+        )
+        _raise_if_error(answer.results[0])
+
+    async def describe_quotas(self, user: str | None = None) -> list[QuotaInfo]:
+        """The quotas set (only ``user``'s when given), the default's with user None."""
+        request = controller_pb2.DescribeClientQuotasRequest(user=user)
+        answer = await self._call(lambda stub: stub.DescribeClientQuotas(request, timeout=self._timeout_s))
+        return [QuotaInfo(q.user if q.HasField("user") else None, q.key, q.value) for q in answer.quotas]
+
     # -----------------------------------------------------------------------------------------
     # consumer groups
 
@@ -696,6 +723,14 @@ class Admin:
     def delete_acls(self, filters: Sequence[AclBinding]) -> list[AclBinding]:
         """See ``AsyncAdmin.delete_acls``."""
         return _loop.run(self._admin.delete_acls(filters))
+
+    def set_quota(self, key: str, rate: float | None, *, user: str | None = None) -> None:
+        """See ``AsyncAdmin.set_quota``."""
+        _loop.run(self._admin.set_quota(key, rate, user=user))
+
+    def describe_quotas(self, user: str | None = None) -> list[QuotaInfo]:
+        """See ``AsyncAdmin.describe_quotas``."""
+        return _loop.run(self._admin.describe_quotas(user))
 
     def list_groups(self) -> list[GroupListing]:
         """See ``AsyncAdmin.list_groups``."""

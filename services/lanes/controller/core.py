@@ -30,6 +30,7 @@ from lanes.controller.placement import BrokerSlot, assign_replicas
 from lanes.errors import ErrorCode, LanesError
 from lanes.metadata.image import (
     NO_LEADER,
+    QUOTA_KEYS,
     BrokerImage,
     CoordinatorImage,
     MetadataImage,
@@ -746,6 +747,26 @@ class ControllerCore:
                     ControllerDecision([MetadataRecord(acl=metadata_pb2.AclRecord(binding=binding.to_proto()))])
                 )
         return decisions
+
+    def alter_client_quota(self, user: str | None, key: str, value: float | None) -> ControllerDecision:
+        """Set (a positive rate) or remove (None) ``user``'s quota under ``key`` (user None: the
+        default for users without their own)."""
+        if key not in QUOTA_KEYS:
+            return ControllerDecision.refuse(
+                ErrorCode.INVALID_REQUEST, f"unknown quota {key[:60]!r}; known: {', '.join(QUOTA_KEYS)}"
+            )
+        if user is not None and not scram.USER_NAME.fullmatch(user):
+            return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, f"{user[:140]!r} is not a user name")
+        if value is not None and not (0 < value < float("inf")):
+            return ControllerDecision.refuse(
+                ErrorCode.INVALID_REQUEST, f"a {key} is a positive number of bytes per second"
+            )
+        if user is not None and user not in self.image.client_quotas and len(self.image.client_quotas) >= MAX_USERS:
+            return ControllerDecision.refuse(
+                ErrorCode.POLICY_VIOLATION, f"the cluster holds at most {MAX_USERS} quotas"
+            )
+        record = metadata_pb2.ClientQuotaRecord(user=user, key=key, value=value)
+        return ControllerDecision([MetadataRecord(client_quota=record)])
 
     def delete_acls(self, filter_: AclBinding) -> ControllerDecision:
         """Remove every ACL ``filter_`` matches (their records say which)."""

@@ -917,6 +917,31 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             )
         return controller_pb2.DeleteAclsResponse(results=results)
 
+    async def AlterClientQuotas(  # noqa: N802
+        self, request: controller_pb2.AlterClientQuotasRequest, context: ServicerContext
+    ) -> controller_pb2.AlterClientQuotasResponse:
+        results = []
+        for change in request.changes:
+            decision = await self._decide_and_commit(
+                lambda c=change: self.core.alter_client_quota(
+                    c.user if c.HasField("user") else None, c.key, c.value if c.HasField("value") else None
+                )
+            )
+            results.append(wire_error(decision.error, decision.message))
+        return controller_pb2.AlterClientQuotasResponse(results=results)
+
+    async def DescribeClientQuotas(  # noqa: N802
+        self, request: controller_pb2.DescribeClientQuotasRequest, context: ServicerContext
+    ) -> controller_pb2.DescribeClientQuotasResponse:
+        wanted = request.user if request.HasField("user") else None
+        quotas = [
+            metadata_pb2.ClientQuotaRecord(user=user, key=key, value=rate)
+            for user, keyed in sorted(self.image.client_quotas.items(), key=lambda i: (i[0] is not None, i[0] or ""))
+            if not request.HasField("user") or user == wanted
+            for key, rate in sorted(keyed.items())
+        ]
+        return controller_pb2.DescribeClientQuotasResponse(quotas=quotas)
+
 
 def _acl_binding(wire: common_pb2.AclBinding) -> AclBinding | str:
     """The binding (or filter) a request names, or why it names none (an unknown enum value)."""

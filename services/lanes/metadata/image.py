@@ -27,6 +27,11 @@ from lanes.v1 import common_pb2, metadata_pb2
 
 NO_LEADER = -1
 
+#: Client quota keys (bytes per second, per broker; Kafka's names).
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE)
+
 #: The two kinds of node that register with the controller and keep a session by heartbeats.
 NodeKind = Literal["broker", "coordinator"]
 
@@ -142,6 +147,7 @@ class MetadataImage:
         self.acls: set[AclBinding] = set()
         self.acls_offset = -1  # the metadata offset of the last ACL change: a new authorizer is due past it
         self.controllers: dict[int, ControllerImage] = {}
+        self.client_quotas: dict[str | None, dict[str, float]] = {}  # user (None: the default) -> key -> rate
 
     # -----------------------------------------------------------------------------------------
     # queries
@@ -280,6 +286,21 @@ class MetadataImage:
             endpoint.node_id, endpoint.host, endpoint.port, endpoint.internal_port
         )
 
+    def _apply_client_quota(self, record: metadata_pb2.ClientQuotaRecord) -> None:
+        user = record.user if record.HasField("user") else None
+        quotas = self.client_quotas.setdefault(user, {})
+        if record.HasField("value"):
+            quotas[record.key] = record.value
+        else:
+            quotas.pop(record.key, None)
+        if not quotas:
+            del self.client_quotas[user]
+
+    def client_quota(self, user: str, key: str) -> float | None:
+        """The rate ``user`` may use under ``key``: its own quota, else the default, else none."""
+        own = self.client_quotas.get(user, {}).get(key)
+        return own if own is not None else self.client_quotas.get(None, {}).get(key)
+
     def controller_at(self, internal_address: str) -> ControllerImage | None:
         """The controller nodes dial at ``internal_address``, if it registered."""
         return next((c for c in self.controllers.values() if c.internal_address == internal_address), None)
@@ -415,6 +436,13 @@ class MetadataImage:
             )
         for name, credentials in sorted(self.scram_credentials.items()):
             records.extend(credential_record(name, stored) for _, stored in sorted(credentials.items()))
+        for user, quotas in sorted(self.client_quotas.items(), key=lambda item: (item[0] is not None, item[0] or "")):
+            for key, rate in sorted(quotas.items()):
+                records.append(
+                    metadata_pb2.MetadataRecord(
+                        client_quota=metadata_pb2.ClientQuotaRecord(user=user, key=key, value=rate)
+                    )
+                )
         for acl in sorted(self.acls):
             records.append(metadata_pb2.MetadataRecord(acl=metadata_pb2.AclRecord(binding=acl.to_proto())))
         if self.next_producer_id:

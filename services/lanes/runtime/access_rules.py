@@ -252,6 +252,8 @@ RULES: dict[str, Rule] = {
     _method("Controller", "CreateAcls"): Rule(_cluster(Operation.ALTER)),
     _method("Controller", "DescribeAcls"): Rule(_cluster(Operation.DESCRIBE)),
     _method("Controller", "DeleteAcls"): Rule(_cluster(Operation.ALTER)),
+    _method("Controller", "AlterClientQuotas"): Rule(_cluster(Operation.ALTER_CONFIGS)),
+    _method("Controller", "DescribeClientQuotas"): Rule(_cluster(Operation.DESCRIBE_CONFIGS)),
     # GroupCoordinator
     _method("GroupCoordinator", "FindCoordinator"): Rule(_groups(Operation.DESCRIBE)),
     _method("GroupCoordinator", "Heartbeat"): Rule(_heartbeat),

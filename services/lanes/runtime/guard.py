@@ -33,6 +33,7 @@ import asyncio
 import base64
 import binascii
 import collections
+import contextvars
 import hashlib
 import hmac
 import os
@@ -60,6 +61,12 @@ _HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 
 #: The listener a guard watches: clients', or the nodes' internal one.
 Listener = Literal["client", "internal"]
+
+#: Who a client call is made by, for quotas (``lanes.broker.quotas``): its principal, or
+#: ``ANONYMOUS`` without authentication; None for the cluster's own calls, never throttled.
+#: Set by the guard (or ``AnonymousCallers``) for the handler's context.
+CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("lanes_caller", default=None)
+ANONYMOUS = "User:ANONYMOUS"
 
 UNAUTHENTICATED_DETAILS = (
     "this cluster requires authentication: present a client certificate the cluster's CA signed, or a "
@@ -187,18 +194,20 @@ class Guard(grpc.aio.ServerInterceptor):
         a super user, or no ACLs on this listener). Ends the call with UNAUTHENTICATED,
         PERMISSION_DENIED or (a node still loading the metadata) UNAVAILABLE otherwise."""
         if self._listener == "internal" or not self._authorize:
+            name = caller_identity(context)
+            node = name is not None and NODE_NAME.fullmatch(name) is not None
+            CALLER.set(None if node or self._listener == "internal" else ANONYMOUS)
             nodes_only = self._listener == "internal" or (rule is not None and rule.for_nodes_only(request))
-            if nodes_only:
-                name = caller_identity(context)
-                if name is None or NODE_NAME.fullmatch(name) is None:
-                    where = "this is the internal listener" if self._listener == "internal" else f"{method} is"
-                    await _deny(
-                        context,
-                        f"CLUSTER_AUTHORIZATION_FAILED: {where} for the cluster's nodes only; the caller's "
-                        f"certificate names {name or 'nobody'}",
-                    )
+            if nodes_only and not node:
+                where = "this is the internal listener" if self._listener == "internal" else f"{method} is"
+                await _deny(
+                    context,
+                    f"CLUSTER_AUTHORIZATION_FAILED: {where} for the cluster's nodes only; the caller's "
+                    f"certificate names {name or 'nobody'}",
+                )
             return None
         principal, node = await self._authenticate(context)
+        CALLER.set(None if node else principal)
         if node:
             return None
         if self._image().last_offset < 0:
@@ -281,6 +290,39 @@ class Guard(grpc.aio.ServerInterceptor):
             self._checks = asyncio.Semaphore(_CONCURRENT_CHECKS)
         async with self._checks:
             return await asyncio.to_thread(scram.verify, stored, password)
+
+
+class AnonymousCallers(grpc.aio.ServerInterceptor):
+    """On a client listener without a guard: every call is ``ANONYMOUS``'s (for quotas)."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+
+        def unary(inner: Any) -> Any:
+            async def call(request: Any, context: ServicerContext) -> Any:
+                CALLER.set(ANONYMOUS)
+                return await inner(request, context)
+
+            return call
+
+        def streaming(inner: Any) -> Any:
+            async def call(request: Any, context: ServicerContext) -> AsyncIterator[Any]:
+                CALLER.set(ANONYMOUS)
+                async for response in inner(request, context):
+                    yield response
+
+            return call
+
+        return rewrap(
+            handler,
+            {"unary_unary": unary, "stream_unary": unary, "unary_stream": streaming, "stream_stream": streaming},
+        )
 
 
 def _basic_credentials(header: str) -> tuple[str | None, str]:

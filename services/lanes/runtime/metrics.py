@@ -12,7 +12,10 @@ Every Lanes service (controller, broker, coordinator) owns one ``ServiceMetrics`
   scrape runs in the HTTP server's thread while the state belongs to the service's event loop, so
   the snapshot function is run *on that loop* (``run_coroutine_threadsafe``) and sees a
   consistent state;
-- ``serve_http(host, port)`` starts the endpoint (port 0 picks a free one) in a daemon thread.
+- ``serve_http(host, port, health)`` starts the endpoint (port 0 picks a free one) in a daemon
+  thread, with ``/healthz?service=NAME``: 200 while the service (the whole process without a
+  name) reports SERVING, 503 otherwise, 404 for a name it does not know. Kubernetes probes ask
+  it there: the kubelet's gRPC probe speaks no TLS, and the gRPC listeners do.
 
 Conventions: names start with ``lanes_``, values are in base units (seconds, bytes), counters end
 in ``_total``. Label values are bounded: topics and partitions (per-partition series can be
@@ -24,13 +27,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
+from urllib.parse import parse_qs
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import grpc
 from prometheus_client import CollectorRegistry, Histogram
-from prometheus_client.exposition import start_http_server
+from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.metrics_core import Metric
 from prometheus_client.platform_collector import PlatformCollector
@@ -72,6 +78,13 @@ class _SnapshotCollector(Collector):
         yield from metrics
 
 
+class _QuietHandler(WSGIRequestHandler):
+    """No access log on stderr: Prometheus and probes ask every few seconds."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 class ServiceMetrics:
     """The metrics of one service process (``service``: controller, broker, coordinator)."""
 
@@ -101,10 +114,29 @@ class ServiceMetrics:
     def interceptor(self) -> RpcMetricsInterceptor:
         return RpcMetricsInterceptor(self)
 
-    def serve_http(self, host: str, port: int) -> str:
-        """Serve ``/metrics`` on ``host:port`` (0: a free port) in a daemon thread; return the
-        address it listens on."""
-        self._http, _thread = start_http_server(port, addr=host, registry=self.registry)
+    def serve_http(self, host: str, port: int, health: Callable[[str], bool | None] = lambda name: None) -> str:
+        """Serve ``/metrics`` and ``/healthz`` (``health(name)``: whether service ``name`` is
+        serving, None when unknown) on ``host:port`` (0: a free port) in a daemon thread; return
+        the address it listens on."""
+        metrics = make_wsgi_app(self.registry)
+
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            if environ.get("PATH_INFO") != "/healthz":
+                return metrics(environ, start_response)  # type: ignore[no-any-return]
+            name = parse_qs(environ.get("QUERY_STRING", "")).get("service", [""])[0]
+            serving = health(name)
+            status, body = (
+                ("404 Not Found", b"UNKNOWN\n")
+                if serving is None
+                else ("200 OK", b"SERVING\n")
+                if serving
+                else ("503 Service Unavailable", b"NOT_SERVING\n")
+            )
+            start_response(status, [("Content-Type", "text/plain")])
+            return [body]
+
+        self._http = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+        threading.Thread(target=self._http.serve_forever, daemon=True, name="metrics-http").start()
         return f"{host}:{self._http.server_port}"
 
     def stop(self) -> None:

@@ -34,7 +34,7 @@ from lanes.metadata.image import MetadataImage
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
 from lanes.rpc.tls import TlsFiles, process_tls
 from lanes.rpc.tls import configure as configure_tls
-from lanes.runtime.guard import Guard, Listener
+from lanes.runtime.guard import AnonymousCallers, Guard, Listener
 from lanes.runtime.logs import FORMATS, configure_logging
 from lanes.runtime.metrics import ServiceMetrics
 
@@ -140,6 +140,8 @@ class RunningServer:
         self.port = port
         self.internal_port = internal_port
         self.service_names = tuple(service_names)
+        #: what each service reports (``""``: the whole server), for the HTTP health endpoint
+        self.serving: dict[str, bool] = {}
 
     @property
     def address(self) -> str:
@@ -149,11 +151,14 @@ class RunningServer:
     async def set_serving(self, serving: bool, service: str = OVERALL_HEALTH) -> None:
         """Report ``service`` (or, by default, the whole server) as serving or not."""
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        self.serving[service] = serving
         for _, health in self.servers:
             await health.set(service, status)
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Mark everything NOT_SERVING, then stop; in-flight RPCs get ``grace_s`` to finish."""
+        for name in self.serving:
+            self.serving[name] = False
         for _, health in self.servers:
             await health.enter_graceful_shutdown()
         await asyncio.gather(*(server.stop(grace_s) for server, _ in self.servers))
@@ -232,7 +237,7 @@ async def serve_until_signalled(
         readiness["internal_address"] = f"{running.host}:{running.internal_port}"
     if metrics is not None and metrics_port >= 0:
         try:
-            readiness["metrics_address"] = metrics.serve_http(running.host, metrics_port)
+            readiness["metrics_address"] = metrics.serve_http(running.host, metrics_port, running.serving.get)
         except OSError as exc:
             raise OSError(f"cannot serve metrics on {running.host}:{metrics_port}: {exc.strerror or exc}") from exc
     stop = asyncio.Event()
@@ -384,9 +389,11 @@ def server_listeners(
     identities = tls is not None and (internal_port >= 0 or options.tls_client_auth == "required")
 
     def interceptors(listener: Listener) -> list[grpc.aio.ServerInterceptor]:
-        guarded = auth or identities
-        guard = [Guard(image, super_users, listener=listener, authorize=auth)] if guarded else []
-        return [*guard, *gate(listener)]
+        if auth or identities:
+            first: list[grpc.aio.ServerInterceptor] = [Guard(image, super_users, listener=listener, authorize=auth)]
+        else:  # no principals: a client listener's callers are ANONYMOUS (quotas), an internal one's the cluster
+            first = [AnonymousCallers()] if listener == "client" else []
+        return [*first, *gate(listener)]
 
     return {
         "tls": tls,

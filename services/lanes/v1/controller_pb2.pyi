@@ -233,6 +233,30 @@ class DescribeQuorumResponse(_message.Message):
     observers: _containers.RepeatedCompositeFieldContainer[QuorumVoter]
     def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., node_id: _Optional[int] = ..., role: _Optional[str] = ..., can_vote: _Optional[bool] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader: _Optional[_Union[_common_pb2.Node, _Mapping]] = ..., high_watermark: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[QuorumVoter, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[QuorumVoter, _Mapping]]] = ...) -> None: ...
 
+class AlterClientQuotasRequest(_message.Message):
+    __slots__ = ("changes",)
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    changes: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.ClientQuotaRecord]
+    def __init__(self, changes: _Optional[_Iterable[_Union[_metadata_pb2.ClientQuotaRecord, _Mapping]]] = ...) -> None: ...
+
+class AlterClientQuotasResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[_common_pb2.Error]
+    def __init__(self, results: _Optional[_Iterable[_Union[_common_pb2.Error, _Mapping]]] = ...) -> None: ...
+
+class DescribeClientQuotasRequest(_message.Message):
+    __slots__ = ("user",)
+    USER_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    def __init__(self, user: _Optional[str] = ...) -> None: ...
+
+class DescribeClientQuotasResponse(_message.Message):
+    __slots__ = ("quotas",)
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    quotas: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.ClientQuotaRecord]
+    def __init__(self, quotas: _Optional[_Iterable[_Union[_metadata_pb2.ClientQuotaRecord, _Mapping]]] = ...) -> None: ...
+
 class AlterUserScramCredentialsRequest(_message.Message):
     __slots__ = ("deletions", "upsertions")
     DELETIONS_FIELD_NUMBER: _ClassVar[int]

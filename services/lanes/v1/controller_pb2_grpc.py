@@ -270,6 +270,16 @@ class ControllerStub:
                 request_serializer=lanes_dot_v1_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
                 response_deserializer=lanes_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
                 _registered_method=True)
+        self.AlterClientQuotas = channel.unary_unary(
+                '/lanes.v1.Controller/AlterClientQuotas',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.AlterClientQuotasResponse.FromString,
+                _registered_method=True)
+        self.DescribeClientQuotas = channel.unary_unary(
+                '/lanes.v1.Controller/DescribeClientQuotas',
+                request_serializer=lanes_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -430,6 +440,20 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterClientQuotas(self, request, context):
+        """Set or remove client quotas (Kafka's AlterClientQuotas).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeClientQuotas(self, request, context):
+        """The client quotas set.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -542,6 +566,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.DeleteAcls,
                     request_deserializer=lanes_dot_v1_dot_controller__pb2.DeleteAclsRequest.FromString,
                     response_serializer=lanes_dot_v1_dot_controller__pb2.DeleteAclsResponse.SerializeToString,
+            ),
+            'AlterClientQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterClientQuotas,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.AlterClientQuotasRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.AlterClientQuotasResponse.SerializeToString,
+            ),
+            'DescribeClientQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeClientQuotas,
+                    request_deserializer=lanes_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1139,6 +1173,60 @@ class Controller:
             '/lanes.v1.Controller/DeleteAcls',
             lanes_dot_v1_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
             lanes_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterClientQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.Controller/AlterClientQuotas',
+            lanes_dot_v1_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.AlterClientQuotasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeClientQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lanes.v1.Controller/DescribeClientQuotas',
+            lanes_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.SerializeToString,
+            lanes_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.FromString,
             options,
             channel_credentials,
             insecure,

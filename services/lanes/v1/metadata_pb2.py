@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from lanes.v1 import common_pb2 as lanes_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17lanes/v1/metadata.proto\x12\x08lanes.v1\x1a\x15lanes/v1/common.proto\"\xff\x08\n\x0eMetadataRecord\x12\x39\n\x0f\x63luster_created\x18\x01 \x01(\x0b\x32\x1e.lanes.v1.ClusterCreatedRecordH\x00\x12=\n\x11\x62roker_registered\x18\x02 \x01(\x0b\x32 .lanes.v1.BrokerRegisteredRecordH\x00\x12\x35\n\rbroker_fenced\x18\x03 \x01(\x0b\x32\x1c.lanes.v1.BrokerFencedRecordH\x00\x12\x39\n\x0f\x62roker_unfenced\x18\x04 \x01(\x0b\x32\x1e.lanes.v1.BrokerUnfencedRecordH\x00\x12\x41\n\x13\x62roker_unregistered\x18\x05 \x01(\x0b\x32\".lanes.v1.BrokerUnregisteredRecordH\x00\x12\x35\n\rtopic_created\x18\x06 \x01(\x0b\x32\x1c.lanes.v1.TopicCreatedRecordH\x00\x12.\n\tpartition\x18\x07 \x01(\x0b\x32\x19.lanes.v1.PartitionRecordH\x00\x12;\n\x10partition_change\x18\x08 \x01(\x0b\x32\x1f.lanes.v1.PartitionChangeRecordH\x00\x12\x35\n\rtopic_deleted\x18\t \x01(\x0b\x32\x1c.lanes.v1.TopicDeletedRecordH\x00\x12(\n\x06\x63onfig\x18\n \x01(\x0b\x32\x16.lanes.v1.ConfigRecordH\x00\x12G\n\x16\x63oordinator_registered\x18\x0b \x01(\x0b\x32%.lanes.v1.CoordinatorRegisteredRecordH\x00\x12?\n\x12\x63oordinator_fenced\x18\x0c \x01(\x0b\x32!.lanes.v1.CoordinatorFencedRecordH\x00\x12\x37\n\x0eshard_assigned\x18\r \x01(\x0b\x32\x1d.lanes.v1.ShardAssignedRecordH\x00\x12\x33\n\x0cproducer_ids\x18\x0e \x01(\x0b\x32\x1b.lanes.v1.ProducerIdsRecordH\x00\x12\x44\n\x15user_scram_credential\x18\x0f \x01(\x0b\x32#.lanes.v1.UserScramCredentialRecordH\x00\x12S\n\x1duser_scram_credential_removed\x18\x10 \x01(\x0b\x32*.lanes.v1.UserScramCredentialRemovedRecordH\x00\x12\"\n\x03\x61\x63l\x18\x11 \x01(\x0b\x32\x13.lanes.v1.AclRecordH\x00\x12\x31\n\x0b\x61\x63l_removed\x18\x12 \x01(\x0b\x32\x1a.lanes.v1.AclRemovedRecordH\x00\x12\x45\n\x15\x63ontroller_registered\x18\x13 \x01(\x0b\x32$.lanes.v1.ControllerRegisteredRecordH\x00\x42\x08\n\x06record\">\n\x14\x43lusterCreatedRecord\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x12\n\ncreated_ms\x18\x02 \x01(\x03\"\x8b\x01\n\x16\x42rokerRegisteredRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x02 \x01(\t\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12 \n\x08\x65ndpoint\x18\x04 \x01(\x0b\x32\x0e.lanes.v1.Node\x12\x0e\n\x06\x66\x65nced\x18\x05 \x01(\x08\"M\n\x12\x42rokerFencedRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\"?\n\x14\x42rokerUnfencedRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"C\n\x18\x42rokerUnregisteredRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"I\n\x12TopicCreatedRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08topic_id\x18\x02 \x01(\t\x12\x13\n\x0bis_internal\x18\x03 \x01(\x08\"\x97\x01\n\x0fPartitionRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x10\n\x08replicas\x18\x03 \x03(\x05\x12\x0b\n\x03isr\x18\x04 \x03(\x05\x12\x11\n\tleader_id\x18\x05 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\x12\x17\n\x0fpartition_epoch\x18\x07 \x01(\x05\"\xe6\x01\n\x15PartitionChangeRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x16\n\tleader_id\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x1e\n\x03isr\x18\x04 \x01(\x0b\x32\x11.lanes.v1.IsrList\x12#\n\x08replicas\x18\x05 \x01(\x0b\x32\x11.lanes.v1.IsrList\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\x12\x17\n\x0fpartition_epoch\x18\x07 \x01(\x05\x12\x0e\n\x06reason\x18\x08 \x01(\tB\x0c\n\n_leader_id\"\x1d\n\x07IsrList\x12\x12\n\nbroker_ids\x18\x01 \x03(\x05\"4\n\x12TopicDeletedRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"\x86\x01\n\x0c\x43onfigRecord\x12\x33\n\rresource_type\x18\x01 \x01(\x0e\x32\x1c.lanes.v1.ConfigResourceType\x12\x15\n\rresource_name\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x12\n\x05value\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_value\"\x8a\x01\n\x1b\x43oordinatorRegisteredRecord\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x02 \x01(\t\x12\x19\n\x11\x63oordinator_epoch\x18\x03 \x01(\x03\x12 \n\x08\x65ndpoint\x18\x04 \x01(\x0b\x32\x0e.lanes.v1.Node\"\\\n\x17\x43oordinatorFencedRecord\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12\x19\n\x11\x63oordinator_epoch\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\"f\n\x13ShardAssignedRecord\x12\r\n\x05shard\x18\x01 \x01(\x05\x12\x16\n\x0e\x63oordinator_id\x18\x02 \x01(\x05\x12\x13\n\x0bshard_epoch\x18\x03 \x01(\x05\x12\x13\n\x0bproducer_id\x18\x04 \x01(\x03\"R\n\x11ProducerIdsRecord\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12\x12\n\nnode_epoch\x18\x02 \x01(\x03\x12\x18\n\x10next_producer_id\x18\x03 \x01(\x03\"\x86\x01\n\x19UserScramCredentialRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tmechanism\x18\x02 \x01(\t\x12\x0c\n\x04salt\x18\x03 \x01(\x0c\x12\x12\n\niterations\x18\x04 \x01(\x05\x12\x12\n\nstored_key\x18\x05 \x01(\x0c\x12\x12\n\nserver_key\x18\x06 \x01(\x0c\"C\n UserScramCredentialRemovedRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tmechanism\x18\x02 \x01(\t\"2\n\tAclRecord\x12%\n\x07\x62inding\x18\x01 \x01(\x0b\x32\x14.lanes.v1.AclBinding\"9\n\x10\x41\x63lRemovedRecord\x12%\n\x07\x62inding\x18\x01 \x01(\x0b\x32\x14.lanes.v1.AclBinding\">\n\x1a\x43ontrollerRegisteredRecord\x12 \n\x08\x65ndpoint\x18\x01 \x01(\x0b\x32\x0e.lanes.v1.Nodeb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17lanes/v1/metadata.proto\x12\x08lanes.v1\x1a\x15lanes/v1/common.proto\"\xb4\t\n\x0eMetadataRecord\x12\x39\n\x0f\x63luster_created\x18\x01 \x01(\x0b\x32\x1e.lanes.v1.ClusterCreatedRecordH\x00\x12=\n\x11\x62roker_registered\x18\x02 \x01(\x0b\x32 .lanes.v1.BrokerRegisteredRecordH\x00\x12\x35\n\rbroker_fenced\x18\x03 \x01(\x0b\x32\x1c.lanes.v1.BrokerFencedRecordH\x00\x12\x39\n\x0f\x62roker_unfenced\x18\x04 \x01(\x0b\x32\x1e.lanes.v1.BrokerUnfencedRecordH\x00\x12\x41\n\x13\x62roker_unregistered\x18\x05 \x01(\x0b\x32\".lanes.v1.BrokerUnregisteredRecordH\x00\x12\x35\n\rtopic_created\x18\x06 \x01(\x0b\x32\x1c.lanes.v1.TopicCreatedRecordH\x00\x12.\n\tpartition\x18\x07 \x01(\x0b\x32\x19.lanes.v1.PartitionRecordH\x00\x12;\n\x10partition_change\x18\x08 \x01(\x0b\x32\x1f.lanes.v1.PartitionChangeRecordH\x00\x12\x35\n\rtopic_deleted\x18\t \x01(\x0b\x32\x1c.lanes.v1.TopicDeletedRecordH\x00\x12(\n\x06\x63onfig\x18\n \x01(\x0b\x32\x16.lanes.v1.ConfigRecordH\x00\x12G\n\x16\x63oordinator_registered\x18\x0b \x01(\x0b\x32%.lanes.v1.CoordinatorRegisteredRecordH\x00\x12?\n\x12\x63oordinator_fenced\x18\x0c \x01(\x0b\x32!.lanes.v1.CoordinatorFencedRecordH\x00\x12\x37\n\x0eshard_assigned\x18\r \x01(\x0b\x32\x1d.lanes.v1.ShardAssignedRecordH\x00\x12\x33\n\x0cproducer_ids\x18\x0e \x01(\x0b\x32\x1b.lanes.v1.ProducerIdsRecordH\x00\x12\x44\n\x15user_scram_credential\x18\x0f \x01(\x0b\x32#.lanes.v1.UserScramCredentialRecordH\x00\x12S\n\x1duser_scram_credential_removed\x18\x10 \x01(\x0b\x32*.lanes.v1.UserScramCredentialRemovedRecordH\x00\x12\"\n\x03\x61\x63l\x18\x11 \x01(\x0b\x32\x13.lanes.v1.AclRecordH\x00\x12\x31\n\x0b\x61\x63l_removed\x18\x12 \x01(\x0b\x32\x1a.lanes.v1.AclRemovedRecordH\x00\x12\x45\n\x15\x63ontroller_registered\x18\x13 \x01(\x0b\x32$.lanes.v1.ControllerRegisteredRecordH\x00\x12\x33\n\x0c\x63lient_quota\x18\x14 \x01(\x0b\x32\x1b.lanes.v1.ClientQuotaRecordH\x00\x42\x08\n\x06record\">\n\x14\x43lusterCreatedRecord\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x12\n\ncreated_ms\x18\x02 \x01(\x03\"\x8b\x01\n\x16\x42rokerRegisteredRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x02 \x01(\t\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12 \n\x08\x65ndpoint\x18\x04 \x01(\x0b\x32\x0e.lanes.v1.Node\x12\x0e\n\x06\x66\x65nced\x18\x05 \x01(\x08\"M\n\x12\x42rokerFencedRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\"?\n\x14\x42rokerUnfencedRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"C\n\x18\x42rokerUnregisteredRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"I\n\x12TopicCreatedRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08topic_id\x18\x02 \x01(\t\x12\x13\n\x0bis_internal\x18\x03 \x01(\x08\"\x97\x01\n\x0fPartitionRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x10\n\x08replicas\x18\x03 \x03(\x05\x12\x0b\n\x03isr\x18\x04 \x03(\x05\x12\x11\n\tleader_id\x18\x05 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\x12\x17\n\x0fpartition_epoch\x18\x07 \x01(\x05\"\xe6\x01\n\x15PartitionChangeRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x16\n\tleader_id\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x1e\n\x03isr\x18\x04 \x01(\x0b\x32\x11.lanes.v1.IsrList\x12#\n\x08replicas\x18\x05 \x01(\x0b\x32\x11.lanes.v1.IsrList\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\x12\x17\n\x0fpartition_epoch\x18\x07 \x01(\x05\x12\x0e\n\x06reason\x18\x08 \x01(\tB\x0c\n\n_leader_id\"\x1d\n\x07IsrList\x12\x12\n\nbroker_ids\x18\x01 \x03(\x05\"4\n\x12TopicDeletedRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"\x86\x01\n\x0c\x43onfigRecord\x12\x33\n\rresource_type\x18\x01 \x01(\x0e\x32\x1c.lanes.v1.ConfigResourceType\x12\x15\n\rresource_name\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x12\n\x05value\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_value\"\x8a\x01\n\x1b\x43oordinatorRegisteredRecord\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x02 \x01(\t\x12\x19\n\x11\x63oordinator_epoch\x18\x03 \x01(\x03\x12 \n\x08\x65ndpoint\x18\x04 \x01(\x0b\x32\x0e.lanes.v1.Node\"\\\n\x17\x43oordinatorFencedRecord\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12\x19\n\x11\x63oordinator_epoch\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\"f\n\x13ShardAssignedRecord\x12\r\n\x05shard\x18\x01 \x01(\x05\x12\x16\n\x0e\x63oordinator_id\x18\x02 \x01(\x05\x12\x13\n\x0bshard_epoch\x18\x03 \x01(\x05\x12\x13\n\x0bproducer_id\x18\x04 \x01(\x03\"R\n\x11ProducerIdsRecord\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12\x12\n\nnode_epoch\x18\x02 \x01(\x03\x12\x18\n\x10next_producer_id\x18\x03 \x01(\x03\"\x86\x01\n\x19UserScramCredentialRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tmechanism\x18\x02 \x01(\t\x12\x0c\n\x04salt\x18\x03 \x01(\x0c\x12\x12\n\niterations\x18\x04 \x01(\x05\x12\x12\n\nstored_key\x18\x05 \x01(\x0c\x12\x12\n\nserver_key\x18\x06 \x01(\x0c\"C\n UserScramCredentialRemovedRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tmechanism\x18\x02 \x01(\t\"2\n\tAclRecord\x12%\n\x07\x62inding\x18\x01 \x01(\x0b\x32\x14.lanes.v1.AclBinding\"9\n\x10\x41\x63lRemovedRecord\x12%\n\x07\x62inding\x18\x01 \x01(\x0b\x32\x14.lanes.v1.AclBinding\">\n\x1a\x43ontrollerRegisteredRecord\x12 \n\x08\x65ndpoint\x18\x01 \x01(\x0b\x32\x0e.lanes.v1.Node\"Z\n\x11\x43lientQuotaRecord\x12\x11\n\x04user\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x12\n\x05value\x18\x03 \x01(\x01H\x01\x88\x01\x01\x42\x07\n\x05_userB\x08\n\x06_valueb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,45 +33,47 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'lanes.v1.metadata_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_METADATARECORD']._serialized_start=61
-  _globals['_METADATARECORD']._serialized_end=1212
-  _globals['_CLUSTERCREATEDRECORD']._serialized_start=1214
-  _globals['_CLUSTERCREATEDRECORD']._serialized_end=1276
-  _globals['_BROKERREGISTEREDRECORD']._serialized_start=1279
-  _globals['_BROKERREGISTEREDRECORD']._serialized_end=1418
-  _globals['_BROKERFENCEDRECORD']._serialized_start=1420
-  _globals['_BROKERFENCEDRECORD']._serialized_end=1497
-  _globals['_BROKERUNFENCEDRECORD']._serialized_start=1499
-  _globals['_BROKERUNFENCEDRECORD']._serialized_end=1562
-  _globals['_BROKERUNREGISTEREDRECORD']._serialized_start=1564
-  _globals['_BROKERUNREGISTEREDRECORD']._serialized_end=1631
-  _globals['_TOPICCREATEDRECORD']._serialized_start=1633
-  _globals['_TOPICCREATEDRECORD']._serialized_end=1706
-  _globals['_PARTITIONRECORD']._serialized_start=1709
-  _globals['_PARTITIONRECORD']._serialized_end=1860
-  _globals['_PARTITIONCHANGERECORD']._serialized_start=1863
-  _globals['_PARTITIONCHANGERECORD']._serialized_end=2093
-  _globals['_ISRLIST']._serialized_start=2095
-  _globals['_ISRLIST']._serialized_end=2124
-  _globals['_TOPICDELETEDRECORD']._serialized_start=2126
-  _globals['_TOPICDELETEDRECORD']._serialized_end=2178
-  _globals['_CONFIGRECORD']._serialized_start=2181
-  _globals['_CONFIGRECORD']._serialized_end=2315
-  _globals['_COORDINATORREGISTEREDRECORD']._serialized_start=2318
-  _globals['_COORDINATORREGISTEREDRECORD']._serialized_end=2456
-  _globals['_COORDINATORFENCEDRECORD']._serialized_start=2458
-  _globals['_COORDINATORFENCEDRECORD']._serialized_end=2550
-  _globals['_SHARDASSIGNEDRECORD']._serialized_start=2552
-  _globals['_SHARDASSIGNEDRECORD']._serialized_end=2654
-  _globals['_PRODUCERIDSRECORD']._serialized_start=2656
-  _globals['_PRODUCERIDSRECORD']._serialized_end=2738
-  _globals['_USERSCRAMCREDENTIALRECORD']._serialized_start=2741
-  _globals['_USERSCRAMCREDENTIALRECORD']._serialized_end=2875
-  _globals['_USERSCRAMCREDENTIALREMOVEDRECORD']._serialized_start=2877
-  _globals['_USERSCRAMCREDENTIALREMOVEDRECORD']._serialized_end=2944
-  _globals['_ACLRECORD']._serialized_start=2946
-  _globals['_ACLRECORD']._serialized_end=2996
-  _globals['_ACLREMOVEDRECORD']._serialized_start=2998
-  _globals['_ACLREMOVEDRECORD']._serialized_end=3055
-  _globals['_CONTROLLERREGISTEREDRECORD']._serialized_start=3057
-  _globals['_CONTROLLERREGISTEREDRECORD']._serialized_end=3119
+  _globals['_METADATARECORD']._serialized_end=1265
+  _globals['_CLUSTERCREATEDRECORD']._serialized_start=1267
+  _globals['_CLUSTERCREATEDRECORD']._serialized_end=1329
+  _globals['_BROKERREGISTEREDRECORD']._serialized_start=1332
+  _globals['_BROKERREGISTEREDRECORD']._serialized_end=1471
+  _globals['_BROKERFENCEDRECORD']._serialized_start=1473
+  _globals['_BROKERFENCEDRECORD']._serialized_end=1550
+  _globals['_BROKERUNFENCEDRECORD']._serialized_start=1552
+  _globals['_BROKERUNFENCEDRECORD']._serialized_end=1615
+  _globals['_BROKERUNREGISTEREDRECORD']._serialized_start=1617
+  _globals['_BROKERUNREGISTEREDRECORD']._serialized_end=1684
+  _globals['_TOPICCREATEDRECORD']._serialized_start=1686
+  _globals['_TOPICCREATEDRECORD']._serialized_end=1759
+  _globals['_PARTITIONRECORD']._serialized_start=1762
+  _globals['_PARTITIONRECORD']._serialized_end=1913
+  _globals['_PARTITIONCHANGERECORD']._serialized_start=1916
+  _globals['_PARTITIONCHANGERECORD']._serialized_end=2146
+  _globals['_ISRLIST']._serialized_start=2148
+  _globals['_ISRLIST']._serialized_end=2177
+  _globals['_TOPICDELETEDRECORD']._serialized_start=2179
+  _globals['_TOPICDELETEDRECORD']._serialized_end=2231
+  _globals['_CONFIGRECORD']._serialized_start=2234
+  _globals['_CONFIGRECORD']._serialized_end=2368
+  _globals['_COORDINATORREGISTEREDRECORD']._serialized_start=2371
+  _globals['_COORDINATORREGISTEREDRECORD']._serialized_end=2509
+  _globals['_COORDINATORFENCEDRECORD']._serialized_start=2511
+  _globals['_COORDINATORFENCEDRECORD']._serialized_end=2603
+  _globals['_SHARDASSIGNEDRECORD']._serialized_start=2605
+  _globals['_SHARDASSIGNEDRECORD']._serialized_end=2707
+  _globals['_PRODUCERIDSRECORD']._serialized_start=2709
+  _globals['_PRODUCERIDSRECORD']._serialized_end=2791
+  _globals['_USERSCRAMCREDENTIALRECORD']._serialized_start=2794
+  _globals['_USERSCRAMCREDENTIALRECORD']._serialized_end=2928
+  _globals['_USERSCRAMCREDENTIALREMOVEDRECORD']._serialized_start=2930
+  _globals['_USERSCRAMCREDENTIALREMOVEDRECORD']._serialized_end=2997
+  _globals['_ACLRECORD']._serialized_start=2999
+  _globals['_ACLRECORD']._serialized_end=3049
+  _globals['_ACLREMOVEDRECORD']._serialized_start=3051
+  _globals['_ACLREMOVEDRECORD']._serialized_end=3108
+  _globals['_CONTROLLERREGISTEREDRECORD']._serialized_start=3110
+  _globals['_CONTROLLERREGISTEREDRECORD']._serialized_end=3172
+  _globals['_CLIENTQUOTARECORD']._serialized_start=3174
+  _globals['_CLIENTQUOTARECORD']._serialized_end=3264
 # @@protoc_insertion_point(module_scope)

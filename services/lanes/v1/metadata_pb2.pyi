@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class MetadataRecord(_message.Message):
-    __slots__ = ("cluster_created", "broker_registered", "broker_fenced", "broker_unfenced", "broker_unregistered", "topic_created", "partition", "partition_change", "topic_deleted", "config", "coordinator_registered", "coordinator_fenced", "shard_assigned", "producer_ids", "user_scram_credential", "user_scram_credential_removed", "acl", "acl_removed", "controller_registered")
+    __slots__ = ("cluster_created", "broker_registered", "broker_fenced", "broker_unfenced", "broker_unregistered", "topic_created", "partition", "partition_change", "topic_deleted", "config", "coordinator_registered", "coordinator_fenced", "shard_assigned", "producer_ids", "user_scram_credential", "user_scram_credential_removed", "acl", "acl_removed", "controller_registered", "client_quota")
     CLUSTER_CREATED_FIELD_NUMBER: _ClassVar[int]
     BROKER_REGISTERED_FIELD_NUMBER: _ClassVar[int]
     BROKER_FENCED_FIELD_NUMBER: _ClassVar[int]
@@ -28,6 +28,7 @@ class MetadataRecord(_message.Message):
     ACL_FIELD_NUMBER: _ClassVar[int]
     ACL_REMOVED_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_REGISTERED_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_QUOTA_FIELD_NUMBER: _ClassVar[int]
     cluster_created: ClusterCreatedRecord
     broker_registered: BrokerRegisteredRecord
     broker_fenced: BrokerFencedRecord
@@ -47,7 +48,8 @@ class MetadataRecord(_message.Message):
     acl: AclRecord
     acl_removed: AclRemovedRecord
     controller_registered: ControllerRegisteredRecord
-    def __init__(self, cluster_created: _Optional[_Union[ClusterCreatedRecord, _Mapping]] = ..., broker_registered: _Optional[_Union[BrokerRegisteredRecord, _Mapping]] = ..., broker_fenced: _Optional[_Union[BrokerFencedRecord, _Mapping]] = ..., broker_unfenced: _Optional[_Union[BrokerUnfencedRecord, _Mapping]] = ..., broker_unregistered: _Optional[_Union[BrokerUnregisteredRecord, _Mapping]] = ..., topic_created: _Optional[_Union[TopicCreatedRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeletedRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ..., coordinator_registered: _Optional[_Union[CoordinatorRegisteredRecord, _Mapping]] = ..., coordinator_fenced: _Optional[_Union[CoordinatorFencedRecord, _Mapping]] = ..., shard_assigned: _Optional[_Union[ShardAssignedRecord, _Mapping]] = ..., producer_ids: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ..., user_scram_credential: _Optional[_Union[UserScramCredentialRecord, _Mapping]] = ..., user_scram_credential_removed: _Optional[_Union[UserScramCredentialRemovedRecord, _Mapping]] = ..., acl: _Optional[_Union[AclRecord, _Mapping]] = ..., acl_removed: _Optional[_Union[AclRemovedRecord, _Mapping]] = ..., controller_registered: _Optional[_Union[ControllerRegisteredRecord, _Mapping]] = ...) -> None: ...
+    client_quota: ClientQuotaRecord
+    def __init__(self, cluster_created: _Optional[_Union[ClusterCreatedRecord, _Mapping]] = ..., broker_registered: _Optional[_Union[BrokerRegisteredRecord, _Mapping]] = ..., broker_fenced: _Optional[_Union[BrokerFencedRecord, _Mapping]] = ..., broker_unfenced: _Optional[_Union[BrokerUnfencedRecord, _Mapping]] = ..., broker_unregistered: _Optional[_Union[BrokerUnregisteredRecord, _Mapping]] = ..., topic_created: _Optional[_Union[TopicCreatedRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeletedRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ..., coordinator_registered: _Optional[_Union[CoordinatorRegisteredRecord, _Mapping]] = ..., coordinator_fenced: _Optional[_Union[CoordinatorFencedRecord, _Mapping]] = ..., shard_assigned: _Optional[_Union[ShardAssignedRecord, _Mapping]] = ..., producer_ids: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ..., user_scram_credential: _Optional[_Union[UserScramCredentialRecord, _Mapping]] = ..., user_scram_credential_removed: _Optional[_Union[UserScramCredentialRemovedRecord, _Mapping]] = ..., acl: _Optional[_Union[AclRecord, _Mapping]] = ..., acl_removed: _Optional[_Union[AclRemovedRecord, _Mapping]] = ..., controller_registered: _Optional[_Union[ControllerRegisteredRecord, _Mapping]] = ..., client_quota: _Optional[_Union[ClientQuotaRecord, _Mapping]] = ...) -> None: ...
 
 class ClusterCreatedRecord(_message.Message):
     __slots__ = ("cluster_id", "created_ms")
@@ -256,3 +258,13 @@ class ControllerRegisteredRecord(_message.Message):
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     endpoint: _common_pb2.Node
     def __init__(self, endpoint: _Optional[_Union[_common_pb2.Node, _Mapping]] = ...) -> None: ...
+
+class ClientQuotaRecord(_message.Message):
+    __slots__ = ("user", "key", "value")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    key: str
+    value: float
+    def __init__(self, user: _Optional[str] = ..., key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...

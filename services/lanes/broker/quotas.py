@@ -1,0 +1,107 @@
+"""Client quotas on a broker, Kafka's model (KIP-13, KIP-219), as a pure core: time comes in as
+an argument.
+
+A quota bounds the bytes per second one user may produce (``producer_byte_rate``) or fetch
+(``consumer_byte_rate``) on this broker: the user's own quota, else the default for users
+(``lanes.metadata.image.MetadataImage.client_quota``). Each user is measured on its own, the
+default too (as Kafka's ``<default>``), over ``SAMPLES`` windows of ``SAMPLE_S`` seconds.
+
+When a request takes a user over its quota, the broker answers it with ``throttle_time_ms``: the
+time the bytes over the quota take to drain at the quota's rate (Kafka's
+``(rate - quota) / quota * window``), at most ``MAX_THROTTLE_MS``, and holds the answer that
+long (a client's next request waits for it). A fetch by a user already over its rate answers
+without records after the time it owes (Kafka sends a throttled consumer an empty response);
+one within its rate gets its records, held by the time they put it over. Unlike Kafka, which
+empties any answer that would go over, a consumer whose one answer is larger than its quota's
+window therefore still progresses.
+
+Memory: one window per user that sent something within the last window, pruned as time passes.
+Owned by the broker's event loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Kafka's ``quota.window.num`` and ``quota.window.size.seconds``.
+SAMPLES = 11
+SAMPLE_S = 1.0
+#: The longest a request is held (a client's request timeout must outlast it).
+MAX_THROTTLE_MS = 10_000
+
+
+@dataclass
+class RateWindow:
+    """Amounts recorded in ``SAMPLES`` consecutive windows of ``SAMPLE_S`` seconds."""
+
+    started_s: float
+    samples: dict[int, float] = field(default_factory=dict)  # window index -> amount
+
+    def _index(self, now_s: float) -> int:
+        return int((now_s - self.started_s) // SAMPLE_S)
+
+    def record(self, amount: float, now_s: float) -> None:
+        """Add ``amount`` at ``now_s`` (negative: take back what was recorded)."""
+        index = self._index(now_s)
+        for old in [i for i in self.samples if i <= index - SAMPLES]:
+            del self.samples[old]
+        self.samples[index] = self.samples.get(index, 0.0) + amount
+
+    def window_s(self, now_s: float) -> float:
+        """The time the rate is measured over: since the oldest window kept, and at least
+        ``SAMPLES - 1`` windows (Kafka's Rate, so a first burst is not measured over an instant)."""
+        oldest = min(self.samples, default=self._index(now_s))
+        elapsed = now_s - (self.started_s + oldest * SAMPLE_S)
+        return max(elapsed, (SAMPLES - 1) * SAMPLE_S)
+
+    def rate(self, now_s: float) -> float:
+        """Amount per second over the window."""
+        index = self._index(now_s)
+        total = sum(amount for i, amount in self.samples.items() if i > index - SAMPLES)
+        return total / self.window_s(now_s)
+
+    def idle(self, now_s: float) -> bool:
+        """Nothing recorded within the last ``SAMPLES`` windows."""
+        index = self._index(now_s)
+        return all(i <= index - SAMPLES for i in self.samples)
+
+
+class ClientQuotas:
+    """Per (user, quota key): its rate window, and the throttle a new amount earns."""
+
+    def __init__(self) -> None:
+        self._windows: dict[tuple[str, str], RateWindow] = {}
+        self._pruned_s = 0.0
+
+    def record(self, user: str, key: str, amount: float, quota: float | None, now_s: float) -> int:
+        """Record ``amount`` for ``user`` under ``key`` and return the throttle it earns in
+        milliseconds (0 within the quota, or without one: then nothing is recorded)."""
+        if quota is None:
+            return 0
+        self._prune(now_s)
+        window = self._windows.get((user, key))
+        if window is None:
+            window = self._windows[(user, key)] = RateWindow(started_s=now_s)
+        window.record(amount, now_s)
+        return self.owed_ms(user, key, quota, now_s)
+
+    def owed_ms(self, user: str, key: str, quota: float | None, now_s: float) -> int:
+        """How long ``user`` must wait under ``key`` for what it used to fit its quota (0: it is
+        within it): the excess bytes drained at the quota's rate."""
+        window = self._windows.get((user, key))
+        if quota is None or window is None:
+            return 0
+        rate = window.rate(now_s)
+        if rate <= quota:
+            return 0
+        return min(MAX_THROTTLE_MS, int((rate - quota) / quota * window.window_s(now_s) * 1000))
+
+    def _prune(self, now_s: float) -> None:
+        if now_s - self._pruned_s < SAMPLES * SAMPLE_S:
+            return
+        self._pruned_s = now_s
+        for entity in [e for e, window in self._windows.items() if window.idle(now_s)]:
+            del self._windows[entity]
+
+    def __len__(self) -> int:
+        return len(self._windows)

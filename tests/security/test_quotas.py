@@ -1,0 +1,131 @@
+"""Issue #23: client quotas (Kafka's produce and fetch byte rates per user), against a real cluster
+with users (``LocalCluster(tls=True, auth=True)``): a user over its quota is answered with
+``throttle_time_ms`` and held, while another user on the same broker goes at full speed.
+
+Rates are measured as Kafka does, over at least ten seconds, so the first ten seconds' worth of a
+quota passes at once; the bounds below allow for that burst, one more request, and a 2x margin."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+import lanes
+from lanes.local.cluster import LocalCluster
+from lanes.protocol.records import Record, encode_batch
+from lanes.rpc.wire import produce_request
+from lanes.v1 import broker_pb2_grpc, common_pb2
+from tests.integration.processes import running_cluster
+
+SLOW = lanes.UserPassword("slow", "slow-password-1")
+FAST = lanes.UserPassword("fast", "fast-password-1")
+QUOTA = 64 * 1024  # bytes per second, per broker
+WINDOW_S = 10
+RUN_S = 6
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path_factory.mktemp("quotas"), brokers=1, tls=True, auth=True) as started:
+        with lanes.Admin(
+            str(started.describe()["bootstrap"]), tls=started.client_tls, credentials=started.client_credentials
+        ) as admin:
+            for topic in ("slow-lane", "fast-lane", "backlog"):
+                admin.create_topic(topic, partitions=1, replication_factor=1)
+            for user in (SLOW, FAST):
+                admin.set_user_password(user.username, user.password)
+                admin.create_acls(
+                    [lanes.AclBinding.of(user.username, op, topic="*") for op in ("read", "write")]
+                    + [lanes.AclBinding.of(user.username, "read", group="*")]
+                )
+            admin.set_quota("producer_byte_rate", QUOTA, user=SLOW.username)
+            admin.set_quota("consumer_byte_rate", QUOTA, user=SLOW.username)
+            assert {(q.user, q.key) for q in admin.describe_quotas()} == {
+                ("slow", "producer_byte_rate"),
+                ("slow", "consumer_byte_rate"),
+            }
+        time.sleep(0.5)  # the broker applies the users, ACLs and quotas a moment after the controller
+        yield started
+
+
+def _produce_for(cluster: LocalCluster, user: lanes.UserPassword, topic: str, seconds: float) -> int:
+    """Bytes acknowledged while producing 16 KiB values as fast as the broker answers."""
+    value = os.urandom(16 * 1024)
+    acknowledged = 0
+    with lanes.Producer(
+        str(cluster.describe()["bootstrap"]),
+        tls=cluster.client_tls,
+        credentials=user,
+        acks="1",
+        enable_idempotence=False,
+        linger_ms=0,
+        max_in_flight_requests_per_partition=1,
+        request_timeout_ms=30_000,
+    ) as producer:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            producer.send(topic, value).result(timeout=30)
+            acknowledged += len(value)
+    return acknowledged
+
+
+def test_a_producer_over_its_quota_is_held_and_others_are_not(cluster: LocalCluster) -> None:
+    slow = _produce_for(cluster, SLOW, "slow-lane", RUN_S)
+    bound = QUOTA * (WINDOW_S + RUN_S) * 2
+    assert 0 < slow <= bound, f"{slow:,} bytes in {RUN_S} s against a {QUOTA:,} B/s quota"
+    credentials = grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(cluster.client_tls.ca_file.read_bytes()),  # type: ignore[union-attr]
+        SLOW.call_credentials(),
+    )
+    request = produce_request(
+        "slow-lane", 0, encode_batch([Record(0, 0, None, b"x" * 1024)]), acks=common_pb2.ACKS_LEADER, timeout_ms=5000
+    )
+    with grpc.secure_channel(cluster.broker_processes[1].address, credentials) as channel:
+        started = time.monotonic()
+        answer = broker_pb2_grpc.BrokerStub(channel).Produce(request, timeout=30)  # type: ignore[no-untyped-call]
+        held_s = time.monotonic() - started
+    assert answer.throttle_time_ms > 0, "the answer says how long the user is throttled"
+    assert held_s >= answer.throttle_time_ms / 1000 * 0.9, "and the broker held it that long"
+    fast = _produce_for(cluster, FAST, "fast-lane", RUN_S)
+    assert fast > 4 * bound, f"a user without a quota produced only {fast:,} bytes"
+
+
+def test_a_consumer_over_its_quota_is_held_and_others_are_not(cluster: LocalCluster) -> None:
+    backlog = 8 * 1024 * 1024
+    with lanes.Producer(
+        str(cluster.describe()["bootstrap"]),
+        tls=cluster.client_tls,
+        credentials=cluster.client_credentials,
+        acks="1",
+        enable_idempotence=False,
+    ) as producer:
+        value = os.urandom(16 * 1024)
+        for _ in range(backlog // len(value)):
+            producer.send("backlog", value)
+        producer.flush()
+
+    def consume_for(user: lanes.UserPassword, seconds: float) -> int:
+        read = 0
+        with lanes.Consumer(
+            str(cluster.describe()["bootstrap"]),
+            tls=cluster.client_tls,
+            credentials=user,
+            fetch_max_bytes=64 * 1024,
+            max_partition_fetch_bytes=64 * 1024,
+        ) as consumer:
+            consumer.assign([lanes.TopicPartition("backlog", 0)])
+            consumer.seek_to_beginning()
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline and read < backlog:
+                read += sum(len(record.value or b"") for record in consumer.poll(200))
+        return read
+
+    slow = consume_for(SLOW, RUN_S)
+    fast = consume_for(FAST, RUN_S)
+    bound = QUOTA * (WINDOW_S + RUN_S) * 2
+    assert 0 < slow <= bound, f"{slow:,} bytes in {RUN_S} s against a {QUOTA:,} B/s quota"
+    assert fast == backlog, f"a user without a quota read only {fast:,} of {backlog:,} bytes"
