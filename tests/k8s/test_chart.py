@@ -344,6 +344,8 @@ def test_security_is_on_by_default_with_a_certificate_per_node() -> None:
                 x509.DNSName
             )
             assert f"prod-lanes-{component}-{ordinal}.prod-lanes-{component}.trading.svc.cluster.local" in names
+            if component == "broker":  # clients start from the bootstrap Service, and verify it
+                assert "prod-lanes-bootstrap.trading.svc.cluster.local" in names
             authority.public_key().verify(  # type: ignore[union-attr, call-arg]
                 cert.signature,
                 cert.tbs_certificate_bytes,

@@ -1,12 +1,14 @@
 """Issue #23: client quotas (Kafka's produce and fetch byte rates per user), against a real cluster
 with users (``LocalCluster(tls=True, auth=True)``): a user over its quota is answered with
-``throttle_time_ms`` and held, while another user on the same broker goes at full speed.
+``throttle_time_ms`` and muted (its next requests wait), while another user on the same broker
+goes at full speed.
 
 Rates are measured as Kafka does, over at least ten seconds, so the first ten seconds' worth of a
 quota passes at once; the bounds below allow for that burst, one more request, and a 2x margin."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Iterator
@@ -23,6 +25,7 @@ from tests.integration.processes import running_cluster
 
 SLOW = lanes.UserPassword("slow", "slow-password-1")
 FAST = lanes.UserPassword("fast", "fast-password-1")
+CROWD = lanes.UserPassword("crowd", "crowd-password-1")  # many concurrent callers, one quota
 QUOTA = 64 * 1024  # bytes per second, per broker
 WINDOW_S = 10
 RUN_S = 6
@@ -36,7 +39,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         ) as admin:
             for topic in ("slow-lane", "fast-lane", "backlog"):
                 admin.create_topic(topic, partitions=1, replication_factor=1)
-            for user in (SLOW, FAST):
+            for user in (SLOW, FAST, CROWD):
                 admin.set_user_password(user.username, user.password)
                 admin.create_acls(
                     [lanes.AclBinding.of(user.username, op, topic="*") for op in ("read", "write")]
@@ -44,9 +47,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
                 )
             admin.set_quota("producer_byte_rate", QUOTA, user=SLOW.username)
             admin.set_quota("consumer_byte_rate", QUOTA, user=SLOW.username)
+            admin.set_quota("producer_byte_rate", QUOTA, user=CROWD.username)
             assert {(q.user, q.key) for q in admin.describe_quotas()} == {
                 ("slow", "producer_byte_rate"),
                 ("slow", "consumer_byte_rate"),
+                ("crowd", "producer_byte_rate"),
             }
         time.sleep(0.5)  # the broker applies the users, ACLs and quotas a moment after the controller
         yield started
@@ -82,15 +87,22 @@ def test_a_producer_over_its_quota_is_held_and_others_are_not(cluster: LocalClus
         SLOW.call_credentials(),
     )
     request = produce_request(
-        "slow-lane", 0, encode_batch([Record(0, 0, None, b"x" * 1024)]), acks=common_pb2.ACKS_LEADER, timeout_ms=5000
+        "slow-lane",
+        0,
+        encode_batch([Record(0, 0, None, os.urandom(256 * 1024))]),
+        acks=common_pb2.ACKS_LEADER,
+        timeout_ms=5000,
     )
     with grpc.secure_channel(cluster.broker_processes[1].address, credentials) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        first = stub.Produce(request, timeout=30)
         started = time.monotonic()
-        answer = broker_pb2_grpc.BrokerStub(channel).Produce(request, timeout=30)  # type: ignore[no-untyped-call]
+        second = stub.Produce(request, timeout=30)
         held_s = time.monotonic() - started
-    assert answer.throttle_time_ms > 0, "the answer says how long the user is throttled"
-    assert held_s >= answer.throttle_time_ms / 1000 * 0.9, "and the broker held it that long"
-    fast = _produce_for(cluster, FAST, "fast-lane", RUN_S)
+    assert first.throttle_time_ms >= 1000, "the answer says how long the user owes (256 KiB at 64 KiB/s)"
+    assert held_s >= first.throttle_time_ms / 1000 * 0.8, "and its next request waits that long (muted)"
+    assert second.topics[0].partitions[0].error.code == common_pb2.NONE
+    fast = _produce_for(cluster, FAST, "fast-lane", RUN_S / 2)
     assert fast > 4 * bound, f"a user without a quota produced only {fast:,} bytes"
 
 
@@ -129,3 +141,37 @@ def test_a_consumer_over_its_quota_is_held_and_others_are_not(cluster: LocalClus
     bound = QUOTA * (WINDOW_S + RUN_S) * 2
     assert 0 < slow <= bound, f"{slow:,} bytes in {RUN_S} s against a {QUOTA:,} B/s quota"
     assert fast == backlog, f"a user without a quota read only {fast:,} of {backlog:,} bytes"
+
+
+def test_concurrent_requests_do_not_add_up_past_the_quota(cluster: LocalCluster) -> None:
+    """A user is muted, not each request: eight concurrent streams of produce calls (what held
+    answers let through eight times over) get the quota between them."""
+    payload = encode_batch([Record(0, 0, None, os.urandom(32 * 1024))])
+    request = produce_request("slow-lane", 0, payload, acks=common_pb2.ACKS_LEADER, timeout_ms=30_000)
+    tls = cluster.client_tls
+    assert tls is not None
+    credentials = grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(tls.ca_file.read_bytes()), CROWD.call_credentials()
+    )
+
+    async def lanes_of_requests() -> int:
+        written = 0
+        deadline = time.monotonic() + RUN_S
+        async with grpc.aio.secure_channel(cluster.broker_processes[1].address, credentials) as channel:
+            stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+
+            async def lane() -> None:
+                nonlocal written
+                while time.monotonic() < deadline:
+                    try:
+                        await stub.Produce(request, timeout=max(0.1, deadline - time.monotonic()))
+                    except grpc.aio.AioRpcError:
+                        return  # still waiting at the deadline
+                    written += len(payload)
+
+            await asyncio.gather(*(lane() for _ in range(8)))
+        return written
+
+    written = asyncio.run(lanes_of_requests())
+    bound = QUOTA * (WINDOW_S + RUN_S) * 2
+    assert 0 < written <= bound, f"{written:,} bytes in {RUN_S} s by 8 concurrent callers, quota {QUOTA:,} B/s"

@@ -3,7 +3,7 @@ windows (at least ten seconds), and a throttle that drains the excess at the quo
 
 from __future__ import annotations
 
-from lanes.broker.quotas import MAX_THROTTLE_MS, SAMPLES, ClientQuotas
+from lanes.broker.quotas import MAX_THROTTLE_MS, SAMPLES, ClientQuotas, window_bytes
 from lanes.metadata.image import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, MetadataImage
 from lanes.v1 import metadata_pb2
 
@@ -63,3 +63,8 @@ def test_a_users_own_quota_wins_over_the_default() -> None:
         metadata_pb2.MetadataRecord(client_quota=metadata_pb2.ClientQuotaRecord(user="alice", key=PRODUCER_BYTE_RATE)),
     )
     assert image.client_quota("alice", PRODUCER_BYTE_RATE) == 100.0
+
+
+def test_one_fetch_answer_carries_at_most_the_quotas_window() -> None:
+    assert window_bytes(1024.0) == 10 * 1024
+    assert window_bytes(0.01) == 1, "at least a byte: a fetch always may read something"

@@ -135,6 +135,7 @@ async def serve(options: argparse.Namespace) -> None:
         host=options.host,
         port=options.port,
         metrics=metrics,
+        metrics_port=options.metrics_port,
         **server_listeners(options, lambda: service.image),
         limits=ServerLimits(max_request_bytes=options.max_request_bytes),
     )
@@ -151,7 +152,6 @@ async def serve(options: argparse.Namespace) -> None:
         {"service": "broker", "broker_id": options.broker_id, "address": running.address},
         stop,
         metrics=metrics,
-        metrics_port=options.metrics_port,
         hand_off=service.hand_off,
     )
 

@@ -6,14 +6,13 @@ A quota bounds the bytes per second one user may produce (``producer_byte_rate``
 (``lanes.metadata.image.MetadataImage.client_quota``). Each user is measured on its own, the
 default too (as Kafka's ``<default>``), over ``SAMPLES`` windows of ``SAMPLE_S`` seconds.
 
-When a request takes a user over its quota, the broker answers it with ``throttle_time_ms``: the
-time the bytes over the quota take to drain at the quota's rate (Kafka's
-``(rate - quota) / quota * window``), at most ``MAX_THROTTLE_MS``, and holds the answer that
-long (a client's next request waits for it). A fetch by a user already over its rate answers
-without records after the time it owes (Kafka sends a throttled consumer an empty response);
-one within its rate gets its records, held by the time they put it over. Unlike Kafka, which
-empties any answer that would go over, a consumer whose one answer is larger than its quota's
-window therefore still progresses.
+A user over its rate owes the time its excess takes to drain at the quota's rate (Kafka's
+``(rate - quota) / quota * window``, ``owed_ms``). The broker mutes the user, as Kafka does
+(KIP-219): a request of a user that owes time waits, before doing any work, until it owes none
+(the broker's ``_admit``), one request at a time, so concurrent requests or streams cannot add up past the
+quota; the request's bytes are then recorded and its answer, sent at once, says in
+``throttle_time_ms`` what the user owes now. A fetch reads at most ``window_bytes`` (Kafka's
+``getMaxValueInQuotaWindow``), so one answer cannot carry more than the quota's window.
 
 Memory: one window per user that sent something within the last window, pruned as time passes.
 Owned by the broker's event loop.
@@ -26,8 +25,14 @@ from dataclasses import dataclass, field
 #: Kafka's ``quota.window.num`` and ``quota.window.size.seconds``.
 SAMPLES = 11
 SAMPLE_S = 1.0
-#: The longest a request is held (a client's request timeout must outlast it).
+#: The longest a throttle is told (``throttle_time_ms``), and the longest one wait of ``admit``
+#: (it checks again after it).
 MAX_THROTTLE_MS = 10_000
+
+
+def window_bytes(quota: float) -> int:
+    """The most bytes one fetch answer may carry under ``quota``: the quota's whole window."""
+    return max(1, int(quota * (SAMPLES - 1) * SAMPLE_S))
 
 
 @dataclass
@@ -74,7 +79,7 @@ class ClientQuotas:
         self._pruned_s = 0.0
 
     def record(self, user: str, key: str, amount: float, quota: float | None, now_s: float) -> int:
-        """Record ``amount`` for ``user`` under ``key`` and return the throttle it earns in
+        """Record ``amount`` for ``user`` under ``key`` and return what it owes now in
         milliseconds (0 within the quota, or without one: then nothing is recorded)."""
         if quota is None:
             return 0

@@ -59,7 +59,7 @@ from lanes.broker.follower import Followed, FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
 from lanes.broker.partition import Following, Partition
 from lanes.broker.producer_state import Verdict
-from lanes.broker.quotas import ClientQuotas
+from lanes.broker.quotas import ClientQuotas, window_bytes
 from lanes.broker.replication import divergence
 from lanes.clock import Clock
 from lanes.deadline import Deadline
@@ -659,24 +659,36 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Produce(  # noqa: N802
         self, request: broker_pb2.ProduceRequest, context: ServicerContext
     ) -> broker_pb2.ProduceResponse:
+        throttle_ms = await self._admit(PRODUCER_BYTE_RATE, [t.topic for t in request.topics], request.ByteSize())
         response = await self._start_produce(request, caller=caller_identity(context))
-        await self._throttle_produce(request, response)
+        response.throttle_time_ms = throttle_ms
         return response
 
-    async def _throttle_produce(self, request: broker_pb2.ProduceRequest, response: broker_pb2.ProduceResponse) -> None:
-        """Record the request's bytes against the caller's ``producer_byte_rate``; when that takes
-        it over, answer ``throttle_time_ms`` and hold the answer that long (Kafka's quotas: the
-        client's next request waits). The cluster's own calls are never throttled, nor writes of
-        internal topics (only coordinators make them, also where they share the client listener)."""
+    def _quota_of(self, key: str, topics: list[str]) -> tuple[str, float] | None:
+        """(principal, quota) when the caller's requests under ``key`` are limited: not for the
+        cluster's own calls, nor for internal topics (only coordinators read and write them, also
+        where they share the client listener), nor for users without a quota."""
         principal = CALLER.get()
-        if principal is None or all(topic.topic == CONSUMER_OFFSETS_TOPIC for topic in request.topics):
-            return
-        quota = self.image.client_quota(principal.removeprefix("User:"), PRODUCER_BYTE_RATE)
-        throttle_ms = self._quotas.record(principal, PRODUCER_BYTE_RATE, request.ByteSize(), quota, time.monotonic())
-        if throttle_ms:
-            response.throttle_time_ms = throttle_ms
-            self.metrics.throttled(PRODUCER_BYTE_RATE, throttle_ms)
-            await asyncio.sleep(throttle_ms / 1000)
+        if principal is None or all(topic == CONSUMER_OFFSETS_TOPIC for topic in topics):
+            return None
+        quota = self.image.client_quota(principal.removeprefix("User:"), key)
+        return (principal, quota) if quota is not None else None
+
+    async def _admit(self, key: str, topics: list[str], size: int) -> int:
+        """Mute a caller over its quota (KIP-219): wait, before any work, until it owes nothing
+        under ``key``; then record ``size`` bytes (with no await in between, so waiters go one at a
+        time as the rate allows) and return what it owes now, for ``throttle_time_ms``."""
+        limited = self._quota_of(key, topics)
+        if limited is None:
+            return 0
+        principal, quota = limited
+        waited_ms = 0
+        while (owed_ms := self._quotas.owed_ms(principal, key, quota, time.monotonic())) > 0:
+            waited_ms += owed_ms
+            await asyncio.sleep(owed_ms / 1000)
+        if waited_ms:
+            self.metrics.throttled(key, waited_ms)
+        return self._quotas.record(principal, key, size, quota, time.monotonic())
 
     async def ProduceStream(  # noqa: N802
         self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: ServicerContext
@@ -686,9 +698,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         go back in request order. At most ``STREAM_UNANSWERED_BYTES`` of requests wait for their
         answers: beyond them the stream is not read (HTTP/2 flow control then holds the client
         back), so a client cannot pile up requests in a broker's memory."""
-        answers: asyncio.Queue[
-            tuple[broker_pb2.ProduceRequest, int, Coroutine[None, None, broker_pb2.ProduceResponse]] | None
-        ] = asyncio.Queue()
+        answers: asyncio.Queue[tuple[int, int, Coroutine[None, None, broker_pb2.ProduceResponse]] | None] = (
+            asyncio.Queue()
+        )
         unanswered_bytes = 0
         room = asyncio.Event()
 
@@ -701,7 +713,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         room.clear()
                         await room.wait()
                     unanswered_bytes += size
-                    answers.put_nowait((request, size, self._start_produce(request, stream=True, caller=caller)))
+                    throttle_ms = await self._admit(PRODUCER_BYTE_RATE, [t.topic for t in request.topics], size)
+                    answers.put_nowait((throttle_ms, size, self._start_produce(request, stream=True, caller=caller)))
             finally:
                 answers.put_nowait(None)
 
@@ -709,9 +722,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         reader = asyncio.create_task(read())
         try:
             while (started := await answers.get()) is not None:
-                request, size, answer = started
+                throttle_ms, size, answer = started
                 response = await answer
-                await self._throttle_produce(request, response)
+                response.throttle_time_ms = throttle_ms
                 yield response
                 unanswered_bytes -= size
                 room.set()
@@ -908,13 +921,18 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         move and read what arrived (``lanes.broker.consumer_fetch``), until the wait ends. Sizes
         and wait are capped (``lanes.broker.fetch_limits``); the record bytes held come out of
         the broker's fetch memory."""
-        limits = FetchLimits.clamp(
-            request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=self._fetch_max_bytes
-        )
-        deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
+        limited = self._quota_of(CONSUMER_BYTE_RATE, [topic.topic for topic in request.topics])
+        cap_bytes = self._fetch_max_bytes if limited is None else min(self._fetch_max_bytes, window_bytes(limited[1]))
+        limits = FetchLimits.clamp(request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=cap_bytes)
         fetch = ConsumerFetch(request, limits.max_bytes)
         if not fetch.keys:
             return fetch.response  # nothing to wait for (Kafka answers at once too)
+        # muted while it owes; then what it may read is reserved, so concurrent fetches of the user
+        # wait their turn too, and the reservation is corrected by what was sent (or nothing)
+        reserved = limits.max_bytes if limited is not None else 0
+        await self._admit(CONSUMER_BYTE_RATE, [topic.topic for topic in request.topics], reserved)
+        sent_bytes = 0
+        deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
         held = 0  # what this fetch holds of the broker's fetch memory, its grant in flight included
         try:
             due = True  # a pass is due: the first, or a partition moved, or memory was freed
@@ -939,27 +957,15 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     await self._wait_for_either(ticket, memory_freed if due else None, deadline.remaining_s())
             response, sent = fetch.answer()
             sent_bytes = sum(size for size, _ in sent.values())
-            principal = CALLER.get()
-            if principal is not None and sent_bytes:
-                quota = self.image.client_quota(principal.removeprefix("User:"), CONSUMER_BYTE_RATE)
-                owed_ms = self._quotas.owed_ms(principal, CONSUMER_BYTE_RATE, quota, time.monotonic())
-                if owed_ms:  # already over its rate: no records (Kafka's empty answer), after the time owed
-                    for answered in response.topics:
-                        for partition in answered.partitions:
-                            partition.records = b""
-                    sent = {}
-                    response.throttle_time_ms = owed_ms
-                else:  # the records, held by the time they put it over
-                    now_s = time.monotonic()
-                    response.throttle_time_ms = self._quotas.record(
-                        principal, CONSUMER_BYTE_RATE, sent_bytes, quota, now_s
-                    )
-                if response.throttle_time_ms:
-                    self.metrics.throttled(CONSUMER_BYTE_RATE, response.throttle_time_ms)
         finally:
             self._settle_fetch_memory(held, 0)
-        if response.throttle_time_ms:
-            await asyncio.sleep(response.throttle_time_ms / 1000)
+            if limited is not None:
+                principal, quota = limited
+                owed_ms = self._quotas.record(
+                    principal, CONSUMER_BYTE_RATE, sent_bytes - reserved, quota, time.monotonic()
+                )
+        if limited is not None:
+            response.throttle_time_ms = owed_ms
         for code in fetch.errors:
             self.metrics.partition_error("Fetch", code)
         for topic, (size, records) in sent.items():

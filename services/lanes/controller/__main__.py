@@ -173,6 +173,7 @@ async def serve(options: argparse.Namespace) -> None:
         host=options.host,
         port=options.port,
         metrics=metrics,
+        metrics_port=options.metrics_port,
         **listeners,
     )
     service.endpoint.port = running.port
@@ -185,7 +186,6 @@ async def serve(options: argparse.Namespace) -> None:
         {"service": "controller", "address": running.address, "node_id": options.node_id},
         service.stop,
         metrics=metrics,
-        metrics_port=options.metrics_port,
     )
 
 

@@ -82,6 +82,7 @@ async def serve(options: argparse.Namespace) -> None:
         host=options.host,
         port=options.port,
         metrics=metrics,
+        metrics_port=options.metrics_port,
         **server_listeners(options, lambda: service.link.image),
     )
     endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering
@@ -91,7 +92,6 @@ async def serve(options: argparse.Namespace) -> None:
         {"service": "coordinator", "coordinator_id": options.coordinator_id, "address": running.address},
         service.stop,
         metrics=metrics,
-        metrics_port=options.metrics_port,
     )
 
 

@@ -40,6 +40,8 @@ from lanes.runtime.metrics import ServiceMetrics
 
 #: The health service's name for the whole server.
 OVERALL_HEALTH = ""
+#: How long the HTTP health endpoint waits for the event loop to answer.
+HEALTH_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,21 @@ class RunningServer:
         self.service_names = tuple(service_names)
         #: what each service reports (``""``: the whole server), for the HTTP health endpoint
         self.serving: dict[str, bool] = {}
+        #: where ``/metrics`` and ``/healthz`` are served (``start_server``'s ``metrics_port``)
+        self.metrics_address: str | None = None
+        self._loop = asyncio.get_running_loop()
+
+    def health_from_thread(self, service: str) -> bool | None:
+        """Whether ``service`` serves, asked from another thread (the HTTP endpoint's) through the
+        event loop: a loop that does not answer within ``HEALTH_TIMEOUT_S`` is not healthy."""
+
+        async def ask() -> bool | None:
+            return self.serving.get(service)
+
+        try:
+            return asyncio.run_coroutine_threadsafe(ask(), self._loop).result(HEALTH_TIMEOUT_S)
+        except Exception:  # the loop is stuck or gone
+            return False
 
     @property
     def address(self) -> str:
@@ -175,12 +192,15 @@ async def start_server(
     tls: TlsFiles | None = None,
     require_client_cert: bool = False,
     internal: InternalListener | None = None,
+    metrics_port: int = -1,
 ) -> RunningServer:
     """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes what
     ``limits`` allow, sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its
     calls into ``metrics`` (outermost), then runs ``interceptors`` in order. With ``tls`` it
     listens over TLS only (``require_client_cert``: mutual TLS), reloading renewed files. With
-    ``internal``, a second server serves the same bindings on the internal listener."""
+    ``internal``, a second server serves the same bindings on the internal listener. With
+    ``metrics_port`` (-1: none; 0: a free one), ``/metrics`` and ``/healthz`` are served on it
+    from now on, so probes see the process before its service has started."""
     listeners = [(port, interceptors, require_client_cert)]
     if internal is not None:
         listeners.append((internal.port, internal.interceptors, True))
@@ -214,6 +234,11 @@ async def start_server(
     running = RunningServer(servers, host, ports[0], names, internal_port=ports[1] if internal is not None else 0)
     for name in (OVERALL_HEALTH, *names):
         await running.set_serving(True, name)
+    if metrics is not None and metrics_port >= 0:
+        try:
+            running.metrics_address = metrics.serve_http(host, metrics_port, running.health_from_thread)
+        except OSError as exc:
+            raise OSError(f"cannot serve metrics on {host}:{metrics_port}: {exc.strerror or exc}") from exc
     return running
 
 
@@ -224,22 +249,18 @@ async def serve_until_signalled(
     grace_s: float = 5,
     *,
     metrics: ServiceMetrics | None = None,
-    metrics_port: int = -1,
     hand_off: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Serve ``metrics`` on ``/metrics`` at ``metrics_port`` (-1: not at all), print the
-    readiness line (one JSON object on stdout, with ``metrics_address`` when served and
-    ``internal_address`` with an internal listener), serve until
-    SIGTERM or SIGINT, then stop: ``hand_off`` while still serving (a broker's controlled
-    shutdown), the server (in-flight requests get ``grace_s``), then the service."""
+    """Print the readiness line (one JSON object on stdout, with ``metrics_address`` when
+    ``start_server`` serves metrics and ``internal_address`` with an internal listener), serve
+    until SIGTERM or SIGINT, then stop (``metrics``' endpoint last): ``hand_off`` while still
+    serving (a broker's controlled shutdown), the server (in-flight requests get ``grace_s``),
+    then the service."""
     readiness = dict(readiness)
     if running.internal_port:
         readiness["internal_address"] = f"{running.host}:{running.internal_port}"
-    if metrics is not None and metrics_port >= 0:
-        try:
-            readiness["metrics_address"] = metrics.serve_http(running.host, metrics_port, running.serving.get)
-        except OSError as exc:
-            raise OSError(f"cannot serve metrics on {running.host}:{metrics_port}: {exc.strerror or exc}") from exc
+    if running.metrics_address is not None:
+        readiness["metrics_address"] = running.metrics_address
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):  # before the readiness line: a SIGTERM right after it stops cleanly
