@@ -153,19 +153,22 @@ def test_clients_cannot_write_the_internal_topic(tmp_path: Path) -> None:
     with running_cluster(tmp_path, 1, coordinators=1, offsets_topic_partitions=1) as cluster:
         address = cluster.describe()["brokers"][0]["address"]
         batch = encode_batch([Record(0, 0, b"forged", b"value")], producer_id=-1, producer_epoch=-1, base_sequence=-1)
+        request = broker_pb2.ProduceRequest(
+            acks=common_pb2.ACKS_ALL,
+            topics=[
+                broker_pb2.TopicProduceData(
+                    topic="__consumer_offsets",
+                    partitions=[broker_pb2.PartitionProduceData(partition=0, records=batch)],
+                )
+            ],
+        )
+        deadline = time.monotonic() + 20
         with grpc.insecure_channel(address) as channel:
-            answer = broker_pb2_grpc.BrokerStub(channel).Produce(  # type: ignore[no-untyped-call]
-                broker_pb2.ProduceRequest(
-                    acks=common_pb2.ACKS_ALL,
-                    topics=[
-                        broker_pb2.TopicProduceData(
-                            topic="__consumer_offsets",
-                            partitions=[broker_pb2.PartitionProduceData(partition=0, records=batch)],
-                        )
-                    ],
-                ),
-                timeout=10,
-            )
-        error = answer.topics[0].partitions[0].error
+            while True:  # the broker may still be taking the shard's leadership over (retriable)
+                answer = broker_pb2_grpc.BrokerStub(channel).Produce(request, timeout=10)  # type: ignore[no-untyped-call]
+                error = answer.topics[0].partitions[0].error
+                if not ErrorCode(error.code).retriable or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
         assert error.code == ErrorCode.INVALID_TOPIC_EXCEPTION
         assert "only the group coordinator" in error.message
