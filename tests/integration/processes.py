@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
+
 from lanes.local.cluster import LocalCluster
 from lanes.local.processes import ServiceProcess, start_service
+from lanes.v1 import broker_pb2, broker_pb2_grpc, controller_pb2
 
 __all__ = [
     "ServiceProcess",
@@ -17,6 +22,7 @@ __all__ = [
     "running_cluster",
     "start_controller",
     "start_service",
+    "wait_until_brokers_apply_metadata",
 ]
 
 
@@ -82,3 +88,30 @@ def running_cluster(data_dir: Path, brokers: int, **settings: int) -> Iterator[L
         yield cluster
     finally:
         cluster.stop()
+
+
+def wait_until_brokers_apply_metadata(cluster: LocalCluster, timeout_s: float = 30) -> None:
+    """Until every broker has applied the metadata the active controller has committed now (a
+    user, ACL or quota just set applies on brokers a moment after the controller answers)."""
+    committed = asyncio.run(
+        cluster._active_controller_call(
+            lambda stub: stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=5)
+        )
+    ).metadata_offset
+    tls, user = cluster.client_tls, cluster.client_credentials
+    credentials = None
+    if tls is not None:
+        credentials = tls.channel_credentials()
+        if user is not None:
+            credentials = grpc.composite_channel_credentials(credentials, user.call_credentials())
+    deadline = time.monotonic() + timeout_s
+    for broker in cluster.broker_processes.values():
+        with (
+            grpc.secure_channel(broker.address, credentials)
+            if credentials
+            else grpc.insecure_channel(broker.address) as channel
+        ):
+            stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+            while stub.Metadata(broker_pb2.MetadataRequest(topics=["__none__"]), timeout=5).metadata_offset < committed:
+                assert time.monotonic() < deadline, f"broker at {broker.address} did not apply metadata {committed}"
+                time.sleep(0.05)

@@ -31,7 +31,7 @@ from lanes.protocol.records import Record, encode_batch
 from lanes.rpc.tls import TlsFiles
 from lanes.rpc.wire import produce_request
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, coordinator_pb2, coordinator_pb2_grpc
-from tests.integration.processes import running_cluster
+from tests.integration.processes import running_cluster, wait_until_brokers_apply_metadata
 
 ALICE = lanes.UserPassword("alice", "alice-secret-1")
 BOB = lanes.UserPassword("bob", "bob-secret-22")
@@ -55,6 +55,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
                     lanes.AclBinding.of("bob", "read", topic="b"),
                 ]
             )
+        wait_until_brokers_apply_metadata(started)
         yield started
 
 
@@ -351,10 +352,12 @@ def test_acl_and_password_changes_apply_to_the_next_call(cluster: LocalCluster) 
     with _admin(cluster) as admin:
         removed = admin.delete_acls([lanes.AclBinding.of("bob", "read", topic="b")])
         assert [acl.describe() for acl in removed] == ["User:bob ALLOW READ on topic 'b' (literal) from *"]
+    wait_until_brokers_apply_metadata(cluster)
     with pytest.raises(AuthorizationError):
         _consume(cluster, "b", "bobs-readers", BOB, 1)
     with _admin(cluster) as admin:
         admin.set_user_password("bob", "bob-secret-renewed")
+    wait_until_brokers_apply_metadata(cluster)
     with _admin(cluster, BOB) as stale, pytest.raises(AuthenticationError):
         stale.list_topics()
     with _admin(cluster, lanes.UserPassword("bob", "bob-secret-renewed")) as renewed:
@@ -362,6 +365,8 @@ def test_acl_and_password_changes_apply_to_the_next_call(cluster: LocalCluster) 
         assert "b" not in renewed.list_topics()
     with _admin(cluster) as admin:
         admin.delete_user("bob")
+    wait_until_brokers_apply_metadata(cluster)
+    with _admin(cluster) as admin:
         assert [user.name for user in admin.describe_users()] == ["admin", "alice"]
     with _admin(cluster, lanes.UserPassword("bob", "bob-secret-renewed")) as gone, pytest.raises(AuthenticationError):
         gone.list_topics()

@@ -21,7 +21,7 @@ from lanes.local.cluster import LocalCluster
 from lanes.protocol.records import Record, encode_batch
 from lanes.rpc.wire import produce_request
 from lanes.v1 import broker_pb2_grpc, common_pb2
-from tests.integration.processes import running_cluster
+from tests.integration.processes import running_cluster, wait_until_brokers_apply_metadata
 
 SLOW = lanes.UserPassword("slow", "slow-password-1")
 FAST = lanes.UserPassword("fast", "fast-password-1")
@@ -53,7 +53,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
                 ("slow", "consumer_byte_rate"),
                 ("crowd", "producer_byte_rate"),
             }
-        time.sleep(0.5)  # the broker applies the users, ACLs and quotas a moment after the controller
+        wait_until_brokers_apply_metadata(started)  # users, ACLs and quotas reach the broker after the controller
         yield started
 
 

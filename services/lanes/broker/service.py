@@ -659,7 +659,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Produce(  # noqa: N802
         self, request: broker_pb2.ProduceRequest, context: ServicerContext
     ) -> broker_pb2.ProduceResponse:
-        throttle_ms = await self._admit(PRODUCER_BYTE_RATE, [t.topic for t in request.topics], request.ByteSize())
+        limited = self._quota_of(PRODUCER_BYTE_RATE, [t.topic for t in request.topics])
+        throttle_ms = await self._admit(PRODUCER_BYTE_RATE, limited, request.ByteSize())
         response = await self._start_produce(request, caller=caller_identity(context))
         response.throttle_time_ms = throttle_ms
         return response
@@ -674,11 +675,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         quota = self.image.client_quota(principal.removeprefix("User:"), key)
         return (principal, quota) if quota is not None else None
 
-    async def _admit(self, key: str, topics: list[str], size: int) -> int:
-        """Mute a caller over its quota (KIP-219): wait, before any work, until it owes nothing
-        under ``key``; then record ``size`` bytes (with no await in between, so waiters go one at a
-        time as the rate allows) and return what it owes now, for ``throttle_time_ms``."""
-        limited = self._quota_of(key, topics)
+    async def _admit(self, key: str, limited: tuple[str, float] | None, size: int) -> int:
+        """Mute a caller over its quota (``limited``: ``_quota_of``'s answer; KIP-219): wait,
+        before any work, until it owes nothing under ``key``; then record ``size`` bytes (with no
+        await in between, so waiters go one at a time as the rate allows) and return what it owes
+        now, for ``throttle_time_ms``."""
         if limited is None:
             return 0
         principal, quota = limited
@@ -713,7 +714,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         room.clear()
                         await room.wait()
                     unanswered_bytes += size
-                    throttle_ms = await self._admit(PRODUCER_BYTE_RATE, [t.topic for t in request.topics], size)
+                    limited = self._quota_of(PRODUCER_BYTE_RATE, [t.topic for t in request.topics])
+                    throttle_ms = await self._admit(PRODUCER_BYTE_RATE, limited, size)
                     answers.put_nowait((throttle_ms, size, self._start_produce(request, stream=True, caller=caller)))
             finally:
                 answers.put_nowait(None)
@@ -930,7 +932,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         # muted while it owes; then what it may read is reserved, so concurrent fetches of the user
         # wait their turn too, and the reservation is corrected by what was sent (or nothing)
         reserved = limits.max_bytes if limited is not None else 0
-        await self._admit(CONSUMER_BYTE_RATE, [topic.topic for topic in request.topics], reserved)
+        await self._admit(CONSUMER_BYTE_RATE, limited, reserved)
         sent_bytes = 0
         deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
         held = 0  # what this fetch holds of the broker's fetch memory, its grant in flight included

@@ -43,6 +43,8 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from lanes.runtime.interceptors import rewrap
+
 _log = logging.getLogger(__name__)
 
 #: RPC latency buckets, seconds: from a loopback round trip (~0.5 ms) to a long-poll's end.
@@ -159,10 +161,12 @@ class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Any:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming or handler.response_streaming:
+        if handler is None:
             return handler
         method = handler_call_details.method.rsplit("/", 1)[-1]
-        behavior: Any = handler.unary_unary
+        return rewrap(handler, {"unary_unary": lambda behavior: self._timed(method, behavior)})
+
+    def _timed(self, method: str, behavior: Any) -> Any:
         metrics = self._metrics
 
         async def timed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
@@ -182,8 +186,4 @@ class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
             finally:
                 metrics.observe_rpc(method, time.perf_counter() - started, code)
 
-        return grpc.unary_unary_rpc_method_handler(
-            timed,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return timed
