@@ -18,8 +18,8 @@ class LanesOffsets:
 
     def __init__(self, options: ReadOptions) -> None:
         self.options = options
-        self._admin = Admin(options.bootstrap)
-        self._consumer = Consumer(options.bootstrap, enable_auto_commit=False)
+        self._admin = Admin(options.bootstrap, **options.access.client_settings())
+        self._consumer = Consumer(options.bootstrap, enable_auto_commit=False, **options.access.client_settings())
 
     def partitions(self) -> list[TopicPartition]:
         """Every partition the query reads now (new partitions of subscribed topics included)."""
@@ -51,7 +51,9 @@ class LanesOffsets:
     def commit(self, group_id: str, offsets: Offsets) -> None:
         """Store the query's progress as ``group_id``'s committed offsets (the group has no
         members: the query is not one), so lag shows in ``lanes groups describe`` and metrics."""
-        with Consumer(self.options.bootstrap, group_id=group_id, enable_auto_commit=False) as committer:
+        with Consumer(
+            self.options.bootstrap, group_id=group_id, enable_auto_commit=False, **self.options.access.client_settings()
+        ) as committer:
             committer.commit(offsets)
 
     def close(self) -> None:

@@ -11,7 +11,12 @@ Names and formats are those of Spark's Kafka source, so habits carry over:
   ``includeHeaders`` (default false), ``pollTimeoutMs`` (how long a task waits for records it
   knows exist, default 120000);
 - writes: ``topic`` (or a ``topic`` column), ``acks`` (``all`` default, ``1``, ``0``),
-  ``compression`` (``none``, ``gzip``, ``snappy``, ``lz4``, ``zstd``), ``lingerMs``.
+  ``compression`` (``none``, ``gzip``, ``snappy``, ``lz4``, ``zstd``), ``lingerMs``;
+- reaching a secure cluster (reads and writes; ``ClusterAccess``): ``tls.ca`` (the cluster's CA
+  file, with ``tls.cert`` and ``tls.key`` for a client certificate), ``username`` with
+  ``passwordFile`` (read once, where the query is planned) or ``password``. Without them the
+  source's clients use their process's (``LANES_TLS_CA``, ``LANES_USERNAME``,
+  ``LANES_PASSWORD_FILE``: what pods get from Secrets).
 
 Option names are case-insensitive, as everywhere in Spark.
 """
@@ -22,7 +27,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
+
+from lanes import TlsFiles, UserPassword
 
 EARLIEST = -2
 LATEST = -1
@@ -37,8 +45,23 @@ class LanesOptionError(ValueError):
 
 
 @dataclass(frozen=True)
+class ClusterAccess:
+    """How the source's clients reach the cluster: the TLS files and user the options name, or
+    (``"process"``) those of the Python worker's environment. Travels to executors with the
+    query's options: the CA and certificate files must be there too; the password is carried."""
+
+    tls: TlsFiles | Literal["process"] = "process"
+    credentials: UserPassword | Literal["process"] = "process"
+
+    def client_settings(self) -> dict[str, Any]:
+        """Keyword arguments of ``lanes.Producer``, ``Consumer`` and ``Admin``."""
+        return {"tls": self.tls, "credentials": self.credentials}
+
+
+@dataclass(frozen=True)
 class ReadOptions:
     bootstrap: str
+    access: ClusterAccess = ClusterAccess()
     subscribe: tuple[str, ...] = ()
     subscribe_pattern: str | None = None
     assign: Mapping[str, tuple[int, ...]] | None = None
@@ -62,6 +85,7 @@ class ReadOptions:
 @dataclass(frozen=True)
 class WriteOptions:
     bootstrap: str
+    access: ClusterAccess = ClusterAccess()
     topic: str | None = None
     acks: str = "all"
     compression: str = "none"
@@ -69,7 +93,8 @@ class WriteOptions:
     producer_settings: Mapping[str, Any] = field(default_factory=dict)
 
 
-READ_KEYS = {
+ACCESS_KEYS = {"tls.ca", "tls.cert", "tls.key", "username", "password", "passwordfile"}
+READ_KEYS = ACCESS_KEYS | {
     "bootstrap",
     "subscribe",
     "subscribepattern",
@@ -84,7 +109,7 @@ READ_KEYS = {
     "includeheaders",
     "polltimeoutms",
 }
-WRITE_KEYS = {"bootstrap", "topic", "acks", "compression", "lingerms"}
+WRITE_KEYS = ACCESS_KEYS | {"bootstrap", "topic", "acks", "compression", "lingerms"}
 SPARK_KEYS = {"path", "checkpointlocation", "queryname"}  # options Spark itself may pass along
 
 
@@ -115,6 +140,7 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         raise LanesOptionError("endingOffsets cannot use -2 (earliest) for a partition: use an offset or -1 (latest)")
     return ReadOptions(
         bootstrap=_required(given, "bootstrap", "host:port of Lanes brokers, comma-separated"),
+        access=_access(given),
         subscribe=subscribe,
         subscribe_pattern=pattern,
         assign=assign,
@@ -141,11 +167,43 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
         raise LanesOptionError(f"compression {compression!r}: use one of {', '.join(COMPRESSIONS)}")
     return WriteOptions(
         bootstrap=_required(given, "bootstrap", "host:port of Lanes brokers, comma-separated"),
+        access=_access(given),
         topic=given.get("topic") or None,
         acks="all" if acks == "-1" else acks,
         compression=compression,
         linger_ms=_integer(given, "lingerms", "lingerMs", minimum=0) or 5,
     )
+
+
+def _access(given: Mapping[str, str]) -> ClusterAccess:
+    """``ClusterAccess`` from the ``tls.*``, ``username`` and password options."""
+    ca, cert, key = (given.get(name, "").strip() or None for name in ("tls.ca", "tls.cert", "tls.key"))
+    if (cert is None) != (key is None):
+        raise LanesOptionError("tls.cert and tls.key go together: a client certificate and its private key")
+    if cert is not None and ca is None:
+        raise LanesOptionError("tls.cert needs tls.ca: the CA that signed the cluster's certificates")
+    tls: TlsFiles | Literal["process"] = "process"
+    if ca is not None:
+        tls = TlsFiles(Path(ca), Path(cert) if cert else None, Path(key) if key else None)
+    username = given.get("username", "").strip() or None
+    password, password_file = given.get("password"), given.get("passwordfile", "").strip() or None
+    if password is not None and password_file is not None:
+        raise LanesOptionError("set password or passwordFile, not both")
+    if username is None:
+        if password is not None or password_file is not None:
+            raise LanesOptionError("a password needs the option username")
+        return ClusterAccess(tls)
+    if password_file is not None:
+        try:
+            password = Path(password_file).read_text().strip()
+        except OSError as exc:
+            raise LanesOptionError(f"passwordFile {password_file!r} cannot be read: {exc.strerror}") from None
+    if not password:
+        raise LanesOptionError(f"username {username!r} needs passwordFile (a file holding its password) or password")
+    try:
+        return ClusterAccess(tls, UserPassword(username, password))
+    except ValueError as exc:
+        raise LanesOptionError(f"username {username!r}: {exc}") from None
 
 
 def _lowered(options: Mapping[str, str], known: set[str]) -> dict[str, str]:

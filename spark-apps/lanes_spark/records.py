@@ -94,7 +94,11 @@ def read_range(options: ReadOptions, piece: OffsetRange) -> Iterator[pa.RecordBa
     schema = arrow_schema(options.include_headers)
     partition = TopicPartition(piece.topic, piece.partition)
     with lanes.Consumer(
-        options.bootstrap, auto_offset_reset="none", enable_auto_commit=False, max_poll_records=ROWS_PER_BATCH
+        options.bootstrap,
+        auto_offset_reset="none",
+        enable_auto_commit=False,
+        max_poll_records=ROWS_PER_BATCH,
+        **options.access.client_settings(),
     ) as consumer:
         consumer.assign([partition])
         consumer.seek(partition, piece.start)
@@ -187,6 +191,7 @@ def write_batches(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> W
         compression_type=options.compression,
         linger_ms=options.linger_ms,
         enable_idempotence=options.acks == "all",
+        **options.access.client_settings(),
     ) as producer:
         futures = []
         for batch in batches:

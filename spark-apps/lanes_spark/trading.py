@@ -36,10 +36,19 @@ def trades(prices: DataFrame) -> DataFrame:
 
 
 def job_arguments(name: str, description: str, output: str) -> argparse.ArgumentParser:
-    """The options every trading job takes: where Lanes is, the prices topic, the ``output``
-    topic (``--<output>``), the checkpoint, where to start, and ``--available-now``."""
+    """The options every trading job takes: where Lanes is and how to reach it (the cluster's
+    CA and a user, by default from the driver's environment as clients take them), the prices
+    topic, the ``output`` topic (``--<output>``), the checkpoint, where to start, and
+    ``--available-now``."""
     parser = argparse.ArgumentParser(prog=name, description=description)
     parser.add_argument("--bootstrap", default=os.environ.get("LANES_BOOTSTRAP", "127.0.0.1:9092"))
+    parser.add_argument(
+        "--tls-ca", default=os.environ.get("LANES_TLS_CA"), help="the cluster's CA file (on the executors too)"
+    )
+    parser.add_argument("--username", default=os.environ.get("LANES_USERNAME"))
+    parser.add_argument(
+        "--password-file", default=os.environ.get("LANES_PASSWORD_FILE"), help="read once, on the driver"
+    )
     parser.add_argument("--prices", default="prices", help="the topic read")
     parser.add_argument(f"--{output}", default=output, help="the topic written")
     parser.add_argument("--checkpoint", required=True, help="where Spark keeps the query's progress and state")
@@ -53,6 +62,12 @@ def job_arguments(name: str, description: str, output: str) -> argparse.Argument
     return parser
 
 
+def access_options(options: argparse.Namespace) -> dict[str, str]:
+    """The data source's options naming the CA and user the job was given (``lanes_spark.options``)."""
+    named = {"tls.ca": options.tls_ca, "username": options.username, "passwordFile": options.password_file}
+    return {key: value for key, value in named.items() if value}
+
+
 def read_prices(spark: SparkSession, options: argparse.Namespace) -> DataFrame:
     """The prices topic as a stream (registers the ``lanes`` format in ``spark``)."""
     from lanes_spark.source import LanesDataSource  # noqa: PLC0415 (pyspark's data source API on demand)
@@ -61,6 +76,7 @@ def read_prices(spark: SparkSession, options: argparse.Namespace) -> DataFrame:
     reader = (
         spark.readStream.format("lanes")
         .option("bootstrap", options.bootstrap)
+        .options(**access_options(options))
         .option("subscribe", options.prices)
         .option("startingOffsets", options.starting_offsets)
     )
@@ -74,6 +90,7 @@ def write_records(records: DataFrame, options: argparse.Namespace, topic: str, n
     writer = (
         records.writeStream.format("lanes")
         .option("bootstrap", options.bootstrap)
+        .options(**access_options(options))
         .option("topic", topic)
         .option("checkpointLocation", options.checkpoint)
         .outputMode("append")

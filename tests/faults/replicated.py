@@ -10,11 +10,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
-
 from lanes.local.processes import ServiceProcess
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import free_port, start_controller
+from tests.integration.processes import client_channel, free_port, start_controller
 from tests.integration.test_broker_process import start_broker, wait_for, wait_for_live_brokers
 from tests.integration.test_replication_process import partition_state
 
@@ -44,7 +42,7 @@ class Replicated:
 
 async def list_offset(address: str, topic: str, spec: int) -> int:
     """The partition 0 offset ``spec`` names (OFFSET_SPEC_LATEST: the high-water mark)."""
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         request = broker_pb2.ListOffsetsRequest(
             topics=[
                 broker_pb2.ListOffsetsTopic(
@@ -73,7 +71,7 @@ def replicated_topic(
             )
 
         async def create() -> tuple[int, list[int]]:
-            async with grpc.aio.insecure_channel(controller.address) as channel:
+            async with client_channel(controller.address) as channel:
                 stub = controller_pb2_grpc.ControllerStub(channel)
                 await wait_for_live_brokers(stub, brokers)
                 config = common_pb2.ConfigValue(name="min.insync.replicas", value=str(min_insync_replicas))
@@ -95,7 +93,7 @@ def replicated_topic(
             state = await partition_state(controller.address, topic, 0)
 
             async def leader_serves() -> bool:  # the controller's choice reaches the broker after
-                async with grpc.aio.insecure_channel(processes[state.leader_id].address) as channel:
+                async with client_channel(processes[state.leader_id].address) as channel:
                     metadata = await broker_pb2_grpc.BrokerStub(channel).Metadata(
                         broker_pb2.MetadataRequest(topics=[topic])
                     )

@@ -18,14 +18,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import grpc
 import pytest
 
 import lanes
 from lanes.errors import ErrorCode, LogTruncationError
 from lanes.local.processes import ServiceProcess
 from lanes.v1 import broker_pb2_grpc
-from tests.integration.processes import free_port, start_controller
+from tests.integration.processes import client_channel, free_port, start_controller
 from tests.integration.test_broker_process import batch, create_topic, produce, start_broker
 
 TOPIC = "events"
@@ -34,7 +33,7 @@ PARTITION = lanes.TopicPartition(TOPIC, 0)
 
 async def send_one_by_one(address: str, values: list[bytes]) -> None:
     """Each value in a batch of its own, acks=all, retried while the broker takes over."""
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)
         for value in values:
             while True:

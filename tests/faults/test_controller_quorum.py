@@ -32,14 +32,14 @@ from lanes.v1 import controller_pb2, controller_pb2_grpc
 from tests.e2e.cli import wait_for
 from tests.faults.test_controller_volume_loss import log_files
 from tests.faults.workload import PartitionWorkload
-from tests.integration.processes import consecutive_free_ports, running_cluster
+from tests.integration.processes import client_channel, consecutive_free_ports, running_cluster
 
 SESSION_TIMEOUT_S = 6.0
 ROUNDS = 5
 
 
 async def _describe_quorum(address: str) -> controller_pb2.DescribeQuorumResponse | None:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = controller_pb2_grpc.ControllerQuorumStub(channel)  # type: ignore[no-untyped-call]
         try:
             answer: controller_pb2.DescribeQuorumResponse = await stub.DescribeQuorum(

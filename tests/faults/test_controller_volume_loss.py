@@ -10,12 +10,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import grpc
 import pytest
 
 from lanes.deadline import Deadline, attempts_blocking
 from lanes.v1 import broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import free_port, start_controller
+from tests.integration.processes import client_channel, free_port, start_controller
 from tests.integration.test_broker_process import batch, create_topic, produce, start_broker
 
 TOPIC = "kept"
@@ -34,7 +33,7 @@ def log_files(data_dir: Path) -> dict[str, int]:
 
 
 async def write(address: str, partition: int) -> None:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)
         for _ in range(100):
             request = produce(TOPIC, partition, batch([b"v" * 100] * 10), acks=common_pb2.ACKS_LEADER)
@@ -54,7 +53,7 @@ def test_brokers_keep_every_log_when_the_controller_comes_back_as_a_new_cluster(
 
         async def create_and_fill() -> None:
             await create_topic(controller.address, TOPIC, 3, brokers=2)
-            async with grpc.aio.insecure_channel(controller.address) as channel:
+            async with client_channel(controller.address) as channel:
                 stub = controller_pb2_grpc.ControllerStub(channel)
                 topic = (await stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(names=[TOPIC]))).topics[0]
             for partition in topic.partitions:

@@ -15,12 +15,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import grpc
-
 from lanes.errors import ErrorCode
 from lanes.protocol.records import Record, encode_batch
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 from tests.faults.replicated import list_offset, replicated_topic
+from tests.integration.processes import client_channel
 from tests.integration.test_broker_process import produce
 
 
@@ -35,7 +34,7 @@ def test_a_retried_duplicate_waits_for_replication_before_it_is_acknowledged(tmp
             return ErrorCode(result.error.code), result.base_offset
 
         async def scenario() -> None:
-            async with grpc.aio.insecure_channel(leader) as channel:
+            async with client_channel(leader) as channel:
                 stub = broker_pb2_grpc.BrokerStub(channel)
                 init = await stub.InitProducerId(broker_pb2.InitProducerIdRequest(producer_id=-1, producer_epoch=-1))
                 assert init.error.code == ErrorCode.NONE

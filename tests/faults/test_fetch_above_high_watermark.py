@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import grpc
-
 from lanes.errors import ErrorCode
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 from tests.faults.replicated import list_offset, replicated_topic
+from tests.integration.processes import client_channel
 from tests.integration.test_broker_process import batch, fetch, produce
 
 
@@ -24,7 +23,7 @@ def test_a_fetch_between_the_high_watermark_and_the_log_end_is_answered_empty(tm
         leader = cluster.address(cluster.leader)
 
         async def scenario() -> None:
-            async with grpc.aio.insecure_channel(leader) as channel:
+            async with client_channel(leader) as channel:
                 stub = broker_pb2_grpc.BrokerStub(channel)
                 with cluster.paused(cluster.followers[0]):
                     written = await stub.Produce(

@@ -11,11 +11,9 @@ import os
 import time
 from pathlib import Path
 
-import grpc
-
 import lanes
 from lanes.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import running_cluster
+from tests.integration.processes import client_channel, running_cluster
 
 PARTITIONS = int(os.environ.get("LANES_MANY_PARTITIONS", "1500"))
 
@@ -28,14 +26,14 @@ def test_creating_thousands_of_partitions_fences_no_broker(tmp_path: Path) -> No
         lanes.Admin(bootstrap).create_topic("many", PARTITIONS, 3)
 
         async def leaders() -> list[int]:
-            async with grpc.aio.insecure_channel(controller) as channel:
+            async with client_channel(controller) as channel:
                 stub = controller_pb2_grpc.ControllerStub(channel)
                 described = await stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(names=["many"]))
             return [p.leader_id for p in described.topics[0].partitions]
 
         async def every_broker_holds_them() -> bool:  # every log opened, every role taken
             for process in cluster.broker_processes.values():
-                async with grpc.aio.insecure_channel(process.address) as channel:
+                async with client_channel(process.address) as channel:
                     described = await broker_pb2_grpc.BrokerStub(channel).DescribeLogs(
                         broker_pb2.DescribeLogsRequest(topics=["many"])
                     )

@@ -23,6 +23,7 @@ import lanes
 from lanes.local.cluster import LocalCluster, Placement
 from tests.faults.network import Host, Network, available
 from tests.faults.workload import PartitionWorkload
+from tests.integration.processes import clients_of
 from tests.integration.test_replication_process import partition_state
 
 CUT_S = float(os.environ.get("LANES_NETFAULT_CUT_S", "15"))
@@ -91,7 +92,8 @@ def namespaced_cluster(
         )
         cluster.start()
         try:
-            yield NamespacedCluster(cluster, network)
+            with clients_of(cluster):
+                yield NamespacedCluster(cluster, network)
         finally:
             network.heal()
             cluster.stop()

@@ -26,6 +26,7 @@ from lanes.v1 import controller_pb2, controller_pb2_grpc
 from tests.faults.network import available
 from tests.faults.test_controller_quorum import active_controller, caught_up, quorum
 from tests.faults.test_network_partitions import CUT_S, namespaced_cluster
+from tests.integration.processes import client_channel
 from tests.integration.test_consumer_groups import Member, wait_until
 from tests.integration.test_group_churn import Life, ownership_intervals
 
@@ -38,7 +39,7 @@ COORDINATOR_CUT_S = max(CUT_S, 20.0)
 
 
 async def _create_topic_on(address: str, name: str) -> str:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
         try:
             answer = await stub.CreateTopics(
@@ -94,7 +95,7 @@ def test_the_active_controller_cut_from_the_others_resigns_and_its_writes_never_
 
 
 async def _describe_topic_on(address: str, name: str) -> str:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
         try:
             answer = await stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(names=[name]), timeout=3)

@@ -31,6 +31,7 @@ import grpc
 import lanes
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc
+from tests.integration.processes import client_channel
 
 
 @dataclass
@@ -155,7 +156,7 @@ class PartitionWorkload:
 
     def _sample(self) -> None:
         async def sample_forever() -> None:
-            channels = {address: grpc.aio.insecure_channel(address) for address in self.brokers}
+            channels = {address: client_channel(address) for address in self.brokers}
             try:
                 while not self._stopping.is_set():
                     for address, channel in channels.items():

@@ -1,22 +1,36 @@
-"""Real service processes for integration tests (on lanes.local.processes)."""
+"""Real service processes for integration tests (on lanes.local.processes).
+
+Clusters run secure by default (``LocalCluster``: TLS, the ``admin`` user's password, ACLs), as
+``lanes up`` does. While ``running_cluster`` (or ``clients_of``) holds one, this process's
+environment names its CA and admin user (``LocalCluster.client_environment``), so clients built
+with their defaults, ``lanes`` commands run as subprocesses and ``client_channel`` reach it as
+its admin; processes started by hand (plaintext) are reached with the same calls outside one.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import grpc
 
 from lanes.local.cluster import LocalCluster
 from lanes.local.processes import ServiceProcess, start_service
+from lanes.rpc.channels import MESSAGE_SIZE_OPTIONS
+from lanes.rpc.credentials import UserPassword
+from lanes.rpc.tls import TlsFiles
 from lanes.v1 import broker_pb2, broker_pb2_grpc, controller_pb2
 
 __all__ = [
     "ServiceProcess",
+    "blocking_client_channel",
+    "client_channel",
+    "clients_of",
     "consecutive_free_ports",
     "free_port",
     "running_cluster",
@@ -85,9 +99,62 @@ def running_cluster(data_dir: Path, brokers: int, **settings: int) -> Iterator[L
     )
     cluster.start()
     try:
-        yield cluster
+        with clients_of(cluster):
+            yield cluster
     finally:
         cluster.stop()
+
+
+@contextlib.contextmanager
+def clients_of(cluster: LocalCluster) -> Iterator[None]:
+    """This process's environment names ``cluster``'s CA and admin user while held (restored
+    after): clients with default ``tls`` and ``credentials``, and subprocesses, reach it."""
+    given = cluster.client_environment()
+    before = {name: os.environ.get(name) for name in given}
+    os.environ.update(given)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _client_credentials() -> grpc.ChannelCredentials | None:
+    """The environment's TLS and user as channel credentials; None for plaintext."""
+    tls, user = TlsFiles.from_environment(), UserPassword.from_environment()
+    if tls is None:
+        return None
+    credentials = tls.channel_credentials()
+    if user is not None:
+        credentials = grpc.composite_channel_credentials(credentials, user.call_credentials())
+    return credentials
+
+
+def _options(extra: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Lanes' message sizes unless ``extra`` sets them, and ``extra``."""
+    named = {name for name, _ in extra}
+    return [option for option in MESSAGE_SIZE_OPTIONS if option[0] not in named] + list(extra)
+
+
+def client_channel(address: str, options: Sequence[tuple[str, int]] = ()) -> grpc.aio.Channel:
+    """A ``grpc.aio`` channel to ``address`` as a client opens one: over TLS as the
+    environment's user while a secure cluster runs (``clients_of``), plaintext otherwise;
+    gRPC ``options`` beyond Lanes' message sizes."""
+    credentials = _client_credentials()
+    if credentials is None:
+        return grpc.aio.insecure_channel(address, options=_options(options))
+    return grpc.aio.secure_channel(address, credentials, options=_options(options))
+
+
+def blocking_client_channel(address: str) -> grpc.Channel:
+    """``client_channel``, blocking."""
+    credentials = _client_credentials()
+    if credentials is None:
+        return grpc.insecure_channel(address, options=_options(()))
+    return grpc.secure_channel(address, credentials, options=_options(()))
 
 
 def wait_until_brokers_apply_metadata(cluster: LocalCluster, timeout_s: float = 30) -> None:
@@ -98,19 +165,9 @@ def wait_until_brokers_apply_metadata(cluster: LocalCluster, timeout_s: float = 
             lambda stub: stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=5)
         )
     ).metadata_offset
-    tls, user = cluster.client_tls, cluster.client_credentials
-    credentials = None
-    if tls is not None:
-        credentials = tls.channel_credentials()
-        if user is not None:
-            credentials = grpc.composite_channel_credentials(credentials, user.call_credentials())
     deadline = time.monotonic() + timeout_s
     for broker in cluster.broker_processes.values():
-        with (
-            grpc.secure_channel(broker.address, credentials)
-            if credentials
-            else grpc.insecure_channel(broker.address) as channel
-        ):
+        with clients_of(cluster), blocking_client_channel(broker.address) as channel:
             stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
             while stub.Metadata(broker_pb2.MetadataRequest(topics=["__none__"]), timeout=5).metadata_offset < committed:
                 assert time.monotonic() < deadline, f"broker at {broker.address} did not apply metadata {committed}"

@@ -8,12 +8,10 @@ import asyncio
 import time
 from pathlib import Path
 
-import grpc
-
 from lanes.errors import ErrorCode
 from lanes.protocol.records import Record, decode_batches, encode_batch
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import free_port, start_controller, start_service
+from tests.integration.processes import client_channel, free_port, start_controller, start_service
 
 
 def start_broker(  # type: ignore[no-untyped-def]
@@ -85,7 +83,7 @@ async def wait_for_live_brokers(stub: controller_pb2_grpc.ControllerStub, count:
 
 async def create_topic(controller: str, name: str, partitions: int = 1, *, brokers: int = 1) -> None:
     """Create a topic (replication factor 1) once ``brokers`` brokers are live."""
-    async with grpc.aio.insecure_channel(controller) as channel:
+    async with client_channel(controller) as channel:
         stub = controller_pb2_grpc.ControllerStub(channel)
         await wait_for_live_brokers(stub, brokers)
         answer = await stub.CreateTopics(
@@ -111,7 +109,7 @@ def test_a_broker_serves_its_partitions_and_keeps_acknowledged_records(tmp_path:
     broker = start_broker(1, tmp_path / "broker-1", controller.address, broker_port, log)
 
     async def create() -> None:
-        async with grpc.aio.insecure_channel(controller.address) as channel:
+        async with client_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
             await wait_for_live_brokers(stub, 1)
@@ -130,7 +128,7 @@ def test_a_broker_serves_its_partitions_and_keeps_acknowledged_records(tmp_path:
             assert created.topics[0].error.code == 0, created.topics[0].error.message
 
     async def serve_and_check() -> list[bytes]:
-        async with grpc.aio.insecure_channel(broker.address) as channel:
+        async with client_channel(broker.address) as channel:
             stub = broker_pb2_grpc.BrokerStub(channel)
 
             async def leads_both():  # type: ignore[no-untyped-def]
@@ -220,7 +218,7 @@ def test_a_broker_serves_its_partitions_and_keeps_acknowledged_records(tmp_path:
             return acknowledged
 
     async def read_back(address: str) -> list[bytes]:
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with client_channel(address) as channel:
             stub = broker_pb2_grpc.BrokerStub(channel)
 
             async def led():  # type: ignore[no-untyped-def]
@@ -271,7 +269,7 @@ def test_idempotent_producers_get_duplicates_recognised_even_after_a_broker_cras
         )
 
     async def send(address: str, records: bytes) -> tuple[ErrorCode, int]:
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with client_channel(address) as channel:
             stub = broker_pb2_grpc.BrokerStub(channel)
             while True:
                 result = (await stub.Produce(produce("events", 0, records))).topics[0].partitions[0]
@@ -280,7 +278,7 @@ def test_idempotent_producers_get_duplicates_recognised_even_after_a_broker_cras
                 await asyncio.sleep(0.05)
 
     async def scenario() -> int:
-        async with grpc.aio.insecure_channel(controller.address) as channel:
+        async with client_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
             await wait_for_live_brokers(stub, 1)
@@ -289,7 +287,7 @@ def test_idempotent_producers_get_duplicates_recognised_even_after_a_broker_cras
                     topics=[controller_pb2.CreatableTopic(name="events", num_partitions=1, replication_factor=1)]
                 )
             )
-        async with grpc.aio.insecure_channel(broker.address) as channel:
+        async with client_channel(broker.address) as channel:
             init = await broker_pb2_grpc.BrokerStub(channel).InitProducerId(
                 broker_pb2.InitProducerIdRequest(producer_id=-1, producer_epoch=-1)
             )
@@ -323,7 +321,7 @@ def test_idempotent_producers_get_duplicates_recognised_even_after_a_broker_cras
 
 
 async def read_back_all(address: str) -> list[bytes]:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)
         part = (await stub.Fetch(fetch("events", 0, 0))).topics[0].partitions[0]
         return [r.value or b"" for b in decode_batches(part.records) for r in b.records]

@@ -6,20 +6,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 import lanes
 from lanes.broker.__main__ import IN_SYNC_HEALTH
 from tests.e2e.cli import wait_for
-from tests.integration.processes import running_cluster
+from tests.integration.processes import blocking_client_channel, running_cluster
 from tests.integration.test_consumer_groups import produce
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 
 
 def in_sync_health(address: str) -> int:
-    with grpc.insecure_channel(address) as channel:
+    with blocking_client_channel(address) as channel:
         answer = health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(service=IN_SYNC_HEALTH), timeout=5
         )

@@ -14,13 +14,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import grpc
 import pytest
 
 import lanes
 from lanes.local.cluster import LocalCluster
 from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
-from tests.integration.processes import running_cluster
+from tests.integration.processes import blocking_client_channel, running_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 GROUP_SETTINGS = {"group_session_timeout_ms": 3000, "group_heartbeat_interval_ms": 300, "offsets_topic_partitions": 6}
@@ -277,7 +276,7 @@ def _coordinator_of(cluster: LocalCluster, group_id: str) -> int:
     for coordinator in cluster.describe()["coordinators"]:
         if cluster.coordinator_processes[coordinator["id"]].process.poll() is not None:
             continue
-        with grpc.insecure_channel(coordinator["address"]) as channel:
+        with blocking_client_channel(coordinator["address"]) as channel:
             stub = coordinator_pb2_grpc.GroupCoordinatorStub(channel)  # type: ignore[no-untyped-call]
             found = stub.FindCoordinator(coordinator_pb2.FindCoordinatorRequest(group_ids=[group_id]), timeout=5)
         return int(found.coordinators[0].coordinator.node_id)

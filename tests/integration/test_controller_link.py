@@ -8,16 +8,14 @@ import signal
 import time
 from pathlib import Path
 
-import grpc
-
 from lanes.deadline import Deadline, attempts
 from lanes.runtime.controller_link import ControllerLink
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import free_port, start_controller
+from tests.integration.processes import client_channel, free_port, start_controller
 
 
 async def create_topic(address: str, name: str) -> None:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = controller_pb2_grpc.ControllerStub(channel)
         answer = await stub.CreateTopics(
             controller_pb2.CreateTopicsRequest(
@@ -28,7 +26,7 @@ async def create_topic(address: str, name: str) -> None:
 
 
 async def broker_fenced(address: str, broker_id: int) -> bool:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = controller_pb2_grpc.ControllerStub(channel)
         cluster = await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(include_fenced=True))
         return next(b.fenced for b in cluster.brokers if b.endpoint.node_id == broker_id)

@@ -7,11 +7,9 @@ import asyncio
 import time
 from pathlib import Path
 
-import grpc
-
 from lanes.errors import ErrorCode
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import ServiceProcess, free_port
+from tests.integration.processes import ServiceProcess, client_channel, free_port
 from tests.integration.processes import start_controller as start_test_controller
 
 SESSION_TIMEOUT_MS = 1500
@@ -37,7 +35,7 @@ def test_the_controller_process_end_to_end(tmp_path: Path) -> None:
     controller = start_controller(tmp_path / "data", port, log)
 
     async def scenario() -> str:
-        async with grpc.aio.insecure_channel(controller.address) as channel:
+        async with client_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
             epochs = {}
             for broker_id in (1, 2, 3):
@@ -135,7 +133,7 @@ def test_the_controller_process_end_to_end(tmp_path: Path) -> None:
     restarted = start_controller(tmp_path / "data", port, log)
 
     async def after_restart() -> None:
-        async with grpc.aio.insecure_channel(restarted.address) as channel:
+        async with client_channel(restarted.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
             described = await stub.DescribeTopics(controller_pb2.DescribeTopicsRequest())
             assert [t.name for t in described.topics] == ["orders", "payments"]

@@ -9,7 +9,6 @@ import time
 import uuid
 from pathlib import Path
 
-import grpc
 import pytest
 
 from lanes.client.admin import Admin
@@ -21,13 +20,13 @@ from lanes.errors import ErrorCode
 from lanes.protocol.records import Record, encode_batch
 from lanes.runtime.controller_link import ControllerLink
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, coordinator_pb2, coordinator_pb2_grpc
-from tests.integration.processes import running_cluster
+from tests.integration.processes import blocking_client_channel, running_cluster
 
 SETTINGS = {"coordinators": 2, "offsets_topic_partitions": 4, "session_timeout_ms": 2000}
 
 
 def stub(address: str) -> coordinator_pb2_grpc.GroupCoordinatorStub:
-    return coordinator_pb2_grpc.GroupCoordinatorStub(grpc.insecure_channel(address))  # type: ignore[no-untyped-call]
+    return coordinator_pb2_grpc.GroupCoordinatorStub(blocking_client_channel(address))  # type: ignore[no-untyped-call]
 
 
 def locate(
@@ -122,8 +121,10 @@ def test_a_paused_coordinators_shard_moves_and_its_late_commit_is_refused(tmp_pa
 @pytest.mark.timeout(120)
 def test_a_newer_shard_epoch_fences_the_previous_owners_writes(tmp_path: Path) -> None:
     """The mechanism under the failover: writes under an older shard epoch are refused once the
-    newer owner has written its fence marker, and the newer owner's replay has every earlier write."""
-    with running_cluster(tmp_path, 3, coordinators=1, offsets_topic_partitions=2) as cluster:
+    newer owner has written its fence marker, and the newer owner's replay has every earlier write.
+    The test plays two shard owners itself (a metadata watcher and the shard's producer id), which
+    a secure cluster grants to its coordinators' certificates only: this cluster runs plaintext."""
+    with running_cluster(tmp_path, 3, coordinators=1, offsets_topic_partitions=2, tls=False, auth=False) as cluster:
         controller = cluster.describe()["controller"]
 
         async def scenario() -> None:
@@ -163,7 +164,7 @@ def test_clients_cannot_write_the_internal_topic(tmp_path: Path) -> None:
             ],
         )
         deadline = time.monotonic() + 20
-        with grpc.insecure_channel(address) as channel:
+        with blocking_client_channel(address) as channel:
             while True:  # the broker may still be taking the shard's leadership over (retriable)
                 answer = broker_pb2_grpc.BrokerStub(channel).Produce(request, timeout=10)  # type: ignore[no-untyped-call]
                 error = answer.topics[0].partitions[0].error

@@ -12,7 +12,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-import grpc
 import pytest
 
 import lanes
@@ -23,7 +22,7 @@ from lanes.local.cluster import LocalCluster
 from lanes.protocol.partitioner import partition_for_key
 from lanes.protocol.records import decode_batches
 from lanes.v1 import broker_pb2_grpc
-from tests.integration.processes import running_cluster
+from tests.integration.processes import client_channel, running_cluster
 from tests.integration.test_broker_process import fetch
 
 
@@ -44,7 +43,7 @@ def read_partition(cluster: LocalCluster, topic: str, partition: int) -> list[tu
             )
             if leader in cluster.broker_processes:
                 address = cluster.broker_processes[leader].address
-                async with grpc.aio.insecure_channel(address) as channel:
+                async with client_channel(address) as channel:
                     stub = broker_pb2_grpc.BrokerStub(channel)
                     records: list[tuple[bytes | None, bytes | None]] = []
                     offset = 0
@@ -180,7 +179,7 @@ def test_records_sent_while_a_batch_is_in_flight_join_one_batch(cluster: LocalCl
         assert [f.result(timeout=30).offset for f in later] == list(range(2, 42))
 
     async def batch_sizes() -> list[int]:
-        async with grpc.aio.insecure_channel(leader.address) as channel:
+        async with client_channel(leader.address) as channel:
             answer = await broker_pb2_grpc.BrokerStub(channel).Fetch(fetch("grouped", 0, 0))
         return [len(batch.records) for batch in decode_batches(answer.topics[0].partitions[0].records)]
 
@@ -216,7 +215,7 @@ def wait_in_flight(producer: lanes.Producer, topic: str, partition: int, timeout
 
 def _stored_batch_sizes(address: str, topic: str) -> list[int]:
     async def sizes() -> list[int]:
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with client_channel(address) as channel:
             answer = await broker_pb2_grpc.BrokerStub(channel).Fetch(fetch(topic, 0, 0))
         return [len(batch.records) for batch in decode_batches(answer.topics[0].partitions[0].records)]
 

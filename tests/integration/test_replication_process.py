@@ -9,19 +9,17 @@ import signal
 import time
 from pathlib import Path
 
-import grpc
-
 import lanes
 from lanes.broker.service import FOLLOWER_MAX_WAIT_MS
 from lanes.errors import ErrorCode
 from lanes.protocol.records import decode_batches
 from lanes.v1 import broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
-from tests.integration.processes import ServiceProcess, free_port, running_cluster, start_controller
+from tests.integration.processes import ServiceProcess, client_channel, free_port, running_cluster, start_controller
 from tests.integration.test_broker_process import batch, fetch, produce, start_broker, wait_for, wait_for_live_brokers
 
 
 async def partition_state(controller: str, topic: str, partition: int) -> controller_pb2.PartitionDescription:
-    async with grpc.aio.insecure_channel(controller) as channel:
+    async with client_channel(controller) as channel:
         stub = controller_pb2_grpc.ControllerStub(channel)
         described = await stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(names=[topic]))
         return described.topics[0].partitions[partition]
@@ -31,7 +29,7 @@ async def produce_acks_all(address: str, topic: str, values: list[bytes]) -> Err
     """Produce to partition 0 at ``address``; a leader still taking over (the broker applies the
     metadata a moment after the controller answered) is asked again for up to 10 s."""
     deadline = time.monotonic() + 10
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         while True:
             answer = await broker_pb2_grpc.BrokerStub(channel).Produce(produce(topic, 0, batch(values)))
             code = ErrorCode(answer.topics[0].partitions[0].error.code)
@@ -42,7 +40,7 @@ async def produce_acks_all(address: str, topic: str, values: list[bytes]) -> Err
 
 
 async def read_all(address: str, topic: str) -> list[bytes]:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)
         values: list[bytes] = []
         offset = 0
@@ -66,7 +64,7 @@ def test_acks_all_survives_the_loss_of_the_leader(tmp_path: Path) -> None:
     address = {b: f"127.0.0.1:{ports[b]}" for b in (1, 2, 3)}
 
     async def scenario() -> None:
-        async with grpc.aio.insecure_channel(controller.address) as channel:
+        async with client_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
             await wait_for_live_brokers(stub, 3)
@@ -135,7 +133,7 @@ def test_a_paused_follower_leaves_the_isr_and_rejoins_after_it_resumes(tmp_path:
     address = {b: f"127.0.0.1:{ports[b]}" for b in (1, 2, 3)}
 
     async def scenario() -> None:
-        async with grpc.aio.insecure_channel(controller.address) as channel:
+        async with client_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
             await wait_for_live_brokers(stub, 3)
@@ -191,7 +189,7 @@ def test_a_diverged_former_leader_truncates_and_ends_byte_identical(tmp_path: Pa
 
     async def produce_acks(broker: int, values: list[bytes], acks: int) -> ErrorCode:
         deadline = time.monotonic() + 10  # a leader still taking over answers LEADER_NOT_AVAILABLE
-        async with grpc.aio.insecure_channel(address[broker]) as channel:
+        async with client_channel(address[broker]) as channel:
             while True:
                 answer = await broker_pb2_grpc.BrokerStub(channel).Produce(produce("ledger", 0, batch(values), acks))
                 code = ErrorCode(answer.topics[0].partitions[0].error.code)
@@ -200,7 +198,7 @@ def test_a_diverged_former_leader_truncates_and_ends_byte_identical(tmp_path: Pa
                 await asyncio.sleep(0.05)
 
     async def scenario() -> tuple[int, int]:
-        async with grpc.aio.insecure_channel(controller.address) as channel:
+        async with client_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
             await wait_for_live_brokers(stub, 2)
@@ -266,7 +264,7 @@ def test_brokers_keep_serving_while_the_controller_is_down(tmp_path: Path) -> No
     address = {b: f"127.0.0.1:{ports[b]}" for b in (1, 2, 3)}
 
     async def setup() -> tuple[int, list[bytes]]:
-        async with grpc.aio.insecure_channel(controller.address) as channel:
+        async with client_channel(controller.address) as channel:
             stub = controller_pb2_grpc.ControllerStub(channel)
 
             await wait_for_live_brokers(stub, 3)
@@ -311,7 +309,7 @@ def test_brokers_keep_serving_while_the_controller_is_down(tmp_path: Path) -> No
     ), "leadership intact"
 
     async def configs() -> dict[str, str]:
-        async with grpc.aio.insecure_channel(controller.address) as channel:
+        async with client_channel(controller.address) as channel:
             described = await controller_pb2_grpc.ControllerStub(channel).DescribeConfigs(
                 controller_pb2.DescribeConfigsRequest(
                     resources=[

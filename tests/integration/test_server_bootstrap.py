@@ -11,6 +11,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from lanes.runtime.server import ServiceBinding, start_server
 from lanes.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
+from tests.integration.processes import client_channel
 
 BROKER = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name
 CONTROLLER = controller_pb2.DESCRIPTOR.services_by_name["Controller"].full_name
@@ -51,7 +52,7 @@ def test_health_reflection_and_services_are_served_and_stop_gracefully() -> None
     async def scenario() -> None:
         running = await start_server(bindings())
         try:
-            async with grpc.aio.insecure_channel(running.address) as channel:
+            async with client_channel(running.address) as channel:
                 serving = health_pb2.HealthCheckResponse.SERVING
                 assert await _health(channel, "") == serving
                 assert await _health(channel, BROKER) == serving

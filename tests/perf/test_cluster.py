@@ -196,7 +196,11 @@ def test_cluster_produce_and_consume_throughput() -> None:
     ):
         with tempfile.TemporaryDirectory() as tmp:
             cluster = LocalCluster(
-                Path(tmp), brokers=brokers, port_base=consecutive_free_ports(LocalCluster.ports_for(brokers))
+                Path(tmp),
+                brokers=brokers,
+                port_base=consecutive_free_ports(LocalCluster.ports_for(brokers)),
+                tls=False,  # what the cluster sustains; tests/perf/test_tls.py prices security
+                auth=False,
             )
             cluster.start()
             try:

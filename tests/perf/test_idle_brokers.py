@@ -49,6 +49,8 @@ def test_idle_brokers_holding_thousands_of_replicas_use_little_cpu() -> None:
             brokers=3,
             port_base=consecutive_free_ports(LocalCluster.ports_for(3)),
             offsets_topic_partitions=3,
+            tls=False,  # idle cost of replication itself (TLS keeps connections, not polling)
+            auth=False,
         )
         cluster.start()
         try:

@@ -93,6 +93,8 @@ def lanes_cluster(data_dir: Path, brokers: int) -> Iterator[str]:
         brokers=brokers,
         port_base=consecutive_free_ports(LocalCluster.ports_for(brokers)),
         offsets_topic_partitions=1,
+        tls=False,  # the peers run plaintext: like with like (tests/perf/test_tls.py prices security)
+        auth=False,
     )
     try:
         yield str(cluster.start()["bootstrap"])

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import lanes
 from tests.integration.processes import running_cluster
+from tests.spark.access import access_options
 
 RECORDS = 600_000
 PARTITIONS = 6
@@ -50,6 +51,7 @@ def test_streaming_read_rate() -> None:
                 stream = (
                     spark.readStream.format("lanes")
                     .option("bootstrap", bootstrap)
+                    .options(**access_options())
                     .option("subscribe", "ticks")
                     .option("startingOffsets", "earliest")
                 )

@@ -5,15 +5,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import grpc
-
 from lanes.rpc.wire import code_of, produce_request
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from tests.integration.processes import client_channel
 
 
 async def _produce(address: str, request: broker_pb2.ProduceRequest, *, retry: bool) -> common_pb2.Error:
-    options = [("grpc.max_send_message_length", 64 << 20)]
-    async with grpc.aio.insecure_channel(address, options=options) as channel:
+    async with client_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
         for _ in range(100):  # until a new topic's leader serves it
             answer: broker_pb2.ProduceResponse = await stub.Produce(request, timeout=60)

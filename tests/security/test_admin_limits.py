@@ -19,7 +19,6 @@ import asyncio
 import time
 from pathlib import Path
 
-import grpc
 import pytest
 
 import lanes
@@ -27,11 +26,11 @@ from lanes.errors import ErrorCode, LanesError
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 from tests.e2e.cli import wait_for
-from tests.integration.processes import running_cluster
+from tests.integration.processes import client_channel, running_cluster
 
 
 async def _delete_records(address: str, topic: str, partition: int) -> broker_pb2.DeleteRecordsPartitionResponse:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
         request = broker_pb2.DeleteRecordsRequest(timeout_ms=5_000)
         request.topics.add(topic=topic).partitions.add(partition=partition, offset=-1)

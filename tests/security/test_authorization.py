@@ -157,7 +157,7 @@ def test_every_rpc_of_every_service_refuses_callers_who_are_not_authenticated(cl
                     checked += 1
     assert checked == 3 * sum(len(service.methods) for _, service in _services(cluster))
     with (
-        lanes.Admin(_bootstrap(cluster), tls=_ca_only(cluster), request_timeout_ms=5000) as anonymous,
+        lanes.Admin(_bootstrap(cluster), tls=_ca_only(cluster), credentials=None, request_timeout_ms=5000) as anonymous,
         pytest.raises(AuthenticationError, match="requires authentication"),
     ):
         anonymous.list_topics()

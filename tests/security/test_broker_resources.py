@@ -33,7 +33,7 @@ from lanes.local.cluster import LocalCluster
 from lanes.protocol.records import Record, encode_batch
 from lanes.rpc.wire import produce_request
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
-from tests.integration.processes import running_cluster
+from tests.integration.processes import client_channel, running_cluster
 from tests.security.raw import peak_memory_mib, produce, reset_peak_memory
 
 #: a produce under attack may be this many times slower than idle, in the same run (before: ~1 s
@@ -64,7 +64,7 @@ def _channel(address: str) -> grpc.aio.Channel:
         ("grpc.max_receive_message_length", 128 << 20),
         ("grpc.max_send_message_length", 128 << 20),
     ]
-    return grpc.aio.insecure_channel(address, options=options)
+    return client_channel(address, options)
 
 
 async def _produce_latencies_s(address: str, count: int = 30) -> list[float]:

@@ -18,7 +18,6 @@ import time
 import zlib
 from pathlib import Path
 
-import grpc
 from crc32c import crc32c
 
 import lanes
@@ -26,7 +25,7 @@ from lanes.errors import ErrorCode
 from lanes.local.cluster import LocalCluster
 from lanes.protocol.compression import MAX_DECOMPRESSED_BYTES, Compression
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
-from tests.integration.processes import running_cluster
+from tests.integration.processes import client_channel, running_cluster
 from tests.security.raw import peak_memory_mib, produce
 
 INFLATED_BYTES = 1024 * 1024 * 1024
@@ -67,7 +66,7 @@ def gzip_bomb_batch() -> bytes:
 
 
 async def _offset_at(address: str, topic: str, timestamp_ms: int) -> broker_pb2.ListOffsetsPartitionResponse:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
         request = broker_pb2.ListOffsetsRequest()
         request.topics.add(topic=topic).partitions.add(

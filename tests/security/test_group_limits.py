@@ -10,19 +10,17 @@ import asyncio
 import uuid
 from pathlib import Path
 
-import grpc
-
 import lanes
 from lanes.errors import ErrorCode
 from lanes.rpc.wire import code_of
 from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
 from tests.e2e.cli import wait_for
-from tests.integration.processes import running_cluster
+from tests.integration.processes import client_channel, running_cluster
 
 
 async def _heartbeat(address: str, request: coordinator_pb2.HeartbeatRequest) -> coordinator_pb2.HeartbeatResponse:
     """The coordinator's final answer (retried while its shards are still loading)."""
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = coordinator_pb2_grpc.GroupCoordinatorStub(channel)  # type: ignore[no-untyped-call]
         for _ in range(300):
             answer: coordinator_pb2.HeartbeatResponse = await stub.Heartbeat(request, timeout=10)
@@ -33,7 +31,7 @@ async def _heartbeat(address: str, request: coordinator_pb2.HeartbeatRequest) ->
 
 
 async def _commit(address: str, request: coordinator_pb2.CommitOffsetsRequest) -> coordinator_pb2.CommitOffsetsResponse:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = coordinator_pb2_grpc.GroupCoordinatorStub(channel)  # type: ignore[no-untyped-call]
         answer: coordinator_pb2.CommitOffsetsResponse = await stub.CommitOffsets(request, timeout=10)
         return answer

@@ -10,17 +10,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import grpc
-
 import lanes
 from lanes.protocol.records import Record, encode_batch
 from lanes.v1 import broker_pb2, broker_pb2_grpc
-from tests.integration.processes import running_cluster
+from tests.integration.processes import client_channel, running_cluster
 from tests.security.raw import produce
 
 
 async def _call(address: str, method: str, request: object) -> object:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with client_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
         return await getattr(stub, method)(request, timeout=10)
 

@@ -11,8 +11,10 @@ member fetched with, and the controller refuses one that registered again since.
 cluster: with follower 2 paused, spoofed fetches claiming it has everything leave the mark where
 it is, and once it resumes replication goes on and every acknowledged record is there.
 
-Not yet: a caller that reads the current epoch from the metadata stream (anyone may watch it)
-still passes as that broker; the internal listener's mutual TLS is what will prove who calls.
+The cluster here runs plaintext, so the epoch checks are proved on their own (they hold where a
+node's certificate was stolen, or a cluster runs without TLS). With security on, the default, a
+ReplicaFetch also needs a node's certificate on the internal listener, naming the replica it
+claims (``tests/security/test_tls.py``, ``test_authorization.py``).
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ async def _spoof(
 
 
 def test_spoofed_follower_fetches_move_no_high_water_mark(tmp_path: Path) -> None:
-    with running_cluster(tmp_path, brokers=2) as cluster:
+    with running_cluster(tmp_path, brokers=2, tls=False, auth=False) as cluster:
         bootstrap = str(cluster.describe()["bootstrap"])
         with lanes.Admin(bootstrap) as admin:
             admin.create_topic("t", partitions=1, replication_factor=2, config={"min.insync.replicas": "1"})

@@ -1,4 +1,4 @@
-"""Issue #23: TLS on every listener, against a real cluster (``LocalCluster(tls=True)``: a local
+"""Issue #23: TLS on every listener, against a real cluster (``LocalCluster(tls=True, auth=False)``: a local
 CA issues each process a certificate, every listener requires a client certificate the CA
 signed, the cluster's own traffic included).
 
@@ -38,7 +38,7 @@ from tests.integration.processes import running_cluster
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path_factory.mktemp("tls"), brokers=2, tls=True) as started:
+    with running_cluster(tmp_path_factory.mktemp("tls"), brokers=2, tls=True, auth=False) as started:
         yield started
 
 

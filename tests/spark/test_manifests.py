@@ -127,10 +127,29 @@ def test_the_arguments_are_the_jobs_own(name: str) -> None:
     assert any(options.checkpoint.startswith(mount + "/") for mount in mounts), "the checkpoint is on the shared volume"
 
 
+@pytest.mark.parametrize("name", sorted(APPLICATIONS))
+def test_the_job_reaches_the_secure_chart_as_its_own_user(name: str) -> None:
+    """The chart is secure by default: the CA file is on the driver and every executor (their
+    clients open TLS channels), the password file on the driver (read once when the query is
+    planned), both from the release's ConfigMap and the job's Secret."""
+    spec = APPLICATIONS[name]["spec"]
+    options: Any = job(Path(spec["mainApplicationFile"]).stem).parse_args(spec["arguments"])
+    assert options.username == "spark"
+    volumes = {v["name"]: v for v in spec["volumes"]}
+
+    def source_of(role: str, path: str) -> dict[str, Any]:
+        (mount,) = [m for m in spec[role].get("volumeMounts", []) if path.startswith(m["mountPath"] + "/")]
+        return dict(volumes[mount["name"]])
+
+    for role in ("driver", "executor"):
+        assert source_of(role, options.tls_ca)["configMap"]["name"] == "lanes-ca"
+    assert source_of("driver", options.password_file)["secret"]["secretName"] == "lanes-spark-user"
+
+
 def test_the_checkpoint_volume_is_shared_storage() -> None:
     claim = yaml.safe_load((SPARK / "checkpoints.yaml").read_text())
     kubernetes_validate.validate(claim, KUBERNETES_VERSION, strict=True)
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
     for application in APPLICATIONS.values():
-        (volume,) = application["spec"]["volumes"]
+        (volume,) = [v for v in application["spec"]["volumes"] if "persistentVolumeClaim" in v]
         assert volume["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]

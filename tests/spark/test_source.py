@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 import lanes
@@ -18,6 +17,8 @@ from lanes.client import TopicPartition
 from lanes.errors import LanesError
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 from tests.e2e.cli import wait_for
+from tests.integration.processes import blocking_client_channel
+from tests.spark.access import access_options
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +52,7 @@ def everything(bootstrap: str, topic: str) -> list[lanes.ConsumerRecord]:
 
 
 def reader(spark: Any, bootstrap: str, **options: str) -> Any:
-    stream = spark.readStream.format("lanes").option("bootstrap", bootstrap)
+    stream = spark.readStream.format("lanes").option("bootstrap", bootstrap).options(**access_options())
     for name, value in options.items():
         stream = stream.option(name, value)
     return stream.load()
@@ -95,6 +96,7 @@ def test_a_batch_read_returns_exactly_the_range_with_every_column(spark: Any, bo
     frame = (
         spark.read.format("lanes")
         .option("bootstrap", bootstrap)
+        .options(**access_options())
         .option("subscribe", "book")
         .option("startingOffsets", json.dumps(starting))
         .option("endingOffsets", json.dumps(ending))
@@ -124,6 +126,7 @@ def test_min_partitions_splits_ranges_into_more_tasks(spark: Any, bootstrap: str
     frame = (
         spark.read.format("lanes")
         .option("bootstrap", bootstrap)
+        .options(**access_options())
         .option("subscribe", "wide")
         .option("startingOffsets", "earliest")
         .option("minPartitions", "6")
@@ -191,7 +194,7 @@ def delete_records(bootstrap: str, topic: str, partition: int, before: int) -> N
     with lanes.Admin(bootstrap) as admin:
         leader = admin.describe_topic(topic).partitions[partition].leader
         address = next(f"{b.host}:{b.port}" for b in admin.describe_cluster().brokers if b.broker_id == leader)
-    with grpc.insecure_channel(address) as channel:
+    with blocking_client_channel(address) as channel:
         answer = broker_pb2_grpc.BrokerStub(channel).DeleteRecords(
             broker_pb2.DeleteRecordsRequest(
                 topics=[
@@ -262,7 +265,9 @@ def test_batch_and_streaming_writes_deliver_every_row_as_given(spark: Any, boots
     frame = spark.createDataFrame(
         rows, "key binary, value binary, partition int, headers array<struct<key string, value binary>>"
     )
-    frame.write.format("lanes").option("bootstrap", bootstrap).option("topic", "written").mode("append").save()
+    frame.write.format("lanes").option("bootstrap", bootstrap).options(**access_options()).option(
+        "topic", "written"
+    ).mode("append").save()
     written = everything(bootstrap, "written")
     assert sorted((r.key, r.value, r.partition, r.headers) for r in written) == sorted(
         (k, v, p, tuple(h)) for k, v, p, h in rows
@@ -282,6 +287,7 @@ def test_batch_and_streaming_writes_deliver_every_row_as_given(spark: Any, boots
         )
         .writeStream.format("lanes")
         .option("bootstrap", bootstrap)
+        .options(**access_options())
         .option("checkpointLocation", str(tmp_path / "copy"))
         .trigger(availableNow=True)
         .start()
@@ -303,6 +309,10 @@ def test_bad_options_get_clear_errors(spark: Any, bootstrap: str) -> None:
     with pytest.raises(Exception, match="unknown option"):
         spark.read.format("lanes").option("bootstrap", bootstrap).option("subscribe", "x").option(
             "subscibe", "y"
+        ).load().collect()
+    with pytest.raises(Exception, match="needs passwordFile"):
+        spark.read.format("lanes").option("bootstrap", bootstrap).option("subscribe", "x").option(
+            "username", "reader"
         ).load().collect()
     with pytest.raises(Exception, match="cannot write column"):
         spark.createDataFrame([(b"v", 1)], "value binary, extra int").write.format("lanes").option(

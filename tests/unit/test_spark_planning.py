@@ -3,11 +3,14 @@ splitting, data loss), with property tests for the invariants micro-batches rely
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lanes_spark.options import EARLIEST, LATEST, LanesOptionError, read_options, write_options
+import lanes
+from lanes_spark.options import EARLIEST, LATEST, ClusterAccess, LanesOptionError, read_options, write_options
 from lanes_spark.planning import OffsetRange, admit, from_checkpoint, lost, ranges, resolve, to_checkpoint
 
 partitions = st.dictionaries(
@@ -100,6 +103,40 @@ def test_write_options() -> None:
     assert write_options({"bootstrap": "b:1", "acks": "-1"}).acks == "all"
     with pytest.raises(LanesOptionError, match="compression 'brotli'"):
         write_options({"bootstrap": "b:1", "compression": "brotli"})
+
+
+def test_access_options_name_the_ca_and_user_else_the_process(tmp_path: Path) -> None:
+    """Without access options the clients take their process's (``"process"``); a password file
+    is read where the options are parsed (the driver), so executors need only the CA file."""
+    assert write_options({"bootstrap": "b:1"}).access == ClusterAccess("process", "process")
+    secret = tmp_path / "password"
+    secret.write_text("s3cret\n")
+    parsed = read_options(
+        {"bootstrap": "b:1", "subscribe": "a", "tls.ca": "/ca.crt", "username": "reader", "passwordFile": str(secret)},
+        streaming=False,
+    ).access
+    assert parsed == ClusterAccess(lanes.TlsFiles(Path("/ca.crt")), lanes.UserPassword("reader", "s3cret"))
+    assert parsed.client_settings() == {"tls": parsed.tls, "credentials": parsed.credentials}
+    assert "s3cret" not in repr(parsed)
+    given = {"bootstrap": "b:1", "tls.ca": "/ca.crt", "tls.cert": "/c.crt", "tls.key": "/c.key"}
+    assert write_options(given).access.tls == lanes.TlsFiles(Path("/ca.crt"), Path("/c.crt"), Path("/c.key"))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"tls.cert": "/c.crt"}, "tls.cert and tls.key go together"),
+        ({"tls.cert": "/c.crt", "tls.key": "/c.key"}, "tls.cert needs tls.ca"),
+        ({"password": "p"}, "a password needs the option username"),
+        ({"username": "u"}, "needs passwordFile"),
+        ({"username": "u", "password": "p", "passwordFile": "/f"}, "not both"),
+        ({"username": "u", "passwordFile": "/nonexistent/password"}, "cannot be read"),
+        ({"username": "a:b", "password": "p"}, "has no ':'"),
+    ],
+)
+def test_access_options_refuse_what_cannot_work(options: dict[str, str], message: str) -> None:
+    with pytest.raises(LanesOptionError, match=message):
+        write_options({"bootstrap": "b:1", **options})
 
 
 def test_checkpoint_offsets_round_trip_in_kafkas_layout() -> None:

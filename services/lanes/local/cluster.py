@@ -90,14 +90,15 @@ class LocalCluster:
     snapshot_every_records: int = 10_000
     #: the smallest segment.bytes a topic may set (tests of retention lower it)
     min_segment_bytes: int = MIN_SEGMENT_BYTES
-    #: TLS everywhere: a CA under ``<data_dir>/tls`` issues each process a certificate (its
-    #: name is the identity), every listener requires a client certificate, and an ``admin``
-    #: certificate (``client_tls``, in cluster.json) is what clients use
-    tls: bool = False
-    #: authentication and ACLs (needs ``tls``): every call needs a principal, client certificates
-    #: are requested rather than required (users with passwords have none), and the ``admin``
-    #: certificate's principal is the super user (``--auth required``)
-    auth: bool = False
+    #: TLS everywhere (the default, as ``lanes up``): a CA under ``<data_dir>/tls`` issues each
+    #: process a certificate (its name is the identity); without ``auth`` every listener requires
+    #: a client certificate, and an ``admin`` certificate (``client_tls``, in cluster.json) is
+    #: what clients use
+    tls: bool = True
+    #: authentication and ACLs (the default; needs ``tls``): every call needs a principal; clients
+    #: give the ``admin`` user's password (``client_credentials``), the super user
+    #: (``--auth required``); nodes give their certificates on the internal listeners
+    auth: bool = True
     #: where a process runs, by name ("controller" or "controller-<id>", "broker-1",
     #: "coordinator-1"): its address and a launcher command (tests put each process in its own
     #: network namespace); default ``host``, none
@@ -228,6 +229,22 @@ class LocalCluster:
         if not self.auth:
             return None
         return UserPassword(ADMIN_USER, _password_file(self.data_dir / "tls" / "admin.password").read_text().strip())
+
+    def client_environment(self) -> dict[str, str]:
+        """The environment a client process needs to reach this cluster as its admin (what
+        ``lanes.rpc.tls`` and ``lanes.rpc.credentials`` read): ``LANES_TLS_CA`` (with
+        ``LANES_TLS_CERT`` and ``LANES_TLS_KEY`` without ``auth``), ``LANES_USERNAME`` and
+        ``LANES_PASSWORD_FILE`` with ``auth``; empty for a plaintext cluster."""
+        client_tls = self.client_tls
+        if client_tls is None:
+            return {}
+        environment = {"LANES_TLS_CA": str(client_tls.ca_file)}
+        if client_tls.cert_file is not None and client_tls.key_file is not None:
+            environment |= {"LANES_TLS_CERT": str(client_tls.cert_file), "LANES_TLS_KEY": str(client_tls.key_file)}
+        if self.auth:
+            password_file = _password_file(self.data_dir / "tls" / "admin.password")
+            environment |= {"LANES_USERNAME": ADMIN_USER, "LANES_PASSWORD_FILE": str(password_file)}
+        return environment
 
     def _bootstrap_admin_args(self) -> list[str]:
         """A controller's flags creating the ``admin`` user with the cluster (with ``auth``)."""

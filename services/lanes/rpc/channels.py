@@ -15,6 +15,7 @@ import time
 
 import grpc
 
+from lanes.rpc.call_metadata import MetadataChannel
 from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import ClientTls, process_tls
 
@@ -47,7 +48,8 @@ def open_channel(
 ) -> grpc.aio.Channel:
     """A ``grpc.aio`` channel to ``host:port`` that carries messages up to ``MAX_MESSAGE_BYTES``
     both ways: over TLS with ``tls`` (by default the process's, ``lanes.rpc.tls``), plaintext
-    with None; every call carries ``credentials`` when given (TLS only). Use it for every
+    with None; every call carries ``credentials`` when given (TLS only; as each call's metadata,
+    ``lanes.rpc.call_metadata``). Use it for every
     channel to a Lanes service; ``fast_reconnect`` for a peer whose restart must be noticed
     within a second (controllers)."""
     options = MESSAGE_SIZE_OPTIONS + (FAST_RECONNECT_OPTIONS if fast_reconnect else [])
@@ -56,10 +58,10 @@ def open_channel(
         if credentials is not None:
             raise ValueError("a username and password are sent over TLS only: give tls= (the cluster's CA) too")
         return grpc.aio.insecure_channel(address, options=options)
-    channel_credentials = files.channel_credentials()
-    if credentials is not None:
-        channel_credentials = grpc.composite_channel_credentials(channel_credentials, credentials.call_credentials())
-    return grpc.aio.secure_channel(address, channel_credentials, options=options)
+    channel = grpc.aio.secure_channel(address, files.channel_credentials(), options=options)
+    if credentials is None:
+        return channel
+    return MetadataChannel(channel, credentials.metadata())
 
 
 #: How often a cache looks at its TLS files' stamps (a few stat calls).

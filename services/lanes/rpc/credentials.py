@@ -1,11 +1,12 @@
-"""A client's username and password, sent with every call as gRPC call credentials.
+"""A client's username and password, sent with every call as its ``authorization`` metadata.
 
 Clients (``Producer``, ``Consumer``, ``Admin``) take ``credentials=``; by default they use the
 environment's (``LANES_USERNAME`` with ``LANES_PASSWORD_FILE`` or ``LANES_PASSWORD``), so Spark
 executors and the operator pick a user up from their pods' Secrets. They travel in the
 ``authorization`` metadata as HTTP ``Basic`` (what the guard,
-``lanes.runtime.guard``, reads) and only over TLS: gRPC refuses call credentials on a plaintext
-channel, and so does ``open_channel``. The cluster checks them against the user's SCRAM
+``lanes.runtime.guard``, reads) and only over TLS: ``open_channel`` adds them to each call
+(``lanes.rpc.call_metadata``) and refuses them on a plaintext channel, as gRPC refuses call
+credentials (``call_credentials``, for blocking channels) there. The cluster checks them against the user's SCRAM
 credential (``lanes users create``).
 """
 
@@ -49,6 +50,10 @@ class UserPassword:
     def header(self) -> str:
         """The ``authorization`` metadata value."""
         return "Basic " + base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """The metadata a call carries: the ``authorization`` header."""
+        return ((AUTHORIZATION_KEY, self.header()),)
 
     def call_credentials(self) -> grpc.CallCredentials:
         """Call credentials adding the header to every call of a channel."""
