@@ -46,6 +46,10 @@ def object_lock(memo: MutableMapping[str, Any]) -> asyncio.Lock:
     return lock
 
 
+#: Lets a Topic take over a topic that exists and that it did not create (``lanes_operator.topics``).
+ADOPT_ANNOTATION = "lanes.dev/adopt"
+
+
 def paused(meta: kopf.Meta) -> bool:
     return str(meta.annotations.get(PAUSE_ANNOTATION, "")).lower() == "true"
 

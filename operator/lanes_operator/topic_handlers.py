@@ -11,9 +11,12 @@ idempotent: a restart at any moment repeats at most a step whose effect is alrea
 - Lanes refuses a change (an invalid config...): Ready=False with Lanes' reason and message,
   a Warning Event once, no retry until the spec changes or the next resync.
 - The cluster is unreachable: Ready=False ClusterUnavailable, retried with a backoff.
+- A topic that exists and that this resource did not create is left alone (Ready=False
+  NotAdopted) until the resource is annotated ``lanes.dev/adopt: "true"``.
 - Deletion (the ``lanes.dev/finalizer`` finalizer holds the resource until it is done):
-  ``deletionPolicy: Delete`` deletes the topic, ``Retain`` keeps it; a paused or conflicting
-  resource never deletes it.
+  ``deletionPolicy: Delete`` deletes the topic, ``Retain`` (the default) keeps it; a paused or
+  conflicting resource, or one that never managed the topic (no topic id in its status), never
+  deletes it.
 """
 
 from __future__ import annotations
@@ -24,9 +27,16 @@ import kopf
 
 from lanes.errors import RetriableError
 from lanes_operator import cluster
-from lanes_operator.context import SETTINGS, context_of, object_lock, paused, reconcile_on_every_trigger
+from lanes_operator.context import (
+    ADOPT_ANNOTATION,
+    SETTINGS,
+    context_of,
+    object_lock,
+    paused,
+    reconcile_on_every_trigger,
+)
 from lanes_operator.outcome import RETRY_DELAY_S, Outcome
-from lanes_operator.topics import RETAIN, Claim, TopicSpec, owner, plan, ready_condition
+from lanes_operator.topics import NOT_ADOPTED, RETAIN, Claim, TopicSpec, owner, plan, ready_condition
 from lanes_operator.topics import status as topic_status
 
 TOPICS = ("lanes.dev", "v1alpha1", "topics")
@@ -74,11 +84,17 @@ async def reconcile(
             outcome.fields = {"topicName": topic.topic_name}
             return
         observed = await cluster.observe_topic(context.admin, topic.topic_name)
-        todo = plan(topic, observed)
-        if observed is None and status.get("topicId"):
+        managed_id = status.get("topicId") or None
+        adopt = str(meta.annotations.get(ADOPT_ANNOTATION, "")).lower() == "true"
+        todo = plan(topic, observed, managed_id=managed_id, adopt=adopt)
+        if observed is None and managed_id:
             outcome.events.append(("Recreating", f"topic {topic.topic_name} was deleted outside the operator"))
-        elif observed is not None and not status.get("topicId"):
+        elif observed is not None and observed.topic_id != managed_id and adopt:
             outcome.events.append(("Adopted", f"topic {topic.topic_name} existed; it is managed now"))
+        if todo.refusals and todo.refusals[0].reason == NOT_ADOPTED:
+            outcome.ready(*ready_condition(todo.refusals, observed))
+            outcome.fields = {"topicName": topic.topic_name}
+            return
         await cluster.carry_out(context.admin, topic, todo, outcome.events)
         if todo.changes:
             observed = await cluster.observe_topic(context.admin, topic.topic_name)
@@ -98,6 +114,7 @@ async def delete(
     namespace: str | None,
     spec: kopf.Spec,
     meta: kopf.Meta,
+    status: kopf.Status,
     memo: kopf.Memo,
     topic_claims: kopf.Index[str, Claim],
     **_: Any,
@@ -111,6 +128,11 @@ async def delete(
             return
         if manager is not None and manager != claim_of(namespace, name, meta):
             kopf.info(body, reason="Retained", message=f"topic {topic.topic_name} belongs to another Topic; kept")
+            return
+        if not status.get("topicId"):
+            kopf.info(
+                body, reason="Retained", message=f"topic {topic.topic_name} was never managed by this resource; kept"
+            )
             return
         if topic.deletion_policy == RETAIN:
             kopf.info(body, reason="Retained", message=f"deletionPolicy Retain: topic {topic.topic_name} is kept")

@@ -6,8 +6,12 @@ Rules (docs/kubernetes.md):
 
 - no topic of that name: create it with the spec's partitions, replication factor and configs
   (cluster defaults for what the spec leaves out);
-- a topic exists (created by us, by someone else, or before this resource: it is *adopted*):
-  grow its partitions up to the spec; make its config overrides exactly the spec's (set what
+- a topic exists that this resource did not create (someone else's, or made before the
+  resource): it is left alone, Ready=False ``NotAdopted``, until the resource is annotated
+  ``lanes.dev/adopt: "true"`` (a Topic in one namespace must not take over a topic another team
+  made); then it is *adopted* as below;
+- a topic exists that this resource created (its id is the one in the resource's status) or
+  adopted: grow its partitions up to the spec; make its config overrides exactly the spec's (set what
   differs, remove overrides the spec does not name: changes made behind the operator's back are
   repaired);
 - what can never be done is refused, never retried in a loop: fewer partitions than the topic has
@@ -27,6 +31,8 @@ from typing import Any
 
 DELETE = "Delete"
 RETAIN = "Retain"
+#: Deleting a resource keeps its topic unless the resource says Delete (records outlive YAML).
+DEFAULT_DELETION_POLICY = RETAIN
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,7 @@ class TopicSpec:
     partitions: int | None  # None: the cluster's default
     replication_factor: int | None  # None: the cluster's default
     config: Mapping[str, str] = field(default_factory=dict)
-    deletion_policy: str = DELETE
+    deletion_policy: str = DEFAULT_DELETION_POLICY
 
     @classmethod
     def of(cls, name: str, spec: Mapping[str, Any]) -> TopicSpec:
@@ -47,7 +53,7 @@ class TopicSpec:
             partitions=spec.get("partitions"),
             replication_factor=spec.get("replicationFactor"),
             config={str(k): str(v) for k, v in (spec.get("config") or {}).items()},
-            deletion_policy=str(spec.get("deletionPolicy") or DELETE),
+            deletion_policy=str(spec.get("deletionPolicy") or DEFAULT_DELETION_POLICY),
         )
 
 
@@ -61,6 +67,10 @@ class ObservedTopic:
     config_overrides: Mapping[str, str]  # configs set on the topic (not cluster defaults)
     under_replicated_partitions: int = 0
     offline_partitions: int = 0
+
+
+#: The reason of a resource naming a topic it did not create and may not adopt.
+NOT_ADOPTED = "NotAdopted"
 
 
 @dataclass(frozen=True)
@@ -86,10 +96,23 @@ class TopicPlan:
         return bool(self.create or self.grow_partitions_to or self.set_configs or self.delete_configs)
 
 
-def plan(spec: TopicSpec, observed: ObservedTopic | None) -> TopicPlan:
-    """What to do so that the topic matches ``spec`` (see the module docstring)."""
+def plan(spec: TopicSpec, observed: ObservedTopic | None, *, managed_id: str | None, adopt: bool) -> TopicPlan:
+    """What to do so that the topic matches ``spec`` (see the module docstring): ``managed_id``
+    is the topic id the resource's status holds (the topic it created or adopted), ``adopt``
+    whether it is annotated to take over a topic it did not create."""
     if observed is None:
         return TopicPlan(create=True, set_configs=dict(spec.config))
+    if observed.topic_id != managed_id and not adopt:
+        return TopicPlan(
+            refusals=(
+                Refusal(
+                    NOT_ADOPTED,
+                    f"topic {spec.topic_name} exists and this resource did not create it; nothing is changed. "
+                    f'Annotate the resource lanes.dev/adopt: "true" to manage it (its partitions and configs '
+                    "are then brought to this spec), or name another topic.",
+                ),
+            )
+        )
     refusals = []
     grow_to = None
     if spec.partitions is not None and spec.partitions > observed.partitions:

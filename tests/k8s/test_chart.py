@@ -186,14 +186,17 @@ def test_names_and_addresses_fit_together() -> None:
     operator = one(objects, "Deployment", "prod-lanes-operator")["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e.get("value") for e in operator["env"]}
     assert env["LANES_BOOTSTRAP"] == "prod-lanes-bootstrap.trading.svc.cluster.local:9092"
-    peering = one(objects, "ClusterKopfPeering", "prod-lanes-operator-trading")
+    peering = one(objects, "KopfPeering", "prod-lanes-operator")
     assert f"--peering={peering['metadata']['name']}" in operator["command"]
     assert "lanes-bootstrap.lanes.svc.cluster.local:9092" in notes()
 
 
 def test_the_operator_may_do_what_it_does_and_no_more() -> None:
-    objects = render()
+    """In its release's namespace by default (a Topic elsewhere must not steer the cluster, nor
+    the operator scale other teams' workloads); cluster-wide when asked."""
+    objects = render({"operator": {"watchAllNamespaces": True}})
     rules = one(objects, "ClusterRole", "lanes-operator-lanes")["rules"]
+    assert one(objects, "ClusterKopfPeering", "lanes-operator-lanes")
     granted = {
         (group, resource, verb)
         for r in rules
@@ -208,10 +211,14 @@ def test_the_operator_may_do_what_it_does_and_no_more() -> None:
     assert {("apps", "deployments/scale", "patch"), ("apps", "statefulsets/scale", "get")} <= granted
     assert not any(resource in ("deployments", "statefulsets", "secrets", "pods") for _, resource, _ in granted)
     assert not any(verb in ("delete", "*") for _, _, verb in granted)
-    namespaced = render({"operator": {"watchAllNamespaces": False}})
+    namespaced = render()
     assert not [o for o in namespaced if o["kind"] == "ClusterRole" and "operator" in o["metadata"]["name"]]
     assert one(namespaced, "Role", "lanes-operator")["metadata"]["namespace"] == "lanes"
+    assert one(namespaced, "RoleBinding", "lanes-operator")["metadata"]["namespace"] == "lanes"
     assert one(namespaced, "KopfPeering", "lanes-operator")
+    command = one(namespaced, "Deployment", "lanes-operator")["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert "--namespace=lanes" in command
+    assert "--all-namespaces" not in command
 
 
 def test_the_alert_rules_are_the_rules_file_with_the_thresholds_from_values() -> None:

@@ -113,9 +113,25 @@ def test_a_topic_deleted_directly_is_recreated(kube: Kube, admin: Admin, operato
     assert "Recreating" in reasons(kube, "orders")
 
 
-def test_an_existing_topic_is_adopted(kube: Kube, admin: Admin, operator: OperatorProcess) -> None:
+def test_an_existing_topic_is_adopted_only_when_the_resource_asks(
+    kube: Kube, admin: Admin, operator: OperatorProcess
+) -> None:
+    """A Topic naming a topic it did not create changes nothing (another team's topic must not be
+    taken over from another namespace), and deleting it keeps the topic whatever its policy."""
     topic_id = admin.create_topic("legacy", partitions=2, config={"retention.ms": "1000000"})
-    kube.create("topics", "legacy", {"partitions": 3})
+    kube.create("topics", "legacy-claim", {"topicName": "legacy", "partitions": 3, "deletionPolicy": "Delete"})
+    refused = wait_for(
+        lambda: (c := kube.condition("topics", "legacy-claim")).get("reason") == "NotAdopted" and c,
+        "NotAdopted reported",
+    )
+    assert "lanes.dev/adopt" in refused["message"]
+    assert partitions(admin, "legacy") == 2
+    assert overrides(admin, "legacy") == {"retention.ms": "1000000"}
+    kube.delete("topics", "legacy-claim")
+    wait_for(lambda: kube.get("topics", "legacy-claim") is None, "the resource that never managed the topic gone")
+    assert "Retained" in reasons(kube, "legacy-claim")
+    assert admin.describe_topic("legacy").topic_id == topic_id, "deleting it kept the topic despite Delete"
+    kube.create("topics", "legacy", {"partitions": 3}, annotations={"lanes.dev/adopt": "true"})
     found = wait_for(lambda: ready(kube, "legacy"), "Topic legacy Ready")
     assert found["status"]["topicId"] == topic_id  # the same topic, not a new one
     assert partitions(admin, "legacy") == 3
@@ -124,8 +140,8 @@ def test_an_existing_topic_is_adopted(kube: Kube, admin: Admin, operator: Operat
 
 
 def test_deletion_honours_the_deletion_policy(kube: Kube, admin: Admin, operator: OperatorProcess) -> None:
-    kube.create("topics", "scratch", {"partitions": 1})
-    kube.create("topics", "archive", {"partitions": 1, "deletionPolicy": "Retain"})
+    kube.create("topics", "scratch", {"partitions": 1, "deletionPolicy": "Delete"})
+    kube.create("topics", "archive", {"partitions": 1})  # Retain, the default
     wait_for(lambda: ready(kube, "scratch") and ready(kube, "archive"), "both Ready")
     assert "lanes.dev/finalizer" in (kube.get("topics", "scratch") or {})["metadata"]["finalizers"]
 
