@@ -35,13 +35,14 @@ if TYPE_CHECKING:
     )
     from lanes.client.consumer import CommitFailedError, Consumer, ConsumerRecord, RebalanceListener
     from lanes.client.producer import Producer, RecordFuture, RecordMetadata
-    from lanes.rpc.credentials import UserPassword
+    from lanes.rpc.credentials import BearerToken, UserPassword
     from lanes.rpc.tls import TlsFiles
     from lanes.security.acls import AclBinding
 
 _LAZY = {
     "Admin": "lanes.client.admin",
     "AclBinding": "lanes.security.acls",
+    "BearerToken": "lanes.rpc.credentials",
     "TlsFiles": "lanes.rpc.tls",
     "UserInfo": "lanes.client.admin",
     "QuotaInfo": "lanes.client.admin",
@@ -70,6 +71,7 @@ _LAZY = {
 __all__ = [
     "AclBinding",
     "Admin",
+    "BearerToken",
     "BrokerInfo",
     "ClusterInfo",
     "CommitFailedError",

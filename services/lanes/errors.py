@@ -77,7 +77,7 @@ class ErrorCode(IntEnum):
     DUPLICATE_SEQUENCE_NUMBER = 46, False, "the batch was already written; treat as success"
     INVALID_PRODUCER_EPOCH = 47, False, "another producer instance took over this producer id"
     KAFKA_STORAGE_ERROR = 56, True, "the broker's disk failed; retry after the leader moves"
-    SASL_AUTHENTICATION_FAILED = 58, False, "check the username and password"
+    SASL_AUTHENTICATION_FAILED = 58, False, "check the username and password, or the token"
     UNKNOWN_PRODUCER_ID = 59, False, "the producer's state expired; re-initialise the producer"
     NON_EMPTY_GROUP = 68, False, "stop the group's consumers first"
     GROUP_ID_NOT_FOUND = 69, False, "check the group id"
@@ -95,6 +95,11 @@ class ErrorCode(IntEnum):
     ELECTION_NOT_NEEDED = 84, False, "the preferred replica already leads"
     GROUP_SUBSCRIBED_TO_TOPIC = 86, False, "unsubscribe the group from the topic first"
     INVALID_RECORD = 87, False, "fix the record named in the message"
+    THROTTLING_QUOTA_EXCEEDED = (
+        89,
+        True,
+        "the user's controller mutation quota is used up; retry after the throttle time",
+    )
     INVALID_UPDATE_VERSION = 95, True, "the partition changed since; refresh and retry"
     RESOURCE_NOT_FOUND = 91, False, "check the name: it does not exist"
     DUPLICATE_RESOURCE = 92, False, "name each resource once per request"

@@ -16,6 +16,7 @@ import socket
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -87,7 +88,7 @@ def start_controller(
 
 
 @contextlib.contextmanager
-def running_cluster(data_dir: Path, brokers: int, **settings: int) -> Iterator[LocalCluster]:
+def running_cluster(data_dir: Path, brokers: int, **settings: Any) -> Iterator[LocalCluster]:
     """A started ``LocalCluster`` (controllers, ``brokers`` brokers, coordinators) on free ports, stopped after."""
     coordinators = settings.get("coordinators", 1)
     controllers = settings.get("controllers", 1)

@@ -1,7 +1,8 @@
-"""Issue #23: client quotas (Kafka's produce and fetch byte rates per user), against a real cluster
-with users (``LocalCluster(tls=True, auth=True)``): a user over its quota is answered with
-``throttle_time_ms`` and muted (its next requests wait), while another user on the same broker
-goes at full speed.
+"""Issue #23: client quotas (Kafka's produce and fetch byte rates per user, and the controller
+mutation rate of KIP-599), against a real cluster with users (``LocalCluster(tls=True,
+auth=True)``): a user over its quota is answered with ``throttle_time_ms`` and muted (its next
+requests wait), while another user on the same broker goes at full speed; a user creating and
+deleting partitions faster than its mutation quota has its next topics refused for a while.
 
 Rates are measured as Kafka does, over at least ten seconds, so the first ten seconds' worth of a
 quota passes at once; the bounds below allow for that burst, one more request, and a 2x margin."""
@@ -17,6 +18,8 @@ import grpc
 import pytest
 
 import lanes
+from lanes.cli.watch import scrape, total
+from lanes.errors import ErrorCode, LanesError
 from lanes.local.cluster import LocalCluster
 from lanes.protocol.records import Record, encode_batch
 from lanes.rpc.wire import produce_request
@@ -26,6 +29,8 @@ from tests.integration.processes import running_cluster, wait_until_brokers_appl
 SLOW = lanes.UserPassword("slow", "slow-password-1")
 FAST = lanes.UserPassword("fast", "fast-password-1")
 CROWD = lanes.UserPassword("crowd", "crowd-password-1")  # many concurrent callers, one quota
+BUILDER = lanes.UserPassword("builder", "builder-password-1")  # creates and deletes topics
+MUTATIONS_PER_S = 2.0  # partitions created, added or deleted per second
 QUOTA = 64 * 1024  # bytes per second, per broker
 WINDOW_S = 10
 RUN_S = 6
@@ -39,19 +44,24 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         ) as admin:
             for topic in ("slow-lane", "fast-lane", "backlog"):
                 admin.create_topic(topic, partitions=1, replication_factor=1)
-            for user in (SLOW, FAST, CROWD):
+            for user in (SLOW, FAST, CROWD, BUILDER):
                 admin.set_user_password(user.username, user.password)
                 admin.create_acls(
                     [lanes.AclBinding.of(user.username, op, topic="*") for op in ("read", "write")]
                     + [lanes.AclBinding.of(user.username, "read", group="*")]
                 )
+            admin.create_acls(
+                [lanes.AclBinding.of(BUILDER.username, op, topic="*") for op in ("create", "delete", "alter")]
+            )
             admin.set_quota("producer_byte_rate", QUOTA, user=SLOW.username)
             admin.set_quota("consumer_byte_rate", QUOTA, user=SLOW.username)
             admin.set_quota("producer_byte_rate", QUOTA, user=CROWD.username)
+            admin.set_quota("controller_mutation_rate", MUTATIONS_PER_S, user=BUILDER.username)
             assert {(q.user, q.key) for q in admin.describe_quotas()} == {
                 ("slow", "producer_byte_rate"),
                 ("slow", "consumer_byte_rate"),
                 ("crowd", "producer_byte_rate"),
+                ("builder", "controller_mutation_rate"),
             }
         wait_until_brokers_apply_metadata(started)  # users, ACLs and quotas reach the broker after the controller
         yield started
@@ -175,3 +185,43 @@ def test_concurrent_requests_do_not_add_up_past_the_quota(cluster: LocalCluster)
     written = asyncio.run(lanes_of_requests())
     bound = QUOTA * (WINDOW_S + RUN_S) * 2
     assert 0 < written <= bound, f"{written:,} bytes in {RUN_S} s by 8 concurrent callers, quota {QUOTA:,} B/s"
+
+
+def _throttled_mutations(cluster: LocalCluster) -> float:
+    samples, _ = scrape(str(c["metrics"]) for c in cluster.describe()["controllers"])
+    return total(samples, "lanes_controller_mutations_throttled_total")
+
+
+def test_topic_changes_past_the_controller_mutation_quota_are_refused_for_a_while(cluster: LocalCluster) -> None:
+    """KIP-599: 31 partitions at once pass (the user's token bucket holds 22, 11 seconds at 2 per
+    second, and a change is accepted while it is not negative), leaving it 9 below zero; its next
+    topic changes are refused with THROTTLING_QUOTA_EXCEEDED and the time to wait (4.5 s, longer
+    than this Admin's request timeout), while another user's are not."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    with lanes.Admin(bootstrap, tls=cluster.client_tls, credentials=BUILDER, request_timeout_ms=2_000) as builder:
+        builder.create_topic("burst", partitions=31, replication_factor=1)
+        with pytest.raises(LanesError) as refused:
+            builder.create_topic("one-more", partitions=1, replication_factor=1)
+        assert refused.value.code is ErrorCode.THROTTLING_QUOTA_EXCEEDED
+        assert "retry in" in str(refused.value)
+        with pytest.raises(LanesError, match="THROTTLING_QUOTA_EXCEEDED"):
+            builder.delete_topic("burst")
+        assert "one-more" not in builder.list_topics()
+    with lanes.Admin(bootstrap, tls=cluster.client_tls, credentials=cluster.client_credentials) as admin:
+        admin.create_topic("unlimited", partitions=31, replication_factor=1)  # no quota: not refused
+        admin.create_topic("unlimited-too", partitions=31, replication_factor=1)
+    assert _throttled_mutations(cluster) >= 2
+
+
+def test_admin_waits_out_a_mutation_throttle_and_succeeds(cluster: LocalCluster) -> None:
+    """Refused for the quota with time left in the request timeout, a change is sent again after
+    ``throttle_time_ms`` and succeeds, as Kafka's Admin does: the creation waits for the bucket
+    the earlier test emptied (if it did not refill yet), and takes 5 more partitions from it, so
+    the partition added right after is refused at first."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    with lanes.Admin(bootstrap, tls=cluster.client_tls, credentials=BUILDER, request_timeout_ms=30_000) as builder:
+        builder.create_topic("waited", partitions=5, replication_factor=1)
+        before = _throttled_mutations(cluster)
+        builder.create_partitions("waited", 6)
+        assert len(builder.describe_topic("waited").partitions) == 6
+    assert _throttled_mutations(cluster) > before, "the addition was refused at first"

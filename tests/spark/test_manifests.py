@@ -37,7 +37,8 @@ POD = {
         "volumeMounts": {
             "type": "array",
             "items": {"type": "object", "required": ["name", "mountPath"], "additionalProperties": False,
-                      "properties": {"name": {"type": "string"}, "mountPath": {"type": "string"}}},
+                      "properties": {"name": {"type": "string"}, "mountPath": {"type": "string"},
+                                     "readOnly": {"type": "boolean"}}},
         },
     },
     "additionalProperties": False,

@@ -63,7 +63,7 @@ async def _scenario() -> None:
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
-        async with MetadataChannel(grpc.aio.insecure_channel(f"127.0.0.1:{port}"), ADDED) as channel:
+        async with MetadataChannel(grpc.aio.insecure_channel(f"127.0.0.1:{port}"), lambda: ADDED) as channel:
             await channel.channel_ready()
             assert channel.get_state() == grpc.ChannelConnectivity.READY
             added = b"authorization=Basic dTpw"

@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import random
 from pathlib import Path
+from typing import Any
 
 from lanes.clock import ManualClock
 from lanes.controller.service import ControllerService
-from lanes.v1 import common_pb2, controller_pb2
+from lanes.errors import ErrorCode
+from lanes.runtime.guard import CALLER
+from lanes.v1 import common_pb2, controller_pb2, metadata_pb2
 
 
 def make(data_dir: Path) -> ControllerService:
@@ -68,3 +71,77 @@ def test_snapshots_are_taken_as_the_log_grows_and_read_back_on_restart(tmp_path:
         return names
 
     assert asyncio.run(restart()) == names
+
+
+def test_topic_changes_over_a_users_controller_mutation_quota_are_refused_until_it_drains(tmp_path: Path) -> None:
+    """KIP-599 on the active controller, with a manual clock: a burst passes while the user is
+    under its quota, then its topics are refused with THROTTLING_QUOTA_EXCEEDED and the time to
+    wait until the rate (over ten seconds at least) is back under it. Validate-only requests,
+    the cluster's own calls and users without a quota count nothing."""
+    clock = ManualClock()
+
+    async def create(service: ControllerService, name: str, partitions: int, *, validate_only: bool = False) -> Any:
+        return await service.CreateTopics(
+            controller_pb2.CreateTopicsRequest(
+                topics=[controller_pb2.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)],
+                validate_only=validate_only,
+            ),
+            None,  # type: ignore[arg-type]
+        )
+
+    async def scenario() -> None:
+        service = ControllerService(
+            tmp_path, endpoint=common_pb2.Node(node_id=0, host="127.0.0.1", port=1), clock=clock, rng=random.Random(3)
+        )
+        await service.start()
+        for _ in range(200):
+            if service.active:
+                break
+            await asyncio.sleep(0.01)
+        registered = await service.RegisterBroker(
+            controller_pb2.RegisterBrokerRequest(broker_id=1, incarnation_id="a", endpoint=common_pb2.Node(node_id=1)),
+            None,  # type: ignore[arg-type]
+        )
+        await service.BrokerHeartbeat(
+            controller_pb2.BrokerHeartbeatRequest(
+                broker_id=1, broker_epoch=registered.broker_epoch, current_metadata_offset=registered.broker_epoch
+            ),
+            None,  # type: ignore[arg-type]
+        )
+        await service.AlterClientQuotas(
+            controller_pb2.AlterClientQuotasRequest(
+                changes=[metadata_pb2.ClientQuotaRecord(user="builder", key="controller_mutation_rate", value=2.0)]
+            ),
+            None,  # type: ignore[arg-type]
+        )
+        CALLER.set("User:builder")
+        assert (await create(service, "checked", 100, validate_only=True)).topics[0].error.code == 0
+        burst = await create(service, "burst", 30)  # a full bucket (22 tokens): passes, leaving -8
+        assert burst.topics[0].error.code == 0
+        assert burst.throttle_time_ms == 4_000  # 8 tokens at 2 per second
+        refused = await create(service, "next", 1)
+        assert refused.topics[0].error.code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
+        assert refused.throttle_time_ms == 4_000
+        assert "retry in 4000 ms" in refused.topics[0].error.message
+        deleted = await service.DeleteTopics(
+            controller_pb2.DeleteTopicsRequest(names=["burst"]),
+            None,  # type: ignore[arg-type]
+        )
+        assert deleted.topics[0].error.code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
+        assert service.image.topic("burst") is not None
+        assert service.image.topic("next") is None
+        clock.advance(3_000)  # -2 tokens
+        assert (await create(service, "next", 1)).throttle_time_ms == 1_000
+        clock.advance(1_000)  # 0 tokens: accepted, -1
+        accepted = await create(service, "next", 1)
+        assert accepted.topics[0].error.code == 0
+        assert accepted.throttle_time_ms == 500
+        CALLER.set("User:someone-else")  # no quota of its own, no default
+        assert (await create(service, "theirs", 50)).throttle_time_ms == 0
+        assert (await create(service, "theirs-too", 50)).topics[0].error.code == 0
+        CALLER.set(None)  # the cluster's own calls
+        assert (await create(service, "internal-ish", 50)).topics[0].error.code == 0
+        assert service.metrics.mutations_throttled._value.get() == 3
+        await service.stop()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))

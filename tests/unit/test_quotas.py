@@ -1,10 +1,10 @@
-"""Client quotas' arithmetic (``lanes.broker.quotas``), as Kafka's: rates over 11 one-second
+"""Client quotas' arithmetic (``lanes.security.quotas``), as Kafka's: rates over 11 one-second
 windows (at least ten seconds), and a throttle that drains the excess at the quota's rate."""
 
 from __future__ import annotations
 
-from lanes.broker.quotas import MAX_THROTTLE_MS, SAMPLES, ClientQuotas, window_bytes
 from lanes.metadata.image import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, MetadataImage
+from lanes.security.quotas import MAX_THROTTLE_MS, MAX_WIRE_MS, SAMPLES, ClientQuotas, MutationBuckets, window_bytes
 from lanes.v1 import metadata_pb2
 
 
@@ -68,3 +68,21 @@ def test_a_users_own_quota_wins_over_the_default() -> None:
 def test_one_fetch_answer_carries_at_most_the_quotas_window() -> None:
     assert window_bytes(1024.0) == 10 * 1024
     assert window_bytes(0.01) == 1, "at least a byte: a fetch always may read something"
+
+
+def test_mutation_buckets_allow_a_burst_and_tell_the_exact_wait() -> None:
+    """KIP-599's token bucket: full at first (11 s of the quota), a change accepted while it is
+    not negative may take it below zero, and the wait is what refills it to zero."""
+    buckets = MutationBuckets()
+    assert buckets.owed_ms("alice", 2.0, 0.0) == 0
+    assert buckets.record("alice", 30, 2.0, 0.0) == 4_000  # 22 - 30 = -8 tokens, 2 per second
+    assert buckets.owed_ms("alice", 2.0, 3.0) == 1_000
+    assert buckets.owed_ms("alice", 2.0, 4.0) == 0
+    assert buckets.owed_ms("bob", 2.0, 0.0) == 0, "each user has its own bucket"
+    assert buckets.record("alice", 1, 2.0, 100.0) == 0, "refilled, up to the burst"
+    assert buckets.record("alice", 21, 2.0, 100.0) == 0, "21 + 1 = 22: the burst, not below zero"
+    assert buckets.owed_ms("alice", 2.0, 100.0) == 0
+    assert buckets.record("alice", 10**12, 1e-3, 200.0) == MAX_WIRE_MS, "what fits an int32"
+    assert len(buckets) == 1
+    buckets.record("bob", 1, 2.0, 10**16)  # alice's bucket refilled (in a long while): pruned
+    assert len(buckets) == 1

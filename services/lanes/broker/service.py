@@ -59,7 +59,6 @@ from lanes.broker.follower import Followed, FollowerFetcher
 from lanes.broker.metrics import BrokerMetrics, DiskSpace, ReplicaState
 from lanes.broker.partition import Following, Partition
 from lanes.broker.producer_state import Verdict
-from lanes.broker.quotas import ClientQuotas, window_bytes
 from lanes.broker.replication import divergence
 from lanes.clock import Clock
 from lanes.deadline import Deadline
@@ -78,9 +77,10 @@ from lanes.rpc.wire import ServicerContext, wire_error
 from lanes.runtime.broadcast import Broadcast, KeyedBroadcast, KeyedTicket
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.data_directory import DataDirectory
-from lanes.runtime.guard import CALLER
+from lanes.runtime.guard import caller_quota
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
+from lanes.security.quotas import ClientQuotas, window_bytes
 from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.log import AppendInfo, LogConfig
 from lanes.storage.manager import LogManager
@@ -195,7 +195,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._fetch_max_bytes = fetch_max_bytes
         self._replica_fetch_response_max_bytes = replica_fetch_response_max_bytes
         self._fetch_memory = FetchMemory(fetch_memory_bytes)
-        self._quotas = ClientQuotas()  # produce and fetch byte rates per user (lanes.broker.quotas)
+        self._quotas = ClientQuotas()  # produce and fetch byte rates per user (lanes.security.quotas)
         self._fetch_memory_freed = Broadcast()  # consumer fetches gave memory back
         self.maintenance_interval_s = maintenance_interval_s
         self._maintenance: asyncio.Task[None] | None = None
@@ -666,14 +666,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         return response
 
     def _quota_of(self, key: str, topics: list[str]) -> tuple[str, float] | None:
-        """(principal, quota) when the caller's requests under ``key`` are limited: not for the
-        cluster's own calls, nor for internal topics (only coordinators read and write them, also
-        where they share the client listener), nor for users without a quota."""
-        principal = CALLER.get()
-        if principal is None or all(topic == CONSUMER_OFFSETS_TOPIC for topic in topics):
+        """(principal, quota) when the caller's requests under ``key`` are limited
+        (``caller_quota``); never for internal topics (only coordinators read and write them,
+        also where they share the client listener)."""
+        if all(topic == CONSUMER_OFFSETS_TOPIC for topic in topics):
             return None
-        quota = self.image.client_quota(principal.removeprefix("User:"), key)
-        return (principal, quota) if quota is not None else None
+        return caller_quota(self.image, key)
 
     async def _admit(self, key: str, limited: tuple[str, float] | None, size: int) -> int:
         """Mute a caller over its quota (``limited``: ``_quota_of``'s answer; KIP-219): wait,

@@ -5,7 +5,8 @@ Bootstrap, first found wins: ``--bootstrap``, ``$LANES_BOOTSTRAP``, the ``bootst
 ``./.lanes/cluster.json`` (written by ``lanes up``), ``localhost:9092``. TLS files, likewise:
 ``$LANES_TLS_CA`` (with ``$LANES_TLS_CERT``, ``$LANES_TLS_KEY``), the ``tls`` of cluster.json,
 else plaintext. A username and password, likewise: ``$LANES_USERNAME`` with ``$LANES_PASSWORD``
-(or ``$LANES_PASSWORD_FILE``), the ``user`` of cluster.json (its ``password_file``), else none.
+(or ``$LANES_PASSWORD_FILE``), else a bearer token in ``$LANES_TOKEN_FILE``, the ``user`` of
+cluster.json (its ``password_file``), else none.
 
 Exit codes (documented in the README's CLI reference):
 
@@ -36,7 +37,7 @@ from typing import Any, NoReturn
 from lanes.cli.values import UsageError
 from lanes.client.admin import Admin
 from lanes.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
-from lanes.rpc.credentials import UserPassword
+from lanes.rpc.credentials import Credentials, UserPassword, client_credentials
 from lanes.rpc.tls import TlsFiles
 
 EXIT_OK = 0
@@ -110,9 +111,10 @@ def resolve_tls(cluster_file: Path = CLUSTER_FILE) -> TlsFiles | None:
     return None
 
 
-def resolve_credentials(cluster_file: Path = CLUSTER_FILE) -> UserPassword | None:
-    """The username and password every command gives (see the module docstring for the order)."""
-    from_environment = UserPassword.from_environment()
+def resolve_credentials(cluster_file: Path = CLUSTER_FILE) -> Credentials | None:
+    """The username and password (or bearer token) every command gives (see the module
+    docstring for the order)."""
+    from_environment = client_credentials("process")
     if from_environment is not None:
         return from_environment
     if cluster_file.is_file():

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from lanes.cli.common import EXIT_REFUSED, add_command, emit, progress
-from lanes.cli.values import positive_int
+from lanes.cli.values import UsageError, positive_int
 from lanes.deadline import Deadline, attempts_blocking
 from lanes.local.cluster import CLUSTER_FILE, LocalCluster
+from lanes.runtime.tokens import TokenSettings
 
 
 def _read_cluster_file(data_dir: Path) -> dict[str, Any] | None:
@@ -89,6 +90,7 @@ def up(options: argparse.Namespace) -> int:
         port_base=options.port_base,
         tls=not options.insecure,
         auth=not options.insecure and not options.no_auth,
+        oauth=_oauth(options),
     )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -114,6 +116,22 @@ def up(options: argparse.Namespace) -> int:
     return 0
 
 
+_OAUTH_FLAGS = ("--oauth-issuer", "--oauth-audience", "--oauth-jwks")
+
+
+def _oauth(options: argparse.Namespace) -> TokenSettings | None:
+    """The bearer tokens the processes accept besides passwords (``--oauth-*``), or None."""
+    given = (options.oauth_issuer, options.oauth_audience, options.oauth_jwks)
+    if not any(given):
+        return None
+    if not all(given) or options.insecure or options.no_auth:
+        raise UsageError(f"bearer tokens need users (not --insecure or --no-auth) and all of {', '.join(_OAUTH_FLAGS)}")
+    jwks = str(options.oauth_jwks)
+    if not jwks.startswith(("http://", "https://")):
+        jwks = str(Path(jwks).absolute())  # the processes run elsewhere
+    return TokenSettings(options.oauth_issuer, options.oauth_audience, jwks)
+
+
 def _up_detached(options: argparse.Namespace) -> int:
     logs = options.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -122,6 +140,9 @@ def _up_detached(options: argparse.Namespace) -> int:
     command += ["--controllers", str(options.controllers)]
     command += ["--port-base", str(options.port_base)]
     command += [*(["--insecure"] if options.insecure else []), *(["--no-auth"] if options.no_auth else [])]
+    for flag in _OAUTH_FLAGS:
+        value = getattr(options, flag.removeprefix("--").replace("-", "_"))
+        command += [flag, value] if value else []
     with open(logs / "up.log", "ab") as log:
         supervisor = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     description = None
@@ -215,6 +236,9 @@ lanes up --brokers 1 --controllers 1 --data-dir /tmp/lanes --port-base 19092""",
         help="TLS without users and ACLs: listeners require client certificates, and lanes commands use the admin "
         "certificate named in cluster.json",
     )
+    parser.add_argument("--oauth-issuer", metavar="ISS", help="also accept OAuth bearer tokens this issuer signs")
+    parser.add_argument("--oauth-audience", metavar="AUD", help="the audience such a token must name")
+    parser.add_argument("--oauth-jwks", metavar="FILE|URL", help="the issuer's key set: a JWKS file or its jwks_uri")
     parser = add_command(
         commands,
         "down",

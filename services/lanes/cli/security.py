@@ -19,6 +19,7 @@ from typing import Any
 
 from lanes.cli.common import add_command, add_group, admin_for, emit, table
 from lanes.cli.values import UsageError
+from lanes.metadata.image import CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE, QUOTA_KEYS
 from lanes.security.acls import WILDCARD, AclBinding, Operation, PatternType, Permission, ResourceType
 
 _OPERATIONS = [op.name.lower().replace("_", "-") for op in Operation if op is not Operation.ANY]
@@ -162,13 +163,14 @@ def set_quotas(options: argparse.Namespace) -> None:
     rates = {
         key: rate
         for key, rate in (
-            ("producer_byte_rate", options.producer_byte_rate),
-            ("consumer_byte_rate", options.consumer_byte_rate),
+            (PRODUCER_BYTE_RATE, options.producer_byte_rate),
+            (CONSUMER_BYTE_RATE, options.consumer_byte_rate),
+            (CONTROLLER_MUTATION_RATE, options.controller_mutation_rate),
         )
         if rate is not None
     }
     if not rates:
-        raise UsageError("give --producer-byte-rate and/or --consumer-byte-rate")
+        raise UsageError("give --producer-byte-rate, --consumer-byte-rate and/or --controller-mutation-rate")
     with admin_for(options) as admin:
         for key, rate in rates.items():
             admin.set_quota(key, rate, user=user)
@@ -204,9 +206,9 @@ def _positive_rate(text: str) -> float:
     try:
         rate = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes per second") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number per second") from None
     if not 0 < rate < float("inf"):
-        raise argparse.ArgumentTypeError("a rate is a positive number of bytes per second")
+        raise argparse.ArgumentTypeError("a rate is a positive number per second")
     return rate
 
 
@@ -288,18 +290,28 @@ lanes acls {name} --topic orders --operation read""",
         if name == "delete":
             parser.add_argument("--all", action="store_true", help="allow deleting every ACL")
 
-    quotas = add_group(commands, "quotas", "bound the bytes per second users produce and fetch (Kafka's quotas)")
+    quotas = add_group(
+        commands, "quotas", "bound what users produce, fetch and change per second (Kafka's quotas, KIP-599)"
+    )
     parser = add_command(
         quotas,
         "set",
-        summary="set a user's (or the default) produce and fetch rates, in bytes per second on each broker",
+        summary="set a user's (or the default) produce and fetch rates (bytes per second on each broker) and "
+        "topic change rate (partitions created, added or deleted per second)",
         examples="""
 lanes quotas set --user alice --producer-byte-rate 1048576
-lanes quotas set --default --producer-byte-rate 10485760 --consumer-byte-rate 20971520""",
+lanes quotas set --default --producer-byte-rate 10485760 --consumer-byte-rate 20971520
+lanes quotas set --default --controller-mutation-rate 10""",
         run=set_quotas,
     )
     for flag in ("--producer-byte-rate", "--consumer-byte-rate"):
         parser.add_argument(flag, type=_positive_rate, metavar="BYTES", help="bytes per second on each broker")
+    parser.add_argument(
+        "--controller-mutation-rate",
+        type=_positive_rate,
+        metavar="PARTITIONS",
+        help="partitions created, added or deleted per second; over it, topic changes are refused for a while",
+    )
     parser.add_argument("--user", metavar="USER", help="the user")
     parser.add_argument("--default", action="store_true", help="users without a quota of their own")
     parser = add_command(
@@ -311,8 +323,6 @@ lanes quotas set --default --producer-byte-rate 10485760 --consumer-byte-rate 20
     )
     parser.add_argument("--user", metavar="USER", help="the user")
     parser.add_argument("--default", action="store_true", help="users without a quota of their own")
-    parser.add_argument(
-        "--key", action="append", required=True, choices=["producer_byte_rate", "consumer_byte_rate"], help="repeatable"
-    )
+    parser.add_argument("--key", action="append", required=True, choices=list(QUOTA_KEYS), help="repeatable")
     parser = add_command(quotas, "list", summary="list the quotas set", examples="lanes quotas list", run=list_quotas)
     parser.add_argument("--user", metavar="USER", help="only this user's")

@@ -33,6 +33,13 @@ from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
 T = TypeVar("T")
+#: An answer about topics changed one by one (CreateTopics, DeleteTopics, CreatePartitions).
+Mutation = TypeVar(
+    "Mutation",
+    controller_pb2.CreateTopicsResponse,
+    controller_pb2.DeleteTopicsResponse,
+    controller_pb2.CreatePartitionsResponse,
+)
 TOPIC = common_pb2.CONFIG_RESOURCE_TYPE_TOPIC
 
 
@@ -270,6 +277,18 @@ class AsyncAdmin:
                 if not redirected:  # pointed at the same one again, or at none: let an election finish
                     await backoff.pause()
 
+    async def _mutate(self, call: Callable[[controller_pb2_grpc.ControllerStub], Awaitable[Mutation]]) -> Mutation:
+        """``_call`` for a topic or partition change of one topic: refused for the user's
+        controller mutation quota (THROTTLING_QUOTA_EXCEEDED), it is sent again after the
+        throttle time while the request timeout allows (Kafka's ``retry.on.quota.violation``)."""
+        deadline = Deadline(self._timeout_s)
+        while True:
+            answer = await self._call(call)
+            throttled = answer.topics[0].error.code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
+            if not throttled or answer.throttle_time_ms / 1000 >= deadline.remaining_s():
+                return answer
+            await asyncio.sleep(answer.throttle_time_ms / 1000)
+
     async def create_topic(
         self, name: str, partitions: int = -1, replication_factor: int = -1, config: Mapping[str, str] | None = None
     ) -> str:
@@ -285,13 +304,13 @@ class AsyncAdmin:
             ],
             timeout_ms=int(self._timeout_s * 1000),
         )
-        answer = await self._call(lambda stub: stub.CreateTopics(request, timeout=self._timeout_s))
+        answer = await self._mutate(lambda stub: stub.CreateTopics(request, timeout=self._timeout_s))
         _raise_if_error(answer.topics[0].error)
         return str(answer.topics[0].topic_id)
 
     async def delete_topic(self, name: str) -> None:
         """Delete a topic and its records."""
-        answer = await self._call(
+        answer = await self._mutate(
             lambda stub: stub.DeleteTopics(controller_pb2.DeleteTopicsRequest(names=[name]), timeout=self._timeout_s)
         )
         _raise_if_error(answer.topics[0].error)
@@ -346,7 +365,7 @@ class AsyncAdmin:
         request = controller_pb2.CreatePartitionsRequest(
             topics=[controller_pb2.CreatePartitionsTopic(name=name, count=total)]
         )
-        answer = await self._call(lambda stub: stub.CreatePartitions(request, timeout=self._timeout_s))
+        answer = await self._mutate(lambda stub: stub.CreatePartitions(request, timeout=self._timeout_s))
         _raise_if_error(answer.topics[0].error)
 
     async def alter_configs(
@@ -581,8 +600,9 @@ class AsyncAdmin:
 
     async def set_quota(self, key: str, rate: float | None, *, user: str | None = None) -> None:
         """Set ``user``'s quota (None: the default for users without their own) under ``key``
-        (``producer_byte_rate``, ``consumer_byte_rate``: bytes per second on each broker), or
-        remove it with ``rate`` None (Kafka's AlterClientQuotas)."""
+        (``producer_byte_rate``, ``consumer_byte_rate``: bytes per second on each broker;
+        ``controller_mutation_rate``: partitions created, added or deleted per second), or remove
+        it with ``rate`` None (Kafka's AlterClientQuotas)."""
         change = metadata_pb2.ClientQuotaRecord(user=user, key=key, value=rate)
         answer = await self._call(
             lambda stub: stub.AlterClientQuotas(

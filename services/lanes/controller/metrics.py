@@ -55,13 +55,19 @@ class QuorumView:
 
 
 class ControllerMetrics:
-    """The controller's election counter and its scrape-time gauges."""
+    """The controller's election and throttle counters and its scrape-time gauges."""
 
     def __init__(self, metrics: ServiceMetrics) -> None:
         self.service = metrics
         self.leader_elections = Counter(
             "lanes_controller_leader_elections",
             "Partition leader changes the controller committed (failovers, preferred and unclean elections).",
+            registry=metrics.registry,
+        )
+        self.mutations_throttled = Counter(
+            "lanes_controller_mutations_throttled",
+            "Topic creations, partition additions and topic deletions refused because the user's controller "
+            "mutation quota was used up (KIP-599).",
             registry=metrics.registry,
         )
 

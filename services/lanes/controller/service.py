@@ -10,6 +10,13 @@ after winning) refuses every Controller RPC with NOT_CONTROLLER naming the activ
 (``ActiveControllerGate``), and ends the metadata streams it was serving. Owned by one asyncio
 event loop.
 
+Controller mutation quotas (KIP-599): a user's topic creations, partition additions and
+deletions are counted in partitions per second (``controller_mutation_rate``) on the active
+controller, in a token bucket per user (``lanes.security.quotas.MutationBuckets``): a topic of a
+user whose bucket is below zero is refused with THROTTLING_QUOTA_EXCEEDED and the time until it
+refills, one whose bucket is not is accepted even if it takes the bucket below zero (Kafka's
+bursts). Validate-only requests count nothing; a new active controller starts with full buckets.
+
 Liveness: brokers and coordinators heartbeat; one that is silent for ``session_timeout_ms`` is
 fenced (its leaderships move). A controller that becomes active gives every known node a fresh
 session (it did not see their heartbeats), as a restarted single controller did.
@@ -36,16 +43,24 @@ from lanes.controller.metrics import ControllerMetrics, QuorumView
 from lanes.controller.quorum import Quorum
 from lanes.controller.raft import Entry, SnapshotId, Voter
 from lanes.errors import ErrorCode, LanesError, NotControllerError
-from lanes.metadata.image import MetadataImage, NodeKind, PartitionImage, ProducerIdBlock, TopicImage
+from lanes.metadata.image import (
+    CONTROLLER_MUTATION_RATE,
+    MetadataImage,
+    NodeKind,
+    PartitionImage,
+    ProducerIdBlock,
+    TopicImage,
+)
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.rpc.controllers import ACTIVE_CONTROLLER_KEY, NOT_CONTROLLER_DETAILS
 from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.broadcast import Broadcast
-from lanes.runtime.guard import Listener
+from lanes.runtime.guard import Listener, caller_quota
 from lanes.runtime.interceptors import rewrap
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.security.acls import AclBinding
+from lanes.security.quotas import MutationBuckets
 from lanes.security.scram import ScramCredential
 from lanes.topic_configs import MIN_SEGMENT_BYTES, TOPIC_CONFIGS
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
@@ -59,6 +74,14 @@ _OPS = {
     controller_pb2.ALTER_CONFIG_OP_APPEND: "append",
     controller_pb2.ALTER_CONFIG_OP_SUBTRACT: "subtract",
 }
+
+
+def _throttled(owed_ms: int) -> common_pb2.Error:
+    """A topic refused because its user's controller mutation quota is used up (KIP-599)."""
+    return wire_error(
+        ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+        f"the controller mutation quota of this user is used up: retry in {owed_ms} ms",
+    )
 
 
 class ControllerService(controller_pb2_grpc.ControllerServicer):
@@ -90,6 +113,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self._bootstrap_users = list(bootstrap_users)
         self.metrics = metrics or ControllerMetrics(ServiceMetrics("controller"))
         self._clock = clock
+        self._mutations = MutationBuckets()  # partitions created, added, deleted per user (KIP-599)
         self._metadata = MetadataLog(data_dir, clock)
         self.core = ControllerCore(
             self._metadata.load_snapshot(),
@@ -527,7 +551,12 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self, request: controller_pb2.CreateTopicsRequest, context: ServicerContext
     ) -> controller_pb2.CreateTopicsResponse:
         results = []
+        limited, throttle_ms = caller_quota(self.image, CONTROLLER_MUTATION_RATE), 0
         for topic in request.topics:
+            if owed_ms := self._mutations_owed_ms(limited):
+                results.append(controller_pb2.CreatableTopicResult(name=topic.name, error=_throttled(owed_ms)))
+                throttle_ms = max(throttle_ms, owed_ms)
+                continue
             new = NewTopic(
                 name=topic.name,
                 num_partitions=None if topic.num_partitions == -1 else topic.num_partitions,
@@ -547,8 +576,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 result.num_partitions = len(created.partitions)
                 result.replication_factor = len(created.partitions[0].replicas)
                 result.configs.extend(self._config_entries(topic.name, ()))
+                throttle_ms = max(throttle_ms, self._record_mutations(limited, result.num_partitions))
             results.append(result)
-        return controller_pb2.CreateTopicsResponse(topics=results)
+        return controller_pb2.CreateTopicsResponse(topics=results, throttle_time_ms=throttle_ms)
 
     async def DeleteTopics(  # noqa: N802
         self, request: controller_pb2.DeleteTopicsRequest, context: ServicerContext
@@ -558,9 +588,16 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             for topic_id in request.topic_ids
         ]
         results = []
+        limited, throttle_ms = caller_quota(self.image, CONTROLLER_MUTATION_RATE), 0
         for name in names:
             topic = self.image.topic(name)
+            if owed_ms := self._mutations_owed_ms(limited):
+                results.append(controller_pb2.DeletableTopicResult(name=name, error=_throttled(owed_ms)))
+                throttle_ms = max(throttle_ms, owed_ms)
+                continue
             decision = await self._decide_and_commit(lambda name=name: self.core.delete_topic(name))
+            if decision.error is ErrorCode.NONE and topic is not None:
+                throttle_ms = max(throttle_ms, self._record_mutations(limited, len(topic.partitions)))
             results.append(
                 controller_pb2.DeletableTopicResult(
                     name=name,
@@ -568,25 +605,53 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                     error=wire_error(decision.error, decision.message),
                 )
             )
-        return controller_pb2.DeleteTopicsResponse(topics=results)
+        return controller_pb2.DeleteTopicsResponse(topics=results, throttle_time_ms=throttle_ms)
 
     async def CreatePartitions(  # noqa: N802
         self, request: controller_pb2.CreatePartitionsRequest, context: ServicerContext
     ) -> controller_pb2.CreatePartitionsResponse:
         results = []
+        limited, throttle_ms = caller_quota(self.image, CONTROLLER_MUTATION_RATE), 0
         for topic in request.topics:
+            if owed_ms := self._mutations_owed_ms(limited):
+                results.append(controller_pb2.CreatePartitionsTopicResult(name=topic.name, error=_throttled(owed_ms)))
+                throttle_ms = max(throttle_ms, owed_ms)
+                continue
+            before = self.image.topic(topic.name)
             assignments = [tuple(a.broker_ids) for a in topic.assignments]
             decision = await self._decide_and_commit(
                 lambda topic=topic, assignments=assignments: self.core.create_partitions(
                     topic.name, topic.count, assignments, validate_only=request.validate_only
                 )
             )
+            if decision.error is ErrorCode.NONE and before is not None and not request.validate_only:
+                added = max(0, topic.count - len(before.partitions))
+                throttle_ms = max(throttle_ms, self._record_mutations(limited, added))
             results.append(
                 controller_pb2.CreatePartitionsTopicResult(
                     name=topic.name, error=wire_error(decision.error, decision.message)
                 )
             )
-        return controller_pb2.CreatePartitionsResponse(topics=results)
+        return controller_pb2.CreatePartitionsResponse(topics=results, throttle_time_ms=throttle_ms)
+
+    def _mutations_owed_ms(self, limited: tuple[str, float] | None) -> int:
+        """How long a user limited by a controller mutation quota (``caller_quota``) must wait
+        before its next mutation is accepted; 0: now."""
+        if limited is None:
+            return 0
+        principal, quota = limited
+        owed_ms = self._mutations.owed_ms(principal, quota, self._clock.monotonic_ms() / 1000)
+        if owed_ms:
+            self.metrics.mutations_throttled.inc()
+        return owed_ms
+
+    def _record_mutations(self, limited: tuple[str, float] | None, partitions: int) -> int:
+        """Count ``partitions`` created, added or deleted for a limited user; what it owes now."""
+        if limited is None:
+            return 0
+        principal, quota = limited
+        now_s = self._clock.monotonic_ms() / 1000
+        return self._mutations.record(principal, partitions, quota, now_s)
 
     async def DescribeTopics(  # noqa: N802
         self, request: controller_pb2.DescribeTopicsRequest, context: ServicerContext

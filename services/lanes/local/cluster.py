@@ -44,6 +44,7 @@ from lanes.local.processes import ServiceProcess, start_service
 from lanes.rpc.controllers import ControllerEndpoints
 from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import TlsFiles, node_identity
+from lanes.runtime.tokens import TokenSettings
 from lanes.topic_configs import MIN_SEGMENT_BYTES
 from lanes.v1 import controller_pb2
 
@@ -99,6 +100,8 @@ class LocalCluster:
     #: give the ``admin`` user's password (``client_credentials``), the super user
     #: (``--auth required``); nodes give their certificates on the internal listeners
     auth: bool = True
+    #: with ``auth``: also accept OAuth bearer tokens (``--oauth-*`` of every process)
+    oauth: TokenSettings | None = None
     #: where a process runs, by name ("controller" or "controller-<id>", "broker-1",
     #: "coordinator-1"): its address and a launcher command (tests put each process in its own
     #: network namespace); default ``host``, none
@@ -278,6 +281,18 @@ class LocalCluster:
             "--tls-client-auth",  # with auth, users give passwords; nodes use the internal listener
             "none" if self.auth else "required",
             *(["--auth", "required", "--super-users", ADMIN_PRINCIPAL] if self.auth else []),
+            *self._oauth_args(),
+        ]
+
+    def _oauth_args(self) -> list[str]:
+        if self.oauth is None:
+            return []
+        if not self.auth:
+            raise ValueError("bearer tokens authenticate users: they need auth")
+        settings = self.oauth
+        return [
+            *("--oauth-issuer", settings.issuer, "--oauth-audience", settings.audience),
+            *("--oauth-jwks", settings.jwks, "--oauth-principal-claim", settings.principal_claim),
         ]
 
     @property

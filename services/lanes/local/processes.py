@@ -71,7 +71,7 @@ def start_service(
                 **{
                     k: v
                     for k, v in os.environ.items()
-                    if not k.startswith(("LANES_TLS_", "LANES_AUTH", "LANES_SUPER_USERS"))
+                    if not k.startswith(("LANES_TLS_", "LANES_AUTH", "LANES_SUPER_USERS", "LANES_OAUTH_"))
                 },
                 "PYTHONUNBUFFERED": "1",
             },

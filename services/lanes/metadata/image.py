@@ -27,10 +27,12 @@ from lanes.v1 import common_pb2, metadata_pb2
 
 NO_LEADER = -1
 
-#: Client quota keys (bytes per second, per broker; Kafka's names).
+#: Client quota keys (Kafka's names): bytes per second on each broker, and partitions created,
+#: added or deleted per second through the active controller (KIP-599).
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
-QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE)
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE)
 
 #: The two kinds of node that register with the controller and keep a session by heartbeats.
 NodeKind = Literal["broker", "coordinator"]

@@ -1,5 +1,6 @@
-"""A ``grpc.aio`` channel that adds fixed metadata (a user's ``authorization`` header) to every
-call made through it, as the call's own metadata.
+"""A ``grpc.aio`` channel that adds metadata (a user's ``authorization`` header, asked for at
+each call: a token may have been renewed) to every call made through it, as the call's own
+metadata.
 
 Why not gRPC's own ways (decision 0029): call credentials (``grpc.metadata_call_credentials``)
 run their plugin on a new Python thread for every call, and a client interceptor wraps every
@@ -14,7 +15,7 @@ event loop).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
@@ -29,22 +30,22 @@ def _with(added: MetadataPairs, given: Sequence[tuple[str, str | bytes]] | None)
 
 
 class _AddingMulticallable:
-    """A multicallable (``channel.unary_unary(...)`` and the like) adding ``added`` to each call."""
+    """A multicallable (``channel.unary_unary(...)`` and the like) adding ``added()`` to each call."""
 
     __slots__ = ("_added", "_wrapped")
 
-    def __init__(self, wrapped: Any, added: MetadataPairs) -> None:
+    def __init__(self, wrapped: Any, added: Callable[[], MetadataPairs]) -> None:
         self._wrapped = wrapped
         self._added = added
 
     def __call__(self, request: Any = None, *, metadata: Any = None, **settings: Any) -> Any:
-        return self._wrapped(request, metadata=_with(self._added, metadata), **settings)
+        return self._wrapped(request, metadata=_with(self._added(), metadata), **settings)
 
 
 class MetadataChannel(grpc.aio.Channel):
-    """``channel``, every call of which carries ``metadata`` besides its own."""
+    """``channel``, every call of which carries ``metadata()`` besides its own."""
 
-    def __init__(self, channel: grpc.aio.Channel, metadata: MetadataPairs) -> None:
+    def __init__(self, channel: grpc.aio.Channel, metadata: Callable[[], MetadataPairs]) -> None:
         self._channel = channel
         self._metadata = metadata
 

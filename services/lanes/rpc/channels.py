@@ -16,7 +16,7 @@ import time
 import grpc
 
 from lanes.rpc.call_metadata import MetadataChannel
-from lanes.rpc.credentials import UserPassword
+from lanes.rpc.credentials import Credentials
 from lanes.rpc.tls import ClientTls, process_tls
 
 #: Largest message a Lanes channel or server sends or accepts.
@@ -44,7 +44,7 @@ def open_channel(
     *,
     fast_reconnect: bool = False,
     tls: ClientTls = "process",
-    credentials: UserPassword | None = None,
+    credentials: Credentials | None = None,
 ) -> grpc.aio.Channel:
     """A ``grpc.aio`` channel to ``host:port`` that carries messages up to ``MAX_MESSAGE_BYTES``
     both ways: over TLS with ``tls`` (by default the process's, ``lanes.rpc.tls``), plaintext
@@ -56,12 +56,12 @@ def open_channel(
     files = process_tls() if tls == "process" else tls
     if files is None:
         if credentials is not None:
-            raise ValueError("a username and password are sent over TLS only: give tls= (the cluster's CA) too")
+            raise ValueError("credentials are sent over TLS only: give tls= (the cluster's CA) too")
         return grpc.aio.insecure_channel(address, options=options)
     channel = grpc.aio.secure_channel(address, files.channel_credentials(), options=options)
     if credentials is None:
         return channel
-    return MetadataChannel(channel, credentials.metadata())
+    return MetadataChannel(channel, credentials.metadata)
 
 
 #: How often a cache looks at its TLS files' stamps (a few stat calls).
@@ -80,7 +80,7 @@ class ChannelCache:
     restart. Owned by one event loop."""
 
     def __init__(
-        self, *, fast_reconnect: bool = False, tls: ClientTls = "process", credentials: UserPassword | None = None
+        self, *, fast_reconnect: bool = False, tls: ClientTls = "process", credentials: Credentials | None = None
     ) -> None:
         self._fast_reconnect = fast_reconnect
         self._tls: ClientTls = tls

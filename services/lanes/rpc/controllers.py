@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import grpc
 
 from lanes.rpc.channels import ChannelCache
-from lanes.rpc.credentials import UserPassword
+from lanes.rpc.credentials import Credentials
 from lanes.rpc.tls import ClientTls
 from lanes.v1 import controller_pb2_grpc
 
@@ -50,7 +50,7 @@ class ControllerEndpoints:
     """Channels to the known controllers (opened on first use) and the current target."""
 
     def __init__(
-        self, addresses: Sequence[str], tls: ClientTls = "process", credentials: UserPassword | None = None
+        self, addresses: Sequence[str], tls: ClientTls = "process", credentials: Credentials | None = None
     ) -> None:
         if not addresses:
             raise ValueError("at least one controller address is needed")

@@ -1,8 +1,12 @@
-"""A client's username and password, sent with every call as its ``authorization`` metadata.
+"""A client's username and password, or its OAuth bearer token, sent with every call as its
+``authorization`` metadata.
 
 Clients (``Producer``, ``Consumer``, ``Admin``) take ``credentials=``; by default they use the
-environment's (``LANES_USERNAME`` with ``LANES_PASSWORD_FILE`` or ``LANES_PASSWORD``), so Spark
-executors and the operator pick a user up from their pods' Secrets. They travel in the
+environment's (``LANES_USERNAME`` with ``LANES_PASSWORD_FILE`` or ``LANES_PASSWORD``, else
+``LANES_TOKEN_FILE``), so Spark executors and the operator pick a user up from their pods'
+Secrets. A token (``BearerToken``: a JWT an OpenID Connect issuer signed, checked by
+``lanes.runtime.tokens``) is given as text or as a file, read again when it changes (tokens
+expire and are renewed by whatever writes the file: a sidecar, a projected volume). They travel in the
 ``authorization`` metadata as HTTP ``Basic`` (what the guard,
 ``lanes.runtime.guard``, reads) and only over TLS: ``open_channel`` adds them to each call
 (``lanes.rpc.call_metadata``) and refuses them on a plaintext channel, as gRPC refuses call
@@ -14,12 +18,15 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Literal, Union
 
 import grpc
+
+from lanes.rpc.watched_file import WatchedFile
 
 #: The metadata key credentials travel in.
 AUTHORIZATION_KEY = "authorization"
@@ -51,29 +58,79 @@ class UserPassword:
         """The ``authorization`` metadata value."""
         return "Basic " + base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
 
+    @cached_property
+    def _metadata(self) -> tuple[tuple[str, str], ...]:
+        return ((AUTHORIZATION_KEY, self.header()),)
+
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """The metadata a call carries: the ``authorization`` header."""
-        return ((AUTHORIZATION_KEY, self.header()),)
+        return self._metadata
 
     def call_credentials(self) -> grpc.CallCredentials:
         """Call credentials adding the header to every call of a channel."""
-        return grpc.metadata_call_credentials(_Header(self.header()), name="lanes-user-password")
+        return grpc.metadata_call_credentials(_Metadata(self.metadata), name="lanes-user-password")
 
 
-#: What a client is given: a user, "process" for the environment's (``from_environment``), or None.
-ClientCredentials = Union[UserPassword, Literal["process"], None]  # noqa: UP007 - a runtime alias
+class BearerToken:
+    """An OAuth bearer token: ``token`` itself, or the current content of ``file`` (read again
+    when the file changes, looked at most once a second). Safe to share between threads."""
+
+    def __init__(self, token: str | None = None, *, file: Path | str | None = None) -> None:
+        if (token is None) == (file is None):
+            raise ValueError("give a token, or the file that holds it")
+        self._file = WatchedFile(Path(file), _bearer) if file is not None else None
+        self._metadata = _bearer(token) if token is not None else ()
+        self.metadata()  # an unreadable file fails now, not at the first call
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> BearerToken | None:
+        """``LANES_TOKEN_FILE``; None when it is unset."""
+        file = environ.get("LANES_TOKEN_FILE")
+        return cls(file=file) if file else None
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """The metadata a call carries: ``authorization: Bearer <token>``."""
+        return self._file.current() if self._file is not None else self._metadata
+
+    def look_again(self) -> None:
+        """Read the token file again at the next call, whenever it was last looked at."""
+        if self._file is not None:
+            self._file.look_again()
+
+    def call_credentials(self) -> grpc.CallCredentials:
+        """Call credentials adding the header to every call of a blocking channel."""
+        return grpc.metadata_call_credentials(_Metadata(self.metadata), name="lanes-bearer-token")
+
+    def __repr__(self) -> str:
+        return f"BearerToken(file={str(self._file.path)!r})" if self._file is not None else "BearerToken(...)"
 
 
-def client_credentials(given: ClientCredentials) -> UserPassword | None:
-    """The user ``given`` names: itself, the environment's for "process", or nobody."""
-    return UserPassword.from_environment() if given == "process" else given
+def _bearer(token: str) -> tuple[tuple[str, str], ...]:
+    token = token.strip()
+    if not token or any(c.isspace() for c in token):
+        raise ValueError("a bearer token is one word, not empty")
+    return ((AUTHORIZATION_KEY, f"Bearer {token}"),)
 
 
-class _Header(grpc.AuthMetadataPlugin):
-    """Adds one fixed header (called by gRPC on its own threads, once per call)."""
+#: Who a client says it is: a user with a password, or a bearer token.
+Credentials = Union[UserPassword, BearerToken]  # noqa: UP007 - a runtime alias
+#: What a client is given: credentials, "process" for the environment's (``from_environment``), or None.
+ClientCredentials = Union[UserPassword, BearerToken, Literal["process"], None]  # noqa: UP007 - a runtime alias
 
-    def __init__(self, value: str) -> None:
-        self._metadata = ((AUTHORIZATION_KEY, value),)
+
+def client_credentials(given: ClientCredentials) -> Credentials | None:
+    """The credentials ``given`` names: themselves, the environment's for "process" (a user and
+    password, else a token file), or nobody."""
+    if given != "process":
+        return given
+    return UserPassword.from_environment() or BearerToken.from_environment()
+
+
+class _Metadata(grpc.AuthMetadataPlugin):
+    """Adds ``metadata()`` to each call (called by gRPC on its own threads, once per call)."""
+
+    def __init__(self, metadata: Callable[[], tuple[tuple[str, str], ...]]) -> None:
+        self._metadata = metadata
 
     def __call__(self, context: grpc.AuthMetadataContext, callback: grpc.AuthMetadataPluginCallback) -> None:
-        callback(self._metadata, None)
+        callback(self._metadata(), None)

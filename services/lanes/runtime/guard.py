@@ -4,12 +4,14 @@
 Who the caller is (its principal, ``User:<name>``):
 
 1. a username and password in the call's ``authorization`` metadata (``Basic``, over TLS only:
-   clients send them as gRPC call credentials, ``lanes.rpc.credentials``), checked against the
+   clients send them as each call's metadata, ``lanes.rpc.credentials``), checked against the
    user's SCRAM credential in the metadata log (``lanes.security.scram``);
-2. else the common name of the caller's verified client certificate (mutual TLS). A node's
+2. or a bearer token there (``Bearer``: an OAuth/OIDC JWT, ``lanes.runtime.tokens``), where the
+   service was given an issuer (``--oauth-issuer``);
+3. else the common name of the caller's verified client certificate (mutual TLS). A node's
    certificate (``broker-1``, ``controller-0``, ``coordinator-1``) makes the caller that node:
    the cluster's own work passes every rule;
-3. else nobody: the call ends with UNAUTHENTICATED, whatever it asked.
+4. else nobody: the call ends with UNAUTHENTICATED, whatever it asked.
 
 Only the health check is open to anyone (probes; it tells nothing but SERVING).
 
@@ -48,6 +50,7 @@ from lanes.rpc.tls import caller_identity
 from lanes.rpc.wire import ServicerContext, peer_host
 from lanes.runtime.access_rules import RULES, Access, Rule, answer_refused, first_refused, refusal_code, split_topics
 from lanes.runtime.interceptors import rewrap
+from lanes.runtime.tokens import InvalidTokenError, TokenVerifier
 from lanes.security import scram
 from lanes.security.acls import NODE_NAME, Authorizer, user_principal
 
@@ -62,15 +65,26 @@ _HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 #: The listener a guard watches: clients', or the nodes' internal one.
 Listener = Literal["client", "internal"]
 
-#: Who a client call is made by, for quotas (``lanes.broker.quotas``): its principal, or
+#: Who a client call is made by, for quotas (``lanes.security.quotas``): its principal, or
 #: ``ANONYMOUS`` without authentication; None for the cluster's own calls, never throttled.
 #: Set by the guard (or ``AnonymousCallers``) for the handler's context.
 CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("lanes_caller", default=None)
 ANONYMOUS = "User:ANONYMOUS"
 
+
+def caller_quota(image: MetadataImage, key: str) -> tuple[str, float] | None:
+    """(principal, quota) when the current call's caller is limited under quota ``key``: never
+    for the cluster's own calls, nor for a user without a quota (its own or the default)."""
+    principal = CALLER.get()
+    if principal is None:
+        return None
+    quota = image.client_quota(principal.removeprefix("User:"), key)
+    return (principal, quota) if quota is not None else None
+
+
 UNAUTHENTICATED_DETAILS = (
-    "this cluster requires authentication: present a client certificate the cluster's CA signed, or a "
-    "username and password (lanes users create)"
+    "this cluster requires authentication: present a client certificate the cluster's CA signed, a "
+    "username and password (lanes users create), or a bearer token where the cluster accepts them"
 )
 
 
@@ -85,8 +99,11 @@ class Guard(grpc.aio.ServerInterceptor):
         *,
         listener: Listener = "client",
         authorize: bool = True,
+        tokens: TokenVerifier | None = None,
     ) -> None:
         self._image = image
+        self._tokens = tokens
+        self._token_checks = 0  # being checked now (bounded as password checks are)
         self._listener = listener
         self._authorize = authorize
         self._super_users = frozenset(super_users)
@@ -242,6 +259,8 @@ class Guard(grpc.aio.ServerInterceptor):
     async def _authenticate(self, context: ServicerContext) -> tuple[str, bool]:
         """(principal, whether it is one of the cluster's nodes)."""
         header = next((value for key, value in context.invocation_metadata() or () if key == AUTHORIZATION_KEY), None)
+        if header is not None and str(header)[:7].lower() == "bearer ":
+            return user_principal(await self._token_user(str(header)[7:].strip(), context)), False
         if header is not None:
             if self._image().last_offset < 0:
                 await context.abort(
@@ -259,6 +278,30 @@ class Guard(grpc.aio.ServerInterceptor):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_DETAILS)
         assert name is not None
         return user_principal(name), NODE_NAME.fullmatch(name) is not None
+
+    async def _token_user(self, token: str, context: ServicerContext) -> str:
+        """The user a bearer token names (``lanes.runtime.tokens``); the call ends UNAUTHENTICATED
+        when it is refused or tokens are not accepted here, UNAVAILABLE beyond ``_WAITING_CHECKS``
+        tokens being checked."""
+        if self._tokens is None:
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "SASL_AUTHENTICATION_FAILED: this cluster accepts no bearer tokens (no --oauth-issuer)",
+            )
+        assert self._tokens is not None
+        known = self._tokens.remembered(token)
+        if known is not None:
+            return known
+        if self._token_checks >= _WAITING_CHECKS:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "too many tokens being checked: retry shortly")
+        self._token_checks += 1
+        try:
+            return await self._tokens.user(token)
+        except InvalidTokenError as exc:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"SASL_AUTHENTICATION_FAILED: invalid token: {exc}")
+            raise  # not reached: abort raises
+        finally:
+            self._token_checks -= 1
 
     async def _password_holds(self, user: str, password: str, context: ServicerContext) -> bool:
         """Whether ``password`` is ``user``'s: remembered, or checked by PBKDF2 on a worker thread.

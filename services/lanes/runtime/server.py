@@ -37,6 +37,7 @@ from lanes.rpc.tls import configure as configure_tls
 from lanes.runtime.guard import AnonymousCallers, Guard, Listener
 from lanes.runtime.logs import FORMATS, configure_logging
 from lanes.runtime.metrics import ServiceMetrics
+from lanes.runtime.tokens import TokenSettings, TokenVerifier
 
 #: The health service's name for the whole server.
 OVERALL_HEALTH = ""
@@ -357,6 +358,28 @@ def service_argument_parser(
         help="principals every ACL check lets through, separated by ';' (Kafka's super.users), e.g. "
         "'User:admin'; the cluster's nodes need not be named (env LANES_SUPER_USERS)",
     )
+    parser.add_argument(
+        "--oauth-issuer",
+        default=os.environ.get("LANES_OAUTH_ISSUER") or None,
+        help="with --auth required, also accept OAuth bearer tokens (JWTs) this issuer signed: its name, as "
+        "tokens carry it in iss (env LANES_OAUTH_ISSUER); needs --oauth-audience and --oauth-jwks",
+    )
+    parser.add_argument(
+        "--oauth-audience",
+        default=os.environ.get("LANES_OAUTH_AUDIENCE") or None,
+        help="the audience a token must name in aud (env LANES_OAUTH_AUDIENCE)",
+    )
+    parser.add_argument(
+        "--oauth-jwks",
+        default=os.environ.get("LANES_OAUTH_JWKS") or None,
+        help="the issuer's signing keys: a JWKS file (re-read when it changes) or its jwks_uri "
+        "(https://...; env LANES_OAUTH_JWKS)",
+    )
+    parser.add_argument(
+        "--oauth-principal-claim",
+        default=os.environ.get("LANES_OAUTH_PRINCIPAL_CLAIM", "sub"),
+        help="the claim naming the user (env LANES_OAUTH_PRINCIPAL_CLAIM; default sub)",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument(
         "--log-format",
@@ -403,6 +426,7 @@ def server_listeners(
             "need certificates: an --internal-port (mutual TLS), or --tls-client-auth required"
         )
     super_users = [name.strip() for name in options.super_users.split(";") if name.strip()]
+    tokens = _token_verifier(options, auth)
 
     # Without --auth, a guard still keeps the cluster's own RPCs to nodes wherever certificates
     # can prove who calls: on the internal listener, and on the client one when a listener
@@ -411,7 +435,9 @@ def server_listeners(
 
     def interceptors(listener: Listener) -> list[grpc.aio.ServerInterceptor]:
         if auth or identities:
-            first: list[grpc.aio.ServerInterceptor] = [Guard(image, super_users, listener=listener, authorize=auth)]
+            first: list[grpc.aio.ServerInterceptor] = [
+                Guard(image, super_users, listener=listener, authorize=auth, tokens=tokens)
+            ]
         else:  # no principals: a client listener's callers are ANONYMOUS (quotas), an internal one's the cluster
             first = [AnonymousCallers()] if listener == "client" else []
         return [*first, *gate(listener)]
@@ -422,6 +448,21 @@ def server_listeners(
         "interceptors": interceptors("client"),
         "internal": InternalListener(internal_port, interceptors("internal")) if internal_port >= 0 else None,
     }
+
+
+def _token_verifier(options: argparse.Namespace, auth: bool) -> TokenVerifier | None:
+    """The bearer tokens the client listener accepts (``--oauth-*``), or None."""
+    given = {"--oauth-issuer": options.oauth_issuer, "--oauth-audience": options.oauth_audience}
+    given["--oauth-jwks"] = options.oauth_jwks
+    if not any(given.values()):
+        return None
+    missing = [flag for flag, value in given.items() if not value]
+    if missing or not auth:
+        needed = f"also {', '.join(missing)}" if missing else "--auth required"
+        raise SystemExit(f"lanes.{options.service}: OAuth bearer tokens need {needed}")
+    return TokenVerifier(
+        TokenSettings(options.oauth_issuer, options.oauth_audience, options.oauth_jwks, options.oauth_principal_claim)
+    )
 
 
 def advertised_host(options: argparse.Namespace) -> str:

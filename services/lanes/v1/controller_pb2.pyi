@@ -516,10 +516,12 @@ class ReplicaAssignment(_message.Message):
     def __init__(self, partition: _Optional[int] = ..., broker_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CreateTopicsResponse(_message.Message):
-    __slots__ = ("topics",)
+    __slots__ = ("topics", "throttle_time_ms")
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedCompositeFieldContainer[CreatableTopicResult]
-    def __init__(self, topics: _Optional[_Iterable[_Union[CreatableTopicResult, _Mapping]]] = ...) -> None: ...
+    throttle_time_ms: int
+    def __init__(self, topics: _Optional[_Iterable[_Union[CreatableTopicResult, _Mapping]]] = ..., throttle_time_ms: _Optional[int] = ...) -> None: ...
 
 class CreatableTopicResult(_message.Message):
     __slots__ = ("name", "topic_id", "error", "num_partitions", "replication_factor", "configs")
@@ -548,10 +550,12 @@ class DeleteTopicsRequest(_message.Message):
     def __init__(self, names: _Optional[_Iterable[str]] = ..., topic_ids: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class DeleteTopicsResponse(_message.Message):
-    __slots__ = ("topics",)
+    __slots__ = ("topics", "throttle_time_ms")
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedCompositeFieldContainer[DeletableTopicResult]
-    def __init__(self, topics: _Optional[_Iterable[_Union[DeletableTopicResult, _Mapping]]] = ...) -> None: ...
+    throttle_time_ms: int
+    def __init__(self, topics: _Optional[_Iterable[_Union[DeletableTopicResult, _Mapping]]] = ..., throttle_time_ms: _Optional[int] = ...) -> None: ...
 
 class DeletableTopicResult(_message.Message):
     __slots__ = ("name", "topic_id", "error")
@@ -584,10 +588,12 @@ class CreatePartitionsTopic(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., assignments: _Optional[_Iterable[_Union[ReplicaAssignment, _Mapping]]] = ...) -> None: ...
 
 class CreatePartitionsResponse(_message.Message):
-    __slots__ = ("topics",)
+    __slots__ = ("topics", "throttle_time_ms")
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedCompositeFieldContainer[CreatePartitionsTopicResult]
-    def __init__(self, topics: _Optional[_Iterable[_Union[CreatePartitionsTopicResult, _Mapping]]] = ...) -> None: ...
+    throttle_time_ms: int
+    def __init__(self, topics: _Optional[_Iterable[_Union[CreatePartitionsTopicResult, _Mapping]]] = ..., throttle_time_ms: _Optional[int] = ...) -> None: ...
 
 class CreatePartitionsTopicResult(_message.Message):
     __slots__ = ("name", "error")

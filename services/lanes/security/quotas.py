@@ -14,13 +14,23 @@ quota; the request's bytes are then recorded and its answer, sent at once, says 
 ``throttle_time_ms`` what the user owes now. A fetch reads at most ``window_bytes`` (Kafka's
 ``getMaxValueInQuotaWindow``), so one answer cannot carry more than the quota's window.
 
-Memory: one window per user that sent something within the last window, pruned as time passes.
-Owned by the broker's event loop.
+The controller mutation quota (KIP-599: partitions created, added or deleted per second, on the
+active controller) is a token bucket instead, as Kafka's (``MutationBuckets``): a user may spend
+its whole burst at once, a change is accepted while the bucket is not negative (the last one may
+take it below zero), and the time to wait is exactly what refills it.
+
+Memory: one window per user that sent something within the last window, one bucket per user
+not yet refilled; both pruned as time passes. Owned by one event loop (a broker's, the
+controller's).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+
+#: The largest ``throttle_time_ms`` a response carries (an int32).
+MAX_WIRE_MS = 2**31 - 1
 
 #: Kafka's ``quota.window.num`` and ``quota.window.size.seconds``.
 SAMPLES = 11
@@ -110,3 +120,52 @@ class ClientQuotas:
 
     def __len__(self) -> int:
         return len(self._windows)
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    at_s: float
+    quota: float
+
+    def now(self, now_s: float) -> float:
+        """The tokens at ``now_s``: refilled at the quota's rate up to the burst."""
+        return min(burst(self.quota), self.tokens + (now_s - self.at_s) * self.quota)
+
+
+def burst(quota: float) -> float:
+    """A token bucket's capacity under ``quota`` per second: Kafka's ``quota * samples * window``."""
+    return quota * SAMPLES * SAMPLE_S
+
+
+class MutationBuckets:
+    """Per user, a token bucket of partition mutations (KIP-599), full when first seen."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[str, _Bucket] = {}
+        self._pruned_s = 0.0
+
+    def owed_ms(self, user: str, quota: float, now_s: float) -> int:
+        """How long ``user`` must wait before a mutation is accepted: 0 while its bucket is not
+        negative, else until it refills to zero."""
+        bucket = self._buckets.get(user)
+        tokens = bucket.now(now_s) if bucket is not None else burst(quota)
+        return 0 if tokens >= 0 else min(MAX_WIRE_MS, math.ceil(-tokens / quota * 1000))
+
+    def record(self, user: str, amount: float, quota: float, now_s: float) -> int:
+        """Take ``amount`` from ``user``'s bucket (it may go below zero); what it owes now."""
+        self._prune(now_s)
+        bucket = self._buckets.get(user)
+        tokens = bucket.now(now_s) if bucket is not None else burst(quota)
+        self._buckets[user] = _Bucket(tokens - amount, now_s, quota)
+        return self.owed_ms(user, quota, now_s)
+
+    def _prune(self, now_s: float) -> None:
+        if now_s - self._pruned_s < SAMPLES * SAMPLE_S:
+            return
+        self._pruned_s = now_s
+        for user in [u for u, bucket in self._buckets.items() if bucket.now(now_s) >= burst(bucket.quota)]:
+            del self._buckets[user]
+
+    def __len__(self) -> int:
+        return len(self._buckets)
