@@ -29,22 +29,25 @@ async def observe_topic(admin: Admin, name: str) -> ObservedTopic | None:
     )
 
 
-async def carry_out(admin: Admin, spec: TopicSpec, plan: TopicPlan, done: list[tuple[str, str]]) -> None:
+async def carry_out(
+    admin: Admin, spec: TopicSpec, plan: TopicPlan, done: list[tuple[str, str]], created: list[str]
+) -> None:
     """Make the plan's changes, appending (reason, message) of each to ``done`` as it is made (for
-    Events, also when a later step fails). A topic created meanwhile by someone else is adopted
-    (the next reconciliation aligns it)."""
+    Events, also when a later step fails), and the id of a topic it created to ``created`` as soon
+    as it exists. A topic created meanwhile by someone else is left alone (not ``created``: the
+    caller sees a topic that is not its own)."""
     name = spec.topic_name
     if plan.create:
         try:
-            await admin.create_topic(
+            topic_id = await admin.create_topic(
                 name,
                 partitions=spec.partitions if spec.partitions is not None else -1,
                 replication_factor=spec.replication_factor if spec.replication_factor is not None else -1,
                 config=dict(spec.config),
             )
         except TopicAlreadyExistsError:
-            done.append(("Adopted", f"topic {name} was created meanwhile by someone else; it is managed now"))
             return
+        created.append(topic_id)
         done.append(("Created", f"created topic {name}" + _shape(spec)))
         await wait_for_leaders(admin, name)
         return

@@ -11,12 +11,16 @@ idempotent: a restart at any moment repeats at most a step whose effect is alrea
 - Lanes refuses a change (an invalid config...): Ready=False with Lanes' reason and message,
   a Warning Event once, no retry until the spec changes or the next resync.
 - The cluster is unreachable: Ready=False ClusterUnavailable, retried with a backoff.
-- A topic that exists and that this resource did not create is left alone (Ready=False
-  NotAdopted) until the resource is annotated ``lanes.dev/adopt: "true"``.
+- A topic that exists and that this resource did not create (its id is not the status's) is left
+  alone (Ready=False NotAdopted, the status forgetting any id it held) until the resource is
+  annotated ``lanes.dev/adopt: "true"``; adopting records the topic's id and removes the
+  annotation (it adopts that topic, not one made later). A creation that finds the topic made
+  meanwhile by someone else is the same case. A created topic's id is recorded as soon as the
+  topic exists, also if a later step fails.
 - Deletion (the ``lanes.dev/finalizer`` finalizer holds the resource until it is done):
   ``deletionPolicy: Delete`` deletes the topic, ``Retain`` (the default) keeps it; a paused or
-  conflicting resource, or one that never managed the topic (no topic id in its status), never
-  deletes it.
+  conflicting resource never deletes it, nor one whose status does not hold the id of the topic
+  that exists now (it never managed it, or the topic was replaced behind its back).
 """
 
 from __future__ import annotations
@@ -36,7 +40,17 @@ from lanes_operator.context import (
     reconcile_on_every_trigger,
 )
 from lanes_operator.outcome import RETRY_DELAY_S, Outcome
-from lanes_operator.topics import NOT_ADOPTED, RETAIN, Claim, TopicSpec, owner, plan, ready_condition
+from lanes_operator.topics import (
+    NOT_ADOPTED,
+    RETAIN,
+    Claim,
+    ObservedTopic,
+    TopicSpec,
+    not_adopted,
+    owner,
+    plan,
+    ready_condition,
+)
 from lanes_operator.topics import status as topic_status
 
 TOPICS = ("lanes.dev", "v1alpha1", "topics")
@@ -87,19 +101,37 @@ async def reconcile(
         managed_id = status.get("topicId") or None
         adopt = str(meta.annotations.get(ADOPT_ANNOTATION, "")).lower() == "true"
         todo = plan(topic, observed, managed_id=managed_id, adopt=adopt)
+        if todo.refusals and todo.refusals[0].reason == NOT_ADOPTED:
+            _not_adopted(outcome, topic, observed)
+            return
         if observed is None and managed_id:
             outcome.events.append(("Recreating", f"topic {topic.topic_name} was deleted outside the operator"))
-        elif observed is not None and observed.topic_id != managed_id and adopt:
+        elif observed is not None and observed.topic_id != managed_id:  # adopt: asked for by the annotation
             outcome.events.append(("Adopted", f"topic {topic.topic_name} existed; it is managed now"))
-        if todo.refusals and todo.refusals[0].reason == NOT_ADOPTED:
-            outcome.ready(*ready_condition(todo.refusals, observed))
-            outcome.fields = {"topicName": topic.topic_name}
-            return
-        await cluster.carry_out(context.admin, topic, todo, outcome.events)
+            outcome.fields = {"topicName": topic.topic_name, "topicId": observed.topic_id}
+            patch.metadata.annotations[ADOPT_ANNOTATION] = None  # leave to adopt this topic, not a later one
+        ours = observed.topic_id if observed is not None else None
+        created: list[str] = []
+        try:
+            await cluster.carry_out(context.admin, topic, todo, outcome.events, created)
+        finally:
+            if created:  # recorded even if waiting for its leaders fails: the topic is this resource's
+                ours = created[0]
+                outcome.fields = {"topicName": topic.topic_name, "topicId": ours}
         if todo.changes:
             observed = await cluster.observe_topic(context.admin, topic.topic_name)
+        if observed is not None and observed.topic_id != ours:  # made meanwhile by someone else
+            _not_adopted(outcome, topic, observed)
+            return
         outcome.ready(*ready_condition(todo.refusals, observed))
         outcome.fields = topic_status(topic, observed)
+
+
+def _not_adopted(outcome: Outcome, topic: TopicSpec, observed: ObservedTopic | None) -> None:
+    """Report a topic that is not this resource's: nothing changed, and the status forgets any
+    topic id it held (the topic it named is gone; deleting the resource must not touch this one)."""
+    outcome.ready(*ready_condition((not_adopted(topic),), observed))
+    outcome.fields = {"topicName": topic.topic_name, "topicId": None}
 
 
 @kopf.on.delete(*TOPICS, id="delete")
@@ -139,7 +171,12 @@ async def delete(
             context.metrics.actions.labels(KIND, "Retained").inc()
             return
         try:
-            existed = await cluster.delete_topic(context.admin, topic.topic_name)
+            observed = await cluster.observe_topic(context.admin, topic.topic_name)
+            if observed is not None and observed.topic_id != status.get("topicId"):
+                message = f"topic {topic.topic_name} is not the one this resource created or adopted; kept"
+                kopf.info(body, reason="Retained", message=message)
+                return
+            existed = observed is not None and await cluster.delete_topic(context.admin, topic.topic_name)
         except RetriableError as exc:
             message = f"cannot delete topic {topic.topic_name} yet: {exc}"
             raise kopf.TemporaryError(message, delay=RETRY_DELAY_S) from exc

@@ -96,6 +96,16 @@ class TopicPlan:
         return bool(self.create or self.grow_partitions_to or self.set_configs or self.delete_configs)
 
 
+def not_adopted(spec: TopicSpec) -> Refusal:
+    """The refusal of a resource naming a topic it did not create, without leave to adopt it."""
+    return Refusal(
+        NOT_ADOPTED,
+        f"topic {spec.topic_name} exists and this resource did not create it; nothing is changed. "
+        f'Annotate the resource lanes.dev/adopt: "true" to manage it (its partitions and configs '
+        "are then brought to this spec), or name another topic.",
+    )
+
+
 def plan(spec: TopicSpec, observed: ObservedTopic | None, *, managed_id: str | None, adopt: bool) -> TopicPlan:
     """What to do so that the topic matches ``spec`` (see the module docstring): ``managed_id``
     is the topic id the resource's status holds (the topic it created or adopted), ``adopt``
@@ -103,16 +113,7 @@ def plan(spec: TopicSpec, observed: ObservedTopic | None, *, managed_id: str | N
     if observed is None:
         return TopicPlan(create=True, set_configs=dict(spec.config))
     if observed.topic_id != managed_id and not adopt:
-        return TopicPlan(
-            refusals=(
-                Refusal(
-                    NOT_ADOPTED,
-                    f"topic {spec.topic_name} exists and this resource did not create it; nothing is changed. "
-                    f'Annotate the resource lanes.dev/adopt: "true" to manage it (its partitions and configs '
-                    "are then brought to this spec), or name another topic.",
-                ),
-            )
-        )
+        return TopicPlan(refusals=(not_adopted(spec),))
     refusals = []
     grow_to = None
     if spec.partitions is not None and spec.partitions > observed.partitions:

@@ -63,8 +63,12 @@ def job_arguments(name: str, description: str, output: str) -> argparse.Argument
 
 
 def access_options(options: argparse.Namespace) -> dict[str, str]:
-    """The data source's options naming the CA and user the job was given (``lanes_spark.options``)."""
-    named = {"tls.ca": options.tls_ca, "username": options.username, "passwordFile": options.password_file}
+    """The data source's options naming the CA and user the job was given (``lanes_spark.options``):
+    a user only with its password file (without one, the source's clients take their process's
+    user, ``LANES_PASSWORD`` included)."""
+    named = {"tls.ca": options.tls_ca}
+    if options.username and options.password_file:
+        named |= {"username": options.username, "passwordFile": options.password_file}
     return {key: value for key, value in named.items() if value}
 
 

@@ -106,12 +106,27 @@ def running_cluster(data_dir: Path, brokers: int, **settings: Any) -> Iterator[L
         cluster.stop()
 
 
+#: The environment a client reads its cluster's CA, certificate and user from.
+CLIENT_ENVIRONMENT = (
+    "LANES_TLS_CA",
+    "LANES_TLS_CERT",
+    "LANES_TLS_KEY",
+    "LANES_USERNAME",
+    "LANES_PASSWORD",
+    "LANES_PASSWORD_FILE",
+    "LANES_TOKEN_FILE",
+)
+
+
 @contextlib.contextmanager
 def clients_of(cluster: LocalCluster) -> Iterator[None]:
-    """This process's environment names ``cluster``'s CA and admin user while held (restored
-    after): clients with default ``tls`` and ``credentials``, and subprocesses, reach it."""
+    """This process's environment names ``cluster``'s CA and admin user while held, and nothing
+    else (a plaintext cluster: none of ``CLIENT_ENVIRONMENT``, whatever the shell exported);
+    restored after. Clients with default ``tls`` and ``credentials``, and subprocesses, reach it."""
     given = cluster.client_environment()
-    before = {name: os.environ.get(name) for name in given}
+    before = {name: os.environ.get(name) for name in CLIENT_ENVIRONMENT}
+    for name in CLIENT_ENVIRONMENT:
+        os.environ.pop(name, None)
     os.environ.update(given)
     try:
         yield

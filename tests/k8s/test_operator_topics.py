@@ -131,12 +131,36 @@ def test_an_existing_topic_is_adopted_only_when_the_resource_asks(
     wait_for(lambda: kube.get("topics", "legacy-claim") is None, "the resource that never managed the topic gone")
     assert "Retained" in reasons(kube, "legacy-claim")
     assert admin.describe_topic("legacy").topic_id == topic_id, "deleting it kept the topic despite Delete"
-    kube.create("topics", "legacy", {"partitions": 3}, annotations={"lanes.dev/adopt": "true"})
+    kube.create("topics", "legacy", {"partitions": 3, "deletionPolicy": "Delete"})
+    wait_for(lambda: kube.condition("topics", "legacy").get("reason") == "NotAdopted", "NotAdopted again")
+    kube.patch("topics", "legacy", {"metadata": {"annotations": {"lanes.dev/adopt": "true"}}})
     found = wait_for(lambda: ready(kube, "legacy"), "Topic legacy Ready")
     assert found["status"]["topicId"] == topic_id  # the same topic, not a new one
     assert partitions(admin, "legacy") == 3
     assert overrides(admin, "legacy") == {}  # the spec names no config: the override goes
     assert "Adopted" in reasons(kube, "legacy")
+    assert "lanes.dev/adopt" not in found["metadata"].get("annotations", {}), "leave to adopt this topic only"
+
+
+def test_a_topic_replaced_behind_the_resources_back_is_not_its_own(
+    kube: Kube, admin: Admin, operator: OperatorProcess
+) -> None:
+    """Deleted and made again by someone else (another id) while the resource was paused: the
+    resource reports NotAdopted, forgets the old id, and deleting it keeps the new topic."""
+    kube.create("topics", "swapped", {"partitions": 1, "deletionPolicy": "Delete"})
+    first = wait_for(lambda: ready(kube, "swapped"), "Topic swapped Ready")["status"]["topicId"]
+    kube.patch("topics", "swapped", {"metadata": {"annotations": {"lanes.dev/paused": "true"}}})
+    wait_for(lambda: kube.condition("topics", "swapped").get("reason") == "Paused", "Paused")
+    admin.delete_topic("swapped")
+    wait_for(lambda: "swapped" not in admin.list_topics(), "the topic gone")
+    second = admin.create_topic("swapped", partitions=2)
+    assert second != first
+    kube.patch("topics", "swapped", {"metadata": {"annotations": {"lanes.dev/paused": None}}})
+    wait_for(lambda: kube.condition("topics", "swapped").get("reason") == "NotAdopted", "NotAdopted")
+    assert "topicId" not in (kube.get("topics", "swapped") or {}).get("status", {})
+    kube.delete("topics", "swapped")
+    wait_for(lambda: kube.get("topics", "swapped") is None, "the resource gone")
+    assert admin.describe_topic("swapped").topic_id == second, "the new topic is not the resource's to delete"
 
 
 def test_deletion_honours_the_deletion_policy(kube: Kube, admin: Admin, operator: OperatorProcess) -> None:

@@ -72,8 +72,10 @@ async def _scenario() -> None:
             assert await unary(b"x") == added
             assert await unary(b"x", metadata=(("own", "yes"),), timeout=5) == both
             assert await unary(b"x", metadata=grpc.aio.Metadata(("own", "yes"))) == both
+            replaced = (("authorization", "Basic other"), ("own", "yes"))
+            assert await unary(b"x", metadata=replaced) == both, "the channel's authorization, once"
             assert [m async for m in channel.unary_stream("/test.Echo/UnaryStream")(b"x")] == [added]
-            assert await channel.stream_unary("/test.Echo/StreamUnary")(_requests()) == added
+            assert await channel.stream_unary("/test.Echo/StreamUnary")(request_iterator=_requests()) == added
             streamed = channel.stream_stream("/test.Echo/StreamStream")(metadata=(("own", "yes"),))
             await streamed.write(b"one")
             await streamed.done_writing()

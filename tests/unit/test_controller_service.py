@@ -118,30 +118,57 @@ def test_topic_changes_over_a_users_controller_mutation_quota_are_refused_until_
         assert (await create(service, "checked", 100, validate_only=True)).topics[0].error.code == 0
         burst = await create(service, "burst", 30)  # a full bucket (22 tokens): passes, leaving -8
         assert burst.topics[0].error.code == 0
-        assert burst.throttle_time_ms == 4_000  # 8 tokens at 2 per second
+        assert burst.throttle_time_ms == 0, "an accepted change says nothing (Kafka's strict quota)"
         refused = await create(service, "next", 1)
         assert refused.topics[0].error.code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
-        assert refused.throttle_time_ms == 4_000
+        assert refused.throttle_time_ms == 4_000  # 8 tokens at 2 per second
         assert "retry in 4000 ms" in refused.topics[0].error.message
+        assert (await create(service, "burst", 1)).topics[0].error.code == ErrorCode.TOPIC_ALREADY_EXISTS, (
+            "a change the cluster refuses anyway says why, not the quota"
+        )
+        assert (await create(service, "checked", 100, validate_only=True)).topics[0].error.code == 0
         deleted = await service.DeleteTopics(
             controller_pb2.DeleteTopicsRequest(names=["burst"]),
             None,  # type: ignore[arg-type]
         )
         assert deleted.topics[0].error.code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
+        assert deleted.throttle_time_ms == 4_000
         assert service.image.topic("burst") is not None
         assert service.image.topic("next") is None
         clock.advance(3_000)  # -2 tokens
         assert (await create(service, "next", 1)).throttle_time_ms == 1_000
         clock.advance(1_000)  # 0 tokens: accepted, -1
-        accepted = await create(service, "next", 1)
-        assert accepted.topics[0].error.code == 0
-        assert accepted.throttle_time_ms == 500
+        assert (await create(service, "next", 1)).topics[0].error.code == 0
+        clock.advance(60_000)  # full again (22): of ten concurrent creations of 30, one passes
+        answers = await asyncio.gather(*(create(service, f"racing-{i}", 30) for i in range(10)))
+        assert sorted(answer.topics[0].error.code for answer in answers) == [0] + [89] * 9
+        clock.advance(60_000)  # full again: in one request, topics pass until the bucket is below zero
+        several = await service.CreateTopics(
+            controller_pb2.CreateTopicsRequest(
+                topics=[
+                    controller_pb2.CreatableTopic(name=f"many-{i}", num_partitions=10, replication_factor=1)
+                    for i in range(4)
+                ]
+            ),
+            None,  # type: ignore[arg-type]
+        )
+        assert [t.error.code for t in several.topics] == [0, 0, 0, 89]  # 22 -> 12 -> 2 -> -8: refused
+        assert several.throttle_time_ms == 4_000
+        clock.advance(60_000)  # full again: adding partitions counts those added
+        grown = await service.CreatePartitions(
+            controller_pb2.CreatePartitionsRequest(
+                topics=[controller_pb2.CreatePartitionsTopic(name="next", count=24)]
+            ),
+            None,  # type: ignore[arg-type]
+        )
+        assert grown.topics[0].error.code == 0  # 23 added: 22 - 23 = -1
+        assert (await create(service, "after-growth", 1)).throttle_time_ms == 500
         CALLER.set("User:someone-else")  # no quota of its own, no default
         assert (await create(service, "theirs", 50)).throttle_time_ms == 0
         assert (await create(service, "theirs-too", 50)).topics[0].error.code == 0
         CALLER.set(None)  # the cluster's own calls
         assert (await create(service, "internal-ish", 50)).topics[0].error.code == 0
-        assert service.metrics.mutations_throttled._value.get() == 3
+        assert service.metrics.mutations_throttled._value.get() == 14
         await service.stop()
 
     asyncio.run(asyncio.wait_for(scenario(), 30))

@@ -83,6 +83,9 @@ def test_mutation_buckets_allow_a_burst_and_tell_the_exact_wait() -> None:
     assert buckets.record("alice", 21, 2.0, 100.0) == 0, "21 + 1 = 22: the burst, not below zero"
     assert buckets.owed_ms("alice", 2.0, 100.0) == 0
     assert buckets.record("alice", 10**12, 1e-3, 200.0) == MAX_WIRE_MS, "what fits an int32"
-    assert len(buckets) == 1
-    buckets.record("bob", 1, 2.0, 10**16)  # alice's bucket refilled (in a long while): pruned
+    assert buckets.record("carol", 30, 2.0, 300.0) == 4_000
+    assert buckets.owed_ms("carol", 8.0, 300.0) == 1_000, "a raised quota refills at its rate at once"
+    assert buckets.owed_ms("carol", 8.0, 300.5) == 500
+    assert len(buckets) == 2
+    buckets.record("bob", 1, 2.0, 10**16)  # alice's and carol's buckets refilled (in a long while): pruned
     assert len(buckets) == 1

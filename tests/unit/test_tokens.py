@@ -19,6 +19,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from lanes.runtime import tokens
 from lanes.runtime.tokens import MAX_TOKEN_BYTES, InvalidTokenError, TokenSettings, TokenVerifier
 from tests.security.tokens import AUDIENCE, ISSUER, Issuer
 
@@ -82,6 +83,8 @@ def _refusals(issuer: Issuer) -> dict[str, tuple[str, str]]:
         "no expiry": (jwt.encode(without_expiry, issuer.keys["rsa-1"], "RS256", {"kid": "rsa-1"}), '"exp"'),
         "a kid the issuer lacks": (_token_with_kid(issuer, "nope"), "no key 'nope'"),
         "not a token": ("hello", "Not enough segments"),
+        # an EC algorithm named for the issuer's RSA key: the key's own algorithm decides
+        "another key type's algorithm": (_token({"alg": "ES256", "kid": "rsa-1"}, claims, b"x"), "algorithm"),
         "too long": ("x" * (MAX_TOKEN_BYTES + 1), "longer than"),
     }
 
@@ -111,7 +114,8 @@ def test_tokens_that_are_not_the_issuers_or_not_for_this_cluster_are_refused(
         with pytest.raises(InvalidTokenError) as refused:
             asyncio.run(verifier.user(token))
         assert reason.lower() in str(refused.value).lower(), (case, str(refused.value))
-        assert verifier.remembered(token) is None, case
+        with pytest.raises(InvalidTokenError):  # refused again for a while, without a check
+            verifier.remembered(token)
 
 
 def test_an_expired_token_is_forgotten(issuer: Issuer, tmp_path: Path) -> None:
@@ -135,32 +139,94 @@ def test_a_rotated_key_set_file_is_read_again(issuer: Issuer, tmp_path: Path) ->
     assert verifier.check(rotating.token("bob", kid="ec-2"))[0] == "bob"
 
 
+class _KeySetServer:
+    """An issuer's key set served over HTTP on loopback (its jwks_uri); ``body`` can change, and
+    ``down`` makes it answer 503."""
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+        self.down = False
+        self.fetches = 0
+        served = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                served.fetches += 1
+                self.send_response(503 if served.down else 200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(b"{}" if served.down else served.body.encode())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/jwks"
+
+    def close(self) -> None:
+        self._server.shutdown()
+
+
 @pytest.fixture
-def served_jwks(issuer: Issuer) -> Iterator[str]:
-    """The issuer's key set served over HTTP on loopback (its jwks_uri)."""
-    body = issuer.jwks().encode()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def served(issuer: Issuer) -> Iterator[_KeySetServer]:
+    server = _KeySetServer(issuer.jwks())
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/jwks"
+        yield server
     finally:
-        server.shutdown()
+        server.close()
 
 
-def test_the_key_set_can_come_from_the_issuers_url(issuer: Issuer, served_jwks: str) -> None:
-    verifier = TokenVerifier(TokenSettings(ISSUER, AUDIENCE, served_jwks))
+def test_the_key_set_can_come_from_the_issuers_url(issuer: Issuer, served: _KeySetServer) -> None:
+    verifier = TokenVerifier(TokenSettings(ISSUER, AUDIENCE, served.url))
     assert verifier.check(issuer.token("alice", kid="ec-1"))[0] == "alice"
-    with pytest.raises(InvalidTokenError, match="could not be used"):
+    assert verifier.check(issuer.token("bob", kid="rsa-1"))[0] == "bob"
+    assert served.fetches == 1, "kept, not fetched per token"
+    with pytest.raises(InvalidTokenError, match="no key 'nope'"):
         verifier.check(_token_with_kid(issuer, "nope"))
+    with pytest.raises(InvalidTokenError, match="no key 'nope'"):
+        verifier.check(_token_with_kid(issuer, "nope"))
+    assert served.fetches == 1, "an unknown kid fetches the set again only once the cooldown passed"
+
+
+def test_a_withdrawn_key_stops_verifying_and_an_outage_keeps_the_last_set(
+    issuer: Issuer, served: _KeySetServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tokens, "JWKS_LIFESPAN_S", 0.0)
+    monkeypatch.setattr(tokens, "JWKS_COOLDOWN_S", 0.0)
+    verifier = TokenVerifier(TokenSettings(ISSUER, AUDIENCE, served.url))
+    assert verifier.check(issuer.token("alice", kid="ec-1"))[0] == "alice"
+    rotated = Issuer()  # the issuer withdrew every old key
+    served.body = rotated.jwks()
+    with pytest.raises(InvalidTokenError):
+        verifier.check(issuer.token("alice", kid="ec-1"))
+    served.down = True  # an outage: the last set fetched still serves
+    assert verifier.check(rotated.token("carol", kid="ec-1"))[0] == "carol"
+
+
+def test_a_key_set_url_is_https_or_loopback() -> None:
+    with pytest.raises(ValueError, match="https"):
+        TokenVerifier(TokenSettings(ISSUER, AUDIENCE, "http://issuer.example/jwks"))
+    assert tokens.loopback_url("http://[::1]:8080/jwks")
+    assert not tokens.loopback_url("http://10.0.0.1/jwks")
+
+
+def test_a_key_set_file_caught_half_written_keeps_the_last_keys(issuer: Issuer, tmp_path: Path) -> None:
+    path = issuer.write_jwks(tmp_path / "jwks.json")
+    verifier = TokenVerifier(TokenSettings(ISSUER, AUDIENCE, str(path)))
+    assert verifier.check(issuer.token("alice"))[0] == "alice"
+    path.write_text('{"keys": [')
+    time.sleep(1.1)
+    assert verifier.check(issuer.token("bob"))[0] == "bob"
+
+
+def test_concurrent_checks_of_one_token_share_one(issuer: Issuer, verifier: TokenVerifier) -> None:
+    token = issuer.token("alice")
+
+    async def many() -> list[str]:
+        users = [asyncio.ensure_future(verifier.user(token)) for _ in range(20)]
+        await asyncio.sleep(0)
+        assert verifier.checks_pending() == 1
+        return list(await asyncio.gather(*users))
+
+    assert asyncio.run(many()) == ["alice"] * 20

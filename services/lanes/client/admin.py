@@ -245,11 +245,14 @@ class AsyncAdmin:
             ErrorCode.BROKER_NOT_AVAILABLE,
         )
 
-    async def _call(self, call: Callable[[controller_pb2_grpc.ControllerStub], Awaitable[T]]) -> T:
+    async def _call(
+        self, call: Callable[[controller_pb2_grpc.ControllerStub], Awaitable[T]], deadline: Deadline | None = None
+    ) -> T:
         """``call`` on the active controller: found through the brokers, and followed when a
         controller answers NOT_CONTROLLER (it names the active one when it knows it). Retried
-        with backoff within the request timeout while controllers elect a new active one."""
-        deadline = Deadline(self._timeout_s)
+        with backoff within the request timeout (or ``deadline``) while controllers elect a new
+        active one."""
+        deadline = deadline or Deadline(self._timeout_s)
         backoff = Backoff(0.05, 1.0)
         while True:
             if self._controller is None:
@@ -277,13 +280,16 @@ class AsyncAdmin:
                 if not redirected:  # pointed at the same one again, or at none: let an election finish
                     await backoff.pause()
 
-    async def _mutate(self, call: Callable[[controller_pb2_grpc.ControllerStub], Awaitable[Mutation]]) -> Mutation:
-        """``_call`` for a topic or partition change of one topic: refused for the user's
-        controller mutation quota (THROTTLING_QUOTA_EXCEEDED), it is sent again after the
-        throttle time while the request timeout allows (Kafka's ``retry.on.quota.violation``)."""
+    async def _mutate(
+        self, send: Callable[[controller_pb2_grpc.ControllerStub, float], Awaitable[Mutation]]
+    ) -> Mutation:
+        """``_call`` for a topic or partition change of one topic, ``send(stub, timeout_s)``:
+        refused for the user's controller mutation quota (THROTTLING_QUOTA_EXCEEDED), it is sent
+        again after the throttle time while the request timeout allows (Kafka's
+        ``retry.on.quota.violation``); every attempt shares the one request timeout."""
         deadline = Deadline(self._timeout_s)
         while True:
-            answer = await self._call(call)
+            answer = await self._call(lambda stub: send(stub, max(0.1, deadline.remaining_s())), deadline)
             throttled = answer.topics[0].error.code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
             if not throttled or answer.throttle_time_ms / 1000 >= deadline.remaining_s():
                 return answer
@@ -304,14 +310,16 @@ class AsyncAdmin:
             ],
             timeout_ms=int(self._timeout_s * 1000),
         )
-        answer = await self._mutate(lambda stub: stub.CreateTopics(request, timeout=self._timeout_s))
+        answer = await self._mutate(lambda stub, timeout_s: stub.CreateTopics(request, timeout=timeout_s))
         _raise_if_error(answer.topics[0].error)
         return str(answer.topics[0].topic_id)
 
     async def delete_topic(self, name: str) -> None:
         """Delete a topic and its records."""
         answer = await self._mutate(
-            lambda stub: stub.DeleteTopics(controller_pb2.DeleteTopicsRequest(names=[name]), timeout=self._timeout_s)
+            lambda stub, timeout_s: stub.DeleteTopics(
+                controller_pb2.DeleteTopicsRequest(names=[name]), timeout=timeout_s
+            )
         )
         _raise_if_error(answer.topics[0].error)
 
@@ -365,7 +373,7 @@ class AsyncAdmin:
         request = controller_pb2.CreatePartitionsRequest(
             topics=[controller_pb2.CreatePartitionsTopic(name=name, count=total)]
         )
-        answer = await self._mutate(lambda stub: stub.CreatePartitions(request, timeout=self._timeout_s))
+        answer = await self._mutate(lambda stub, timeout_s: stub.CreatePartitions(request, timeout=timeout_s))
         _raise_if_error(answer.topics[0].error)
 
     async def alter_configs(

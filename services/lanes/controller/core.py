@@ -758,9 +758,7 @@ class ControllerCore:
         if user is not None and not scram.USER_NAME.fullmatch(user):
             return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, f"{user[:140]!r} is not a user name")
         if value is not None and not (0 < value < float("inf")):
-            return ControllerDecision.refuse(
-                ErrorCode.INVALID_REQUEST, f"a {key} is a positive number of bytes per second"
-            )
+            return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, f"a {key} is a positive number per second")
         if user is not None and user not in self.image.client_quotas and len(self.image.client_quotas) >= MAX_USERS:
             return ControllerDecision.refuse(
                 ErrorCode.POLICY_VIOLATION, f"the cluster holds at most {MAX_USERS} quotas"

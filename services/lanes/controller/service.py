@@ -76,12 +76,9 @@ _OPS = {
 }
 
 
-def _throttled(owed_ms: int) -> common_pb2.Error:
-    """A topic refused because its user's controller mutation quota is used up (KIP-599)."""
-    return wire_error(
-        ErrorCode.THROTTLING_QUOTA_EXCEEDED,
-        f"the controller mutation quota of this user is used up: retry in {owed_ms} ms",
-    )
+def _new_partitions(decision: ControllerDecision) -> int:
+    """Partitions a topic creation or partition addition makes."""
+    return sum(1 for record in decision.records if record.WhichOneof("record") == "partition")
 
 
 class ControllerService(controller_pb2_grpc.ControllerServicer):
@@ -553,10 +550,6 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         results = []
         limited, throttle_ms = caller_quota(self.image, CONTROLLER_MUTATION_RATE), 0
         for topic in request.topics:
-            if owed_ms := self._mutations_owed_ms(limited):
-                results.append(controller_pb2.CreatableTopicResult(name=topic.name, error=_throttled(owed_ms)))
-                throttle_ms = max(throttle_ms, owed_ms)
-                continue
             new = NewTopic(
                 name=topic.name,
                 num_partitions=None if topic.num_partitions == -1 else topic.num_partitions,
@@ -565,8 +558,11 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 configs=tuple((c.name, c.value) for c in topic.configs),
             )
             decision = await self._decide_and_commit(
-                lambda new=new: self.core.create_topic(new, validate_only=request.validate_only)
+                lambda new=new: self._charged(
+                    limited, self.core.create_topic(new, validate_only=request.validate_only), _new_partitions
+                )
             )
+            throttle_ms = max(throttle_ms, self._throttle_ms(limited, decision))
             result = controller_pb2.CreatableTopicResult(
                 name=topic.name, error=wire_error(decision.error, decision.message)
             )
@@ -576,7 +572,6 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 result.num_partitions = len(created.partitions)
                 result.replication_factor = len(created.partitions[0].replicas)
                 result.configs.extend(self._config_entries(topic.name, ()))
-                throttle_ms = max(throttle_ms, self._record_mutations(limited, result.num_partitions))
             results.append(result)
         return controller_pb2.CreateTopicsResponse(topics=results, throttle_time_ms=throttle_ms)
 
@@ -591,13 +586,10 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         limited, throttle_ms = caller_quota(self.image, CONTROLLER_MUTATION_RATE), 0
         for name in names:
             topic = self.image.topic(name)
-            if owed_ms := self._mutations_owed_ms(limited):
-                results.append(controller_pb2.DeletableTopicResult(name=name, error=_throttled(owed_ms)))
-                throttle_ms = max(throttle_ms, owed_ms)
-                continue
-            decision = await self._decide_and_commit(lambda name=name: self.core.delete_topic(name))
-            if decision.error is ErrorCode.NONE and topic is not None:
-                throttle_ms = max(throttle_ms, self._record_mutations(limited, len(topic.partitions)))
+            decision = await self._decide_and_commit(
+                lambda name=name: self._charged(limited, self.core.delete_topic(name), self._partitions_of(name))
+            )
+            throttle_ms = max(throttle_ms, self._throttle_ms(limited, decision))
             results.append(
                 controller_pb2.DeletableTopicResult(
                     name=name,
@@ -613,20 +605,17 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         results = []
         limited, throttle_ms = caller_quota(self.image, CONTROLLER_MUTATION_RATE), 0
         for topic in request.topics:
-            if owed_ms := self._mutations_owed_ms(limited):
-                results.append(controller_pb2.CreatePartitionsTopicResult(name=topic.name, error=_throttled(owed_ms)))
-                throttle_ms = max(throttle_ms, owed_ms)
-                continue
-            before = self.image.topic(topic.name)
             assignments = [tuple(a.broker_ids) for a in topic.assignments]
             decision = await self._decide_and_commit(
-                lambda topic=topic, assignments=assignments: self.core.create_partitions(
-                    topic.name, topic.count, assignments, validate_only=request.validate_only
+                lambda topic=topic, assignments=assignments: self._charged(
+                    limited,
+                    self.core.create_partitions(
+                        topic.name, topic.count, assignments, validate_only=request.validate_only
+                    ),
+                    _new_partitions,
                 )
             )
-            if decision.error is ErrorCode.NONE and before is not None and not request.validate_only:
-                added = max(0, topic.count - len(before.partitions))
-                throttle_ms = max(throttle_ms, self._record_mutations(limited, added))
+            throttle_ms = max(throttle_ms, self._throttle_ms(limited, decision))
             results.append(
                 controller_pb2.CreatePartitionsTopicResult(
                     name=topic.name, error=wire_error(decision.error, decision.message)
@@ -634,24 +623,42 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             )
         return controller_pb2.CreatePartitionsResponse(topics=results, throttle_time_ms=throttle_ms)
 
-    def _mutations_owed_ms(self, limited: tuple[str, float] | None) -> int:
-        """How long a user limited by a controller mutation quota (``caller_quota``) must wait
-        before its next mutation is accepted; 0: now."""
-        if limited is None:
-            return 0
-        principal, quota = limited
-        owed_ms = self._mutations.owed_ms(principal, quota, self._clock.monotonic_ms() / 1000)
-        if owed_ms:
-            self.metrics.mutations_throttled.inc()
-        return owed_ms
+    def _partitions_of(self, name: str) -> Callable[[ControllerDecision], int]:
+        """How many partitions deleting topic ``name`` removes (read when the decision is made)."""
+        return lambda decision: len(topic.partitions) if (topic := self.image.topic(name)) is not None else 0
 
-    def _record_mutations(self, limited: tuple[str, float] | None, partitions: int) -> int:
-        """Count ``partitions`` created, added or deleted for a limited user; what it owes now."""
-        if limited is None:
-            return 0
+    def _charged(
+        self,
+        limited: tuple[str, float] | None,
+        decision: ControllerDecision,
+        partitions: Callable[[ControllerDecision], int],
+    ) -> ControllerDecision:
+        """A topic change under a controller mutation quota (KIP-599), decided under the lock that
+        serialises decisions, so concurrent requests cannot all pass one check: a change the core
+        accepted, of ``partitions(decision)`` partitions, is refused while the user's bucket is
+        below zero (THROTTLING_QUOTA_EXCEEDED), else charged to it. Refused and validate-only
+        changes (no records) are neither."""
+        mutated = partitions(decision) if decision.error is ErrorCode.NONE and decision.records else 0
+        if limited is None or not mutated:
+            return decision
         principal, quota = limited
         now_s = self._clock.monotonic_ms() / 1000
-        return self._mutations.record(principal, partitions, quota, now_s)
+        if owed_ms := self._mutations.owed_ms(principal, quota, now_s):
+            self.metrics.mutations_throttled.inc()
+            return ControllerDecision.refuse(
+                ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                f"the controller mutation quota of this user is used up: retry in {owed_ms} ms",
+            )
+        self._mutations.record(principal, mutated, quota, now_s)
+        return decision
+
+    def _throttle_ms(self, limited: tuple[str, float] | None, decision: ControllerDecision) -> int:
+        """``throttle_time_ms`` for a change refused for the quota (0 for any other: as Kafka's
+        strict quota, an accepted change says nothing of the debt it left)."""
+        if limited is None or decision.error is not ErrorCode.THROTTLING_QUOTA_EXCEEDED:
+            return 0
+        principal, quota = limited
+        return self._mutations.owed_ms(principal, quota, self._clock.monotonic_ms() / 1000)
 
     async def DescribeTopics(  # noqa: N802
         self, request: controller_pb2.DescribeTopicsRequest, context: ServicerContext

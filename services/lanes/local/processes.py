@@ -54,6 +54,19 @@ class ServiceProcess:
             return self.process.wait(timeout=10)
 
 
+#: What a service must not take from the supervisor's environment: its security comes from the
+#: flags the supervisor gives, and a client user's credentials are not a service's.
+_SECURITY_ENVIRONMENT = (
+    "LANES_TLS_",
+    "LANES_AUTH",
+    "LANES_SUPER_USERS",
+    "LANES_OAUTH_",
+    "LANES_USERNAME",
+    "LANES_PASSWORD",
+    "LANES_TOKEN_FILE",
+)
+
+
 def start_service(
     module: str, args: list[str], log_path: Path, ready_timeout_s: float = 30, *, launcher: Sequence[str] = ()
 ) -> ServiceProcess:
@@ -66,13 +79,8 @@ def start_service(
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
-            # security comes from the flags the supervisor gives, never from its own environment
             env={
-                **{
-                    k: v
-                    for k, v in os.environ.items()
-                    if not k.startswith(("LANES_TLS_", "LANES_AUTH", "LANES_SUPER_USERS", "LANES_OAUTH_"))
-                },
+                **{k: v for k, v in os.environ.items() if not k.startswith(_SECURITY_ENVIRONMENT)},
                 "PYTHONUNBUFFERED": "1",
             },
         )

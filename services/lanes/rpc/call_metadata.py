@@ -25,8 +25,12 @@ MetadataPairs = tuple[tuple[str, str | bytes], ...]
 
 
 def _with(added: MetadataPairs, given: Sequence[tuple[str, str | bytes]] | None) -> MetadataPairs:
-    """``given`` (a call's own metadata, a sequence of pairs or a ``grpc.aio.Metadata``) and ``added``."""
-    return added if not given else (*tuple(given), *added)
+    """``given`` (a call's own metadata, a sequence of pairs or a ``grpc.aio.Metadata``) and
+    ``added``, which replaces pairs of the same keys (one ``authorization``, never two)."""
+    if not given:
+        return added
+    keys = {key for key, _ in added}
+    return (*(pair for pair in tuple(given) if pair[0] not in keys), *added)
 
 
 class _AddingMulticallable:
@@ -38,8 +42,8 @@ class _AddingMulticallable:
         self._wrapped = wrapped
         self._added = added
 
-    def __call__(self, request: Any = None, *, metadata: Any = None, **settings: Any) -> Any:
-        return self._wrapped(request, metadata=_with(self._added(), metadata), **settings)
+    def __call__(self, *request: Any, metadata: Any = None, **settings: Any) -> Any:
+        return self._wrapped(*request, metadata=_with(self._added(), metadata), **settings)
 
 
 class MetadataChannel(grpc.aio.Channel):

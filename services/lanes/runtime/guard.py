@@ -103,7 +103,6 @@ class Guard(grpc.aio.ServerInterceptor):
     ) -> None:
         self._image = image
         self._tokens = tokens
-        self._token_checks = 0  # being checked now (bounded as password checks are)
         self._listener = listener
         self._authorize = authorize
         self._super_users = frozenset(super_users)
@@ -281,27 +280,24 @@ class Guard(grpc.aio.ServerInterceptor):
 
     async def _token_user(self, token: str, context: ServicerContext) -> str:
         """The user a bearer token names (``lanes.runtime.tokens``); the call ends UNAUTHENTICATED
-        when it is refused or tokens are not accepted here, UNAVAILABLE beyond ``_WAITING_CHECKS``
-        tokens being checked."""
+        when it is refused or tokens are not accepted here, UNAVAILABLE while ``_WAITING_CHECKS``
+        distinct tokens are being checked."""
         if self._tokens is None:
             await context.abort(
                 grpc.StatusCode.UNAUTHENTICATED,
                 "SASL_AUTHENTICATION_FAILED: this cluster accepts no bearer tokens (no --oauth-issuer)",
             )
         assert self._tokens is not None
-        known = self._tokens.remembered(token)
-        if known is not None:
-            return known
-        if self._token_checks >= _WAITING_CHECKS:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "too many tokens being checked: retry shortly")
-        self._token_checks += 1
         try:
+            known = self._tokens.remembered(token)
+            if known is not None:
+                return known
+            if self._tokens.checks_pending() >= _WAITING_CHECKS:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, "too many tokens being checked: retry shortly")
             return await self._tokens.user(token)
         except InvalidTokenError as exc:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"SASL_AUTHENTICATION_FAILED: invalid token: {exc}")
             raise  # not reached: abort raises
-        finally:
-            self._token_checks -= 1
 
     async def _password_holds(self, user: str, password: str, context: ServicerContext) -> bool:
         """Whether ``password`` is ``user``'s: remembered, or checked by PBKDF2 on a worker thread.

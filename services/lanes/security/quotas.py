@@ -126,11 +126,12 @@ class ClientQuotas:
 class _Bucket:
     tokens: float
     at_s: float
-    quota: float
+    quota: float  # the last one it was charged under (to tell when an idle bucket is full)
 
-    def now(self, now_s: float) -> float:
-        """The tokens at ``now_s``: refilled at the quota's rate up to the burst."""
-        return min(burst(self.quota), self.tokens + (now_s - self.at_s) * self.quota)
+    def now(self, quota: float, now_s: float) -> float:
+        """The tokens at ``now_s``: refilled at ``quota`` (the current one: a raised quota helps
+        at once, as Kafka's) up to its burst."""
+        return min(burst(quota), self.tokens + (now_s - self.at_s) * quota)
 
 
 def burst(quota: float) -> float:
@@ -145,26 +146,29 @@ class MutationBuckets:
         self._buckets: dict[str, _Bucket] = {}
         self._pruned_s = 0.0
 
+    def _tokens(self, user: str, quota: float, now_s: float) -> float:
+        bucket = self._buckets.get(user)
+        return bucket.now(quota, now_s) if bucket is not None else burst(quota)
+
     def owed_ms(self, user: str, quota: float, now_s: float) -> int:
         """How long ``user`` must wait before a mutation is accepted: 0 while its bucket is not
         negative, else until it refills to zero."""
-        bucket = self._buckets.get(user)
-        tokens = bucket.now(now_s) if bucket is not None else burst(quota)
+        tokens = self._tokens(user, quota, now_s)
         return 0 if tokens >= 0 else min(MAX_WIRE_MS, math.ceil(-tokens / quota * 1000))
 
     def record(self, user: str, amount: float, quota: float, now_s: float) -> int:
         """Take ``amount`` from ``user``'s bucket (it may go below zero); what it owes now."""
         self._prune(now_s)
-        bucket = self._buckets.get(user)
-        tokens = bucket.now(now_s) if bucket is not None else burst(quota)
-        self._buckets[user] = _Bucket(tokens - amount, now_s, quota)
+        self._buckets[user] = _Bucket(self._tokens(user, quota, now_s) - amount, now_s, quota)
         return self.owed_ms(user, quota, now_s)
 
     def _prune(self, now_s: float) -> None:
         if now_s - self._pruned_s < SAMPLES * SAMPLE_S:
             return
         self._pruned_s = now_s
-        for user in [u for u, bucket in self._buckets.items() if bucket.now(now_s) >= burst(bucket.quota)]:
+        for user in [
+            u for u, bucket in self._buckets.items() if bucket.now(bucket.quota, now_s) >= burst(bucket.quota)
+        ]:
             del self._buckets[user]
 
     def __len__(self) -> int:
