@@ -1,6 +1,7 @@
 """What every seeded world shares: a simulated clock with an event queue, and the seed loop.
 
-``LANES_SIM_SEEDS`` sets how many seeds a simulation test runs (default 10,000);
+``LANES_SIM_SEEDS`` sets how many seeds a simulation test runs (default 5,000: what fits
+``make test``'s time; long runs set more);
 ``LANES_SIM_SEED`` replays one.
 """
 
@@ -12,7 +13,7 @@ import os
 import random
 from collections.abc import Callable, Sequence
 
-SEEDS = int(os.environ.get("LANES_SIM_SEEDS", "10000"))
+SEEDS = int(os.environ.get("LANES_SIM_SEEDS", "5000"))
 
 
 class EventLoop:

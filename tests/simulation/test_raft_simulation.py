@@ -4,7 +4,7 @@ loss, duplication, delay, one-way and two-way cuts, pauses, crashes and crashes 
 writes were durable, with snapshots, log trimming and snapshot transfer, and voters added and
 removed one at a time (``tests/simulation/raft_world.py``).
 
-``LANES_SIM_SEEDS`` sets how many seeds run (default 10,000); ``LANES_SIM_SEED`` replays one.
+``LANES_SIM_SEEDS`` sets how many seeds run (default 5,000); ``LANES_SIM_SEED`` replays one.
 A seed that ever fails belongs in ``REGRESSIONS``.
 """
 

@@ -2,7 +2,7 @@
 loss, duplication, delay, one-way and two-way cuts, pauses, crashes and restarts, one seeded
 world per run (``tests/simulation/replication_world.py``).
 
-``LANES_SIM_SEEDS`` sets how many seeds run (default 10,000); ``LANES_SIM_SEED`` replays one.
+``LANES_SIM_SEEDS`` sets how many seeds run (default 5,000); ``LANES_SIM_SEED`` replays one.
 A seed that ever fails belongs in ``REGRESSIONS``.
 """
 
