@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from lanes.rpc.credentials import BearerToken, UserPassword
     from lanes.rpc.tls import TlsFiles
     from lanes.security.acls import AclBinding
+    from lanes.security.quota_entities import QUOTA_DEFAULT, QuotaEntity
 
 _LAZY = {
     "Admin": "lanes.client.admin",
@@ -46,6 +47,8 @@ _LAZY = {
     "TlsFiles": "lanes.rpc.tls",
     "UserInfo": "lanes.client.admin",
     "QuotaInfo": "lanes.client.admin",
+    "QuotaEntity": "lanes.security.quota_entities",
+    "QUOTA_DEFAULT": "lanes.security.quota_entities",
     "UserPassword": "lanes.rpc.credentials",
     "BrokerInfo": "lanes.client.admin",
     "ClusterInfo": "lanes.client.admin",
@@ -69,6 +72,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "QUOTA_DEFAULT",
     "AclBinding",
     "Admin",
     "BearerToken",
@@ -86,6 +90,7 @@ __all__ = [
     "PartitionInfo",
     "PartitionLag",
     "Producer",
+    "QuotaEntity",
     "QuotaInfo",
     "RebalanceListener",
     "RecordFuture",

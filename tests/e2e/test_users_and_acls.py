@@ -67,3 +67,31 @@ def test_an_administrator_grants_a_user_one_topic(lanes: Workdir, tmp_path: Path
     assert [a["resource"] for a in removed] == ["granted"]
     lanes.ok("users", "delete", "carol")
     assert all(u["user"] != "carol" for u in lanes.json("users", "list"))
+
+
+def test_quotas_for_users_client_ids_and_their_defaults(lanes: Workdir) -> None:
+    """``lanes quotas`` names Kafka's quota entities: a user, a client id, a user's client id, and
+    the defaults of each; ``list`` shows them defaults first, and ``delete`` removes one key."""
+    lanes.ok("quotas", "set", "--user", "dora", "--client-id", "reports", "--request-percentage", "25")
+    lanes.ok("quotas", "set", "--client-id-default", "--producer-byte-rate", "1048576")
+    lanes.ok("quotas", "set", "--user-default", "--consumer-byte-rate", "2097152", "--controller-mutation-rate", "10")
+    listed = lanes.json("quotas", "list")
+    assert {(q["user"], q["client_id"], q["key"], q["rate"]) for q in listed} >= {
+        ("dora", "reports", "request_percentage", 25.0),
+        (None, "<default>", "producer_byte_rate", 1048576.0),
+        ("<default>", None, "consumer_byte_rate", 2097152.0),
+        ("<default>", None, "controller_mutation_rate", 10.0),
+    }
+    assert lanes.json("quotas", "list", "--user", "dora", "--client-id", "reports") == [
+        {"user": "dora", "client_id": "reports", "key": "request_percentage", "rate": 25.0}
+    ]
+    lanes.ok("quotas", "delete", "--user-default", "--key", "consumer_byte_rate", "--key", "controller_mutation_rate")
+    lanes.ok("quotas", "delete", "--client-id-default", "--key", "producer_byte_rate")
+    lanes.ok("quotas", "delete", "--user", "dora", "--client-id", "reports", "--key", "request_percentage")
+    assert lanes.json("quotas", "list") == []
+    refused = lanes.run("quotas", "set", "--user", "dora", "--user-default", "--request-percentage", "5")
+    assert refused.returncode != 0
+    assert "not both" in refused.stderr
+    nobody = lanes.run("quotas", "set", "--request-percentage", "5")
+    assert nobody.returncode != 0
+    assert "a user, a client id, or both" in nobody.stderr

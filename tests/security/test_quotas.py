@@ -1,8 +1,9 @@
-"""Issue #23: client quotas (Kafka's produce and fetch byte rates per user, and the controller
-mutation rate of KIP-599), against a real cluster with users (``LocalCluster(tls=True,
-auth=True)``): a user over its quota is answered with ``throttle_time_ms`` and muted (its next
-requests wait), while another user on the same broker goes at full speed; a user creating and
-deleting partitions faster than its mutation quota has its next topics refused for a while.
+"""Issue #23: client quotas (Kafka's produce and fetch byte rates and request time per user and
+client id, and the controller mutation rate of KIP-599), against a real cluster with users
+(``LocalCluster(tls=True, auth=True)``): a user or client over its quota is answered with
+``throttle_time_ms`` and muted (its next requests wait), while another on the same broker goes
+at full speed; a user creating and deleting partitions faster than its mutation quota has its
+next topics refused for a while.
 
 Rates are measured as Kafka does, over at least ten seconds, so the first ten seconds' worth of a
 quota passes at once; the bounds below allow for that burst, one more request, and a 2x margin."""
@@ -10,6 +11,7 @@ quota passes at once; the bounds below allow for that burst, one more request, a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import time
 from collections.abc import Iterator
@@ -23,7 +25,7 @@ from lanes.errors import ErrorCode, LanesError
 from lanes.local.cluster import LocalCluster
 from lanes.protocol.records import Record, encode_batch
 from lanes.rpc.wire import produce_request
-from lanes.v1 import broker_pb2_grpc, common_pb2
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 from tests.integration.processes import running_cluster, wait_until_brokers_apply_metadata
 
 SLOW = lanes.UserPassword("slow", "slow-password-1")
@@ -57,7 +59,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
             admin.set_quota("consumer_byte_rate", QUOTA, user=SLOW.username)
             admin.set_quota("producer_byte_rate", QUOTA, user=CROWD.username)
             admin.set_quota("controller_mutation_rate", MUTATIONS_PER_S, user=BUILDER.username)
-            assert {(q.user, q.key) for q in admin.describe_quotas()} == {
+            assert {(q.user, q.key) for q in admin.describe_quotas() if q.client_id is None} == {
                 ("slow", "producer_byte_rate"),
                 ("slow", "consumer_byte_rate"),
                 ("crowd", "producer_byte_rate"),
@@ -67,7 +69,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield started
 
 
-def _produce_for(cluster: LocalCluster, user: lanes.UserPassword, topic: str, seconds: float) -> int:
+def _produce_for(
+    cluster: LocalCluster, user: lanes.UserPassword, topic: str, seconds: float, client_id: str = "lanes-producer"
+) -> int:
     """Bytes acknowledged while producing 16 KiB values as fast as the broker answers."""
     value = os.urandom(16 * 1024)
     acknowledged = 0
@@ -75,6 +79,7 @@ def _produce_for(cluster: LocalCluster, user: lanes.UserPassword, topic: str, se
         str(cluster.describe()["bootstrap"]),
         tls=cluster.client_tls,
         credentials=user,
+        client_id=client_id,
         acks="1",
         enable_idempotence=False,
         linger_ms=0,
@@ -225,3 +230,90 @@ def test_admin_waits_out_a_mutation_throttle_and_succeeds(cluster: LocalCluster)
         builder.create_partitions("waited", 6)
         assert len(builder.describe_topic("waited").partitions) == 6
     assert _throttled_mutations(cluster) > before, "the addition was refused at first"
+
+
+def _set_quotas(cluster: LocalCluster, quotas: list[tuple[str, float, dict[str, object]]]) -> None:
+    with lanes.Admin(
+        str(cluster.describe()["bootstrap"]), tls=cluster.client_tls, credentials=cluster.client_credentials
+    ) as admin:
+        for key, rate, entity in quotas:
+            admin.set_quota(key, rate, **entity)  # type: ignore[arg-type]
+    wait_until_brokers_apply_metadata(cluster)
+
+
+def test_a_client_id_quota_holds_that_client_across_users_and_no_other_client(cluster: LocalCluster) -> None:
+    """A quota on client id ``batch`` (no user part: Kafka's ``/config/clients/batch``) bounds
+    every call naming that client, whichever user makes it, together; the same users' other
+    clients are not held. A user's own quota comes first (Kafka's precedence), so ``slow``'s
+    calls as ``batch`` stay under its user quota, measured apart."""
+    _set_quotas(cluster, [("producer_byte_rate", QUOTA, {"client_id": "batch"})])
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        shared = list(pool.map(lambda user: _produce_for(cluster, user, "fast-lane", RUN_S, "batch"), (FAST, BUILDER)))
+    bound = QUOTA * (WINDOW_S + RUN_S) * 2
+    assert 0 < sum(shared) <= bound, f"{shared} bytes in {RUN_S} s by two users as one client, quota {QUOTA:,} B/s"
+    other = _produce_for(cluster, FAST, "fast-lane", RUN_S / 2, "web")
+    assert other > 4 * bound, f"another client of the same user produced only {other:,} bytes"
+
+
+def test_a_request_time_quota_holds_back_a_client_that_takes_the_brokers_loop(cluster: LocalCluster) -> None:
+    """``request_percentage`` on one user's client id (``fast``, ``storm``: Kafka's
+    ``/config/users/fast/clients/storm``): its calls may take 1% of the broker's event loop.
+    Eight concurrent callers sending small produce requests as fast as they are answered get a
+    small fraction of what the same user gets as another client, the answers say what the client
+    owes (``throttle_time_ms``), and the broker counts the time it held the client back."""
+    _set_quotas(cluster, [("request_percentage", 1.0, {"user": FAST.username, "client_id": "storm"})])
+    tls = cluster.client_tls
+    assert tls is not None
+    credentials = grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(tls.ca_file.read_bytes()), FAST.call_credentials()
+    )
+    request = produce_request(
+        "fast-lane", 0, encode_batch([Record(0, 0, None, b"tiny")]), acks=common_pb2.ACKS_LEADER, timeout_ms=30_000
+    )
+
+    async def answered_as(client_id: str) -> tuple[int, int]:
+        answers, throttled_ms = 0, 0
+        deadline = time.monotonic() + RUN_S
+        async with grpc.aio.secure_channel(cluster.broker_processes[1].address, credentials) as channel:
+            stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+
+            async def lane() -> None:
+                nonlocal answers, throttled_ms
+                while time.monotonic() < deadline:
+                    try:
+                        answer = await stub.Produce(
+                            request,
+                            timeout=max(0.1, deadline - time.monotonic()),
+                            metadata=(("lanes-client-id", client_id),),
+                        )
+                    except grpc.aio.AioRpcError:
+                        return  # still held at the deadline
+                    answers += 1
+                    throttled_ms = max(throttled_ms, answer.throttle_time_ms)
+
+            await asyncio.gather(*(lane() for _ in range(8)))
+        return answers, throttled_ms
+
+    storm, storm_throttle_ms = asyncio.run(answered_as("storm"))
+    calm, calm_throttle_ms = asyncio.run(answered_as("calm"))
+    assert storm_throttle_ms > 0
+    assert calm_throttle_ms == 0
+    assert 0 < storm * 4 < calm, f"{storm} answers as the limited client, {calm} as another"
+    samples, _ = scrape(str(b["metrics"]) for b in cluster.describe()["brokers"])
+    assert total(samples, "lanes_throttle_seconds_total", quota="request_percentage") > 0
+
+
+def test_a_client_id_that_cannot_name_a_client_is_refused(cluster: LocalCluster) -> None:
+    with pytest.raises(LanesError, match="not a client id"):
+        lanes.Producer(str(cluster.describe()["bootstrap"]), client_id="has spaces")
+    tls = cluster.client_tls
+    assert tls is not None
+    credentials = grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(tls.ca_file.read_bytes()), FAST.call_credentials()
+    )
+    with grpc.secure_channel(cluster.broker_processes[1].address, credentials) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Metadata(broker_pb2.MetadataRequest(), timeout=10, metadata=(("lanes-client-id", "x" * 300),))
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "client id" in (refused.value.details() or "")

@@ -12,7 +12,8 @@ from typing import Any
 from lanes.clock import ManualClock
 from lanes.controller.service import ControllerService
 from lanes.errors import ErrorCode
-from lanes.runtime.guard import CALLER
+from lanes.runtime.guard import CALLER, Caller
+from lanes.security.quota_entities import QuotaEntity
 from lanes.v1 import common_pb2, controller_pb2, metadata_pb2
 
 
@@ -110,11 +111,15 @@ def test_topic_changes_over_a_users_controller_mutation_quota_are_refused_until_
         )
         await service.AlterClientQuotas(
             controller_pb2.AlterClientQuotasRequest(
-                changes=[metadata_pb2.ClientQuotaRecord(user="builder", key="controller_mutation_rate", value=2.0)]
+                changes=[
+                    metadata_pb2.ClientQuotaRecord(
+                        entity=QuotaEntity("builder").to_proto(), key="controller_mutation_rate", value=2.0
+                    )
+                ]
             ),
             None,  # type: ignore[arg-type]
         )
-        CALLER.set("User:builder")
+        CALLER.set(Caller("User:builder", "any-client"))
         assert (await create(service, "checked", 100, validate_only=True)).topics[0].error.code == 0
         burst = await create(service, "burst", 30)  # a full bucket (22 tokens): passes, leaving -8
         assert burst.topics[0].error.code == 0
@@ -163,7 +168,7 @@ def test_topic_changes_over_a_users_controller_mutation_quota_are_refused_until_
         )
         assert grown.topics[0].error.code == 0  # 23 added: 22 - 23 = -1
         assert (await create(service, "after-growth", 1)).throttle_time_ms == 500
-        CALLER.set("User:someone-else")  # no quota of its own, no default
+        CALLER.set(Caller("User:someone-else", "any-client"))  # no quota of its own, no default
         assert (await create(service, "theirs", 50)).throttle_time_ms == 0
         assert (await create(service, "theirs-too", 50)).topics[0].error.code == 0
         CALLER.set(None)  # the cluster's own calls

@@ -136,7 +136,7 @@ async def serve(options: argparse.Namespace) -> None:
         port=options.port,
         metrics=metrics,
         metrics_port=options.metrics_port,
-        **server_listeners(options, lambda: service.image),
+        **server_listeners(options, lambda: service.image, metrics=metrics),
         limits=ServerLimits(max_request_bytes=options.max_request_bytes),
     )
     endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering

@@ -7,8 +7,8 @@ Counted as requests are answered (one increment per partition per request, never
 - ``lanes_broker_bytes_out_total`` / ``lanes_broker_records_out_total`` {topic}: record batches
   answered to consumers' fetches (whole batches: a fetch from the middle of a batch counts all of it);
 - ``lanes_broker_partition_errors_total`` {rpc, code}: per-partition errors of Produce and Fetch;
-- ``lanes_broker_throttle_seconds_total`` {quota}: time answers were held for users over their
-  quotas (``producer_byte_rate``, ``consumer_byte_rate``; Kafka's throttle-time);
+- (time calls waited for quotas is the service-wide ``lanes_throttle_seconds_total``,
+  ``lanes.runtime.metrics``);
 - ``lanes_broker_isr_shrinks_total`` / ``lanes_broker_isr_expands_total``: ISR changes of
   partitions this broker leads, as the controller accepted them;
 - ``lanes_broker_fsync_duration_seconds``: a histogram of each fsync pass of a partition log.
@@ -102,12 +102,6 @@ class BrokerMetrics:
             ["rpc", "code"],
             registry=registry,
         )
-        self.throttle_seconds = Counter(
-            "lanes_broker_throttle_seconds",
-            "Time answers were held for users over their quotas, by quota.",
-            ["quota"],
-            registry=registry,
-        )
         self.isr_shrinks = Counter(
             "lanes_broker_isr_shrinks", "ISR shrinks of partitions this broker leads.", registry=registry
         )
@@ -133,9 +127,6 @@ class BrokerMetrics:
     def partition_error(self, rpc: str, code: int) -> None:
         known = error_code(code)
         self.partition_errors.labels(rpc, (known or ErrorCode.UNKNOWN_SERVER_ERROR).name).inc()
-
-    def throttled(self, quota: str, throttle_ms: int) -> None:
-        self.throttle_seconds.labels(quota).inc(throttle_ms / 1000)
 
     def isr_changed(self, before: int, after: int) -> None:
         if after < before:

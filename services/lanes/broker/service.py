@@ -80,6 +80,8 @@ from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.guard import caller_quota
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
+from lanes.runtime.request_quota import muted
+from lanes.security.quota_entities import QuotaEntity
 from lanes.security.quotas import ClientQuotas, window_bytes
 from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.log import AppendInfo, LogConfig
@@ -665,29 +667,24 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         response.throttle_time_ms = throttle_ms
         return response
 
-    def _quota_of(self, key: str, topics: list[str]) -> tuple[str, float] | None:
-        """(principal, quota) when the caller's requests under ``key`` are limited
+    def _quota_of(self, key: str, topics: list[str]) -> tuple[QuotaEntity, float] | None:
+        """(what the caller is measured as, quota) when the caller's requests under ``key`` are limited
         (``caller_quota``); never for internal topics (only coordinators read and write them,
         also where they share the client listener)."""
         if all(topic == CONSUMER_OFFSETS_TOPIC for topic in topics):
             return None
         return caller_quota(self.image, key)
 
-    async def _admit(self, key: str, limited: tuple[str, float] | None, size: int) -> int:
+    async def _admit(self, key: str, limited: tuple[QuotaEntity, float] | None, size: int) -> int:
         """Mute a caller over its quota (``limited``: ``_quota_of``'s answer; KIP-219): wait,
         before any work, until it owes nothing under ``key``; then record ``size`` bytes (with no
         await in between, so waiters go one at a time as the rate allows) and return what it owes
         now, for ``throttle_time_ms``."""
         if limited is None:
             return 0
-        principal, quota = limited
-        waited_ms = 0
-        while (owed_ms := self._quotas.owed_ms(principal, key, quota, time.monotonic())) > 0:
-            waited_ms += owed_ms
-            await asyncio.sleep(owed_ms / 1000)
-        if waited_ms:
-            self.metrics.throttled(key, waited_ms)
-        return self._quotas.record(principal, key, size, quota, time.monotonic())
+        await muted(self._quotas, key, limited, self.metrics.service)
+        who, quota = limited
+        return self._quotas.record(who, key, size, quota, time.monotonic())
 
     async def ProduceStream(  # noqa: N802
         self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: ServicerContext
@@ -960,10 +957,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         finally:
             self._settle_fetch_memory(held, 0)
             if limited is not None:
-                principal, quota = limited
-                owed_ms = self._quotas.record(
-                    principal, CONSUMER_BYTE_RATE, sent_bytes - reserved, quota, time.monotonic()
-                )
+                who, quota = limited
+                owed_ms = self._quotas.record(who, CONSUMER_BYTE_RATE, sent_bytes - reserved, quota, time.monotonic())
         if limited is not None:
             response.throttle_time_ms = owed_ms
         for code in fetch.errors:

@@ -19,8 +19,15 @@ from typing import Any
 
 from lanes.cli.common import add_command, add_group, admin_for, emit, table
 from lanes.cli.values import UsageError
-from lanes.metadata.image import CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE, QUOTA_KEYS
+from lanes.metadata.image import (
+    CONSUMER_BYTE_RATE,
+    CONTROLLER_MUTATION_RATE,
+    PRODUCER_BYTE_RATE,
+    QUOTA_KEYS,
+    REQUEST_PERCENTAGE,
+)
 from lanes.security.acls import WILDCARD, AclBinding, Operation, PatternType, Permission, ResourceType
+from lanes.security.quota_entities import DEFAULT, Part, QuotaEntity
 
 _OPERATIONS = [op.name.lower().replace("_", "-") for op in Operation if op is not Operation.ANY]
 
@@ -152,54 +159,79 @@ def delete_acls(options: argparse.Namespace) -> None:
     emit(options, [_acl_document(a) for a in removed], _render_acls)
 
 
-def _quota_user(options: argparse.Namespace) -> str | None:
-    if (options.user is None) == (not options.default):
-        raise UsageError("name whose quota: --user USER, or --default (users without their own)")
-    return None if options.default else str(options.user)
+def _quota_entity(options: argparse.Namespace, *, required: bool = True) -> QuotaEntity:
+    """The entity ``--user``/``--user-default`` and ``--client-id``/``--client-id-default`` name."""
+    parts: list[Part] = []
+    for name, default, flags in (
+        (options.user, options.user_default, "--user USER or --user-default"),
+        (options.client_id, options.client_id_default, "--client-id ID or --client-id-default"),
+    ):
+        if name is not None and default:
+            raise UsageError(f"give one of {flags}, not both")
+        parts.append(DEFAULT if default else name)
+    entity = QuotaEntity(*parts)
+    if required and (problem := entity.problem()) is not None:
+        raise UsageError(f"{problem}: --user USER, --user-default, --client-id ID, --client-id-default")
+    return entity
 
 
 def set_quotas(options: argparse.Namespace) -> None:
-    user = _quota_user(options)
+    entity = _quota_entity(options)
     rates = {
         key: rate
         for key, rate in (
             (PRODUCER_BYTE_RATE, options.producer_byte_rate),
             (CONSUMER_BYTE_RATE, options.consumer_byte_rate),
+            (REQUEST_PERCENTAGE, options.request_percentage),
             (CONTROLLER_MUTATION_RATE, options.controller_mutation_rate),
         )
         if rate is not None
     }
     if not rates:
-        raise UsageError("give --producer-byte-rate, --consumer-byte-rate and/or --controller-mutation-rate")
+        raise UsageError(
+            "give --producer-byte-rate, --consumer-byte-rate, --request-percentage and/or --controller-mutation-rate"
+        )
     with admin_for(options) as admin:
         for key, rate in rates.items():
-            admin.set_quota(key, rate, user=user)
-        quotas = admin.describe_quotas(user)
+            admin.set_quota(key, rate, user=entity.user, client_id=entity.client_id)
+        quotas = admin.describe_quotas(user=entity.user, client_id=entity.client_id)
     emit(options, [_quota_document(q) for q in quotas], _render_quotas)
 
 
 def delete_quotas(options: argparse.Namespace) -> None:
-    user = _quota_user(options)
+    entity = _quota_entity(options)
     with admin_for(options) as admin:
         for key in options.key:
-            admin.set_quota(key, None, user=user)
-        quotas = admin.describe_quotas(user)
+            admin.set_quota(key, None, user=entity.user, client_id=entity.client_id)
+        quotas = admin.describe_quotas(user=entity.user, client_id=entity.client_id)
     emit(options, [_quota_document(q) for q in quotas], _render_quotas)
 
 
 def list_quotas(options: argparse.Namespace) -> None:
+    entity = _quota_entity(options, required=False)
     with admin_for(options) as admin:
-        quotas = admin.describe_quotas(options.user)
+        quotas = admin.describe_quotas(user=entity.user, client_id=entity.client_id)
     emit(options, [_quota_document(q) for q in quotas], _render_quotas)
 
 
+def _shown(part: Part) -> str | None:
+    return "<default>" if part is DEFAULT else part
+
+
 def _quota_document(quota: Any) -> dict[str, Any]:
-    return {"user": quota.user, "key": quota.key, "rate": quota.rate}
+    return {"user": _shown(quota.user), "client_id": _shown(quota.client_id), "key": quota.key, "rate": quota.rate}
 
 
 def _render_quotas(document: list[dict[str, Any]]) -> str:
-    rows = [(q["user"] if q["user"] is not None else "<default>", q["key"], f"{q['rate']:,.0f}") for q in document]
-    return table(rows, ["user", "quota", "bytes/s"])
+    rows = [(q["user"] or "", q["client_id"] or "", q["key"], f"{q['rate']:,.6g}") for q in document]
+    return table(rows, ["user", "client id", "quota", "rate"])
+
+
+def _quota_entity_options(parser: argparse.ArgumentParser, only: str) -> None:
+    parser.add_argument("--user", metavar="USER", help=f"{only}this user's")
+    parser.add_argument("--user-default", action="store_true", help=f"{only}the default for users")
+    parser.add_argument("--client-id", metavar="ID", help=f"{only}this client id's (with --user: that user's)")
+    parser.add_argument("--client-id-default", action="store_true", help=f"{only}the default for client ids")
 
 
 def _positive_rate(text: str) -> float:
@@ -291,38 +323,48 @@ lanes acls {name} --topic orders --operation read""",
             parser.add_argument("--all", action="store_true", help="allow deleting every ACL")
 
     quotas = add_group(
-        commands, "quotas", "bound what users produce, fetch and change per second (Kafka's quotas, KIP-599)"
+        commands,
+        "quotas",
+        "bound what users and clients produce, fetch, take of a service and change per second (Kafka's quotas, "
+        "KIP-599)",
     )
     parser = add_command(
         quotas,
         "set",
-        summary="set a user's (or the default) produce and fetch rates (bytes per second on each broker) and "
-        "topic change rate (partitions created, added or deleted per second)",
+        summary="set the quotas of a user, a client id, or a user's client id (each may be the default): produce and "
+        "fetch rates (bytes per second on each broker), request time (percent of one event loop, on each service "
+        "process) and topic change rate (partitions created, added or deleted per second)",
         examples="""
 lanes quotas set --user alice --producer-byte-rate 1048576
-lanes quotas set --default --producer-byte-rate 10485760 --consumer-byte-rate 20971520
-lanes quotas set --default --controller-mutation-rate 10""",
+lanes quotas set --user-default --producer-byte-rate 10485760 --consumer-byte-rate 20971520
+lanes quotas set --user alice --client-id reports --request-percentage 25
+lanes quotas set --client-id-default --request-percentage 50
+lanes quotas set --user-default --controller-mutation-rate 10""",
         run=set_quotas,
     )
     for flag in ("--producer-byte-rate", "--consumer-byte-rate"):
         parser.add_argument(flag, type=_positive_rate, metavar="BYTES", help="bytes per second on each broker")
+    parser.add_argument(
+        "--request-percentage",
+        type=_positive_rate,
+        metavar="PERCENT",
+        help="percent of one event loop's time the calls may take on each service process (200: two loops' worth)",
+    )
     parser.add_argument(
         "--controller-mutation-rate",
         type=_positive_rate,
         metavar="PARTITIONS",
         help="partitions created, added or deleted per second; over it, topic changes are refused for a while",
     )
-    parser.add_argument("--user", metavar="USER", help="the user")
-    parser.add_argument("--default", action="store_true", help="users without a quota of their own")
+    _quota_entity_options(parser, "")
     parser = add_command(
         quotas,
         "delete",
-        summary="remove a user's (or the default) quotas",
+        summary="remove quotas of a user, a client id, or a user's client id",
         examples="lanes quotas delete --user alice --key producer_byte_rate",
         run=delete_quotas,
     )
-    parser.add_argument("--user", metavar="USER", help="the user")
-    parser.add_argument("--default", action="store_true", help="users without a quota of their own")
+    _quota_entity_options(parser, "")
     parser.add_argument("--key", action="append", required=True, choices=list(QUOTA_KEYS), help="repeatable")
     parser = add_command(quotas, "list", summary="list the quotas set", examples="lanes quotas list", run=list_quotas)
-    parser.add_argument("--user", metavar="USER", help="only this user's")
+    _quota_entity_options(parser, "only ")

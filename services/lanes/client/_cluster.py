@@ -21,11 +21,12 @@ from collections.abc import Sequence
 
 import grpc
 
-from lanes.errors import ErrorCode, error_for
+from lanes.errors import ErrorCode, LanesError, error_for
 from lanes.rpc.channels import ChannelCache
 from lanes.rpc.credentials import ClientCredentials, client_credentials
 from lanes.rpc.tls import ClientTls
 from lanes.rpc.wire import security_refusal
+from lanes.security.quota_entities import MAX_CLIENT_ID_CHARS, valid_client_id
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 #: how long a broker that timed out or was not the leader is asked for metadata last
@@ -39,6 +40,18 @@ NOT_THE_LEADER = frozenset(
 DENIALS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 
 
+def checked_client_id(client_id: str) -> str:
+    """``client_id`` when it may name a client (Kafka's ``client.id``: it travels with each call
+    and names the client in client-id quotas); INVALID_CONFIG otherwise."""
+    if not valid_client_id(client_id):
+        raise LanesError(
+            f"client_id {client_id[:60]!r} is not a client id: at most {MAX_CLIENT_ID_CHARS} printable ASCII "
+            "characters without spaces",
+            ErrorCode.INVALID_CONFIG,
+        )
+    return client_id
+
+
 class ClusterView:
     """Brokers and partition leaders as last seen, and the channels to reach them."""
 
@@ -48,9 +61,12 @@ class ClusterView:
         request_timeout_s: float,
         tls: ClientTls = "process",
         credentials: ClientCredentials = "process",
+        client_id: str | None = None,
     ) -> None:
         if not bootstrap:
             raise ValueError("bootstrap needs at least one host:port")
+        if client_id is not None:
+            checked_client_id(client_id)
         self.bootstrap = list(bootstrap)
         self.brokers: dict[int, str] = {}
         self.coordinators: dict[int, str] = {}
@@ -64,7 +80,7 @@ class ClusterView:
         self._retired_topic_ids: set[str] = set()  # ids of topics seen deleted and made again
         self.partition_counts: dict[str, int] = {}
         self._timeout_s = request_timeout_s
-        self._channels = ChannelCache(tls=tls, credentials=client_credentials(credentials))
+        self._channels = ChannelCache(tls=tls, credentials=client_credentials(credentials), client_id=client_id)
 
     def stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         """A broker stub on the (cached) channel to ``address``."""

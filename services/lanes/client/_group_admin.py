@@ -128,9 +128,10 @@ class GroupAdmin:
         request_timeout_s: float,
         tls: ClientTls = "process",
         credentials: ClientCredentials = "process",
+        client_id: str | None = None,
     ) -> None:
         self._timeout_s = request_timeout_s
-        self._cluster = ClusterView(bootstrap, request_timeout_s, tls, credentials)
+        self._cluster = ClusterView(bootstrap, request_timeout_s, tls, credentials, client_id)
         self._coordinators = Coordinators(self._cluster, request_timeout_s)
 
     async def list_groups(self) -> list[GroupListing]:

@@ -19,6 +19,7 @@ from typing import TypeVar
 import grpc
 
 from lanes.client import _loop
+from lanes.client._cluster import checked_client_id
 from lanes.client._group_admin import GroupAdmin, GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
 from lanes.deadline import Backoff, Deadline
 from lanes.errors import ErrorCode, LanesError, NotControllerError, error_for
@@ -29,6 +30,7 @@ from lanes.rpc.tls import ClientTls
 from lanes.rpc.wire import security_refusal
 from lanes.security import scram
 from lanes.security.acls import AclBinding
+from lanes.security.quota_entities import Part, QuotaEntity
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
@@ -45,11 +47,20 @@ TOPIC = common_pb2.CONFIG_RESOURCE_TYPE_TOPIC
 
 @dataclass(frozen=True)
 class QuotaInfo:
-    """A client quota: whose (None: the default for users), which, and the rate (bytes/s)."""
+    """A client quota: whose (``entity``: a user, a client id, or both; each part a name or
+    ``DEFAULT``), which, and the rate."""
 
-    user: str | None
+    entity: QuotaEntity
     key: str
     rate: float
+
+    @property
+    def user(self) -> Part:
+        return self.entity.user
+
+    @property
+    def client_id(self) -> Part:
+        return self.entity.client_id
 
 
 @dataclass(frozen=True)
@@ -195,21 +206,26 @@ class AsyncAdmin:
         request_timeout_ms: int = 30_000,
         tls: ClientTls = "process",
         credentials: ClientCredentials = "process",
+        client_id: str = "lanes-admin",
     ) -> None:
         self.bootstrap = [address.strip() for address in bootstrap.split(",") if address.strip()]
         self._tls: ClientTls = tls
         self._credentials = client_credentials(credentials)
+        self._client_id = checked_client_id(client_id)
         if not self.bootstrap:
             raise ValueError("bootstrap needs at least one host:port")
         self._timeout_s = request_timeout_ms / 1000
         self._controller: str | None = None
         self._groups: GroupAdmin | None = None
 
+    def _channel(self, address: str) -> grpc.aio.Channel:
+        return open_channel(address, tls=self._tls, credentials=self._credentials, client_id=self._client_id)
+
     @property
     def groups(self) -> GroupAdmin:
         """Group administration (created on first use)."""
         if self._groups is None:
-            self._groups = GroupAdmin(self.bootstrap, self._timeout_s, self._tls, self._credentials)
+            self._groups = GroupAdmin(self.bootstrap, self._timeout_s, self._tls, self._credentials, self._client_id)
         return self._groups
 
     async def _find_controller(self) -> str:
@@ -220,7 +236,7 @@ class AsyncAdmin:
         answered = False
         for address in self.bootstrap:
             try:
-                async with open_channel(address, tls=self._tls, credentials=self._credentials) as channel:
+                async with self._channel(address) as channel:
                     stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
                     metadata = await stub.Metadata(
                         broker_pb2.MetadataRequest(topics=["__no_topic__"]), timeout=self._timeout_s
@@ -264,7 +280,7 @@ class AsyncAdmin:
                     await backoff.pause()
                     continue
             try:
-                async with open_channel(self._controller, tls=self._tls, credentials=self._credentials) as channel:
+                async with self._channel(self._controller) as channel:
                     return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
             except grpc.aio.AioRpcError as exc:
                 refused = security_refusal(exc)
@@ -484,7 +500,7 @@ class AsyncAdmin:
         async def ask(broker: BrokerInfo) -> broker_pb2.DescribeLogsResponse:
             address = f"{broker.host}:{broker.port}"
             try:
-                async with open_channel(address, tls=self._tls, credentials=self._credentials) as channel:
+                async with self._channel(address) as channel:
                     stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
                     answer: broker_pb2.DescribeLogsResponse = await stub.DescribeLogs(
                         broker_pb2.DescribeLogsRequest(topics=list(topics)), timeout=self._timeout_s
@@ -606,12 +622,18 @@ class AsyncAdmin:
             removed.extend(AclBinding.from_proto(acl) for acl in result.removed)
         return removed
 
-    async def set_quota(self, key: str, rate: float | None, *, user: str | None = None) -> None:
-        """Set ``user``'s quota (None: the default for users without their own) under ``key``
-        (``producer_byte_rate``, ``consumer_byte_rate``: bytes per second on each broker;
-        ``controller_mutation_rate``: partitions created, added or deleted per second), or remove
-        it with ``rate`` None (Kafka's AlterClientQuotas)."""
-        change = metadata_pb2.ClientQuotaRecord(user=user, key=key, value=rate)
+    async def set_quota(self, key: str, rate: float | None, *, user: Part = None, client_id: Part = None) -> None:
+        """Set the quota under ``key`` of a ``user``, a ``client_id``, or a user's client id
+        (either may be ``DEFAULT``: every user, or client, without a quota of its own), or remove
+        it with ``rate`` None (Kafka's AlterClientQuotas). Keys: ``producer_byte_rate``,
+        ``consumer_byte_rate`` (bytes per second on each broker), ``request_percentage`` (percent
+        of one event loop's time on each service process), ``controller_mutation_rate``
+        (partitions created, added or deleted per second). Which quota a call falls under is
+        Kafka's precedence (``lanes.security.quota_entities``)."""
+        entity = QuotaEntity(user, client_id)
+        if (problem := entity.problem()) is not None:
+            raise LanesError(problem, ErrorCode.INVALID_REQUEST)
+        change = metadata_pb2.ClientQuotaRecord(entity=entity.to_proto(), key=key, value=rate)
         answer = await self._call(
             lambda stub: stub.AlterClientQuotas(
                 controller_pb2.AlterClientQuotasRequest(changes=[change]), timeout=self._timeout_s
@@ -619,11 +641,17 @@ class AsyncAdmin:
         )
         _raise_if_error(answer.results[0])
 
-    async def describe_quotas(self, user: str | None = None) -> list[QuotaInfo]:
-        """The quotas set (only ``user``'s when given), the default's with user None."""
-        request = controller_pb2.DescribeClientQuotasRequest(user=user)
+    async def describe_quotas(self, *, user: Part = None, client_id: Part = None) -> list[QuotaInfo]:
+        """The quotas set, defaults first; only the entity named, exactly, when one is."""
+        wanted = QuotaEntity(user, client_id)
+        request = controller_pb2.DescribeClientQuotasRequest(entity=wanted.to_proto())
         answer = await self._call(lambda stub: stub.DescribeClientQuotas(request, timeout=self._timeout_s))
-        return [QuotaInfo(q.user if q.HasField("user") else None, q.key, q.value) for q in answer.quotas]
+        quotas = []
+        for quota in answer.quotas:
+            entity = QuotaEntity.from_proto(list(quota.entity))
+            if entity is not None:
+                quotas.append(QuotaInfo(entity, quota.key, quota.value))
+        return quotas
 
     # -----------------------------------------------------------------------------------------
     # consumer groups
@@ -668,8 +696,11 @@ class Admin:
         request_timeout_ms: int = 30_000,
         tls: ClientTls = "process",
         credentials: ClientCredentials = "process",
+        client_id: str = "lanes-admin",
     ) -> None:
-        self._admin = AsyncAdmin(bootstrap, request_timeout_ms=request_timeout_ms, tls=tls, credentials=credentials)
+        self._admin = AsyncAdmin(
+            bootstrap, request_timeout_ms=request_timeout_ms, tls=tls, credentials=credentials, client_id=client_id
+        )
 
     def create_topic(
         self, name: str, partitions: int = -1, replication_factor: int = -1, config: Mapping[str, str] | None = None
@@ -752,13 +783,13 @@ class Admin:
         """See ``AsyncAdmin.delete_acls``."""
         return _loop.run(self._admin.delete_acls(filters))
 
-    def set_quota(self, key: str, rate: float | None, *, user: str | None = None) -> None:
+    def set_quota(self, key: str, rate: float | None, *, user: Part = None, client_id: Part = None) -> None:
         """See ``AsyncAdmin.set_quota``."""
-        _loop.run(self._admin.set_quota(key, rate, user=user))
+        _loop.run(self._admin.set_quota(key, rate, user=user, client_id=client_id))
 
-    def describe_quotas(self, user: str | None = None) -> list[QuotaInfo]:
+    def describe_quotas(self, *, user: Part = None, client_id: Part = None) -> list[QuotaInfo]:
         """See ``AsyncAdmin.describe_quotas``."""
-        return _loop.run(self._admin.describe_quotas(user))
+        return _loop.run(self._admin.describe_quotas(user=user, client_id=client_id))
 
     def list_groups(self) -> list[GroupListing]:
         """See ``AsyncAdmin.list_groups``."""

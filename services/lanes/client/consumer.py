@@ -138,7 +138,7 @@ class AsyncConsumer:
         self.auto_offset_reset = auto_offset_reset
         self._timeout_s = request_timeout_ms / 1000
         self._clock = clock
-        self._cluster = ClusterView(self.bootstrap, self._timeout_s, tls, credentials)
+        self._cluster = ClusterView(self.bootstrap, self._timeout_s, tls, credentials, client_id)
         self._fetcher = Fetcher(
             self._cluster,
             group_id=group_id,

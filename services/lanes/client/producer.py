@@ -97,6 +97,7 @@ class AsyncProducer:
         clock: Clock = SYSTEM_CLOCK,
         tls: ClientTls = "process",
         credentials: ClientCredentials = "process",
+        client_id: str = "lanes-producer",
     ) -> None:
         self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
         if str(acks) not in _ACKS:
@@ -125,7 +126,7 @@ class AsyncProducer:
         self._backoff_s = retry_backoff_ms / 1000
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = -1
-        self._cluster = ClusterView(self.bootstrap, request_timeout_ms / 1000, tls, credentials)
+        self._cluster = ClusterView(self.bootstrap, request_timeout_ms / 1000, tls, credentials, client_id)
         self._sender = Sender(
             self._cluster,
             bootstrap=self.bootstrap,

@@ -163,7 +163,10 @@ async def serve(options: argparse.Namespace) -> None:
         bootstrap_users=bootstrap_users(options),
     )
     listeners = server_listeners(
-        options, lambda: service.image, gate=lambda listener: [ActiveControllerGate(service, listener)]
+        options,
+        lambda: service.image,
+        gate=lambda listener: [ActiveControllerGate(service, listener)],
+        metrics=metrics,
     )
     running = await start_server(
         [

@@ -44,6 +44,7 @@ from lanes.metadata.image import (
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, collision_key, validate_topic_name
 from lanes.security import scram
 from lanes.security.acls import NODE_NAME, AclBinding
+from lanes.security.quota_entities import QuotaEntity
 from lanes.topic_configs import MIN_SEGMENT_BYTES, TOPIC_CONFIGS, parse_topic_configs
 from lanes.v1 import common_pb2, metadata_pb2
 
@@ -99,6 +100,8 @@ MAX_PARTITIONS = 100_000
 #: the most ACLs, and users with credentials, the metadata log holds (each is in every snapshot)
 MAX_ACLS = 100_000
 MAX_USERS = 100_000
+#: the most quota entities (users, client ids and pairs) it holds
+MAX_QUOTA_ENTITIES = 100_000
 
 
 class ControllerCore:
@@ -748,22 +751,26 @@ class ControllerCore:
                 )
         return decisions
 
-    def alter_client_quota(self, user: str | None, key: str, value: float | None) -> ControllerDecision:
-        """Set (a positive rate) or remove (None) ``user``'s quota under ``key`` (user None: the
-        default for users without their own)."""
+    def alter_client_quota(self, entity: QuotaEntity | None, key: str, value: float | None) -> ControllerDecision:
+        """Set (a positive rate) or remove (None) ``entity``'s quota under ``key`` (None: the
+        request named no valid entity)."""
         if key not in QUOTA_KEYS:
             return ControllerDecision.refuse(
                 ErrorCode.INVALID_REQUEST, f"unknown quota {key[:60]!r}; known: {', '.join(QUOTA_KEYS)}"
             )
-        if user is not None and not scram.USER_NAME.fullmatch(user):
-            return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, f"{user[:140]!r} is not a user name")
+        problem = "a quota's entity has one user part, one client-id part, or one of each" if entity is None else None
+        if entity is not None:
+            problem = entity.problem()
+        if problem is not None:
+            return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, problem)
+        assert entity is not None
         if value is not None and not (0 < value < float("inf")):
             return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, f"a {key} is a positive number per second")
-        if user is not None and user not in self.image.client_quotas and len(self.image.client_quotas) >= MAX_USERS:
+        if entity not in self.image.client_quotas and len(self.image.client_quotas) >= MAX_QUOTA_ENTITIES:
             return ControllerDecision.refuse(
-                ErrorCode.POLICY_VIOLATION, f"the cluster holds at most {MAX_USERS} quotas"
+                ErrorCode.POLICY_VIOLATION, f"the cluster holds quotas for at most {MAX_QUOTA_ENTITIES} entities"
             )
-        record = metadata_pb2.ClientQuotaRecord(user=user, key=key, value=value)
+        record = metadata_pb2.ClientQuotaRecord(entity=entity.to_proto(), key=key, value=value)
         return ControllerDecision([MetadataRecord(client_quota=record)])
 
     def delete_acls(self, filter_: AclBinding) -> ControllerDecision:

@@ -60,6 +60,7 @@ from lanes.runtime.guard import Listener, caller_quota
 from lanes.runtime.interceptors import rewrap
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.security.acls import AclBinding
+from lanes.security.quota_entities import QuotaEntity
 from lanes.security.quotas import MutationBuckets
 from lanes.security.scram import ScramCredential
 from lanes.topic_configs import MIN_SEGMENT_BYTES, TOPIC_CONFIGS
@@ -629,7 +630,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
 
     def _charged(
         self,
-        limited: tuple[str, float] | None,
+        limited: tuple[QuotaEntity, float] | None,
         decision: ControllerDecision,
         partitions: Callable[[ControllerDecision], int],
     ) -> ControllerDecision:
@@ -641,24 +642,24 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         mutated = partitions(decision) if decision.error is ErrorCode.NONE and decision.records else 0
         if limited is None or not mutated:
             return decision
-        principal, quota = limited
+        who, quota = limited
         now_s = self._clock.monotonic_ms() / 1000
-        if owed_ms := self._mutations.owed_ms(principal, quota, now_s):
+        if owed_ms := self._mutations.owed_ms(who, quota, now_s):
             self.metrics.mutations_throttled.inc()
             return ControllerDecision.refuse(
                 ErrorCode.THROTTLING_QUOTA_EXCEEDED,
-                f"the controller mutation quota of this user is used up: retry in {owed_ms} ms",
+                f"the controller mutation quota of {who} is used up: retry in {owed_ms} ms",
             )
-        self._mutations.record(principal, mutated, quota, now_s)
+        self._mutations.record(who, mutated, quota, now_s)
         return decision
 
-    def _throttle_ms(self, limited: tuple[str, float] | None, decision: ControllerDecision) -> int:
+    def _throttle_ms(self, limited: tuple[QuotaEntity, float] | None, decision: ControllerDecision) -> int:
         """``throttle_time_ms`` for a change refused for the quota (0 for any other: as Kafka's
         strict quota, an accepted change says nothing of the debt it left)."""
         if limited is None or decision.error is not ErrorCode.THROTTLING_QUOTA_EXCEEDED:
             return 0
-        principal, quota = limited
-        return self._mutations.owed_ms(principal, quota, self._clock.monotonic_ms() / 1000)
+        who, quota = limited
+        return self._mutations.owed_ms(who, quota, self._clock.monotonic_ms() / 1000)
 
     async def DescribeTopics(  # noqa: N802
         self, request: controller_pb2.DescribeTopicsRequest, context: ServicerContext
@@ -996,7 +997,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         for change in request.changes:
             decision = await self._decide_and_commit(
                 lambda c=change: self.core.alter_client_quota(
-                    c.user if c.HasField("user") else None, c.key, c.value if c.HasField("value") else None
+                    QuotaEntity.from_proto(list(c.entity)), c.key, c.value if c.HasField("value") else None
                 )
             )
             results.append(wire_error(decision.error, decision.message))
@@ -1005,11 +1006,11 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def DescribeClientQuotas(  # noqa: N802
         self, request: controller_pb2.DescribeClientQuotasRequest, context: ServicerContext
     ) -> controller_pb2.DescribeClientQuotasResponse:
-        wanted = request.user if request.HasField("user") else None
+        wanted = QuotaEntity.from_proto(list(request.entity)) if request.entity else None
         quotas = [
-            metadata_pb2.ClientQuotaRecord(user=user, key=key, value=rate)
-            for user, keyed in sorted(self.image.client_quotas.items(), key=lambda i: (i[0] is not None, i[0] or ""))
-            if not request.HasField("user") or user == wanted
+            metadata_pb2.ClientQuotaRecord(entity=entity.to_proto(), key=key, value=rate)
+            for entity, keyed in sorted(self.image.client_quotas.items(), key=lambda item: item[0].sort_key())
+            if not request.entity or entity == wanted
             for key, rate in sorted(keyed.items())
         ]
         return controller_pb2.DescribeClientQuotasResponse(quotas=quotas)

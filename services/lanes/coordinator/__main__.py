@@ -83,7 +83,7 @@ async def serve(options: argparse.Namespace) -> None:
         port=options.port,
         metrics=metrics,
         metrics_port=options.metrics_port,
-        **server_listeners(options, lambda: service.link.image),
+        **server_listeners(options, lambda: service.link.image, metrics=metrics),
     )
     endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering
     await service.start()

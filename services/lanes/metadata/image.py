@@ -22,17 +22,20 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from lanes.security.acls import AclBinding
+from lanes.security.quota_entities import QuotaEntity, candidates, measured_as
 from lanes.security.scram import ScramCredential
 from lanes.v1 import common_pb2, metadata_pb2
 
 NO_LEADER = -1
 
-#: Client quota keys (Kafka's names): bytes per second on each broker, and partitions created,
-#: added or deleted per second through the active controller (KIP-599).
+#: Client quota keys (Kafka's names): bytes per second on each broker, the percentage of one
+#: event loop's time a service process spends on the calls (Kafka's request handler time), and
+#: partitions created, added or deleted per second through the active controller (KIP-599).
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
 CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
-QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE)
+QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, CONTROLLER_MUTATION_RATE)
 
 #: The two kinds of node that register with the controller and keep a session by heartbeats.
 NodeKind = Literal["broker", "coordinator"]
@@ -149,7 +152,7 @@ class MetadataImage:
         self.acls: set[AclBinding] = set()
         self.acls_offset = -1  # the metadata offset of the last ACL change: a new authorizer is due past it
         self.controllers: dict[int, ControllerImage] = {}
-        self.client_quotas: dict[str | None, dict[str, float]] = {}  # user (None: the default) -> key -> rate
+        self.client_quotas: dict[QuotaEntity, dict[str, float]] = {}  # entity -> key -> rate
 
     # -----------------------------------------------------------------------------------------
     # queries
@@ -289,19 +292,28 @@ class MetadataImage:
         )
 
     def _apply_client_quota(self, record: metadata_pb2.ClientQuotaRecord) -> None:
-        user = record.user if record.HasField("user") else None
-        quotas = self.client_quotas.setdefault(user, {})
+        entity = QuotaEntity.from_proto(list(record.entity))
+        if entity is None:  # a record of an older, never released shape: no entity to hold it
+            return
+        quotas = self.client_quotas.setdefault(entity, {})
         if record.HasField("value"):
             quotas[record.key] = record.value
         else:
             quotas.pop(record.key, None)
         if not quotas:
-            del self.client_quotas[user]
+            del self.client_quotas[entity]
 
-    def client_quota(self, user: str, key: str) -> float | None:
-        """The rate ``user`` may use under ``key``: its own quota, else the default, else none."""
-        own = self.client_quotas.get(user, {}).get(key)
-        return own if own is not None else self.client_quotas.get(None, {}).get(key)
+    def client_quota(self, user: str, client_id: str, key: str) -> tuple[QuotaEntity, float] | None:
+        """The quota a call of ``user`` with ``client_id`` falls under for ``key`` (Kafka's
+        precedence, ``lanes.security.quota_entities``): what it is measured as, and the rate;
+        None without one."""
+        if not self.client_quotas:
+            return None
+        for entity in candidates(user, client_id):
+            rate = self.client_quotas.get(entity, {}).get(key)
+            if rate is not None:
+                return measured_as(entity, user, client_id), rate
+        return None
 
     def controller_at(self, internal_address: str) -> ControllerImage | None:
         """The controller nodes dial at ``internal_address``, if it registered."""
@@ -438,11 +450,11 @@ class MetadataImage:
             )
         for name, credentials in sorted(self.scram_credentials.items()):
             records.extend(credential_record(name, stored) for _, stored in sorted(credentials.items()))
-        for user, quotas in sorted(self.client_quotas.items(), key=lambda item: (item[0] is not None, item[0] or "")):
+        for entity, quotas in sorted(self.client_quotas.items(), key=lambda item: item[0].sort_key()):
             for key, rate in sorted(quotas.items()):
                 records.append(
                     metadata_pb2.MetadataRecord(
-                        client_quota=metadata_pb2.ClientQuotaRecord(user=user, key=key, value=rate)
+                        client_quota=metadata_pb2.ClientQuotaRecord(entity=entity.to_proto(), key=key, value=rate)
                     )
                 )
         for acl in sorted(self.acls):

@@ -20,6 +20,9 @@ from typing import Any
 
 import grpc
 
+#: The metadata key a client names itself in (Kafka's client.id, for client-id quotas).
+CLIENT_ID_KEY = "lanes-client-id"
+
 #: Metadata as gRPC takes it: (key, value) pairs.
 MetadataPairs = tuple[tuple[str, str | bytes], ...]
 

@@ -15,7 +15,7 @@ import time
 
 import grpc
 
-from lanes.rpc.call_metadata import MetadataChannel
+from lanes.rpc.call_metadata import CLIENT_ID_KEY, MetadataChannel, MetadataPairs
 from lanes.rpc.credentials import Credentials
 from lanes.rpc.tls import ClientTls, process_tls
 
@@ -45,11 +45,12 @@ def open_channel(
     fast_reconnect: bool = False,
     tls: ClientTls = "process",
     credentials: Credentials | None = None,
+    client_id: str | None = None,
 ) -> grpc.aio.Channel:
     """A ``grpc.aio`` channel to ``host:port`` that carries messages up to ``MAX_MESSAGE_BYTES``
     both ways: over TLS with ``tls`` (by default the process's, ``lanes.rpc.tls``), plaintext
-    with None; every call carries ``credentials`` when given (TLS only; as each call's metadata,
-    ``lanes.rpc.call_metadata``). Use it for every
+    with None; every call carries ``credentials`` when given (TLS only) and ``client_id`` (for
+    client-id quotas), as each call's metadata (``lanes.rpc.call_metadata``). Use it for every
     channel to a Lanes service; ``fast_reconnect`` for a peer whose restart must be noticed
     within a second (controllers)."""
     options = MESSAGE_SIZE_OPTIONS + (FAST_RECONNECT_OPTIONS if fast_reconnect else [])
@@ -57,11 +58,16 @@ def open_channel(
     if files is None:
         if credentials is not None:
             raise ValueError("credentials are sent over TLS only: give tls= (the cluster's CA) too")
-        return grpc.aio.insecure_channel(address, options=options)
-    channel = grpc.aio.secure_channel(address, files.channel_credentials(), options=options)
+        channel = grpc.aio.insecure_channel(address, options=options)
+    else:
+        channel = grpc.aio.secure_channel(address, files.channel_credentials(), options=options)
+    named: MetadataPairs = ((CLIENT_ID_KEY, client_id),) if client_id else ()
     if credentials is None:
-        return channel
-    return MetadataChannel(channel, credentials.metadata)
+        return MetadataChannel(channel, lambda: named) if named else channel
+    if not named:
+        return MetadataChannel(channel, credentials.metadata)
+    given = credentials.metadata
+    return MetadataChannel(channel, lambda: (*given(), *named))
 
 
 #: How often a cache looks at its TLS files' stamps (a few stat calls).
@@ -80,11 +86,17 @@ class ChannelCache:
     restart. Owned by one event loop."""
 
     def __init__(
-        self, *, fast_reconnect: bool = False, tls: ClientTls = "process", credentials: Credentials | None = None
+        self,
+        *,
+        fast_reconnect: bool = False,
+        tls: ClientTls = "process",
+        credentials: Credentials | None = None,
+        client_id: str | None = None,
     ) -> None:
         self._fast_reconnect = fast_reconnect
         self._tls: ClientTls = tls
         self._credentials = credentials
+        self._client_id = client_id
         self._channels: dict[str, tuple[grpc.aio.Channel, tuple[int, ...]]] = {}
         self._stamp: tuple[int, ...] = ()
         self._checked_at = -_TLS_CHECK_INTERVAL_S
@@ -109,7 +121,11 @@ class ChannelCache:
                 return channel
             self._retire(channel)
         channel = open_channel(
-            address, fast_reconnect=self._fast_reconnect, tls=self._tls, credentials=self._credentials
+            address,
+            fast_reconnect=self._fast_reconnect,
+            tls=self._tls,
+            credentials=self._credentials,
+            client_id=self._client_id,
         )
         self._channels[address] = (channel, stamp)
         return channel

@@ -40,11 +40,12 @@ import hashlib
 import hmac
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NamedTuple, NoReturn
 
 import grpc
 
 from lanes.metadata.image import MetadataImage
+from lanes.rpc.call_metadata import CLIENT_ID_KEY
 from lanes.rpc.credentials import AUTHORIZATION_KEY
 from lanes.rpc.tls import caller_identity
 from lanes.rpc.wire import ServicerContext, peer_host
@@ -53,6 +54,7 @@ from lanes.runtime.interceptors import rewrap
 from lanes.runtime.tokens import InvalidTokenError, TokenVerifier
 from lanes.security import scram
 from lanes.security.acls import NODE_NAME, Authorizer, user_principal
+from lanes.security.quota_entities import MAX_CLIENT_ID_CHARS, QuotaEntity, valid_client_id
 
 #: Verified passwords remembered.
 _REMEMBERED = 10_000
@@ -65,21 +67,43 @@ _HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 #: The listener a guard watches: clients', or the nodes' internal one.
 Listener = Literal["client", "internal"]
 
-#: Who a client call is made by, for quotas (``lanes.security.quotas``): its principal, or
-#: ``ANONYMOUS`` without authentication; None for the cluster's own calls, never throttled.
-#: Set by the guard (or ``AnonymousCallers``) for the handler's context.
-CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("lanes_caller", default=None)
+
+class Caller(NamedTuple):
+    """Who a client call is made by, for quotas: its principal (``ANONYMOUS`` without
+    authentication) and the client id it gave (``lanes-client-id`` metadata; "" without one)."""
+
+    principal: str
+    client_id: str
+
+
+#: The current call's caller, set by the guard (or ``AnonymousCallers``) for the handler's
+#: context; None for the cluster's own calls, never throttled.
+CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("lanes_caller", default=None)
 ANONYMOUS = "User:ANONYMOUS"
 
 
-def caller_quota(image: MetadataImage, key: str) -> tuple[str, float] | None:
-    """(principal, quota) when the current call's caller is limited under quota ``key``: never
-    for the cluster's own calls, nor for a user without a quota (its own or the default)."""
-    principal = CALLER.get()
-    if principal is None:
+def caller_quota(image: MetadataImage, key: str) -> tuple[QuotaEntity, float] | None:
+    """(what the call is measured as, the quota) when the current call's caller is limited under
+    quota ``key`` (Kafka's precedence of user and client-id quotas,
+    ``lanes.security.quota_entities``): never for the cluster's own calls."""
+    caller = CALLER.get()
+    if caller is None:
         return None
-    quota = image.client_quota(principal.removeprefix("User:"), key)
-    return (principal, quota) if quota is not None else None
+    return image.client_quota(caller.principal.removeprefix("User:"), caller.client_id, key)
+
+
+async def _client_id(context: ServicerContext) -> str:
+    """The client id a call gives (``lanes-client-id``; "" without one); a call giving one that
+    cannot name a quota entity ends with INVALID_ARGUMENT."""
+    given = next((value for key, value in context.invocation_metadata() or () if key == CLIENT_ID_KEY), "")
+    client_id = given if isinstance(given, str) else ""
+    if not valid_client_id(client_id):
+        await context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"INVALID_REQUEST: a client id is at most {MAX_CLIENT_ID_CHARS} printable ASCII characters without "
+            f"spaces, not {client_id[:60]!r}",
+        )
+    return client_id
 
 
 UNAUTHENTICATED_DETAILS = (
@@ -212,7 +236,8 @@ class Guard(grpc.aio.ServerInterceptor):
         if self._listener == "internal" or not self._authorize:
             name = caller_identity(context)
             node = name is not None and NODE_NAME.fullmatch(name) is not None
-            CALLER.set(None if node or self._listener == "internal" else ANONYMOUS)
+            clusters = node or self._listener == "internal"
+            CALLER.set(None if clusters else Caller(ANONYMOUS, await _client_id(context)))
             nodes_only = self._listener == "internal" or (rule is not None and rule.for_nodes_only(request))
             if nodes_only and not node:
                 where = "this is the internal listener" if self._listener == "internal" else f"{method} is"
@@ -223,7 +248,7 @@ class Guard(grpc.aio.ServerInterceptor):
                 )
             return None
         principal, node = await self._authenticate(context)
-        CALLER.set(None if node else principal)
+        CALLER.set(None if node else Caller(principal, await _client_id(context)))
         if node:
             return None
         if self._image().last_offset < 0:
@@ -345,14 +370,14 @@ class AnonymousCallers(grpc.aio.ServerInterceptor):
 
         def unary(inner: Any) -> Any:
             async def call(request: Any, context: ServicerContext) -> Any:
-                CALLER.set(ANONYMOUS)
+                CALLER.set(Caller(ANONYMOUS, await _client_id(context)))
                 return await inner(request, context)
 
             return call
 
         def streaming(inner: Any) -> Any:
             async def call(request: Any, context: ServicerContext) -> AsyncIterator[Any]:
-                CALLER.set(ANONYMOUS)
+                CALLER.set(Caller(ANONYMOUS, await _client_id(context)))
                 async for response in inner(request, context):
                     yield response
 

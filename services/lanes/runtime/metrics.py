@@ -7,6 +7,8 @@ Every Lanes service (controller, broker, coordinator) owns one ``ServiceMetrics`
   open file descriptors, garbage collections), ``lanes_rpc_duration_seconds`` (a histogram per
   service, method and gRPC status code, fed by ``RpcMetricsInterceptor``), the service's own
   counters, and *snapshot collectors*;
+- ``lanes_throttle_seconds_total`` {service, quota}: time calls of clients over their quotas
+  waited before any work (Kafka's throttle time);
 - a snapshot collector reports state the service already keeps (log offsets, ISR sizes, group
   states...) when Prometheus scrapes, not as it changes: the hot path pays nothing for it. The
   scrape runs in the HTTP server's thread while the state belongs to the service's event loop, so
@@ -35,7 +37,7 @@ from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import grpc
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.metrics_core import Metric
@@ -103,11 +105,21 @@ class ServiceMetrics:
             buckets=RPC_BUCKETS_S,
             registry=self.registry,
         )
+        self.throttle_seconds = Counter(
+            "lanes_throttle_seconds",
+            "Time calls of clients over their quotas were held before any work, by service and quota.",
+            ["service", "quota"],
+            registry=self.registry,
+        )
         self._http: Any = None
 
     def observe_rpc(self, method: str, seconds: float, code: grpc.StatusCode = grpc.StatusCode.OK) -> None:
         """Record one answered request of ``method``."""
         self.rpc_duration.labels(self.service, method, code.name).observe(seconds)
+
+    def throttled(self, quota: str, waited_ms: int) -> None:
+        """Calls under ``quota`` were held ``waited_ms`` (a client over it: KIP-219's mute)."""
+        self.throttle_seconds.labels(self.service, quota).inc(waited_ms / 1000)
 
     def add_snapshot(self, snapshot: Snapshot) -> None:
         """Report what ``snapshot()`` (run on the calling loop) returns at every scrape."""

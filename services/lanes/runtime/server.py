@@ -36,7 +36,9 @@ from lanes.rpc.tls import TlsFiles, process_tls
 from lanes.rpc.tls import configure as configure_tls
 from lanes.runtime.guard import AnonymousCallers, Guard, Listener
 from lanes.runtime.logs import FORMATS, configure_logging
+from lanes.runtime.loop_time import install as time_tasks
 from lanes.runtime.metrics import ServiceMetrics
+from lanes.runtime.request_quota import RequestTimeQuota
 from lanes.runtime.tokens import TokenSettings, TokenVerifier
 
 #: The health service's name for the whole server.
@@ -202,6 +204,7 @@ async def start_server(
     ``internal``, a second server serves the same bindings on the internal listener. With
     ``metrics_port`` (-1: none; 0: a free one), ``/metrics`` and ``/healthz`` are served on it
     from now on, so probes see the process before its service has started."""
+    time_tasks(asyncio.get_running_loop())  # request-time quotas count the tasks a call starts
     listeners = [(port, interceptors, require_client_cert)]
     if internal is not None:
         listeners.append((internal.port, internal.interceptors, True))
@@ -412,11 +415,13 @@ def server_listeners(
     options: argparse.Namespace,
     image: Callable[[], MetadataImage],
     gate: Callable[[Listener], Sequence[grpc.aio.ServerInterceptor]] = lambda listener: (),
+    metrics: ServiceMetrics | None = None,
 ) -> dict[str, Any]:
     """``start_server``'s listener arguments from a service's flags: TLS files, whether the
     client listener requires certificates, the internal listener (``--internal-port``), and on
     each the guard (``lanes.runtime.guard``, with ``--auth required``) reading users and ACLs
-    from ``image``, then the service's own ``gate`` interceptors."""
+    from ``image``, on the client listener request-time quotas (``lanes.runtime.request_quota``,
+    counting throttles in ``metrics``), then the service's own ``gate`` interceptors."""
     tls = process_tls()
     auth = options.auth == "required"
     internal_port = getattr(options, "internal_port", -1)
@@ -440,6 +445,8 @@ def server_listeners(
             ]
         else:  # no principals: a client listener's callers are ANONYMOUS (quotas), an internal one's the cluster
             first = [AnonymousCallers()] if listener == "client" else []
+        if listener == "client":
+            first.append(RequestTimeQuota(image, metrics))
         return [*first, *gate(listener)]
 
     return {

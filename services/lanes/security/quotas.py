@@ -1,26 +1,29 @@
 """Client quotas on a broker, Kafka's model (KIP-13, KIP-219), as a pure core: time comes in as
 an argument.
 
-A quota bounds the bytes per second one user may produce (``producer_byte_rate``) or fetch
-(``consumer_byte_rate``) on this broker: the user's own quota, else the default for users
-(``lanes.metadata.image.MetadataImage.client_quota``). Each user is measured on its own, the
-default too (as Kafka's ``<default>``), over ``SAMPLES`` windows of ``SAMPLE_S`` seconds.
+A quota bounds the bytes per second an entity may produce (``producer_byte_rate``) or fetch
+(``consumer_byte_rate``) on this broker, or the share of a service's event loop its calls take
+(``request_percentage``): the quota a call falls under is Kafka's precedence of user and
+client-id entities (``lanes.metadata.image.MetadataImage.client_quota``), and what is measured is
+that entity with its defaults filled in (each user, or each client, on its own:
+``lanes.security.quota_entities.measured_as``), over ``SAMPLES`` windows of ``SAMPLE_S`` seconds.
 
-A user over its rate owes the time its excess takes to drain at the quota's rate (Kafka's
-``(rate - quota) / quota * window``, ``owed_ms``). The broker mutes the user, as Kafka does
-(KIP-219): a request of a user that owes time waits, before doing any work, until it owes none
-(the broker's ``_admit``), one request at a time, so concurrent requests or streams cannot add up past the
-quota; the request's bytes are then recorded and its answer, sent at once, says in
-``throttle_time_ms`` what the user owes now. A fetch reads at most ``window_bytes`` (Kafka's
-``getMaxValueInQuotaWindow``), so one answer cannot carry more than the quota's window.
+An entity over its rate owes the time its excess takes to drain at the quota's rate (Kafka's
+``(rate - quota) / quota * window``, ``owed_ms``). The service mutes the entity, as Kafka does
+(KIP-219): a request of an entity that owes time waits, before doing any work, until it owes
+none (the broker's ``_admit``, ``lanes.runtime.request_quota``), so concurrent requests or streams
+cannot add up past the quota; the request's amount is then recorded and its answer, sent at
+once, says in ``throttle_time_ms`` what the entity owes now. A fetch reads at most
+``window_bytes`` (Kafka's ``getMaxValueInQuotaWindow``), so one answer cannot carry more than
+the quota's window.
 
 The controller mutation quota (KIP-599: partitions created, added or deleted per second, on the
-active controller) is a token bucket instead, as Kafka's (``MutationBuckets``): a user may spend
+active controller) is a token bucket instead, as Kafka's (``MutationBuckets``): an entity may spend
 its whole burst at once, a change is accepted while the bucket is not negative (the last one may
 take it below zero), and the time to wait is exactly what refills it.
 
-Memory: one window per user that sent something within the last window, one bucket per user
-not yet refilled; both pruned as time passes. Owned by one event loop (a broker's, the
+Memory: one window per entity that sent something within the last window, one bucket per
+entity not yet refilled; both pruned as time passes. Owned by one event loop (a broker's, the
 controller's).
 """
 
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
+from lanes.security.quota_entities import QuotaEntity
 
 #: The largest ``throttle_time_ms`` a response carries (an int32).
 MAX_WIRE_MS = 2**31 - 1
@@ -82,28 +87,28 @@ class RateWindow:
 
 
 class ClientQuotas:
-    """Per (user, quota key): its rate window, and the throttle a new amount earns."""
+    """Per (measured entity, quota key): its rate window, and the throttle a new amount earns."""
 
     def __init__(self) -> None:
-        self._windows: dict[tuple[str, str], RateWindow] = {}
+        self._windows: dict[tuple[QuotaEntity, str], RateWindow] = {}
         self._pruned_s = 0.0
 
-    def record(self, user: str, key: str, amount: float, quota: float | None, now_s: float) -> int:
-        """Record ``amount`` for ``user`` under ``key`` and return what it owes now in
+    def record(self, who: QuotaEntity, key: str, amount: float, quota: float | None, now_s: float) -> int:
+        """Record ``amount`` for ``who`` under ``key`` and return what it owes now in
         milliseconds (0 within the quota, or without one: then nothing is recorded)."""
         if quota is None:
             return 0
         self._prune(now_s)
-        window = self._windows.get((user, key))
+        window = self._windows.get((who, key))
         if window is None:
-            window = self._windows[(user, key)] = RateWindow(started_s=now_s)
+            window = self._windows[(who, key)] = RateWindow(started_s=now_s)
         window.record(amount, now_s)
-        return self.owed_ms(user, key, quota, now_s)
+        return self.owed_ms(who, key, quota, now_s)
 
-    def owed_ms(self, user: str, key: str, quota: float | None, now_s: float) -> int:
-        """How long ``user`` must wait under ``key`` for what it used to fit its quota (0: it is
-        within it): the excess bytes drained at the quota's rate."""
-        window = self._windows.get((user, key))
+    def owed_ms(self, who: QuotaEntity, key: str, quota: float | None, now_s: float) -> int:
+        """How long ``who`` must wait under ``key`` for what it used to fit its quota (0: it is
+        within it): the excess drained at the quota's rate."""
+        window = self._windows.get((who, key))
         if quota is None or window is None:
             return 0
         rate = window.rate(now_s)
@@ -140,23 +145,23 @@ def burst(quota: float) -> float:
 
 
 class MutationBuckets:
-    """Per user, a token bucket of partition mutations (KIP-599), full when first seen."""
+    """Per measured entity, a token bucket of partition mutations (KIP-599), full when first seen."""
 
     def __init__(self) -> None:
-        self._buckets: dict[str, _Bucket] = {}
+        self._buckets: dict[QuotaEntity, _Bucket] = {}
         self._pruned_s = 0.0
 
-    def _tokens(self, user: str, quota: float, now_s: float) -> float:
+    def _tokens(self, user: QuotaEntity, quota: float, now_s: float) -> float:
         bucket = self._buckets.get(user)
         return bucket.now(quota, now_s) if bucket is not None else burst(quota)
 
-    def owed_ms(self, user: str, quota: float, now_s: float) -> int:
+    def owed_ms(self, user: QuotaEntity, quota: float, now_s: float) -> int:
         """How long ``user`` must wait before a mutation is accepted: 0 while its bucket is not
         negative, else until it refills to zero."""
         tokens = self._tokens(user, quota, now_s)
         return 0 if tokens >= 0 else min(MAX_WIRE_MS, math.ceil(-tokens / quota * 1000))
 
-    def record(self, user: str, amount: float, quota: float, now_s: float) -> int:
+    def record(self, user: QuotaEntity, amount: float, quota: float, now_s: float) -> int:
         """Take ``amount`` from ``user``'s bucket (it may go below zero); what it owes now."""
         self._prune(now_s)
         self._buckets[user] = _Bucket(self._tokens(user, quota, now_s) - amount, now_s, quota)

@@ -246,10 +246,10 @@ class AlterClientQuotasResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[_common_pb2.Error, _Mapping]]] = ...) -> None: ...
 
 class DescribeClientQuotasRequest(_message.Message):
-    __slots__ = ("user",)
-    USER_FIELD_NUMBER: _ClassVar[int]
-    user: str
-    def __init__(self, user: _Optional[str] = ...) -> None: ...
+    __slots__ = ("entity",)
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    entity: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.QuotaEntityPart]
+    def __init__(self, entity: _Optional[_Iterable[_Union[_metadata_pb2.QuotaEntityPart, _Mapping]]] = ...) -> None: ...
 
 class DescribeClientQuotasResponse(_message.Message):
     __slots__ = ("quotas",)

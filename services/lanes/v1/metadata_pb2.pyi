@@ -259,12 +259,20 @@ class ControllerRegisteredRecord(_message.Message):
     endpoint: _common_pb2.Node
     def __init__(self, endpoint: _Optional[_Union[_common_pb2.Node, _Mapping]] = ...) -> None: ...
 
+class QuotaEntityPart(_message.Message):
+    __slots__ = ("type", "name")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    name: str
+    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
 class ClientQuotaRecord(_message.Message):
-    __slots__ = ("user", "key", "value")
-    USER_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("key", "value", "entity")
     KEY_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
-    user: str
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
     key: str
     value: float
-    def __init__(self, user: _Optional[str] = ..., key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    entity: _containers.RepeatedCompositeFieldContainer[QuotaEntityPart]
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ..., entity: _Optional[_Iterable[_Union[QuotaEntityPart, _Mapping]]] = ...) -> None: ...
