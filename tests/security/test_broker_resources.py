@@ -45,7 +45,9 @@ SLOWDOWN_FLOOR_S = 0.25
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path_factory.mktemp("resources"), brokers=1) as started:
+    # the 10,000 long-polls come from one address here, beyond the default per-address limit
+    # (5,000: refused beyond it, test_address_limits.py); they would come from many in real life
+    with running_cluster(tmp_path_factory.mktemp("resources"), brokers=1, max_calls_per_address=20_000) as started:
         with lanes.Admin(str(started.describe()["bootstrap"])) as admin:
             for topic in ("busy", "idle", "big"):
                 admin.create_topic(topic, partitions=1, replication_factor=1)

@@ -72,6 +72,10 @@ stable DNS names): brokers and coordinators find the active one among them. */}}
   valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
 - name: LANES_LOG_FORMAT
   value: {{ .Values.logFormat | quote }}
+- name: LANES_MAX_CALLS_PER_ADDRESS
+  value: {{ .Values.security.maxCallsPerAddress | quote }}
+- name: LANES_MAX_CONNECTIONS_PER_ADDRESS
+  value: {{ .Values.security.maxConnectionsPerAddress | quote }}
 {{- end -}}
 
 {{/* The pod-level settings every Lanes pod shares. */}}

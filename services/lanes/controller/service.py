@@ -29,7 +29,7 @@ import contextlib
 import logging
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.guard import Listener, caller_quota
-from lanes.runtime.interceptors import rewrap
+from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.security.acls import AclBinding
 from lanes.security.quota_entities import QuotaEntity
@@ -1045,7 +1045,7 @@ class QuorumService(controller_pb2_grpc.ControllerQuorumServicer):
         return answer
 
 
-class ActiveControllerGate(grpc.aio.ServerInterceptor):
+class ActiveControllerGate(CallInterceptor):
     """Controller RPCs reach only the active controller: elsewhere, and when a call finds its
     controller deposed, they fail with FAILED_PRECONDITION, details starting NOT_CONTROLLER, and
     the active controller's address in trailing metadata (``ACTIVE_CONTROLLER_KEY``): on the
@@ -1056,16 +1056,10 @@ class ActiveControllerGate(grpc.aio.ServerInterceptor):
         self._service = service
         self._listener = listener
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> Any:
-        handler = await continuation(handler_call_details)
-        method: str = handler_call_details.method
-        if handler is None or not method.startswith(f"/{CONTROLLER_SERVICE}/"):
-            return handler
-        return rewrap(handler, {"unary_unary": self._gate_unary, "unary_stream": self._gate_stream})
+    def wrappers(self, method: str) -> Wrappers | None:
+        if not method.startswith(f"/{CONTROLLER_SERVICE}/"):
+            return None
+        return {"unary_unary": self._gate_unary, "unary_stream": self._gate_stream}
 
     def _gate_unary(self, inner: Any) -> Any:
         async def unary(request: Any, context: ServicerContext) -> Any:

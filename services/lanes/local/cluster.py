@@ -102,6 +102,9 @@ class LocalCluster:
     auth: bool = True
     #: with ``auth``: also accept OAuth bearer tokens (``--oauth-*`` of every process)
     oauth: TokenSettings | None = None
+    #: calls in progress one client address may have on each process (None: the processes'
+    #: default, ``--max-calls-per-address``)
+    max_calls_per_address: int | None = None
     #: where a process runs, by name ("controller" or "controller-<id>", "broker-1",
     #: "coordinator-1"): its address and a launcher command (tests put each process in its own
     #: network namespace); default ``host``, none
@@ -203,6 +206,7 @@ class LocalCluster:
                 "--min-segment-bytes",
                 str(self.min_segment_bytes),
                 *self._tls_args(node_identity("controller", controller_id), placed.host),
+                *self._limit_args(),
             ],
             self.data_dir / "logs" / f"{name}.log",
             launcher=placed.launcher,
@@ -283,6 +287,11 @@ class LocalCluster:
             *(["--auth", "required", "--super-users", ADMIN_PRINCIPAL] if self.auth else []),
             *self._oauth_args(),
         ]
+
+    def _limit_args(self) -> list[str]:
+        if self.max_calls_per_address is None:
+            return []
+        return ["--max-calls-per-address", str(self.max_calls_per_address)]
 
     def _oauth_args(self) -> list[str]:
         if self.oauth is None:
@@ -376,6 +385,7 @@ class LocalCluster:
                 "--metrics-port",
                 self._metrics_port(port),
                 *self._tls_args(node_identity(kind, node_id), placed.host),
+                *self._limit_args(),
                 *args,
             ],
             self.data_dir / "logs" / f"{kind}-{node_id}.log",

@@ -7,6 +7,7 @@ every batch once per level of nesting.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,8 +65,9 @@ def assignment_to_wire(partitions: Iterable[TopicPartition]) -> coordinator_pb2.
 
 
 def peer_host(context: ServicerContext) -> str:
-    """The caller's host as gRPC reports the peer (``ipv4:1.2.3.4:5678``, ``ipv6:[::1]:5678``)."""
-    peer = context.peer() or ""
+    """The caller's host as gRPC reports the peer (``ipv4:1.2.3.4:5678``, ``ipv6:%5B::1%5D:5678``:
+    URL-encoded brackets), without brackets (``::1``)."""
+    peer = urllib.parse.unquote(context.peer() or "")
     _, _, address = peer.partition(":")
     host, _, _ = address.rpartition(":")
     return host.strip("[]") or address

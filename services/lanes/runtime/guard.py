@@ -39,7 +39,7 @@ import contextvars
 import hashlib
 import hmac
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Literal, NamedTuple, NoReturn
 
 import grpc
@@ -50,7 +50,7 @@ from lanes.rpc.credentials import AUTHORIZATION_KEY
 from lanes.rpc.tls import caller_identity
 from lanes.rpc.wire import ServicerContext, peer_host
 from lanes.runtime.access_rules import RULES, Access, Rule, answer_refused, first_refused, refusal_code, split_topics
-from lanes.runtime.interceptors import rewrap
+from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.runtime.tokens import InvalidTokenError, TokenVerifier
 from lanes.security import scram
 from lanes.security.acls import NODE_NAME, Authorizer, user_principal
@@ -112,7 +112,7 @@ UNAUTHENTICATED_DETAILS = (
 )
 
 
-class Guard(grpc.aio.ServerInterceptor):
+class Guard(CallInterceptor):
     """Authenticates and authorizes every call of a server (see the module docstring)."""
 
     def __init__(
@@ -147,25 +147,16 @@ class Guard(grpc.aio.ServerInterceptor):
     # -----------------------------------------------------------------------------------------
     # interception
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> Any:
-        handler = await continuation(handler_call_details)
-        method: str = handler_call_details.method
-        if handler is None or method == _HEALTH_CHECK:
-            return handler
+    def wrappers(self, method: str) -> Wrappers | None:
+        if method == _HEALTH_CHECK:
+            return None
         rule = self._rules.get(method)
-        return rewrap(
-            handler,
-            {
-                "unary_unary": lambda inner: self._unary(inner, rule, method),
-                "unary_stream": lambda inner: self._unary_stream(inner, rule, method),
-                "stream_unary": lambda inner: self._stream_unary(inner, rule, method),
-                "stream_stream": lambda inner: self._stream_stream(inner, rule, method),
-            },
-        )
+        return {
+            "unary_unary": lambda inner: self._unary(inner, rule, method),
+            "unary_stream": lambda inner: self._unary_stream(inner, rule, method),
+            "stream_unary": lambda inner: self._stream_unary(inner, rule, method),
+            "stream_stream": lambda inner: self._stream_stream(inner, rule, method),
+        }
 
     def _unary(self, inner: Any, rule: Rule | None, method: str) -> Any:
         async def unary(request: Any, context: ServicerContext) -> Any:
@@ -356,18 +347,10 @@ class Guard(grpc.aio.ServerInterceptor):
             return await asyncio.to_thread(scram.verify, stored, password)
 
 
-class AnonymousCallers(grpc.aio.ServerInterceptor):
+class AnonymousCallers(CallInterceptor):
     """On a client listener without a guard: every call is ``ANONYMOUS``'s (for quotas)."""
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> Any:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-
+    def wrappers(self, method: str) -> Wrappers:
         def unary(inner: Any) -> Any:
             async def call(request: Any, context: ServicerContext) -> Any:
                 CALLER.set(Caller(ANONYMOUS, await _client_id(context)))
@@ -383,10 +366,7 @@ class AnonymousCallers(grpc.aio.ServerInterceptor):
 
             return call
 
-        return rewrap(
-            handler,
-            {"unary_unary": unary, "stream_unary": unary, "unary_stream": streaming, "stream_stream": streaming},
-        )
+        return {"unary_unary": unary, "stream_unary": unary, "unary_stream": streaming, "stream_stream": streaming}
 
 
 def _basic_credentials(header: str) -> tuple[str | None, str]:

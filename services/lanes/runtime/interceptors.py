@@ -3,7 +3,7 @@ and (de)serializers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -32,3 +32,26 @@ def rewrap(handler: Any, wrappers: dict[str, Callable[[Any], Any]]) -> Any:
                 response_serializer=handler.response_serializer,
             )
     return handler
+
+
+#: How an interceptor changes each kind of call (``rewrap``'s ``wrappers``).
+Wrappers = dict[str, Callable[[Any], Any]]
+
+
+class CallInterceptor(grpc.aio.ServerInterceptor):
+    """A server interceptor that wraps the behaviour of the calls it handles: ``wrappers(method)``
+    says how for each kind (None: the method passes unchanged)."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        wrappers = self.wrappers(handler_call_details.method)
+        return handler if wrappers is None else rewrap(handler, wrappers)
+
+    def wrappers(self, method: str) -> Wrappers | None:
+        raise NotImplementedError

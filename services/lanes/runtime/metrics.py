@@ -45,7 +45,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from lanes.runtime.interceptors import rewrap
+from lanes.runtime.interceptors import CallInterceptor, Wrappers
 
 _log = logging.getLogger(__name__)
 
@@ -160,23 +160,16 @@ class ServiceMetrics:
             self._http = None
 
 
-class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
+class RpcMetricsInterceptor(CallInterceptor):
     """Times every unary-unary call into ``lanes_rpc_duration_seconds``. Streaming calls are
     long-lived (a produce stream, a metadata watch): the services time the requests inside them."""
 
     def __init__(self, metrics: ServiceMetrics) -> None:
         self._metrics = metrics
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> Any:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        method = handler_call_details.method.rsplit("/", 1)[-1]
-        return rewrap(handler, {"unary_unary": lambda behavior: self._timed(method, behavior)})
+    def wrappers(self, method: str) -> Wrappers:
+        name = method.rsplit("/", 1)[-1]
+        return {"unary_unary": lambda behavior: self._timed(name, behavior)}
 
     def _timed(self, method: str, behavior: Any) -> Any:
         metrics = self._metrics

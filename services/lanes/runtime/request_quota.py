@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
-
-import grpc
 
 from lanes.metadata.image import REQUEST_PERCENTAGE, MetadataImage
 from lanes.rpc.wire import ServicerContext
 from lanes.runtime.guard import caller_quota
-from lanes.runtime.interceptors import rewrap
+from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.runtime.loop_time import ACCOUNT, LoopTime, TimedSteps
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.security.quota_entities import QuotaEntity
@@ -65,7 +63,7 @@ def tell_throttle(response: Any, owed_ms: int) -> None:
         response.throttle_time_ms = max(response.throttle_time_ms, owed_ms)
 
 
-class RequestTimeQuota(grpc.aio.ServerInterceptor):
+class RequestTimeQuota(CallInterceptor):
     """Measures and mutes the calls of clients under a ``request_percentage`` quota (see the
     module docstring); after the guard, which says who calls."""
 
@@ -74,23 +72,15 @@ class RequestTimeQuota(grpc.aio.ServerInterceptor):
         self._metrics = metrics
         self._quotas = ClientQuotas()
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> Any:
-        handler = await continuation(handler_call_details)
-        if handler is None or handler_call_details.method in _UNTHROTTLED:
-            return handler
-        return rewrap(
-            handler,
-            {
-                "unary_unary": self._unary,
-                "stream_unary": self._unary,
-                "unary_stream": self._streaming,
-                "stream_stream": self._streaming,
-            },
-        )
+    def wrappers(self, method: str) -> Wrappers | None:
+        if method in _UNTHROTTLED:
+            return None
+        return {
+            "unary_unary": self._unary,
+            "stream_unary": self._unary,
+            "unary_stream": self._streaming,
+            "stream_stream": self._streaming,
+        }
 
     def _limited(self) -> Limited | None:
         return caller_quota(self._image(), REQUEST_PERCENTAGE)

@@ -34,6 +34,7 @@ from lanes.metadata.image import MetadataImage
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
 from lanes.rpc.tls import TlsFiles, process_tls
 from lanes.rpc.tls import configure as configure_tls
+from lanes.runtime.address_limits import AddressLimits
 from lanes.runtime.guard import AnonymousCallers, Guard, Listener
 from lanes.runtime.logs import FORMATS, configure_logging
 from lanes.runtime.loop_time import install as time_tasks
@@ -64,6 +65,12 @@ class ServerLimits:
     - ``max_connections``: open connections; also at most half the process's file-descriptor
       limit (``start_server`` raises the soft limit to the hard one first).
     - ``max_metadata_bytes``: request headers (gRPC's own limit, stated).
+    - ``max_connection_idle_ms``: a connection without calls for this long is closed (Kafka's
+      ``connections.max.idle.ms``; a client reconnects at its next call).
+
+    Per caller address, on client listeners (``lanes.runtime.address_limits``, flags
+    ``--max-calls-per-address`` and ``--max-connections-per-address``): a quarter of the calls
+    in progress, and a tenth of the connections, so one address cannot take them all.
     """
 
     max_request_bytes: int = 4 * 1024 * 1024
@@ -71,6 +78,7 @@ class ServerLimits:
     max_streams_per_connection: int = 1_000
     max_connections: int = 10_000
     max_metadata_bytes: int = 16 * 1024
+    max_connection_idle_ms: int = 600_000
 
     def options(self, file_descriptors: int) -> list[tuple[str, int]]:
         """The server's channel arguments, with connections taking at most half of
@@ -87,7 +95,14 @@ class ServerLimits:
             ("grpc.server.max_pending_requests_hard_limit", self.max_concurrent_rpcs),
             ("grpc.max_metadata_size", self.max_metadata_bytes),
             ("grpc.absolute_max_metadata_size", self.max_metadata_bytes),
+            ("grpc.max_connection_idle_ms", self.max_connection_idle_ms),
         ]
+
+
+#: Per-address defaults (``lanes.runtime.address_limits``): a quarter of a server's calls in
+#: progress, a tenth of its connections.
+MAX_CALLS_PER_ADDRESS = ServerLimits.max_concurrent_rpcs // 4
+MAX_CONNECTIONS_PER_ADDRESS = ServerLimits.max_connections // 10
 
 
 #: Connections a server accepts however low the file-descriptor limit.
@@ -383,6 +398,21 @@ def service_argument_parser(
         default=os.environ.get("LANES_OAUTH_PRINCIPAL_CLAIM", "sub"),
         help="the claim naming the user (env LANES_OAUTH_PRINCIPAL_CLAIM; default sub)",
     )
+    parser.add_argument(
+        "--max-calls-per-address",
+        type=int,
+        default=int(os.environ.get("LANES_MAX_CALLS_PER_ADDRESS", MAX_CALLS_PER_ADDRESS)),
+        help="calls in progress (long-polls and open streams included) one client address may have on the client "
+        f"listener; more are refused with RESOURCE_EXHAUSTED (env LANES_MAX_CALLS_PER_ADDRESS; default "
+        f"{MAX_CALLS_PER_ADDRESS}, a quarter of the server's)",
+    )
+    parser.add_argument(
+        "--max-connections-per-address",
+        type=int,
+        default=int(os.environ.get("LANES_MAX_CONNECTIONS_PER_ADDRESS", MAX_CONNECTIONS_PER_ADDRESS)),
+        help="connections with calls in progress one client address may have on the client listener (Kafka's "
+        f"max.connections.per.ip; env LANES_MAX_CONNECTIONS_PER_ADDRESS; default {MAX_CONNECTIONS_PER_ADDRESS})",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument(
         "--log-format",
@@ -420,7 +450,9 @@ def server_listeners(
     """``start_server``'s listener arguments from a service's flags: TLS files, whether the
     client listener requires certificates, the internal listener (``--internal-port``), and on
     each the guard (``lanes.runtime.guard``, with ``--auth required``) reading users and ACLs
-    from ``image``, on the client listener request-time quotas (``lanes.runtime.request_quota``,
+    from ``image``, on the client listener first the per-address limits
+    (``--max-calls-per-address``, ``--max-connections-per-address``) and after the guard
+    request-time quotas (``lanes.runtime.request_quota``,
     counting throttles in ``metrics``), then the service's own ``gate`` interceptors."""
     tls = process_tls()
     auth = options.auth == "required"
@@ -438,6 +470,10 @@ def server_listeners(
     # verifies callers (else the cluster trusts its network).
     identities = tls is not None and (internal_port >= 0 or options.tls_client_auth == "required")
 
+    if options.max_calls_per_address < 1 or options.max_connections_per_address < 1:
+        raise SystemExit(f"lanes.{options.service}: per-address limits are at least 1")
+    per_address = AddressLimits(options.max_calls_per_address, options.max_connections_per_address)
+
     def interceptors(listener: Listener) -> list[grpc.aio.ServerInterceptor]:
         if auth or identities:
             first: list[grpc.aio.ServerInterceptor] = [
@@ -446,7 +482,7 @@ def server_listeners(
         else:  # no principals: a client listener's callers are ANONYMOUS (quotas), an internal one's the cluster
             first = [AnonymousCallers()] if listener == "client" else []
         if listener == "client":
-            first.append(RequestTimeQuota(image, metrics))
+            first = [per_address, *first, RequestTimeQuota(image, metrics)]
         return [*first, *gate(listener)]
 
     return {
