@@ -1,4 +1,5 @@
-"""What every handler shares: settings, the Lanes admin client, the workloads client, metrics.
+"""What every handler shares: settings, the Lanes admin client, the workloads and Secrets clients,
+metrics.
 Created at the operator's startup and kept in kopf's memo (``memo.lanes``)."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import kopf
 
 from lanes.aio import Admin
 from lanes_operator.metrics import OperatorMetrics
+from lanes_operator.secrets import Secrets
 from lanes_operator.settings import OperatorSettings
 from lanes_operator.workloads import Workloads
 
@@ -29,6 +31,7 @@ class Context:
     settings: OperatorSettings
     admin: Admin
     workloads: Workloads
+    secrets: Secrets
     metrics: OperatorMetrics
 
 

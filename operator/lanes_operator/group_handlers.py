@@ -10,6 +10,9 @@ Every ``LANES_OPERATOR_GROUP_INTERVAL_SECONDS``, and at once when the resource c
    GroupActive, (with autoscale) ScalingActive and (with an assignor) AssignorMatches: members
    choose the assignor when they join, so the spec's is checked, not imposed.
 
+A namespace other than the operator's may only name group ids under prefixes granted to it
+(``lanes_operator.tenancy``): any other is Ready=False NotGranted, and nothing is read or changed.
+
 Deleting a ConsumerGroup resource leaves the Lanes group and its offsets alone (``lanes groups
 delete`` removes them); there is no finalizer.
 """
@@ -42,6 +45,7 @@ from lanes_operator.groups import (
     stabilized,
 )
 from lanes_operator.outcome import Outcome
+from lanes_operator.tenancy import NOT_GRANTED
 
 GROUPS = ("lanes.dev", "v1alpha1", "consumergroups")
 KIND = "ConsumerGroup"
@@ -64,6 +68,11 @@ async def reconcile(
         group_id = str(spec.get("groupId") or name)
         if paused(meta):
             outcome.ready("Unknown", "Paused", "reconciliation is paused: remove the lanes.dev/paused annotation")
+            return
+        refusal = context.settings.grants.refusal(namespace, "group", group_id)
+        if refusal is not None:  # another team's group: neither its offsets nor its lag
+            outcome.ready("False", NOT_GRANTED, refusal + "; nothing observed or changed")
+            outcome.fields = {"groupId": group_id}
             return
         description = await cluster.describe_group(context.admin, group_id)
         outcome.fields = {"groupId": group_id, **group_status(description)}

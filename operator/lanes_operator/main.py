@@ -20,12 +20,13 @@ from typing import Any
 import kopf
 
 from lanes.aio import Admin
-from lanes_operator import group_handlers, topic_handlers
+from lanes_operator import group_handlers, topic_handlers, user_handlers
 from lanes_operator.context import SETTINGS, Context
 from lanes_operator.metrics import OperatorMetrics
+from lanes_operator.secrets import Secrets
 from lanes_operator.workloads import Workloads, api_client
 
-__all__ = ["group_handlers", "topic_handlers"]
+__all__ = ["group_handlers", "topic_handlers", "user_handlers"]
 
 FINALIZER = "lanes.dev/finalizer"
 _log = logging.getLogger("lanes_operator")
@@ -47,13 +48,17 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     if SETTINGS.metrics_port >= 0:
         address = metrics.serve_http("0.0.0.0", SETTINGS.metrics_port)
         _log.info("metrics on http://%s/metrics", address)
+    client = api_client()
     memo["lanes"] = Context(
         settings=SETTINGS,
-        admin=Admin(SETTINGS.bootstrap, request_timeout_ms=SETTINGS.request_timeout_ms),
-        workloads=Workloads(api_client()),
+        admin=Admin(SETTINGS.bootstrap, request_timeout_ms=SETTINGS.request_timeout_ms, client_id="lanes-operator"),
+        workloads=Workloads(client),
+        secrets=Secrets(client),
         metrics=metrics,
     )
-    _log.info("managing topics and groups of %s (peering priority %d)", SETTINGS.bootstrap, settings.peering.priority)
+    _log.info(
+        "managing topics, groups and users of %s (peering priority %d)", SETTINGS.bootstrap, settings.peering.priority
+    )
 
 
 class _QuietTimers(logging.Filter):

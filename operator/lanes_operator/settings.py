@@ -3,9 +3,12 @@ lists them). Read once, when the handlers are registered: kopf fixes timer inter
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from lanes_operator.tenancy import Grants, grants_of
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,9 @@ class OperatorSettings:
     metrics_port: int = 9404  # LANES_OPERATOR_METRICS_PORT: /metrics (-1: none)
     priority: int | None = None  # LANES_OPERATOR_PRIORITY: peering priority (default: random per process)
     peering_lifetime_s: int = 20  # LANES_OPERATOR_PEERING_LIFETIME_SECONDS: a silent replica is gone after this
+    # POD_NAMESPACE (the operator's own) and LANES_OPERATOR_NAMESPACE_GRANTS (JSON: namespace ->
+    # list of name prefixes): what other namespaces may claim (lanes_operator.tenancy)
+    grants: Grants = field(default_factory=Grants)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> OperatorSettings:
@@ -36,6 +42,12 @@ class OperatorSettings:
         if not bootstrap:
             raise ValueError("LANES_BOOTSTRAP is empty: set it to the brokers' host:port list")
         priority = env.get("LANES_OPERATOR_PRIORITY", "").strip()
+        try:
+            granted = json.loads(env.get("LANES_OPERATOR_NAMESPACE_GRANTS", "").strip() or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"LANES_OPERATOR_NAMESPACE_GRANTS is not JSON: {exc}") from None
+        if not isinstance(granted, dict):
+            raise ValueError("LANES_OPERATOR_NAMESPACE_GRANTS is a JSON object: namespace -> list of prefixes")
         settings = cls(
             bootstrap=bootstrap,
             topic_resync_s=number("LANES_OPERATOR_TOPIC_RESYNC_SECONDS", cls.topic_resync_s),
@@ -44,6 +56,7 @@ class OperatorSettings:
             metrics_port=int(number("LANES_OPERATOR_METRICS_PORT", cls.metrics_port, int)),
             priority=int(number("LANES_OPERATOR_PRIORITY", 0, int)) if priority else None,
             peering_lifetime_s=int(number("LANES_OPERATOR_PEERING_LIFETIME_SECONDS", cls.peering_lifetime_s, int)),
+            grants=grants_of(env.get("POD_NAMESPACE", "").strip() or None, granted),
         )
         for name, value in (
             ("LANES_OPERATOR_TOPIC_RESYNC_SECONDS", settings.topic_resync_s),

@@ -17,6 +17,9 @@ idempotent: a restart at any moment repeats at most a step whose effect is alrea
   annotation (it adopts that topic, not one made later). A creation that finds the topic made
   meanwhile by someone else is the same case. A created topic's id is recorded as soon as the
   topic exists, also if a later step fails.
+- A namespace other than the operator's may only claim topic names under prefixes granted to it
+  (``lanes_operator.tenancy``): any other is Ready=False NotGranted, changes nothing, is never
+  deleted, and does not count as a claim.
 - Deletion (the ``lanes.dev/finalizer`` finalizer holds the resource until it is done):
   ``deletionPolicy: Delete`` deletes the topic, ``Retain`` (the default) keeps it; a paused or
   conflicting resource never deletes it, nor one whose status does not hold the id of the topic
@@ -40,12 +43,14 @@ from lanes_operator.context import (
     reconcile_on_every_trigger,
 )
 from lanes_operator.outcome import RETRY_DELAY_S, Outcome
+from lanes_operator.tenancy import NOT_GRANTED
 from lanes_operator.topics import (
     NOT_ADOPTED,
     RETAIN,
     Claim,
     ObservedTopic,
     TopicSpec,
+    claim_of,
     not_adopted,
     owner,
     plan,
@@ -59,12 +64,12 @@ KIND = "Topic"
 
 @kopf.index(*TOPICS)
 def topic_claims(*, name: str, namespace: str | None, spec: kopf.Spec, meta: kopf.Meta, **_: Any) -> dict[str, Claim]:
-    """Which resources name which topic (kopf keeps this index current from its watch)."""
-    return {TopicSpec.of(name, spec).topic_name: claim_of(namespace, name, meta)}
-
-
-def claim_of(namespace: str | None, name: str, meta: kopf.Meta) -> Claim:
-    return Claim(str(meta.get("creationTimestamp") or ""), namespace or "", name)
+    """Which resources name which topic (kopf keeps this index current from its watch); a resource
+    whose namespace may not claim the name is none (it must not make the rightful one conflict)."""
+    topic_name = TopicSpec.of(name, spec).topic_name
+    if SETTINGS.grants.refusal(namespace, "topic", topic_name) is not None:
+        return {}
+    return {topic_name: claim_of(namespace, name, meta)}
 
 
 async def reconcile(
@@ -85,6 +90,11 @@ async def reconcile(
         topic = TopicSpec.of(name, spec)
         if paused(meta):
             outcome.ready("Unknown", "Paused", "reconciliation is paused: remove the lanes.dev/paused annotation")
+            return
+        refusal = context.settings.grants.refusal(namespace, "topic", topic.topic_name)
+        if refusal is not None:
+            outcome.ready("False", NOT_GRANTED, refusal + "; nothing changed")
+            outcome.fields = {"topicName": topic.topic_name}
             return
         manager = owner(topic_claims.get(topic.topic_name, ()))
         this = claim_of(namespace, name, meta)
@@ -157,6 +167,9 @@ async def delete(
         manager = owner(topic_claims.get(topic.topic_name, ()))
         if paused(meta):
             kopf.info(body, reason="Retained", message=f"paused: topic {topic.topic_name} is kept")
+            return
+        if context.settings.grants.refusal(namespace, "topic", topic.topic_name) is not None:
+            kopf.info(body, reason="Retained", message=f"namespace not granted topic {topic.topic_name}: kept")
             return
         if manager is not None and manager != claim_of(namespace, name, meta):
             kopf.info(body, reason="Retained", message=f"topic {topic.topic_name} belongs to another Topic; kept")

@@ -182,6 +182,11 @@ class Claim:
     name: str
 
 
+def claim_of(namespace: str | None, name: str, meta: Mapping[str, Any]) -> Claim:
+    """The claim a resource (``meta``: its metadata) makes on the name it manages."""
+    return Claim(str(meta.get("creationTimestamp") or ""), namespace or "", name)
+
+
 def owner(claims: Iterable[Claim]) -> Claim | None:
     """The resource that manages a topic when several name it: the oldest. The others report a
     conflict and change nothing, so two resources never fight over one topic."""

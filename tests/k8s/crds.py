@@ -43,15 +43,21 @@ def schema_errors(resource: dict[str, Any]) -> list[str]:
 
 
 def rules(kind: str) -> Iterator[tuple[tuple[str, ...], dict[str, str]]]:
-    """(path of properties, rule) of every x-kubernetes-validations rule of the CRD."""
+    """(path of properties, rule) of every x-kubernetes-validations rule of the CRD; ``[]`` in a
+    path stands for every item of an array."""
 
     def walk(node: dict[str, Any], path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], dict[str, str]]]:
         for rule in node.get("x-kubernetes-validations", []):
             yield path, rule
         for name, child in node.get("properties", {}).items():
             yield from walk(child, (*path, name))
+        if "items" in node:
+            yield from walk(node["items"], (*path, ITEMS))
 
     yield from walk(schema_of(kind), ())
+
+
+ITEMS = "[]"
 
 
 def _at(value: Any, path: tuple[str, ...]) -> Any:
@@ -60,6 +66,18 @@ def _at(value: Any, path: tuple[str, ...]) -> Any:
             return _MISSING
         value = value[name]
     return value
+
+
+def _all_at(value: Any, path: tuple[str, ...]) -> list[Any]:
+    """Every value at ``path`` (several through arrays; none where it is missing)."""
+    if ITEMS not in path:
+        found = _at(value, path)
+        return [] if found is _MISSING else [found]
+    index = path.index(ITEMS)
+    items = _at(value, path[:index])
+    if not isinstance(items, list):
+        return []
+    return [v for item in items for v in _all_at(item, path[index + 1 :])]
 
 
 @cache
@@ -72,20 +90,18 @@ def cel_errors(resource: dict[str, Any], old: dict[str, Any] | None = None) -> l
     """The messages of the CEL rules ``resource`` breaks (``old``: the stored object, on update)."""
     messages = []
     for path, rule in rules(resource["kind"]):
-        value = _at(resource, path)
-        if value is _MISSING:
-            continue
-        activation = {"self": celpy.json_to_cel(value)}
-        if "oldSelf" in rule["rule"]:
-            old_value = _MISSING if old is None else _at(old, path)
-            if old_value is _MISSING:
-                continue  # a transition rule: only on updates of an existing value
-            activation["oldSelf"] = celpy.json_to_cel(old_value)
-        outcome = program(rule["rule"]).evaluate(activation)
-        if isinstance(outcome, celpy.CELEvalError):
-            messages.append(f"{rule['rule']}: evaluation error {outcome}")
-        elif not outcome:
-            messages.append(rule["message"])
+        for value in _all_at(resource, path):
+            activation = {"self": celpy.json_to_cel(value)}
+            if "oldSelf" in rule["rule"]:
+                old_value = _MISSING if old is None or ITEMS in path else _at(old, path)
+                if old_value is _MISSING:
+                    continue  # a transition rule: only on updates of an existing value
+                activation["oldSelf"] = celpy.json_to_cel(old_value)
+            outcome = program(rule["rule"]).evaluate(activation)
+            if isinstance(outcome, celpy.CELEvalError):
+                messages.append(f"{rule['rule']}: evaluation error {outcome}")
+            elif not outcome:
+                messages.append(rule["message"])
     return messages
 
 

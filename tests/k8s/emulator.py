@@ -51,6 +51,10 @@ RESOURCES: dict[str, kmock.ResourceInfo] = {
     "lanes.dev/v1alpha1/consumergroups": kmock.ResourceInfo(
         kind="ConsumerGroup", singular="consumergroup", namespaced=True, verbs=VERBS, subresources={"status"}
     ),
+    "lanes.dev/v1alpha1/users": kmock.ResourceInfo(
+        kind="User", singular="user", namespaced=True, verbs=VERBS, subresources={"status"}
+    ),
+    "v1/secrets": kmock.ResourceInfo(kind="Secret", namespaced=True, verbs=VERBS),
     "apps/v1/deployments": kmock.ResourceInfo(
         kind="Deployment", namespaced=True, verbs=VERBS, subresources={"status", "scale"}
     ),

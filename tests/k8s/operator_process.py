@@ -3,6 +3,7 @@ emulator (its kubeconfig) and a real Lanes cluster; and the ``kubectl``-like cal
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import subprocess
@@ -110,7 +111,7 @@ class Kube:
         self.namespace = namespace
 
     def create(self, plural: str, name: str, spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
-        kind = {"topics": "Topic", "consumergroups": "ConsumerGroup"}[plural]
+        kind = {"topics": "Topic", "consumergroups": "ConsumerGroup", "users": "User"}[plural]
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": kind,
@@ -144,6 +145,25 @@ class Kube:
         """(type, reason, message) of the Events about the object ``name``, oldest first."""
         events = self.core.list_namespaced_event(self.namespace).items
         return [(e.type, e.reason, e.message) for e in events if e.involved_object.name == name]
+
+    def secret(self, name: str) -> dict[str, str] | None:
+        """The Secret's data, decoded; None when there is none."""
+        try:
+            found = self.core.read_namespaced_secret(name, self.namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return {k: base64.b64decode(v).decode() for k, v in (found.data or {}).items()}
+
+    def put_secret(self, name: str, data: dict[str, str]) -> None:
+        """Create the Secret, or replace its data."""
+        encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+        if self.secret(name) is None:
+            body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": encoded}
+            self.core.create_namespaced_secret(self.namespace, body)
+        else:
+            self.core.patch_namespaced_secret(name, self.namespace, {"data": encoded})
 
     def create_deployment(self, name: str, replicas: int) -> None:
         labels = {"app": name}

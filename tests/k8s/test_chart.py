@@ -204,13 +204,15 @@ def test_the_operator_may_do_what_it_does_and_no_more() -> None:
         for resource in r["resources"]
         for verb in r["verbs"]
     }
-    for resource in ("topics", "consumergroups"):
+    for resource in ("topics", "consumergroups", "users"):
         assert {("lanes.dev", resource, verb) for verb in ("get", "list", "watch", "patch")} <= granted
         assert ("lanes.dev", f"{resource}/status", "patch") in granted
     assert ("", "events", "create") in granted
     assert {("apps", "deployments/scale", "patch"), ("apps", "statefulsets/scale", "get")} <= granted
-    assert not any(resource in ("deployments", "statefulsets", "secrets", "pods") for _, resource, _ in granted)
-    assert not any(verb in ("delete", "*") for _, _, verb in granted)
+    assert not any(resource in ("deployments", "statefulsets", "pods") for _, resource, _ in granted)
+    # Users' Secrets: read by name, written, deleted; never listed or watched (no enumerating them)
+    assert {verb for _, resource, verb in granted if resource == "secrets"} == {"get", "create", "patch", "delete"}
+    assert not any(verb == "*" or (verb == "delete" and resource != "secrets") for _, resource, verb in granted)
     namespaced = render()
     assert not [o for o in namespaced if o["kind"] == "ClusterRole" and "operator" in o["metadata"]["name"]]
     assert one(namespaced, "Role", "lanes-operator")["metadata"]["namespace"] == "lanes"
@@ -397,3 +399,21 @@ def test_security_is_on_by_default_with_a_certificate_per_node() -> None:
         ]
         assert "--tls-ca" not in args
         assert "--auth" not in args
+
+
+def test_an_oauth_issuer_reaches_every_node_and_needs_its_audience_and_keys() -> None:
+    oauth = {"issuer": "https://id.example.com", "audience": "lanes", "jwksUri": "https://id.example.com/jwks"}
+    objects = render({"security": {"oauth": oauth}})
+    for component in ("controller", "broker", "coordinator"):
+        args = one(objects, "StatefulSet", f"lanes-{component}")["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        for flag in (
+            '--oauth-issuer "https://id.example.com"',
+            '--oauth-audience "lanes"',
+            '--oauth-jwks "https://id.example.com/jwks"',
+            '--oauth-principal-claim "sub"',
+        ):
+            assert flag in args, (component, flag)
+    plain = one(render(), "StatefulSet", "lanes-broker")["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    assert "--oauth" not in plain
+    with pytest.raises(Exception, match=r"security\.oauth\.audience is needed"):
+        render({"security": {"oauth": {"issuer": "https://id.example.com"}}})

@@ -22,15 +22,19 @@ def group(**spec: Any) -> dict[str, Any]:
     return {"apiVersion": "lanes.dev/v1alpha1", "kind": "ConsumerGroup", "metadata": {"name": "g"}, "spec": spec}
 
 
+def user(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "lanes.dev/v1alpha1", "kind": "User", "metadata": {"name": "u"}, "spec": spec}
+
+
 def refusals(resource: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:
     return schema_errors(resource) + cel_errors(resource, old)
 
 
 def test_the_crds_are_valid_kubernetes_objects() -> None:
-    assert set(crds()) == {"Topic", "ConsumerGroup", "ClusterKopfPeering", "KopfPeering"}
+    assert set(crds()) == {"Topic", "ConsumerGroup", "User", "ClusterKopfPeering", "KopfPeering"}
     for crd in crds().values():
         kubernetes_validate.validate(crd, KUBERNETES_VERSION, strict=True)
-    for kind in ("Topic", "ConsumerGroup"):
+    for kind in ("Topic", "ConsumerGroup", "User"):
         crd = crds()[kind]
         version = crd["spec"]["versions"][0]
         assert version["name"] == "v1alpha1"
@@ -45,12 +49,12 @@ def test_every_cel_rule_compiles_and_has_a_message() -> None:
             assert rule["message"], f"{kind} {path}: a rule without a message"
             program(rule["rule"])  # raises on a syntax error
             counted += 1
-    assert counted == 11
+    assert counted == 13
 
 
 def test_the_examples_validate_against_their_crds() -> None:
     found = examples()
-    assert {r["kind"] for r in found} == {"Topic", "ConsumerGroup"}
+    assert {r["kind"] for r in found} == {"Topic", "ConsumerGroup", "User"}
     for resource in found:
         assert resource["apiVersion"] == "lanes.dev/v1alpha1"
         assert refusals(resource) == [], resource["metadata"]["name"]
@@ -137,3 +141,32 @@ def test_a_group_id_cannot_change() -> None:
     changed["spec"]["groupId"] = "billing-2"
     assert refusals(changed, stored) == ["groupId cannot change; create a new ConsumerGroup for another group"]
     assert refusals(copy.deepcopy(stored), stored) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "refusal"),
+    [
+        ({"userName": "has space"}, "does not match"),
+        ({"authentication": {"type": "plain"}}, "is not one of ['scram-sha-256', 'scram-sha-512']"),
+        ({"authentication": {"password": {}}}, "'valueFrom' is a required property"),
+        ({"authorization": {"acls": [{"resource": {"type": "topic"}, "operations": ["Read"]}]}}, "names its resource"),
+        (
+            {"authorization": {"acls": [{"resource": {"type": "topic", "name": "a"}, "operations": ["Steal"]}]}},
+            "'Steal'",
+        ),
+        (
+            {"authorization": {"acls": [{"resource": {"type": "topic", "name": "a"}, "operations": []}]}},
+            "should be non-empty",
+        ),
+        ({"quotas": {"producerByteRate": 0}}, "less than the minimum of 1"),
+        ({"quotas": {"controllerMutationRate": 0}}, "less than the minimum of 0.001"),
+    ],
+)
+def test_users_that_can_never_work_are_refused(spec: dict[str, Any], refusal: str) -> None:
+    assert any(refusal in message for message in refusals(user(**spec))), refusals(user(**spec))
+
+
+def test_a_users_name_cannot_change() -> None:
+    stored = user(userName="app")
+    assert refusals(user(userName="app"), stored) == []
+    assert refusals(user(userName="other"), stored) == ["userName cannot change; create a new User for another user"]

@@ -305,7 +305,7 @@ def test_a_request_time_quota_holds_back_a_client_that_takes_the_brokers_loop(cl
 
 def test_a_client_id_that_cannot_name_a_client_is_refused(cluster: LocalCluster) -> None:
     with pytest.raises(LanesError, match="not a client id"):
-        lanes.Producer(str(cluster.describe()["bootstrap"]), client_id="has spaces")
+        lanes.Producer(str(cluster.describe()["bootstrap"]), client_id="t\u00e9l\u00e9phone")
     tls = cluster.client_tls
     assert tls is not None
     credentials = grpc.composite_channel_credentials(
@@ -317,3 +317,33 @@ def test_a_client_id_that_cannot_name_a_client_is_refused(cluster: LocalCluster)
             stub.Metadata(broker_pb2.MetadataRequest(), timeout=10, metadata=(("lanes-client-id", "x" * 300),))
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "client id" in (refused.value.details() or "")
+
+
+def test_a_throttled_producer_waits_on_its_side_not_in_the_brokers_mute(cluster: LocalCluster) -> None:
+    """Kafka's clients stop sending to a broker for the ``throttle_time_ms`` it answered (KIP-219):
+    a producer over its quota, one request at a time, then reaches the broker when it owes
+    nothing, so once past the first window (rates are measured over at least ten seconds, so
+    within it waiting does not lower a debt) the broker holds it back for a small part of the run
+    (without the pause, each request would wait out its debt in the broker's mute: most of the
+    run), and the bytes stay within the quota's bound."""
+    polite = lanes.UserPassword("polite", "polite-password-1")
+    with lanes.Admin(
+        str(cluster.describe()["bootstrap"]), tls=cluster.client_tls, credentials=cluster.client_credentials
+    ) as admin:
+        admin.set_user_password(polite.username, polite.password)
+        admin.create_acls([lanes.AclBinding.of(polite.username, "write", topic="*")])
+        admin.set_quota("producer_byte_rate", QUOTA, user=polite.username)
+    wait_until_brokers_apply_metadata(cluster)
+
+    def broker_held_s() -> float:
+        samples, _ = scrape(str(b["metrics"]) for b in cluster.describe()["brokers"])
+        return total(samples, "lanes_throttle_seconds_total", quota="producer_byte_rate")
+
+    _produce_for(cluster, polite, "fast-lane", WINDOW_S + 2)  # the first window's burst, and its debt
+    before = broker_held_s()
+    started = time.monotonic()
+    produced = _produce_for(cluster, polite, "fast-lane", RUN_S)
+    elapsed = time.monotonic() - started
+    held = broker_held_s() - before
+    assert 0 < produced <= QUOTA * (WINDOW_S + elapsed) * 2
+    assert held < 0.25 * elapsed, f"the broker held the producer {held:.1f} s of {elapsed:.1f} s"

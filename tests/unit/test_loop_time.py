@@ -12,15 +12,17 @@ import grpc
 import pytest
 
 from lanes.metadata.image import REQUEST_PERCENTAGE, MetadataImage
+from lanes.runtime.access_rules import RULES
 from lanes.runtime.guard import AnonymousCallers
-from lanes.runtime.loop_time import ACCOUNT, LoopTime, TimedSteps, install
+from lanes.runtime.loop_time import ACCOUNT, LoopTime, TimedSteps, install, service_task
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.runtime.request_quota import RequestTimeQuota
+from lanes.runtime.request_quota import RequestTimeQuota, _clusters_own
 from lanes.security.quota_entities import QuotaEntity
-from lanes.v1 import metadata_pb2
+from lanes.v1 import broker_pb2, metadata_pb2
 
 BUSY_S = 0.02
 SLEEP_S = 0.5
+BYSTANDER_S = 0.3  # more than the call's own work, so counting it would show
 
 
 def _busy(seconds: float) -> None:
@@ -56,28 +58,65 @@ def test_tasks_a_timed_call_starts_are_timed_into_its_account_and_others_are_not
             ACCOUNT.set(account)
             await asyncio.gather(*(asyncio.ensure_future(_work()) for _ in range(3)))
 
-        bystander = asyncio.ensure_future(_work())  # started outside any call
+        async def bystander_work() -> None:
+            await asyncio.sleep(0)
+            _busy(BYSTANDER_S)
+
+        bystander = asyncio.ensure_future(bystander_work())  # started outside any call
         await asyncio.create_task(call())
         await bystander
-        assert 6 * BUSY_S <= account.spent_s < 8 * BUSY_S + SLEEP_S, account.spent_s
+        assert 6 * BUSY_S <= account.spent_s < BYSTANDER_S, account.spent_s
 
     asyncio.run(scenario())
 
 
-def test_errors_and_cancellation_pass_through() -> None:
+def test_errors_and_cancellation_pass_through_and_a_closed_account_counts_nothing() -> None:
+    cleaned: list[str] = []
+
     async def failing() -> None:
         await asyncio.sleep(0)
+        _busy(BUSY_S)
         raise ValueError("inner")
+
+    async def long_wait() -> None:
+        try:
+            await asyncio.sleep(10)
+        finally:
+            _busy(BUSY_S)
+            cleaned.append("finally ran")
 
     async def scenario() -> None:
         account = LoopTime()
         with pytest.raises(ValueError, match="inner"):
             await TimedSteps(failing(), account)
-        waiting = asyncio.ensure_future(TimedSteps(asyncio.sleep(10), account))
+        assert account.take_s() >= BUSY_S, "the failing step counted"
+        waiting = asyncio.ensure_future(TimedSteps(long_wait(), account))
         await asyncio.sleep(0.01)
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
+        assert cleaned == ["finally ran"]
+        assert account.take_s() >= BUSY_S, "the cancelled step counted"
+        account.close()
+        await TimedSteps(_work(), account)
+        assert account.spent_s == 0, "closed: its call recorded it for the last time"
+
+    asyncio.run(scenario())
+
+
+def test_service_tasks_started_during_a_call_are_not_the_calls() -> None:
+    async def scenario() -> None:
+        install(asyncio.get_running_loop())
+        account = LoopTime()
+        started: list[asyncio.Task[str]] = []
+
+        async def call() -> None:
+            ACCOUNT.set(account)
+            started.append(service_task(_work()))
+
+        await asyncio.create_task(call())
+        assert await started[0] == "done"
+        assert account.spent_s < BUSY_S, account.spent_s
 
     asyncio.run(scenario())
 
@@ -133,3 +172,17 @@ def test_a_client_stream_over_its_request_time_quota_is_held_back() -> None:
     assert answered["modest"] == 100
     assert 0 < answered["greedy"] < 50, answered
     assert metrics.throttle_seconds.labels("test", REQUEST_PERCENTAGE)._value.get() > 0
+
+
+def test_the_clusters_own_calls_are_never_timed_nor_muted() -> None:
+    """Without certificates nodes call the client listener as anonymous callers: a request-time
+    quota for every user must not mute replication, the quorum or the coordinators' offsets."""
+    quota = RequestTimeQuota(MetadataImage)
+    assert quota.wrappers("/lanes.v1.Broker/ReplicaFetch") is None
+    assert quota.wrappers("/lanes.v1.ControllerQuorum/Send") is None
+    assert quota.wrappers("/lanes.v1.Broker/Produce") is not None
+    offsets = broker_pb2.ProduceRequest()
+    offsets.topics.add(topic="__consumer_offsets")
+    assert _clusters_own(RULES["/lanes.v1.Broker/Produce"], offsets)
+    offsets.topics.add(topic="orders")
+    assert not _clusters_own(RULES["/lanes.v1.Broker/Produce"], offsets)

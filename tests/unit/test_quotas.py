@@ -80,7 +80,17 @@ def test_a_users_own_quota_wins_over_the_default_and_each_default_user_is_measur
 def test_kafkas_precedence_of_user_and_client_id_quotas() -> None:
     """KIP-55's order, each entity removed in turn: the first with a quota for the key wins, and
     what is measured has the caller's names where the entity has defaults."""
-    order = candidates("alice", "app")
+    order = [  # KIP-55, as Kafka's documentation lists it
+        QuotaEntity("alice", "app"),
+        QuotaEntity("alice", DEFAULT),
+        QuotaEntity("alice", None),
+        QuotaEntity(DEFAULT, "app"),
+        QuotaEntity(DEFAULT, DEFAULT),
+        QuotaEntity(DEFAULT, None),
+        QuotaEntity(None, "app"),
+        QuotaEntity(None, DEFAULT),
+    ]
+    assert list(candidates("alice", "app")) == order
     image = _image_with([(entity, REQUEST_PERCENTAGE, float(rank + 1)) for rank, entity in enumerate(order)])
     measured = [
         QuotaEntity("alice", "app"),
@@ -169,3 +179,17 @@ def test_mutation_buckets_allow_a_burst_and_tell_the_exact_wait() -> None:
     assert len(buckets) == 2
     buckets.record(QuotaEntity("bob"), 1, 2.0, 10**16)  # alice's and carol's buckets refilled (in a long while): pruned
     assert len(buckets) == 1
+
+
+def test_an_entity_is_muted_for_the_time_it_was_told_not_until_the_measure_drops() -> None:
+    """Within the first window the measure's span is fixed at ten seconds, so the debt does not
+    shrink by waiting; the mute is what the recorded amount earned (Kafka's), and a client that
+    pauses for the time it was told is then let in."""
+    quotas = ClientQuotas()
+    told = quotas.record(A, PRODUCER_BYTE_RATE, 10_500, 1000.0, now_s=0.0)  # 500 bytes over: 500 ms
+    assert told == 500
+    assert quotas.muted_ms(A, PRODUCER_BYTE_RATE, now_s=0.2) == 300
+    assert quotas.owed_ms(A, PRODUCER_BYTE_RATE, 1000.0, now_s=0.5) == 500, "the measure has not dropped"
+    assert quotas.muted_ms(A, PRODUCER_BYTE_RATE, now_s=0.5) == 0, "but the mute is over"
+    assert quotas.record(A, PRODUCER_BYTE_RATE, 100, 1000.0, now_s=0.5) == 600, "the next amount is told again"
+    assert quotas.muted_ms(B, PRODUCER_BYTE_RATE, now_s=0.5) == 0

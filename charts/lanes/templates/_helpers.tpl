@@ -126,6 +126,7 @@ podAntiAffinity:
 {{- $id := index . 2 -}}
 {{- if $root.Values.security.enabled -}}
 --tls-ca /etc/lanes/tls/ca.crt --tls-cert "/etc/lanes/tls/{{ $kind }}-{{ $id }}.crt" --tls-key "/etc/lanes/tls/{{ $kind }}-{{ $id }}.key" --tls-client-auth none --auth required --super-users "User:{{ $root.Values.security.admin.user }}"
+{{- with $root.Values.security.oauth }}{{ if .issuer }} --oauth-issuer {{ .issuer | quote }} --oauth-audience {{ required "security.oauth.audience is needed with an issuer" .audience | quote }} --oauth-jwks {{ required "security.oauth.jwksUri is needed with an issuer" .jwksUri | quote }} --oauth-principal-claim {{ .principalClaim | default "sub" | quote }}{{ end }}{{ end }}
 {{- end -}}
 {{- end -}}
 

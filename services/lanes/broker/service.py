@@ -79,6 +79,7 @@ from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.guard import caller_quota
 from lanes.runtime.logs import fields
+from lanes.runtime.loop_time import service_task
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.request_quota import muted
 from lanes.security.quota_entities import QuotaEntity
@@ -221,9 +222,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         async with self._reconcile_lock:  # serve knowing its partitions (logs opened, roles taken)
             self._image_changed.clear()
             await self._reconcile_pass()
-        self._reconciler = asyncio.create_task(self._reconcile_forever())
-        self._maintenance = asyncio.create_task(self._maintain())
-        self._isr_updates = asyncio.create_task(self._update_isrs())
+        self._reconciler = service_task(self._reconcile_forever())
+        self._maintenance = service_task(self._maintain())
+        self._isr_updates = service_task(self._update_isrs())
         self._cleaner.start()
 
     async def stop(self) -> None:
@@ -443,7 +444,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     # within replica.lag.time.max.ms (Kafka requires replica.fetch.wait.max.ms below it)
                     max_wait_ms=min(FOLLOWER_MAX_WAIT_MS, max(50, self._replica_lag_time_max_ms // 4)),
                 )
-                task = asyncio.get_running_loop().create_task(fetcher.run())
+                task = service_task(fetcher.run())
                 task.add_done_callback(self._fetcher_ended)
                 self._fetchers[leader_id] = task
 
@@ -677,7 +678,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     async def _admit(self, key: str, limited: tuple[QuotaEntity, float] | None, size: int) -> int:
         """Mute a caller over its quota (``limited``: ``_quota_of``'s answer; KIP-219): wait,
-        before any work, until it owes nothing under ``key``; then record ``size`` bytes (with no
+        before any work, while it is muted under ``key``; then record ``size`` bytes (with no
         await in between, so waiters go one at a time as the rate allows) and return what it owes
         now, for ``throttle_time_ms``."""
         if limited is None:

@@ -16,6 +16,7 @@ may have stopped too) until a newer epoch is heard or the while is over.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 
@@ -29,6 +30,9 @@ from lanes.rpc.wire import security_refusal
 from lanes.security.quota_entities import MAX_CLIENT_ID_CHARS, valid_client_id
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
+#: The longest pause a client takes for one throttle (a broker tells at most 10 s for byte and
+#: request quotas; a wrong value must not stop a client for long).
+MAX_THROTTLE_MS = 30_000
 #: how long a broker that timed out or was not the leader is asked for metadata last
 SUSPECT_S = 10.0
 #: answers that say the broker asked is not (or no longer, or not yet) the partition's leader
@@ -46,7 +50,7 @@ def checked_client_id(client_id: str) -> str:
     if not valid_client_id(client_id):
         raise LanesError(
             f"client_id {client_id[:60]!r} is not a client id: at most {MAX_CLIENT_ID_CHARS} printable ASCII "
-            "characters without spaces",
+            "characters",
             ErrorCode.INVALID_CONFIG,
         )
     return client_id
@@ -74,6 +78,7 @@ class ClusterView:
         #: the newest leader epoch seen per partition (kept when the leader is forgotten)
         self.leader_epochs: dict[tuple[str, int], int] = {}
         self._suspects: dict[str, float] = {}  # address -> monotonic time it stops being one
+        self._throttled: dict[str, float] = {}  # address -> monotonic time its throttle ends
         #: partition -> (address that denied leading it, the epoch then, until when)
         self._denials: dict[tuple[str, int], tuple[str, int, float]] = {}
         self.topic_ids: dict[str, str] = {}  # epochs of a recreated topic start again
@@ -97,6 +102,30 @@ class ClusterView:
     def leader_epoch(self, topic: str, partition: int) -> int:
         """The partition's newest known leader epoch, -1 if none (for requests that carry it)."""
         return self.leader_epochs.get((topic, partition), -1)
+
+    def throttle(self, address: str, throttle_time_ms: int) -> None:
+        """The broker at ``address`` answered that this client owes ``throttle_time_ms`` under a
+        quota: send it nothing more until then (Kafka's clients, KIP-219), so requests wait here
+        rather than in the broker's mute, where their timeout runs."""
+        if throttle_time_ms > 0:
+            until = time.monotonic() + min(throttle_time_ms, MAX_THROTTLE_MS) / 1000
+            self._throttled[address] = max(until, self._throttled.get(address, 0.0))
+
+    def throttle_remaining_s(self, address: str) -> float:
+        """How long requests to ``address`` still wait for a throttle (0: none)."""
+        until = self._throttled.get(address)
+        if until is None:
+            return 0.0
+        remaining = until - time.monotonic()
+        if remaining <= 0:
+            del self._throttled[address]
+            return 0.0
+        return remaining
+
+    async def unthrottled(self, address: str) -> None:
+        """Until the broker at ``address`` no longer throttles this client."""
+        while (remaining := self.throttle_remaining_s(address)) > 0:
+            await asyncio.sleep(remaining)
 
     def forget_leader(self, topic: str, partition: int, suspect: str | None = None, *, denied: bool = False) -> None:
         """The leader moved or failed: look it up again at the next refresh, asking the

@@ -394,6 +394,7 @@ class Fetcher:
             self._forget_leaders(partitions)
             await asyncio.sleep(_RETRY_PAUSE_S)  # the next fetch looks for the leader again
             return
+        await self._cluster.unthrottled(address)  # a broker throttling this client is not asked meanwhile
         epochs = {
             partition: self._cluster.leader_epoch(partition.topic, partition.partition) for partition in partitions
         }
@@ -421,6 +422,7 @@ class Fetcher:
         except grpc.aio.AioRpcError:
             self._forget_leaders(partitions, suspect=address)
             return
+        self._cluster.throttle(address, answer.throttle_time_ms)
         failed = False
         for topic in answer.topics:
             for part in topic.partitions:

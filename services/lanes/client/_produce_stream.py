@@ -5,6 +5,11 @@ so the futures of requests still waiting for their answer (``_waiting``, oldest 
 resolved by position. The broker starts each request as soon as it reads it, so a partition's
 appends happen in stream order however many requests are in flight.
 
+A broker throttling this client (``throttle_time_ms``, recorded in the cluster view) pauses the
+writing: requests wait in the outbox, in order, and ``Sent.written`` tells a sender when its
+request actually left, so its answer's timeout starts then (as Kafka's clients time a request
+from when it is sent, not while the connection is muted).
+
 A stream that ends or breaks (the broker went away, or ``abort`` after a request took too long:
 answers come in order, so one lost answer stalls every later one) fails every waiting future with
 a retriable NETWORK_EXCEPTION and is ``broken`` from then on; the producer opens a new one.
@@ -15,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 import grpc
 
@@ -23,31 +29,47 @@ from lanes.errors import ErrorCode, LanesError, error_for
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 
 
-class ProduceStream:
-    """One ``ProduceStream`` call to the broker at ``address``."""
+@dataclass(frozen=True)
+class Sent:
+    """A request given to the stream: ``written`` once it left (after any throttle pause), and
+    its ``answer`` (or a retriable LanesError when the stream breaks first)."""
 
-    def __init__(self, stub: broker_pb2_grpc.BrokerStub, address: str) -> None:
+    written: asyncio.Event
+    answer: asyncio.Future[broker_pb2.ProduceResponse]
+
+
+class ProduceStream:
+    """One ``ProduceStream`` call to the broker at ``address``; ``pause_s()`` says how long the
+    broker still throttles this client."""
+
+    def __init__(
+        self, stub: broker_pb2_grpc.BrokerStub, address: str, pause_s: Callable[[], float] = lambda: 0.0
+    ) -> None:
         self.address = address
         self.broken = False
-        self._outbox: asyncio.Queue[broker_pb2.ProduceRequest | None] = asyncio.Queue()
+        self._pause_s = pause_s
+        self._outbox: asyncio.Queue[tuple[broker_pb2.ProduceRequest, asyncio.Event] | None] = asyncio.Queue()
         self._waiting: deque[asyncio.Future[broker_pb2.ProduceResponse]] = deque()
         self._call = stub.ProduceStream(self._requests())
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     async def _requests(self) -> AsyncIterator[broker_pb2.ProduceRequest]:
-        while (request := await self._outbox.get()) is not None:
+        while (queued := await self._outbox.get()) is not None:
+            request, written = queued
+            while (pause_s := self._pause_s()) > 0:
+                await asyncio.sleep(pause_s)
+            written.set()
             yield request
 
-    def send(self, request: broker_pb2.ProduceRequest) -> asyncio.Future[broker_pb2.ProduceResponse]:
-        """Write ``request`` after the ones sent before; the future resolves to its answer or
-        raises a retriable LanesError when the stream breaks first."""
-        answer: asyncio.Future[broker_pb2.ProduceResponse] = asyncio.get_running_loop().create_future()
+    def send(self, request: broker_pb2.ProduceRequest) -> Sent:
+        """Write ``request`` after the ones sent before."""
+        sent = Sent(asyncio.Event(), asyncio.get_running_loop().create_future())
         if self.broken:
-            answer.set_exception(self._broken_error("the stream had already broken"))
-            return answer
-        self._waiting.append(answer)
-        self._outbox.put_nowait(request)
-        return answer
+            sent.answer.set_exception(self._broken_error("the stream had already broken"))
+            return sent
+        self._waiting.append(sent.answer)
+        self._outbox.put_nowait((request, sent.written))
+        return sent
 
     async def _read(self) -> None:
         reason = "the broker ended the stream"

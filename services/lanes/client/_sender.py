@@ -345,7 +345,9 @@ class Sender:
     def _stream(self, address: str) -> ProduceStream:
         stream = self.streams.get(address)
         if stream is None or stream.broken:
-            stream = self.streams[address] = ProduceStream(self._cluster.stub(address), address)
+            stream = self.streams[address] = ProduceStream(
+                self._cluster.stub(address), address, lambda: self._cluster.throttle_remaining_s(address)
+            )
         return stream
 
     async def _attempt(self, request: Request) -> broker_pb2.PartitionProduceResponse:
@@ -355,14 +357,21 @@ class Sender:
             raise error_for(ErrorCode.LEADER_NOT_AVAILABLE, f"{request.topic}-{request.partition} has no leader now")
         assert request.message is not None
         stream = self._stream(address)
-        answer = stream.send(request.message)
+        sent = stream.send(request.message)
+        written: asyncio.Future[object] = asyncio.ensure_future(sent.written.wait())
+        answered: asyncio.Future[object] = sent.answer  # type: ignore[assignment]  # only waited on here
+        try:  # a throttled broker is not written to meanwhile: the answer's timeout starts once it is
+            await asyncio.wait([written, answered], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            written.cancel()
         try:
-            response = await asyncio.wait_for(answer, self._request_timeout_s + _ANSWER_GRACE_S)
+            response = await asyncio.wait_for(sent.answer, self._request_timeout_s + _ANSWER_GRACE_S)
         except TimeoutError:
             stream.abort()  # answers come in order: a lost one holds up every later one
             self._abandoned_ms[request.key] = self._clock.monotonic_ms()
             self._cluster.forget_leader(request.topic, request.partition, suspect=address)
             raise RequestTimedOutError(f"{address} did not answer within request_timeout_ms") from None
+        self._cluster.throttle(address, response.throttle_time_ms)
         result = response.topics[0].partitions[0]
         code = error_code(result.error.code)
         if code in NOT_THE_LEADER:

@@ -72,6 +72,7 @@ from lanes.controller.raft import (
 from lanes.controller.raft_wire import from_wire, to_wire
 from lanes.errors import NotControllerError
 from lanes.rpc.channels import ChannelCache
+from lanes.runtime.loop_time import service_task
 from lanes.storage.files import write_atomically
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
@@ -189,7 +190,7 @@ class Quorum:
     async def start(self) -> None:
         if self._fresh:
             self._spawn(self._decide_whether_new())
-        self._ticking = asyncio.create_task(self._tick_forever())
+        self._ticking = service_task(self._tick_forever())
 
     async def resign(self, timeout_s: float = 0.5) -> None:
         """Stop leading before the process stops: the others elect at once (not an election
@@ -557,7 +558,7 @@ class Quorum:
             self._in_flight[to] -= 1
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(work)
+        task = service_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -58,6 +58,7 @@ from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_err
 from lanes.runtime.broadcast import Broadcast
 from lanes.runtime.guard import Listener, caller_quota
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
+from lanes.runtime.loop_time import service_task
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.security.acls import AclBinding
 from lanes.security.quota_entities import QuotaEntity
@@ -187,10 +188,10 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         _log.info("controller %d is the active controller (epoch %d)", self.endpoint.node_id, self.quorum.core.epoch)
         now = self._clock.monotonic_ms()
         self._last_heartbeat_ms = {node: now for node in self._registered_nodes()}  # fresh sessions
-        self._creating = asyncio.create_task(self._create_cluster())
-        self._fencing = asyncio.create_task(self._fence_silent_nodes())
+        self._creating = service_task(self._create_cluster())
+        self._fencing = service_task(self._fence_silent_nodes())
         if self.leader_imbalance_check_interval_ms > 0:
-            self._rebalancing = asyncio.create_task(self._rebalance_leaders())
+            self._rebalancing = service_task(self._rebalance_leaders())
 
     def _stop_duties(self) -> None:
         for task in (self._creating, self._fencing, self._rebalancing):
@@ -221,7 +222,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self._records_since_snapshot += len(applied)
         if self._records_since_snapshot >= self.snapshot_every_records and self._snapshotting is None:
             self._records_since_snapshot = 0
-            self._snapshotting = asyncio.get_running_loop().create_task(self._snapshot())
+            self._snapshotting = service_task(self._snapshot())
         if applied:
             self._changed.notify_all()
 

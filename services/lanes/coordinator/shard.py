@@ -23,6 +23,7 @@ from lanes.coordinator.shard_log import ShardLog, ShardUnavailableError
 from lanes.errors import LanesError
 from lanes.metadata.image import ShardImage
 from lanes.runtime.broadcast import Broadcast
+from lanes.runtime.loop_time import service_task
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -56,14 +57,14 @@ class LoadedShard:
 
     def start_loading(self, loading: Coroutine[Any, Any, None]) -> None:
         """Run the loading coroutine as a task owned by the shard (cancelled by ``close``)."""
-        self._tasks.append(asyncio.create_task(loading))
+        self._tasks.append(service_task(loading))
 
     def activate(self, records: list[GroupRecord], now: Instant) -> None:
         """Install the replayed state and start serving and writing."""
         self.core.store.apply_all(records)
         self.core.loaded(now)
         self.active = True
-        self._tasks.append(asyncio.create_task(self._write_loop()))
+        self._tasks.append(service_task(self._write_loop()))
 
     def decide(self, decide: Callable[[GroupCoordinatorCore], tuple[T, GroupDecision]]) -> tuple[T, int]:
         """Take one decision; its result and the log position to wait for before answering."""

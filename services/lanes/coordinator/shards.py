@@ -39,6 +39,7 @@ from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
 from lanes.protocol.partitioner import partition_for_key
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.logs import fields
+from lanes.runtime.loop_time import service_task
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,7 +85,7 @@ class Shards:
     def start(self) -> None:
         """Load the shards given to this coordinator; expire members from now on."""
         self._sync_shards()
-        self._timer = asyncio.create_task(self._expire_loop())
+        self._timer = service_task(self._expire_loop())
 
     def stop_expiring(self) -> None:
         """No more expiry decisions (before the shards are handed back)."""

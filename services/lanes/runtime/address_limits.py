@@ -20,7 +20,7 @@ Memory: one entry per host with a call in progress. Owned by the server's event 
 from __future__ import annotations
 
 import collections
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -42,7 +42,9 @@ class AddressLimits(CallInterceptor):
         """(calls, connections with calls) in progress from ``host``."""
         return self._calls.get(host, 0), len(self._peers.get(host, ()))
 
-    async def _enter(self, context: ServicerContext) -> tuple[str, str]:
+    async def _enter(self, context: ServicerContext) -> Callable[[], None]:
+        """Count the call in (or end it, beyond a limit); what releases it, once, whichever of
+        the handler's end and the call's end (a cancelled stream's) comes first."""
         peer = context.peer() or ""
         host = peer_host(context)
         calls, connections = self.in_progress(host)
@@ -61,7 +63,16 @@ class AddressLimits(CallInterceptor):
             )
         self._calls[host] = calls + 1
         self._peers.setdefault(host, collections.Counter())[peer] += 1
-        return host, peer
+        left = False
+
+        def leave(*_: Any) -> None:
+            nonlocal left
+            if not left:
+                left = True
+                self._leave(host, peer)
+
+        context.add_done_callback(leave)  # type: ignore[arg-type]  # the stubs want a class; gRPC calls any callable
+        return leave
 
     def _leave(self, host: str, peer: str) -> None:
         left = self._calls[host] - 1
@@ -78,22 +89,22 @@ class AddressLimits(CallInterceptor):
     def wrappers(self, method: str) -> Wrappers:
         def unary(inner: Any) -> Any:
             async def call(request: Any, context: ServicerContext) -> Any:
-                host, peer = await self._enter(context)
+                leave = await self._enter(context)
                 try:
                     return await inner(request, context)
                 finally:
-                    self._leave(host, peer)
+                    leave()
 
             return call
 
         def streaming(inner: Any) -> Any:
             async def call(request: Any, context: ServicerContext) -> AsyncIterator[Any]:
-                host, peer = await self._enter(context)
+                leave = await self._enter(context)
                 try:
                     async for response in inner(request, context):
                         yield response
                 finally:
-                    self._leave(host, peer)
+                    leave()
 
             return call
 

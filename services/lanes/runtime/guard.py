@@ -100,8 +100,8 @@ async def _client_id(context: ServicerContext) -> str:
     if not valid_client_id(client_id):
         await context.abort(
             grpc.StatusCode.INVALID_ARGUMENT,
-            f"INVALID_REQUEST: a client id is at most {MAX_CLIENT_ID_CHARS} printable ASCII characters without "
-            f"spaces, not {client_id[:60]!r}",
+            f"INVALID_REQUEST: a client id is at most {MAX_CLIENT_ID_CHARS} printable ASCII characters, not "
+            f"{client_id[:60]!r}",
         )
     return client_id
 

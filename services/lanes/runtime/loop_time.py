@@ -8,6 +8,12 @@ awaited code runs inside those steps, so it is counted too. Work a call hands to
 created while ``ACCOUNT`` holds an account (contextvars pass to the tasks a call creates) runs
 timed into it. Work on worker threads (``asyncio.to_thread``) is not loop time and is not counted.
 
+The service's own long-lived tasks (replication, the quorum's deliveries, snapshots, timers) are
+started with ``service_task``, in a context of their own: one started while a client's call runs
+(a snapshot a commit triggers) is neither charged to that client nor run as it. An account is
+``close``d once its call recorded it for the last time; steps after that (an ``acks=all`` append
+finishing after its client left) are not counted.
+
 The loop time of the steps is wall time on the loop's thread, which is what others' calls wait
 for. Owned by one event loop; an account is read by whoever created it, on that loop.
 """
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import time
 from collections.abc import Awaitable, Coroutine, Generator
 from types import TracebackType
@@ -27,10 +34,19 @@ _T = TypeVar("_T")
 class LoopTime:
     """Seconds of loop time spent so far (``spent_s``) by the work timed into it."""
 
-    __slots__ = ("spent_s",)
+    __slots__ = ("closed", "spent_s")
 
     def __init__(self) -> None:
         self.spent_s = 0.0
+        self.closed = False
+
+    def add(self, seconds: float) -> None:
+        if not self.closed:
+            self.spent_s += seconds
+
+    def close(self) -> None:
+        """Count nothing more (its call recorded it for the last time)."""
+        self.closed = True
 
     def take_s(self) -> float:
         """What was spent since the last ``take_s`` (the account restarts at zero)."""
@@ -48,7 +64,8 @@ class TimedSteps(Coroutine[Any, Any, _T]):
     __slots__ = ("_account", "_inner")
 
     def __init__(self, awaitable: Awaitable[_T], account: LoopTime) -> None:
-        self._inner: Any = awaitable.__await__() if not hasattr(awaitable, "send") else awaitable
+        direct = inspect.iscoroutine(awaitable) or isinstance(awaitable, Generator)
+        self._inner: Any = awaitable if direct else awaitable.__await__()
         self._account = account
 
     def send(self, value: Any) -> Any:
@@ -56,7 +73,7 @@ class TimedSteps(Coroutine[Any, Any, _T]):
         try:
             return self._inner.send(value)
         finally:
-            self._account.spent_s += time.perf_counter() - started
+            self._account.add(time.perf_counter() - started)
 
     def throw(
         self,
@@ -70,12 +87,15 @@ class TimedSteps(Coroutine[Any, Any, _T]):
                 return self._inner.throw(typ)
             return self._inner.throw(typ, val, tb)
         finally:
-            self._account.spent_s += time.perf_counter() - started
+            self._account.add(time.perf_counter() - started)
 
     def close(self) -> None:
         close = getattr(self._inner, "close", None)
         if close is not None:
             close()
+
+    def __repr__(self) -> str:
+        return f"TimedSteps({self._inner!r})"
 
     def __await__(self) -> Generator[Any, None, _T]:
         return self  # an iterator with send and throw, as a generator
@@ -92,9 +112,15 @@ def timed_task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **settings: A
     runs its coroutine timed into it; any other is a plain task."""
     context: contextvars.Context | None = settings.get("context")
     account = context.get(ACCOUNT) if context is not None else ACCOUNT.get()
-    if account is not None and asyncio.iscoroutine(coro):
+    if account is not None and not account.closed and inspect.iscoroutine(coro):
         coro = TimedSteps(coro, account)
     return asyncio.Task(coro, loop=loop, **settings)
+
+
+def service_task(work: Coroutine[Any, Any, _T], *, name: str | None = None) -> asyncio.Task[_T]:
+    """A task of the service's own (not of the call that happens to start it): run in a fresh
+    context, so no caller's account or identity (``lanes.runtime.guard.CALLER``) goes with it."""
+    return asyncio.get_running_loop().create_task(work, name=name, context=contextvars.Context())
 
 
 def install(loop: asyncio.AbstractEventLoop) -> None:

@@ -7,13 +7,15 @@ under is the one of its user and client id (``lanes.runtime.guard.caller_quota``
 takes is the loop time of its steps and of the tasks it starts (``lanes.runtime.loop_time``),
 recorded into the entity's rate windows (``lanes.security.quotas``) when it ends, and for a
 stream at each message. An entity over its quota is muted (KIP-219): its next calls, and a
-stream's next requests, wait before any work until it owes nothing (``muted``); the answer
+stream's next requests, wait before any work for the throttle time it earned (``muted``); the answer
 says what it owes in ``throttle_time_ms`` where the response has one (the larger of this and
-a byte-rate throttle).
+a byte-rate throttle). The cluster's own work is never measured nor muted (``_clusters_own``:
+nodes-only RPCs, reads and writes of internal topics), also where nodes call the client
+listener as anonymous callers (a plaintext cluster without an internal listener).
 
 Gaps, stated: gRPC's own (de)serialisation and the time a call's tasks run after it was
 answered are not counted; a call's first step runs before its caller is known to be over.
-Concurrent calls of one entity may each start while it owes nothing, as in Kafka, which also
+Concurrent calls of one entity may each start while it is not muted, as in Kafka, which also
 records request time after the work.
 
 Owned by the service's event loop.
@@ -27,7 +29,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from lanes.metadata.image import REQUEST_PERCENTAGE, MetadataImage
+from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.rpc.wire import ServicerContext
+from lanes.runtime.access_rules import RULES, Rule
 from lanes.runtime.guard import caller_quota
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.runtime.loop_time import ACCOUNT, LoopTime, TimedSteps
@@ -38,18 +42,32 @@ from lanes.security.quotas import ClientQuotas
 #: Calls no quota holds back: probes' health checks.
 _UNTHROTTLED = frozenset({"/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"})
 
+
+def _clusters_own(rule: Rule | None, request: Any) -> bool:
+    """Whether ``request`` is the cluster's own work, never throttled (Kafka exempts cluster
+    actions), also where nodes call the client listener without certificates: a nodes-only RPC
+    (replication, registration, the quorum) or a read or write of internal topics only."""
+    if rule is not None and rule.for_nodes_only(request):
+        return True
+    topics = getattr(request, "topics", None)
+    if not topics:
+        return False
+    return all(getattr(topic, "topic", None) == CONSUMER_OFFSETS_TOPIC for topic in topics)
+
+
 Limited = tuple[QuotaEntity, float]
 
 
 async def muted(quotas: ClientQuotas, key: str, limited: Limited, metrics: ServiceMetrics | None = None) -> None:
-    """Wait until the entity ``limited`` names owes nothing under ``key`` (KIP-219's mute); the
-    time waited, cancelled or not, is counted in ``metrics``. With no await after it returns, a caller that records
+    """Wait until the entity ``limited`` names is no longer muted under ``key`` (KIP-219's mute:
+    the throttle time its last recorded amount earned); the time waited, cancelled or not, is
+    counted in ``metrics``. With no await after it returns, a caller that records
     at once lets waiters pass one at a time as the quota allows."""
-    who, quota = limited
+    who, _ = limited
     started_s = time.monotonic()
     try:
-        while (owed_ms := quotas.owed_ms(who, key, quota, time.monotonic())) > 0:
-            await asyncio.sleep(owed_ms / 1000)
+        while (muted_ms := quotas.muted_ms(who, key, time.monotonic())) > 0:
+            await asyncio.sleep(muted_ms / 1000)
     finally:  # a call cancelled while muted (its client gave up) waited too
         waited_ms = int((time.monotonic() - started_s) * 1000)
         if waited_ms and metrics is not None:
@@ -73,16 +91,21 @@ class RequestTimeQuota(CallInterceptor):
         self._quotas = ClientQuotas()
 
     def wrappers(self, method: str) -> Wrappers | None:
-        if method in _UNTHROTTLED:
+        rule = RULES.get(method)
+        if method in _UNTHROTTLED or (rule is not None and rule.nodes_only and rule.nodes_only_when is None):
             return None
         return {
-            "unary_unary": self._unary,
-            "stream_unary": self._unary,
-            "unary_stream": self._streaming,
-            "stream_stream": self._streaming,
+            "unary_unary": lambda inner: self._unary(inner, rule),
+            "stream_unary": lambda inner: self._unary(inner, rule),
+            "unary_stream": lambda inner: self._streaming(inner, rule),
+            "stream_stream": lambda inner: self._streaming(inner, rule),
         }
 
-    def _limited(self) -> Limited | None:
+    def _limited(self, rule: Rule | None, request: Any) -> Limited | None:
+        """The caller's request-time quota, unless the call is the cluster's own work (a stream's
+        requests are looked at one by one, ``_muted_requests``)."""
+        if not isinstance(request, AsyncIterator) and _clusters_own(rule, request):
+            return None
         return caller_quota(self._image(), REQUEST_PERCENTAGE)
 
     def _record(self, limited: Limited, account: LoopTime) -> int:
@@ -90,36 +113,41 @@ class RequestTimeQuota(CallInterceptor):
         who, quota = limited
         return self._quotas.record(who, REQUEST_PERCENTAGE, account.take_s() * 100, quota, time.monotonic())
 
-    async def _muted_requests(self, requests: AsyncIterator[Any], limited: Limited, account: LoopTime) -> Any:
-        """A client stream's requests, each passed on once the entity owes nothing."""
+    async def _muted_requests(
+        self, requests: AsyncIterator[Any], limited: Limited, account: LoopTime, rule: Rule | None
+    ) -> Any:
+        """A client stream's requests, each passed on once the entity is not muted (the
+        cluster's own requests at once)."""
         async for request in requests:
             self._record(limited, account)
-            await muted(self._quotas, REQUEST_PERCENTAGE, limited, self._metrics)
+            if not _clusters_own(rule, request):
+                await muted(self._quotas, REQUEST_PERCENTAGE, limited, self._metrics)
             yield request
 
-    def _unary(self, inner: Any) -> Any:
+    def _unary(self, inner: Any, rule: Rule | None) -> Any:
         async def call(request: Any, context: ServicerContext) -> Any:
-            limited = self._limited()
+            limited = self._limited(rule, request)
             if limited is None:
                 return await inner(request, context)
             await muted(self._quotas, REQUEST_PERCENTAGE, limited, self._metrics)
             account = LoopTime()
             if isinstance(request, AsyncIterator):  # stream_unary: the requests of a client stream
-                request = self._muted_requests(request, limited, account)
+                request = self._muted_requests(request, limited, account, rule)
             token = ACCOUNT.set(account)
             try:
                 response = await TimedSteps(inner(request, context), account)
             finally:
                 ACCOUNT.reset(token)
                 owed_ms = self._record(limited, account)
+                account.close()
             tell_throttle(response, owed_ms)
             return response
 
         return call
 
-    def _streaming(self, inner: Any) -> Any:
+    def _streaming(self, inner: Any, rule: Rule | None) -> Any:
         async def call(request: Any, context: ServicerContext) -> AsyncIterator[Any]:
-            limited = self._limited()
+            limited = self._limited(rule, request)
             if limited is None:
                 async for response in inner(request, context):
                     yield response
@@ -127,7 +155,7 @@ class RequestTimeQuota(CallInterceptor):
             await muted(self._quotas, REQUEST_PERCENTAGE, limited, self._metrics)
             account = LoopTime()
             if isinstance(request, AsyncIterator):  # stream_stream
-                request = self._muted_requests(request, limited, account)
+                request = self._muted_requests(request, limited, account, rule)
             ACCOUNT.set(account)  # in the call's own task, which ends with it (no reset across yields)
             responses = inner(request, context)
             try:
@@ -140,6 +168,7 @@ class RequestTimeQuota(CallInterceptor):
                     yield response
             finally:
                 self._record(limited, account)
+                account.close()
                 await responses.aclose()
 
         return call

@@ -481,8 +481,8 @@ def server_listeners(
             ]
         else:  # no principals: a client listener's callers are ANONYMOUS (quotas), an internal one's the cluster
             first = [AnonymousCallers()] if listener == "client" else []
-        if listener == "client":
-            first = [per_address, *first, RequestTimeQuota(image, metrics)]
+        if listener == "client":  # request time after the gate: a standby controller redirects at once
+            return [per_address, *first, *gate(listener), RequestTimeQuota(image, metrics)]
         return [*first, *gate(listener)]
 
     return {

@@ -45,10 +45,12 @@ Part = str | Default | None
 USER = "user"
 CLIENT_ID = "client-id"
 
-#: What a client id may be (it names a quota entity and travels as gRPC metadata): printable
-#: ASCII without spaces, at most 255 characters (Kafka caps strings at 32 KiB; Lanes' ids are short).
+#: What a client id may be (it names a quota entity and travels as gRPC metadata, which is
+#: printable ASCII): at most 255 printable ASCII characters, spaces included (Kafka takes any
+#: string up to 32 KiB; Lanes' ids are short). Ids are what clients say they are: a client-id
+#: quota bounds clients that name themselves, not a security boundary (user quotas are).
 MAX_CLIENT_ID_CHARS = 255
-_CLIENT_ID_TEXT = re.compile(r"[\x21-\x7e]{0,255}")
+_CLIENT_ID_TEXT = re.compile(r"[\x20-\x7e]{0,255}")
 
 
 def valid_client_id(client_id: str) -> bool:
@@ -71,8 +73,7 @@ class QuotaEntity:
             return f"{self.user[:140]!r} is not a user name"
         if isinstance(self.client_id, str) and (not self.client_id or not valid_client_id(self.client_id)):
             return (
-                f"{self.client_id[:140]!r} is not a client id (1 to {MAX_CLIENT_ID_CHARS} printable ASCII "
-                "characters, no spaces)"
+                f"{self.client_id[:140]!r} is not a client id (1 to {MAX_CLIENT_ID_CHARS} printable ASCII characters)"
             )
         return None
 

@@ -9,11 +9,15 @@ that entity with its defaults filled in (each user, or each client, on its own:
 ``lanes.security.quota_entities.measured_as``), over ``SAMPLES`` windows of ``SAMPLE_S`` seconds.
 
 An entity over its rate owes the time its excess takes to drain at the quota's rate (Kafka's
-``(rate - quota) / quota * window``, ``owed_ms``). The service mutes the entity, as Kafka does
-(KIP-219): a request of an entity that owes time waits, before doing any work, until it owes
-none (the broker's ``_admit``, ``lanes.runtime.request_quota``), so concurrent requests or streams
-cannot add up past the quota; the request's amount is then recorded and its answer, sent at
-once, says in ``throttle_time_ms`` what the entity owes now. A fetch reads at most
+``(rate - quota) / quota * window``, ``owed_ms``), computed when an amount is recorded. The
+service mutes the entity for exactly that long, as Kafka mutes a connection for the throttle
+time it computed (KIP-219), not until a fresh measure says nothing is owed: within the first
+window the measure's span is fixed at ten seconds, so waiting would not lower it, and a client
+that paused for the time it was told would find itself muted for the rest of the window. A
+request of a muted entity waits, before doing any work, until the mute ends (``muted_ms``; the
+broker's ``_admit``, ``lanes.runtime.request_quota``), so concurrent requests or streams cannot
+add up past the quota; the request's amount is then recorded and its answer, sent at once, says
+in ``throttle_time_ms`` what the entity owes now. A fetch reads at most
 ``window_bytes`` (Kafka's ``getMaxValueInQuotaWindow``), so one answer cannot carry more than
 the quota's window.
 
@@ -22,8 +26,8 @@ active controller) is a token bucket instead, as Kafka's (``MutationBuckets``): 
 its whole burst at once, a change is accepted while the bucket is not negative (the last one may
 take it below zero), and the time to wait is exactly what refills it.
 
-Memory: one window per entity that sent something within the last window, one bucket per
-entity not yet refilled; both pruned as time passes. Owned by one event loop (a broker's, the
+Memory: one window (and mute) per entity that sent something within the last window, one
+bucket per entity not yet refilled; all pruned as time passes. Owned by one event loop (a broker's, the
 controller's).
 """
 
@@ -91,6 +95,7 @@ class ClientQuotas:
 
     def __init__(self) -> None:
         self._windows: dict[tuple[QuotaEntity, str], RateWindow] = {}
+        self._muted_until_s: dict[tuple[QuotaEntity, str], float] = {}
         self._pruned_s = 0.0
 
     def record(self, who: QuotaEntity, key: str, amount: float, quota: float | None, now_s: float) -> int:
@@ -103,7 +108,23 @@ class ClientQuotas:
         if window is None:
             window = self._windows[(who, key)] = RateWindow(started_s=now_s)
         window.record(amount, now_s)
-        return self.owed_ms(who, key, quota, now_s)
+        owed_ms = self.owed_ms(who, key, quota, now_s)
+        if owed_ms:
+            self._muted_until_s[(who, key)] = now_s + owed_ms / 1000
+        else:
+            self._muted_until_s.pop((who, key), None)
+        return owed_ms
+
+    def muted_ms(self, who: QuotaEntity, key: str, now_s: float) -> int:
+        """How long ``who``'s requests under ``key`` still wait: what the last recorded amount
+        left it owing, counted from then (0: not muted)."""
+        until_s = self._muted_until_s.get((who, key))
+        if until_s is None:
+            return 0
+        if until_s <= now_s:
+            del self._muted_until_s[(who, key)]
+            return 0
+        return math.ceil((until_s - now_s) * 1000)
 
     def owed_ms(self, who: QuotaEntity, key: str, quota: float | None, now_s: float) -> int:
         """How long ``who`` must wait under ``key`` for what it used to fit its quota (0: it is
@@ -122,6 +143,8 @@ class ClientQuotas:
         self._pruned_s = now_s
         for entity in [e for e, window in self._windows.items() if window.idle(now_s)]:
             del self._windows[entity]
+        for entity in [e for e, until_s in self._muted_until_s.items() if until_s <= now_s]:
+            del self._muted_until_s[entity]
 
     def __len__(self) -> int:
         return len(self._windows)

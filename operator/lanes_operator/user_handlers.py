@@ -1,0 +1,286 @@
+"""User resources, carried out on the Lanes cluster and in Secrets (the decisions are
+``lanes_operator.users`` and ``lanes_operator.tenancy``).
+
+One reconciliation, the same from every trigger (creation, change, operator start, and a timer
+every ``LANES_OPERATOR_TOPIC_RESYNC_SECONDS`` that repairs changes made behind the operator's
+back):
+
+1. refused when the namespace may not claim the user's name or one of its ACLs' resources
+   (Ready=False NotGranted), or when an older User names the same user (Conflict);
+2. the password: from the user's own Secret (``spec.authentication.password``), or from the
+   Secret named after the resource, which the operator creates with a random password (keys
+   ``username`` and ``password``, owned by the User so Kubernetes deletes it with it). A Secret of
+   that name the operator did not create is not used (SecretConflict). Whenever the Secret's
+   version differs from the one the status records, or the cluster lacks the user, the password
+   is set again (rotation: change the Secret's ``password``, or delete a generated Secret);
+3. the principal's ACLs and user quotas are made exactly the spec's.
+
+Deletion (the ``lanes.dev/finalizer`` finalizer): a managing, granted, unpaused User removes the
+user's credentials, every ACL of its principal and its user quotas, and its generated Secret.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import kopf
+
+from lanes.errors import ErrorCode, LanesError, RetriableError
+from lanes.security.acls import AclBinding, Operation, PatternType, Permission, ResourceType, user_principal
+from lanes_operator.context import SETTINGS, Context, context_of, object_lock, paused, reconcile_on_every_trigger
+from lanes_operator.outcome import RETRY_DELAY_S, Outcome
+from lanes_operator.secrets import USER_LABEL, StoredSecret
+from lanes_operator.tenancy import NOT_GRANTED
+from lanes_operator.topics import Claim, claim_of, owner
+from lanes_operator.users import AclEntry, UserSpec, describe, plan
+
+USERS = ("lanes.dev", "v1alpha1", "users")
+KIND = "User"
+
+_TYPES = {
+    "topic": ResourceType.TOPIC,
+    "group": ResourceType.GROUP,
+    "cluster": ResourceType.CLUSTER,
+    "transactionalId": ResourceType.TRANSACTIONAL_ID,
+}
+_PATTERNS = {"literal": PatternType.LITERAL, "prefix": PatternType.PREFIXED}
+_PERMISSIONS = {"allow": Permission.ALLOW, "deny": Permission.DENY}
+
+
+def _operation(name: str) -> Operation:
+    """``DescribeConfigs`` -> Operation.DESCRIBE_CONFIGS."""
+    return Operation["".join(f"_{c}" if c.isupper() else c for c in name).lstrip("_").upper()]
+
+
+def binding(principal: str, entry: AclEntry) -> AclBinding:
+    return AclBinding(
+        _TYPES[entry.resource_type],
+        entry.name,
+        _PATTERNS[entry.pattern],
+        principal,
+        entry.host,
+        _operation(entry.operation),
+        _PERMISSIONS[entry.permission],
+    )
+
+
+def entry(acl: AclBinding) -> AclEntry:
+    def name_of(mapping: dict[str, Any], value: Any) -> str:
+        return next((k for k, v in mapping.items() if v == value), str(value))
+
+    operation = "".join(part.capitalize() for part in acl.operation.name.split("_"))
+    return AclEntry(
+        name_of(_TYPES, acl.resource_type),
+        acl.resource_name,
+        name_of(_PATTERNS, acl.pattern_type),
+        operation,
+        acl.host,
+        name_of(_PERMISSIONS, acl.permission),
+    )
+
+
+@kopf.index(*USERS)
+def user_claims(*, name: str, namespace: str | None, spec: kopf.Spec, meta: kopf.Meta, **_: Any) -> dict[str, Claim]:
+    """Which resources name which user (kopf keeps this index current from its watch); a resource
+    whose namespace may not claim the name is none."""
+    user_name = UserSpec.of(name, spec).user_name
+    if SETTINGS.grants.refusal(namespace, "user", user_name) is not None:
+        return {}
+    return {user_name: claim_of(namespace, name, meta)}
+
+
+def _refusal(context: Context, namespace: str | None, user: UserSpec) -> str | None:
+    grants = context.settings.grants
+    found = grants.refusal(namespace, "user", user.user_name)
+    for acl in sorted(user.acls):
+        found = found or grants.acl_refusal(namespace, acl.resource_type, acl.name)
+    return found
+
+
+def _manager_elsewhere(namespace: str | None, name: str, meta: kopf.Meta, claims: Any, user: UserSpec) -> Claim | None:
+    manager = owner(claims.get(user.user_name, ()))
+    this = claim_of(namespace, name, meta)
+    return manager if manager is not None and manager != this else None
+
+
+async def reconcile(
+    *,
+    body: kopf.Body,
+    name: str,
+    namespace: str | None,
+    spec: kopf.Spec,
+    meta: kopf.Meta,
+    status: kopf.Status,
+    patch: kopf.Patch,
+    memo: kopf.Memo,
+    user_claims: kopf.Index[str, Claim],
+    **_: Any,
+) -> None:
+    context = context_of(memo)
+    async with object_lock(memo), Outcome(context, KIND, body=body, status=status, patch=patch, meta=meta) as outcome:
+        user = UserSpec.of(name, spec)
+        outcome.fields = {"userName": user.user_name}
+        if paused(meta):
+            outcome.ready("Unknown", "Paused", "reconciliation is paused: remove the lanes.dev/paused annotation")
+            return
+        refusal = _refusal(context, namespace, user)
+        if refusal is not None:
+            outcome.ready("False", NOT_GRANTED, refusal + "; nothing changed")
+            return
+        manager = _manager_elsewhere(namespace, name, meta, user_claims, user)
+        if manager is not None:
+            outcome.ready(
+                "False",
+                "Conflict",
+                f"user {user.user_name} is managed by User {manager.namespace}/{manager.name}, which is older; "
+                "this resource changes nothing. Delete it, or name another user.",
+            )
+            return
+        found = await _password(context, namespace or "default", name, body=body, user=user, outcome=outcome)
+        if found is None:
+            return
+        secret_name, stored = found
+        principal = user_principal(user.user_name)
+        mechanisms = await _mechanisms(context, user.user_name)
+        current_acls = [entry(acl) for acl in await context.admin.describe_acls(_principal_filter(principal))]
+        current_quotas = {q.key: q.rate for q in await context.admin.describe_quotas(user=user.user_name)}
+        todo = plan(
+            user,
+            credentials_version=stored.version,
+            applied_version=status.get("credentialsVersion"),
+            user_exists=mechanisms is not None,
+            acls=current_acls,
+            quotas=current_quotas,
+        )
+        if todo.set_password:
+            if set(mechanisms or ()) - {user.mechanism}:  # another mechanism's credential goes
+                await context.admin.delete_user(user.user_name)
+            await context.admin.set_user_password(user.user_name, stored.data["password"], mechanism=user.mechanism)
+        if todo.delete_acls:
+            await context.admin.delete_acls([binding(principal, acl) for acl in todo.delete_acls])
+        if todo.create_acls:
+            await context.admin.create_acls([binding(principal, acl) for acl in todo.create_acls])
+        for key, rate in sorted(todo.set_quotas.items()):
+            await context.admin.set_quota(key, rate, user=user.user_name)
+        outcome.events.extend(describe(todo, user.user_name))
+        outcome.fields = {
+            "userName": user.user_name,
+            "secret": secret_name,
+            "credentialsVersion": stored.version,
+            "acls": len(user.acls),
+        }
+        outcome.ready(
+            "True",
+            "Ready",
+            f"user {user.user_name} has the password of Secret {secret_name}, {len(user.acls)} ACLs and "
+            f"{len(user.quotas)} quotas",
+        )
+
+
+async def _mechanisms(context: Context, user_name: str) -> tuple[str, ...] | None:
+    """The user's credentials' mechanisms; None when the cluster has no such user."""
+    try:
+        (found,) = await context.admin.describe_users([user_name])
+    except LanesError as exc:
+        if exc.code == ErrorCode.RESOURCE_NOT_FOUND:
+            return None
+        raise
+    return found.mechanisms
+
+
+def _principal_filter(principal: str) -> AclBinding:
+    """Every ACL of ``principal``."""
+    return AclBinding(ResourceType.ANY, "", PatternType.ANY, principal, "", Operation.ANY, Permission.ANY)
+
+
+async def _password(
+    context: Context, namespace: str, name: str, *, body: kopf.Body, user: UserSpec, outcome: Outcome
+) -> tuple[str, StoredSecret] | None:
+    """(Secret name, the Secret) holding the user's password, created when the operator
+    generates it; None (the Ready condition says why) when there is none to use."""
+    if user.password_ref is not None:
+        secret_name, key = user.password_ref
+        stored = await context.secrets.read(namespace, secret_name)
+        if stored is None or not stored.data.get(key):
+            outcome.ready("False", "SecretNotFound", f"Secret {secret_name} has no key {key!r} (spec.authentication)")
+            return None
+        return secret_name, StoredSecret({"password": stored.data[key]}, stored.version, stored.labels, ())
+    stored = await context.secrets.read(namespace, name)
+    uid = str(body.get("metadata", {}).get("uid") or "")
+    if stored is not None and uid not in stored.owner_uids:
+        outcome.ready(
+            "False",
+            "SecretConflict",
+            f"Secret {name} exists and is not this User's: the operator writes the generated password to a Secret "
+            "named after the User. Delete or rename that Secret, or give the password (spec.authentication.password)",
+        )
+        return None
+    if stored is None or not stored.data.get("password"):
+        if stored is not None:
+            await context.secrets.delete(namespace, name)
+        stored = await context.secrets.create(
+            namespace,
+            name,
+            {"username": user.user_name, "password": secrets.token_urlsafe(24)},
+            labels={USER_LABEL: user.user_name},
+            owner={
+                "apiVersion": "/".join(USERS[:2]),
+                "kind": KIND,
+                "name": name,
+                "uid": uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            },
+        )
+        outcome.events.append(("SecretCreated", f"generated a password for user {user.user_name} in Secret {name}"))
+    return name, stored
+
+
+@kopf.on.delete(*USERS, id="delete")
+async def user_deleted(**kwargs: Any) -> None:
+    await delete(**kwargs)
+
+
+async def delete(
+    *,
+    body: kopf.Body,
+    name: str,
+    namespace: str | None,
+    spec: kopf.Spec,
+    meta: kopf.Meta,
+    memo: kopf.Memo,
+    user_claims: kopf.Index[str, Claim],
+    **_: Any,
+) -> None:
+    context = context_of(memo)
+    user = UserSpec.of(name, spec)
+    async with object_lock(memo):
+        if paused(meta):
+            kopf.info(body, reason="Retained", message=f"paused: user {user.user_name} is kept")
+            return
+        if _refusal(context, namespace, user) is not None or _manager_elsewhere(
+            namespace, name, meta, user_claims, user
+        ):
+            kopf.info(body, reason="Retained", message=f"user {user.user_name} is not this resource's; kept")
+            return
+        try:
+            try:
+                await context.admin.delete_user(user.user_name)
+            except LanesError as exc:
+                if exc.code != ErrorCode.RESOURCE_NOT_FOUND:
+                    raise
+            await context.admin.delete_acls([_principal_filter(user_principal(user.user_name))])
+            for quota in await context.admin.describe_quotas(user=user.user_name):
+                await context.admin.set_quota(quota.key, None, user=user.user_name)
+        except RetriableError as exc:
+            raise kopf.TemporaryError(f"cannot delete user {user.user_name} yet: {exc}", delay=RETRY_DELAY_S) from exc
+        if user.password_ref is None:
+            stored = await context.secrets.read(namespace or "default", name)
+            if stored is not None and str(body.get("metadata", {}).get("uid") or "") in stored.owner_uids:
+                await context.secrets.delete(namespace or "default", name)
+        kopf.info(body, reason="Deleted", message=f"deleted user {user.user_name}, its ACLs and quotas")
+        context.metrics.actions.labels(KIND, "Deleted").inc()
+
+
+reconcile_on_every_trigger(USERS, reconcile, every_s=SETTINGS.topic_resync_s, timer_id="resync")

@@ -1,0 +1,121 @@
+"""Namespaces claim only the names an administrator granted them (issue #23, Kubernetes tenancy):
+the real operator, watching every namespace, at home in ``default`` (``POD_NAMESPACE``), with
+``team-a`` granted the prefix ``team-a.`` (``LANES_OPERATOR_NAMESPACE_GRANTS``, the chart's
+``operator.namespaceGrants``). Topics, ConsumerGroups and Users elsewhere, or outside the prefix,
+are refused (Ready=False NotGranted) and change nothing: no topic created, no group read or reset,
+no user made, no ACL given on another team's topic; an ungranted claim does not make the rightful
+resource conflict."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lanes.client import Admin
+from lanes.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
+from tests.e2e.cli import wait_for
+from tests.k8s.emulator import ApiServer
+from tests.k8s.operator_process import Kube, OperatorProcess
+
+pytestmark = pytest.mark.slow
+
+GRANTS = {"team-a": ["team-a."]}
+
+
+@pytest.fixture(scope="module")
+def operator(api: ApiServer, bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    process = OperatorProcess(
+        api.kubeconfig,
+        bootstrap,
+        Path(tmp_path_factory.mktemp("operator")) / "operator.log",
+        extra_env={"POD_NAMESPACE": "default", "LANES_OPERATOR_NAMESPACE_GRANTS": json.dumps(GRANTS)},
+    )
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def refused(kube: Kube, plural: str, name: str) -> dict[str, str]:
+    condition = wait_for(
+        lambda: (c := kube.condition(plural, name)).get("status") == "False" and c, f"{plural}/{name} refused"
+    )
+    assert condition["reason"] == "NotGranted", condition
+    return condition
+
+
+def ready(kube: Kube, plural: str, name: str) -> bool:
+    return kube.condition(plural, name).get("status") == "True"
+
+
+def absent(admin: Admin, topic: str) -> bool:
+    try:
+        admin.describe_topic(topic)
+    except UnknownTopicOrPartitionError:
+        return True
+    return False
+
+
+def test_a_namespace_claims_only_its_granted_prefixes(api: ApiServer, admin: Admin, operator: OperatorProcess) -> None:
+    team_a, team_c, home = Kube(api.kubeconfig, "team-a"), Kube(api.kubeconfig, "team-c"), Kube(api.kubeconfig)
+
+    # an ungranted claim made first does not make the rightful resource conflict
+    team_c.create("topics", "squatter", {"topicName": "team-a.orders"})
+    assert "granted no names" in refused(team_c, "topics", "squatter")["message"]
+    team_a.create("topics", "orders", {"topicName": "team-a.orders", "partitions": 1})
+    wait_for(lambda: ready(team_a, "topics", "orders"), f"team-a's Topic Ready (log: {operator.log()})")
+    assert len(admin.describe_topic("team-a.orders").partitions) == 1
+
+    team_a.create("topics", "elsewhere", {"topicName": "payments", "partitions": 1})
+    assert "starting with 'team-a.'" in refused(team_a, "topics", "elsewhere")["message"]
+    assert absent(admin, "payments")
+
+    home.create("topics", "payments", {"partitions": 1})  # the home namespace claims anything
+    wait_for(lambda: ready(home, "topics", "payments"), "the home namespace's Topic Ready")
+
+    team_a.create(
+        "consumergroups", "theirs", {"groupId": "payments-app", "resetOffsets": {"requestId": "1", "to": "earliest"}}
+    )
+    refused(team_a, "consumergroups", "theirs")
+
+    team_a.create(
+        "users",
+        "reader",
+        {
+            "userName": "team-a.reader",
+            "authorization": {"acls": [{"resource": {"type": "topic", "name": "payments"}, "operations": ["Read"]}]},
+        },
+    )
+    assert "topic ACL" in refused(team_a, "users", "reader")["message"]
+    team_a.create("users", "outsider", {"userName": "payments-reader"})
+    refused(team_a, "users", "outsider")
+    for user in ("team-a.reader", "payments-reader"):
+        with pytest.raises(LanesError) as unknown:
+            admin.describe_users([user])
+        assert unknown.value.code == ErrorCode.RESOURCE_NOT_FOUND
+    assert team_a.secret("reader") is None
+
+    team_a.create(
+        "users",
+        "writer",
+        {
+            "userName": "team-a.writer",
+            "authorization": {
+                "acls": [
+                    {"resource": {"type": "topic", "name": "team-a.", "patternType": "prefix"}, "operations": ["Write"]}
+                ]
+            },
+        },
+    )
+    wait_for(lambda: ready(team_a, "users", "writer"), f"team-a's User Ready (log: {operator.log()})")
+
+    team_c.delete("topics", "squatter")
+    wait_for(lambda: team_c.get("topics", "squatter") is None, "the squatter gone")
+    team_a.delete("topics", "elsewhere")
+    wait_for(lambda: team_a.get("topics", "elsewhere") is None, "the refused Topic gone")
+    assert not absent(admin, "team-a.orders"), "deleting an ungranted claim touches nothing"
+    assert not absent(admin, "payments")
