@@ -10,9 +10,12 @@ writing: requests wait in the outbox, in order, and ``Sent.written`` tells a sen
 request actually left, so its answer's timeout starts then (as Kafka's clients time a request
 from when it is sent, not while the connection is muted).
 
-A stream that ends or breaks (the broker went away, or ``abort`` after a request took too long:
-answers come in order, so one lost answer stalls every later one) fails every waiting future with
-a retriable NETWORK_EXCEPTION and is ``broken`` from then on; the producer opens a new one.
+A stream the cluster refuses (UNAUTHENTICATED, PERMISSION_DENIED) fails its waiting futures with
+that refusal, not retried; one ended because its session expired (KIP-368) is retried on a new
+stream, authenticated again. A stream that ends or breaks otherwise (the broker went away, or
+``abort`` after a request took too long: answers come in order, so one lost answer stalls every
+later one) fails every waiting future with a retriable NETWORK_EXCEPTION and is ``broken`` from
+then on; the producer opens a new one.
 Owned by the client's event loop.
 """
 
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 import grpc
 
 from lanes.errors import ErrorCode, LanesError, error_for
+from lanes.rpc.wire import security_refusal
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 
 
@@ -73,6 +77,7 @@ class ProduceStream:
 
     async def _read(self) -> None:
         reason = "the broker ended the stream"
+        refusal: LanesError | None = None  # the cluster would not let this client in: not retried
         try:
             async for response in self._call:
                 answer = self._waiting.popleft()
@@ -80,6 +85,7 @@ class ProduceStream:
                     answer.set_result(response)
         except grpc.aio.AioRpcError as exc:
             reason = exc.code().name
+            refusal = security_refusal(exc)
         except IndexError:
             reason = "the broker answered a request that was never sent"
         except asyncio.CancelledError:  # a cancelled call raises it in its reader
@@ -88,7 +94,7 @@ class ProduceStream:
                 raise
         finally:
             self.broken = True
-            error = self._broken_error(reason)
+            error = refusal or self._broken_error(reason)
             while self._waiting:
                 answer = self._waiting.popleft()
                 if not answer.done():

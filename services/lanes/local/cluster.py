@@ -105,6 +105,9 @@ class LocalCluster:
     #: calls in progress one client address may have on each process (None: the processes'
     #: default, ``--max-calls-per-address``)
     max_calls_per_address: int | None = None
+    #: with ``auth``: how long a user's stream lives before it is authenticated again (None: the
+    #: processes' default, ``--max-session-seconds``)
+    max_session_seconds: float | None = None
     #: where a process runs, by name ("controller" or "controller-<id>", "broker-1",
     #: "coordinator-1"): its address and a launcher command (tests put each process in its own
     #: network namespace); default ``host``, none
@@ -289,9 +292,12 @@ class LocalCluster:
         ]
 
     def _limit_args(self) -> list[str]:
-        if self.max_calls_per_address is None:
-            return []
-        return ["--max-calls-per-address", str(self.max_calls_per_address)]
+        given = []
+        if self.max_calls_per_address is not None:
+            given += ["--max-calls-per-address", str(self.max_calls_per_address)]
+        if self.max_session_seconds is not None:
+            given += ["--max-session-seconds", str(self.max_session_seconds)]
+        return given
 
     def _oauth_args(self) -> list[str]:
         if self.oauth is None:

@@ -39,6 +39,7 @@ import contextvars
 import hashlib
 import hmac
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Literal, NamedTuple, NoReturn
 
@@ -48,7 +49,7 @@ from lanes.metadata.image import MetadataImage
 from lanes.rpc.call_metadata import CLIENT_ID_KEY
 from lanes.rpc.credentials import AUTHORIZATION_KEY
 from lanes.rpc.tls import caller_identity
-from lanes.rpc.wire import ServicerContext, peer_host
+from lanes.rpc.wire import SESSION_EXPIRED, ServicerContext, peer_host
 from lanes.runtime.access_rules import RULES, Access, Rule, answer_refused, first_refused, refusal_code, split_topics
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.runtime.tokens import InvalidTokenError, TokenVerifier
@@ -124,9 +125,11 @@ class Guard(CallInterceptor):
         listener: Listener = "client",
         authorize: bool = True,
         tokens: TokenVerifier | None = None,
+        max_session_s: float = 0.0,
     ) -> None:
         self._image = image
         self._tokens = tokens
+        self._max_session_s = max_session_s
         self._listener = listener
         self._authorize = authorize
         self._super_users = frozenset(super_users)
@@ -178,7 +181,9 @@ class Guard(CallInterceptor):
     def _unary_stream(self, inner: Any, rule: Rule | None, method: str) -> Any:
         async def unary_stream(request: Any, context: ServicerContext) -> AsyncIterator[Any]:
             await self._admit(request, context, rule, method)
+            ends_s = _SESSION_ENDS_S.get()
             async for response in inner(request, context):
+                await _within_session(ends_s, context)
                 yield response
 
         return unary_stream
@@ -186,16 +191,19 @@ class Guard(CallInterceptor):
     def _stream_unary(self, inner: Any, rule: Rule | None, method: str) -> Any:
         async def stream_unary(requests: AsyncIterator[Any], context: ServicerContext) -> Any:
             await self._admit(None, context, rule, method)
-            return await inner(requests, context)
+            return await inner(_session_bound(requests, _SESSION_ENDS_S.get(), context), context)
 
         return stream_unary
 
     def _stream_stream(self, inner: Any, rule: Rule | None, method: str) -> Any:
-        """Streams are authenticated once, when they open; each request of a per-topic stream
-        (ProduceStream) is authorized with the ACLs in force when it is read."""
+        """Streams are authenticated once, when they open, for a session that ends when the
+        caller's token expires or after ``max_session_s`` (KIP-368's re-authentication: the client
+        opens a new stream, checked again); each request of a per-topic stream (ProduceStream) is
+        authorized with the ACLs in force when it is read."""
 
         async def stream_stream(requests: AsyncIterator[Any], context: ServicerContext) -> AsyncIterator[Any]:
             access = await self._admit(None, context, rule, method)
+            requests = _session_bound(requests, _SESSION_ENDS_S.get(), context)
             operation = rule.per_topic if rule is not None and access is not None else None
             if operation is None:
                 async for response in inner(requests, context):
@@ -238,8 +246,11 @@ class Guard(CallInterceptor):
                     f"certificate names {name or 'nobody'}",
                 )
             return None
-        principal, node = await self._authenticate(context)
+        principal, node, ends_s = await self._authenticate(context)
         CALLER.set(None if node else Caller(principal, await _client_id(context)))
+        if not node:
+            max_ends_s = time.time() + self._max_session_s if self._max_session_s > 0 else None
+            _SESSION_ENDS_S.set(min((t for t in (ends_s, max_ends_s) if t is not None), default=None))
         if node:
             return None
         if self._image().last_offset < 0:
@@ -271,11 +282,15 @@ class Guard(CallInterceptor):
             self._authorizer_of = key
         return Access(principal, host, self._authorizer, image)
 
-    async def _authenticate(self, context: ServicerContext) -> tuple[str, bool]:
-        """(principal, whether it is one of the cluster's nodes)."""
+    async def _authenticate(self, context: ServicerContext) -> tuple[str, bool, float | None]:
+        """(principal, whether it is one of the cluster's nodes, when its credential expires:
+        a token's ``exp``, None for others)."""
         header = next((value for key, value in context.invocation_metadata() or () if key == AUTHORIZATION_KEY), None)
         if header is not None and str(header)[:7].lower() == "bearer ":
-            return user_principal(await self._token_user(str(header)[7:].strip(), context)), False
+            token = str(header)[7:].strip()
+            token_user = await self._token_user(token, context)
+            assert self._tokens is not None
+            return user_principal(token_user), False, self._tokens.expires_s(token)
         if header is not None:
             if self._image().last_offset < 0:
                 await context.abort(
@@ -287,12 +302,12 @@ class Guard(CallInterceptor):
                     grpc.StatusCode.UNAUTHENTICATED, "SASL_AUTHENTICATION_FAILED: wrong username or password"
                 )
             assert user is not None
-            return user_principal(user), False
+            return user_principal(user), False, None
         name = caller_identity(context)
         if name is None:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_DETAILS)
         assert name is not None
-        return user_principal(name), NODE_NAME.fullmatch(name) is not None
+        return user_principal(name), NODE_NAME.fullmatch(name) is not None, None
 
     async def _token_user(self, token: str, context: ServicerContext) -> str:
         """The user a bearer token names (``lanes.runtime.tokens``); the call ends UNAUTHENTICATED
@@ -367,6 +382,32 @@ class AnonymousCallers(CallInterceptor):
             return call
 
         return {"unary_unary": unary, "stream_unary": unary, "unary_stream": streaming, "stream_stream": streaming}
+
+
+#: When the current stream's session ends (wall-clock seconds; None: never), set by ``_admit``.
+_SESSION_ENDS_S: contextvars.ContextVar[float | None] = contextvars.ContextVar("lanes_session_ends_s", default=None)
+
+
+async def _within_session(ends_s: float | None, context: ServicerContext) -> None:
+    """End the call with UNAUTHENTICATED once its session is over (the client reconnects and is
+    checked again: a deleted user, a changed password or an expired token stops there)."""
+    if ends_s is not None and time.time() >= ends_s:
+        await context.abort(
+            grpc.StatusCode.UNAUTHENTICATED,
+            f"{SESSION_EXPIRED}: this stream's authentication expired (its token, or the cluster's "
+            "--max-session-seconds): open a new one",
+        )
+
+
+async def _session_bound(requests: AsyncIterator[Any], ends_s: float | None, context: ServicerContext) -> Any:
+    """A client stream's requests, until its session ends."""
+    if ends_s is None:
+        async for request in requests:
+            yield request
+        return
+    async for request in requests:
+        await _within_session(ends_s, context)
+        yield request
 
 
 def _basic_credentials(header: str) -> tuple[str | None, str]:

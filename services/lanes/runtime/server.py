@@ -399,6 +399,15 @@ def service_argument_parser(
         help="the claim naming the user (env LANES_OAUTH_PRINCIPAL_CLAIM; default sub)",
     )
     parser.add_argument(
+        "--max-session-seconds",
+        type=float,
+        default=float(os.environ.get("LANES_MAX_SESSION_SECONDS", "3600")),
+        help="with --auth required: a stream a user opened ends after this long (a token's ends when it "
+        "expires), and the client opens a new one, authenticated again, so a deleted user or a changed "
+        "password stops open streams too (Kafka's connections.max.reauth.ms, KIP-368; env "
+        "LANES_MAX_SESSION_SECONDS; default 3600; 0: only tokens' expiry)",
+    )
+    parser.add_argument(
         "--max-calls-per-address",
         type=int,
         default=int(os.environ.get("LANES_MAX_CALLS_PER_ADDRESS", MAX_CALLS_PER_ADDRESS)),
@@ -477,7 +486,14 @@ def server_listeners(
     def interceptors(listener: Listener) -> list[grpc.aio.ServerInterceptor]:
         if auth or identities:
             first: list[grpc.aio.ServerInterceptor] = [
-                Guard(image, super_users, listener=listener, authorize=auth, tokens=tokens)
+                Guard(
+                    image,
+                    super_users,
+                    listener=listener,
+                    authorize=auth,
+                    tokens=tokens,
+                    max_session_s=options.max_session_seconds,
+                )
             ]
         else:  # no principals: a client listener's callers are ANONYMOUS (quotas), an internal one's the cluster
             first = [AnonymousCallers()] if listener == "client" else []

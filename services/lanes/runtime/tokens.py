@@ -184,6 +184,12 @@ class TokenVerifier:
         self._verified.move_to_end(digest)
         return user
 
+    def expires_s(self, token: str) -> float | None:
+        """When a verified token expires (its ``exp`` with the allowed skew); None when it is not
+        remembered."""
+        known = self._verified.get(hashlib.sha256(token.encode()).digest())
+        return known[1] + LEEWAY_S if known is not None else None
+
     def checks_pending(self) -> int:
         """Distinct tokens being checked now."""
         return len(self._checking)
