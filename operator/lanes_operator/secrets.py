@@ -15,6 +15,10 @@ from kubernetes.client.exceptions import ApiException
 USER_LABEL = "lanes.dev/user"
 
 
+class SecretUnreadableError(Exception):
+    """A Secret whose values are not UTF-8 text (a password must be used as it is written)."""
+
+
 @dataclass(frozen=True)
 class StoredSecret:
     """A Secret's decoded data, its version (uid and resourceVersion: any change makes a new
@@ -33,7 +37,7 @@ class Secrets:
         self._core = kubernetes.client.CoreV1Api(client)
 
     async def read(self, namespace: str, name: str) -> StoredSecret | None:
-        """The Secret, or None when there is none."""
+        """The Secret, or None when there is none; SecretUnreadableError when a value is not UTF-8."""
         try:
             found = await asyncio.to_thread(self._core.read_namespaced_secret, name, namespace)
         except ApiException as exc:
@@ -42,8 +46,12 @@ class Secrets:
             raise
         metadata = found.metadata
         assert metadata is not None
+        try:
+            data = {k: base64.b64decode(v).decode() for k, v in (found.data or {}).items()}
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise SecretUnreadableError(f"Secret {name} holds a value that is not UTF-8 text") from exc
         return StoredSecret(
-            data={k: base64.b64decode(v).decode(errors="replace") for k, v in (found.data or {}).items()},
+            data=data,
             version=f"{metadata.uid}/{metadata.resource_version}",
             labels=dict(metadata.labels or {}),
             owner_uids=tuple(o.uid for o in metadata.owner_references or ()),
@@ -61,9 +69,14 @@ class Secrets:
             "metadata": {"name": name, "namespace": namespace, "labels": labels, "ownerReferences": [owner]},
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
         }
-        await asyncio.to_thread(self._core.create_namespaced_secret, namespace, body)
+        try:
+            await asyncio.to_thread(self._core.create_namespaced_secret, namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:  # made meanwhile (another replica, or someone): read what is there
+                raise
         created = await self.read(namespace, name)
-        assert created is not None
+        if created is None:
+            raise ApiException(status=404, reason=f"Secret {name} disappeared as it was created")
         return created
 
     async def delete(self, namespace: str, name: str) -> None:

@@ -59,11 +59,23 @@ def _listed(prefixes: Sequence[str]) -> str:
 
 
 def grants_of(home_namespace: str | None, granted: Mapping[str, object]) -> Grants:
-    """Grants from the settings' parsed JSON (namespace -> list of prefixes); ValueError when a
-    value is not a list of non-empty prefixes."""
+    """Grants from the settings' parsed JSON (namespace -> list of prefixes). ValueError when a
+    value is not a list of non-empty prefixes, when one namespace's prefix starts another's
+    (``team-a`` would claim ``team-ab.``'s names), or when there are grants but no home namespace
+    (they would silently not apply)."""
     prefixes: dict[str, tuple[str, ...]] = {}
     for namespace, listed in granted.items():
         if not isinstance(listed, list) or not all(isinstance(p, str) and p for p in listed):
             raise ValueError(f"the grant of namespace {namespace!r} is a list of non-empty prefixes")
         prefixes[str(namespace)] = tuple(listed)
+    owners = [(prefix, namespace) for namespace, listed in prefixes.items() for prefix in listed]
+    for prefix, namespace in owners:
+        for other, other_namespace in owners:
+            if other_namespace != namespace and other.startswith(prefix):
+                raise ValueError(
+                    f"namespace {namespace!r}'s prefix {prefix!r} also covers namespace {other_namespace!r}'s "
+                    f"{other!r}: end prefixes with a separator (team-a.)"
+                )
+    if prefixes and not home_namespace:
+        raise ValueError("namespace grants need the operator's own namespace (POD_NAMESPACE)")
     return Grants(home_namespace or None, prefixes)

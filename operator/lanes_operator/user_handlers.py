@@ -28,9 +28,17 @@ import kopf
 
 from lanes.errors import ErrorCode, LanesError, RetriableError
 from lanes.security.acls import AclBinding, Operation, PatternType, Permission, ResourceType, user_principal
-from lanes_operator.context import SETTINGS, Context, context_of, object_lock, paused, reconcile_on_every_trigger
+from lanes_operator.context import (
+    ADOPT_ANNOTATION,
+    SETTINGS,
+    Context,
+    context_of,
+    object_lock,
+    paused,
+    reconcile_on_every_trigger,
+)
 from lanes_operator.outcome import RETRY_DELAY_S, Outcome
-from lanes_operator.secrets import USER_LABEL, StoredSecret
+from lanes_operator.secrets import USER_LABEL, SecretUnreadableError, StoredSecret
 from lanes_operator.tenancy import NOT_GRANTED
 from lanes_operator.topics import Claim, claim_of, owner
 from lanes_operator.users import AclEntry, UserSpec, describe, plan
@@ -124,9 +132,16 @@ async def reconcile(
         if paused(meta):
             outcome.ready("Unknown", "Paused", "reconciliation is paused: remove the lanes.dev/paused annotation")
             return
+        managed = bool(status.get("credentialsVersion"))
         refusal = _refusal(context, namespace, user)
         if refusal is not None:
-            outcome.ready("False", NOT_GRANTED, refusal + "; nothing changed")
+            if managed:  # the namespace lost its grant, or the spec asks for more than it may have
+                await _revoke(context, user.user_name)
+                outcome.events.append(("Revoked", f"user {user.user_name}: credentials, ACLs and quotas removed"))
+                outcome.fields = {"userName": user.user_name, "secret": None, "credentialsVersion": None, "acls": 0}
+            outcome.ready(
+                "False", NOT_GRANTED, refusal + ("; the user was revoked" if managed else "; nothing changed")
+            )
             return
         manager = _manager_elsewhere(namespace, name, meta, user_claims, user)
         if manager is not None:
@@ -137,30 +152,43 @@ async def reconcile(
                 "this resource changes nothing. Delete it, or name another user.",
             )
             return
+        mechanisms = await _mechanisms(context, user.user_name)
+        adopt = str(meta.annotations.get(ADOPT_ANNOTATION, "")).lower() == "true"
+        if mechanisms is not None and not managed and not adopt:
+            outcome.ready(
+                "False",
+                "NotAdopted",
+                f"user {user.user_name} exists and this resource did not make it: nothing changed. Annotate the "
+                f'resource {ADOPT_ANNOTATION}: "true" to take it over (its password, ACLs and quotas become the '
+                "spec's)",
+            )
+            return
         found = await _password(context, namespace or "default", name, body=body, user=user, outcome=outcome)
         if found is None:
             return
         secret_name, stored = found
+        if adopt:
+            patch.metadata.annotations[ADOPT_ANNOTATION] = None
         principal = user_principal(user.user_name)
-        mechanisms = await _mechanisms(context, user.user_name)
         current_acls = [entry(acl) for acl in await context.admin.describe_acls(_principal_filter(principal))]
         current_quotas = {q.key: q.rate for q in await context.admin.describe_quotas(user=user.user_name)}
         todo = plan(
             user,
             credentials_version=stored.version,
             applied_version=status.get("credentialsVersion"),
-            user_exists=mechanisms is not None,
+            mechanisms=mechanisms,
             acls=current_acls,
             quotas=current_quotas,
         )
         if todo.set_password:
-            if set(mechanisms or ()) - {user.mechanism}:  # another mechanism's credential goes
-                await context.admin.delete_user(user.user_name)
             await context.admin.set_user_password(user.user_name, stored.data["password"], mechanism=user.mechanism)
+            others = sorted(set(mechanisms or ()) - {user.mechanism})
+            if others:  # after the new one is set: the user can always log in
+                await context.admin.delete_user(user.user_name, mechanisms=others)
+        if todo.create_acls:  # before the removals: a changed ACL never leaves a gap in access
+            await context.admin.create_acls([binding(principal, acl) for acl in todo.create_acls])
         if todo.delete_acls:
             await context.admin.delete_acls([binding(principal, acl) for acl in todo.delete_acls])
-        if todo.create_acls:
-            await context.admin.create_acls([binding(principal, acl) for acl in todo.create_acls])
         for key, rate in sorted(todo.set_quotas.items()):
             await context.admin.set_quota(key, rate, user=user.user_name)
         outcome.events.extend(describe(todo, user.user_name))
@@ -176,6 +204,18 @@ async def reconcile(
             f"user {user.user_name} has the password of Secret {secret_name}, {len(user.acls)} ACLs and "
             f"{len(user.quotas)} quotas",
         )
+
+
+async def _revoke(context: Context, user_name: str) -> None:
+    """Remove the user's credentials, every ACL of its principal and its user quotas."""
+    try:
+        await context.admin.delete_user(user_name)
+    except LanesError as exc:
+        if exc.code != ErrorCode.RESOURCE_NOT_FOUND:
+            raise
+    await context.admin.delete_acls([_principal_filter(user_principal(user_name))])
+    for quota in await context.admin.describe_quotas(user=user_name):
+        await context.admin.set_quota(quota.key, None, user=user_name)
 
 
 async def _mechanisms(context: Context, user_name: str) -> tuple[str, ...] | None:
@@ -199,6 +239,16 @@ async def _password(
 ) -> tuple[str, StoredSecret] | None:
     """(Secret name, the Secret) holding the user's password, created when the operator
     generates it; None (the Ready condition says why) when there is none to use."""
+    try:
+        return await _password_secret(context, namespace, name, body=body, user=user, outcome=outcome)
+    except SecretUnreadableError as exc:
+        outcome.ready("False", "SecretInvalid", f"{exc}: write the password as text")
+        return None
+
+
+async def _password_secret(
+    context: Context, namespace: str, name: str, *, body: kopf.Body, user: UserSpec, outcome: Outcome
+) -> tuple[str, StoredSecret] | None:
     if user.password_ref is not None:
         secret_name, key = user.password_ref
         stored = await context.secrets.read(namespace, secret_name)
@@ -230,7 +280,7 @@ async def _password(
                 "name": name,
                 "uid": uid,
                 "controller": True,
-                "blockOwnerDeletion": True,
+                "blockOwnerDeletion": False,  # as Strimzi: needs no rights on users/finalizers
             },
         )
         outcome.events.append(("SecretCreated", f"generated a password for user {user.user_name} in Secret {name}"))
@@ -249,6 +299,7 @@ async def delete(
     namespace: str | None,
     spec: kopf.Spec,
     meta: kopf.Meta,
+    status: kopf.Status,
     memo: kopf.Memo,
     user_claims: kopf.Index[str, Claim],
     **_: Any,
@@ -259,20 +310,15 @@ async def delete(
         if paused(meta):
             kopf.info(body, reason="Retained", message=f"paused: user {user.user_name} is kept")
             return
-        if _refusal(context, namespace, user) is not None or _manager_elsewhere(
-            namespace, name, meta, user_claims, user
+        if (
+            not status.get("credentialsVersion")  # never made or took over the user (or revoked it)
+            or context.settings.grants.refusal(namespace, "user", user.user_name) is not None
+            or _manager_elsewhere(namespace, name, meta, user_claims, user)
         ):
             kopf.info(body, reason="Retained", message=f"user {user.user_name} is not this resource's; kept")
             return
         try:
-            try:
-                await context.admin.delete_user(user.user_name)
-            except LanesError as exc:
-                if exc.code != ErrorCode.RESOURCE_NOT_FOUND:
-                    raise
-            await context.admin.delete_acls([_principal_filter(user_principal(user.user_name))])
-            for quota in await context.admin.describe_quotas(user=user.user_name):
-                await context.admin.set_quota(quota.key, None, user=user.user_name)
+            await _revoke(context, user.user_name)
         except RetriableError as exc:
             raise kopf.TemporaryError(f"cannot delete user {user.user_name} yet: {exc}", delay=RETRY_DELAY_S) from exc
         if user.password_ref is None:

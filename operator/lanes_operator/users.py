@@ -11,7 +11,10 @@ Rules (docs/kubernetes.md, "Users"):
   mechanism;
 - the principal's ACLs become exactly the spec's, and its user quotas exactly the spec's (the
   operator owns them: ACLs and quotas added by hand for that principal are removed);
-- several User resources naming one user: the oldest manages it (as Topics, ``owner``).
+- several User resources naming one user: the oldest manages it (as Topics, ``owner``);
+- a user that exists and that the resource never managed is taken over only with the
+  ``lanes.dev/adopt`` annotation; a managed user whose resource is no longer granted its name or
+  ACLs (``lanes_operator.tenancy``) is revoked.
 
 ACLs are described here as ``AclEntry`` (Kafka's names as text), so the core needs no wire code.
 """
@@ -109,15 +112,18 @@ def plan(
     *,
     credentials_version: str,
     applied_version: str | None,
-    user_exists: bool,
+    mechanisms: Iterable[str] | None,
     acls: Iterable[AclEntry],
     quotas: Mapping[str, float],
 ) -> UserPlan:
-    """What to change: the password when the cluster lacks the user or has another version of its
-    Secret; the ACLs and user quotas that differ from the spec's."""
+    """What to change: the password when the cluster lacks the user (``mechanisms`` None), has
+    it under another mechanism (or several), or has another version of its Secret; the ACLs and
+    user quotas that differ from the spec's."""
     current = frozenset(acls)
     return UserPlan(
-        set_password=not user_exists or credentials_version != applied_version,
+        set_password=(
+            mechanisms is None or set(mechanisms) != {spec.mechanism} or credentials_version != applied_version
+        ),
         create_acls=tuple(sorted(spec.acls - current)),
         delete_acls=tuple(sorted(current - spec.acls)),
         set_quotas={

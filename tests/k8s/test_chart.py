@@ -211,7 +211,7 @@ def test_the_operator_may_do_what_it_does_and_no_more() -> None:
     assert {("apps", "deployments/scale", "patch"), ("apps", "statefulsets/scale", "get")} <= granted
     assert not any(resource in ("deployments", "statefulsets", "pods") for _, resource, _ in granted)
     # Users' Secrets: read by name, written, deleted; never listed or watched (no enumerating them)
-    assert {verb for _, resource, verb in granted if resource == "secrets"} == {"get", "create", "patch", "delete"}
+    assert {verb for _, resource, verb in granted if resource == "secrets"} == {"get", "create", "delete"}
     assert not any(verb == "*" or (verb == "delete" and resource != "secrets") for _, resource, verb in granted)
     namespaced = render()
     assert not [o for o in namespaced if o["kind"] == "ClusterRole" and "operator" in o["metadata"]["name"]]

@@ -49,7 +49,7 @@ def test_every_cel_rule_compiles_and_has_a_message() -> None:
             assert rule["message"], f"{kind} {path}: a rule without a message"
             program(rule["rule"])  # raises on a syntax error
             counted += 1
-    assert counted == 13
+    assert counted == 14
 
 
 def test_the_examples_validate_against_their_crds() -> None:
@@ -159,6 +159,16 @@ def test_a_group_id_cannot_change() -> None:
             "should be non-empty",
         ),
         ({"quotas": {"producerByteRate": 0}}, "less than the minimum of 1"),
+        (
+            {
+                "authorization": {
+                    "acls": [
+                        {"resource": {"type": "topic", "name": "*", "patternType": "prefix"}, "operations": ["Read"]}
+                    ]
+                }
+            },
+            "a prefix pattern names a prefix",
+        ),
         ({"quotas": {"controllerMutationRate": 0}}, "less than the minimum of 0.001"),
     ],
 )

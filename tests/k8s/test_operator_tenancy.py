@@ -70,12 +70,14 @@ def test_a_namespace_claims_only_its_granted_prefixes(api: ApiServer, admin: Adm
     wait_for(lambda: ready(team_a, "topics", "orders"), f"team-a's Topic Ready (log: {operator.log()})")
     assert len(admin.describe_topic("team-a.orders").partitions) == 1
 
-    team_a.create("topics", "elsewhere", {"topicName": "payments", "partitions": 1})
+    team_a.create("topics", "elsewhere", {"topicName": "payments", "partitions": 1, "deletionPolicy": "Delete"})
     assert "starting with 'team-a.'" in refused(team_a, "topics", "elsewhere")["message"]
     assert absent(admin, "payments")
 
     home.create("topics", "payments", {"partitions": 1})  # the home namespace claims anything
     wait_for(lambda: ready(home, "topics", "payments"), "the home namespace's Topic Ready")
+    team_c.create("topics", "grabber", {"topicName": "payments", "deletionPolicy": "Delete"})
+    refused(team_c, "topics", "grabber")
 
     team_a.create(
         "consumergroups", "theirs", {"groupId": "payments-app", "resetOffsets": {"requestId": "1", "to": "earliest"}}
@@ -112,10 +114,18 @@ def test_a_namespace_claims_only_its_granted_prefixes(api: ApiServer, admin: Adm
         },
     )
     wait_for(lambda: ready(team_a, "users", "writer"), f"team-a's User Ready (log: {operator.log()})")
+    assert [u.name for u in admin.describe_users(["team-a.writer"])] == ["team-a.writer"]
 
-    team_c.delete("topics", "squatter")
-    wait_for(lambda: team_c.get("topics", "squatter") is None, "the squatter gone")
-    team_a.delete("topics", "elsewhere")
-    wait_for(lambda: team_a.get("topics", "elsewhere") is None, "the refused Topic gone")
+    # a spec asking for more than the namespace may have revokes the user it made
+    acls = [{"resource": {"type": "topic", "name": "payments"}, "operations": ["Read"]}]
+    team_a.patch("users", "writer", {"spec": {"authorization": {"acls": acls}}})
+    assert "revoked" in refused(team_a, "users", "writer")["message"]
+    with pytest.raises(LanesError) as revoked:
+        admin.describe_users(["team-a.writer"])
+    assert revoked.value.code == ErrorCode.RESOURCE_NOT_FOUND
+
+    for kube, name in ((team_c, "squatter"), (team_a, "elsewhere"), (team_c, "grabber")):
+        kube.delete("topics", name)
+        wait_for(lambda kube=kube, name=name: kube.get("topics", name) is None, f"the refused Topic {name} gone")
     assert not absent(admin, "team-a.orders"), "deleting an ungranted claim touches nothing"
-    assert not absent(admin, "payments")
+    assert not absent(admin, "payments"), "not even with deletionPolicy: Delete"

@@ -51,13 +51,20 @@ SPEC = {
 }
 
 
+def accountant(kube: Kube, admin: Admin, operator: OperatorProcess) -> dict[str, Any]:
+    """The User ``accountant``, Ready (made by the first test that needs it)."""
+    for topic in ("ledger", "payroll"):
+        if topic not in admin.list_topics():
+            admin.create_topic(topic, partitions=1, replication_factor=1)
+    if kube.get("users", "accountant") is None:
+        kube.create("users", "accountant", SPEC)
+    return wait_for(lambda: ready(kube, "accountant"), f"User accountant Ready (log: {operator.log()})")
+
+
 def test_a_user_resource_makes_a_user_with_its_password_acls_and_quotas(
     kube: Kube, admin: Admin, bootstrap: str, operator: OperatorProcess
 ) -> None:
-    admin.create_topic("ledger", partitions=1, replication_factor=1)
-    admin.create_topic("payroll", partitions=1, replication_factor=1)
-    kube.create("users", "accountant", SPEC)
-    found = wait_for(lambda: ready(kube, "accountant"), f"User accountant Ready (log: {operator.log()})")
+    found = accountant(kube, admin, operator)
     assert found["status"]["userName"] == "accountant"
     assert found["status"]["secret"] == "accountant"
     secret = kube.secret("accountant")
@@ -80,7 +87,7 @@ def test_a_user_resource_makes_a_user_with_its_password_acls_and_quotas(
 def test_acls_and_quotas_added_behind_the_operators_back_are_removed(
     kube: Kube, admin: Admin, operator: OperatorProcess
 ) -> None:
-    wait_for(lambda: ready(kube, "accountant"), "User accountant Ready")
+    accountant(kube, admin, operator)
     admin.create_acls([lanes.AclBinding.of("accountant", "write", topic="payroll")])
     admin.set_quota("consumer_byte_rate", 1.0, user="accountant")
     wait_for(lambda: ("TOPIC", "payroll", "LITERAL", "WRITE") not in acls_of(admin, "accountant"), "the ACL removed")
@@ -98,7 +105,7 @@ def test_acls_and_quotas_added_behind_the_operators_back_are_removed(
 def test_the_password_rotates_with_its_secret(
     kube: Kube, admin: Admin, bootstrap: str, operator: OperatorProcess
 ) -> None:
-    wait_for(lambda: ready(kube, "accountant"), "User accountant Ready")
+    accountant(kube, admin, operator)
     old = (kube.secret("accountant") or {})["password"]
     version = (kube.get("users", "accountant") or {})["status"]["credentialsVersion"]
     kube.put_secret("accountant", {"username": "accountant", "password": "a-new-password-42"})
@@ -131,8 +138,7 @@ def test_a_password_from_the_users_own_secret_and_a_secret_that_is_not_the_opera
 
     kube.put_secret("intruder", {"password": "not-the-operators"})
     kube.create("users", "intruder", {})
-    refused = wait_for(lambda: (c := kube.condition("users", "intruder")).get("status") == "False" and c, "refused")
-    assert refused["reason"] == "SecretConflict"
+    wait_for(lambda: kube.condition("users", "intruder").get("reason") == "SecretConflict", "SecretConflict")
     with pytest.raises(LanesError) as unknown:
         admin.describe_users(["intruder"])
     assert unknown.value.code == ErrorCode.RESOURCE_NOT_FOUND
@@ -141,7 +147,7 @@ def test_a_password_from_the_users_own_secret_and_a_secret_that_is_not_the_opera
 def test_deleting_a_user_removes_it_its_acls_quotas_and_generated_secret(
     kube: Kube, admin: Admin, operator: OperatorProcess
 ) -> None:
-    wait_for(lambda: ready(kube, "accountant"), "User accountant Ready")
+    accountant(kube, admin, operator)
     kube.delete("users", "accountant")
     wait_for(lambda: kube.get("users", "accountant") is None, f"the resource gone (log: {operator.log()})")
 
@@ -156,3 +162,33 @@ def test_deleting_a_user_removes_it_its_acls_quotas_and_generated_secret(
     assert acls_of(admin, "accountant") == set()
     assert admin.describe_quotas(user="accountant") == []
     assert kube.secret("accountant") is None
+
+
+def test_an_existing_user_is_taken_over_only_when_adopted_and_its_mechanism_follows_the_spec(
+    kube: Kube, admin: Admin, bootstrap: str, operator: OperatorProcess
+) -> None:
+    admin.set_user_password("legacy", "made-by-hand-1", mechanism="SCRAM-SHA-256")
+    admin.create_acls([lanes.AclBinding.of("legacy", "read", topic="ledger")])
+    kube.create("users", "legacy", {})
+    wait_for(lambda: kube.condition("users", "legacy").get("reason") == "NotAdopted", "NotAdopted")
+    assert acls_of(admin, "legacy") == {("TOPIC", "ledger", "LITERAL", "READ")}, "nothing changed"
+    assert kube.secret("legacy") is None
+    assert topics_seen(bootstrap, "legacy", "made-by-hand-1") == ["ledger"]
+
+    kube.patch("users", "legacy", {"metadata": {"annotations": {"lanes.dev/adopt": "true"}}})
+    wait_for(lambda: ready(kube, "legacy"), f"User legacy adopted (log: {operator.log()})")
+    assert [u.mechanisms for u in admin.describe_users(["legacy"])] == [("SCRAM-SHA-512",)], "the spec's only"
+    assert acls_of(admin, "legacy") == set(), "the spec gives it none"
+    assert "lanes.dev/adopt" not in ((kube.get("users", "legacy") or {})["metadata"].get("annotations") or {})
+    password = (kube.secret("legacy") or {})["password"]
+    with pytest.raises(AuthenticationError):
+        topics_seen(bootstrap, "legacy", "made-by-hand-1")
+
+    kube.patch("users", "legacy", {"spec": {"authentication": {"type": "scram-sha-256"}}})
+    wait_for(
+        lambda: [u.mechanisms for u in admin.describe_users(["legacy"])] == [("SCRAM-SHA-256",)],
+        "the credential under the new mechanism only",
+    )
+    admin.create_acls([lanes.AclBinding.of("legacy", "describe", topic="ledger")])
+    wait_for(lambda: acls_of(admin, "legacy") == set(), "the hand-made ACL removed")
+    assert topics_seen(bootstrap, "legacy", password) == []

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from lanes.security.acls import Operation
 from lanes_operator.settings import OperatorSettings
 from lanes_operator.tenancy import Grants
+from lanes_operator.user_handlers import binding, entry
 from lanes_operator.users import AclEntry, UserSpec, plan
 
 SPEC = {
@@ -49,7 +51,7 @@ def test_the_plan_makes_the_cluster_exactly_the_spec() -> None:
         user,
         credentials_version="uid/2",
         applied_version="uid/1",
-        user_exists=True,
+        mechanisms=("SCRAM-SHA-256",),
         acls=[kept, stray],
         quotas={"producer_byte_rate": 1024.0, "consumer_byte_rate": 5.0},
     )
@@ -62,16 +64,26 @@ def test_the_plan_makes_the_cluster_exactly_the_spec() -> None:
         user,
         credentials_version="uid/2",
         applied_version="uid/2",
-        user_exists=True,
+        mechanisms=("SCRAM-SHA-256",),
         acls=user.acls,
         quotas=user.quotas,
     )
     assert not settled.changes
+    for other in (("SCRAM-SHA-512",), ("SCRAM-SHA-256", "SCRAM-SHA-512")):
+        switched = plan(
+            user,
+            credentials_version="uid/2",
+            applied_version="uid/2",
+            mechanisms=other,
+            acls=user.acls,
+            quotas=user.quotas,
+        )
+        assert switched.set_password, f"the spec's mechanism only, not {other}"
     gone = plan(
         user,
         credentials_version="uid/2",
         applied_version="uid/2",
-        user_exists=False,
+        mechanisms=None,
         acls=user.acls,
         quotas=user.quotas,
     )
@@ -100,4 +112,26 @@ def test_grants_come_from_the_environment() -> None:
     with pytest.raises(ValueError, match="not JSON"):
         OperatorSettings.from_env({"LANES_OPERATOR_NAMESPACE_GRANTS": "{team-a"})
     with pytest.raises(ValueError, match="list of non-empty prefixes"):
-        OperatorSettings.from_env({"LANES_OPERATOR_NAMESPACE_GRANTS": '{"team-a": "team-a."}'})
+        OperatorSettings.from_env(
+            {"POD_NAMESPACE": "lanes", "LANES_OPERATOR_NAMESPACE_GRANTS": '{"team-a": "team-a."}'}
+        )
+    with pytest.raises(ValueError, match="also covers namespace 'team-ab'"):
+        OperatorSettings.from_env(
+            {
+                "POD_NAMESPACE": "lanes",
+                "LANES_OPERATOR_NAMESPACE_GRANTS": '{"team-a": ["team-a"], "team-ab": ["team-ab."]}',
+            }
+        )
+    with pytest.raises(ValueError, match="need the operator's own namespace"):
+        OperatorSettings.from_env({"LANES_OPERATOR_NAMESPACE_GRANTS": '{"team-a": ["team-a."]}'})
+
+
+@pytest.mark.parametrize("resource_type", ["topic", "group", "cluster", "transactionalId"])
+@pytest.mark.parametrize("operation", [o.name for o in Operation if o is not Operation.ANY])
+def test_acl_entries_and_bindings_round_trip(resource_type: str, operation: str) -> None:
+    name = "kafka-cluster" if resource_type == "cluster" else "orders"
+    spelled = "".join(part.capitalize() for part in operation.split("_"))
+    for pattern in ("literal", "prefix"):
+        for permission in ("allow", "deny"):
+            acl = AclEntry(resource_type, name, pattern, spelled, "10.0.0.1", permission)
+            assert entry(binding("User:app", acl)) == acl

@@ -559,10 +559,12 @@ class AsyncAdmin:
         )
         _raise_if_error(answer.results[0].error)
 
-    async def delete_user(self, name: str) -> None:
-        """Remove every credential of user ``name`` (its ACLs stay: ``delete_acls``)."""
-        users = await self.describe_users([name])
-        deletions = [controller_pb2.ScramCredentialDeletion(name=name, mechanism=m) for m in users[0].mechanisms]
+    async def delete_user(self, name: str, *, mechanisms: Sequence[str] | None = None) -> None:
+        """Remove every credential of user ``name``, or only those of ``mechanisms`` (its ACLs
+        stay: ``delete_acls``)."""
+        if mechanisms is None:
+            mechanisms = (await self.describe_users([name]))[0].mechanisms
+        deletions = [controller_pb2.ScramCredentialDeletion(name=name, mechanism=m) for m in mechanisms]
         answer = await self._call(
             lambda stub: stub.AlterUserScramCredentials(
                 controller_pb2.AlterUserScramCredentialsRequest(deletions=deletions), timeout=self._timeout_s
@@ -763,9 +765,9 @@ class Admin:
         """See ``AsyncAdmin.set_user_password``."""
         _loop.run(self._admin.set_user_password(name, password, mechanism=mechanism, iterations=iterations))
 
-    def delete_user(self, name: str) -> None:
+    def delete_user(self, name: str, *, mechanisms: Sequence[str] | None = None) -> None:
         """See ``AsyncAdmin.delete_user``."""
-        _loop.run(self._admin.delete_user(name))
+        _loop.run(self._admin.delete_user(name, mechanisms=mechanisms))
 
     def describe_users(self, names: Sequence[str] = ()) -> list[UserInfo]:
         """See ``AsyncAdmin.describe_users``."""
