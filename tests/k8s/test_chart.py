@@ -36,6 +36,7 @@ from tests.k8s.emulator import api_server
 from tests.k8s.test_crds import KUBERNETES_VERSION
 
 CUSTOM_KINDS = {
+    "Certificate": "cert-manager.io/v1",
     "PodMonitor": "monitoring.coreos.com/v1",
     "PrometheusRule": "monitoring.coreos.com/v1",
     "ClusterKopfPeering": "kopf.dev/v1",
@@ -49,7 +50,21 @@ EVERYTHING_ON = {
     },
     "networkPolicy": {"enabled": True},
 }
-CASES = {"defaults": {}, "everything-on": EVERYTHING_ON, **{path.stem: scenario(path) for path in SCENARIOS}}
+CERT_MANAGER = {
+    "security": {
+        "certManager": {
+            "enabled": True,
+            "issuerRef": {"name": "lanes-ca"},
+            "caCertificate": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+        }
+    }
+}
+CASES = {
+    "defaults": {},
+    "everything-on": EVERYTHING_ON,
+    "cert-manager": CERT_MANAGER,
+    **{path.stem: scenario(path) for path in SCENARIOS},
+}
 
 
 def test_the_documented_scenarios_exist() -> None:
@@ -417,3 +432,46 @@ def test_an_oauth_issuer_reaches_every_node_and_needs_its_audience_and_keys() ->
     assert "--oauth" not in plain
     with pytest.raises(Exception, match=r"security\.oauth\.audience is needed"):
         render({"security": {"oauth": {"issuer": "https://id.example.com"}}})
+
+
+def test_cert_manager_issues_one_certificate_per_node_projected_where_the_nodes_read_them() -> None:
+    """With ``security.certManager``, the chart makes no CA: a cert-manager Certificate per node
+    (its identity as common name, the same DNS names as the chart's own certificates, server and
+    client use) in a Secret per node, projected into the files the nodes read; clients trust the
+    issuer's CA from the ConfigMap. cert-manager renews them; nodes reload renewed files."""
+    ca_pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
+    values = {
+        "security": {
+            "certManager": {
+                "enabled": True,
+                "issuerRef": {"name": "lanes-ca", "kind": "ClusterIssuer"},
+                "caCertificate": ca_pem,
+            }
+        },
+        "broker": {"replicas": 3},
+    }
+    objects = render(values)
+    assert not [o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"].endswith(("-ca", "-broker-tls"))]
+    assert one(objects, "ConfigMap", "lanes-ca")["data"]["ca.crt"].strip() == ca_pem
+    for component, ids in (("controller", range(3)), ("broker", range(1, 4)), ("coordinator", range(1, 3))):
+        for ordinal, node_id in enumerate(ids):
+            certificate = one(objects, "Certificate", f"lanes-{component}-{node_id}")
+            assert certificate["apiVersion"] == "cert-manager.io/v1"
+            spec = certificate["spec"]
+            assert spec["commonName"] == f"{component}-{node_id}"
+            assert spec["secretName"] == f"lanes-{component}-{node_id}-tls"
+            assert f"lanes-{component}-{ordinal}.lanes-{component}.lanes.svc.cluster.local" in spec["dnsNames"]
+            assert {"server auth", "client auth"} <= set(spec["usages"])
+            assert spec["issuerRef"] == {"name": "lanes-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
+        template = one(objects, "StatefulSet", f"lanes-{component}")["spec"]["template"]["spec"]
+        sources = {v["name"]: v for v in template["volumes"]}["tls"]["projected"]["sources"]
+        assert sources[0] == {"configMap": {"name": "lanes-ca", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}
+        assert [s["secret"]["name"] for s in sources[1:]] == [f"lanes-{component}-{i}-tls" for i in ids]
+        assert sources[1]["secret"]["items"] == [
+            {"key": "tls.crt", "path": f"{component}-{ids[0]}.crt"},
+            {"key": "tls.key", "path": f"{component}-{ids[0]}.key"},
+        ]
+    with pytest.raises(Exception, match=r"security\.certManager\.caCertificate"):
+        render({"security": {"certManager": {"enabled": True, "issuerRef": {"name": "lanes-ca"}}}})
+    with pytest.raises(Exception, match=r"security\.certManager\.issuerRef\.name"):
+        render({"security": {"certManager": {"enabled": True, "caCertificate": ca_pem}}})

@@ -144,14 +144,56 @@ podAntiAffinity:
 {{- end }}
 {{- end -}}
 
-{{/* The certificates of one kind of node: include "lanes.nodeTlsVolume" (list . "broker") */}}
+{{/* The names one node's certificate holds: its pod's stable DNS name, the Services clients
+dial (the headless Service of its kind; the bootstrap Service for brokers) and localhost, as a
+JSON list: include "lanes.nodeNames" (list . "broker" ordinal) | fromJsonArray */}}
+{{- define "lanes.nodeNames" -}}
+{{- $root := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $ordinal := index . 2 -}}
+{{- $fullname := include "lanes.fullname" $root -}}
+{{- $domain := include "lanes.domain" $root -}}
+{{- $service := printf "%s-%s" $fullname $name -}}
+{{- $names := list (printf "%s-%s-%d.%s.%s" $fullname $name (int $ordinal) $service $domain) (printf "%s.%s" $service $domain) $service "localhost" -}}
+{{- if eq $name "broker" -}}
+{{- $bootstrap := printf "%s-bootstrap" $fullname -}}
+{{- $names = concat $names (list $bootstrap (printf "%s.%s" $bootstrap $root.Release.Namespace) (printf "%s.%s" $bootstrap $domain)) -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end -}}
+
+{{/* The certificates of one kind of node: include "lanes.nodeTlsVolume" (list . "broker"), as
+files ca.crt and <kind>-<id>.crt/.key: the chart's Secret of that kind, or (cert-manager) each
+node's Secret projected into those names. */}}
 {{- define "lanes.nodeTlsVolume" -}}
 {{- $root := index . 0 -}}
+{{- $name := index . 1 -}}
 {{- if $root.Values.security.enabled }}
+{{- $fullname := include "lanes.fullname" $root -}}
+{{- if $root.Values.security.certManager.enabled }}
+{{- $first := ternary 0 1 (eq $name "controller") -}}
+{{- $replicas := int (index $root.Values $name).replicas -}}
+- name: tls
+  projected:
+    defaultMode: 0440
+    sources:
+      - configMap:
+          name: {{ $fullname }}-ca
+          items: [{key: ca.crt, path: ca.crt}]
+      {{- range $ordinal := until $replicas }}
+      {{- $id := add $ordinal $first }}
+      - secret:
+          name: {{ $fullname }}-{{ $name }}-{{ $id }}-tls
+          items:
+            - {key: tls.crt, path: {{ $name }}-{{ $id }}.crt}
+            - {key: tls.key, path: {{ $name }}-{{ $id }}.key}
+      {{- end }}
+{{- else }}
 - name: tls
   secret:
-    secretName: {{ include "lanes.fullname" $root }}-{{ index . 1 }}-tls
+    secretName: {{ $fullname }}-{{ $name }}-tls
     defaultMode: 0440
+{{- end }}
 {{- end }}
 {{- end -}}
 
