@@ -35,7 +35,7 @@ test: lint pytest
 
 pytest: $(STAMP)-dev
 	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2
-	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q tests
+	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=25 tests
 
 lint: $(STAMP)-dev
 	$(BIN)/ruff check services operator spark-apps tests tools

@@ -24,6 +24,7 @@ from google.protobuf import descriptor, message_factory
 from grpc_health.v1 import health_pb2
 
 import lanes
+from lanes.client import _loop
 from lanes.errors import AuthenticationError, AuthorizationError, ErrorCode, LanesError
 from lanes.local.certificates import create_authority, issue
 from lanes.local.cluster import LocalCluster
@@ -370,3 +371,49 @@ def test_acl_and_password_changes_apply_to_the_next_call(cluster: LocalCluster) 
         assert [user.name for user in admin.describe_users()] == ["admin", "alice"]
     with _admin(cluster, lanes.UserPassword("bob", "bob-secret-renewed")) as gone, pytest.raises(AuthenticationError):
         gone.list_topics()
+
+
+def test_admin_requests_are_answered_per_resource(cluster: LocalCluster) -> None:
+    """As Kafka's admin requests: each named resource is authorized on its own, and a refused one
+    is answered in its place (TOPIC_AUTHORIZATION_FAILED) while the others are done."""
+    carol = lanes.UserPassword("carol", "carol-secret-3")
+    with _admin(cluster) as admin:
+        admin.create_topic("carols-scratch", partitions=1, replication_factor=1)
+        admin.set_user_password(carol.username, carol.password)
+        admin.create_acls(
+            [
+                lanes.AclBinding.of("carol", "delete", topic="carols-scratch"),
+                lanes.AclBinding.of("carol", "describe_configs", topic="b"),
+            ]
+        )
+    wait_until_brokers_apply_metadata(cluster)
+    with _admin(cluster, carol) as client:
+
+        def call(rpc: Any) -> Any:
+            return _loop.run(client._admin._call(rpc))  # raw requests naming several resources
+
+        deleted = call(
+            lambda stub: stub.DeleteTopics(
+                controller_pb2.DeleteTopicsRequest(names=["a", "carols-scratch"]), timeout=10
+            )
+        )
+        assert [(t.name, t.error.code) for t in deleted.topics] == [
+            ("a", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+            ("carols-scratch", ErrorCode.NONE),
+        ]
+        assert "carol may not DELETE topic 'a'" in deleted.topics[0].error.message
+        resources = [
+            controller_pb2.DescribeConfigsResource(resource_type=common_pb2.CONFIG_RESOURCE_TYPE_TOPIC, resource_name=n)
+            for n in ("a", "b")
+        ]
+        described = call(
+            lambda stub: stub.DescribeConfigs(controller_pb2.DescribeConfigsRequest(resources=resources), timeout=10)
+        )
+        assert [(r.resource_name, r.error.code) for r in described.results] == [
+            ("a", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+            ("b", ErrorCode.NONE),
+        ]
+        assert described.results[1].configs, "the allowed topic's configs are there"
+    with _admin(cluster) as admin:
+        assert "carols-scratch" not in admin.list_topics()
+        assert "a" in admin.list_topics()

@@ -2,13 +2,16 @@
 
 ``LANES_SIM_SEEDS`` sets how many seeds a simulation test runs (default 5,000: what fits
 ``make test``'s time; long runs set more);
-``LANES_SIM_SEED`` replays one.
+``LANES_SIM_SEED`` replays one. The seed sweeps run on every core (``failing_seeds``'s
+``processes``): each seed's world is independent and deterministic, so the outcome is the same.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import heapq
 import itertools
+import multiprocessing
 import os
 import random
 from collections.abc import Callable, Sequence
@@ -72,10 +75,26 @@ def seeds_to_run(regressions: list[int]) -> list[int]:
     return [int(only)] if only else [*regressions, *range(SEEDS)]
 
 
+#: Processes a seed sweep runs in: every core.
+PROCESSES = max(1, os.cpu_count() or 1)
+
+
 def failing_seeds(
-    run: Callable[[int], list[str]], seeds: range | list[int], stop_after: int = 3
+    run: Callable[[int], list[str]], seeds: range | list[int], stop_after: int = 3, *, processes: int = 1
 ) -> dict[int, list[str]]:
-    """The first ``stop_after`` seeds whose run finds violations, with them."""
+    """The first ``stop_after`` seeds (in seed order) whose run finds violations, with them;
+    with ``processes`` above 1, the seeds are shared among that many fresh processes (``run``
+    must be a module-level function; none of the caller's patches reach them)."""
+    if processes <= 1 or len(seeds) < 2:
+        return _failing_in(run, list(seeds), stop_after)
+    shares = [list(seeds)[i::processes] for i in range(processes)]
+    with concurrent.futures.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+        found = list(pool.map(_failing_in, [run] * processes, shares, [stop_after] * processes))
+    failures = dict(sorted(item for share in found for item in share.items()))
+    return dict(list(failures.items())[:stop_after])
+
+
+def _failing_in(run: Callable[[int], list[str]], seeds: list[int], stop_after: int) -> dict[int, list[str]]:
     failures: dict[int, list[str]] = {}
     for seed in seeds:
         violations = run(seed)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from lanes.controller.raft import RaftCore, Role, Voter, VoteRequest, VoteResponse
-from tests.simulation.harness import failing_seeds, seeds_to_run
+from tests.simulation.harness import PROCESSES, failing_seeds, seeds_to_run
 from tests.simulation.raft_world import FAULT_PHASE_MS, SETTLE_MS, World, run
 
 #: seeds that once failed: 57 and 793 found a voter whose epoch ran ahead in a lost election left
@@ -25,7 +25,7 @@ REGRESSIONS: list[int] = [57, 74, 793, 3754]
 
 
 def test_every_seed_keeps_raft_safe_and_converges() -> None:
-    failures = failing_seeds(run, seeds_to_run(REGRESSIONS))
+    failures = failing_seeds(run, seeds_to_run(REGRESSIONS), processes=PROCESSES)
     assert not failures, "; ".join(f"seed {seed}: {v[:3]}" for seed, v in failures.items())
 
 

@@ -17,7 +17,7 @@ from lanes.broker.replication import LeaderReplica
 from lanes.errors import ErrorCode
 from lanes.topic_partition import TopicPartition
 from tests.simulation import replication_world
-from tests.simulation.harness import failing_seeds, seeds_to_run
+from tests.simulation.harness import PROCESSES, failing_seeds, seeds_to_run
 from tests.simulation.replication_world import run
 
 #: seeds that once failed: 120, 128, 137 found a demoted leader that wrote nothing in its epoch
@@ -26,7 +26,7 @@ REGRESSIONS: list[int] = [120, 128, 137]
 
 
 def test_every_seed_keeps_acknowledged_records_and_replicas_consistent() -> None:
-    failures = failing_seeds(run, seeds_to_run(REGRESSIONS))
+    failures = failing_seeds(run, seeds_to_run(REGRESSIONS), processes=PROCESSES)
     assert not failures, "; ".join(f"seed {seed}: {v[:3]}" for seed, v in failures.items())
 
 
@@ -70,3 +70,15 @@ def test_the_simulation_finds_a_mutated_core_within_1000_seeds(
     assert failures, f"1,000 seeds did not notice {name} mutated"
     seed, violations = next(iter(failures.items()))
     print(f"\nmutated {name}: seed {seed} found {violations[0]}")
+
+
+def _fails_on_multiples_of_seven(seed: int) -> list[str]:
+    return [f"seed {seed} is a multiple of 7"] if seed % 7 == 0 and seed else []
+
+
+def test_a_sweep_over_processes_reports_the_first_failing_seeds_in_seed_order() -> None:
+    """What the sweeps above rely on: shared among processes, the seeds' failures come back
+    as a serial sweep would report them."""
+    serial = failing_seeds(_fails_on_multiples_of_seven, range(100))
+    assert list(serial) == [7, 14, 21]
+    assert failing_seeds(_fails_on_multiples_of_seven, range(100), processes=2) == serial

@@ -9,6 +9,11 @@ A rule says what a call needs, from its request:
 - ``per_topic`` (Produce, ProduceStream, Fetch): the operation each named topic needs; topics
   refused are taken out of the request and answered with TOPIC_AUTHORIZATION_FAILED per
   partition, as Kafka does, so a producer writing two topics on one broker keeps the one it may;
+- ``per_resource`` (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+  DescribeConfigs): each named resource is authorized on its own; refused ones are taken out of
+  the request and answered in their place with TOPIC_AUTHORIZATION_FAILED (or
+  CLUSTER_AUTHORIZATION_FAILED), as Kafka's admin requests are, so deleting two topics of which
+  the caller may delete one deletes that one;
 - ``trim``: what the answer may show (Metadata, DescribeTopics, ListGroups): resources the
   caller may not DESCRIBE are left out of listings, and named ones answered as refused, so a
   caller learns nothing of topics and groups it may not see.
@@ -53,6 +58,19 @@ class Access:
 
 
 @dataclass(frozen=True)
+class PerResource:
+    """How an admin request names its resources and how each refused one is answered: the
+    request's repeated ``fields`` (in order), ``need(field, entry, access)`` (the first refused
+    permission of an entry, None when allowed), ``result(field, entry, refusal)`` (its answer)
+    and the response's repeated ``results`` field (answers in request order)."""
+
+    fields: tuple[str, ...]
+    need: Callable[[str, Any, Access], Need | None]
+    result: Callable[[str, Any, Any], Any]
+    results: str
+
+
+@dataclass(frozen=True)
 class Rule:
     """What one RPC needs (see the module docstring). ``nodes_only``: the cluster's own work,
     which no ACL grants (registration, the metadata stream with its stored keys, replication,
@@ -64,6 +82,7 @@ class Rule:
     trim: Callable[[Any, Any, Access], None] | None = None
     nodes_only: bool = False
     nodes_only_when: Callable[[Any], bool] | None = None
+    per_resource: PerResource | None = None
 
     def for_nodes_only(self, request: Any) -> bool:
         """Whether ``request`` is one only the cluster's nodes may make."""
@@ -130,31 +149,113 @@ def _groups(operation: Operation) -> Callable[[Any, Access], Iterable[Need]]:
     return lambda request, access: [(operation, GROUP, group_id) for group_id in dict.fromkeys(request.group_ids)]
 
 
-def _create_topics(request: controller_pb2.CreateTopicsRequest, access: Access) -> Iterator[Need]:
-    """CREATE on the cluster, or else on each topic name (Kafka allows either)."""
+def _refused(access: Access, *needs: Need) -> Need | None:
+    """The first of ``needs`` the caller is not allowed."""
+    return first_refused(needs, access)
+
+
+def refusal_error(need: Need, access: Access) -> common_pb2.Error:
+    """The error answering a refused ``need``."""
+    operation, resource_type, name = need
+    return wire_error(
+        refusal_code(resource_type),
+        f"{access.principal} may not {operation.name} {resource_type.name.lower()} {name!r}",
+    )
+
+
+def _create_topic_need(field: str, topic: Any, access: Access) -> Need | None:
+    """CREATE on the cluster, or else on the topic (Kafka allows either)."""
     if access.allows(Operation.CREATE, CLUSTER, CLUSTER_NAME):
-        return
-    for topic in request.topics:
-        yield Operation.CREATE, TOPIC, topic.name
+        return None
+    return _refused(access, (Operation.CREATE, TOPIC, topic.name))
 
 
-def _delete_topics(request: controller_pb2.DeleteTopicsRequest, access: Access) -> Iterator[Need]:
-    for name in request.names:
-        yield Operation.DELETE, TOPIC, name
-    for topic_id in request.topic_ids:
-        topic = access.image.topics.get(topic_id)
-        yield Operation.DELETE, TOPIC, topic.name if topic is not None else f"<topic id {topic_id}>"
+def _delete_topic_need(field: str, named: str, access: Access) -> Need | None:
+    if field == "names":
+        return _refused(access, (Operation.DELETE, TOPIC, named))
+    topic = access.image.topics.get(named)
+    return _refused(access, (Operation.DELETE, TOPIC, topic.name if topic is not None else f"<topic id {named}>"))
 
 
-def _configs(topic_operation: Operation) -> Callable[[Any, Access], Iterable[Need]]:
-    def needs(request: Any, access: Access) -> Iterator[Need]:
-        for resource in request.resources:
-            if resource.resource_type == common_pb2.CONFIG_RESOURCE_TYPE_TOPIC:
-                yield topic_operation, TOPIC, resource.resource_name
+def _config_need(operation: Operation) -> Callable[[str, Any, Access], Need | None]:
+    def need(field: str, resource: Any, access: Access) -> Need | None:
+        if resource.resource_type == common_pb2.CONFIG_RESOURCE_TYPE_TOPIC:
+            return _refused(access, (operation, TOPIC, resource.resource_name))
+        return _refused(access, (operation, CLUSTER, CLUSTER_NAME))
+
+    return need
+
+
+_CREATE_TOPICS = PerResource(
+    ("topics",),
+    _create_topic_need,
+    lambda field, topic, error: controller_pb2.CreatableTopicResult(name=topic.name, error=error),
+    "topics",
+)
+_DELETE_TOPICS = PerResource(
+    ("names", "topic_ids"),
+    _delete_topic_need,
+    lambda field, named, error: controller_pb2.DeletableTopicResult(
+        **({"name": named} if field == "names" else {"topic_id": named}), error=error
+    ),
+    "topics",
+)
+_CREATE_PARTITIONS = PerResource(
+    ("topics",),
+    lambda field, topic, access: _refused(access, (Operation.ALTER, TOPIC, topic.name)),
+    lambda field, topic, error: controller_pb2.CreatePartitionsTopicResult(name=topic.name, error=error),
+    "topics",
+)
+
+
+def _configs(operation: Operation, result: Callable[..., Any]) -> PerResource:
+    """AlterConfigs or DescribeConfigs: ``operation`` on each topic, or on the cluster for a
+    broker's configs; a refused resource answered by a ``result`` message naming it."""
+    return PerResource(
+        ("resources",),
+        _config_need(operation),
+        lambda field, resource, error: result(
+            resource_type=resource.resource_type, resource_name=resource.resource_name, error=error
+        ),
+        "results",
+    )
+
+
+_ALTER_CONFIGS = _configs(Operation.ALTER_CONFIGS, controller_pb2.AlterConfigsResourceResult)
+_DESCRIBE_CONFIGS = _configs(Operation.DESCRIBE_CONFIGS, controller_pb2.DescribeConfigsResult)
+
+
+def split_resources(request: Any, per: PerResource, access: Access) -> list[tuple[int, Any]]:
+    """Take the resources the caller may not act on out of an admin ``request`` (in place);
+    return their answers with the positions they take among the results."""
+    refused: list[tuple[int, Any]] = []
+    position = 0
+    for field in per.fields:
+        entries = getattr(request, field)
+        kept = []
+        for entry in entries:
+            need = per.need(field, entry, access)
+            if need is None:
+                kept.append(entry if isinstance(entry, str) else type(entry).FromString(entry.SerializeToString()))
             else:
-                yield topic_operation, CLUSTER, CLUSTER_NAME
+                refused.append((position, per.result(field, entry, refusal_error(need, access))))
+            position += 1
+        if len(kept) != len(entries):
+            del entries[:]
+            entries.extend(kept)
+    return refused
 
-    return needs
+
+def answer_resources(response: Any, per: PerResource, refused: list[tuple[int, Any]]) -> None:
+    """Put the refused resources' answers in their places among ``response``'s results."""
+    if not refused:
+        return
+    field = getattr(response, per.results)
+    results = [type(r).FromString(r.SerializeToString()) for r in field]
+    for position, answer in refused:  # ascending: each insertion leaves the next one's place right
+        results.insert(min(position, len(results)), answer)
+    del field[:]
+    field.extend(results)
 
 
 def _init_producer_id(request: broker_pb2.InitProducerIdRequest, access: Access) -> Iterator[Need]:
@@ -233,13 +334,13 @@ RULES: dict[str, Rule] = {
     _method("Controller", "RegisterBroker"): _NODES_ONLY,
     _method("Controller", "BrokerHeartbeat"): _NODES_ONLY,
     _method("Controller", "WatchMetadata"): _NODES_ONLY,  # it carries users' stored keys
-    _method("Controller", "CreateTopics"): Rule(_create_topics),
-    _method("Controller", "DeleteTopics"): Rule(_delete_topics),
-    _method("Controller", "CreatePartitions"): Rule(_topics(Operation.ALTER, lambda r: (t.name for t in r.topics))),
+    _method("Controller", "CreateTopics"): Rule(per_resource=_CREATE_TOPICS),
+    _method("Controller", "DeleteTopics"): Rule(per_resource=_DELETE_TOPICS),
+    _method("Controller", "CreatePartitions"): Rule(per_resource=_CREATE_PARTITIONS),
     _method("Controller", "DescribeTopics"): Rule(trim=_trim_topics),
     _method("Controller", "DescribeCluster"): Rule(_cluster(Operation.DESCRIBE)),
-    _method("Controller", "AlterConfigs"): Rule(_configs(Operation.ALTER_CONFIGS)),
-    _method("Controller", "DescribeConfigs"): Rule(_configs(Operation.DESCRIBE_CONFIGS)),
+    _method("Controller", "AlterConfigs"): Rule(per_resource=_ALTER_CONFIGS),
+    _method("Controller", "DescribeConfigs"): Rule(per_resource=_DESCRIBE_CONFIGS),
     _method("Controller", "AlterPartition"): _NODES_ONLY,
     _method("Controller", "ElectLeaders"): Rule(_cluster(Operation.ALTER)),
     _method("Controller", "RegisterCoordinator"): _NODES_ONLY,

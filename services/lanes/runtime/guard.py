@@ -50,7 +50,17 @@ from lanes.rpc.call_metadata import CLIENT_ID_KEY
 from lanes.rpc.credentials import AUTHORIZATION_KEY
 from lanes.rpc.tls import caller_identity
 from lanes.rpc.wire import SESSION_EXPIRED, ServicerContext, peer_host
-from lanes.runtime.access_rules import RULES, Access, Rule, answer_refused, first_refused, refusal_code, split_topics
+from lanes.runtime.access_rules import (
+    RULES,
+    Access,
+    Rule,
+    answer_refused,
+    answer_resources,
+    first_refused,
+    refusal_code,
+    split_resources,
+    split_topics,
+)
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.runtime.tokens import InvalidTokenError, TokenVerifier
 from lanes.security import scram
@@ -168,10 +178,14 @@ class Guard(CallInterceptor):
                 return await inner(request, context)
             assert rule is not None
             refused = split_topics(request, rule.per_topic, access) if rule.per_topic is not None else []
+            resources = split_resources(request, rule.per_resource, access) if rule.per_resource is not None else []
             response = await inner(request, context)
             if refused:
                 assert rule.per_topic is not None
                 answer_refused(response, refused, rule.per_topic, access)
+            if resources:
+                assert rule.per_resource is not None
+                answer_resources(response, rule.per_resource, resources)
             if rule.trim is not None:
                 rule.trim(request, response, access)
             return response
