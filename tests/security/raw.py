@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from lanes.rpc.wire import code_of, produce_request
-from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, coordinator_pb2, coordinator_pb2_grpc
 from tests.integration.processes import client_channel
 
 
@@ -43,3 +43,15 @@ def reset_peak_memory(pid: int) -> float:
     """Reset the process's VmHWM to its resident memory now (Linux ``clear_refs`` 5); that value."""
     Path(f"/proc/{pid}/clear_refs").write_text("5")
     return peak_memory_mib(pid)
+
+
+async def heartbeat(
+    stub: coordinator_pb2_grpc.GroupCoordinatorStub, request: coordinator_pb2.HeartbeatRequest
+) -> coordinator_pb2.HeartbeatResponse:
+    """The coordinator's final answer to a heartbeat (retried while its shard is still loading)."""
+    for _ in range(300):
+        answer: coordinator_pb2.HeartbeatResponse = await stub.Heartbeat(request, timeout=30)
+        if not code_of(answer.error).retriable:
+            return answer
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the coordinator kept answering {answer.error.message}")

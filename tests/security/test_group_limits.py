@@ -12,22 +12,15 @@ from pathlib import Path
 
 import lanes
 from lanes.errors import ErrorCode
-from lanes.rpc.wire import code_of
 from lanes.v1 import coordinator_pb2, coordinator_pb2_grpc
 from tests.e2e.cli import wait_for
 from tests.integration.processes import client_channel, running_cluster
+from tests.security.raw import heartbeat
 
 
 async def _heartbeat(address: str, request: coordinator_pb2.HeartbeatRequest) -> coordinator_pb2.HeartbeatResponse:
-    """The coordinator's final answer (retried while its shards are still loading)."""
     async with client_channel(address) as channel:
-        stub = coordinator_pb2_grpc.GroupCoordinatorStub(channel)  # type: ignore[no-untyped-call]
-        for _ in range(300):
-            answer: coordinator_pb2.HeartbeatResponse = await stub.Heartbeat(request, timeout=10)
-            if not code_of(answer.error).retriable:
-                return answer
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"the coordinator kept answering {answer.error.message}")
+        return await heartbeat(coordinator_pb2_grpc.GroupCoordinatorStub(channel), request)  # type: ignore[no-untyped-call]
 
 
 async def _commit(address: str, request: coordinator_pb2.CommitOffsetsRequest) -> coordinator_pb2.CommitOffsetsResponse:

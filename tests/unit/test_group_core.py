@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lanes.coordinator import patterns
 from lanes.coordinator.core import (
     CommitEntry,
     GroupConfig,
@@ -18,6 +19,7 @@ from lanes.coordinator.core import (
     Subscription,
 )
 from lanes.coordinator.group import GroupRecord, GroupState, GroupStore, Partitions
+from lanes.coordinator.patterns import TopicPatterns, resolve_patterns
 from lanes.errors import ErrorCode
 from lanes.v1 import coordinator_pb2
 
@@ -226,21 +228,21 @@ def test_new_partitions_trigger_a_rebalance() -> None:
     h = Harness()
     a = Client("a")
     h.beat(a)
-    h.counts["orders"] = 8
+    h.counts = {**h.counts, "orders": 8}  # a new topic set is a new mapping (TopicPatterns)
     h.beat(a)
     assert len(a.owned) == 8
 
 
 def test_regex_subscription_follows_topics_and_never_internal_ones() -> None:
     h = Harness()
-    h.counts["__consumer_offsets"] = 50
+    h.counts = {**h.counts, "__consumer_offsets": 50}
     a = Client("a")
     result, _ = h.core.heartbeat(
         HeartbeatInput("g", "a", 0, subscription=Subscription(topic_regex=".*")), h.now, h.counts
     )
     assert result.assignment is not None
     assert {t for t, _ in result.assignment} == {"orders", "payments"}
-    h.counts["refunds"] = 1
+    h.counts = {**h.counts, "refunds": 1}
     a.epoch = result.member_epoch
     a.owned = result.assignment
     h.beat(a)
@@ -503,3 +505,56 @@ def test_subscription_patterns_are_re2_linear_time_and_refuse_backreferences() -
     backreference = HeartbeatInput(group_id="g", member_id="b", member_epoch=0, subscription=Subscription((), r"(a)\1"))
     refused, _ = h.core.heartbeat(backreference, h.now, h.counts)
     assert refused.error is ErrorCode.INVALID_REGULAR_EXPRESSION
+
+
+def test_a_heartbeat_matches_each_pattern_once_per_topic_set_whatever_the_group_size(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue #23: every heartbeat matched every member's pattern against every topic (members x
+    topics of work per heartbeat). Patterns are remembered per topic set: 200 members sharing two
+    patterns cost two resolutions; a new topic set resolves them again, and its topics are
+    assigned."""
+    resolved: list[str] = []
+    real = patterns.resolve_patterns
+
+    def counting(regexes, topics):  # type: ignore[no-untyped-def]
+        resolved.extend(regexes)
+        return real(regexes, topics)
+
+    monkeypatch.setattr(patterns, "resolve_patterns", counting)
+    h = Harness()
+    h.counts = {**COUNTS, "orders-eu": 3, "__consumer_offsets": 50}
+    for n in range(200):
+        regex = "orders.*" if n % 2 else "pay.*"
+        beat = HeartbeatInput(group_id="g", member_id=f"m{n}", member_epoch=0, subscription=Subscription((), regex))
+        result, _ = h.core.heartbeat(beat, h.now, h.counts)
+        assert result.error is ErrorCode.NONE
+    assert sorted(resolved) == ["orders.*", "pay.*"]
+    group = h.core.store.get("g")
+    assert group is not None
+    group.check_invariants()
+    assert set(group.assigned_for_counts or {}) == {"orders", "orders-eu", "payments"}, "internal topics never match"
+
+    h.counts = {**h.counts, "orders-us": 1}  # a new topic set (a new mapping object)
+    beat = HeartbeatInput(group_id="g", member_id="m1", member_epoch=group.current["m1"].member_epoch)
+    h.core.heartbeat(beat, h.now, h.counts)
+    assert sorted(resolved) == ["orders.*", "orders.*", "pay.*", "pay.*"]
+    assert "orders-us" in (group.assigned_for_counts or {}), "the new topic is assigned"
+
+
+def test_the_service_resolves_patterns_before_deciding_and_the_cache_is_bounded() -> None:
+    """``unresolved_patterns`` names what a heartbeat needs (the group's patterns and its own);
+    once remembered for the topic set, nothing; ``TopicPatterns`` keeps its most recent
+    ``max_patterns``."""
+    h = Harness()
+    h.counts = {**COUNTS, "aaaa": 1, f"{'a' * 40}-1": 1}
+    join = HeartbeatInput(group_id="g", member_id="a", member_epoch=0, subscription=Subscription((), "(a+)+$"))
+    h.core.heartbeat(join, h.now, h.counts)
+    assert h.core.unresolved_patterns("g", "pay.*", h.counts) == ["pay.*"]
+    assert h.core.unresolved_patterns("g", "", {**h.counts}) == ["(a+)+$"], "another topic set"
+    assert h.core.unresolved_patterns("g", "x" * 1_025, h.counts) == [], "an oversized pattern is refused, not matched"
+    h.core.patterns.remember(h.counts, resolve_patterns(["pay.*"], h.counts))
+    assert h.core.unresolved_patterns("g", "pay.*", h.counts) == []
+    assert resolve_patterns(["(a+)+$", r"(a)\1"], h.counts) == {"(a+)+$": frozenset({"aaaa"}), r"(a)\1": frozenset()}
+
+    bounded = TopicPatterns(max_patterns=2)
+    bounded.remember(h.counts, resolve_patterns(["a.*", "b.*", "o.*"], h.counts))
+    assert bounded.missing(["a.*", "b.*", "o.*"], h.counts) == ["a.*"], "the least recently used is forgotten"

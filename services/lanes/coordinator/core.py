@@ -35,11 +35,10 @@ subscribes to, counted from their commit time.
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import re2
 
@@ -64,8 +63,8 @@ from lanes.coordinator.group import (
     offset_record,
     target_record,
 )
+from lanes.coordinator.patterns import TopicPatterns, subscription_pattern
 from lanes.errors import ErrorCode
-from lanes.protocol.names import is_internal_topic
 from lanes.topic_partition import TopicPartition
 
 JOIN_EPOCH = 0
@@ -189,6 +188,16 @@ class GroupCoordinatorCore:
     def __init__(self, config: GroupConfig | None = None) -> None:
         self.config = config or GroupConfig()
         self.store = GroupStore()
+        self.patterns = TopicPatterns()
+
+    def unresolved_patterns(self, group_id: str, regex: str, partition_counts: Mapping[str, int]) -> list[str]:
+        """The subscription patterns a heartbeat of ``group_id`` naming ``regex`` would need that
+        are not resolved for ``partition_counts`` yet (the service resolves them off the loop and
+        hands them to ``patterns.remember`` before deciding)."""
+        group = self.store.get(group_id)
+        regexes = [regex] if len(regex) <= MAX_REGEX_CHARS else []
+        regexes.extend(group.subscribed_patterns if group is not None else ())
+        return self.patterns.missing(regexes, partition_counts)
 
     # -----------------------------------------------------------------------------------------
     # Loading
@@ -241,7 +250,7 @@ class GroupCoordinatorCore:
         group.last_heartbeat_ms[member_id] = now.monotonic_ms
 
         assignor = _preferred_assignor(group)
-        counts = _subscribed_counts(group, partition_counts)
+        counts = self._subscribed_counts(group, partition_counts)
         rebalance = bump or assignor != group.assignor or counts != group.assigned_for_counts
         if rebalance or group.empty_since_ms != NOT_EMPTY:
             if rebalance:
@@ -556,7 +565,7 @@ class GroupCoordinatorCore:
         group = self.store.get(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND, [], decision
-        subscribed = {t for member_id in group.members for t in _member_topics(group, member_id, None)}
+        subscribed = {t for member_id in group.members for t in self._member_topics(group, member_id, None)}
         results: list[tuple[TopicPartition, ErrorCode]] = []
         for partition in partitions:
             if partition[0] in subscribed:
@@ -592,7 +601,7 @@ class GroupCoordinatorCore:
         members = [
             MemberSubscription(
                 member_id=member_id,
-                topics=frozenset(_member_topics(group, member_id, partition_counts)),
+                topics=frozenset(self._member_topics(group, member_id, partition_counts)),
                 previous=by_topic(group.targets.get(member_id, NO_PARTITIONS)),
             )
             for member_id in sorted(group.members)
@@ -657,6 +666,26 @@ class GroupCoordinatorCore:
     def _set_current(self, group: Group, member_id: str, current: CurrentAssignment, decision: GroupDecision) -> None:
         self._emit(decision, current_record(group.group_id, member_id, current))
 
+    def _member_topics(self, group: Group, member_id: str, partition_counts: Mapping[str, int] | None) -> set[str]:
+        """Topics a member subscribes to that exist (by name, or matching its pattern)."""
+        identity = group.members[member_id]
+        if identity.topic_regex:
+            if partition_counts is None:
+                return set(group.assigned_for_counts or {})
+            return set(self.patterns.matching(identity.topic_regex, partition_counts))
+        if partition_counts is None:
+            return set(identity.topic_names)
+        return {t for t in identity.topic_names if t in partition_counts}
+
+    def _subscribed_counts(self, group: Group, partition_counts: Mapping[str, int]) -> dict[str, int]:
+        """``{topic: partitions}`` of every existing topic some member subscribes to: from the
+        group's subscription counts, so a heartbeat's cost grows with the distinct names and
+        patterns of the group, not with its members times their subscriptions."""
+        topics = {name for name in group.subscribed_names if name in partition_counts}
+        for regex in group.subscribed_patterns:
+            topics |= self.patterns.matching(regex, partition_counts)
+        return {topic: partition_counts[topic] for topic in sorted(topics)}
+
     def _remove_records(self, group: Group, member_id: str, decision: GroupDecision) -> None:
         self._emit(decision, member_record(group.group_id, member_id, None))
         self._emit(decision, target_record(group.group_id, member_id, None))
@@ -671,46 +700,12 @@ class GroupCoordinatorCore:
         self._emit(decision, group_metadata_record(group))
 
 
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
-_RE2_OPTIONS.max_mem = 8 * 1024 * 1024  # a pattern whose program needs more is refused
-
-
-@functools.lru_cache(maxsize=1_024)
-def subscription_pattern(regex: str) -> Any:
-    """A subscription's topic pattern, compiled by RE2 (linear-time matching: Python's ``re``
-    backtracks, and ``(a+)+$`` stalled the coordinator for 15.6 s per group, issue #23). RE2
-    has no backreferences or lookaround: such patterns are refused (``re2.error``), as Kafka's
-    KIP-848 coordinator (RE2/J) does."""
-    return re2.compile(regex, _RE2_OPTIONS)
-
-
 def _new_group(group_id: str) -> Group:
     return Group(group_id)
 
 
 def _subscription_key(identity: MemberIdentity) -> tuple[tuple[str, ...], str, str]:
     return identity.topic_names, identity.topic_regex, identity.server_assignor
-
-
-def _member_topics(group: Group, member_id: str, partition_counts: Mapping[str, int] | None) -> set[str]:
-    """Topics a member subscribes to that exist (by name, or matching its pattern)."""
-    identity = group.members[member_id]
-    if identity.topic_regex:
-        if partition_counts is None:
-            return set(group.assigned_for_counts or {})
-        pattern = subscription_pattern(identity.topic_regex)
-        return {t for t in partition_counts if not is_internal_topic(t) and pattern.fullmatch(t)}
-    if partition_counts is None:
-        return set(identity.topic_names)
-    return {t for t in identity.topic_names if t in partition_counts}
-
-
-def _subscribed_counts(group: Group, partition_counts: Mapping[str, int]) -> dict[str, int]:
-    topics: set[str] = set()
-    for member_id in group.members:
-        topics |= _member_topics(group, member_id, partition_counts)
-    return {topic: partition_counts[topic] for topic in sorted(topics)}
 
 
 def _preferred_assignor(group: Group) -> str:

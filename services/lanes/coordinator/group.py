@@ -16,6 +16,7 @@ and the partition counts the target assignment was computed for.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -95,6 +96,11 @@ class Group:
     targets: dict[str, Partitions] = field(default_factory=dict)
     current: dict[str, CurrentAssignment] = field(default_factory=dict)
     offsets: dict[TopicPartition, OffsetCommit] = field(default_factory=dict)
+    # Derived from ``members``, changed with them: how many members subscribe to each topic name
+    # and to each pattern (a heartbeat needs the group's subscribed topics: counting them member
+    # by member cost members x topics per heartbeat, issue #23).
+    subscribed_names: Counter[str] = field(default_factory=Counter)
+    subscribed_patterns: Counter[str] = field(default_factory=Counter)
     # Volatile: reset when the shard is loaded.
     last_heartbeat_ms: dict[str, int] = field(default_factory=dict)
     revocation_deadline_ms: dict[str, int] = field(default_factory=dict)
@@ -119,7 +125,12 @@ class Group:
         return GroupState.STABLE
 
     def check_invariants(self) -> None:
-        """Raise AssertionError if a partition is held by two members."""
+        """Raise AssertionError if a partition is held by two members, or the subscription counts
+        are not the members'."""
+        names = Counter(name for identity in self.members.values() for name in identity.topic_names)
+        patterns = Counter(identity.topic_regex for identity in self.members.values() if identity.topic_regex)
+        assert self.subscribed_names == names, f"{self.group_id}: {self.subscribed_names} counted, {names} subscribed"
+        assert self.subscribed_patterns == patterns, f"{self.group_id}: {self.subscribed_patterns} != {patterns}"
         seen: dict[TopicPartition, str] = {}
         for member_id, current in self.current.items():
             for partition in current.held():
@@ -194,13 +205,14 @@ class GroupStore:
         group: Group, kind: str, member_id: str, value: group_records_pb2.GroupRecordValue | None
     ) -> None:
         if kind == "member":
+            _forget_subscription(group, group.members.get(member_id))
             if value is None:
                 group.members.pop(member_id, None)
                 group.last_heartbeat_ms.pop(member_id, None)
                 group.revocation_deadline_ms.pop(member_id, None)
                 return
             member = value.member
-            group.members[member_id] = MemberIdentity(
+            identity = group.members[member_id] = MemberIdentity(
                 instance_id=member.instance_id,
                 rack_id=member.rack_id,
                 client_id=member.client_id,
@@ -210,6 +222,9 @@ class GroupStore:
                 server_assignor=member.server_assignor,
                 rebalance_timeout_ms=member.rebalance_timeout_ms,
             )
+            group.subscribed_names.update(identity.topic_names)
+            if identity.topic_regex:
+                group.subscribed_patterns[identity.topic_regex] += 1
         elif kind == "target_assignment":
             if value is None:
                 group.targets.pop(member_id, None)
@@ -225,6 +240,20 @@ class GroupStore:
                 assigned=partitions_of(current.assigned),
                 pending_revocation=partitions_of(current.pending_revocation),
             )
+
+
+def _forget_subscription(group: Group, identity: MemberIdentity | None) -> None:
+    """Take a member's former subscription out of the group's counts."""
+    if identity is None:
+        return
+    group.subscribed_names.subtract(identity.topic_names)
+    for name in identity.topic_names:
+        if group.subscribed_names[name] <= 0:
+            group.subscribed_names.pop(name, None)
+    if identity.topic_regex:
+        group.subscribed_patterns[identity.topic_regex] -= 1
+        if group.subscribed_patterns[identity.topic_regex] <= 0:
+            group.subscribed_patterns.pop(identity.topic_regex, None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -181,6 +181,9 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             owned=assignment_from_wire(request.owned_partitions) if request.HasField("owned_partitions") else None,
         )
         counts = self.shards.partition_counts()
+        if heartbeat.member_epoch >= 0:
+            regex = heartbeat.subscription.topic_regex if heartbeat.subscription is not None else ""
+            await self.shards.resolve_patterns(request.group_id, regex, counts)
         at = now(self._clock)
         try:
             result = await self.shards.decide(request.group_id, lambda core: core.heartbeat(heartbeat, at, counts))

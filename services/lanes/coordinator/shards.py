@@ -25,12 +25,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from lanes.clock import Clock
 from lanes.coordinator.brokers import BrokerAccess
 from lanes.coordinator.core import GroupConfig, GroupCoordinatorCore, GroupDecision, Instant
 from lanes.coordinator.metrics import CoordinatorMetrics
+from lanes.coordinator.patterns import resolve_patterns
 from lanes.coordinator.shard import LoadedShard
 from lanes.coordinator.shard_log import ShardFencedError, ShardLog, ShardUnavailableError
 from lanes.errors import ErrorCode, LanesError
@@ -80,6 +82,9 @@ class Shards:
         self._timer: asyncio.Task[None] | None = None
         self._counts: dict[str, int] = {}
         self._counts_at: tuple[int, int] = (0, -2)
+        # Subscription patterns are matched against the topics here, one shard at a time.
+        self._pattern_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lanes-patterns")
+        self._resolving: dict[int, asyncio.Lock] = {}  # shard -> held while its patterns resolve
         link.on_update(lambda applied: self._sync_shards())  # from the link's first update on
 
     def start(self) -> None:
@@ -98,6 +103,7 @@ class Shards:
         for shard in list(self.loaded.values()):
             shard.close(GroupRouteError("the coordinator is shutting down", ErrorCode.NOT_COORDINATOR))
         self.loaded.clear()
+        self._pattern_thread.shutdown(wait=False, cancel_futures=True)
         await self.brokers.close()
 
     # -----------------------------------------------------------------------------------------
@@ -234,9 +240,32 @@ class Shards:
             raise GroupRouteError(exc.message, ErrorCode.NOT_COORDINATOR) from None
 
     def partition_counts(self) -> dict[str, int]:
-        """Partition count of every topic in the metadata image (recomputed when the image moves)."""
+        """Partition count of every topic in the metadata image. The same object, never mutated,
+        while the topics and their partition counts stay the same (``TopicPatterns`` remembers
+        what patterns matched by its identity); a new one when they change."""
         image = self.link.image
         if self._counts_at != (id(image), image.last_offset):
-            self._counts = {topic.name: len(topic.partitions) for topic in image.topics.values()}
+            counts = {topic.name: len(topic.partitions) for topic in image.topics.values()}
+            if counts != self._counts:
+                self._counts = counts
             self._counts_at = (id(image), image.last_offset)
         return self._counts
+
+    async def resolve_patterns(self, group_id: str, regex: str, partition_counts: dict[str, int]) -> None:
+        """Match, on the pattern thread and not on the loop, the subscription patterns a heartbeat
+        of ``group_id`` naming ``regex`` needs (its own and its group's) that its shard has not
+        matched against these topics yet. One shard resolves one batch at a time: heartbeats
+        needing the same patterns wait for it and find them resolved."""
+        try:
+            loaded = self.route(group_id)
+        except GroupRouteError:
+            return  # the decision answers why
+        if not loaded.core.unresolved_patterns(group_id, regex, partition_counts):
+            return
+        lock = self._resolving.setdefault(loaded.shard, asyncio.Lock())
+        async with lock:
+            missing = loaded.core.unresolved_patterns(group_id, regex, partition_counts)
+            if missing:
+                loop = asyncio.get_running_loop()
+                resolved = await loop.run_in_executor(self._pattern_thread, resolve_patterns, missing, partition_counts)
+                loaded.core.patterns.remember(partition_counts, resolved)
