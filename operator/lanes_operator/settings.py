@@ -3,10 +3,12 @@ lists them). Read once, when the handlers are registered: kopf fixes timer inter
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lanes_operator.tenancy import Grants, grants_of
 
@@ -23,6 +25,19 @@ class OperatorSettings:
     # POD_NAMESPACE (the operator's own) and LANES_OPERATOR_NAMESPACE_GRANTS (JSON: namespace ->
     # list of name prefixes): what other namespaces may claim (lanes_operator.tenancy)
     grants: Grants = field(default_factory=Grants)
+    # LANES_OPERATOR_CLIENTS_CA_CERT and LANES_OPERATOR_CLIENTS_CA_KEY: the clients' CA (PEM files)
+    # that signs certificate users' certificates; without them, certificate users are refused
+    clients_ca: tuple[Path, Path] | None = None
+    # LANES_TLS_CA: the cluster's CA, written beside a certificate user's certificate (ca.crt)
+    cluster_ca: Path | None = None
+    # LANES_OPERATOR_USER_CERTIFICATE_DAYS: how long a user's certificate is valid; it is issued
+    # again when a third of that (at most 30 days) is left
+    user_certificate_days: int = 365
+
+    @property
+    def renew_certificates_before(self) -> datetime.timedelta:
+        """How long before its expiry a user's certificate is issued again."""
+        return min(datetime.timedelta(days=30), datetime.timedelta(days=self.user_certificate_days) / 3)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> OperatorSettings:
@@ -57,11 +72,15 @@ class OperatorSettings:
             priority=int(number("LANES_OPERATOR_PRIORITY", 0, int)) if priority else None,
             peering_lifetime_s=int(number("LANES_OPERATOR_PEERING_LIFETIME_SECONDS", cls.peering_lifetime_s, int)),
             grants=grants_of(env.get("POD_NAMESPACE", "").strip() or None, granted),
+            clients_ca=_clients_ca(env),
+            cluster_ca=Path(env["LANES_TLS_CA"]) if env.get("LANES_TLS_CA", "").strip() else None,
+            user_certificate_days=int(number("LANES_OPERATOR_USER_CERTIFICATE_DAYS", cls.user_certificate_days, int)),
         )
         for name, value in (
             ("LANES_OPERATOR_TOPIC_RESYNC_SECONDS", settings.topic_resync_s),
             ("LANES_OPERATOR_GROUP_INTERVAL_SECONDS", settings.group_interval_s),
             ("LANES_OPERATOR_REQUEST_TIMEOUT_MS", settings.request_timeout_ms),
+            ("LANES_OPERATOR_USER_CERTIFICATE_DAYS", settings.user_certificate_days),
         ):
             if value <= 0:
                 raise ValueError(f"{name} must be above 0")
@@ -71,3 +90,12 @@ class OperatorSettings:
         """This replica's peering priority: the configured one, or a random one, so that among
         the replicas of one Deployment exactly one (the highest) is active and the others wait."""
         return self.priority if self.priority is not None else rng.randrange(1, 2**31)
+
+
+def _clients_ca(env: Mapping[str, str]) -> tuple[Path, Path] | None:
+    """The clients' CA's certificate and key files, or None; ValueError when only one is set."""
+    cert = env.get("LANES_OPERATOR_CLIENTS_CA_CERT", "").strip()
+    key = env.get("LANES_OPERATOR_CLIENTS_CA_KEY", "").strip()
+    if bool(cert) != bool(key):
+        raise ValueError("LANES_OPERATOR_CLIENTS_CA_CERT and LANES_OPERATOR_CLIENTS_CA_KEY are set together")
+    return (Path(cert), Path(key)) if cert else None

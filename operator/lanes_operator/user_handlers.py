@@ -12,7 +12,11 @@ back):
    ``username`` and ``password``, owned by the User so Kubernetes deletes it with it). A Secret of
    that name the operator did not create is not used (SecretConflict). Whenever the Secret's
    version differs from the one the status records, or the cluster lacks the user, the password
-   is set again (rotation: change the Secret's ``password``, or delete a generated Secret);
+   is set again (rotation: change the Secret's ``password``, or delete a generated Secret). A
+   certificate user (``type: tls``) has a client certificate instead, issued from the clients'
+   CA into that Secret (``user.crt``, ``user.key``, ``ca.crt``) and issued again when it must be
+   (``lanes_operator.user_certificates``: missing, another user's, another CA's, near expiry);
+   SCRAM credentials of its name are removed;
 3. the principal's ACLs and user quotas are made exactly the spec's.
 
 Deletion (the ``lanes.dev/finalizer`` finalizer): a managing, granted, unpaused User removes the
@@ -21,6 +25,7 @@ user's credentials, every ACL of its principal and its user quotas, and its gene
 
 from __future__ import annotations
 
+import datetime
 import secrets
 from typing import Any
 
@@ -41,6 +46,13 @@ from lanes_operator.outcome import RETRY_DELAY_S, Outcome
 from lanes_operator.secrets import USER_LABEL, SecretUnreadableError, StoredSecret
 from lanes_operator.tenancy import NOT_GRANTED
 from lanes_operator.topics import Claim, claim_of, owner
+from lanes_operator.user_certificates import (
+    CA_KEY,
+    CERTIFICATE_KEY,
+    expiry,
+    issue_user_certificate,
+    renewal_reason,
+)
 from lanes_operator.users import AclEntry, UserSpec, describe, plan
 
 USERS = ("lanes.dev", "v1alpha1", "users")
@@ -163,7 +175,8 @@ async def reconcile(
                 "spec's)",
             )
             return
-        found = await _password(context, namespace or "default", name, body=body, user=user, outcome=outcome)
+        credentials = _certificate if user.mechanism is None else _password
+        found = await credentials(context, namespace or "default", name, body=body, user=user, outcome=outcome)
         if found is None:
             return
         secret_name, stored = found
@@ -181,10 +194,10 @@ async def reconcile(
             quotas=current_quotas,
         )
         if todo.set_password:
+            assert user.mechanism is not None
             await context.admin.set_user_password(user.user_name, stored.data["password"], mechanism=user.mechanism)
-            others = sorted(set(mechanisms or ()) - {user.mechanism})
-            if others:  # after the new one is set: the user can always log in
-                await context.admin.delete_user(user.user_name, mechanisms=others)
+        if todo.delete_mechanisms:  # after the new one is set: the user can always log in
+            await context.admin.delete_user(user.user_name, mechanisms=list(todo.delete_mechanisms))
         if todo.create_acls:  # before the removals: a changed ACL never leaves a gap in access
             await context.admin.create_acls([binding(principal, acl) for acl in todo.create_acls])
         if todo.delete_acls:
@@ -198,11 +211,15 @@ async def reconcile(
             "credentialsVersion": stored.version,
             "acls": len(user.acls),
         }
+        credential = (
+            f"the password of Secret {secret_name}"
+            if user.mechanism is not None
+            else f"the certificate of Secret {secret_name} (until {expiry(stored.data[CERTIFICATE_KEY]):%Y-%m-%d} UTC)"
+        )
         outcome.ready(
             "True",
             "Ready",
-            f"user {user.user_name} has the password of Secret {secret_name}, {len(user.acls)} ACLs and "
-            f"{len(user.quotas)} quotas",
+            f"user {user.user_name} has {credential}, {len(user.acls)} ACLs and {len(user.quotas)} quotas",
         )
 
 
@@ -256,35 +273,99 @@ async def _password_secret(
             outcome.ready("False", "SecretNotFound", f"Secret {secret_name} has no key {key!r} (spec.authentication)")
             return None
         return secret_name, StoredSecret({"password": stored.data[key]}, stored.version, stored.labels, ())
+    owned = await _own_secret(context, namespace, name, body=body, outcome=outcome, holds="the generated password")
+    if owned is None:
+        return None
+    stored = owned.stored
+    if stored is None or not stored.data.get("password"):
+        stored = await owned.replace({"username": user.user_name, "password": secrets.token_urlsafe(24)}, user)
+        outcome.events.append(("SecretCreated", f"generated a password for user {user.user_name} in Secret {name}"))
+    return name, stored
+
+
+async def _certificate(
+    context: Context, namespace: str, name: str, *, body: kopf.Body, user: UserSpec, outcome: Outcome
+) -> tuple[str, StoredSecret] | None:
+    """(Secret name, the Secret) holding a certificate user's client certificate, issued (again)
+    when it must be (``lanes_operator.user_certificates``); None (the Ready condition says why)
+    when there is none to use."""
+    settings = context.settings
+    if settings.clients_ca is None:
+        outcome.ready(
+            "False",
+            "NoClientsCA",
+            "certificate users need the clients' CA, and the operator has none (LANES_OPERATOR_CLIENTS_CA_CERT and "
+            "LANES_OPERATOR_CLIENTS_CA_KEY; the chart's security.certificateListener)",
+        )
+        return None
+    try:
+        owned = await _own_secret(context, namespace, name, body=body, outcome=outcome, holds="the user's certificate")
+    except SecretUnreadableError as exc:
+        outcome.ready("False", "SecretInvalid", str(exc))
+        return None
+    if owned is None:
+        return None
+    ca_file, key_file = settings.clients_ca
+    clients_ca = ca_file.read_bytes()
+    now = datetime.datetime.now(datetime.UTC)
+    held = owned.stored.data.get(CERTIFICATE_KEY) if owned.stored is not None else None
+    reason = renewal_reason(held, user.user_name, clients_ca, now=now, renew_before=settings.renew_certificates_before)
+    if reason is None and owned.stored is not None:
+        return name, owned.stored
+    issued = issue_user_certificate(
+        clients_ca, key_file.read_bytes(), user.user_name, days=settings.user_certificate_days, now=now
+    )
+    cluster_ca = settings.cluster_ca.read_text() if settings.cluster_ca is not None else ""
+    stored = await owned.replace({"username": user.user_name, CA_KEY: cluster_ca, **issued}, user)
+    outcome.events.append(("CertificateIssued", f"user {user.user_name}: {reason}; a new one is in Secret {name}"))
+    return name, stored
+
+
+class _OwnedSecret:
+    """The Secret named after a User, which the operator writes (``stored``: None while there is
+    none); ``replace`` writes it whole, owned by the User (Kubernetes deletes it with it)."""
+
+    def __init__(self, context: Context, namespace: str, name: str, uid: str, stored: StoredSecret | None) -> None:
+        self._context, self._namespace, self._name, self._uid = context, namespace, name, uid
+        self.stored = stored
+
+    async def replace(self, data: dict[str, str], user: UserSpec) -> StoredSecret:
+        if self.stored is not None:  # no update right: deleted and made again
+            await self._context.secrets.delete(self._namespace, self._name)
+        self.stored = await self._context.secrets.create(
+            self._namespace,
+            self._name,
+            data,
+            labels={USER_LABEL: user.user_name},
+            owner={
+                "apiVersion": "/".join(USERS[:2]),
+                "kind": KIND,
+                "name": self._name,
+                "uid": self._uid,
+                "controller": True,
+                "blockOwnerDeletion": False,  # as Strimzi: needs no rights on users/finalizers
+            },
+        )
+        return self.stored
+
+
+async def _own_secret(
+    context: Context, namespace: str, name: str, *, body: kopf.Body, outcome: Outcome, holds: str
+) -> _OwnedSecret | None:
+    """The User's own Secret (named after it); None, with Ready=False SecretConflict, when a
+    Secret of that name is someone else's."""
     stored = await context.secrets.read(namespace, name)
     uid = str(body.get("metadata", {}).get("uid") or "")
     if stored is not None and uid not in stored.owner_uids:
         outcome.ready(
             "False",
             "SecretConflict",
-            f"Secret {name} exists and is not this User's: the operator writes the generated password to a Secret "
-            "named after the User. Delete or rename that Secret, or give the password (spec.authentication.password)",
+            f"Secret {name} exists and is not this User's: the operator writes {holds} to a Secret named after the "
+            "User. Delete or rename that Secret"
+            + (", or give the password (spec.authentication.password)" if "password" in holds else ""),
         )
         return None
-    if stored is None or not stored.data.get("password"):
-        if stored is not None:
-            await context.secrets.delete(namespace, name)
-        stored = await context.secrets.create(
-            namespace,
-            name,
-            {"username": user.user_name, "password": secrets.token_urlsafe(24)},
-            labels={USER_LABEL: user.user_name},
-            owner={
-                "apiVersion": "/".join(USERS[:2]),
-                "kind": KIND,
-                "name": name,
-                "uid": uid,
-                "controller": True,
-                "blockOwnerDeletion": False,  # as Strimzi: needs no rights on users/finalizers
-            },
-        )
-        outcome.events.append(("SecretCreated", f"generated a password for user {user.user_name} in Secret {name}"))
-    return name, stored
+    return _OwnedSecret(context, namespace, name, uid, stored)
 
 
 @kopf.on.delete(*USERS, id="delete")

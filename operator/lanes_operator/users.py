@@ -8,7 +8,9 @@ Rules (docs/kubernetes.md, "Users"):
 - its password is a Secret's: one of the user's own (``spec.authentication.password``) or the
   one the operator generates and writes to the Secret named after the resource; the cluster gets
   it again whenever that Secret changes (its version is in the status), with the spec's SCRAM
-  mechanism;
+  mechanism. A certificate user (``type: tls``) has no password: the operator writes its client
+  certificate to that Secret (``lanes_operator.user_certificates``) and removes any SCRAM
+  credential of the name;
 - the principal's ACLs become exactly the spec's, and its user quotas exactly the spec's (the
   operator owns them: ACLs and quotas added by hand for that principal are removed);
 - several User resources naming one user: the oldest manages it (as Topics, ``owner``);
@@ -25,8 +27,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-#: What spec.authentication.type names, and the SCRAM mechanism each is.
+#: What spec.authentication.type names, and the SCRAM mechanism each is; ``tls``: a client
+#: certificate (``lanes_operator.user_certificates``), no password.
 MECHANISMS = {"scram-sha-256": "SCRAM-SHA-256", "scram-sha-512": "SCRAM-SHA-512"}
+TLS_AUTHENTICATION = "tls"
 DEFAULT_AUTHENTICATION = "scram-sha-512"
 
 #: spec.quotas' keys and the cluster's quota keys.
@@ -59,7 +63,7 @@ class UserSpec:
     """The User resource's spec, with its defaults applied."""
 
     user_name: str
-    mechanism: str
+    mechanism: str | None  # the SCRAM mechanism; None: a certificate user (``tls``)
     password_ref: tuple[str, str] | None  # (Secret, key) of a password the user gave; None: generated
     acls: frozenset[AclEntry]
     quotas: Mapping[str, float]
@@ -86,7 +90,7 @@ class UserSpec:
                 )
         return cls(
             user_name=str(spec.get("userName") or name),
-            mechanism=MECHANISMS[str(authentication.get("type") or DEFAULT_AUTHENTICATION)],
+            mechanism=MECHANISMS.get(str(authentication.get("type") or DEFAULT_AUTHENTICATION)),
             password_ref=(str(reference["name"]), str(reference["key"])) if reference else None,
             acls=frozenset(acls),
             quotas={QUOTA_KEYS[k]: float(v) for k, v in (spec.get("quotas") or {}).items() if k in QUOTA_KEYS},
@@ -101,10 +105,15 @@ class UserPlan:
     create_acls: tuple[AclEntry, ...]
     delete_acls: tuple[AclEntry, ...]
     set_quotas: Mapping[str, float | None]  # None removes
+    #: SCRAM credentials to remove (after a password is set): another mechanism's, or every one
+    #: of a certificate user
+    delete_mechanisms: tuple[str, ...] = ()
 
     @property
     def changes(self) -> bool:
-        return self.set_password or bool(self.create_acls or self.delete_acls or self.set_quotas)
+        return self.set_password or bool(
+            self.create_acls or self.delete_acls or self.set_quotas or self.delete_mechanisms
+        )
 
 
 def plan(
@@ -117,13 +126,14 @@ def plan(
     quotas: Mapping[str, float],
 ) -> UserPlan:
     """What to change: the password when the cluster lacks the user (``mechanisms`` None), has
-    it under another mechanism (or several), or has another version of its Secret; the ACLs and
+    it under another mechanism (or several), or has another version of its Secret, and the other
+    mechanisms' credentials (a certificate user: every one, it has no password); the ACLs and
     user quotas that differ from the spec's."""
     current = frozenset(acls)
     return UserPlan(
-        set_password=(
-            mechanisms is None or set(mechanisms) != {spec.mechanism} or credentials_version != applied_version
-        ),
+        set_password=spec.mechanism is not None
+        and (mechanisms is None or set(mechanisms) != {spec.mechanism} or credentials_version != applied_version),
+        delete_mechanisms=tuple(sorted(set(mechanisms or ()) - {spec.mechanism})),
         create_acls=tuple(sorted(spec.acls - current)),
         delete_acls=tuple(sorted(current - spec.acls)),
         set_quotas={
@@ -138,6 +148,8 @@ def describe(todo: UserPlan, user_name: str) -> list[tuple[str, str]]:
     events = []
     if todo.set_password:
         events.append(("PasswordSet", f"user {user_name}: password set from its Secret"))
+    if todo.delete_mechanisms:
+        events.append(("CredentialsRemoved", f"user {user_name}: {', '.join(todo.delete_mechanisms)} removed"))
     if todo.create_acls or todo.delete_acls:
         events.append(
             ("AclsChanged", f"user {user_name}: {len(todo.create_acls)} ACLs added, {len(todo.delete_acls)} removed")

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from lanes.client import Admin
+from lanes.local.cluster import LocalCluster
 from tests.k8s.emulator import ApiServer, api_server
 from tests.k8s.operator_process import Kube, OperatorProcess
 
@@ -27,8 +28,19 @@ def admin(bootstrap: str) -> Iterator[Admin]:
 
 
 @pytest.fixture(scope="module")
-def operator(api: ApiServer, bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
-    process = OperatorProcess(api.kubeconfig, bootstrap, tmp_path_factory.mktemp("operator") / "operator.log")
+def operator(
+    api: ApiServer, bootstrap: str, lanes_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    clients_ca = lanes_cluster.clients_authority()  # as the chart mounts its clients' CA
+    process = OperatorProcess(
+        api.kubeconfig,
+        bootstrap,
+        tmp_path_factory.mktemp("operator") / "operator.log",
+        extra_env={
+            "LANES_OPERATOR_CLIENTS_CA_CERT": str(clients_ca.cert_file),
+            "LANES_OPERATOR_CLIENTS_CA_KEY": str(clients_ca.key_file),
+        },
+    )
     process.start()
     try:
         yield process

@@ -147,7 +147,11 @@ def test_a_group_id_cannot_change() -> None:
     ("spec", "refusal"),
     [
         ({"userName": "has space"}, "does not match"),
-        ({"authentication": {"type": "plain"}}, "is not one of ['scram-sha-256', 'scram-sha-512']"),
+        ({"authentication": {"type": "plain"}}, "is not one of ['scram-sha-256', 'scram-sha-512', 'tls']"),
+        (
+            {"authentication": {"type": "tls", "password": {"valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}}},
+            "a certificate user (type tls) has no password",
+        ),
         ({"authentication": {"password": {}}}, "'valueFrom' is a required property"),
         ({"authorization": {"acls": [{"resource": {"type": "topic"}, "operations": ["Read"]}]}}, "names its resource"),
         (

@@ -126,6 +126,7 @@ podAntiAffinity:
 {{- $id := index . 2 -}}
 {{- if $root.Values.security.enabled -}}
 --tls-ca /etc/lanes/tls/ca.crt --tls-cert "/etc/lanes/tls/{{ $kind }}-{{ $id }}.crt" --tls-key "/etc/lanes/tls/{{ $kind }}-{{ $id }}.key" --tls-client-auth none --auth required --super-users "User:{{ $root.Values.security.admin.user }}"
+{{- if $root.Values.security.certificateListener.enabled }} --certificate-port {{ (index $root.Values $kind).certificatePort }} --tls-client-ca /etc/lanes/clients-ca/ca.crt{{ end }}
 {{- with $root.Values.security.oauth }}{{ if .issuer }} --oauth-issuer {{ .issuer | quote }} --oauth-audience {{ required "security.oauth.audience is needed with an issuer" .audience | quote }} --oauth-jwks {{ required "security.oauth.jwksUri is needed with an issuer" .jwksUri | quote }} --oauth-principal-claim {{ .principalClaim | default "sub" | quote }}{{ end }}{{ end }}
 {{- end -}}
 {{- end -}}
@@ -141,6 +142,11 @@ podAntiAffinity:
 - name: tls
   mountPath: /etc/lanes/tls
   readOnly: true
+{{- if .Values.security.certificateListener.enabled }}
+- name: clients-ca
+  mountPath: /etc/lanes/clients-ca
+  readOnly: true
+{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -193,6 +199,12 @@ node's Secret projected into those names. */}}
   secret:
     secretName: {{ $fullname }}-{{ $name }}-tls
     defaultMode: 0440
+{{- end }}
+{{- if $root.Values.security.certificateListener.enabled }}
+# The clients' CA's certificate (not its key): the certificate listener trusts it.
+- name: clients-ca
+  configMap:
+    name: {{ $fullname }}-clients-ca
 {{- end }}
 {{- end }}
 {{- end -}}

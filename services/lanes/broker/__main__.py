@@ -140,6 +140,7 @@ async def serve(options: argparse.Namespace) -> None:
         limits=ServerLimits(max_request_bytes=options.max_request_bytes),
     )
     endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering
+    endpoint.certificate_port = running.certificate_port
     await service.start()
     reporting = asyncio.create_task(report_in_sync(service, running))
 

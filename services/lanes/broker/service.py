@@ -77,7 +77,7 @@ from lanes.rpc.wire import ServicerContext, wire_error
 from lanes.runtime.broadcast import Broadcast, KeyedBroadcast, KeyedTicket
 from lanes.runtime.controller_link import ControllerLink
 from lanes.runtime.data_directory import DataDirectory
-from lanes.runtime.guard import caller_quota
+from lanes.runtime.guard import caller_quota, on_certificate_listener
 from lanes.runtime.logs import fields
 from lanes.runtime.loop_time import service_task
 from lanes.runtime.metrics import ServiceMetrics
@@ -637,20 +637,25 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             )
         # clients dial the active controller's client listener, once it registered one; a controller
         # without an internal listener is dialled where nodes dial it; else port 0: not known yet
+        # (the certificate listener's ports to a caller on a certificate listener)
+        certificates = on_certificate_listener()
         active = self.link.controllers.address
         registered = image.controller_at(active)
-        host, _, port = (f"{registered.host}:{registered.port}" if registered is not None else active).rpartition(":")
-        if registered is None and any(c.internal_port for c in image.controllers.values()):
+        host, _, port = (
+            f"{registered.host}:{registered.client_port(certificates)}" if registered is not None else active
+        ).rpartition(":")
+        if registered is None and any(c.internal_port or c.certificate_port for c in image.controllers.values()):
             port = "0"
         return broker_pb2.MetadataResponse(
             cluster_id=image.cluster_id,
             controller=common_pb2.Node(node_id=0, host=host, port=int(port)),
             brokers=[
-                common_pb2.Node(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+                common_pb2.Node(node_id=b.broker_id, host=b.host, port=b.client_port(certificates), rack=b.rack)
                 for b in image.live_brokers()
             ],
             coordinators=[
-                common_pb2.Node(node_id=c.coordinator_id, host=c.host, port=c.port) for c in image.live_coordinators()
+                common_pb2.Node(node_id=c.coordinator_id, host=c.host, port=c.client_port(certificates))
+                for c in image.live_coordinators()
             ],
             topics=topics,
             metadata_offset=image.last_offset,

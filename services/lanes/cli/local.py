@@ -63,6 +63,8 @@ def _render_up(d: dict[str, Any]) -> str:
         if d.get("tls")
         else "security: none (--insecure)"
     )
+    if d.get("certificate_bootstrap"):
+        security += f"\ncertificate listeners: {d['certificate_bootstrap']} (lanes users issue-certificate USER)"
     return (
         f"bootstrap: {d['bootstrap']}\ncontroller: {d['controller']}\n"
         f"coordinators: {','.join(c['address'] for c in d['coordinators'])}\n"
@@ -91,6 +93,7 @@ def up(options: argparse.Namespace) -> int:
         tls=not options.insecure,
         auth=not options.insecure and not options.no_auth,
         oauth=_oauth(options),
+        certificate_listeners=_certificate_listeners(options),
     )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -119,6 +122,12 @@ def up(options: argparse.Namespace) -> int:
 _OAUTH_FLAGS = ("--oauth-issuer", "--oauth-audience", "--oauth-jwks")
 
 
+def _certificate_listeners(options: argparse.Namespace) -> bool:
+    if options.certificate_listeners and (options.insecure or options.no_auth):
+        raise UsageError("certificate listeners authenticate users: not with --insecure or --no-auth")
+    return bool(options.certificate_listeners)
+
+
 def _oauth(options: argparse.Namespace) -> TokenSettings | None:
     """The bearer tokens the processes accept besides passwords (``--oauth-*``), or None."""
     given = (options.oauth_issuer, options.oauth_audience, options.oauth_jwks)
@@ -140,6 +149,7 @@ def _up_detached(options: argparse.Namespace) -> int:
     command += ["--controllers", str(options.controllers)]
     command += ["--port-base", str(options.port_base)]
     command += [*(["--insecure"] if options.insecure else []), *(["--no-auth"] if options.no_auth else [])]
+    command += ["--certificate-listeners"] if options.certificate_listeners else []
     for flag in _OAUTH_FLAGS:
         value = getattr(options, flag.removeprefix("--").replace("-", "_"))
         command += [flag, value] if value else []
@@ -235,6 +245,12 @@ lanes up --brokers 1 --controllers 1 --data-dir /tmp/lanes --port-base 19092""",
         action="store_true",
         help="TLS without users and ACLs: listeners require client certificates, and lanes commands use the admin "
         "certificate named in cluster.json",
+    )
+    parser.add_argument(
+        "--certificate-listeners",
+        action="store_true",
+        help="every process also serves a certificate listener for users with client certificates from a clients' "
+        "CA under DATA_DIR/tls/clients (lanes users issue-certificate USER); cluster.json names them",
     )
     parser.add_argument("--oauth-issuer", metavar="ISS", help="also accept OAuth bearer tokens this issuer signs")
     parser.add_argument("--oauth-audience", metavar="AUD", help="the audience such a token must name")

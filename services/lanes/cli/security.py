@@ -1,4 +1,4 @@
-"""``lanes users set-password|delete|list``, ``lanes acls create|list|delete`` and ``lanes quotas
+"""``lanes users set-password|delete|list|issue-certificate``, ``lanes acls create|list|delete`` and ``lanes quotas
 set|delete|list``: who may use the cluster, what each principal may do, and how fast (Kafka's
 ``kafka-configs --add-config SCRAM-...``, ``kafka-acls`` and ``kafka-configs --entity-type
 users``). Users and ACLs need a cluster started with ``--auth required``; all of them a super user
@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from lanes.cli.common import add_command, add_group, admin_for, emit, table
 from lanes.cli.values import UsageError
+from lanes.local.cluster import CLUSTER_FILE, LocalCluster
 from lanes.metadata.image import (
     CONSUMER_BYTE_RATE,
     CONTROLLER_MUTATION_RATE,
@@ -64,6 +66,37 @@ def list_users(options: argparse.Namespace) -> None:
     document = [{"user": u.name, "mechanisms": list(u.mechanisms), "iterations": list(u.iterations)} for u in users]
     emit(
         options, document, lambda d: table([(u["user"], ", ".join(u["mechanisms"])) for u in d], ["user", "mechanisms"])
+    )
+
+
+def issue_certificate(options: argparse.Namespace) -> None:
+    """A client certificate for a user of the certificate listeners of ``lanes up
+    --certificate-listeners``, from the clients' CA in its data directory."""
+    cluster_file = options.data_dir / CLUSTER_FILE
+    described = json.loads(cluster_file.read_text()) if cluster_file.exists() else {}
+    if "clients_ca" not in described:
+        raise UsageError(
+            f"no cluster with certificate listeners runs from {options.data_dir} (lanes up --certificate-listeners)"
+        )
+    cluster = LocalCluster(options.data_dir, certificate_listeners=True)
+    try:
+        issued = cluster.issue_user_certificate(options.user)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    document = {
+        "user": options.user,
+        "ca": str(issued.ca_file),
+        "cert": str(issued.cert_file),
+        "key": str(issued.key_file),
+        "bootstrap": described["certificate_bootstrap"],
+    }
+    emit(
+        options,
+        document,
+        lambda d: (
+            f"certificate of {d['user']}: {d['cert']} (key {d['key']}); clients trust {d['ca']} and dial "
+            f"{d['bootstrap']}\n  LANES_TLS_CA={d['ca']} LANES_TLS_CERT={d['cert']} LANES_TLS_KEY={d['key']}"
+        ),
     )
 
 
@@ -277,6 +310,18 @@ printf '%s' "$PASSWORD" | lanes users set-password ci-bot""",
     )
     parser.add_argument("user", metavar="USER")
     add_command(users, "list", summary="list users and their mechanisms", examples="lanes users list", run=list_users)
+    parser = add_command(
+        users,
+        "issue-certificate",
+        summary="issue a user a client certificate for the certificate listeners of lanes up --certificate-listeners",
+        examples="""
+lanes users issue-certificate alice        # then give alice ACLs: lanes acls create --principal alice ...""",
+        run=issue_certificate,
+    )
+    parser.add_argument("user", metavar="USER")
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path(".lanes"), help="the data directory of lanes up (default ./.lanes)"
+    )
 
     acls = add_group(commands, "acls", "grant, list and revoke what principals may do (Kafka's ACLs)")
     parser = add_command(

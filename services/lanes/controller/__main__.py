@@ -179,7 +179,7 @@ async def serve(options: argparse.Namespace) -> None:
         metrics_port=options.metrics_port,
         **listeners,
     )
-    service.endpoint.port = running.port
+    service.endpoint.port, service.endpoint.certificate_port = running.port, running.certificate_port
     await service.start()
     if len(voters) == 1:  # a quorum of one elects itself at once: ready means active then
         while not service.active:

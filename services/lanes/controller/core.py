@@ -166,10 +166,11 @@ class ControllerCore:
     def register_controller(self, endpoint: common_pb2.Node) -> ControllerDecision:
         """Record where this (active) controller listens, when the image does not say so yet."""
         known = self.image.controllers.get(endpoint.node_id)
-        if known is not None and (known.host, known.port, known.internal_port) == (
+        if known is not None and (known.host, known.port, known.internal_port, known.certificate_port) == (
             endpoint.host,
             endpoint.port,
             endpoint.internal_port,
+            endpoint.certificate_port,
         ):
             return ControllerDecision()
         registered = metadata_pb2.ControllerRegisteredRecord(endpoint=endpoint)
@@ -196,6 +197,7 @@ class ControllerCore:
         port: int,
         rack: str = "",
         internal_port: int = 0,
+        certificate_port: int = 0,
         previous_session_alive: bool = False,
     ) -> ControllerDecision:
         """Register a broker (fenced until it has caught up with the metadata log) or a group
@@ -227,7 +229,12 @@ class ControllerCore:
                 decision.records.append(self._coordinator_fenced(node_id, existing.epoch, "re-registered"))
         epoch = self._next_offset(decision)
         endpoint = common_pb2.Node(
-            node_id=node_id, host=host, port=port, rack=rack if kind == "broker" else "", internal_port=internal_port
+            node_id=node_id,
+            host=host,
+            port=port,
+            rack=rack if kind == "broker" else "",
+            internal_port=internal_port,
+            certificate_port=certificate_port,
         )
         if kind == "broker":
             registered = metadata_pb2.BrokerRegisteredRecord(

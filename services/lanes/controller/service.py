@@ -56,7 +56,7 @@ from lanes.rpc.controllers import ACTIVE_CONTROLLER_KEY, NOT_CONTROLLER_DETAILS
 from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.broadcast import Broadcast
-from lanes.runtime.guard import Listener, caller_quota
+from lanes.runtime.guard import Listener, caller_quota, on_certificate_listener
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.runtime.loop_time import service_task
 from lanes.runtime.metrics import ServiceMetrics
@@ -330,6 +330,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 port=endpoint.port,
                 rack=endpoint.rack,
                 internal_port=endpoint.internal_port,
+                certificate_port=endpoint.certificate_port,
                 previous_session_alive=self._session_alive(kind, node_id),
             )
         )
@@ -717,7 +718,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                     replicas[broker_id] = replicas.get(broker_id, 0) + 1
         brokers = [
             controller_pb2.BrokerDescription(
-                endpoint=common_pb2.Node(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack),
+                endpoint=common_pb2.Node(
+                    node_id=b.broker_id, host=b.host, port=b.client_port(on_certificate_listener()), rack=b.rack
+                ),
                 broker_epoch=b.epoch,
                 fenced=b.fenced,
                 leader_count=leaders.get(b.broker_id, 0),
@@ -731,7 +734,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             shards.setdefault(owner.coordinator_id, []).append(shard)
         coordinators = [
             controller_pb2.CoordinatorDescription(
-                endpoint=common_pb2.Node(node_id=c.coordinator_id, host=c.host, port=c.port),
+                endpoint=common_pb2.Node(
+                    node_id=c.coordinator_id, host=c.host, port=c.client_port(on_certificate_listener())
+                ),
                 coordinator_epoch=c.epoch,
                 fenced=c.fenced,
                 shards=shards.get(c.coordinator_id, []),
@@ -1087,9 +1092,10 @@ class ActiveControllerGate(CallInterceptor):
 
     async def _refuse(self, context: ServicerContext, why: str) -> None:
         address = self._service.quorum.leader_address if not self._service.active else None
-        if address is not None and self._listener == "client":
+        if address is not None and self._listener != "internal":
             registered = self._service.image.controller_at(address)
-            address = f"{registered.host}:{registered.port}" if registered is not None else None
+            port = registered.client_port(self._listener == "certificates") if registered is not None else 0
+            address = f"{registered.host}:{port}" if registered is not None else None
         metadata = ((ACTIVE_CONTROLLER_KEY, address),) if address else ()
         await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{NOT_CONTROLLER_DETAILS}: {why}", metadata)
 

@@ -86,6 +86,7 @@ async def serve(options: argparse.Namespace) -> None:
         **server_listeners(options, lambda: service.link.image, metrics=metrics),
     )
     endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering
+    endpoint.certificate_port = running.certificate_port
     await service.start()
     await serve_until_signalled(
         running,

@@ -44,6 +44,7 @@ from lanes.rpc.wire import (
     wire_error,
 )
 from lanes.runtime.controller_link import ControllerLink
+from lanes.runtime.guard import on_certificate_listener
 from lanes.runtime.logs import fields
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.topic_partition import TopicPartition
@@ -155,7 +156,9 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                     shard=shard,
                     error=wire_error(ErrorCode.NONE),
                     coordinator=common_pb2.Node(
-                        node_id=coordinator.coordinator_id, host=coordinator.host, port=coordinator.port
+                        node_id=coordinator.coordinator_id,
+                        host=coordinator.host,
+                        port=coordinator.client_port(on_certificate_listener()),
                     ),
                 )
             )

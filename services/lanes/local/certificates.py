@@ -16,7 +16,6 @@ reloading its files never reads half of one. Built on ``cryptography``.
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import os
 import tempfile
 from collections.abc import Sequence
@@ -26,9 +25,10 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import NameOID
 
 from lanes.rpc.tls import TlsFiles
+from lanes.security.certificates import AuthorityKey, certificate_pem, key_usage, load_authority, private_pem
 
 #: How long an issued certificate is valid (rotate before: ``issue`` again, servers reload).
 CERTIFICATE_DAYS = 397
@@ -42,12 +42,8 @@ class Authority:
     cert_file: Path
     key_file: Path
 
-    def load(self) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-        cert = x509.load_pem_x509_certificate(self.cert_file.read_bytes())
-        key = serialization.load_pem_private_key(self.key_file.read_bytes(), password=None)
-        if not isinstance(key, ec.EllipticCurvePrivateKey):
-            raise ValueError(f"{self.key_file} is not an EC private key")
-        return cert, key
+    def load(self) -> tuple[x509.Certificate, AuthorityKey]:
+        return load_authority(self.cert_file.read_bytes(), self.key_file.read_bytes())
 
 
 def write_file(path: Path, data: bytes, *, private: bool) -> None:
@@ -63,22 +59,6 @@ def write_file(path: Path, data: bytes, *, private: bool) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-
-
-def _key_usage(*, signs_certificates: bool) -> x509.KeyUsage:
-    """Signatures only (ECDSA keys neither encipher nor agree here); an authority's also sign
-    certificates and revocation lists."""
-    return x509.KeyUsage(
-        digital_signature=True,
-        key_cert_sign=signs_certificates,
-        crl_sign=signs_certificates,
-        content_commitment=False,
-        key_encipherment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        encipher_only=False,
-        decipher_only=False,
-    )
 
 
 def _now() -> datetime.datetime:
@@ -103,26 +83,13 @@ def create_authority(directory: Path, name: str = "Lanes local CA") -> Authority
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=AUTHORITY_DAYS))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_key_usage(signs_certificates=True), critical=True)
+        .add_extension(key_usage(signs_certificates=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
-    write_file(authority.key_file, _private_pem(key), private=True)
+    write_file(authority.key_file, private_pem(key), private=True)
     write_file(authority.cert_file, cert.public_bytes(serialization.Encoding.PEM), private=False)
     return authority
-
-
-def _private_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def _alternative_name(host: str) -> x509.GeneralName:
-    try:
-        return x509.IPAddress(ipaddress.ip_address(host))
-    except ValueError:
-        return x509.DNSName(host)
 
 
 def issue(
@@ -140,35 +107,9 @@ def issue(
     process uses with it. A node's (``server``) also serves ``hosts``; a client's (``server``
     False, no hosts) can only authenticate a caller, never pose as a server."""
     ca_cert, ca_key = authority.load()
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = _now()
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_key_usage(signs_certificates=False), critical=True)
-        .add_extension(
-            x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
-                if server
-                else [ExtendedKeyUsageOID.CLIENT_AUTH]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-    )
-    if hosts:
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName([_alternative_name(h) for h in hosts]), critical=False
-        )
-    cert = builder.sign(ca_key, hashes.SHA256())
+    cert_pem, key_pem = certificate_pem(ca_cert, ca_key, name, hosts, server=server, days=days, now=_now())
     directory.mkdir(parents=True, exist_ok=True)
     cert_file, key_file = directory / f"{name}.crt", directory / f"{name}.key"
-    write_file(key_file, _private_pem(key), private=True)
-    write_file(cert_file, cert.public_bytes(serialization.Encoding.PEM), private=False)
+    write_file(key_file, key_pem, private=True)
+    write_file(cert_file, cert_pem, private=False)
     return TlsFiles(authority.cert_file, cert_file, key_file)

@@ -17,8 +17,9 @@ endpoint, ``http://<metrics>/metrics``). Brokers listen on ``port_base``, ``port
 the controllers (ids 0..K-1) on the ports after them; coordinators on the ports after those;
 then, in the same order, each process's metrics endpoint, then its internal listener (where the
 nodes call each other; ``--voters`` and ``--controller`` name controllers' internal listeners):
-``ports_for`` ports from ``port_base`` in all (clients 9092-9098, metrics 9099-9105 and internal
-9106-9112 for 3 brokers, 3 controllers and a coordinator). With ``tls`` and ``auth`` (what
+``ports_for`` ports from ``port_base`` in all (clients 9092-9098, metrics 9099-9105, internal
+9106-9112 and, with ``certificate_listeners``, certificate listeners 9113-9119 for 3 brokers, 3
+controllers and a coordinator). With ``tls`` and ``auth`` (what
 ``lanes up`` runs), cluster.json also holds ``"tls": {"ca"}`` and ``"user": {"name",
 "password_file"}``: the ``admin`` user, the cluster's super user.
 Coordinators keep no files: groups and offsets live in ``__consumer_offsets``. Starting again on the
@@ -39,12 +40,13 @@ from typing import Any, NamedTuple
 import grpc
 
 from lanes.deadline import Deadline, attempts
-from lanes.local.certificates import create_authority, issue, write_file
+from lanes.local.certificates import Authority, create_authority, issue, write_file
 from lanes.local.processes import ServiceProcess, start_service
 from lanes.rpc.controllers import ControllerEndpoints
 from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import TlsFiles, node_identity
 from lanes.runtime.tokens import TokenSettings
+from lanes.security.acls import NODE_NAME
 from lanes.topic_configs import MIN_SEGMENT_BYTES
 from lanes.v1 import controller_pb2
 
@@ -102,6 +104,10 @@ class LocalCluster:
     auth: bool = True
     #: with ``auth``: also accept OAuth bearer tokens (``--oauth-*`` of every process)
     oauth: TokenSettings | None = None
+    #: with ``auth``: every process also serves a certificate listener (``--certificate-port``)
+    #: for users whose client certificates a separate clients' CA under ``<data_dir>/tls/clients``
+    #: signed (``issue_user_certificate``); cluster.json names them (``certificate_bootstrap``)
+    certificate_listeners: bool = False
     #: calls in progress one client address may have on each process (None: the processes'
     #: default, ``--max-calls-per-address``)
     max_calls_per_address: int | None = None
@@ -121,8 +127,8 @@ class LocalCluster:
     @staticmethod
     def ports_for(brokers: int, coordinators: int = 1, controllers: int = 1) -> int:
         """Consecutive ports a cluster uses from ``port_base``: client listeners, then metrics,
-        then internal listeners, one each per process."""
-        return 3 * (brokers + controllers + coordinators)
+        then internal listeners, then certificate listeners, one each per process."""
+        return 4 * (brokers + controllers + coordinators)
 
     def placed(self, name: str) -> Placement:
         """Where process ``name`` runs (see ``placement``)."""
@@ -135,6 +141,28 @@ class LocalCluster:
     def _internal_port(self, grpc_port: int) -> int:
         """A process's internal listener: its gRPC port shifted past every metrics port."""
         return grpc_port + 2 * (self.brokers + self.controllers + self.coordinators)
+
+    def _certificate_args(self, grpc_port: int) -> list[str]:
+        """A process's certificate listener (its gRPC port shifted past every internal
+        listener), with the clients' CA, when the cluster has them."""
+        if not self.certificate_listeners:
+            return []
+        if not self.auth:
+            raise ValueError("certificate listeners authenticate users: they need auth")
+        port = grpc_port + 3 * (self.brokers + self.controllers + self.coordinators)
+        return ["--certificate-port", str(port), "--tls-client-ca", str(self.clients_authority().cert_file)]
+
+    def clients_authority(self) -> Authority:
+        """The clients' CA (``<data_dir>/tls/clients``): it signs users' certificates, never a node's."""
+        return create_authority(self.data_dir / "tls" / "clients", name="Lanes local clients CA")
+
+    def issue_user_certificate(self, user: str) -> TlsFiles:
+        """A client certificate naming ``user`` from the clients' CA (``<data_dir>/tls/clients/<user>.crt``
+        and ``.key``), with the cluster's CA to trust: what a client of the certificate listeners uses."""
+        if NODE_NAME.fullmatch(user):
+            raise ValueError(f"{user} is a node's name, not a user's")
+        issued = issue(self.clients_authority(), self.data_dir / "tls" / "clients", user, hosts=(), server=False)
+        return TlsFiles(self.data_dir / "tls" / "ca.crt", issued.cert_file, issued.key_file)
 
     def controller_name(self, controller_id: int) -> str:
         """The process (and placement, and log file) name of a controller."""
@@ -208,6 +236,7 @@ class LocalCluster:
                 str(self.snapshot_every_records),
                 "--min-segment-bytes",
                 str(self.min_segment_bytes),
+                *self._certificate_args(self.controller_port(controller_id)),
                 *self._tls_args(node_identity("controller", controller_id), placed.host),
                 *self._limit_args(),
             ],
@@ -390,6 +419,7 @@ class LocalCluster:
                 str(self._internal_port(port)),
                 "--metrics-port",
                 self._metrics_port(port),
+                *self._certificate_args(port),
                 *self._tls_args(node_identity(kind, node_id), placed.host),
                 *self._limit_args(),
                 *args,
@@ -424,6 +454,16 @@ class LocalCluster:
                 else {}
             ),
             "bootstrap": ",".join(p.address for _, p in sorted(self.broker_processes.items())),
+            **(
+                {
+                    "certificate_bootstrap": ",".join(
+                        str(p.ready["certificate_address"]) for _, p in sorted(self.broker_processes.items())
+                    ),
+                    "clients_ca": str(self.clients_authority().cert_file),
+                }
+                if self.certificate_listeners
+                else {}
+            ),
             "controller": self.controller_addresses,
             "controllers": [
                 {

@@ -65,11 +65,16 @@ class BrokerImage:
     rack: str
     fenced: bool
     internal_port: int = 0
+    certificate_port: int = 0
 
     @property
     def internal_address(self) -> str:
         """Where other nodes dial it: its internal listener, else its only one."""
         return f"{self.host}:{self.internal_port or self.port}"
+
+    def client_port(self, certificates: bool) -> int:
+        """The port clients are told: see ``client_port``."""
+        return client_port(self.port, self.certificate_port, certificates)
 
 
 @dataclass
@@ -106,22 +111,39 @@ class CoordinatorImage:
     port: int
     fenced: bool
     internal_port: int = 0
+    certificate_port: int = 0
+
+    def client_port(self, certificates: bool) -> int:
+        """The port clients are told: see ``client_port``."""
+        return client_port(self.port, self.certificate_port, certificates)
 
 
 @dataclass(frozen=True)
 class ControllerImage:
     """Where a controller that has been active listens: ``port`` for clients, ``internal_port``
-    (0: none) for nodes."""
+    (0: none) for nodes, ``certificate_port`` (0: none) for clients with certificates."""
 
     controller_id: int
     host: str
     port: int
     internal_port: int
+    certificate_port: int = 0
 
     @property
     def internal_address(self) -> str:
         """Where nodes dial it (what ``--voters`` and ``--controller`` name)."""
         return f"{self.host}:{self.internal_port or self.port}"
+
+    def client_port(self, certificates: bool) -> int:
+        """The port clients are told: see ``client_port``."""
+        return client_port(self.port, self.certificate_port, certificates)
+
+
+def client_port(port: int, certificate_port: int, certificates: bool) -> int:
+    """The port of a node a client is told, as Kafka answers with the listener a request came
+    in on: its certificate listener's to a client that called on a certificate listener
+    (``certificates``) when the node has one, else its client listener's."""
+    return certificate_port if certificates and certificate_port else port
 
 
 @dataclass(frozen=True)
@@ -203,6 +225,7 @@ class MetadataImage:
             rack=record.endpoint.rack,
             fenced=record.fenced,
             internal_port=record.endpoint.internal_port,
+            certificate_port=record.endpoint.certificate_port,
         )
 
     def _apply_broker_fenced(self, record: metadata_pb2.BrokerFencedRecord) -> None:
@@ -272,6 +295,7 @@ class MetadataImage:
             port=record.endpoint.port,
             fenced=False,
             internal_port=record.endpoint.internal_port,
+            certificate_port=record.endpoint.certificate_port,
         )
 
     def _apply_coordinator_fenced(self, record: metadata_pb2.CoordinatorFencedRecord) -> None:
@@ -288,7 +312,7 @@ class MetadataImage:
     def _apply_controller_registered(self, record: metadata_pb2.ControllerRegisteredRecord) -> None:
         endpoint = record.endpoint
         self.controllers[endpoint.node_id] = ControllerImage(
-            endpoint.node_id, endpoint.host, endpoint.port, endpoint.internal_port
+            endpoint.node_id, endpoint.host, endpoint.port, endpoint.internal_port, endpoint.certificate_port
         )
 
     def _apply_client_quota(self, record: metadata_pb2.ClientQuotaRecord) -> None:
@@ -373,6 +397,7 @@ class MetadataImage:
                             port=broker.port,
                             rack=broker.rack,
                             internal_port=broker.internal_port,
+                            certificate_port=broker.certificate_port,
                         ),
                         fenced=broker.fenced,
                     )
@@ -412,6 +437,7 @@ class MetadataImage:
                             host=coordinator.host,
                             port=coordinator.port,
                             internal_port=coordinator.internal_port,
+                            certificate_port=coordinator.certificate_port,
                         ),
                     )
                 )
@@ -444,6 +470,7 @@ class MetadataImage:
                             host=controller.host,
                             port=controller.port,
                             internal_port=controller.internal_port,
+                            certificate_port=controller.certificate_port,
                         )
                     )
                 )

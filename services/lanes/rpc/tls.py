@@ -62,12 +62,7 @@ class TlsFiles:
     def stamp(self) -> tuple[int, ...]:
         """The files' inode, size and modification time: a change means they were replaced."""
         paths = [self.ca_file, *(p for p in (self.cert_file, self.key_file) if p is not None)]
-        return tuple(
-            value
-            for path in paths
-            for stat in (path.stat(),)
-            for value in (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        )
+        return tuple(value for path in paths for value in _stamp_of(path))
 
     def channel_credentials(self) -> grpc.ChannelCredentials:
         """Trust the CA; present this process's certificate when it has one."""
@@ -75,28 +70,34 @@ class TlsFiles:
         key, chain = identity if identity is not None else (None, None)
         return grpc.ssl_channel_credentials(self.ca_file.read_bytes(), key, chain)
 
-    def _server_configuration(self) -> grpc.ServerCertificateConfiguration:
+    def _server_configuration(self, client_ca: Path | None = None) -> grpc.ServerCertificateConfiguration:
         identity = self._identity()
         if identity is None:
             raise ValueError("a TLS server needs a certificate and key (--tls-cert, --tls-key)")
         key, chain = identity
         _check_pair(key, chain, f"{self.cert_file} and {self.key_file}")
-        return grpc.ssl_server_certificate_configuration([identity], root_certificates=self.ca_file.read_bytes())
+        trusted = (client_ca or self.ca_file).read_bytes()
+        return grpc.ssl_server_certificate_configuration([identity], root_certificates=trusted)
 
-    def server_credentials(self, *, require_client_cert: bool) -> grpc.ServerCredentials:
+    def server_credentials(self, *, require_client_cert: bool, client_ca: Path | None = None) -> grpc.ServerCredentials:
         """Present this process's certificate, read again whenever the files change; with
-        ``require_client_cert``, accept only callers with a certificate the CA signed."""
-        stamp = self.stamp()
-        initial = self._server_configuration()
+        ``require_client_cert``, accept only callers with a certificate the CA (or ``client_ca``,
+        the clients' CA of a certificate listener, also re-read) signed."""
+
+        def stamp_now() -> tuple[int, ...]:
+            return self.stamp() + (_stamp_of(client_ca) if client_ca is not None else ())
+
+        stamp = stamp_now()
+        initial = self._server_configuration(client_ca)
 
         def fetch() -> grpc.ServerCertificateConfiguration | None:
             """Called by gRPC before each new connection's handshake, on one of its threads."""
             nonlocal stamp
             try:
-                current = self.stamp()
+                current = stamp_now()
                 if current == stamp:
                     return None
-                renewed = self._server_configuration()
+                renewed = self._server_configuration(client_ca)
             except (OSError, ValueError) as exc:  # replaced right now: the next connection tries again
                 _log.warning("TLS files changed but cannot be read yet: %s", exc)
                 return None
@@ -114,6 +115,12 @@ class TlsFiles:
 
 #: What a client is given: its files, "process" for the process's default, None for plaintext.
 ClientTls = Union[TlsFiles, Literal["process"], None]  # noqa: UP007 - a runtime alias
+
+
+def _stamp_of(path: Path) -> tuple[int, int, int]:
+    """A file's inode, size and modification time."""
+    stat = path.stat()
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _check_pair(key_pem: bytes, chain_pem: bytes, what: str) -> None:

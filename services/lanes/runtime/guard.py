@@ -75,8 +75,19 @@ _WAITING_CHECKS = 256
 #: The one method open to anyone: probes' health checks (the Watch stream is not: it stays open).
 _HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 
-#: The listener a guard watches: clients', or the nodes' internal one.
-Listener = Literal["client", "internal"]
+#: The listener a guard watches: clients', the nodes' internal one, or the certificate listener
+#: (clients whose certificates the clients' CA signed; never nodes).
+Listener = Literal["client", "internal", "certificates"]
+
+#: The listener the current call came in on (set by the guard for the handler's context).
+LISTENER: contextvars.ContextVar[Listener] = contextvars.ContextVar("lanes_listener", default="client")
+
+
+def on_certificate_listener() -> bool:
+    """Whether the current call came in on a certificate listener: the addresses it is told are
+    those of certificate listeners (``lanes.metadata.image.client_port``), as Kafka answers with
+    the listener a request came in on."""
+    return LISTENER.get() == "certificates"
 
 
 class Caller(NamedTuple):
@@ -246,6 +257,7 @@ class Guard(CallInterceptor):
         """The caller's access when ACLs apply to it; None when its call passes as it is (a node,
         a super user, or no ACLs on this listener). Ends the call with UNAUTHENTICATED,
         PERMISSION_DENIED or (a node still loading the metadata) UNAVAILABLE otherwise."""
+        LISTENER.set(self._listener)
         if self._listener == "internal" or not self._authorize:
             name = caller_identity(context)
             node = name is not None and NODE_NAME.fullmatch(name) is not None
@@ -321,7 +333,14 @@ class Guard(CallInterceptor):
         if name is None:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_DETAILS)
         assert name is not None
-        return user_principal(name), NODE_NAME.fullmatch(name) is not None, None
+        node = NODE_NAME.fullmatch(name) is not None
+        if node and self._listener == "certificates":  # the clients' CA signs users, never nodes
+            await _deny(
+                context,
+                f"CLUSTER_AUTHORIZATION_FAILED: the caller's certificate names the node {name}; nodes call the "
+                "internal listener, and a user may not take a node's name",
+            )
+        return user_principal(name), node, None
 
     async def _token_user(self, token: str, context: ServicerContext) -> str:
         """The user a bearer token names (``lanes.runtime.tokens``); the call ends UNAUTHENTICATED

@@ -143,6 +143,18 @@ class InternalListener:
     interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
 
 
+@dataclass(frozen=True)
+class CertificateListener:
+    """A client listener that serves only callers presenting a certificate ``client_ca`` signed
+    (the clients' CA), whose common name is their user (Kafka's SSL listener with
+    ``ssl.client.auth=required``), beside the client listener where users give passwords or
+    tokens: on ``port`` (0 picks a free one), with its own ``interceptors`` and pool of calls."""
+
+    port: int
+    client_ca: Path
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
+
+
 class RunningServer:
     """A started server (its client listener, and its internal one when it has one): bound
     ports, health status, and a graceful stop."""
@@ -153,12 +165,15 @@ class RunningServer:
         host: str,
         port: int,
         service_names: Sequence[str],
+        *,
         internal_port: int = 0,
+        certificate_port: int = 0,
     ) -> None:
         self.servers = tuple(servers)
         self.host = host
         self.port = port
         self.internal_port = internal_port
+        self.certificate_port = certificate_port
         self.service_names = tuple(service_names)
         #: what each service reports (``""``: the whole server), for the HTTP health endpoint
         self.serving: dict[str, bool] = {}
@@ -210,23 +225,31 @@ async def start_server(
     tls: TlsFiles | None = None,
     require_client_cert: bool = False,
     internal: InternalListener | None = None,
+    certificates: CertificateListener | None = None,
     metrics_port: int = -1,
 ) -> RunningServer:
     """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes what
     ``limits`` allow, sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its
     calls into ``metrics`` (outermost), then runs ``interceptors`` in order. With ``tls`` it
     listens over TLS only (``require_client_cert``: mutual TLS), reloading renewed files. With
-    ``internal``, a second server serves the same bindings on the internal listener. With
+    ``internal``, a second server serves the same bindings on the internal listener, and with
+    ``certificates`` another on the certificate listener (TLS only). With
     ``metrics_port`` (-1: none; 0: a free one), ``/metrics`` and ``/healthz`` are served on it
     from now on, so probes see the process before its service has started."""
     time_tasks(asyncio.get_running_loop())  # request-time quotas count the tasks a call starts
-    listeners = [(port, interceptors, require_client_cert)]
+    listeners: list[tuple[int, Sequence[grpc.aio.ServerInterceptor], bool, Path | None]] = [
+        (port, interceptors, require_client_cert, None)
+    ]
     if internal is not None:
-        listeners.append((internal.port, internal.interceptors, True))
+        listeners.append((internal.port, internal.interceptors, True, None))
+    if certificates is not None:
+        if tls is None:
+            raise ValueError("a certificate listener needs TLS")
+        listeners.append((certificates.port, certificates.interceptors, True, certificates.client_ca))
     servers: list[tuple[grpc.aio.Server, HealthServicer]] = []
     ports = []
     names = [binding.name for binding in bindings]
-    for listen_port, listener_interceptors, client_certs in listeners:
+    for listen_port, listener_interceptors, client_certs, client_ca in listeners:
         server = grpc.aio.server(
             options=[*limits.options(raise_file_descriptor_limit()), ("grpc.so_reuseport", 0)],
             interceptors=[*([metrics.interceptor()] if metrics is not None else []), *listener_interceptors],
@@ -243,14 +266,21 @@ async def start_server(
             if tls is None:
                 bound_port = server.add_insecure_port(f"{host}:{listen_port}")
             else:
-                credentials = tls.server_credentials(require_client_cert=client_certs)
+                credentials = tls.server_credentials(require_client_cert=client_certs, client_ca=client_ca)
                 bound_port = server.add_secure_port(f"{host}:{listen_port}", credentials)
         except RuntimeError as exc:  # grpc reports every bind failure this way
             raise OSError(f"cannot listen on {host}:{listen_port}: the address is in use or not available") from exc
         await server.start()
         servers.append((server, health))
         ports.append(bound_port)
-    running = RunningServer(servers, host, ports[0], names, internal_port=ports[1] if internal is not None else 0)
+    running = RunningServer(
+        servers,
+        host,
+        ports[0],
+        names,
+        internal_port=ports[1] if internal is not None else 0,
+        certificate_port=ports[-1] if certificates is not None else 0,
+    )
     for name in (OVERALL_HEALTH, *names):
         await running.set_serving(True, name)
     if metrics is not None and metrics_port >= 0:
@@ -278,6 +308,8 @@ async def serve_until_signalled(
     readiness = dict(readiness)
     if running.internal_port:
         readiness["internal_address"] = f"{running.host}:{running.internal_port}"
+    if running.certificate_port:
+        readiness["certificate_address"] = f"{running.host}:{running.certificate_port}"
     if running.metrics_address is not None:
         readiness["metrics_address"] = running.metrics_address
     stop = asyncio.Event()
@@ -351,6 +383,22 @@ def service_argument_parser(
         help="port of the internal listener, where the cluster's nodes call each other (mutual TLS with TLS on: "
         "only nodes' certificates); nodes dial it once registered. -1: none, nodes use --port; 0 picks a free "
         "one (env LANES_INTERNAL_PORT; default -1)",
+    )
+    parser.add_argument(
+        "--certificate-port",
+        type=int,
+        default=int(os.environ.get("LANES_CERTIFICATE_PORT", "-1")),
+        help="port of the certificate listener: clients presenting a certificate the clients' CA "
+        "(--tls-client-ca) signed, whose common name is their user, beside --port where users give passwords or "
+        "tokens; clients that call here are told the other nodes' certificate listeners. Needs --auth required. "
+        "-1: none; 0 picks a free one (env LANES_CERTIFICATE_PORT; default -1)",
+    )
+    parser.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        default=os.environ.get("LANES_TLS_CLIENT_CA") or None,
+        help="the CA (PEM) that signs the certificates of users on the certificate listener, re-read when it "
+        "changes; a certificate it signed never names a node (env LANES_TLS_CLIENT_CA; default: --tls-ca)",
     )
     parser.add_argument(
         "--tls-client-auth",
@@ -497,15 +545,23 @@ def server_listeners(
             ]
         else:  # no principals: a client listener's callers are ANONYMOUS (quotas), an internal one's the cluster
             first = [AnonymousCallers()] if listener == "client" else []
-        if listener == "client":  # request time after the gate: a standby controller redirects at once
+        if listener != "internal":  # request time after the gate: a standby controller redirects at once
             return [per_address, *first, *gate(listener), RequestTimeQuota(image, metrics)]
         return [*first, *gate(listener)]
 
+    certificate_port = getattr(options, "certificate_port", -1)
+    certificates = None
+    if certificate_port >= 0:
+        if tls is None or not auth:
+            raise SystemExit(f"lanes.{options.service}: --certificate-port needs TLS and --auth required")
+        client_ca = getattr(options, "tls_client_ca", None) or tls.ca_file
+        certificates = CertificateListener(certificate_port, client_ca, interceptors("certificates"))
     return {
         "tls": tls,
         "require_client_cert": options.tls_client_auth == "required",
         "interceptors": interceptors("client"),
         "internal": InternalListener(internal_port, interceptors("internal")) if internal_port >= 0 else None,
+        "certificates": certificates,
     }
 
 
