@@ -1,6 +1,8 @@
 """Issue #23, against a real cluster: a heartbeat with a 2 MB client id became a member record
 too large to write and stopped its coordinator shard. Now every string and list a heartbeat
-carries is bounded: it is refused with INVALID_REQUEST, and groups on the same shard go on. An
+carries is bounded, and so are a subscription's bytes (4,100 names of 249 characters, each
+within bounds, made a 1 MB record): it is refused with INVALID_REQUEST, and groups on the same
+shard go on. An
 offset commit in the name of a 2 MB group id (it would have made that group) is refused with
 INVALID_GROUP_ID."""
 
@@ -47,6 +49,19 @@ def test_a_heartbeat_with_a_2_mb_client_id_is_refused_and_the_shard_serves_on(tm
         answer = asyncio.run(_heartbeat(address, request))
         assert answer.error.code == int(ErrorCode.INVALID_REQUEST), answer.error
         assert "client id has 2000000 characters; at most 255" in answer.error.message
+
+        # each name within bounds, together a 1 MB member record (more than the shard's log takes)
+        names = [f"{n:05d}" + "t" * 244 for n in range(4_100)]
+        request = coordinator_pb2.HeartbeatRequest(
+            group_id="hostile",
+            member_id=str(uuid.uuid4()),
+            member_epoch=0,
+            rebalance_timeout_ms=30_000,
+            subscription=coordinator_pb2.Subscription(topic_names=names),
+        )
+        answer = asyncio.run(_heartbeat(address, request))
+        assert answer.error.code == int(ErrorCode.INVALID_REQUEST), answer.error
+        assert "the subscription's topic names take 1020900 bytes" in answer.error.message
 
         commit = coordinator_pb2.CommitOffsetsRequest(group_id="g" * 2_000_000, member_epoch=-1)
         commit.topics.add(topic="orders").partitions.add(partition=0, committed_offset=1, committed_leader_epoch=-1)

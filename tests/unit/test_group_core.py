@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 
 from lanes.coordinator import patterns
 from lanes.coordinator.core import (
+    MAX_ID_CHARS,
+    MAX_MEMBER_ID_CHARS,
+    MAX_SUBSCRIPTION_BYTES,
     CommitEntry,
     GroupConfig,
     GroupCoordinatorCore,
@@ -20,6 +23,7 @@ from lanes.coordinator.core import (
 )
 from lanes.coordinator.group import GroupRecord, GroupState, GroupStore, Partitions
 from lanes.coordinator.patterns import TopicPatterns, resolve_patterns
+from lanes.coordinator.shard_log import MAX_BATCH_BYTES
 from lanes.errors import ErrorCode
 from lanes.v1 import coordinator_pb2
 
@@ -558,3 +562,27 @@ def test_the_service_resolves_patterns_before_deciding_and_the_cache_is_bounded(
     bounded = TopicPatterns(max_patterns=2)
     bounded.remember(h.counts, resolve_patterns(["a.*", "b.*", "o.*"], h.counts))
     assert bounded.missing(["a.*", "b.*", "o.*"], h.counts) == ["a.*"], "the least recently used is forgotten"
+
+
+def test_the_largest_member_record_a_heartbeat_may_make_fits_one_batch_of_the_shard() -> None:
+    """Issue #23: 4,100 subscribed names of 249 characters made a 1 MB member record, which
+    ``__consumer_offsets`` refused (max.message.bytes), and the shard stopped for every group.
+    Every string and list is bounded, and so are the subscription's bytes: the largest record a
+    heartbeat may make fits one batch of the shard's log, and one byte more is refused."""
+    longest = "x" * MAX_ID_CHARS
+    per_name = MAX_ID_CHARS
+    names = tuple(f"{n:06d}" + "t" * (per_name - 6) for n in range(MAX_SUBSCRIPTION_BYTES // per_name))
+    fields = {"group_id": "g" * MAX_ID_CHARS, "member_id": "m" * MAX_MEMBER_ID_CHARS, "member_epoch": 0}
+    ids = {"instance_id": longest, "rack_id": longest, "client_id": longest, "server_assignor": "uniform"}
+    h = Harness()
+    largest = HeartbeatInput(**fields, **ids, client_host=longest, subscription=Subscription(names, "a" * 1_024))  # type: ignore[arg-type]
+    result, decision = h.core.heartbeat(largest, h.now, h.counts)
+    assert result.error is ErrorCode.NONE, result.message
+    member = next(value for key, value in decision.records if key.WhichOneof("key") == "member")
+    assert member is not None
+    assert member.ByteSize() + 1_024 < MAX_BATCH_BYTES
+    over = HeartbeatInput(**fields, subscription=Subscription((*names, "y" * per_name)))  # type: ignore[arg-type]
+    refused, nothing = h.core.heartbeat(over, h.now, h.counts)
+    assert refused.error is ErrorCode.INVALID_REQUEST
+    assert f"at most {MAX_SUBSCRIPTION_BYTES}" in refused.message
+    assert not nothing.records

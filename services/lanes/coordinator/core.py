@@ -115,6 +115,10 @@ MAX_ID_CHARS = 255
 MAX_MEMBER_ID_CHARS = 64
 MAX_REGEX_CHARS = 1_024
 MAX_SUBSCRIBED_TOPICS = 10_000
+#: bytes of topic names one subscription may hold: its member record (with the other fields, a few
+#: KiB at most) must fit one batch of the shard's log (``shard_log.MAX_BATCH_BYTES``), well under
+#: ``__consumer_offsets``' max.message.bytes; a record the log refuses would stop the whole shard
+MAX_SUBSCRIPTION_BYTES = 480 * 1024
 MAX_OWNED_PARTITIONS = 100_000
 
 
@@ -136,6 +140,9 @@ def heartbeat_size_problem(request: HeartbeatInput) -> str | None:
             return f"the subscription names {len(subscription.topic_names)} topics; at most {MAX_SUBSCRIBED_TOPICS}"
         if any(len(name) > MAX_ID_CHARS for name in subscription.topic_names):
             return f"a subscribed topic name has more than {MAX_ID_CHARS} characters"
+        names_bytes = sum(len(name.encode()) for name in subscription.topic_names)
+        if names_bytes > MAX_SUBSCRIPTION_BYTES:
+            return f"the subscription's topic names take {names_bytes} bytes; at most {MAX_SUBSCRIPTION_BYTES}"
         if len(subscription.topic_regex) > MAX_REGEX_CHARS:
             return f"the subscription pattern has {len(subscription.topic_regex)} characters; at most {MAX_REGEX_CHARS}"
     if request.owned is not None and len(request.owned) > MAX_OWNED_PARTITIONS:
