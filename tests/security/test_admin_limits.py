@@ -11,6 +11,8 @@ controller are refused with a clear error.
 - ``segment.bytes=14`` rolled a segment per batch, filling the broker with files every topic
   shares: below 1 MiB (Kafka 4.0's floor, the controller's ``--min-segment-bytes``) it is refused
   with INVALID_CONFIG, on a new topic and on an existing one.
+- A topic named again and again in Metadata or DescribeTopics was described each time: answered
+  once; a partition listed twice in ListOffsets is refused (INVALID_REQUEST), as in Kafka.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ import pytest
 import lanes
 from lanes.errors import ErrorCode, LanesError
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
-from lanes.v1 import broker_pb2, broker_pb2_grpc
+from lanes.v1 import broker_pb2, broker_pb2_grpc, controller_pb2
 from tests.e2e.cli import wait_for
 from tests.integration.processes import client_channel, running_cluster
+from tests.security.raw import peak_memory_mib, reset_peak_memory
 
 
 async def _delete_records(address: str, topic: str, partition: int) -> broker_pb2.DeleteRecordsPartitionResponse:
@@ -36,6 +39,26 @@ async def _delete_records(address: str, topic: str, partition: int) -> broker_pb
         request.topics.add(topic=topic).partitions.add(partition=partition, offset=-1)
         answer: broker_pb2.DeleteRecordsResponse = await stub.DeleteRecords(request, timeout=10)
         return answer.topics[0].partitions[0]
+
+
+async def _metadata(address: str, topics: list[str]) -> broker_pb2.MetadataResponse:
+    async with client_channel(address, [("grpc.max_send_message_length", 32 * 1024 * 1024)]) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        answer: broker_pb2.MetadataResponse = await stub.Metadata(broker_pb2.MetadataRequest(topics=topics), timeout=60)
+        return answer
+
+
+async def _list_offsets(
+    address: str, topic: str, partitions: list[int]
+) -> list[broker_pb2.ListOffsetsPartitionResponse]:
+    async with client_channel(address) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        request = broker_pb2.ListOffsetsRequest()
+        wanted = request.topics.add(topic=topic)
+        for partition in partitions:
+            wanted.partitions.add(partition=partition, spec=broker_pb2.OFFSET_SPEC_LATEST, current_leader_epoch=-1)
+        answer: broker_pb2.ListOffsetsResponse = await stub.ListOffsets(request, timeout=10)
+        return list(answer.topics[0].partitions)
 
 
 def test_delete_records_on_compacted_topics_and_huge_partition_counts_are_refused(tmp_path: Path) -> None:
@@ -89,3 +112,19 @@ def test_delete_records_on_compacted_topics_and_huge_partition_counts_are_refuse
                     attempt()
                 assert refused_segments.value.code is ErrorCode.INVALID_CONFIG
             assert "tiny" not in admin.list_topics()
+
+        # One name 2,000,000 times in a 16 MB Metadata request was described 2,000,000 times (every
+        # partition, before the ACL trim): gigabytes; now answered once, as Kafka takes a set.
+        broker = cluster.broker_processes[1]
+        before_mib = reset_peak_memory(broker.pid)
+        metadata = asyncio.run(_metadata(address, ["normal"] * 2_000_000))
+        assert [t.name for t in metadata.topics] == ["normal"]
+        assert peak_memory_mib(broker.pid) - before_mib < 150, "the broker's memory stays bounded"
+        described = asyncio.run(
+            cluster._active_controller_call(
+                lambda stub: stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(names=["normal"] * 400_000))
+            )
+        )
+        assert [t.name for t in described.topics] == ["normal"]
+        offsets = asyncio.run(_list_offsets(address, "normal", [0, 0]))
+        assert [p.error.code for p in offsets] == [0, int(ErrorCode.INVALID_REQUEST)], "each partition once"

@@ -611,7 +611,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> broker_pb2.MetadataResponse:
         image = self.image
         if request.topics:
-            names = list(request.topics)
+            names = list(dict.fromkeys(request.topics))  # a name given again is answered once (issue #23)
         else:
             names = sorted(t.name for t in image.topics.values() if request.include_internal or not t.internal)
         topics = []
@@ -1236,6 +1236,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, request: broker_pb2.ListOffsetsRequest, context: ServicerContext
     ) -> broker_pb2.ListOffsetsResponse:
         topics = []
+        listed: set[tuple[str, int]] = set()
         for topic in request.topics:
             partitions = []
             for wanted in topic.partitions:
@@ -1243,7 +1244,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
                 )
                 led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                if not isinstance(led, Partition):
+                if (topic.topic, wanted.partition) in listed:  # as Kafka: each partition once per request
+                    result.error.CopyFrom(
+                        wire_error(ErrorCode.INVALID_REQUEST, f"{topic.topic}-{wanted.partition} is listed twice")
+                    )
+                elif not isinstance(led, Partition):
                     result.error.CopyFrom(led)
                 elif wanted.spec == broker_pb2.OFFSET_SPEC_EARLIEST:
                     result.offset = led.log.log_start_offset
@@ -1277,6 +1282,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     )
                 if not result.HasField("error"):
                     result.error.CopyFrom(wire_error(ErrorCode.NONE))
+                listed.add((topic.topic, wanted.partition))
                 partitions.append(result)
             topics.append(broker_pb2.ListOffsetsTopicResponse(topic=topic.topic, partitions=partitions))
         return broker_pb2.ListOffsetsResponse(topics=topics)

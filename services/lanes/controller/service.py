@@ -667,7 +667,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         self, request: controller_pb2.DescribeTopicsRequest, context: ServicerContext
     ) -> controller_pb2.DescribeTopicsResponse:
         if request.names:
-            wanted = list(request.names)
+            wanted = list(dict.fromkeys(request.names))  # a name given again is answered once (issue #23)
         else:
             wanted = sorted(t.name for t in self.image.topics.values() if request.include_internal or not t.internal)
         descriptions = []
