@@ -105,7 +105,8 @@ def uniform_assignor(members: Sequence[MemberSubscription], partition_counts: Ma
     by_id = {m.member_id: m for m in members}
     loads: dict[str, int] = dict.fromkeys(by_id, 0)
     owner: dict[tuple[str, int], str] = {}
-    eligible = [m for m in by_id if any(m in s for s in subscribers.values())]
+    subscribed = {m for members_of_topic in subscribers.values() for m in members_of_topic}
+    eligible = [m for m in by_id if m in subscribed]  # O(M·T): a search per member was O(M²·T)
     total = sum(partition_counts[t] for t in subscribers)
     ceiling = -(-total // len(eligible)) if eligible else 0
 

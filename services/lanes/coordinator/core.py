@@ -35,7 +35,6 @@ subscribes to, counted from their commit time.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -643,11 +642,13 @@ class GroupCoordinatorCore:
             )
             group.revocation_deadline_ms[member_id] = monotonic_ms + self._rebalance_timeout_ms(group, member_id)
             return
+        wanted = target - current.assigned
         held_by_others: set[TopicPartition] = set()
-        for other_id, other in group.current.items():
-            if other_id != member_id:
-                held_by_others |= other.held()
-        grant = (target - current.assigned) - held_by_others
+        if wanted:  # a steady member (nothing to gain) costs nothing more here, whatever the group's size
+            for other_id, other in group.current.items():
+                if other_id != member_id:
+                    held_by_others |= other.held() & wanted
+        grant = wanted - held_by_others
         updated = CurrentAssignment(
             member_epoch=group.assignment_epoch,
             previous_member_epoch=current.member_epoch
@@ -717,7 +718,7 @@ def _subscription_key(identity: MemberIdentity) -> tuple[tuple[str, ...], str, s
 
 def _preferred_assignor(group: Group) -> str:
     """The assignor most members ask for (ties: by name); the default when none asks."""
-    votes = Counter(identity.server_assignor for identity in group.members.values() if identity.server_assignor)
+    votes = group.assignor_votes
     if not votes:
         return DEFAULT_ASSIGNOR
     return min(votes, key=lambda name: (-votes[name], name))

@@ -97,10 +97,12 @@ class Group:
     current: dict[str, CurrentAssignment] = field(default_factory=dict)
     offsets: dict[TopicPartition, OffsetCommit] = field(default_factory=dict)
     # Derived from ``members``, changed with them: how many members subscribe to each topic name
-    # and to each pattern (a heartbeat needs the group's subscribed topics: counting them member
-    # by member cost members x topics per heartbeat, issue #23).
+    # and to each pattern, and ask for each assignor (a heartbeat needs the group's subscribed
+    # topics and preferred assignor: counting them member by member cost members x topics per
+    # heartbeat, issue #23).
     subscribed_names: Counter[str] = field(default_factory=Counter)
     subscribed_patterns: Counter[str] = field(default_factory=Counter)
+    assignor_votes: Counter[str] = field(default_factory=Counter)  # members asking for each assignor
     # Volatile: reset when the shard is loaded.
     last_heartbeat_ms: dict[str, int] = field(default_factory=dict)
     revocation_deadline_ms: dict[str, int] = field(default_factory=dict)
@@ -129,8 +131,10 @@ class Group:
         are not the members'."""
         names = Counter(name for identity in self.members.values() for name in identity.topic_names)
         patterns = Counter(identity.topic_regex for identity in self.members.values() if identity.topic_regex)
+        votes = Counter(identity.server_assignor for identity in self.members.values() if identity.server_assignor)
         assert self.subscribed_names == names, f"{self.group_id}: {self.subscribed_names} counted, {names} subscribed"
         assert self.subscribed_patterns == patterns, f"{self.group_id}: {self.subscribed_patterns} != {patterns}"
+        assert self.assignor_votes == votes, f"{self.group_id}: {self.assignor_votes} != {votes}"
         seen: dict[TopicPartition, str] = {}
         for member_id, current in self.current.items():
             for partition in current.held():
@@ -225,6 +229,8 @@ class GroupStore:
             group.subscribed_names.update(identity.topic_names)
             if identity.topic_regex:
                 group.subscribed_patterns[identity.topic_regex] += 1
+            if identity.server_assignor:
+                group.assignor_votes[identity.server_assignor] += 1
         elif kind == "target_assignment":
             if value is None:
                 group.targets.pop(member_id, None)
@@ -250,10 +256,14 @@ def _forget_subscription(group: Group, identity: MemberIdentity | None) -> None:
     for name in identity.topic_names:
         if group.subscribed_names[name] <= 0:
             group.subscribed_names.pop(name, None)
-    if identity.topic_regex:
-        group.subscribed_patterns[identity.topic_regex] -= 1
-        if group.subscribed_patterns[identity.topic_regex] <= 0:
-            group.subscribed_patterns.pop(identity.topic_regex, None)
+    for counts, key in (
+        (group.subscribed_patterns, identity.topic_regex),
+        (group.assignor_votes, identity.server_assignor),
+    ):
+        if key:
+            counts[key] -= 1
+            if counts[key] <= 0:
+                counts.pop(key, None)
 
 
 # ---------------------------------------------------------------------------------------------
