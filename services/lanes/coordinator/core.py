@@ -67,6 +67,8 @@ from lanes.errors import ErrorCode
 from lanes.topic_partition import TopicPartition
 
 JOIN_EPOCH = 0
+#: how often (wall clock) committed offsets are checked for expiry, at most
+OFFSETS_RETENTION_CHECK_MS = 60_000
 LEAVE_EPOCH = -1
 TEMPORARY_LEAVE_EPOCH = -2
 FREE_CONSUMER_EPOCH = -1
@@ -195,6 +197,7 @@ class GroupCoordinatorCore:
         self.config = config or GroupConfig()
         self.store = GroupStore()
         self.patterns = TopicPatterns()
+        self._offsets_checked_ms: int | None = None  # wall clock of the last sweep of expired offsets
 
     def unresolved_patterns(self, group_id: str, regex: str, partition_counts: Mapping[str, int]) -> list[str]:
         """The subscription patterns a heartbeat of ``group_id`` naming ``regex`` would need that
@@ -454,7 +457,13 @@ class GroupCoordinatorCore:
                     continue
                 fenced.append((group.group_id, member_id, reason))
                 self._remove_member(group, member_id, now.wall_ms, decision)
-            self._expire_offsets(group, now.wall_ms, decision)
+        # Offsets are swept at most once a minute (Kafka: offsets.retention.check.interval.ms, 10
+        # minutes): a sweep looks at every committed offset of the shard.
+        interval_ms = min(OFFSETS_RETENTION_CHECK_MS, self.config.offsets_retention_ms)
+        if self._offsets_checked_ms is None or now.wall_ms - self._offsets_checked_ms >= interval_ms:
+            self._offsets_checked_ms = now.wall_ms
+            for group in list(self.store):
+                self._expire_offsets(group, now.wall_ms, decision)
         return fenced, decision
 
     def _expire_offsets(self, group: Group, now_ms: int, decision: GroupDecision) -> None:
@@ -464,11 +473,16 @@ class GroupCoordinatorCore:
                 for record in group_tombstones(group):
                     self._emit(decision, record)
             return
-        subscribed = set(group.assigned_for_counts or {})
-        for partition, commit in sorted(group.offsets.items()):
-            unsubscribed = group.assigned_for_counts is not None and partition[0] not in subscribed
-            if unsubscribed and now_ms - commit.commit_timestamp_ms >= retention:
-                self._emit(decision, offset_record(group.group_id, partition, None))
+        if group.assigned_for_counts is None:
+            return
+        subscribed = group.assigned_for_counts
+        expired = [
+            partition
+            for partition, commit in group.offsets.items()
+            if partition[0] not in subscribed and now_ms - commit.commit_timestamp_ms >= retention
+        ]
+        for partition in sorted(expired):
+            self._emit(decision, offset_record(group.group_id, partition, None))
 
     # -----------------------------------------------------------------------------------------
     # Offsets
