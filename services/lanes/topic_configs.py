@@ -160,6 +160,14 @@ _DEFINITIONS = [
         _at_least(0),
     ),
     ConfigDef(
+        "message.timestamp.after.max.ms",
+        "long",
+        60 * 60 * 1000,
+        "With CreateTime, refuse a batch holding a record more than this far ahead of the broker's clock "
+        "(Kafka 4.0's default, KIP-937: producer state kept by a record's time never expires otherwise).",
+        _at_least(0),
+    ),
+    ConfigDef(
         "message.timestamp.type",
         "string",
         "CreateTime",

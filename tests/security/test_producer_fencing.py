@@ -3,14 +3,18 @@
 - InitProducerId naming another producer's id bumped that id's epoch, so anyone could fence any
   idempotent producer: it now hands out a new id whatever the request names (as Kafka does
   without a transactional id), and the victim goes on producing.
+- A record timestamped far ahead kept its (made-up) producer id's state on the broker forever:
+  refused beyond ``message.timestamp.after.max.ms`` (KIP-937).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import lanes
+from lanes.errors import ErrorCode
 from lanes.protocol.records import Record, encode_batch
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 from tests.integration.processes import client_channel, running_cluster
@@ -52,3 +56,19 @@ def test_producer_ids_and_epochs_do_not_let_a_client_fence_another(tmp_path: Pat
             [Record(0, 2, None, b"two")], producer_id=victim.producer_id, producer_epoch=0, base_sequence=1
         )
         assert produce(address, "orders", 0, bytes(second)).code == 0, "the victim is not fenced"
+
+        # A producer's state lives until producer.id.expiration.ms after its newest record's time:
+        # a record far in the future kept made-up producer ids forever. Refused beyond
+        # message.timestamp.after.max.ms (one hour ahead, KIP-937).
+        future_ms = int(time.time() * 1000) + 2 * 3600 * 1000
+        immortal = encode_batch([Record(0, future_ms, None, b"x")], producer_id=10**12, producer_epoch=0)
+        refused = produce(address, "orders", 0, bytes(immortal))
+        assert refused.code == int(ErrorCode.INVALID_TIMESTAMP), refused
+        assert "message.timestamp.after.max.ms" in refused.message
+        soon = encode_batch(
+            [Record(0, int(time.time() * 1000) + 60_000, None, b"y")],
+            producer_id=victim.producer_id,
+            producer_epoch=0,
+            base_sequence=2,
+        )
+        assert produce(address, "orders", 0, bytes(soon)).code == 0, "a clock a minute ahead is fine"

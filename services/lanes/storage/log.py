@@ -87,6 +87,7 @@ class LogConfig:
     max_compaction_lag_ms: int
     min_cleanable_dirty_ratio: float
     log_append_time: bool
+    timestamp_after_max_ms: int = 60 * 60 * 1000
 
     @classmethod
     def from_topic_configs(cls, overrides: Mapping[str, str] | None = None) -> LogConfig:
@@ -109,6 +110,7 @@ class LogConfig:
             max_compaction_lag_ms=values["max.compaction.lag.ms"],
             min_cleanable_dirty_ratio=values["min.cleanable.dirty.ratio"],
             log_append_time=values["message.timestamp.type"] == "LogAppendTime",
+            timestamp_after_max_ms=values["message.timestamp.after.max.ms"],
         )
 
 
