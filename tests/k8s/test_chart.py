@@ -405,6 +405,39 @@ def test_security_is_on_by_default_with_a_certificate_per_node() -> None:
     assert internal["from"] == [
         {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "lanes", "app.kubernetes.io/instance": "prod"}}}
     ]
+    clients = next(rule for rule in policy if {"port": 9092} in rule["ports"])
+    assert {"port": 9292} in clients["ports"], "certificate listeners take clients where client listeners do"
+
+    # Certificate listeners: every node serves one with the clients' CA (a CA of its own, whose
+    # key only the operator mounts, to issue users' certificates).
+    clients_ca = x509.load_pem_x509_certificate(
+        base64.b64decode(one(objects, "Secret", "prod-lanes-clients-ca")["data"]["ca.crt"])
+    )
+    assert clients_ca.subject != authority.subject
+    assert one(objects, "ConfigMap", "prod-lanes-clients-ca")["data"]["ca.crt"].strip() == (
+        clients_ca.public_bytes(serialization.Encoding.PEM).decode().strip()
+    )
+    for component, port in (("controller", 9293), ("broker", 9292), ("coordinator", 9294)):
+        pod = one(objects, "StatefulSet", f"prod-lanes-{component}")["spec"]["template"]["spec"]
+        assert (
+            f"--certificate-port {port} --tls-client-ca /etc/lanes/clients-ca/ca.crt" in pod["containers"][0]["args"][0]
+        )
+        assert {"name": "certificates", "containerPort": port} in pod["containers"][0]["ports"]
+        assert {v["name"]: v for v in pod["volumes"]}["clients-ca"]["configMap"] == {"name": "prod-lanes-clients-ca"}
+        service = one(objects, "Service", f"prod-lanes-{component}")["spec"]["ports"]
+        assert {"name": "certificates", "port": port, "targetPort": "certificates"} in service
+    bootstrap_ports = one(objects, "Service", "prod-lanes-bootstrap")["spec"]["ports"]
+    assert {"name": "certificates", "port": 9292, "targetPort": "certificates"} in bootstrap_ports
+    env = {e["name"]: e.get("value") for e in operator["env"]}
+    assert env["LANES_OPERATOR_CLIENTS_CA_KEY"] == "/etc/lanes/clients-ca/ca.key"
+    mounting_the_key = [
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] in ("Deployment", "StatefulSet", "Job", "Pod")
+        for v in (o["spec"].get("template", o)["spec"].get("volumes") or [])
+        if v.get("secret", {}).get("secretName") == "prod-lanes-clients-ca"
+    ]
+    assert mounting_the_key == ["prod-lanes-operator"]
 
     insecure = render({"security": {"enabled": False}})
     assert not [o for o in insecure if o["kind"] == "Secret"]
@@ -451,7 +484,10 @@ def test_cert_manager_issues_one_certificate_per_node_projected_where_the_nodes_
         "broker": {"replicas": 3},
     }
     objects = render(values)
-    assert not [o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"].endswith(("-ca", "-broker-tls"))]
+    nodes_ca = [
+        o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] in ("lanes-ca", "lanes-broker-tls")
+    ]
+    assert not nodes_ca, "no nodes' CA or certificates of the chart's own (its clients' CA signs only users)"
     assert one(objects, "ConfigMap", "lanes-ca")["data"]["ca.crt"].strip() == ca_pem
     for component, ids in (("controller", range(3)), ("broker", range(1, 4)), ("coordinator", range(1, 3))):
         for ordinal, node_id in enumerate(ids):

@@ -114,7 +114,9 @@ def test_ten_thousand_long_polls_sleep_through_other_partitions_appends(cluster:
         channels = [_channel(broker.address) for _ in range(20)]  # 500 polls per connection
         try:
             stubs = [broker_pb2_grpc.BrokerStub(c) for c in channels]  # type: ignore[no-untyped-call]
-            request = _fetch_request("idle", 0, max_wait_ms=8_000, size=1)
+            # the longest wait a broker grants, so that no poll ends by itself while the produces run
+            # however slow this machine is; a record on their partition then answers them all
+            request = _fetch_request("idle", 0, max_wait_ms=30_000, size=1)
             polls = [
                 asyncio.ensure_future(stubs[index % len(stubs)].Fetch(request, timeout=60)) for index in range(10_000)
             ]
@@ -122,6 +124,8 @@ def test_ten_thousand_long_polls_sleep_through_other_partitions_appends(cluster:
             attacked = await _produce_latencies_s(broker.address)
             still_waiting = sum(not poll.done() for poll in polls)
             assert still_waiting == len(polls), "every long-poll was held by the broker while the produces ran"
+            wake = produce_request("idle", 0, _batch(b"wake"), acks=common_pb2.ACKS_ALL, timeout_ms=30_000)
+            await stubs[0].Produce(wake, timeout=60)
             answers = await asyncio.gather(*polls, return_exceptions=True)
             return attacked, answers
         finally:
@@ -132,6 +136,7 @@ def test_ten_thousand_long_polls_sleep_through_other_partitions_appends(cluster:
     failed = [a for a in answers if isinstance(a, BaseException)]
     assert not failed, f"{len(failed)} long-polls failed: {failed[0]!r}"
     assert all(a.topics[0].partitions[0].error.code == 0 for a in answers if not isinstance(a, BaseException))
+    assert all(a.topics[0].partitions[0].records for a in answers if not isinstance(a, BaseException)), "woken"
     grown = peak_memory_mib(broker.pid) - start_mib
     print(f"\nbroker peak memory grew by {grown:.0f} MiB holding 10,000 long-polls")
     assert grown < 400
