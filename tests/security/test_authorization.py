@@ -319,7 +319,8 @@ def test_a_reader_of_topic_a_reads_it_and_nothing_more(cluster: LocalCluster) ->
 
 def test_deny_wins_and_one_request_answers_per_topic(cluster: LocalCluster) -> None:
     """Bob may write every ``team-`` topic but ``team-secret``. One produce request naming both
-    writes ``team-x`` and answers ``team-secret`` TOPIC_AUTHORIZATION_FAILED."""
+    writes ``team-x`` and answers ``team-secret`` TOPIC_AUTHORIZATION_FAILED; ListOffsets and
+    DeleteRecords answer per topic likewise."""
     tls = _ca_only(cluster)
     with lanes.Producer(_bootstrap(cluster), tls=tls, credentials=BOB, enable_idempotence=False) as producer:
         producer.send("team-x", b"fine").result(10)
@@ -346,6 +347,25 @@ def test_deny_wins_and_one_request_answers_per_topic(cluster: LocalCluster) -> N
         assert codes["team-x"] == common_pb2.NONE
     else:  # the other partition's leader is elsewhere: not this broker's to write
         assert codes["team-x"] in (common_pb2.NONE, common_pb2.NOT_LEADER_OR_FOLLOWER)
+
+    # ListOffsets and DeleteRecords answer per topic too (Kafka's rule): bob may DESCRIBE the
+    # team- topics he writes, not "a"; he may DELETE records of none.
+    listing = broker_pb2.ListOffsetsRequest()
+    for topic in ("team-x", "a"):
+        listing.topics.add(topic=topic).partitions.add(
+            partition=0, spec=broker_pb2.OFFSET_SPEC_LATEST, current_leader_epoch=-1
+        )
+    deleting = broker_pb2.DeleteRecordsRequest(timeout_ms=5_000)
+    deleting.topics.add(topic="team-x").partitions.add(partition=0, offset=0)
+    with grpc.secure_channel(cluster.broker_processes[leader].address, credentials) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        listed = stub.ListOffsets(listing, timeout=10)
+        deleted = stub.DeleteRecords(deleting, timeout=10)
+    listed_codes = {topic.topic: topic.partitions[0].error.code for topic in listed.topics}
+    assert listed_codes["a"] == common_pb2.TOPIC_AUTHORIZATION_FAILED
+    assert listed_codes["team-x"] in (common_pb2.NONE, common_pb2.NOT_LEADER_OR_FOLLOWER)
+    refused = deleted.topics[0].partitions[0]
+    assert (refused.error.code, refused.low_watermark) == (common_pb2.TOPIC_AUTHORIZATION_FAILED, -1)
 
 
 def test_acl_and_password_changes_apply_to_the_next_call(cluster: LocalCluster) -> None:

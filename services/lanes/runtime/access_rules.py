@@ -320,12 +320,12 @@ RULES: dict[str, Rule] = {
     _method("Broker", "Produce"): Rule(per_topic=Operation.WRITE),
     _method("Broker", "ProduceStream"): Rule(per_topic=Operation.WRITE),
     _method("Broker", "Fetch"): Rule(per_topic=Operation.READ),
-    _method("Broker", "ListOffsets"): Rule(_topics(Operation.DESCRIBE, lambda r: (t.topic for t in r.topics))),
+    _method("Broker", "ListOffsets"): Rule(per_topic=Operation.DESCRIBE),
     _method("Broker", "ReplicaFetch"): _NODES_ONLY,
     _method("Broker", "OffsetForLeaderEpoch"): Rule(
         _offset_for_leader_epoch, nodes_only_when=lambda request: request.replica_id >= 0
     ),
-    _method("Broker", "DeleteRecords"): Rule(_topics(Operation.DELETE, lambda r: (t.topic for t in r.topics))),
+    _method("Broker", "DeleteRecords"): Rule(per_topic=Operation.DELETE),
     _method("Broker", "InitProducerId"): Rule(_init_producer_id),
     _method("Broker", "DescribeLogs"): Rule(_cluster(Operation.DESCRIBE)),
     # Controller
@@ -376,8 +376,9 @@ RULES: dict[str, Rule] = {
 
 
 def split_topics(request: Any, operation: Operation, access: Access) -> list[tuple[str, list[int]]]:
-    """Take the topics the caller may not ``operation`` out of a Produce or Fetch ``request``
-    (in place); return them with their partitions, to be answered as refused."""
+    """Take the topics the caller may not ``operation`` out of a per-topic ``request`` (Produce,
+    Fetch, ListOffsets, DeleteRecords) in place; return them with their partitions, to be
+    answered as refused."""
     refused: list[tuple[str, list[int]]] = []
     kept = []
     for topic in request.topics:
@@ -391,21 +392,24 @@ def split_topics(request: Any, operation: Operation, access: Access) -> list[tup
     return refused
 
 
+#: What a refused partition's answer holds besides its error, per per-topic response ("nothing").
+_NOTHING: dict[type, dict[str, int]] = {
+    broker_pb2.ProduceResponse: {"base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1},
+    broker_pb2.FetchResponse: {"high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1},
+    broker_pb2.ListOffsetsResponse: {"offset": -1, "timestamp_ms": -1, "leader_epoch": -1},
+    broker_pb2.DeleteRecordsResponse: {"low_watermark": -1},
+}
+
+
 def answer_refused(response: Any, refused: list[tuple[str, list[int]]], operation: Operation, access: Access) -> None:
-    """Add TOPIC_AUTHORIZATION_FAILED answers for ``refused`` partitions to a Produce or Fetch
-    ``response`` (their answers' other fields at their "nothing" values: offsets -1)."""
+    """Add TOPIC_AUTHORIZATION_FAILED answers for ``refused`` partitions to a per-topic
+    ``response`` (Produce, Fetch, ListOffsets, DeleteRecords; their other fields at their
+    "nothing" values: offsets -1)."""
+    nothing = _NOTHING[type(response)]
     for name, partitions in refused:
         error = wire_error(
             ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"{access.principal} may not {operation.name} topic {name!r}"
         )
         answered = response.topics.add(topic=name).partitions
         for partition in partitions:
-            entry = answered.add(partition=partition, error=error)
-            if isinstance(response, broker_pb2.ProduceResponse):
-                entry.base_offset = -1
-                entry.log_append_time_ms = -1
-                entry.log_start_offset = -1
-            else:
-                entry.high_watermark = -1
-                entry.last_stable_offset = -1
-                entry.log_start_offset = -1
+            answered.add(partition=partition, error=error, **nothing)
