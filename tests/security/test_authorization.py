@@ -302,6 +302,22 @@ def test_a_reader_of_topic_a_reads_it_and_nothing_more(cluster: LocalCluster) ->
                 timeout=10,
             )
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED, "every committed topic needs READ on '*'"
+        # one answer per group and per topic, as Kafka: what she may see or do is done
+        described = stub.DescribeGroups(
+            coordinator_pb2.DescribeGroupsRequest(group_ids=["bobs-group", "readers-of-a"]), timeout=10
+        )
+        assert [(g.group_id, g.error.code) for g in described.groups] == [
+            ("bobs-group", common_pb2.GROUP_AUTHORIZATION_FAILED),
+            ("readers-of-a", common_pb2.NONE),
+        ]
+        commit = coordinator_pb2.CommitOffsetsRequest(group_id="readers-of-a", member_epoch=-1)
+        for topic in ("b", "a"):
+            commit.topics.add(topic=topic).partitions.add(partition=0, committed_offset=1, committed_leader_epoch=-1)
+        committed = stub.CommitOffsets(commit, timeout=10)
+        assert {t.topic: t.partitions[0].error.code for t in committed.topics} == {
+            "b": common_pb2.TOPIC_AUTHORIZATION_FAILED,
+            "a": common_pb2.NONE,
+        }
     broker = cluster.broker_processes[1]
     channel_credentials = grpc.composite_channel_credentials(
         grpc.ssl_channel_credentials(tls.ca_file.read_bytes()), ALICE.call_credentials()

@@ -200,6 +200,12 @@ _DELETE_TOPICS = PerResource(
     ),
     "topics",
 )
+_DESCRIBE_GROUPS = PerResource(
+    ("group_ids",),
+    lambda field, group_id, access: _refused(access, (Operation.DESCRIBE, GROUP, group_id)),
+    lambda field, group_id, error: coordinator_pb2.GroupDescription(group_id=group_id, error=error),
+    "groups",
+)
 _CREATE_PARTITIONS = PerResource(
     ("topics",),
     lambda field, topic, access: _refused(access, (Operation.ALTER, TOPIC, topic.name)),
@@ -359,13 +365,13 @@ RULES: dict[str, Rule] = {
     _method("GroupCoordinator", "FindCoordinator"): Rule(_groups(Operation.DESCRIBE)),
     _method("GroupCoordinator", "Heartbeat"): Rule(_heartbeat),
     _method("GroupCoordinator", "LeaveGroup"): Rule(_group(Operation.READ)),
-    _method("GroupCoordinator", "CommitOffsets"): Rule(_group(Operation.READ, topics=Operation.READ)),
+    _method("GroupCoordinator", "CommitOffsets"): Rule(_group(Operation.READ), per_topic=Operation.READ),
     _method("GroupCoordinator", "FetchOffsets"): Rule(
         _group(Operation.DESCRIBE, topics=Operation.DESCRIBE, unnamed_trimmed=True),
         trim=lambda request, response, access: _trim_offsets(response, access),
     ),
     _method("GroupCoordinator", "ListGroups"): Rule(trim=_trim_groups),
-    _method("GroupCoordinator", "DescribeGroups"): Rule(_groups(Operation.DESCRIBE)),
+    _method("GroupCoordinator", "DescribeGroups"): Rule(per_resource=_DESCRIBE_GROUPS),
     _method("GroupCoordinator", "DeleteGroups"): Rule(_groups(Operation.DELETE)),
     _method("GroupCoordinator", "ResetOffsets"): Rule(_group(Operation.READ, topics=Operation.READ)),
     _method("GroupCoordinator", "DeleteOffsets"): Rule(_group(Operation.DELETE, topics=Operation.READ)),
@@ -377,7 +383,7 @@ RULES: dict[str, Rule] = {
 
 def split_topics(request: Any, operation: Operation, access: Access) -> list[tuple[str, list[int]]]:
     """Take the topics the caller may not ``operation`` out of a per-topic ``request`` (Produce,
-    Fetch, ListOffsets, DeleteRecords) in place; return them with their partitions, to be
+    Fetch, ListOffsets, DeleteRecords, CommitOffsets) in place; return them with their partitions, to be
     answered as refused."""
     refused: list[tuple[str, list[int]]] = []
     kept = []
@@ -398,12 +404,13 @@ _NOTHING: dict[type, dict[str, int]] = {
     broker_pb2.FetchResponse: {"high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1},
     broker_pb2.ListOffsetsResponse: {"offset": -1, "timestamp_ms": -1, "leader_epoch": -1},
     broker_pb2.DeleteRecordsResponse: {"low_watermark": -1},
+    coordinator_pb2.CommitOffsetsResponse: {},
 }
 
 
 def answer_refused(response: Any, refused: list[tuple[str, list[int]]], operation: Operation, access: Access) -> None:
     """Add TOPIC_AUTHORIZATION_FAILED answers for ``refused`` partitions to a per-topic
-    ``response`` (Produce, Fetch, ListOffsets, DeleteRecords; their other fields at their
+    ``response`` (Produce, Fetch, ListOffsets, DeleteRecords, CommitOffsets; their other fields at their
     "nothing" values: offsets -1)."""
     nothing = _NOTHING[type(response)]
     for name, partitions in refused:
