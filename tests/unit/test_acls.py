@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
+from lanes.security import acls as module
 from lanes.security.acls import (
     CLUSTER_NAME,
     AclBinding,
@@ -122,3 +125,57 @@ def test_bindings_and_filters():
         AclBinding.of("alice", "read", topic="a", group="g")
     with pytest.raises(ValueError, match="unknown operation"):
         AclBinding.of("alice", "fly", topic="a")
+
+
+def test_prefixed_acls_are_found_by_prefix_and_decide_as_a_scan_of_every_acl_would() -> None:
+    """Issue #23 (adversarial review): every uncached decision tested every prefixed ACL (one per
+    tenant: thousands), and a caller naming new resources emptied the decision cache for
+    everyone. Prefixes are looked up by length now; decisions equal a scan of every ACL."""
+    rng = random.Random(23)
+    prefixes = [f"team-{n}-" for n in range(3_000)] + ["team-", "t", "team-1"]
+    acls = [
+        AclBinding(
+            TOPIC,
+            prefix,
+            PatternType.PREFIXED,
+            f"User:{rng.choice(['alice', 'bob', '*'])}",
+            "*",
+            rng.choice([Operation.READ, Operation.WRITE, Operation.ALL]),
+            rng.choice([Permission.ALLOW, Permission.ALLOW, Permission.DENY]),
+        )
+        for prefix in prefixes
+    ]
+    acls.append(AclBinding.of("alice", "read", topic="team-12-orders"))
+    authorizer = Authorizer(acls)
+
+    def scanned(principal: str, operation: Operation, name: str) -> bool:
+        matching = [
+            acl
+            for acl in acls
+            if acl.principal in (principal, "User:*")
+            and (
+                acl.resource_name == name
+                if acl.pattern_type is PatternType.LITERAL
+                else name.startswith(acl.resource_name)
+            )
+        ]
+        if any(a.permission is Permission.DENY and a.operation in (operation, Operation.ALL) for a in matching):
+            return False
+        granting = {operation, Operation.ALL}  # READ and WRITE are implied by nothing else
+        return any(a.permission is Permission.ALLOW and a.operation in granting for a in matching)
+
+    for _ in range(2_000):
+        name = rng.choice([f"team-{rng.randrange(3_500)}-orders", "team-12-orders", "other", "t", "team-"])
+        principal = rng.choice(["User:alice", "User:bob", "User:carol"])
+        operation = rng.choice([Operation.READ, Operation.WRITE])
+        assert authorizer.allows(principal, "10.0.0.1", operation, TOPIC, name) == scanned(principal, operation, name)
+
+
+def test_a_full_decision_cache_forgets_its_oldest_decisions_not_all_of_them() -> None:
+    authorizer = Authorizer([AclBinding.of("alice", "read", topic="a")])
+    assert authorizer.allows("User:alice", "h", Operation.READ, TOPIC, "a")
+    for n in range(module._CACHE_ENTRIES + 10):
+        authorizer.allows("User:mallory", "h", Operation.READ, TOPIC, f"random-{n}")
+    assert len(authorizer._decided) == module._CACHE_ENTRIES
+    assert ("User:alice", "h", Operation.READ, TOPIC, "a") not in authorizer._decided, "the oldest went first"
+    assert ("User:mallory", "h", Operation.READ, TOPIC, f"random-{module._CACHE_ENTRIES + 9}") in authorizer._decided

@@ -226,20 +226,29 @@ class Authorizer:
         self.super_users = frozenset(super_users)
         self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
         self._prefixed: dict[ResourceType, list[AclBinding]] = {}
+        # Prefixed ACLs by (type, prefix), and the prefix lengths each type has: a name's
+        # candidates are found by one lookup per distinct length (at most its length), not by
+        # testing every prefixed ACL (thousands, with a prefix per tenant).
+        self._by_prefix: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        self._prefix_lengths: dict[ResourceType, list[int]] = {}
         for acl in acls:
             if acl.pattern_type is PatternType.PREFIXED:
                 self._prefixed.setdefault(acl.resource_type, []).append(acl)
+                self._by_prefix.setdefault((acl.resource_type, acl.resource_name), []).append(acl)
             else:
                 self._literal.setdefault((acl.resource_type, acl.resource_name), []).append(acl)
+        for resource_type, listed in self._prefixed.items():
+            self._prefix_lengths[resource_type] = sorted({len(acl.resource_name) for acl in listed})
         self._decided: dict[tuple[str, str, Operation, ResourceType, str], bool] = {}
 
     def _candidates(self, resource_type: ResourceType, name: str) -> Iterator[AclBinding]:
         yield from self._literal.get((resource_type, name), ())
         if name != WILDCARD:
             yield from self._literal.get((resource_type, WILDCARD), ())
-        for acl in self._prefixed.get(resource_type, ()):
-            if name.startswith(acl.resource_name):
-                yield acl
+        for length in self._prefix_lengths.get(resource_type, ()):
+            if length > len(name):
+                break
+            yield from self._by_prefix.get((resource_type, name[:length]), ())
 
     def allows(self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         """Whether ``principal`` calling from ``host`` may do ``operation`` on the resource."""
@@ -249,10 +258,15 @@ class Authorizer:
         decided = self._decided.get(key)
         if decided is None:
             decided = self._decide(principal, host, operation, resource_type, name)
-            if len(self._decided) >= _CACHE_ENTRIES:
-                self._decided.clear()
-            self._decided[key] = decided
+            self._remember(key, decided)
         return decided
+
+    def _remember(self, key: tuple[str, str, Operation, ResourceType, str], decided: bool) -> None:
+        """Keep a decision; beyond ``_CACHE_ENTRIES`` the oldest goes (a caller naming new
+        resources without end pushes out old decisions one by one, never everyone's at once)."""
+        if len(self._decided) >= _CACHE_ENTRIES:
+            del self._decided[next(iter(self._decided))]
+        self._decided[key] = decided
 
     def _decide(self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         granting = {operation, Operation.ALL} | _IMPLIED_BY.get(operation, frozenset())
@@ -286,7 +300,5 @@ class Authorizer:
                 and acl.host in (host, WILDCARD)
                 for acl in acls
             )
-            if len(self._decided) >= _CACHE_ENTRIES:
-                self._decided.clear()
-            self._decided[key] = decided
+            self._remember(key, decided)
         return decided
