@@ -4,7 +4,8 @@
   idempotent producer: it now hands out a new id whatever the request names (as Kafka does
   without a transactional id), and the victim goes on producing.
 - A record timestamped far ahead kept its (made-up) producer id's state on the broker forever:
-  refused beyond ``message.timestamp.after.max.ms`` (KIP-937).
+  refused beyond ``message.timestamp.after.max.ms`` (KIP-937); and a request carries one batch
+  per partition (Kafka's rule), not thousands each naming a made-up producer.
 """
 
 from __future__ import annotations
@@ -72,3 +73,13 @@ def test_producer_ids_and_epochs_do_not_let_a_client_fence_another(tmp_path: Pat
             base_sequence=2,
         )
         assert produce(address, "orders", 0, bytes(soon)).code == 0, "a clock a minute ahead is fine"
+
+        # Many small batches in one request, each naming a producer id of its own, left that many
+        # producers' state on every replica: one batch per partition per request, as Kafka.
+        many = b"".join(
+            bytes(encode_batch([Record(0, int(time.time() * 1000), None, b"z")], producer_id=pid, producer_epoch=0))
+            for pid in range(10**12, 10**12 + 1_000)
+        )
+        refused = produce(address, "orders", 0, many)
+        assert refused.code == int(ErrorCode.INVALID_RECORD), refused
+        assert "one record batch per partition, not 1000" in refused.message
