@@ -71,9 +71,13 @@ def reconcile_on_every_trigger(
     resource: tuple[str, str, str], reconcile: Callable[..., Awaitable[None]], *, every_s: float, timer_id: str
 ) -> None:
     """Register ``reconcile`` for the resource's creation, changes, the operator's start (resume),
-    and a timer every ``every_s`` seconds (``timer_id``): one idempotent reconciliation serves all."""
+    and a timer every ``every_s`` seconds (``timer_id``): one idempotent reconciliation serves all.
+    A resource being deleted is not reconciled: its delete handler decides, and a timer that ran
+    after it would make again what it removed (a user's password and ACLs)."""
 
     async def handler(**kwargs: Any) -> None:
+        if (kwargs.get("body") or {}).get("metadata", {}).get("deletionTimestamp"):
+            return
         await reconcile(**kwargs)
 
     kopf.on.resume(*resource, id="resume")(handler)

@@ -179,6 +179,7 @@ def test_every_command_has_examples_and_the_common_flags() -> None:
         "lanes users set-password",
         "lanes users delete",
         "lanes users list",
+        "lanes users issue-certificate",
         "lanes acls create",
         "lanes acls list",
         "lanes acls delete",

@@ -1260,9 +1260,15 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
                 )
                 led = self._led(topic.topic, wanted.partition, wanted.current_leader_epoch)
-                if (topic.topic, wanted.partition) in listed:  # as Kafka: each partition once per request
+                # A lookup by timestamp reads the log: one per partition per request (Kafka allows
+                # each partition once); the earliest and latest offsets cost nothing to repeat.
+                by_time = wanted.spec == broker_pb2.OFFSET_SPEC_TIMESTAMP
+                if by_time and (topic.topic, wanted.partition) in listed:
                     result.error.CopyFrom(
-                        wire_error(ErrorCode.INVALID_REQUEST, f"{topic.topic}-{wanted.partition} is listed twice")
+                        wire_error(
+                            ErrorCode.INVALID_REQUEST,
+                            f"{topic.topic}-{wanted.partition} is looked up by timestamp more than once",
+                        )
                     )
                 elif not isinstance(led, Partition):
                     result.error.CopyFrom(led)
@@ -1298,7 +1304,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     )
                 if not result.HasField("error"):
                     result.error.CopyFrom(wire_error(ErrorCode.NONE))
-                listed.add((topic.topic, wanted.partition))
+                if by_time:
+                    listed.add((topic.topic, wanted.partition))
                 partitions.append(result)
             topics.append(broker_pb2.ListOffsetsTopicResponse(topic=topic.topic, partitions=partitions))
         return broker_pb2.ListOffsetsResponse(topics=topics)
