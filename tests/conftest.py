@@ -35,9 +35,7 @@ settings.load_profile("lanes")
 @pytest.fixture(scope="module")
 def lanes_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     # small segments allowed: the tests of retention roll a segment per batch
-    with running_cluster(
-        tmp_path_factory.mktemp("lanes"), brokers=2, min_segment_bytes=100, certificate_listeners=True
-    ) as cluster:
+    with running_cluster(tmp_path_factory.mktemp("lanes"), brokers=2, min_segment_bytes=100) as cluster:
         yield cluster
 
 

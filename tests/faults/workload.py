@@ -53,9 +53,11 @@ class Send:
 
 @dataclass
 class Samples:
-    """High-water marks seen per broker address, in sampling order."""
+    """High-water marks seen per broker address, in sampling order, one list per stretch of
+    answers: a broker that did not answer (killed, then restarted at the same address) starts a
+    new list, since a restarted replica's mark starts again from its checkpoint."""
 
-    by_broker: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    by_broker: dict[str, list[list[tuple[float, int]]]] = field(default_factory=dict)
 
 
 class PartitionWorkload:
@@ -165,11 +167,14 @@ class PartitionWorkload:
                                 broker_pb2.DescribeLogsRequest(topics=[self.topic]), timeout=0.5
                             )
                         except grpc.aio.AioRpcError:
+                            lives = self.samples.by_broker.setdefault(address, [[]])
+                            if lives[-1]:
+                                lives.append([])  # whatever answers next may be a new process
                             continue
                         for replica in described.replicas:
                             if replica.partition == self.partition:
-                                marks = self.samples.by_broker.setdefault(address, [])
-                                marks.append((time.time(), replica.high_watermark))
+                                lives = self.samples.by_broker.setdefault(address, [[]])
+                                lives[-1].append((time.time(), replica.high_watermark))
                     await asyncio.sleep(0.1)
             finally:
                 for channel in channels.values():
@@ -242,8 +247,8 @@ class PartitionWorkload:
         assert not gaps, f"the tail consumer skipped or repeated offsets: {gaps[:5]} (from {first})"
         vanished = [(o, v) for _, o, v in self.consumed if at_offset.get(o) != v]
         assert not vanished, f"{len(vanished)} records were read and later gone, e.g. {vanished[:3]}"
-        for address, marks in self.samples.by_broker.items():
-            backwards = [(a, b) for a, b in itertools.pairwise(marks) if b[1] < a[1]]
+        for address, lives in self.samples.by_broker.items():
+            backwards = [(a, b) for marks in lives for a, b in itertools.pairwise(marks) if b[1] < a[1]]
             assert not backwards, f"{address}: the high-water mark moved backwards: {backwards[:3]}"
 
 
