@@ -273,7 +273,15 @@ async def _password_secret(
             outcome.ready("False", "SecretNotFound", f"Secret {secret_name} has no key {key!r} (spec.authentication)")
             return None
         return secret_name, StoredSecret({"password": stored.data[key]}, stored.version, stored.labels, ())
-    owned = await _own_secret(context, namespace, name, body=body, outcome=outcome, holds="the generated password")
+    owned = await _own_secret(
+        context,
+        namespace,
+        name,
+        body=body,
+        outcome=outcome,
+        holds="the generated password",
+        otherwise=", or give the password (spec.authentication.password)",
+    )
     if owned is None:
         return None
     stored = owned.stored
@@ -350,7 +358,7 @@ class _OwnedSecret:
 
 
 async def _own_secret(
-    context: Context, namespace: str, name: str, *, body: kopf.Body, outcome: Outcome, holds: str
+    context: Context, namespace: str, name: str, *, body: kopf.Body, outcome: Outcome, holds: str, otherwise: str = ""
 ) -> _OwnedSecret | None:
     """The User's own Secret (named after it); None, with Ready=False SecretConflict, when a
     Secret of that name is someone else's."""
@@ -361,8 +369,7 @@ async def _own_secret(
             "False",
             "SecretConflict",
             f"Secret {name} exists and is not this User's: the operator writes {holds} to a Secret named after the "
-            "User. Delete or rename that Secret"
-            + (", or give the password (spec.authentication.password)" if "password" in holds else ""),
+            f"User. Delete or rename that Secret{otherwise}",
         )
         return None
     return _OwnedSecret(context, namespace, name, uid, stored)

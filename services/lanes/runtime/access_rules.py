@@ -108,10 +108,6 @@ def _cluster(operation: Operation) -> Callable[[Any, Access], Iterable[Need]]:
     return lambda request, access: [(operation, CLUSTER, CLUSTER_NAME)]
 
 
-def _topics(operation: Operation, names: Callable[[Any], Iterable[str]]) -> Callable[[Any, Access], Iterable[Need]]:
-    return lambda request, access: [(operation, TOPIC, name) for name in dict.fromkeys(names(request))]
-
-
 def _group(
     operation: Operation, *, topics: Operation | None = None, unnamed_trimmed: bool = False
 ) -> Callable[[Any, Access], Iterable[Need]]:
