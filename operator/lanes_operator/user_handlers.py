@@ -150,9 +150,11 @@ async def reconcile(
             if managed:  # the namespace lost its grant, or the spec asks for more than it may have
                 await _revoke(context, user.user_name)
                 outcome.events.append(("Revoked", f"user {user.user_name}: credentials, ACLs and quotas removed"))
-                outcome.fields = {"userName": user.user_name, "secret": None, "credentialsVersion": None, "acls": 0}
+            revoked = managed or bool(status.get("revoked"))  # by this pass, or by an earlier one
+            outcome.fields = {"userName": user.user_name, "secret": None, "credentialsVersion": None, "acls": 0}
+            outcome.fields["revoked"] = True if revoked else None
             outcome.ready(
-                "False", NOT_GRANTED, refusal + ("; the user was revoked" if managed else "; nothing changed")
+                "False", NOT_GRANTED, refusal + ("; the user was revoked" if revoked else "; nothing changed")
             )
             return
         manager = _manager_elsewhere(namespace, name, meta, user_claims, user)
@@ -210,6 +212,7 @@ async def reconcile(
             "secret": secret_name,
             "credentialsVersion": stored.version,
             "acls": len(user.acls),
+            "revoked": None,
         }
         credential = (
             f"the password of Secret {secret_name}"

@@ -9,6 +9,7 @@ resource conflict."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,6 +124,17 @@ def test_a_namespace_claims_only_its_granted_prefixes(api: ApiServer, admin: Adm
     with pytest.raises(LanesError) as revoked:
         admin.describe_users(["team-a.writer"])
     assert revoked.value.code == ErrorCode.RESOURCE_NOT_FOUND
+    time.sleep(2.5)  # later passes (the 1 s resync) find no user of theirs, and still say why
+    writer = team_a.get("users", "writer") or {}
+    assert writer["status"].get("revoked") is True
+    assert "revoked" in team_a.condition("users", "writer")["message"]
+
+    # granted again, the user is made again
+    acls = [{"resource": {"type": "topic", "name": "team-a.", "patternType": "prefix"}, "operations": ["Write"]}]
+    team_a.patch("users", "writer", {"spec": {"authorization": {"acls": acls}}})
+    wait_for(lambda: ready(team_a, "users", "writer"), f"team-a's User Ready again (log: {operator.log()})")
+    assert "revoked" not in (team_a.get("users", "writer") or {})["status"]
+    assert [u.name for u in admin.describe_users(["team-a.writer"])] == ["team-a.writer"]
 
     for kube, name in ((team_c, "squatter"), (team_a, "elsewhere"), (team_c, "grabber")):
         kube.delete("topics", name)
