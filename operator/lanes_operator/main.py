@@ -29,6 +29,8 @@ from lanes_operator.workloads import Workloads, api_client
 __all__ = ["group_handlers", "topic_handlers", "user_handlers"]
 
 FINALIZER = "lanes.dev/finalizer"
+#: How often kopf checks whether a timer told to stop (its object is being deleted) has ended.
+TIMER_EXIT_POLL_S = 1.0
 _log = logging.getLogger("lanes_operator")
 
 
@@ -42,6 +44,10 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.peering.priority = SETTINGS.peering_priority(random.Random())
     settings.peering.lifetime = SETTINGS.peering_lifetime_s
     settings.posting.level = logging.INFO
+    # A resync timer still running when its object is deleted is polled for its exit this often
+    # (kopf's default, 60 s, held the finalizer, and so the deletion, a minute after the delete
+    # handler had succeeded: nothing else wakes the object up).
+    settings.background.cancellation_polling = TIMER_EXIT_POLL_S
     logging.getLogger("kopf.objects").addFilter(_QuietTimers())
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # the liveness probe's requests
     metrics = OperatorMetrics()

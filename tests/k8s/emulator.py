@@ -100,7 +100,8 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             return
         async with self._lock:
             key = (request.resource, request.namespace, request.name)
-            current = copy.deepcopy(self._objects[key].raw) if key in self._objects else None
+            gone = key not in self._objects or self._objects[key].deleted  # a deleted one keeps its history
+            current = None if gone else copy.deepcopy(self._objects[key].raw)
         if current is None:
             return  # the emulator answers 404
         if isinstance(request.data, list):  # a JSON patch: check its resourceVersion test here
