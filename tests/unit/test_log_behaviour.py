@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lanes.clock import ManualClock
-from lanes.errors import CorruptRecordError, MessageTooLargeError, OffsetOutOfRangeError
+from lanes.errors import CorruptRecordError, ErrorCode, LanesError, MessageTooLargeError, OffsetOutOfRangeError
 from lanes.protocol.records import Record, TimestampType, decode_batches, encode_batch
 from lanes.storage.epochs import LeaderEpochCache
 from lanes.storage.files import pwritev_all
@@ -48,6 +48,30 @@ def test_bad_batches_are_refused_and_the_log_is_untouched(tmp_path: Path) -> Non
         log.append_as_leader(producer_batch([b"z"], 0)[:-3], leader_epoch=0)
     assert (log.log_end_offset, log.size_bytes, read_all(log)) == before
     assert log.append_as_leader(producer_batch([b"ok"], 0), leader_epoch=0).first_offset == before[0]
+
+
+def test_a_produce_carries_one_batch_with_no_record_beyond_the_timestamp_bound(tmp_path: Path) -> None:
+    """As Kafka's LogValidator: one batch per partition per request (each could name a producer
+    of its own), and no record later than ``message.timestamp.after.max.ms`` on the log's clock
+    (KIP-937); LogAppendTime topics stamp their own time and take any."""
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(message_timestamp_after_max_ms=HOUR_MS), clock=clock)
+    two = producer_batch([b"a"], clock.now_ms()) + producer_batch([b"b"], clock.now_ms())
+    with pytest.raises(LanesError, match="one record batch per partition, not 2") as refused:
+        log.append_as_leader(two, leader_epoch=0)
+    assert refused.value.code == ErrorCode.INVALID_RECORD
+    with pytest.raises(LanesError, match=r"1 ms beyond message\.timestamp\.after\.max\.ms") as late:
+        log.append_as_leader(producer_batch([b"c"], clock.now_ms() + HOUR_MS + 1), leader_epoch=0)
+    assert late.value.code == ErrorCode.INVALID_TIMESTAMP
+    assert log.log_end_offset == 0
+    log.append_as_leader(producer_batch([b"d"], clock.now_ms() + HOUR_MS), leader_epoch=0)
+    clock.advance(1)
+    log.append_as_leader(producer_batch([b"e"], clock.now_ms() + HOUR_MS), leader_epoch=0)
+    assert log.log_end_offset == 2
+
+    stamped = PartitionLog.open(tmp_path / "stamped", config(message_timestamp_type="LogAppendTime"), clock=clock)
+    stamped.append_as_leader(producer_batch([b"f"], clock.now_ms() + 10 * HOUR_MS), leader_epoch=0)
+    assert stamped.log_end_offset == 1
 
 
 def test_follower_appends_keep_the_leaders_offsets_and_refuse_going_backwards(tmp_path: Path) -> None:

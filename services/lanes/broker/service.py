@@ -869,22 +869,6 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         (``Partition.append_as_leader``): one hop off the event loop per request."""
         records = data.records  # each read of a bytes field copies it: read once
         headers = partition.log.validate_produce(records)
-        if len(headers) > 1:  # as Kafka's LogValidator: each batch could name a producer of its own
-            raise LanesError(
-                f"{topic}-{data.partition}: a produce request carries one record batch per partition, not "
-                f"{len(headers)}",
-                ErrorCode.INVALID_RECORD,
-            )
-        config = partition.log.config
-        if not config.log_append_time:  # KIP-937: a record's time keeps its producer's state alive
-            latest_ms = self._clock.now_ms() + config.timestamp_after_max_ms
-            ahead = max(header.max_timestamp for header in headers)
-            if ahead > latest_ms:
-                raise LanesError(
-                    f"{topic}-{data.partition}: a record's timestamp {ahead} is {ahead - latest_ms} ms beyond "
-                    f"message.timestamp.after.max.ms ({config.timestamp_after_max_ms} ms ahead of the broker's clock)",
-                    ErrorCode.INVALID_TIMESTAMP,
-                )
         self._check_internal_writer(topic, data.partition, headers, caller)
         return partition.append_as_leader(records, headers, leader_epoch=leader_epoch, acks_all=acks_all)
 

@@ -43,6 +43,8 @@ from pathlib import Path
 from lanes.clock import Clock
 from lanes.errors import (
     CorruptRecordError,
+    ErrorCode,
+    LanesError,
     OffsetOutOfRangeError,
     StorageError,
 )
@@ -306,13 +308,29 @@ class PartitionLog:
     # appends
 
     def validate_produce(self, data: bytes | bytearray) -> list[BatchHeader]:
-        """Check producer batches against this log's configs; their headers, or the error
-        ``append_as_leader`` would raise (CorruptRecordError, MessageTooLargeError,
-        UnsupportedCompressionError, INVALID_RECORD for a record a producer cannot have written
-        or a keyless record on a compacted topic). Every record is checked, compressed batches
-        inflated within their bound, as Kafka's LogValidator does: a batch no consumer could
-        decode is never stored."""
+        """Check one produce request's data for this partition against this log's configs; its
+        batch's header, or the error ``append_as_leader`` would raise (CorruptRecordError,
+        MessageTooLargeError, UnsupportedCompressionError, INVALID_RECORD for a record a producer
+        cannot have written, a keyless record on a compacted topic or more than one batch,
+        INVALID_TIMESTAMP for a record later than ``message.timestamp.after.max.ms`` on this
+        log's clock). Every record is checked, compressed batches inflated within their bound, as
+        Kafka's LogValidator does: a batch no consumer could decode is never stored."""
         headers = validate_batches(data, max_batch_bytes=self._config.max_message_bytes, producer_batch=True)
+        if len(headers) > 1:  # as Kafka's LogValidator: each batch could name a producer of its own
+            raise LanesError(
+                f"a produce request carries one record batch per partition, not {len(headers)}",
+                ErrorCode.INVALID_RECORD,
+            )
+        if not self._config.log_append_time:  # KIP-937: a record's time keeps its producer's state alive
+            latest_ms = self._clock.now_ms() + self._config.timestamp_after_max_ms
+            ahead_ms = max((header.max_timestamp for header in headers), default=latest_ms)
+            if ahead_ms > latest_ms:
+                raise LanesError(
+                    f"a record's timestamp {ahead_ms} is {ahead_ms - latest_ms} ms beyond "
+                    f"message.timestamp.after.max.ms ({self._config.timestamp_after_max_ms} ms ahead of the "
+                    "broker's clock)",
+                    ErrorCode.INVALID_TIMESTAMP,
+                )
         check_produced_records(data, headers, require_keys=self._config.compact)
         return headers
 
