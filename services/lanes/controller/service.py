@@ -381,6 +381,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         )
         if decision.error is not ErrorCode.NONE:
             return controller_pb2.BrokerHeartbeatResponse(error=wire_error(decision.error, decision.message))
+        if decision.records and not request.want_shut_down:  # unfenced: __consumer_offsets may be due
+            await self._decide_and_commit(self.core.ensure_offsets_topic)
         broker = self.image.brokers[request.broker_id]
         return controller_pb2.BrokerHeartbeatResponse(
             error=wire_error(ErrorCode.NONE),

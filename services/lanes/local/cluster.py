@@ -41,7 +41,7 @@ import grpc
 
 from lanes.deadline import Deadline, attempts
 from lanes.local.certificates import Authority, create_authority, issue, write_file
-from lanes.local.processes import ServiceProcess, start_service
+from lanes.local.processes import LaunchedService, ServiceProcess, launch_service
 from lanes.rpc.controllers import ControllerEndpoints
 from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import TlsFiles, node_identity
@@ -194,6 +194,10 @@ class LocalCluster:
         """Start (or restart) controller ``controller_id`` with its own port and data directory.
         An id beyond the first ``controllers`` needs a ``port`` the first time: it starts as an
         observer of the quorum, to be added (``lanes cluster add-controller``)."""
+        self.controller_processes[controller_id] = self._launch_controller(controller_id, port).ready()
+        return self.controller_processes[controller_id]
+
+    def _launch_controller(self, controller_id: int, port: int | None = None) -> LaunchedService:
         if port is not None:
             self.added_controller_ports[controller_id] = port
         elif controller_id >= self.controllers and controller_id not in self.added_controller_ports:
@@ -204,7 +208,7 @@ class LocalCluster:
         name = self.controller_name(controller_id)
         placed = self.placed(name)
         voters = ",".join(f"{i}@{self.controller_internal_address(i)}" for i in range(self.controllers))
-        self.controller_processes[controller_id] = start_service(
+        return launch_service(
             "lanes.controller",
             [
                 "--data-dir",
@@ -243,7 +247,6 @@ class LocalCluster:
             self.data_dir / "logs" / f"{name}.log",
             launcher=placed.launcher,
         )
-        return self.controller_processes[controller_id]
 
     @property
     def client_tls(self) -> TlsFiles | None:
@@ -349,15 +352,23 @@ class LocalCluster:
         if self.brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # every process launched before any is waited for: they start up side by side
+        launched: list[tuple[dict[int, ServiceProcess], int, LaunchedService]] = []
         try:
             for controller_id in range(self.controllers):
-                self.start_controller(controller_id)
+                launched.append((self.controller_processes, controller_id, self._launch_controller(controller_id)))
             for broker_id in range(1, self.brokers + 1):
-                self.start_broker(broker_id)
+                launched.append((self.broker_processes, broker_id, self._launch_broker(broker_id)))
             for coordinator_id in range(1, self.coordinators + 1):
-                self.start_coordinator(coordinator_id)
+                launched.append((self.coordinator_processes, coordinator_id, self._launch_coordinator(coordinator_id)))
+            while launched:
+                processes, node_id, launch = launched[0]
+                processes[node_id] = launch.ready()
+                launched.pop(0)
             asyncio.run(self._wait_until_ready(ready_timeout_s))
         except BaseException:
+            for _, _, launch in launched:
+                launch.abandon()
             self.stop()
             raise
         description = self.describe()
@@ -368,7 +379,11 @@ class LocalCluster:
 
     def start_broker(self, broker_id: int) -> ServiceProcess:
         """Start (or restart, after a crash or a stop) broker ``broker_id`` on its own port and data directory."""
-        return self._start_node(
+        self.broker_processes[broker_id] = self._launch_broker(broker_id).ready()
+        return self.broker_processes[broker_id]
+
+    def _launch_broker(self, broker_id: int) -> LaunchedService:
+        return self._launch_node(
             "broker",
             broker_id,
             self.broker_processes,
@@ -383,7 +398,11 @@ class LocalCluster:
 
     def start_coordinator(self, coordinator_id: int) -> ServiceProcess:
         """Start (or restart) group coordinator ``coordinator_id`` on its own port."""
-        return self._start_node(
+        self.coordinator_processes[coordinator_id] = self._launch_coordinator(coordinator_id).ready()
+        return self.coordinator_processes[coordinator_id]
+
+    def _launch_coordinator(self, coordinator_id: int) -> LaunchedService:
+        return self._launch_node(
             "coordinator",
             coordinator_id,
             self.coordinator_processes,
@@ -396,15 +415,15 @@ class LocalCluster:
             port=self.port_base + self.brokers + self.controllers + coordinator_id - 1,
         )
 
-    def _start_node(
+    def _launch_node(
         self, kind: str, node_id: int, processes: dict[int, ServiceProcess], args: list[str], *, port: int
-    ) -> ServiceProcess:
+    ) -> LaunchedService:
         """``python -m lanes.<kind> --<kind>-id N --controller ... --host ... --port ... args``."""
         previous = processes.get(node_id)
         if previous is not None and previous.process.poll() is None:
             raise RuntimeError(f"{kind} {node_id} is still running (pid {previous.pid})")
         placed = self.placed(f"{kind}-{node_id}")
-        processes[node_id] = start_service(
+        return launch_service(
             f"lanes.{kind}",
             [
                 f"--{kind}-id",
@@ -427,7 +446,6 @@ class LocalCluster:
             self.data_dir / "logs" / f"{kind}-{node_id}.log",
             launcher=placed.launcher,
         )
-        return processes[node_id]
 
     def describe(self) -> dict[str, Any]:
         """What cluster.json holds (with ``tls``: the client's CA, certificate and key files; with

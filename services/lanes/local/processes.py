@@ -67,11 +67,43 @@ _SECURITY_ENVIRONMENT = (
 )
 
 
-def start_service(
-    module: str, args: list[str], log_path: Path, ready_timeout_s: float = 30, *, launcher: Sequence[str] = ()
-) -> ServiceProcess:
-    """Run ``python -m module args`` and wait for its JSON readiness line on stdout. ``launcher``
-    is a command that execs the rest in place (``ip netns exec NS``: the process is the service)."""
+@dataclass
+class LaunchedService:
+    """A service process started and not yet known to serve (``ready`` waits for it): a cluster
+    launches all its processes, then waits for each, so they start up side by side."""
+
+    module: str
+    process: subprocess.Popen[str]
+    log_path: Path
+
+    def ready(self, timeout_s: float = 30) -> ServiceProcess:
+        """Wait for the JSON readiness line; the process killed and RuntimeError (with the end of
+        its log) when it exits or does not print one within ``timeout_s``."""
+        assert self.process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            for _ in attempts_blocking(Deadline(timeout_s), pause_s=0):  # select() waits up to 0.1 s
+                if selector.select(timeout=0.1):
+                    line = self.process.stdout.readline()
+                    if line:
+                        return ServiceProcess(self.process, json.loads(line), self.log_path)
+                if self.process.poll() is not None:
+                    break
+        self.abandon()
+        raise RuntimeError(
+            f"{self.module} did not become ready; the end of its log:\n{self.log_path.read_text()[-3000:]}"
+        )
+
+    def abandon(self) -> None:
+        """SIGKILL a process that will not be waited for."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
+
+
+def launch_service(module: str, args: list[str], log_path: Path, *, launcher: Sequence[str] = ()) -> LaunchedService:
+    """Start ``python -m module args``, its stderr appended to ``log_path``. ``launcher`` is a
+    command that execs the rest in place (``ip netns exec NS``: the process is the service)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("a") as log:
         process = subprocess.Popen(
@@ -84,15 +116,11 @@ def start_service(
                 "PYTHONUNBUFFERED": "1",
             },
         )
-    assert process.stdout is not None
-    selector = selectors.DefaultSelector()
-    selector.register(process.stdout, selectors.EVENT_READ)
-    for _ in attempts_blocking(Deadline(ready_timeout_s), pause_s=0):  # select() waits up to 0.1 s
-        if selector.select(timeout=0.1):
-            line = process.stdout.readline()
-            if line:
-                return ServiceProcess(process, json.loads(line), log_path)
-        if process.poll() is not None:
-            break
-    process.kill()
-    raise RuntimeError(f"{module} did not become ready; the end of its log:\n{log_path.read_text()[-3000:]}")
+    return LaunchedService(module, process, log_path)
+
+
+def start_service(
+    module: str, args: list[str], log_path: Path, ready_timeout_s: float = 30, *, launcher: Sequence[str] = ()
+) -> ServiceProcess:
+    """Run ``python -m module args`` (``launch_service``) and wait for its JSON readiness line."""
+    return launch_service(module, args, log_path, launcher=launcher).ready(ready_timeout_s)

@@ -132,6 +132,9 @@ class ControllerLink:
         self._beating: asyncio.Task[None] | None = None
         self._shut_down: bool | None = None  # the controlled shutdown's outcome, once asked
         self._image_changed = Broadcast()
+        #: set when a fenced broker has applied its own registration: it heartbeats at once (the
+        #: controller unfences it on that heartbeat), as Kafka's BrokerLifecycleManager does
+        self._caught_up = asyncio.Event()
 
     def lease_held(self) -> bool:
         """Whether the controller accepted a heartbeat (or the registration) sent within its
@@ -326,7 +329,9 @@ class ControllerLink:
                         self.session_timeout_s = answer.session_timeout_ms / 1000
             except grpc.aio.AioRpcError as exc:
                 _log.debug("heartbeat failed: %s", exc.code().name)
-            await asyncio.sleep(self.heartbeat_interval_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._caught_up.wait(), self.heartbeat_interval_s)
+            self._caught_up.clear()
 
     async def _watch(self) -> None:
         backoff = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
@@ -380,6 +385,7 @@ class ControllerLink:
     async def _apply(self, update: controller_pb2.MetadataUpdate, *, first: bool = False) -> None:
         """Apply one update; the ``first`` of a stream is checked against what this node applied."""
         applied: list[tuple[int, metadata_pb2.MetadataRecord]] = []
+        behind_registration = self.image.last_offset < self.node_epoch
         if update.snapshot:
             image = MetadataImage.from_snapshot(list(update.records), update.base_offset)
             refusal = self._refusal(image)
@@ -405,6 +411,8 @@ class ControllerLink:
         self._remember_applied(self.image.last_offset, update.last_epoch)
         self._call_listeners(applied)
         self._image_changed.notify_all()
+        if behind_registration and self.fenced and self.image.last_offset >= self.node_epoch:
+            self._caught_up.set()
 
     def _remember_applied(self, offset: int, epoch: int) -> None:
         if offset < 0 or epoch < 0 or (offset, epoch) == self.applied:
