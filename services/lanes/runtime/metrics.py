@@ -57,6 +57,11 @@ SNAPSHOT_TIMEOUT_S = 5.0
 Snapshot = Callable[[], Awaitable[Iterable[Metric]]]
 
 
+#: How often the metrics server's thread looks for a shutdown request: ``stop`` waits up to this
+#: long (the standard library's 0.5 s made every process's exit half a second slower).
+_SHUTDOWN_POLL_S = 0.05
+
+
 class _SnapshotCollector(Collector):
     """Runs ``snapshot`` on ``loop`` at each scrape; a snapshot that fails is logged and skipped
     (the rest of the scrape still answers)."""
@@ -150,7 +155,9 @@ class ServiceMetrics:
             return [body]
 
         self._http = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
-        threading.Thread(target=self._http.serve_forever, daemon=True, name="metrics-http").start()
+        threading.Thread(
+            target=self._http.serve_forever, args=(_SHUTDOWN_POLL_S,), daemon=True, name="metrics-http"
+        ).start()
         return f"{host}:{self._http.server_port}"
 
     def stop(self) -> None:
