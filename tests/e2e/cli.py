@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lanes.client import Admin
+from lanes.rpc.credentials import UserPassword
+from lanes.rpc.tls import TlsFiles
+
 LANES = [sys.executable, "-m", "lanes.cli"]
 
 
@@ -40,6 +44,17 @@ class Workdir:
             text=True,
             timeout=timeout,
             check=False,
+        )
+
+    def admin(self) -> Admin:
+        """An in-process Admin on this directory's cluster, found as its commands find it (its
+        ``.lanes/cluster.json``: bootstrap, CA and the admin user; paths relative to here)."""
+        cluster = json.loads((self.path / ".lanes" / "cluster.json").read_text())
+        user = cluster["user"]
+        return Admin(
+            cluster["bootstrap"],
+            tls=TlsFiles(self.path / cluster["tls"]["ca"]),
+            credentials=UserPassword(user["name"], (self.path / user["password_file"]).read_text().strip()),
         )
 
     def ok(self, *args: str, input: str | None = None) -> str:
