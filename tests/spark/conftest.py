@@ -1,7 +1,7 @@
-"""Spark tests: one local[2] session per module against one real Lanes cluster (``lanes up``'s
-processes; ``lanes_cluster`` and ``bootstrap`` come from tests/conftest.py). The session uses this
-virtual environment's interpreter for its Python workers and binds loopback only
-(../shared/TESTING.md)."""
+"""Spark tests: one local[2] session for all of them (a JVM's start and warm-up take some 15 s)
+against one real Lanes cluster (``lanes up``'s processes; ``lanes_cluster`` and ``bootstrap``
+come from tests/conftest.py). The session uses this virtual environment's interpreter for its
+Python workers and binds loopback only (../shared/TESTING.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     assert shutil.which("java"), "Spark needs a Java runtime: make test installs Debian's default-jre-headless"
     from pyspark.sql import SparkSession  # noqa: PLC0415 (after the environment above is set)
