@@ -17,6 +17,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+from lanes.cli.watch import scrape, total
 from tests.e2e.cli import wait_for
 from tests.integration.processes import free_port
 
@@ -81,6 +82,11 @@ class OperatorProcess:
     @property
     def metrics_address(self) -> str:
         return f"127.0.0.1:{self.metrics_port}"
+
+    def reconciliations(self, kind: str, result: str) -> float:
+        """How many reconciliations of ``kind`` ended in ``result`` (its metrics)."""
+        samples, _ = scrape([self.metrics_address])
+        return total(samples, "lanes_operator_reconciliations_total", kind=kind, result=result)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-6000:]

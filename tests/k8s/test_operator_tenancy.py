@@ -9,7 +9,6 @@ resource conflict."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -124,7 +123,8 @@ def test_a_namespace_claims_only_its_granted_prefixes(api: ApiServer, admin: Adm
     with pytest.raises(LanesError) as revoked:
         admin.describe_users(["team-a.writer"])
     assert revoked.value.code == ErrorCode.RESOURCE_NOT_FOUND
-    time.sleep(2.5)  # later passes (the 1 s resync) find no user of theirs, and still say why
+    passes = operator.reconciliations("User", "refused")  # later ones find no user of theirs, and still say why
+    wait_for(lambda: operator.reconciliations("User", "refused") >= passes + 2, "two more refused passes")
     writer = team_a.get("users", "writer") or {}
     assert writer["status"].get("revoked") is True
     assert "revoked" in team_a.condition("users", "writer")["message"]

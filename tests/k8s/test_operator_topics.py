@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lanes.cli.watch import scrape, scrape_text, total
+from lanes.cli.watch import scrape_text
 from lanes.client import Admin
 from lanes.errors import UnknownTopicOrPartitionError
 from tests.e2e.cli import wait_for
@@ -46,11 +46,6 @@ def overrides(admin: Admin, name: str) -> dict[str, str | None]:
 
 def observed_generation(kube: Kube, name: str) -> int:
     return int((kube.get("topics", name) or {}).get("status", {}).get("observedGeneration", 0))
-
-
-def reconciliations(operator: OperatorProcess, result: str) -> float:
-    samples, _ = scrape([operator.metrics_address])
-    return total(samples, "lanes_operator_reconciliations_total", kind="Topic", result=result)
 
 
 def reasons(kube: Kube, name: str) -> list[str]:
@@ -211,8 +206,8 @@ def test_a_paused_resource_is_left_alone(kube: Kube, admin: Admin, operator: Ope
     kube.patch("topics", "frozen", {"spec": {"partitions": 2}})
     generation = (kube.get("topics", "frozen") or {})["metadata"]["generation"]
     wait_for(lambda: observed_generation(kube, "frozen") == generation, "the operator saw the paused change")
-    resyncs = reconciliations(operator, "paused")
-    wait_for(lambda: reconciliations(operator, "paused") >= resyncs + 2, "two more paused reconciliations")
+    resyncs = operator.reconciliations("Topic", "paused")
+    wait_for(lambda: operator.reconciliations("Topic", "paused") >= resyncs + 2, "two more paused reconciliations")
     assert partitions(admin, "frozen") == 1
     assert overrides(admin, "frozen") == {"retention.ms": "1234"}
     kube.patch("topics", "frozen", {"metadata": {"annotations": {"lanes.dev/paused": None}}})
