@@ -344,9 +344,12 @@ def test_an_idle_replicated_cluster_does_not_spin(tmp_path: Path) -> None:
         admin = lanes.Admin(str(cluster.describe()["bootstrap"]))
         admin.create_topic("quiet", partitions=3, replication_factor=3)
         deadline = time.monotonic() + 30
-        while not all(len(p.isr) == 3 for p in admin.describe_topic("quiet").partitions):  # followers fetching
+        while not all(  # the followers are fetching, of __consumer_offsets too: the cluster is settled
+            len(p.isr) == 3 for topic in ("quiet", "__consumer_offsets") for p in admin.describe_topic(topic).partitions
+        ):
             assert time.monotonic() < deadline, "the followers never joined the ISRs"
             time.sleep(0.05)
+        time.sleep(1)  # the coordinator's first reads of its 50 shards and the followers' first fetches end here
         before = {i: _cpu_seconds(p.pid) for i, p in cluster.broker_processes.items()}
         time.sleep(3)
         used = {i: _cpu_seconds(p.pid) - before[i] for i, p in cluster.broker_processes.items()}

@@ -445,6 +445,9 @@ def test_offsets_topic_waits_for_a_coordinator_and_enough_brokers() -> None:
     cluster.start_broker(1)
     assert not cluster.commit(cluster.core.ensure_offsets_topic()).records, "no coordinator yet"
     _register_coordinator(cluster, 1)
+    assert not cluster.commit(cluster.core.ensure_offsets_topic()).records, (
+        "only broker 1 has registered yet: its factor is not lowered to the brokers seen so far"
+    )
     cluster.commit(cluster.core.register("broker", 2, "b2", cluster_id="", host="h", port=2))
     assert not cluster.commit(cluster.core.ensure_offsets_topic()).records, "broker 2 is registered but fenced"
     cluster.commit(cluster.core.heartbeat("broker", 2, cluster.image.brokers[2].epoch, cluster.image.last_offset))

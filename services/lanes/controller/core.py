@@ -347,12 +347,16 @@ class ControllerCore:
         )
 
     def ensure_offsets_topic(self) -> ControllerDecision:
-        """Create ``__consumer_offsets`` once a coordinator exists and enough brokers are live
-        (the cluster's default replication factor, at most the registered brokers), and give its
-        shards to the live coordinators. Nothing when it exists or cannot be created yet."""
+        """Create ``__consumer_offsets`` once a coordinator exists and as many brokers are live as
+        the cluster's default replication factor, and give its shards to the live coordinators.
+        Nothing when it exists or cannot be created yet.
+
+        The factor is never lowered to the brokers registered so far (as Kafka's
+        ``offsets.topic.replication.factor``): brokers register one by one as a cluster starts,
+        and the first one alone must not get every shard's only copy."""
         if self.image.topic(CONSUMER_OFFSETS_TOPIC) is not None or not self.image.live_coordinators():
             return ControllerDecision()
-        factor = max(1, min(self.default_replication_factor, len(self.image.brokers)))
+        factor = max(1, self.default_replication_factor)
         if len(self.image.live_brokers()) < factor:
             return ControllerDecision()
         decision = self.create_internal_topic(CONSUMER_OFFSETS_TOPIC, self.offsets_topic_partitions, factor)
