@@ -139,6 +139,21 @@ def test_a_rotated_key_set_file_is_read_again(tmp_path: Path, monkeypatch: pytes
     assert verifier.check(rotating.token("bob", kid="ec-2"))[0] == "bob"
 
 
+def test_a_kid_the_key_set_file_lacks_makes_it_looked_at_again_at_once(tmp_path: Path) -> None:
+    """A token signed with a key the issuer has just added passes at its first check: the file is
+    looked at again for a kid it lacked (within its once-a-second look, the token was once refused
+    and then remembered refused for ``REFUSED_FOR_S``)."""
+    rotating = Issuer()
+    path = rotating.write_jwks(tmp_path / "jwks.json")
+    verifier = TokenVerifier(TokenSettings(ISSUER, AUDIENCE, str(path)))
+    assert verifier.check(rotating.token("alice"))[0] == "alice"  # the file's stamp was just looked at
+    rotating.add_key("ec-2")
+    rotating.write_jwks(path)
+    assert verifier.check(rotating.token("bob", kid="ec-2"))[0] == "bob"
+    with pytest.raises(InvalidTokenError, match="no key 'ec-3'"):
+        verifier.check(_unsigned({"sub": "carol"}, {"alg": "ES256", "kid": "ec-3"}))
+
+
 class _KeySetServer:
     """An issuer's key set served over HTTP on loopback (its jwks_uri); ``body`` can change, and
     ``down`` makes it answer 503."""

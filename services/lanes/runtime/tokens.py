@@ -12,7 +12,7 @@ A call carries ``authorization: Bearer <JWT>``. The token is accepted when:
   that does not name one of the cluster's nodes (a token cannot make its bearer a broker).
 
 The principal is ``User:<claim>``. The key set comes from a file (re-read when it changes, looked
-at most once a second: keys rotate without a restart) or from the issuer's ``jwks_uri`` (https,
+at once a second and for a ``kid`` it lacks: keys rotate without a restart) or from the issuer's ``jwks_uri`` (https,
 or http to a loopback address only): fetched when older than ``JWKS_LIFESPAN_S``, or for a
 ``kid`` it lacks at most once per ``JWKS_COOLDOWN_S``; a failed fetch keeps the last good set, so
 a key the issuer withdrew stops verifying at the next fetch and an issuer outage costs nothing
@@ -100,13 +100,20 @@ def _key_in(keys: jwt.PyJWKSet, kid: object) -> jwt.PyJWK:
 
 
 class _KeyFile:
-    """A JWKS file, read again when it changes."""
+    """A JWKS file, read again when it changes: its stamp is looked at once a second, and at once
+    for a ``kid`` the keys read lack (the issuer may have just added it, as Kafka's resolver
+    refreshes its key set early for an unknown ``kid``; a look is a ``stat``, the file is read
+    only when it changed)."""
 
     def __init__(self, path: Path) -> None:
         self._keys = WatchedFile(path, jwt.PyJWKSet.from_json, _FILE_CHECK_S)
 
     def key_for(self, kid: object) -> jwt.PyJWK:
-        return _key_in(self._keys.current(), kid)
+        keys = self._keys.current()
+        if kid is not None and all(key.key_id != kid for key in keys.keys):
+            self._keys.look_again()
+            keys = self._keys.current()
+        return _key_in(keys, kid)
 
 
 def loopback_url(url: str) -> bool:
