@@ -128,7 +128,7 @@ def test_every_pod_is_hardened_and_sized() -> None:
             assert container["resources"]["requests"], (name, container["name"])
             assert "memory" in container["resources"]["limits"], (name, container["name"])
             mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
-            assert "/tmp" in mounts or container["name"] == "rack", (name, container["name"])
+            assert "/tmp" in mounts or container["name"] in ("rack", "node-certificate"), (name, container["name"])
 
 
 def test_only_the_rack_init_container_holds_an_api_token() -> None:
@@ -388,7 +388,7 @@ def test_security_is_on_by_default_with_a_certificate_per_node() -> None:
         assert {"name": "tls", "mountPath": "/etc/lanes/tls", "readOnly": True} in stateful["containers"][0][
             "volumeMounts"
         ]
-        assert {v["name"]: v for v in stateful["volumes"]}["tls"]["secret"][
+        assert {v["name"]: v for v in stateful["volumes"]}["tls-kind"]["secret"][
             "secretName"
         ] == f"prod-lanes-{component}-tls"
     controller_args = one(objects, "StatefulSet", "prod-lanes-controller")["spec"]["template"]["spec"]["containers"][0][
@@ -467,6 +467,70 @@ def test_an_oauth_issuer_reaches_every_node_and_needs_its_audience_and_keys() ->
         render({"security": {"oauth": {"issuer": "https://id.example.com"}}})
 
 
+@pytest.mark.parametrize("cert_manager", [False, True], ids=["chart CA", "cert-manager"])
+def test_a_node_container_mounts_its_own_certificate_only(cert_manager: bool) -> None:
+    """Every node certificate of a kind is mounted in the node-certificate sidecar only (a
+    native sidecar: started, and its first copy whole, before the node); the node's container
+    mounts the in-memory directory it fills."""
+    values: dict[str, Any] = {}
+    if cert_manager:
+        values = {"security": {"certManager": {"enabled": True, "issuerRef": {"name": "ca"}, "caCertificate": "x"}}}
+    for component in ("controller", "broker", "coordinator"):
+        template = one(render(values), "StatefulSet", f"lanes-{component}")["spec"]["template"]["spec"]
+        assert {v["name"]: v for v in template["volumes"]}["tls"] == {
+            "name": "tls",
+            "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"},
+        }
+        holding_every_node = [
+            container["name"]
+            for container in containers(template)
+            if any(m["name"] == "tls-kind" for m in container.get("volumeMounts", []))
+        ]
+        assert holding_every_node == ["node-certificate"], component
+        sidecar = template["initContainers"][0]
+        assert sidecar["name"] == "node-certificate"
+        assert sidecar["restartPolicy"] == "Always"
+        assert sidecar["startupProbe"]["exec"]["command"] == ["test", "-f", "/etc/lanes/tls/ca.crt"]
+        assert f"--kind={component}" in sidecar["command"]
+
+
+def test_the_node_certificate_sidecar_copies_its_pods_certificate_and_renewals(tmp_path: Path) -> None:
+    """The sidecar's command from the chart, run on the chart's broker Secret: broker pod 2 gets
+    broker 3's certificate and key and the CA, nothing of brokers 1 and 2, readable by the pod's
+    group only; a renewed certificate replaces the copy."""
+    objects = render()
+    source, target = tmp_path / "tls-kind", tmp_path / "tls"
+    source.mkdir()
+    target.mkdir()
+    for name, content in one(objects, "Secret", "lanes-broker-tls")["data"].items():
+        (source / name).write_bytes(base64.b64decode(content))
+    sidecar = one(objects, "StatefulSet", "lanes-broker")["spec"]["template"]["spec"]["initContainers"][0]
+    command = [
+        {"python": sys.executable, "--pod-name=$(POD_NAME)": "--pod-name=lanes-broker-2"}.get(part, part)
+        for part in sidecar["command"]
+    ]
+    command = [part.replace("/etc/lanes", str(tmp_path)) for part in command]
+
+    def copy() -> str:
+        return subprocess.run([*command, "--once"], capture_output=True, text=True, check=True).stderr
+
+    assert "copied broker-3.crt, broker-3.key, ca.crt" in copy()
+    assert sorted(p.name for p in target.iterdir()) == ["broker-3.crt", "broker-3.key", "ca.crt"]
+    for name in ("broker-3.crt", "broker-3.key", "ca.crt"):
+        assert (target / name).read_bytes() == (source / name).read_bytes()
+        assert (target / name).stat().st_mode & 0o777 == 0o440
+    cert = x509.load_pem_x509_certificate((target / "broker-3.crt").read_bytes())
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "broker-3"
+    assert "copied" not in copy(), "unchanged files are left alone"
+    (source / "broker-3.crt").write_bytes((source / "broker-1.crt").read_bytes())  # a renewal
+    assert "copied broker-3.crt" in copy()
+    assert (target / "broker-3.crt").read_bytes() == (source / "broker-1.crt").read_bytes()
+    (source / "broker-3.key").unlink()
+    failed = subprocess.run([*command, "--once"], capture_output=True, text=True, check=False)
+    assert failed.returncode == 1
+    assert "broker-3.key" in failed.stderr
+
+
 def test_cert_manager_issues_one_certificate_per_node_projected_where_the_nodes_read_them() -> None:
     """With ``security.certManager``, the chart makes no CA: a cert-manager Certificate per node
     (its identity as common name, the same DNS names as the chart's own certificates, server and
@@ -500,7 +564,7 @@ def test_cert_manager_issues_one_certificate_per_node_projected_where_the_nodes_
             assert {"server auth", "client auth"} <= set(spec["usages"])
             assert spec["issuerRef"] == {"name": "lanes-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
         template = one(objects, "StatefulSet", f"lanes-{component}")["spec"]["template"]["spec"]
-        sources = {v["name"]: v for v in template["volumes"]}["tls"]["projected"]["sources"]
+        sources = {v["name"]: v for v in template["volumes"]}["tls-kind"]["projected"]["sources"]
         assert sources[0] == {"configMap": {"name": "lanes-ca", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}
         assert [s["secret"]["name"] for s in sources[1:]] == [f"lanes-{component}-{i}-tls" for i in ids]
         assert sources[1]["secret"]["items"] == [

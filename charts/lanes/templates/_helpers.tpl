@@ -168,18 +168,22 @@ JSON list: include "lanes.nodeNames" (list . "broker" ordinal) | fromJsonArray *
 {{- toJson $names -}}
 {{- end -}}
 
-{{/* The certificates of one kind of node: include "lanes.nodeTlsVolume" (list . "broker"), as
-files ca.crt and <kind>-<id>.crt/.key: the chart's Secret of that kind, or (cert-manager) each
-node's Secret projected into those names. */}}
+{{/* The certificates of one kind of node: include "lanes.nodeTlsVolume" (list . "broker").
+`tls-kind`, mounted by the node-certificate sidecar only: files ca.crt and <kind>-<id>.crt/.key
+of every node of the kind (the chart's Secret of that kind, or, with cert-manager, each node's
+Secret projected into those names). `tls`, in memory: the pod's own three files, which the
+sidecar copies there and the node's container reads. */}}
 {{- define "lanes.nodeTlsVolume" -}}
 {{- $root := index . 0 -}}
 {{- $name := index . 1 -}}
 {{- if $root.Values.security.enabled }}
 {{- $fullname := include "lanes.fullname" $root -}}
-{{- if $root.Values.security.certManager.enabled }}
-{{- $first := ternary 0 1 (eq $name "controller") -}}
-{{- $replicas := int (index $root.Values $name).replicas -}}
 - name: tls
+  emptyDir: {medium: Memory, sizeLimit: 1Mi}
+{{- if $root.Values.security.certManager.enabled }}
+{{- $first := ternary 0 1 (eq $name "controller") }}
+{{- $replicas := int (index $root.Values $name).replicas }}
+- name: tls-kind
   projected:
     defaultMode: 0440
     sources:
@@ -195,7 +199,7 @@ node's Secret projected into those names. */}}
             - {key: tls.key, path: {{ $name }}-{{ $id }}.key}
       {{- end }}
 {{- else }}
-- name: tls
+- name: tls-kind
   secret:
     secretName: {{ $fullname }}-{{ $name }}-tls
     defaultMode: 0440
@@ -206,6 +210,50 @@ node's Secret projected into those names. */}}
   configMap:
     name: {{ $fullname }}-clients-ca
 {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The sidecar that gives a node's container its own certificate only (lanes_operator.node_certificate):
+a native sidecar (an init container that keeps running; Kubernetes 1.29), started before the
+node's container once its first copy is whole: include "lanes.nodeCertificateSidecar" (list . "broker" 1),
+the last argument the node id of ordinal 0. */}}
+{{- define "lanes.nodeCertificateSidecar" -}}
+{{- $root := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $first := index . 2 -}}
+{{- if $root.Values.security.enabled }}
+- name: node-certificate
+  image: {{ include "lanes.image" $root }}
+  imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+  restartPolicy: Always
+  command:
+    - python
+    - -m
+    - lanes_operator.node_certificate
+    - --pod-name=$(POD_NAME)
+    - --kind={{ $name }}
+    - --first-id={{ $first }}
+    - --source=/etc/lanes/tls-kind
+    - --target=/etc/lanes/tls
+  env:
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+  startupProbe:
+    exec:
+      command: [test, -f, /etc/lanes/tls/ca.crt]
+    periodSeconds: 1
+    failureThreshold: 600
+  resources:
+    requests: {cpu: 5m, memory: 32Mi}
+    limits: {memory: 64Mi}
+  securityContext:
+    {{- toYaml $root.Values.securityContext | nindent 4 }}
+  volumeMounts:
+    - name: tls-kind
+      mountPath: /etc/lanes/tls-kind
+      readOnly: true
+    - name: tls
+      mountPath: /etc/lanes/tls
 {{- end }}
 {{- end -}}
 
