@@ -10,11 +10,13 @@ running), the only container that mounts the whole kind; the node's container mo
 in-memory ``--target`` it fills: ``<kind>-<id>.crt``, ``<kind>-<id>.key`` and ``ca.crt``,
 where id is the pod's ordinal plus ``--first-id``.
 
-Files are copied when their content differs, each written beside itself and renamed over the old
-one (a reader sees the old file or the new, whole). ``ca.crt`` is written last in every pass: the
-sidecar's startup probe waits for it, so the node starts with all three. A renewed certificate
-and key land within ``--every-s``; between the two renames the node sees a key that is not its
-certificate's and keeps serving the old pair until both match (``lanes.rpc.tls``).
+The three files change together, as the kubelet publishes a Secret volume: they are written into
+a new directory, and one rename of the ``..data`` link moves every reader to it; each name in
+``--target`` is a link through ``..data`` (a reader never sees a certificate with another key).
+A set is published only when its key is the certificate's (the source read while the kubelet
+swapped it is read again at the next pass). The sidecar's startup probe waits for ``ca.crt``,
+which exists once the first set is published. A renewal is published within ``--every-s`` of the
+kubelet updating the source volume.
 """
 
 from __future__ import annotations
@@ -22,11 +24,18 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
 
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
 _log = logging.getLogger("lanes_operator.node_certificate")
+
+#: The link every published name goes through, as in the kubelet's Secret volumes.
+DATA_LINK = "..data"
 
 
 def node_id_of(pod_name: str, first_id: int) -> int:
@@ -38,30 +47,52 @@ def node_id_of(pod_name: str, first_id: int) -> int:
 
 
 def own_files(kind: str, node_id: int) -> tuple[str, str, str]:
-    """The files one node reads, in the order they are written (the CA last)."""
+    """The files one node reads: its certificate, its key, the CA."""
     return f"{kind}-{node_id}.crt", f"{kind}-{node_id}.key", "ca.crt"
 
 
-def copy_changed(source: Path, target: Path, names: tuple[str, ...]) -> list[str]:
-    """Copy each of ``names`` from ``source`` to ``target`` where the content differs, replacing
-    the old file in one rename, readable by the owner and the pod's group only; the names copied.
-    A file missing from ``source`` is an error (FileNotFoundError names it)."""
-    copied = []
-    for name in names:
-        content = (source / name).read_bytes()
-        destination = target / name
-        try:
-            if destination.read_bytes() == content:
-                continue
-        except FileNotFoundError:
-            pass
-        fresh = target / f".{name}.new"
-        fresh.unlink(missing_ok=True)  # left by a pass that stopped before its rename (read-only)
-        fresh.write_bytes(content)
-        fresh.chmod(0o440)
-        os.replace(fresh, destination)
-        copied.append(name)
-    return copied
+def read_set(source: Path, names: tuple[str, str, str]) -> dict[str, bytes]:
+    """The three files from ``source``; ValueError unless the key is the certificate's (a source
+    read while it was being replaced), FileNotFoundError naming a file that is missing."""
+    files = {name: (source / name).read_bytes() for name in names}
+    certificate, key = names[0], names[1]
+    try:
+        public = x509.load_pem_x509_certificates(files[certificate])[0].public_key()
+        private = serialization.load_pem_private_key(files[key], password=None)
+    except ValueError as exc:
+        raise ValueError(f"{certificate} and {key} are not a whole PEM certificate and key: {exc}") from None
+    der, spki = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    if private.public_key().public_bytes(der, spki) != public.public_bytes(der, spki):
+        raise ValueError(f"{key} is not the key of {certificate}")
+    return files
+
+
+def publish(target: Path, files: dict[str, bytes]) -> bool:
+    """Make ``files`` what ``target``'s names hold, all at once (see the module docstring); False
+    when they already do. Files are readable by the owner and the pod's group only."""
+    current = target / DATA_LINK
+    try:
+        if all((current / name).read_bytes() == content for name, content in files.items()):
+            return False
+    except OSError:
+        pass  # nothing published yet, or another set
+    fresh = target / f"..{time.time_ns()}"
+    fresh.mkdir()
+    for name, content in files.items():
+        descriptor = os.open(fresh / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o440)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(content)
+    link = target / f"{DATA_LINK}.new"
+    link.unlink(missing_ok=True)
+    link.symlink_to(fresh.name)
+    previous = os.readlink(current) if current.is_symlink() else None
+    os.replace(link, current)
+    for name in files:
+        if not (target / name).is_symlink():
+            (target / name).symlink_to(f"{DATA_LINK}/{name}")
+    if previous is not None and previous != fresh.name:
+        shutil.rmtree(target / previous, ignore_errors=True)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,17 +105,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", required=True, type=Path, help="the directory of the kind's certificates")
     parser.add_argument("--target", required=True, type=Path, help="the directory the node reads")
     parser.add_argument("--every-s", type=float, default=10.0, help="how often the source is compared")
-    parser.add_argument("--once", action="store_true", help="copy once and exit")
+    parser.add_argument("--once", action="store_true", help="publish once and exit")
     options = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     names = own_files(options.kind, node_id_of(options.pod_name, options.first_id))
+    last_problem = ""
     while True:
         try:
-            copied = copy_changed(options.source, options.target, names)
-            if copied:
-                _log.info("copied %s from %s", ", ".join(copied), options.source)
-        except OSError as exc:  # a Secret being updated, or this node's certificate not issued yet
-            _log.warning("cannot copy the node's certificate yet: %s", exc)
+            if publish(options.target, read_set(options.source, names)):
+                _log.info("published %s from %s", ", ".join(names), options.source)
+            last_problem = ""
+        except (OSError, ValueError) as exc:  # not issued yet, or read while the kubelet replaced it
+            if str(exc) != last_problem:
+                _log.warning("cannot publish the node's certificate yet: %s", exc)
+            last_problem = str(exc)
             if options.once:
                 return 1
         if options.once:

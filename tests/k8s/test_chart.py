@@ -492,12 +492,14 @@ def test_a_node_container_mounts_its_own_certificate_only(cert_manager: bool) ->
         assert sidecar["restartPolicy"] == "Always"
         assert sidecar["startupProbe"]["exec"]["command"] == ["test", "-f", "/etc/lanes/tls/ca.crt"]
         assert f"--kind={component}" in sidecar["command"]
+        assert not template.get("shareProcessNamespace"), "the node's processes would reach the sidecar's files"
 
 
-def test_the_node_certificate_sidecar_copies_its_pods_certificate_and_renewals(tmp_path: Path) -> None:
+def test_the_node_certificate_sidecar_publishes_its_pods_certificate_and_renewals(tmp_path: Path) -> None:
     """The sidecar's command from the chart, run on the chart's broker Secret: broker pod 2 gets
     broker 3's certificate and key and the CA, nothing of brokers 1 and 2, readable by the pod's
-    group only; a renewed certificate replaces the copy."""
+    group only. A renewal is published as one set (the names are links through one ``..data``
+    link, swapped at once); a certificate whose key is another's is not published."""
     objects = render()
     source, target = tmp_path / "tls-kind", tmp_path / "tls"
     source.mkdir()
@@ -511,24 +513,37 @@ def test_the_node_certificate_sidecar_copies_its_pods_certificate_and_renewals(t
     ]
     command = [part.replace("/etc/lanes", str(tmp_path)) for part in command]
 
-    def copy() -> str:
-        return subprocess.run([*command, "--once"], capture_output=True, text=True, check=True).stderr
+    def publish() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*command, "--once"], capture_output=True, text=True, check=False)
 
-    assert "copied broker-3.crt, broker-3.key, ca.crt" in copy()
-    assert sorted(p.name for p in target.iterdir()) == ["broker-3.crt", "broker-3.key", "ca.crt"]
-    for name in ("broker-3.crt", "broker-3.key", "ca.crt"):
+    assert "published broker-3.crt, broker-3.key, ca.crt" in publish().stderr
+    names = ["broker-3.crt", "broker-3.key", "ca.crt"]
+    assert sorted(p.name for p in target.iterdir() if not p.name.startswith("..")) == names
+    for name in names:
         assert (target / name).read_bytes() == (source / name).read_bytes()
         assert (target / name).stat().st_mode & 0o777 == 0o440
+        assert os.readlink(target / name) == f"..data/{name}"
     cert = x509.load_pem_x509_certificate((target / "broker-3.crt").read_bytes())
     assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "broker-3"
-    assert "copied" not in copy(), "unchanged files are left alone"
-    (source / "broker-3.crt").write_bytes((source / "broker-1.crt").read_bytes())  # a renewal
-    assert "copied broker-3.crt" in copy()
+    first = os.readlink(target / "..data")
+    assert "published" not in publish().stderr, "an unchanged set is left alone"
+
+    (source / "broker-3.crt").write_bytes((source / "broker-1.crt").read_bytes())  # half a renewal
+    refused = publish()
+    assert refused.returncode == 1
+    assert "broker-3.key is not the key of broker-3.crt" in refused.stderr
+    assert (target / "broker-3.crt").read_bytes() == cert.public_bytes(serialization.Encoding.PEM)
+    (source / "broker-3.key").write_bytes((source / "broker-1.key").read_bytes())  # the whole renewal
+    assert "published" in publish().stderr
     assert (target / "broker-3.crt").read_bytes() == (source / "broker-1.crt").read_bytes()
+    assert (target / "broker-3.key").read_bytes() == (source / "broker-1.key").read_bytes()
+    assert os.readlink(target / "..data") != first
+    assert not (target / first).exists(), "the previous set is removed"
+
     (source / "broker-3.key").unlink()
-    failed = subprocess.run([*command, "--once"], capture_output=True, text=True, check=False)
-    assert failed.returncode == 1
-    assert "broker-3.key" in failed.stderr
+    missing = publish()
+    assert missing.returncode == 1
+    assert "broker-3.key" in missing.stderr
 
 
 def test_cert_manager_issues_one_certificate_per_node_projected_where_the_nodes_read_them() -> None:
@@ -567,6 +582,7 @@ def test_cert_manager_issues_one_certificate_per_node_projected_where_the_nodes_
         sources = {v["name"]: v for v in template["volumes"]}["tls-kind"]["projected"]["sources"]
         assert sources[0] == {"configMap": {"name": "lanes-ca", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}
         assert [s["secret"]["name"] for s in sources[1:]] == [f"lanes-{component}-{i}-tls" for i in ids]
+        assert all(s["secret"]["optional"] for s in sources[1:]), "a pod waits for its own certificate only"
         assert sources[1]["secret"]["items"] == [
             {"key": "tls.crt", "path": f"{component}-{ids[0]}.crt"},
             {"key": "tls.key", "path": f"{component}-{ids[0]}.key"},

@@ -192,8 +192,10 @@ sidecar copies there and the node's container reads. */}}
           items: [{key: ca.crt, path: ca.crt}]
       {{- range $ordinal := until $replicas }}
       {{- $id := add $ordinal $first }}
+      # optional: a pod waits for its own certificate only (its sidecar), not for its whole kind's
       - secret:
           name: {{ $fullname }}-{{ $name }}-{{ $id }}-tls
+          optional: true
           items:
             - {key: tls.crt, path: {{ $name }}-{{ $id }}.crt}
             - {key: tls.key, path: {{ $name }}-{{ $id }}.key}

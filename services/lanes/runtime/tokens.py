@@ -110,7 +110,7 @@ class _KeyFile:
 
     def key_for(self, kid: object) -> jwt.PyJWK:
         keys = self._keys.current()
-        if kid is not None and all(key.key_id != kid for key in keys.keys):
+        if kid is not None and all(key.key_id != str(kid) for key in keys.keys):
             self._keys.look_again()
             keys = self._keys.current()
         return _key_in(keys, kid)
@@ -142,7 +142,7 @@ class _KeyUrl:
     def key_for(self, kid: object) -> jwt.PyJWK:
         with self._lock:
             now = time.monotonic()
-            known = self._keys is not None and (kid is None or any(key.key_id == kid for key in self._keys.keys))
+            known = self._keys is not None and (kid is None or any(key.key_id == str(kid) for key in self._keys.keys))
             due = now - self._fetched_s >= JWKS_LIFESPAN_S or not known
             if due and (self._keys is None or now - self._tried_s >= JWKS_COOLDOWN_S):
                 self._tried_s = now
