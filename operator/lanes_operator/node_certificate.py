@@ -29,8 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
+from lanes.security.certificates import check_key_pair
 
 _log = logging.getLogger("lanes_operator.node_certificate")
 
@@ -55,15 +54,7 @@ def read_set(source: Path, names: tuple[str, str, str]) -> dict[str, bytes]:
     """The three files from ``source``; ValueError unless the key is the certificate's (a source
     read while it was being replaced), FileNotFoundError naming a file that is missing."""
     files = {name: (source / name).read_bytes() for name in names}
-    certificate, key = names[0], names[1]
-    try:
-        public = x509.load_pem_x509_certificates(files[certificate])[0].public_key()
-        private = serialization.load_pem_private_key(files[key], password=None)
-    except ValueError as exc:
-        raise ValueError(f"{certificate} and {key} are not a whole PEM certificate and key: {exc}") from None
-    der, spki = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    if private.public_key().public_bytes(der, spki) != public.public_bytes(der, spki):
-        raise ValueError(f"{key} is not the key of {certificate}")
+    check_key_pair(files[names[1]], files[names[0]], f"{names[0]} and {names[1]}")
     return files
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import lanes
 from lanes.broker.service import FOLLOWER_MAX_WAIT_MS
+from lanes.cli.watch import scrape, total
 from lanes.errors import ErrorCode
 from lanes.protocol.records import decode_batches
 from lanes.v1 import broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
@@ -349,7 +350,10 @@ def test_an_idle_replicated_cluster_does_not_spin(tmp_path: Path) -> None:
         ):
             assert time.monotonic() < deadline, "the followers never joined the ISRs"
             time.sleep(0.05)
-        time.sleep(1)  # the coordinator's first reads of its 50 shards and the followers' first fetches end here
+        coordinator = str(cluster.coordinator_processes[1].ready["metrics_address"])
+        while total(scrape([coordinator])[0], "lanes_coordinator_shards", state="loaded") < 50:  # its reads end
+            assert time.monotonic() < deadline, "the coordinator never loaded its shards"
+            time.sleep(0.05)
         before = {i: _cpu_seconds(p.pid) for i, p in cluster.broker_processes.items()}
         time.sleep(3)
         used = {i: _cpu_seconds(p.pid) - before[i] for i, p in cluster.broker_processes.items()}

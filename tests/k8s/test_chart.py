@@ -531,7 +531,7 @@ def test_the_node_certificate_sidecar_publishes_its_pods_certificate_and_renewal
     (source / "broker-3.crt").write_bytes((source / "broker-1.crt").read_bytes())  # half a renewal
     refused = publish()
     assert refused.returncode == 1
-    assert "broker-3.key is not the key of broker-3.crt" in refused.stderr
+    assert "broker-3.crt and broker-3.key: the key is not the certificate's" in refused.stderr
     assert (target / "broker-3.crt").read_bytes() == cert.public_bytes(serialization.Encoding.PEM)
     (source / "broker-3.key").write_bytes((source / "broker-1.key").read_bytes())  # the whole renewal
     assert "published" in publish().stderr

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 import grpc
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
+
+from lanes.security.certificates import check_key_pair
 
 _log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class TlsFiles:
         if identity is None:
             raise ValueError("a TLS server needs a certificate and key (--tls-cert, --tls-key)")
         key, chain = identity
-        _check_pair(key, chain, f"{self.cert_file} and {self.key_file}")
+        check_key_pair(key, chain, f"{self.cert_file} and {self.key_file}")
         trusted = (client_ca or self.ca_file).read_bytes()
         return grpc.ssl_server_certificate_configuration([identity], root_certificates=trusted)
 
@@ -121,21 +121,6 @@ def _stamp_of(path: Path) -> tuple[int, int, int]:
     """A file's inode, size and modification time."""
     stat = path.stat()
     return stat.st_ino, stat.st_size, stat.st_mtime_ns
-
-
-def _check_pair(key_pem: bytes, chain_pem: bytes, what: str) -> None:
-    """ValueError unless ``chain_pem`` holds whole certificates and ``key_pem`` is the private key
-    of the first (a file caught half-written, or a key replaced before its certificate)."""
-    try:
-        certificates = x509.load_pem_x509_certificates(chain_pem)
-        key = serialization.load_pem_private_key(key_pem, password=None)
-    except ValueError as exc:
-        raise ValueError(f"{what} are not a whole PEM certificate chain and key: {exc}") from None
-    public = serialization.PublicFormat.SubjectPublicKeyInfo
-    if key.public_key().public_bytes(serialization.Encoding.DER, public) != certificates[0].public_key().public_bytes(
-        serialization.Encoding.DER, public
-    ):
-        raise ValueError(f"{what}: the key is not the certificate's")
 
 
 _UNSET = object()

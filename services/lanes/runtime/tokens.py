@@ -87,6 +87,11 @@ class TokenSettings:
     principal_claim: str = "sub"
 
 
+def _holds(keys: jwt.PyJWKSet, kid: object) -> bool:
+    """Whether ``keys`` has the key ``kid`` names (a set without it may need reading again)."""
+    return any(key.key_id == str(kid) for key in keys.keys)
+
+
 def _key_in(keys: jwt.PyJWKSet, kid: object) -> jwt.PyJWK:
     """The key ``kid`` names in ``keys`` (no ``kid``: the set's only key)."""
     if kid is None:
@@ -110,7 +115,7 @@ class _KeyFile:
 
     def key_for(self, kid: object) -> jwt.PyJWK:
         keys = self._keys.current()
-        if kid is not None and all(key.key_id != str(kid) for key in keys.keys):
+        if kid is not None and not _holds(keys, kid):
             self._keys.look_again()
             keys = self._keys.current()
         return _key_in(keys, kid)
@@ -142,7 +147,7 @@ class _KeyUrl:
     def key_for(self, kid: object) -> jwt.PyJWK:
         with self._lock:
             now = time.monotonic()
-            known = self._keys is not None and (kid is None or any(key.key_id == str(kid) for key in self._keys.keys))
+            known = self._keys is not None and (kid is None or _holds(self._keys, kid))
             due = now - self._fetched_s >= JWKS_LIFESPAN_S or not known
             if due and (self._keys is None or now - self._tried_s >= JWKS_COOLDOWN_S):
                 self._tried_s = now

@@ -100,3 +100,17 @@ def _alternative_name(host: str) -> x509.GeneralName:
         return x509.IPAddress(ipaddress.ip_address(host))
     except ValueError:
         return x509.DNSName(host)
+
+
+def check_key_pair(key_pem: bytes, chain_pem: bytes, what: str) -> None:
+    """ValueError unless ``chain_pem`` holds whole certificates and ``key_pem`` is the private key
+    of the first (a file caught half-written, or a key replaced before its certificate); ``what``
+    names the pair in the message."""
+    try:
+        certificates = x509.load_pem_x509_certificates(chain_pem)
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except ValueError as exc:
+        raise ValueError(f"{what} are not a whole PEM certificate chain and key: {exc}") from None
+    spki = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    if key.public_key().public_bytes(*spki) != certificates[0].public_key().public_bytes(*spki):
+        raise ValueError(f"{what}: the key is not the certificate's")
