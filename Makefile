@@ -6,6 +6,10 @@
 #   make proto   regenerate services/lanes/v1 from proto/lanes/v1
 #   make bench   run the benchmarks in tests/perf and print results (never part of make test)
 #   make up      install and run the local cluster (lanes up: a controller and 3 brokers) until Ctrl-C
+#   make images  build the lanes and lanes-spark images with podman (LOCAL_BASE=1: bases made here
+#                from Debian packages; IMAGE_REPOSITORY, IMAGE_TAG, PUSH=1: docs/kubernetes.md#images)
+#   make test-deps  the tests' one-off builds, cached under ~/.cache/lanes: Kubernetes' binaries
+#                (etcd, kube-apiserver, kubectl, helm from the Go module proxy) and the image bases
 
 PYTHON ?= python3
 VENV   := .venv
@@ -16,7 +20,7 @@ STAMP  := $(VENV)/.stamp
 # What an install depends on: the project metadata and the C fast path it compiles.
 INSTALL_INPUTS := pyproject.toml services/lanes/protocol/_records_c.c
 
-.PHONY: test pytest lint proto bench up clean
+.PHONY: test pytest lint proto bench up clean images test-deps container-tools
 
 $(PY):
 	tools/ensure-build-deps.sh $(PYTHON)
@@ -33,7 +37,7 @@ $(STAMP)-run: $(INSTALL_INPUTS) | $(PY)
 
 test: lint pytest
 
-pytest: $(STAMP)-dev
+pytest: $(STAMP)-dev test-deps
 	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2
 	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=25 tests
 
@@ -53,6 +57,19 @@ $(STAMP)-bench: $(INSTALL_INPUTS) | $(PY)
 bench: $(STAMP)-bench
 	tools/ensure-debian-packages.sh "the benchmarks' peers" redis-server=redis-server nats-server=nats-server
 	LANES_BENCH=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/perf
+
+container-tools:
+	tools/ensure-debian-packages.sh "building and running images" podman=podman buildah=buildah runc=runc debootstrap=debootstrap
+
+# The Go builds (CPU) and the image bases (network and disk) run side by side; both are no-ops
+# once cached. The image builds themselves are the tests' (tests/k8s/test_images.py).
+test-deps: container-tools
+	tools/kube/build-binaries.sh & kube=$$!; \
+	  tools/images/local-base.sh python >/dev/null && tools/images/local-base.sh spark >/dev/null; \
+	  bases=$$?; wait $$kube && exit $$bases
+
+images: container-tools
+	tools/images/build.sh
 
 up: $(STAMP)-run
 	$(BIN)/lanes up

@@ -4,6 +4,9 @@
   plain `pytest` or `make test`: they print numbers and take time.
 - ``lanes_cluster`` / ``bootstrap``: a real cluster of processes (controller, 2 brokers, a
   coordinator) shared by a test module, for the modules that need one and no special settings.
+- ``kubernetes_api``: one real Kubernetes control plane (etcd + kube-apiserver, RBAC on) for the
+  whole session, with the chart's CRDs created by the server (tests/k8s/control_plane.py); the
+  tests of the chart, the operator, the images and the Spark manifests use it.
 - Hypothesis prints a reproduction blob for every failure.
 - Services the tests start by hand serve no metrics endpoint (``LANES_METRICS_PORT=-1``): their
   default ports would collide, and a free port picked by the kernel could take a port another
@@ -19,6 +22,8 @@ from hypothesis import HealthCheck, settings
 
 from lanes.local.cluster import LocalCluster
 from tests.integration.processes import running_cluster
+from tests.k8s.control_plane import ControlPlane, control_plane
+from tests.k8s.crds import CRD_DIR
 
 collect_ignore = [] if os.environ.get("LANES_BENCH") else ["perf"]
 os.environ.setdefault("LANES_METRICS_PORT", "-1")
@@ -42,3 +47,11 @@ def lanes_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 @pytest.fixture(scope="module")
 def bootstrap(lanes_cluster: LocalCluster) -> str:
     return str(lanes_cluster.describe()["bootstrap"])
+
+
+@pytest.fixture(scope="session")
+def kubernetes_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    with control_plane(tmp_path_factory.mktemp("kubernetes")) as plane:
+        plane.kubectl("create", "-f", str(CRD_DIR))
+        plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        yield plane

@@ -6,10 +6,12 @@
 
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
-# Build: compile the record codec's C fast path and install Lanes with the operator's extra.
+# Build: compile the record codec's C fast path and install Lanes with the operator's extra. The
+# official image has Python's headers; a Debian base gets them from python3-dev.
 FROM ${PYTHON_IMAGE} AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && headers=$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])') \
+ && apt-get install -y --no-install-recommends gcc libc6-dev $(test -f "$headers/Python.h" || echo python3-dev) \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml README.md ./

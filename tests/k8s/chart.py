@@ -1,14 +1,19 @@
-"""The Helm chart as the tests see it: rendered offline with the Helm SDK (helm-python-sdk), as
-``helm template`` would, into the objects it would create."""
+"""The Helm chart as the tests see it: rendered offline by the real ``helm`` (``helm template``,
+the same binary test_helm.py installs with), into the objects it would create. Renders are
+cached per values: templates are pure functions of them, but for the generated CA and passwords."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-import helm_python
 import yaml
+
+from tests.k8s.control_plane import binary
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "lanes"
@@ -16,22 +21,41 @@ SCENARIOS = sorted((CHART / "scenarios").glob("*.yaml"))
 WORKLOAD_KINDS = {"StatefulSet", "Deployment"}
 
 
+class HelmError(AssertionError):
+    """``helm`` refused the chart or the values; the message is what it printed."""
+
+
+def helm(*args: str, values: dict[str, Any] | None = None) -> str:
+    """``helm ARGS -f -`` with ``values`` on stdin; stdout, or HelmError with stderr."""
+    done = subprocess.run(
+        [str(binary("helm")), *args, "-f", "-"],
+        input=json.dumps(values or {}),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise HelmError(done.stderr + done.stdout)
+    return done.stdout
+
+
+@cache
+def _rendered(values_json: str, name: str, namespace: str) -> str:
+    return helm("template", name, str(CHART), "--namespace", namespace, values=json.loads(values_json))
+
+
 def render(
     values: dict[str, Any] | None = None, *, name: str = "lanes", namespace: str = "lanes"
 ) -> list[dict[str, Any]]:
     """Every object the chart renders for ``values`` (hooks, such as the ``helm test`` pod, included)."""
-    rendered = helm_python.Chart.load(str(CHART)).render(values or {}, name=name, namespace=namespace)
-    objects = []
-    for path, text in sorted(rendered.items()):
-        if path.endswith("NOTES.txt"):
-            continue
-        objects.extend(document for document in yaml.safe_load_all(text) if document)
-    return objects
+    text = _rendered(json.dumps(values or {}, sort_keys=True), name, namespace)
+    return [document for document in yaml.safe_load_all(text) if document]
 
 
-def notes(values: dict[str, Any] | None = None) -> str:
-    rendered = helm_python.Chart.load(str(CHART)).render(values or {}, name="lanes", namespace="lanes")
-    return next(text for path, text in rendered.items() if path.endswith("NOTES.txt"))
+def lint(values: dict[str, Any] | None = None) -> str:
+    """``helm lint --strict``'s report; HelmError when it fails."""
+    return helm("lint", "--strict", str(CHART), values=values)
 
 
 def scenario(path: Path) -> dict[str, Any]:

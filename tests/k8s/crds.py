@@ -1,23 +1,25 @@
-"""The Lanes CRDs as the tests see them: their schemas, and their CEL rules evaluated the way the
-Kubernetes API server does (``self`` the value at the rule's place; transition rules, those using
-``oldSelf``, only on updates where the old value exists), with cel-python."""
+"""The Lanes CRDs as the tests see them, and the real API server's verdict on custom resources:
+``Refusals`` sends a resource to kube-apiserver as a server-side dry run (nothing is stored), so
+its structural schema, defaults and every CEL rule (``x-kubernetes-validations``, transition rules
+against the stored object included) are applied by the server itself, cost limits and all."""
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import celpy
-import jsonschema
+import kubernetes
 import yaml
+from kubernetes.client.exceptions import ApiException
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "charts" / "lanes" / "crds"
 EXAMPLES_DIR = ROOT / "deploy" / "examples"
-
-_MISSING = object()
+ITEMS = "[]"
 
 
 @cache
@@ -32,14 +34,6 @@ def crds() -> dict[str, dict[str, Any]]:
 
 def schema_of(kind: str) -> dict[str, Any]:
     return dict(crds()[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
-
-
-def schema_errors(resource: dict[str, Any]) -> list[str]:
-    """What the CRD's structural schema (as JSON Schema) refuses in ``resource``."""
-    validator = jsonschema.Draft202012Validator(schema_of(resource["kind"]))
-    return [
-        f"{'.'.join(map(str, error.path)) or '<root>'}: {error.message}" for error in validator.iter_errors(resource)
-    ]
 
 
 def rules(kind: str) -> Iterator[tuple[tuple[str, ...], dict[str, str]]]:
@@ -57,57 +51,53 @@ def rules(kind: str) -> Iterator[tuple[tuple[str, ...], dict[str, str]]]:
     yield from walk(schema_of(kind), ())
 
 
-ITEMS = "[]"
-
-
-def _at(value: Any, path: tuple[str, ...]) -> Any:
-    for name in path:
-        if not isinstance(value, dict) or name not in value:
-            return _MISSING
-        value = value[name]
-    return value
-
-
-def _all_at(value: Any, path: tuple[str, ...]) -> list[Any]:
-    """Every value at ``path`` (several through arrays; none where it is missing)."""
-    if ITEMS not in path:
-        found = _at(value, path)
-        return [] if found is _MISSING else [found]
-    index = path.index(ITEMS)
-    items = _at(value, path[:index])
-    if not isinstance(items, list):
-        return []
-    return [v for item in items for v in _all_at(item, path[index + 1 :])]
-
-
-@cache
-def program(expression: str) -> Any:
-    environment = celpy.Environment()
-    return environment.program(environment.compile(expression))
-
-
-def cel_errors(resource: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:
-    """The messages of the CEL rules ``resource`` breaks (``old``: the stored object, on update)."""
-    messages = []
-    for path, rule in rules(resource["kind"]):
-        for value in _all_at(resource, path):
-            activation = {"self": celpy.json_to_cel(value)}
-            if "oldSelf" in rule["rule"]:
-                old_value = _MISSING if old is None or ITEMS in path else _at(old, path)
-                if old_value is _MISSING:
-                    continue  # a transition rule: only on updates of an existing value
-                activation["oldSelf"] = celpy.json_to_cel(old_value)
-            outcome = program(rule["rule"]).evaluate(activation)
-            if isinstance(outcome, celpy.CELEvalError):
-                messages.append(f"{rule['rule']}: evaluation error {outcome}")
-            elif not outcome:
-                messages.append(rule["message"])
-    return messages
-
-
 def examples() -> list[dict[str, Any]]:
     """Every custom resource in deploy/examples."""
     found = []
     for path in sorted(EXAMPLES_DIR.glob("*.yaml")):
         found.extend(document for document in yaml.safe_load_all(path.read_text()) if document)
     return found
+
+
+class Refusals:
+    """What the API server refuses in a custom resource, as the messages of its causes.
+
+    ``refusals(resource)`` is a dry-run create; ``refusals(resource, old)`` stores ``old`` (under a
+    fresh name) and dry-runs an update of it to ``resource``, so transition rules see ``oldSelf``."""
+
+    _names = itertools.count()
+
+    def __init__(self, kubeconfig: Path, namespace: str) -> None:
+        self.api = kubernetes.client.CustomObjectsApi(kubernetes.config.new_client_from_config(str(kubeconfig)))
+        self.namespace = namespace
+
+    def __call__(self, resource: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:
+        group, version = resource["apiVersion"].split("/")
+        plural = crds()[resource["kind"]]["spec"]["names"]["plural"]
+        namespaced = crds()[resource["kind"]]["spec"]["scope"] == "Namespaced"
+        body = json.loads(json.dumps(resource))
+        try:
+            if old is None:
+                if namespaced:
+                    self.api.create_namespaced_custom_object(
+                        group, version, self.namespace, plural, body, dry_run="All"
+                    )
+                else:
+                    self.api.create_cluster_custom_object(group, version, plural, body, dry_run="All")
+            else:
+                stored = json.loads(json.dumps(old))
+                name = f"{stored['metadata']['name']}-{next(self._names)}"
+                stored["metadata"]["name"] = body["metadata"]["name"] = name
+                created = self.api.create_namespaced_custom_object(group, version, self.namespace, plural, stored)
+                body["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+                self.api.replace_namespaced_custom_object(
+                    group, version, self.namespace, plural, name, body, dry_run="All"
+                )
+        except ApiException as exc:
+            if exc.status != 422:
+                raise
+            causes = json.loads(exc.body).get("details", {}).get("causes", [])
+            return [f"{cause.get('field', '')}: {cause['message']}" for cause in causes] or [
+                json.loads(exc.body)["message"]
+            ]
+        return []

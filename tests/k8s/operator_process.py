@@ -1,5 +1,6 @@
-"""The real operator, ``kopf run -m lanes_operator.main``, as a process of its own against the API
-emulator (its kubeconfig) and a real Lanes cluster; and the ``kubectl``-like calls tests make."""
+"""The real operator, ``kopf run`` with the chart's arguments, as a process of its own against a
+real API server (its kubeconfig: the chart's ServiceAccount's token) and a real Lanes cluster; and
+the ``kubectl``-like calls tests make."""
 
 from __future__ import annotations
 
@@ -20,20 +21,26 @@ from kubernetes.client.exceptions import ApiException
 from lanes.cli.watch import scrape, total
 from tests.e2e.cli import wait_for
 from tests.integration.processes import free_port
+from tests.k8s.control_plane import ControlPlane
 
 GROUP, VERSION = "lanes.dev", "v1alpha1"
+
+#: Values of the chart installed for the operator's tests: the defaults, but for the operator's
+#: periods, which a test wants short.
+OPERATOR_VALUES: dict[str, Any] = {"operator": {"topicResyncSeconds": 1, "groupIntervalSeconds": 1}}
 
 
 @dataclass
 class OperatorProcess:
-    """``kopf run`` of the Lanes operator, cluster-wide and standalone (the emulator cannot serve
-    kopf's namespace listing; peering has its own test)."""
+    """``kopf run ARGUMENTS`` of the Lanes operator (``arguments``: the chart's, such as
+    ``--module=lanes_operator.main --namespace=NS --peering=NAME``) with a liveness endpoint on a
+    free port."""
 
     kubeconfig: Path
     bootstrap: str
     log_path: Path
     extra_env: dict[str, str] = field(default_factory=dict)
-    extra_args: tuple[str, ...] = ("--standalone",)
+    arguments: tuple[str, ...] = ()
     process: subprocess.Popen[bytes] | None = None
     health_port: int = 0
     metrics_port: int = 0
@@ -57,11 +64,8 @@ class OperatorProcess:
                     "-m",
                     "kopf",
                     "run",
-                    "-m",
-                    "lanes_operator.main",
-                    "--all-namespaces",
+                    *self.arguments,
                     f"--liveness=http://127.0.0.1:{self.health_port}/healthz",
-                    *self.extra_args,
                 ],
                 env=env,
                 stdout=log,
@@ -104,6 +108,45 @@ class OperatorProcess:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def chart_operator_arguments(objects: list[dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
+    """The operator's ``kopf run`` arguments (without its liveness endpoint: the test picks a
+    port) and its ServiceAccount's name, from the chart's Deployment."""
+    deployment = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-operator"))
+    pod = deployment["spec"]["template"]["spec"]
+    command = pod["containers"][0]["command"]
+    assert command[:2] == ["kopf", "run"], command
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"] if "value" in e}
+    arguments = [a for a in command[2:] if not a.startswith("--liveness=")]
+    return arguments, {"serviceAccount": pod["serviceAccountName"], **env}
+
+
+def from_release(
+    plane: ControlPlane, namespace: str, objects: list[dict[str, Any]], bootstrap: str, directory: Path, **env: str
+) -> OperatorProcess:
+    """The chart's operator as a local process: its arguments, its periods and grants, its
+    ServiceAccount's token; the Lanes cluster's address and credentials from the test."""
+    directory.mkdir(parents=True, exist_ok=True)
+    arguments, chart = chart_operator_arguments(objects)
+    kubeconfig = plane.service_account_kubeconfig(namespace, chart["serviceAccount"], directory / "kubeconfig")
+    settings = {
+        name: chart[name]
+        for name in (
+            "LANES_OPERATOR_TOPIC_RESYNC_SECONDS",
+            "LANES_OPERATOR_GROUP_INTERVAL_SECONDS",
+            "LANES_OPERATOR_PEERING_LIFETIME_SECONDS",
+            "LANES_OPERATOR_NAMESPACE_GRANTS",
+        )
+        if name in chart
+    }
+    return OperatorProcess(
+        kubeconfig,
+        bootstrap,
+        directory / "operator.log",
+        extra_env={"POD_NAMESPACE": namespace, **settings, **env},
+        arguments=tuple(arguments),
+    )
 
 
 class Kube:

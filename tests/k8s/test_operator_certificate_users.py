@@ -1,6 +1,7 @@
-"""The real operator (``kopf run``) against the Kubernetes API emulator and a real, secure Lanes
-cluster with certificate listeners: a User of type tls gets a client certificate from the
-clients' CA, which reaches exactly its ACLs (issue #23; Strimzi's KafkaUser ``tls``)."""
+"""The real operator (``kopf run``) against a real kube-apiserver (with the chart's ServiceAccount)
+and a real, secure Lanes cluster with certificate listeners: a User of type tls gets a client
+certificate from the clients' CA, which reaches exactly its ACLs (issue #23; Strimzi's KafkaUser
+``tls``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The real operator against the API emulator and a real Lanes cluster: ConsumerGroup resources
-report a real group's lag, reset its offsets declaratively, and autoscale its workload (issue #9's
-acceptance)."""
+"""The real operator against a real kube-apiserver (with the chart's ServiceAccount) and a real
+Lanes cluster: ConsumerGroup resources report a real group's lag, reset its offsets
+declaratively, and autoscale its workload (issue #9's acceptance)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,22 @@
 """Namespaces claim only the names an administrator granted them (issue #23, Kubernetes tenancy):
-the real operator, watching every namespace, at home in ``default`` (``POD_NAMESPACE``), with
-``team-a`` granted the prefix ``team-a.`` (``LANES_OPERATOR_NAMESPACE_GRANTS``, the chart's
-``operator.namespaceGrants``). Topics, ConsumerGroups and Users elsewhere, or outside the prefix,
-are refused (Ready=False NotGranted) and change nothing: no topic created, no group read or reset,
-no user made, no ACL given on another team's topic; an ungranted claim does not make the rightful
-resource conflict."""
+the real operator, installed by the chart with ``operator.watchAllNamespaces`` (its ClusterRole,
+its token) in the module's namespace (its home), with ``team-a`` granted the prefix ``team-a.``
+(``operator.namespaceGrants``). Topics, ConsumerGroups and Users elsewhere, or outside the
+prefix, are refused (Ready=False NotGranted) and change nothing: no topic created, no group read
+or reset, no user made, no ACL given on another team's topic; an ungranted claim does not make
+the rightful resource conflict."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lanes.client import Admin
 from lanes.errors import ErrorCode, LanesError, UnknownTopicOrPartitionError
 from tests.e2e.cli import wait_for
-from tests.k8s.emulator import ApiServer
-from tests.k8s.operator_process import Kube, OperatorProcess
+from tests.k8s.control_plane import ControlPlane
+from tests.k8s.operator_process import OPERATOR_VALUES, Kube, OperatorProcess
 
 pytestmark = pytest.mark.slow
 
@@ -26,18 +24,18 @@ GRANTS = {"team-a": ["team-a."]}
 
 
 @pytest.fixture(scope="module")
-def operator(api: ApiServer, bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
-    process = OperatorProcess(
-        api.kubeconfig,
-        bootstrap,
-        Path(tmp_path_factory.mktemp("operator")) / "operator.log",
-        extra_env={"POD_NAMESPACE": "default", "LANES_OPERATOR_NAMESPACE_GRANTS": json.dumps(GRANTS)},
-    )
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop()
+def release_values() -> dict[str, Any]:
+    return {
+        **OPERATOR_VALUES,
+        "operator": {**OPERATOR_VALUES["operator"], "watchAllNamespaces": True, "namespaceGrants": GRANTS},
+    }
+
+
+@pytest.fixture(scope="module")
+def teams(kubernetes_api: ControlPlane) -> tuple[Kube, Kube]:
+    for team in ("team-a", "team-c"):
+        kubernetes_api.kubectl("create", "namespace", team)
+    return Kube(kubernetes_api.admin_kubeconfig, "team-a"), Kube(kubernetes_api.admin_kubeconfig, "team-c")
 
 
 def refused(kube: Kube, plural: str, name: str) -> dict[str, str]:
@@ -60,8 +58,10 @@ def absent(admin: Admin, topic: str) -> bool:
     return False
 
 
-def test_a_namespace_claims_only_its_granted_prefixes(api: ApiServer, admin: Admin, operator: OperatorProcess) -> None:
-    team_a, team_c, home = Kube(api.kubeconfig, "team-a"), Kube(api.kubeconfig, "team-c"), Kube(api.kubeconfig)
+def test_a_namespace_claims_only_its_granted_prefixes(
+    teams: tuple[Kube, Kube], kube: Kube, admin: Admin, operator: OperatorProcess
+) -> None:
+    (team_a, team_c), home = teams, kube
 
     # an ungranted claim made first does not make the rightful resource conflict
     team_c.create("topics", "squatter", {"topicName": "team-a.orders"})
@@ -136,8 +136,8 @@ def test_a_namespace_claims_only_its_granted_prefixes(api: ApiServer, admin: Adm
     assert "revoked" not in (team_a.get("users", "writer") or {})["status"]
     assert [u.name for u in admin.describe_users(["team-a.writer"])] == ["team-a.writer"]
 
-    for kube, name in ((team_c, "squatter"), (team_a, "elsewhere"), (team_c, "grabber")):
-        kube.delete("topics", name)
-        wait_for(lambda kube=kube, name=name: kube.get("topics", name) is None, f"the refused Topic {name} gone")
+    for team, name in ((team_c, "squatter"), (team_a, "elsewhere"), (team_c, "grabber")):
+        team.delete("topics", name)
+        wait_for(lambda team=team, name=name: team.get("topics", name) is None, f"the refused Topic {name} gone")
     assert not absent(admin, "team-a.orders"), "deleting an ungranted claim touches nothing"
     assert not absent(admin, "payments"), "not even with deletionPolicy: Delete"

@@ -1,5 +1,5 @@
-"""The real operator (``kopf run``) against the Kubernetes API emulator and a real Lanes cluster:
-Topic resources become topics, and stay so (issue #9's acceptance)."""
+"""The real operator (``kopf run``) against a real kube-apiserver (with the chart's ServiceAccount)
+and a real Lanes cluster: Topic resources become topics, and stay so (issue #9's acceptance)."""
 
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ def test_two_resources_naming_one_topic(kube: Kube, admin: Admin, operator: Oper
     conflict = wait_for(
         lambda: (c := kube.condition("topics", "audit-copy")).get("reason") == "Conflict" and c, "Conflict reported"
     )
-    assert "default/audit" in conflict["message"]
+    assert f"{kube.namespace}/audit" in conflict["message"]
     assert partitions(admin, "Trade_Audit") == 2  # the younger resource changed nothing
     kube.delete("topics", "audit-copy")
     wait_for(lambda: kube.get("topics", "audit-copy") is None, "the younger resource gone")

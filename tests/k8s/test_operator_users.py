@@ -1,7 +1,7 @@
-"""The real operator (``kopf run``) against the Kubernetes API emulator and a real, secure Lanes
-cluster: a User resource becomes a Lanes user whose password is in a Secret, with exactly its
-ACLs and quotas; the password rotates with the Secret; deleting the resource removes the user
-(issue #23, Kubernetes tenancy; Strimzi's KafkaUser is the anchor)."""
+"""The real operator (``kopf run``) against a real kube-apiserver (with the chart's ServiceAccount)
+and a real, secure Lanes cluster: a User resource becomes a Lanes user whose password is in a
+Secret, with exactly its ACLs and quotas; the password rotates with the Secret; deleting the
+resource removes the user (issue #23, Kubernetes tenancy; Strimzi's KafkaUser is the anchor)."""
 
 from __future__ import annotations
 
