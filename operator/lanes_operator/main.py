@@ -44,6 +44,11 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.peering.priority = SETTINGS.peering_priority(random.Random())
     settings.peering.lifetime = SETTINGS.peering_lifetime_s
     settings.posting.level = logging.INFO
+    # No cluster-wide discovery: the namespaces are the ones given (--namespace) or all of them
+    # (--all-namespaces, which needs no listing), and the CRDs exist before the operator starts
+    # (Helm installs crds/ first). So the chart's Role needs no cluster-wide list or watch of
+    # namespaces or CRDs (with scanning on, kopf retried each refusal nine times at start-up).
+    settings.scanning.disabled = True
     # A resync timer still running when its object is deleted is polled for its exit this often
     # (kopf's default, 60 s, held the finalizer, and so the deletion, a minute after the delete
     # handler had succeeded: nothing else wakes the object up).

@@ -48,15 +48,13 @@ class OperatorProcess:
     def start(self) -> OperatorProcess:
         self.health_port = free_port()
         self.metrics_port = free_port()
-        env = dict(
-            os.environ,
-            KUBECONFIG=str(self.kubeconfig),
-            LANES_BOOTSTRAP=self.bootstrap,
-            LANES_OPERATOR_TOPIC_RESYNC_SECONDS="1",
-            LANES_OPERATOR_GROUP_INTERVAL_SECONDS="1",
-            LANES_OPERATOR_METRICS_PORT=str(self.metrics_port),
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "LANES_BOOTSTRAP": self.bootstrap,
+            "LANES_OPERATOR_METRICS_PORT": str(self.metrics_port),
             **self.extra_env,
-        )
+        }
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [

@@ -119,7 +119,8 @@ def test_helm_install_with_the_defaults_creates_the_crds_and_every_object(plane:
     assert brokers["spec"]["replicas"] == 3
     # defaulted by the server, not the chart: the server really parsed the pod template
     assert brokers["spec"]["template"]["spec"]["dnsPolicy"] == "ClusterFirst"
-    assert brokers["spec"]["template"]["spec"]["initContainers"][-1]["restartPolicy"] == "Always"  # native sidecar
+    sidecars = [c["name"] for c in brokers["spec"]["template"]["spec"]["initContainers"] if c.get("restartPolicy")]
+    assert sidecars == ["node-certificate"], "a native sidecar (restartPolicy Always), kept by the server"
 
 
 def test_the_helm_test_pod_is_admitted_with_a_service_account_of_its_own(plane: ControlPlane) -> None:
@@ -146,7 +147,7 @@ def test_every_example_resource_is_created(plane: ControlPlane) -> None:
 def test_helm_upgrade_with_changed_values_keeps_the_ca_and_the_admin_password(
     plane: ControlPlane, tmp_path: Path
 ) -> None:
-    ca_before = secret_value(plane, "lanes", "lanes-ca", "tls.crt")
+    ca_before = secret_value(plane, "lanes", "lanes-ca", "ca.crt")
     password_before = secret_value(plane, "lanes", "lanes-admin", "password")
     changed = {"broker": {"replicas": 4}, "operator": {"topicResyncSeconds": 12}}
     plane.helm("upgrade", "lanes", str(CHART), "-n", "lanes", "-f", str(values_file(tmp_path, changed)))
@@ -154,7 +155,7 @@ def test_helm_upgrade_with_changed_values_keeps_the_ca_and_the_admin_password(
     operator = plane.get_json("deployment", "lanes-operator", "-n", "lanes")
     env = {e["name"]: e.get("value") for e in operator["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["LANES_OPERATOR_TOPIC_RESYNC_SECONDS"] == "12"
-    assert secret_value(plane, "lanes", "lanes-ca", "tls.crt") == ca_before, "helm's lookup kept the CA"
+    assert secret_value(plane, "lanes", "lanes-ca", "ca.crt") == ca_before, "helm's lookup kept the CA"
     assert secret_value(plane, "lanes", "lanes-admin", "password") == password_before
     certificates = plane.get_json("secret", "lanes-broker-tls", "-n", "lanes")["data"]
     assert "broker-4.crt" in certificates, "the new broker has a certificate"
@@ -198,7 +199,7 @@ def test_helm_uninstall_removes_the_release_but_keeps_the_crds_and_the_kept_secr
     remaining = plane.get_json("all,secrets,serviceaccounts,roles,rolebindings", "-n", "lanes")["items"]
     names = {(o["kind"], o["metadata"]["name"]) for o in remaining}
     released = {(o["kind"], o["metadata"]["name"]) for o in objects}
-    kept = {("Secret", "lanes-ca"), ("Secret", "lanes-clients-ca")}
-    assert kept <= names, "the CAs are kept (helm.sh/resource-policy: keep)"
+    kept = {("Secret", "lanes-ca"), ("Secret", "lanes-clients-ca"), ("Secret", "lanes-admin")}
+    assert kept <= names, "the CAs and the admin's password are kept (helm.sh/resource-policy: keep)"
     assert (released - kept) & names == set(), (released - kept) & names
     assert plane.get_json("crd", "topics.lanes.dev")["metadata"]["name"] == "topics.lanes.dev"

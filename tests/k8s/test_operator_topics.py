@@ -4,6 +4,7 @@ and a real Lanes cluster: Topic resources become topics, and stay so (issue #9's
 from __future__ import annotations
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from lanes.cli.watch import scrape_text
 from lanes.client import Admin
@@ -60,15 +61,20 @@ def test_partitions_grow_and_never_shrink(kube: Kube, admin: Admin, operator: Op
     wait_for(lambda: (kube.get("topics", "trades") or {}).get("status", {}).get("partitions") == 4, "status: 4")
     assert "PartitionsAdded" in reasons(kube, "trades")
 
-    # The API server's CEL rule refuses this; the operator refuses it too when it gets through.
-    kube.patch("topics", "trades", {"spec": {"partitions": 3}})
+    # The API server's CEL rule refuses a shrink of the spec...
+    with pytest.raises(ApiException) as shrink:
+        kube.patch("topics", "trades", {"spec": {"partitions": 3}})
+    assert shrink.value.status == 422
+    assert "partitions can only grow" in str(shrink.value.body)
+    # ...and a topic grown behind the operator's back is never shrunk back to its spec.
+    admin.create_partitions("trades", 5)
     refused = wait_for(lambda: (c := kube.condition("topics", "trades")).get("status") == "False" and c, "Ready=False")
     assert refused["reason"] == "PartitionsCannotShrink"
-    assert "has 4 partitions" in refused["message"]
-    assert partitions(admin, "trades") == 4
+    assert "has 5 partitions" in refused["message"]
+    assert partitions(admin, "trades") == 5
     assert ("Warning", "PartitionsCannotShrink") in [(t, r) for t, r, _ in kube.events("trades")]
 
-    kube.patch("topics", "trades", {"spec": {"partitions": 4}})
+    kube.patch("topics", "trades", {"spec": {"partitions": 5}})
     wait_for(lambda: ready(kube, "trades"), "Ready again once the spec is possible")
 
 

@@ -51,10 +51,11 @@ if [[ ! -f $tarball ]]; then
   rm -f "$rootfs.log"
   cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
   if [[ $kind == spark ]]; then
-    chroot "$rootfs" python -m venv /opt/pyspark
-    chroot "$rootfs" env PIP_CERT=/etc/ssl/certs/ca-certificates.crt /opt/pyspark/bin/pip install --no-cache-dir --quiet \
-      "pyspark==$PYSPARK_VERSION" >&2
-    site=$(chroot "$rootfs" /opt/pyspark/bin/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')
+    in_root=(chroot "$rootfs" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin PIP_CERT=/etc/ssl/certs/ca-certificates.crt
+      PIP_DISABLE_PIP_VERSION_CHECK=1)
+    "${in_root[@]}" python -m venv /opt/pyspark
+    "${in_root[@]}" /opt/pyspark/bin/pip install --no-cache-dir --quiet wheel "pyspark==$PYSPARK_VERSION" >&2
+    site=$("${in_root[@]}" /opt/pyspark/bin/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')
     ln -s "$site" "$rootfs/opt/spark"
     # The official image's layout: /opt/spark/python holds pyspark and py4j for PYTHONPATH.
     mkdir -p "$rootfs/opt/spark-python"
