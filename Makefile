@@ -59,7 +59,7 @@ bench: $(STAMP)-bench
 	LANES_BENCH=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/perf
 
 container-tools:
-	tools/ensure-debian-packages.sh "building and running images" podman=podman buildah=buildah runc=runc debootstrap=debootstrap
+	tools/ensure-debian-packages.sh "building and running images" podman=podman buildah=buildah runc=runc debootstrap=debootstrap catatonit=catatonit
 
 # The Go builds (CPU) and the image bases (network and disk) run side by side; both are no-ops
 # once cached. The image builds themselves are the tests' (tests/k8s/test_images.py).

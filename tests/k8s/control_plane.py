@@ -21,6 +21,7 @@ import datetime
 import ipaddress
 import json
 import os
+import re
 import signal
 import ssl
 import subprocess
@@ -43,15 +44,16 @@ from tests.integration.processes import free_port
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = ROOT / "tools" / "kube" / "build-binaries.sh"
 CACHE = Path(os.environ.get("LANES_KUBE_CACHE", Path.home() / ".cache" / "lanes" / "kube"))
-KUBERNETES_VERSION = "v1.37.2"
-VERSIONS = {"etcd": "v3.7.3", "helm": "v3.22.0"}
+#: The pinned versions, from the build script (their one home): KUBERNETES_VERSION, ETCD_VERSION...
+PINNED = dict(re.findall(r"^([A-Z]+)_VERSION=(v[0-9.]+)$", BUILD_SCRIPT.read_text(), re.MULTILINE))
 SERVICE_RANGE = "10.96.0.0/16"
 
 
 def binary(component: str) -> Path:
     """The cached binary of ``component`` (etcd, kube-apiserver, kubectl, helm, ...), built first
     when this machine has none (minutes, once: the build script says how long)."""
-    path = CACHE / f"{component}-{VERSIONS.get(component, KUBERNETES_VERSION)}"
+    product = {"etcd": "ETCD", "helm": "HELM", "coredns": "COREDNS"}.get(component, "KUBERNETES")
+    path = CACHE / f"{component}-{PINNED[product]}"
     if not path.exists():
         subprocess.run([str(BUILD_SCRIPT), component], check=True)
     return path

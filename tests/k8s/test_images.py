@@ -220,7 +220,7 @@ def test_the_containers_serve_health_produce_fetch_and_a_group(pod_cluster: PodC
     for port in (pod_cluster.controller_port, pod_cluster.broker_port, pod_cluster.coordinator_port):
         wait_for(lambda port=port: serving(port), f"gRPC health SERVING on {port}\n{pod_cluster.logs()}", timeout_s=60)
     with lanes.Admin(pod_cluster.bootstrap) as admin:
-        admin.create_topics([lanes.NewTopic("in-containers", num_partitions=2, replication_factor=1)])
+        admin.create_topic("in-containers", partitions=2, replication_factor=1)
     with lanes.Producer(pod_cluster.bootstrap) as producer:
         sent = [producer.send("in-containers", f"record {i}".encode(), key=f"k{i}".encode()) for i in range(20)]
         producer.flush()
@@ -286,7 +286,7 @@ def test_the_spark_image_runs_spark_with_the_data_source_and_no_compiler() -> No
     image = build("lanes-spark")
     (inspected,) = json.loads(podman("image", "inspect", image))
     assert inspected["Config"]["User"] == "185"
-    version = podman("run", "--rm", image, "/opt/spark/bin/spark-submit", "--version", timeout_s=180)
+    version = shell(image, "/opt/spark/bin/spark-submit --version 2>&1")  # Spark prints it on stderr
     assert re.search(r"version 4\.\d+\.\d+", version), version
     found = shell(image, f"for c in {' '.join(COMPILERS)}; do command -v $c || true; done")
     assert found.strip() == "", f"a compiler in the runtime image: {found}"

@@ -45,7 +45,7 @@ if [[ ! -f $tarball ]]; then
   command -v debootstrap >/dev/null || { echo "local-base.sh needs debootstrap (Debian package)" >&2; exit 1; }
   echo "making the $kind base image with debootstrap (once; cached in $cache)" >&2
   rootfs=$(mktemp -d "$cache/rootfs.XXXXXX")
-  trap 'rm -rf "$rootfs"' EXIT
+  trap 'rm -rf "$rootfs" "$rootfs.log"' EXIT
   debootstrap --variant=minbase --include="$packages" "$SUITE" "$rootfs" "$MIRROR" >"$rootfs.log" 2>&1 ||
     { tail -20 "$rootfs.log" >&2; exit 1; }
   rm -f "$rootfs.log"
@@ -54,12 +54,11 @@ if [[ ! -f $tarball ]]; then
     in_root=(chroot "$rootfs" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin PIP_CERT=/etc/ssl/certs/ca-certificates.crt
       PIP_DISABLE_PIP_VERSION_CHECK=1)
     "${in_root[@]}" python -m venv /opt/pyspark
-    "${in_root[@]}" /opt/pyspark/bin/pip install --no-cache-dir --quiet wheel "pyspark==$PYSPARK_VERSION" >&2
+    "${in_root[@]}" /opt/pyspark/bin/pip install --no-cache-dir --quiet --use-pep517 "pyspark==$PYSPARK_VERSION" >&2
     site=$("${in_root[@]}" /opt/pyspark/bin/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')
+    # pyspark's package is a Spark home as the official image's /opt/spark is: bin/, jars/, and
+    # python/lib/ with pyspark.zip and py4j, which spark-submit puts on the Python path.
     ln -s "$site" "$rootfs/opt/spark"
-    # The official image's layout: /opt/spark/python holds pyspark and py4j for PYTHONPATH.
-    mkdir -p "$rootfs/opt/spark-python"
-    ln -s "$site" "$rootfs/opt/spark-python/pyspark"
     chroot "$rootfs" groupadd --system --gid 185 spark
     chroot "$rootfs" useradd --system --uid 185 --gid 185 --home-dir /opt/spark/work-dir --no-create-home spark
     mkdir -p "$rootfs/opt/spark-work-dir" && chown 185:185 "$rootfs/opt/spark-work-dir"
@@ -67,6 +66,8 @@ if [[ ! -f $tarball ]]; then
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
   tar --numeric-owner -C "$rootfs" -cf "$tarball.partial" .
   mv "$tarball.partial" "$tarball"
+  rm -rf "$rootfs"
+  trap - EXIT
 fi
 
 context=$(mktemp -d)

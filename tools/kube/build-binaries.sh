@@ -4,8 +4,9 @@
 #
 #   tools/kube/build-binaries.sh [COMPONENT ...]      (default: etcd kube-apiserver kubectl helm)
 #
-# COMPONENT is one of etcd, helm, or a command of k8s.io/kubernetes (kube-apiserver, kubectl,
-# kubelet, kube-scheduler, kube-controller-manager). Prints nothing when everything asked for is
+# COMPONENT is one of etcd, helm, coredns, or a command of k8s.io/kubernetes (kube-apiserver,
+# kubectl, kubelet, kube-scheduler, kube-controller-manager, kube-proxy). The node's components
+# (kubelet and the rest) serve the one-node cluster (tools/kube/node.sh), not `make test`. Prints nothing when everything asked for is
 # cached; each binary lands at ~/.cache/lanes/kube/<component>-<version> and is written under a
 # temporary name first, so an interrupted build never leaves a half binary behind. Versions are
 # pinned here (and only here); LANES_KUBE_CACHE moves the cache.
@@ -118,6 +119,7 @@ package tools
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "k8s.io/kubernetes/cmd/kubectl"
@@ -147,7 +149,7 @@ for component in "${components[@]}"; do
   case $component in
     etcd) build_etcd "$component" "$target.partial" ;;
     helm) build_helm "$component" "$target.partial" ;;
-    kube-apiserver | kubectl | kubelet | kube-scheduler | kube-controller-manager)
+    kube-apiserver | kubectl | kubelet | kube-scheduler | kube-controller-manager | kube-proxy)
       build_kubernetes "$component" "$target.partial" ;;
     *) echo "unknown component: $component" >&2; exit 2 ;;
   esac
