@@ -64,6 +64,8 @@ class Pki:
     """Every certificate and key the control plane uses, as files in ``directory``."""
 
     directory: Path
+    #: Further addresses of the API server's serving certificate (a node's host address).
+    extra_hosts: tuple[str, ...] = ()
     _ca_key: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
 
     def __post_init__(self) -> None:
@@ -86,7 +88,15 @@ class Pki:
         self.server_cert, self.server_key = self.issue(
             "server",
             "kube-apiserver",
-            hosts=["127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", service_ip],
+            hosts=[
+                "127.0.0.1",
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                service_ip,
+                *self.extra_hosts,
+            ],
             server=True,
         )
         self.admin_cert, self.admin_key = self.issue("admin", "lanes-test-admin", groups=["system:masters"])
@@ -158,9 +168,14 @@ class ControlPlane:
     Owned by the test session (one per ``pytest`` run); processes run in sessions of their own and
     are stopped with SIGTERM, then SIGKILL."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, advertise_address: str = "127.0.0.1") -> None:
+        """``advertise_address``: the address the ``kubernetes`` Service's endpoint names. On
+        127.0.0.1 (tests without nodes) no endpoint is kept; a node's pods need a host address
+        they can reach (``tests/k8s/node.py``), and then the server listens on every address
+        and authorizes kubelets by the Node authorizer too."""
         self.directory = directory
-        self.pki = Pki(directory / "pki")
+        self.advertise_address = advertise_address
+        self.pki = Pki(directory / "pki", extra_hosts=(advertise_address,))
         self.url = ""
         self.admin_kubeconfig = directory / "admin.kubeconfig"
         self._processes: list[tuple[str, subprocess.Popen[bytes]]] = []
@@ -188,9 +203,19 @@ class ControlPlane:
             [
                 str(binary("kube-apiserver")),
                 f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                "--endpoint-reconciler-type=none",  # else it refuses a loopback advertise address
+                *(
+                    ["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none"]
+                    if self.advertise_address == "127.0.0.1"  # it refuses a loopback address to reconcile
+                    else [
+                        "--bind-address=0.0.0.0",
+                        f"--advertise-address={self.advertise_address}",
+                        "--authorization-mode=Node,RBAC",
+                        "--enable-admission-plugins=NodeRestriction",
+                        "--kubelet-preferred-address-types=InternalIP",
+                        f"--kubelet-client-certificate={pki.admin_cert}",
+                        f"--kubelet-client-key={pki.admin_key}",
+                    ]
+                ),
                 f"--secure-port={api_port}",
                 f"--tls-cert-file={pki.server_cert}",
                 f"--tls-private-key-file={pki.server_key}",
@@ -199,7 +224,7 @@ class ControlPlane:
                 f"--service-account-key-file={pki.service_account_public}",
                 f"--service-account-signing-key-file={pki.service_account_key}",
                 f"--service-cluster-ip-range={SERVICE_RANGE}",
-                "--authorization-mode=RBAC",
+                *(["--authorization-mode=RBAC"] if self.advertise_address == "127.0.0.1" else []),
                 "--anonymous-auth=false",
                 "--profiling=false",
                 "-v=0",

@@ -26,6 +26,7 @@ import lanes
 from tests.e2e.cli import wait_for
 from tests.integration.processes import free_port
 from tests.k8s.control_plane import ControlPlane
+from tests.k8s.podman import podman
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -68,22 +69,6 @@ def test_the_public_bases_are_pinned_build_arguments_and_the_users_numeric() -> 
     assert [rest for keyword, rest in final_stage(SPARK_DOCKERFILE) if keyword == "USER"][-1] == "185"
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     assert requires == ">=3.11", "the images' Python 3.11 satisfies the project"
-
-
-def podman_env() -> dict[str, str]:
-    """The environment tools/images/podman-env.sh sets up (runtime, storage under the cache)."""
-    script = f"source {ROOT / 'tools' / 'images' / 'podman-env.sh'} && env -0"
-    dump = subprocess.run(["bash", "-c", script], check=True, capture_output=True).stdout.decode()
-    return dict(line.split("=", 1) for line in dump.split("\0") if "=" in line)
-
-
-def podman(*args: str, check: bool = True, timeout_s: float = 120) -> str:
-    done = subprocess.run(
-        ["podman", *args], env=podman_env(), capture_output=True, text=True, check=False, timeout=timeout_s
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"podman {' '.join(args[:3])} ... exited {done.returncode}: {done.stderr[-3000:]}")
-    return done.stdout + ("" if check else done.stderr)
 
 
 def build(image: str) -> str:

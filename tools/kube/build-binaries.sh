@@ -18,6 +18,7 @@ set -euo pipefail
 KUBERNETES_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
 HELM_VERSION=v3.22.0
+COREDNS_VERSION=v1.15.0
 
 cache=${LANES_KUBE_CACHE:-$HOME/.cache/lanes/kube}
 mkdir -p "$cache"
@@ -39,6 +40,7 @@ version_of() {
   case $1 in
     etcd) echo "$ETCD_VERSION" ;;
     helm) echo "$HELM_VERSION" ;;
+    coredns) echo "$COREDNS_VERSION" ;;
     *) echo "$KUBERNETES_VERSION" ;;
   esac
 }
@@ -88,6 +90,22 @@ GO
       -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37" \
       helm.sh/helm/v3/cmd/helm)
   : "$v"
+}
+
+build_coredns() {
+  local dir
+  dir=$(module_dir "coredns-$COREDNS_VERSION")
+  cat >"$dir/tools.go" <<'GO'
+//go:build tools
+
+// Package tools pins CoreDNS's module for `go build github.com/coredns/coredns`.
+package tools
+
+import _ "github.com/coredns/coredns"
+GO
+  [[ -f $dir/go.mod ]] || (cd "$dir" && go mod init lanes.dev/kube/coredns >/dev/null 2>&1)
+  (cd "$dir" && go get "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null 2>&1 && go mod tidy >/dev/null 2>&1 &&
+    go build -trimpath -ldflags "-s -w" -o "$2" github.com/coredns/coredns)
 }
 
 # k8s.io/kubernetes is not meant to be a dependency: its go.mod replaces each staging module by
@@ -149,6 +167,7 @@ for component in "${components[@]}"; do
   case $component in
     etcd) build_etcd "$component" "$target.partial" ;;
     helm) build_helm "$component" "$target.partial" ;;
+    coredns) build_coredns "$component" "$target.partial" ;;
     kube-apiserver | kubectl | kubelet | kube-scheduler | kube-controller-manager | kube-proxy)
       build_kubernetes "$component" "$target.partial" ;;
     *) echo "unknown component: $component" >&2; exit 2 ;;
