@@ -107,3 +107,30 @@ def test_the_lease_lapses_a_session_timeout_after_the_last_accepted_heartbeat_wa
     finally:
         controller.process.send_signal(signal.SIGCONT)
         controller.terminate()
+
+
+def test_the_metadata_stream_resumes_when_its_channel_is_closed_under_it(tmp_path: Path) -> None:
+    """A renewed TLS certificate retires the channel the metadata stream runs on, and gRPC cancels
+    the stream when that channel closes: seen on Kubernetes after a helm upgrade, the broker's
+    watch ended for good and it applied no metadata again (a restarted broker never rejoined the
+    ISRs it led). Here the link's channels are closed under the stream; it resumes on a new one."""
+    controller = start_controller(tmp_path / "data", free_port(), tmp_path / "controller.log")
+
+    async def scenario() -> None:
+        link = ControllerLink(
+            controller.address,
+            node_id=1,
+            incarnation_id="incarnation-channel",
+            endpoint=common_pb2.Node(node_id=1, host="127.0.0.1", port=19003),
+        )
+        await link.start()
+        await link.wait_for(lambda image: image.brokers.get(1) is not None and not image.brokers[1].fenced, 15)
+        await link.controllers.close()  # what retiring the channel does to the stream on it
+        await create_topic(controller.address, "after-the-channel-closed")
+        await link.wait_for(lambda image: image.topic("after-the-channel-closed") is not None, 15)
+        await link.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        controller.terminate()

@@ -158,7 +158,7 @@ state = "{RUN_DIR / "state"}"
         """Copy ``image`` from podman's store into containerd's ``k8s.io`` namespace."""
         archive = self.directory / "image.tar"
         podman("save", "--quiet", "--format=oci-archive", "-o", str(archive), image)
-        subprocess.run(
+        done = subprocess.run(
             [
                 "ctr",
                 f"--address={self.socket}",
@@ -168,10 +168,12 @@ state = "{RUN_DIR / "state"}"
                 f"--index-name={image}",
                 str(archive),
             ],
-            check=True,
             capture_output=True,
+            text=True,
+            check=False,
         )
         archive.unlink()
+        assert done.returncode == 0, f"ctr images import {image}: {done.stderr}"
 
     def _start_dns(self) -> None:
         """CoreDNS on the host's address, port 53: the cluster's names only (nothing forwarded)."""
@@ -349,15 +351,9 @@ state = "{RUN_DIR / "state"}"
         return path.read_text(errors="replace")[-4000:] if path.exists() else "(no log)"
 
     def stop(self) -> None:
-        """Stops the pods (kubelet's node drained of its sandboxes by crictl-free means: containerd
-        kills them when it stops with its shims), then every process, newest first."""
-        with suppress(Exception):
-            subprocess.run(
-                ["ctr", f"--address={self.socket}", "--namespace=k8s.io", "tasks", "ls", "-q"],
-                capture_output=True,
-                timeout=10,
-                check=False,
-            )
+        """Every process, newest first; then what they leave on the host: containerd's shims (and
+        with them the pods' containers), mounts under the node's directories, pods' network
+        namespaces, kube-proxy's iptables chains and the bridge."""
         for _name, process in reversed(self._processes):
             if process.poll() is None:
                 with suppress(ProcessLookupError):
@@ -367,10 +363,15 @@ state = "{RUN_DIR / "state"}"
                 except subprocess.TimeoutExpired:
                     os.killpg(process.pid, signal.SIGKILL)
                     process.wait(timeout=10)
-        # containerd-shim processes outlive containerd by design: end them and their containers
-        subprocess.run(
-            ["pkill", "-9", "-f", f"containerd-shim-runc-v2 -namespace k8s.io -address {self.socket}"], check=False
-        )
+        subprocess.run(["pkill", "-9", "-f", f"containerd-shim-runc-v2 .*-address {self.socket}"], check=False)
+        mounts = Path("/proc/self/mounts").read_text().split("\n")
+        points = [line.split()[1] for line in mounts if len(line.split()) > 1]
+        for point in sorted(points, reverse=True):
+            if point.startswith((str(self.directory), str(RUN_DIR), "/run/netns/cni-", "/var/run/netns/cni-")):
+                subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+        for namespace in Path("/run/netns").glob("cni-*"):
+            subprocess.run(["ip", "netns", "delete", namespace.name], check=False, capture_output=True)
+        subprocess.run([str(binary("kube-proxy")), "--cleanup"], check=False, capture_output=True)
         subprocess.run(["ip", "link", "delete", BRIDGE], check=False, capture_output=True)
         shutil.rmtree(RUN_DIR, ignore_errors=True)
 

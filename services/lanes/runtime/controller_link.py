@@ -81,6 +81,13 @@ class MetadataRefusedError(Exception):
     """The controller sent metadata this node must not apply (``ControllerLink._refusal``)."""
 
 
+def _being_cancelled() -> bool:
+    """Whether the running task itself was asked to stop (``Task.cancel``), as opposed to a
+    CancelledError raised from inside an awaited call."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 class ControllerLink:
     """Registration, heartbeats and the metadata image of one broker or coordinator."""
 
@@ -362,6 +369,19 @@ class ControllerLink:
                 )
             except MetadataRefusedError as exc:
                 _log.error("refusing the controller's metadata: %s; keeping everything as it is", exc)
+            except asyncio.CancelledError:
+                if _being_cancelled():
+                    raise
+                # Not this task: gRPC cancelled the call because its channel closed (ChannelCache
+                # retires a channel when the TLS files are renewed). The stream broke; resume on a
+                # new channel at once. Before, the watch ended here for good and the node applied
+                # no metadata again (a broker then never rejoined an ISR after a restart nearby).
+                backoff.reset()
+                _log.info(
+                    "metadata stream from %s closed with its channel; resuming from %d",
+                    self.controllers.address,
+                    self.image.last_offset + 1,
+                )
             await backoff.pause()
 
     def _check_lineage(self, update: controller_pb2.MetadataUpdate) -> None:
