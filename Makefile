@@ -8,6 +8,7 @@
 #   make up      install and run the local cluster (lanes up: a controller and 3 brokers) until Ctrl-C
 #   make images  build the lanes and lanes-spark images with podman (LOCAL_BASE=1: bases made here
 #                from Debian packages; IMAGE_REPOSITORY, IMAGE_TAG, PUSH=1: docs/kubernetes.md#images)
+#   make test-node  a one-node Kubernetes cluster here and the chart on it (root, not in make test)
 #   make test-deps  the tests' one-off builds, cached under ~/.cache/lanes: Kubernetes' binaries
 #                (etcd, kube-apiserver, kubectl, helm from the Go module proxy) and the image bases
 
@@ -20,7 +21,7 @@ STAMP  := $(VENV)/.stamp
 # What an install depends on: the project metadata and the C fast path it compiles.
 INSTALL_INPUTS := pyproject.toml services/lanes/protocol/_records_c.c
 
-.PHONY: test pytest lint proto bench up clean images test-deps container-tools
+.PHONY: test pytest lint proto bench up clean images test-deps test-node container-tools
 
 $(PY):
 	tools/ensure-build-deps.sh $(PYTHON)
@@ -67,6 +68,14 @@ test-deps: container-tools
 	tools/kube/build-binaries.sh & kube=$$!; \
 	  tools/images/local-base.sh python >/dev/null && tools/images/local-base.sh spark >/dev/null; \
 	  bases=$$?; wait $$kube && exit $$bases
+
+# A one-node Kubernetes cluster on this machine and the chart on it (root; a few minutes; not in
+# make test): tests/k8s/test_one_node_cluster.py, docs/kubernetes.md#a-one-node-cluster.
+test-node: $(STAMP)-dev test-deps
+	tools/ensure-debian-packages.sh "the one-node cluster" containerd=containerd conntrack=conntrack \
+	  /usr/lib/cni/bridge=containernetworking-plugins iptables=iptables
+	tools/kube/build-binaries.sh kubelet kube-scheduler kube-controller-manager kube-proxy coredns
+	LANES_K8S_NODE=1 SPARK_LOCAL_IP=127.0.0.1 $(BIN)/pytest -q -p no:cacheprovider tests/k8s/test_one_node_cluster.py
 
 images: container-tools
 	tools/images/build.sh

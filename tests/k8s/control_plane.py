@@ -339,8 +339,8 @@ def _run(command: list[str], stdin: str | None, check: bool, env: dict[str, str]
 
 
 @contextmanager
-def control_plane(directory: Path) -> Iterator[ControlPlane]:
-    plane = ControlPlane(directory)
+def control_plane(directory: Path, *, advertise_address: str = "127.0.0.1") -> Iterator[ControlPlane]:
+    plane = ControlPlane(directory, advertise_address=advertise_address)
     try:
         yield plane.start()
     finally:

@@ -364,6 +364,20 @@ state = "{RUN_DIR / "state"}"
                     os.killpg(process.pid, signal.SIGKILL)
                     process.wait(timeout=10)
         subprocess.run(["pkill", "-9", "-f", f"containerd-shim-runc-v2 .*-address {self.socket}"], check=False)
+        # The pods' processes outlive their shims: every process in the kubelet's cgroups goes.
+        hierarchies = [*Path("/sys/fs/cgroup").glob("*/kubepods"), *Path("/sys/fs/cgroup").glob("kubepods")]
+        for hierarchy in hierarchies:
+            for procs in hierarchy.rglob("cgroup.procs"):
+                for pid in procs.read_text().split():
+                    with suppress(ProcessLookupError):
+                        os.kill(int(pid), signal.SIGKILL)
+        for hierarchy in hierarchies:
+            for group in sorted(hierarchy.rglob("*"), key=lambda path: len(path.parts), reverse=True):
+                if group.is_dir():
+                    with suppress(OSError):
+                        group.rmdir()
+            with suppress(OSError):
+                hierarchy.rmdir()
         mounts = Path("/proc/self/mounts").read_text().split("\n")
         points = [line.split()[1] for line in mounts if len(line.split()) > 1]
         for point in sorted(points, reverse=True):

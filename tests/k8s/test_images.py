@@ -10,9 +10,7 @@ build cannot show (pinned public bases, numeric users)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import tomllib
 import uuid
 from collections.abc import Iterator
@@ -26,7 +24,7 @@ import lanes
 from tests.e2e.cli import wait_for
 from tests.integration.processes import free_port
 from tests.k8s.control_plane import ControlPlane
-from tests.k8s.podman import podman
+from tests.k8s.podman import build, podman
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -34,7 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 LANES_DOCKERFILE = ROOT / "deploy" / "docker" / "lanes.Dockerfile"
 SPARK_DOCKERFILE = ROOT / "deploy" / "docker" / "lanes-spark.Dockerfile"
 DOCKERFILES = [LANES_DOCKERFILE, SPARK_DOCKERFILE]
-BUILD = ROOT / "tools" / "images" / "build.sh"
 #: The lanes image's size bound: Debian's Python (~175 MB, slim's is ~125 MB) and the environment.
 LANES_IMAGE_MAX_BYTES = 450_000_000
 COMPILERS = ("gcc", "cc", "c++", "g++", "clang", "x86_64-linux-gnu-gcc")
@@ -69,20 +66,6 @@ def test_the_public_bases_are_pinned_build_arguments_and_the_users_numeric() -> 
     assert [rest for keyword, rest in final_stage(SPARK_DOCKERFILE) if keyword == "USER"][-1] == "185"
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     assert requires == ">=3.11", "the images' Python 3.11 satisfies the project"
-
-
-def build(image: str) -> str:
-    """``tools/images/build.sh IMAGE`` on local bases; the built image's name."""
-    done = subprocess.run(
-        [str(BUILD), image],
-        env={**os.environ, "LOCAL_BASE": "1", "IMAGE_REPOSITORY": "localhost/lanes-test"},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=1100,
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    return done.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="module")

@@ -30,11 +30,12 @@ case $kind in
     image=localhost/lanes-base/python:3.11-$SUITE
     packages=python3,python3-venv,python-is-python3,ca-certificates ;;
   spark)
-    image=localhost/lanes-base/spark:$PYSPARK_VERSION-java17-$SUITE
+    image=localhost/lanes-base/spark:$PYSPARK_VERSION-java17-$SUITE-2  # -2: with the entrypoint
     packages=python3,python3-venv,python-is-python3,ca-certificates,openjdk-17-jre-headless,procps,tini ;;
   *) echo "unknown base: $kind" >&2; exit 2 ;;
 esac
-tarball=$cache/${image//[\/:]/_}.tar
+# The root file system does not change with the image's revision suffix (-2 and later).
+tarball=$cache/$(echo "${image%-[0-9]}" | tr '/:' '__').tar
 
 if podman image exists "$image"; then
   echo "$image"
@@ -73,6 +74,7 @@ fi
 context=$(mktemp -d)
 trap 'rm -rf "$context"' EXIT
 ln "$tarball" "$context/rootfs.tar" 2>/dev/null || cp "$tarball" "$context/rootfs.tar"
+cp "$here/spark-entrypoint.sh" "$context/entrypoint.sh"
 {
   echo "FROM scratch"
   echo "ADD rootfs.tar /"
@@ -80,6 +82,8 @@ ln "$tarball" "$context/rootfs.tar" 2>/dev/null || cp "$tarball" "$context/rootf
   if [[ $kind == spark ]]; then
     echo "ENV SPARK_HOME=/opt/spark JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 PATH=/opt/spark/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     echo "WORKDIR /opt/spark-work-dir"
+    echo "COPY entrypoint.sh /opt/entrypoint.sh"
+    echo 'ENTRYPOINT ["/usr/bin/tini", "-s", "--", "/opt/entrypoint.sh"]'
     echo "USER 185"
   fi
   echo 'CMD ["/bin/bash"]'
