@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyspark
 import pytest
 import yaml
 
@@ -197,11 +198,14 @@ def test_a_spark_application_driver_runs_on_the_node(cluster: tuple[ControlPlane
     plane, node, _ = cluster
     image = build("lanes-spark")
     node.load_image(image)
-    plane.kubectl("create", "serviceaccount", "spark", "-n", NAMESPACE)
+    namespace = "spark-jobs"
+    plane.kubectl("create", "namespace", namespace)
+    plane.kubectl("create", "serviceaccount", "spark", "-n", namespace)
     plane.kubectl(
-        "create", "rolebinding", "spark", "--clusterrole=edit", f"--serviceaccount={NAMESPACE}:spark", "-n", NAMESPACE
+        "create", "rolebinding", "spark", "--clusterrole=edit", f"--serviceaccount={namespace}:spark", "-n", namespace
     )  # fmt: skip
     pki = plane.pki
+    token = plane.kubectl("create", "token", "spark", "-n", namespace, "--duration=1h").strip()
     submit = subprocess.run(
         [
             str(Path(sys.executable).parent / "spark-submit"),
@@ -216,15 +220,13 @@ def test_a_spark_application_driver_runs_on_the_node(cluster: tuple[ControlPlane
             "--conf",
             "spark.kubernetes.container.image.pullPolicy=Never",
             "--conf",
-            f"spark.kubernetes.namespace={NAMESPACE}",
+            f"spark.kubernetes.namespace={namespace}",
             "--conf",
             "spark.kubernetes.authenticate.driver.serviceAccountName=spark",
             "--conf",
             f"spark.kubernetes.authenticate.submission.caCertFile={pki.ca_file}",
-            "--conf",
-            f"spark.kubernetes.authenticate.submission.clientCertFile={pki.admin_cert}",
-            "--conf",
-            f"spark.kubernetes.authenticate.submission.clientKeyFile={pki.admin_key}",
+            "--conf",  # as the spark ServiceAccount (fabric8 reads no EC key files)
+            f"spark.kubernetes.authenticate.submission.oauthToken={token}",
             "--conf",
             "spark.kubernetes.driver.request.cores=0.2",
             "--conf",
@@ -240,13 +242,13 @@ def test_a_spark_application_driver_runs_on_the_node(cluster: tuple[ControlPlane
         text=True,
         timeout=300,
         check=False,
-        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(Path(pyspark.__file__).parent)},
     )
     assert submit.returncode == 0, submit.stderr[-4000:]
 
     def driver_phase() -> str:
-        pods = plane.get_json("pods", "-n", NAMESPACE, "-l", "spark-role=driver")["items"]
+        pods = plane.get_json("pods", "-n", namespace, "-l", "spark-role=driver")["items"]
         return str(pods[0]["status"].get("phase", "")) if pods else ""
 
     phase = wait_for(lambda: driver_phase() in ("Succeeded", "Failed") and driver_phase(), "the driver ends", 600)
-    assert phase == "Succeeded", plane.kubectl("logs", "-n", NAMESPACE, "-l", "spark-role=driver", "--tail=40")
+    assert phase == "Succeeded", plane.kubectl("logs", "-n", namespace, "-l", "spark-role=driver", "--tail=40")
