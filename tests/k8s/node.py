@@ -29,7 +29,7 @@ import yaml
 
 from tests.e2e.cli import wait_for
 from tests.integration.processes import free_port
-from tests.k8s.control_plane import ControlPlane, binary
+from tests.k8s.control_plane import CACHE, PINNED, ControlPlane, binary
 from tests.k8s.podman import exists as podman_image_exists
 from tests.k8s.podman import podman
 
@@ -134,16 +134,15 @@ state = "{RUN_DIR / "state"}"
             return PAUSE_IMAGE
         build = self.directory / "pause"
         build.mkdir(exist_ok=True)
-        module = subprocess.run(
-            ["go", "env", "GOMODCACHE"],
+        version = PINNED["KUBERNETES"]
+        downloaded = subprocess.run(  # the module the build script already fetched: no download
+            ["go", "mod", "download", "-json", f"k8s.io/kubernetes@{version}"],
             capture_output=True,
             text=True,
             check=True,
-            env={**os.environ, "GOMODCACHE": str(binary("kubectl").parent / "go" / "mod")},
-        ).stdout.strip()
-        source = (
-            Path(module) / f"k8s.io/kubernetes@{binary('kubectl').name.rsplit('-', 1)[1]}/build/pause/linux/pause.c"
+            env={**os.environ, "GOMODCACHE": os.environ.get("GOMODCACHE", str(CACHE / "go" / "mod"))},
         )
+        source = Path(json.loads(downloaded.stdout)["Dir"]) / "build" / "pause" / "linux" / "pause.c"
         subprocess.run(
             ["gcc", "-Os", "-Wall", "-static", "-DVERSION=3.10-lanes", "-o", str(build / "pause"), str(source)],
             check=True,

@@ -148,7 +148,9 @@ def test_the_job_reaches_the_secure_chart_as_its_own_user(name: str) -> None:
 
 def test_the_checkpoint_volume_is_shared_storage(kubernetes_api: ControlPlane) -> None:
     claim = yaml.safe_load((SPARK / "checkpoints.yaml").read_text())
-    kubernetes_api.kubectl("create", "--dry-run=server", "-n", "default", "-f", str(SPARK / "checkpoints.yaml"))
+    namespace = claim["metadata"]["namespace"]
+    kubernetes_api.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}])
+    kubernetes_api.kubectl("create", "--dry-run=server", "-f", str(SPARK / "checkpoints.yaml"))
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
     for application in APPLICATIONS.values():
         (volume,) = [v for v in application["spec"]["volumes"] if "persistentVolumeClaim" in v]
