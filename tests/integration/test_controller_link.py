@@ -32,6 +32,19 @@ async def broker_fenced(address: str, broker_id: int) -> bool:
         return next(b.fenced for b in cluster.brokers if b.endpoint.node_id == broker_id)
 
 
+async def unfenced_link(address: str, incarnation_id: str, port: int) -> ControllerLink:
+    """Broker 1's link, started and unfenced."""
+    link = ControllerLink(
+        address,
+        node_id=1,
+        incarnation_id=incarnation_id,
+        endpoint=common_pb2.Node(node_id=1, host="127.0.0.1", port=port),
+    )
+    await link.start()
+    await link.wait_for(lambda image: image.brokers.get(1) is not None and not image.brokers[1].fenced, 15)
+    return link
+
+
 def test_the_link_registers_follows_metadata_across_a_controller_restart_and_shuts_down_cleanly(tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "controller.log"
@@ -75,14 +88,7 @@ def test_the_lease_lapses_a_session_timeout_after_the_last_accepted_heartbeat_wa
     controller = start_controller(tmp_path / "data", free_port(), tmp_path / "controller.log")
 
     async def scenario() -> None:
-        link = ControllerLink(
-            controller.address,
-            node_id=1,
-            incarnation_id="incarnation-lease",
-            endpoint=common_pb2.Node(node_id=1, host="127.0.0.1", port=19002),
-        )
-        await link.start()
-        await link.wait_for(lambda image: image.brokers.get(1) is not None and not image.brokers[1].fenced, 15)
+        link = await unfenced_link(controller.address, "incarnation-lease", 19002)
         async for _ in attempts(Deadline(5), 0.05):
             if link.session_timeout_s is not None:
                 break
@@ -117,14 +123,7 @@ def test_the_metadata_stream_resumes_when_its_channel_is_closed_under_it(tmp_pat
     controller = start_controller(tmp_path / "data", free_port(), tmp_path / "controller.log")
 
     async def scenario() -> None:
-        link = ControllerLink(
-            controller.address,
-            node_id=1,
-            incarnation_id="incarnation-channel",
-            endpoint=common_pb2.Node(node_id=1, host="127.0.0.1", port=19003),
-        )
-        await link.start()
-        await link.wait_for(lambda image: image.brokers.get(1) is not None and not image.brokers[1].fenced, 15)
+        link = await unfenced_link(controller.address, "incarnation-channel", 19003)
         await link.controllers.close()  # what retiring the channel does to the stream on it
         await create_topic(controller.address, "after-the-channel-closed")
         await link.wait_for(lambda image: image.topic("after-the-channel-closed") is not None, 15)

@@ -5,7 +5,6 @@ cached per values: templates are pure functions of them, but for the generated C
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.k8s.control_plane import binary
+from tests.k8s.control_plane import binary, run_command
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "lanes"
@@ -21,23 +20,41 @@ SCENARIOS = sorted((CHART / "scenarios").glob("*.yaml"))
 WORKLOAD_KINDS = {"StatefulSet", "Deployment"}
 
 
-class HelmError(AssertionError):
-    """``helm`` refused the chart or the values; the message is what it printed."""
+def scenario(path: Path) -> dict[str, Any]:
+    return dict(yaml.safe_load(path.read_text()))
+
+
+#: Every optional part of the chart on.
+EVERYTHING_ON = {
+    "monitoring": {
+        "podMonitor": {"enabled": True},
+        "prometheusRule": {"enabled": True},
+        "dashboards": {"enabled": True},
+    },
+    "networkPolicy": {"enabled": True},
+    "operator": {"watchAllNamespaces": True, "namespaceGrants": {"team-a": ["team-a."]}},
+}
+CERT_MANAGER = {
+    "security": {
+        "certManager": {
+            "enabled": True,
+            "issuerRef": {"name": "lanes-ca"},
+            "caCertificate": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+        }
+    }
+}
+#: Values the chart is tested with: its defaults, everything enabled, cert-manager, each scenario.
+CASES = {
+    "defaults": {},
+    "everything-on": EVERYTHING_ON,
+    "cert-manager": CERT_MANAGER,
+    **{path.stem: scenario(path) for path in SCENARIOS},
+}
 
 
 def helm(*args: str, values: dict[str, Any] | None = None) -> str:
-    """``helm ARGS -f -`` with ``values`` on stdin; stdout, or HelmError with stderr."""
-    done = subprocess.run(
-        [str(binary("helm")), *args, "-f", "-"],
-        input=json.dumps(values or {}),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    if done.returncode != 0:
-        raise HelmError(done.stderr + done.stdout)
-    return done.stdout
+    """``helm ARGS -f -`` offline, with ``values`` on stdin; stdout, or CommandFailedError."""
+    return run_command([str(binary("helm")), *args, "-f", "-"], json.dumps(values or {}), check=True)
 
 
 @cache
@@ -54,12 +71,8 @@ def render(
 
 
 def lint(values: dict[str, Any] | None = None) -> str:
-    """``helm lint --strict``'s report; HelmError when it fails."""
+    """``helm lint --strict``'s report; CommandFailedError when it fails."""
     return helm("lint", "--strict", str(CHART), values=values)
-
-
-def scenario(path: Path) -> dict[str, Any]:
-    return dict(yaml.safe_load(path.read_text()))
 
 
 def one(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:

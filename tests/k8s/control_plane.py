@@ -52,8 +52,7 @@ SERVICE_RANGE = "10.96.0.0/16"
 def binary(component: str) -> Path:
     """The cached binary of ``component`` (etcd, kube-apiserver, kubectl, helm, ...), built first
     when this machine has none (minutes, once: the build script says how long)."""
-    product = {"etcd": "ETCD", "helm": "HELM", "coredns": "COREDNS"}.get(component, "KUBERNETES")
-    path = CACHE / f"{component}-{PINNED[product]}"
+    path = CACHE / f"{component}-{PINNED.get(component.upper(), PINNED['KUBERNETES'])}"
     if not path.exists():
         subprocess.run([str(BUILD_SCRIPT), component], check=True)
     return path
@@ -162,6 +161,39 @@ def _private_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
+class HostProcesses:
+    """Named processes of one directory (``<name>.log`` each), each in a session of its own:
+    started, checked alive, stopped newest first (SIGTERM, then SIGKILL after ``grace_s``)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._running: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def start(self, name: str, command: list[str]) -> None:
+        with (self.directory / f"{name}.log").open("ab") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._running.append((name, process))
+
+    def check_alive(self) -> None:
+        for name, process in self._running:
+            assert process.poll() is None, f"{name} exited {process.returncode}: {self.log(name)}"
+
+    def log(self, name: str) -> str:
+        path = self.directory / f"{name}.log"
+        return path.read_text(errors="replace")[-4000:] if path.exists() else "(no log)"
+
+    def stop(self, grace_s: float = 15) -> None:
+        for _name, process in reversed(self._running):
+            if process.poll() is None:
+                with suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=10)
+
+
 class ControlPlane:
     """etcd and kube-apiserver, started in ``directory``; ``admin_kubeconfig`` is cluster-admin.
 
@@ -178,11 +210,11 @@ class ControlPlane:
         self.pki = Pki(directory / "pki", extra_hosts=(advertise_address,))
         self.url = ""
         self.admin_kubeconfig = directory / "admin.kubeconfig"
-        self._processes: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.processes = HostProcesses(directory)
 
     def start(self) -> ControlPlane:
         etcd_port, etcd_peer_port, api_port = free_port(), free_port(), free_port()
-        self._start(
+        self.processes.start(
             "etcd",
             [
                 str(binary("etcd")),
@@ -198,7 +230,7 @@ class ControlPlane:
         )
         pki = self.pki
         self.url = f"https://127.0.0.1:{api_port}"
-        self._start(
+        self.processes.start(
             "kube-apiserver",
             [
                 str(binary("kube-apiserver")),
@@ -238,22 +270,13 @@ class ControlPlane:
         wait_for(self.ready, f"kube-apiserver ready at {self.url} (logs in {self.directory})", timeout_s=60)
         return self
 
-    def _start(self, name: str, command: list[str]) -> None:
-        with (self.directory / f"{name}.log").open("ab") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        self._processes.append((name, process))
-
     def ready(self) -> bool:
-        for name, process in self._processes:
-            assert process.poll() is None, f"{name} exited {process.returncode}: {self.log(name)}"
+        self.processes.check_alive()
         context = ssl.create_default_context(cafile=str(self.pki.ca_file))
         context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
         with suppress(OSError), urllib.request.urlopen(f"{self.url}/readyz", context=context, timeout=2) as answer:
             return bool(answer.status == 200)
         return False
-
-    def log(self, name: str) -> str:
-        return (self.directory / f"{name}.log").read_text(errors="replace")[-4000:]
 
     def kubeconfig(self, *, user: dict[str, str], namespace: str = "default") -> dict[str, Any]:
         """A kubeconfig for this control plane as ``user`` (client certificate files or a token)."""
@@ -280,7 +303,7 @@ class ControlPlane:
     def kubectl(self, *args: str, kubeconfig: Path | None = None, stdin: str | None = None, check: bool = True) -> str:
         """``kubectl ARGS`` as the administrator (or ``kubeconfig``'s user); its stdout. With
         ``check=False`` a failure returns stdout and stderr together instead of raising."""
-        return _run(
+        return run_command(
             [str(binary("kubectl")), f"--kubeconfig={kubeconfig or self.admin_kubeconfig}", *args], stdin, check
         )
 
@@ -292,7 +315,7 @@ class ControlPlane:
             "HELM_DATA_HOME": str(self.directory / "helm" / "data"),
             "KUBECONFIG": str(self.admin_kubeconfig),
         }
-        return _run([str(binary("helm")), *args], None, check, env)
+        return run_command([str(binary("helm")), *args], None, check, env)
 
     def apply(self, documents: Sequence[dict[str, Any]] | str, *args: str, check: bool = True) -> str:
         """``kubectl apply -f -`` of ``documents`` (objects, or YAML text), server-side."""
@@ -305,22 +328,16 @@ class ControlPlane:
         return json.loads(self.kubectl("get", "-o", "json", *args))
 
     def stop(self) -> None:
-        for _name, process in reversed(self._processes):
-            if process.poll() is None:
-                with suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait(timeout=10)
+        self.processes.stop()
 
 
 class CommandFailedError(AssertionError):
     """A ``kubectl`` or ``helm`` command exited non-zero; the message holds what it printed."""
 
 
-def _run(command: list[str], stdin: str | None, check: bool, env: dict[str, str] | None = None) -> str:
+def run_command(command: list[str], stdin: str | None, check: bool, env: dict[str, str] | None = None) -> str:
+    """``command``'s stdout (``stdin`` fed to it, ``env`` added to this process's); a failure raises
+    CommandFailedError with what it printed, or with ``check=False`` returns stdout and stderr."""
     done = subprocess.run(
         command,
         input=stdin,

@@ -70,8 +70,15 @@ class Refusals:
     def __init__(self, kubeconfig: Path, namespace: str) -> None:
         self.api = kubernetes.client.CustomObjectsApi(kubernetes.config.new_client_from_config(str(kubeconfig)))
         self.namespace = namespace
+        #: every refusal message given so far (to check that each CEL rule refused something)
+        self.seen: set[str] = set()
 
     def __call__(self, resource: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:
+        found = self._refusals(resource, old)
+        self.seen.update(found)
+        return found
+
+    def _refusals(self, resource: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
         group, version = resource["apiVersion"].split("/")
         plural = crds()[resource["kind"]]["spec"]["names"]["plural"]
         namespaced = crds()[resource["kind"]]["spec"]["scope"] == "Namespaced"

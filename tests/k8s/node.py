@@ -29,7 +29,7 @@ import yaml
 
 from tests.e2e.cli import wait_for
 from tests.integration.processes import free_port
-from tests.k8s.control_plane import CACHE, PINNED, ControlPlane, binary
+from tests.k8s.control_plane import CACHE, PINNED, ControlPlane, HostProcesses, binary
 from tests.k8s.podman import exists as podman_image_exists
 from tests.k8s.podman import podman
 
@@ -58,7 +58,7 @@ class Node:
         self.directory = directory
         self.address = plane.advertise_address
         self.socket = RUN_DIR / "containerd.sock"
-        self._processes: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.processes = HostProcesses(directory)
 
     # -- start-up ----------------------------------------------------------------------------
 
@@ -125,8 +125,8 @@ state = "{RUN_DIR / "state"}"
     conf_dir = "{cni}"
 """
         )
-        self._start("containerd", ["containerd", f"--config={config}"])
-        wait_for(self.socket.exists, f"containerd's socket (log: {self.log('containerd')})", timeout_s=30)
+        self.processes.start("containerd", ["containerd", f"--config={config}"])
+        wait_for(self.socket.exists, f"containerd's socket (log: {self.processes.log('containerd')})", timeout_s=30)
 
     def _pause_image(self) -> str:
         """registry.k8s.io/pause built from Kubernetes' build/pause/linux/pause.c (static), once."""
@@ -194,31 +194,23 @@ state = "{RUN_DIR / "state"}"
 }}
 """
         )
-        self._start("coredns", [str(binary("coredns")), f"-conf={corefile}"])
+        self.processes.start("coredns", [str(binary("coredns")), f"-conf={corefile}"])
 
     def _start_control_loops(self) -> None:
         pki, kubeconfig = self.plane.pki, str(self.plane.admin_kubeconfig)
-        self._start(
-            "kube-scheduler",
-            [
-                str(binary("kube-scheduler")),
-                f"--kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={free_port()}",
-            ],
-        )
-        self._start(
+        common = [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+        ]
+        self.processes.start("kube-scheduler", [str(binary("kube-scheduler")), *common, f"--secure-port={free_port()}"])
+        self.processes.start(
             "kube-controller-manager",
             [
                 str(binary("kube-controller-manager")),
-                f"--kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
+                *common,
                 f"--secure-port={free_port()}",
                 f"--service-account-private-key-file={pki.service_account_key}",
                 f"--root-ca-file={pki.ca_file}",
@@ -271,7 +263,7 @@ state = "{RUN_DIR / "state"}"
                 }
             )
         )
-        self._start(
+        self.processes.start(
             "kubelet",
             [
                 str(binary("kubelet")),
@@ -308,13 +300,12 @@ state = "{RUN_DIR / "state"}"
                 }
             )
         )
-        self._start("kube-proxy", [str(binary("kube-proxy")), f"--config={config}"])
+        self.processes.start("kube-proxy", [str(binary("kube-proxy")), f"--config={config}"])
 
     # -- what tests use ----------------------------------------------------------------------
 
     def ready(self) -> bool:
-        for name, process in self._processes:
-            assert process.poll() is None, f"{name} exited {process.returncode}: {self.log(name)}"
+        self.processes.check_alive()
         found = self.plane.kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
         if not found.startswith("{"):
             return False
@@ -345,23 +336,11 @@ state = "{RUN_DIR / "state"}"
             )
         self.plane.apply(documents)
 
-    def log(self, name: str) -> str:
-        path = self.directory / f"{name}.log"
-        return path.read_text(errors="replace")[-4000:] if path.exists() else "(no log)"
-
     def stop(self) -> None:
         """Every process, newest first; then what they leave on the host: containerd's shims (and
         with them the pods' containers), mounts under the node's directories, pods' network
         namespaces, kube-proxy's iptables chains and the bridge."""
-        for _name, process in reversed(self._processes):
-            if process.poll() is None:
-                with suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait(timeout=10)
+        self.processes.stop(grace_s=20)
         subprocess.run(["pkill", "-9", "-f", f"containerd-shim-runc-v2 .*-address {self.socket}"], check=False)
         # The pods' processes outlive their shims: every process in the kubelet's cgroups goes.
         hierarchies = [*Path("/sys/fs/cgroup").glob("*/kubepods"), *Path("/sys/fs/cgroup").glob("kubepods")]
@@ -387,8 +366,3 @@ state = "{RUN_DIR / "state"}"
         subprocess.run([str(binary("kube-proxy")), "--cleanup"], check=False, capture_output=True)
         subprocess.run(["ip", "link", "delete", BRIDGE], check=False, capture_output=True)
         shutil.rmtree(RUN_DIR, ignore_errors=True)
-
-    def _start(self, name: str, command: list[str]) -> None:
-        with (self.directory / f"{name}.log").open("ab") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        self._processes.append((name, process))

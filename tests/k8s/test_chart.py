@@ -27,8 +27,18 @@ from cryptography.x509.oid import NameOID
 from lanes.broker.__main__ import IN_SYNC_HEALTH
 from lanes.cli.main import build_parser
 from tests.integration.processes import running_cluster
-from tests.k8s.chart import CHART, SCENARIOS, HelmError, containers, lint, one, pod_specs, render, scenario
-from tests.k8s.control_plane import ControlPlane
+from tests.k8s.chart import (
+    CASES,
+    CHART,
+    EVERYTHING_ON,
+    SCENARIOS,
+    containers,
+    lint,
+    one,
+    pod_specs,
+    render,
+)
+from tests.k8s.control_plane import CommandFailedError, ControlPlane
 
 CUSTOM_KINDS = {
     "Certificate": "cert-manager.io/v1",
@@ -36,29 +46,6 @@ CUSTOM_KINDS = {
     "PrometheusRule": "monitoring.coreos.com/v1",
     "ClusterKopfPeering": "kopf.dev/v1",
     "KopfPeering": "kopf.dev/v1",
-}
-EVERYTHING_ON = {
-    "monitoring": {
-        "podMonitor": {"enabled": True},
-        "prometheusRule": {"enabled": True},
-        "dashboards": {"enabled": True},
-    },
-    "networkPolicy": {"enabled": True},
-}
-CERT_MANAGER = {
-    "security": {
-        "certManager": {
-            "enabled": True,
-            "issuerRef": {"name": "lanes-ca"},
-            "caCertificate": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
-        }
-    }
-}
-CASES = {
-    "defaults": {},
-    "everything-on": EVERYTHING_ON,
-    "cert-manager": CERT_MANAGER,
-    **{path.stem: scenario(path) for path in SCENARIOS},
 }
 
 
@@ -104,7 +91,7 @@ def test_every_rendered_object_is_one_of_a_kind(values: dict[str, Any]) -> None:
     ],
 )
 def test_the_values_schema_refuses_bad_values(values: dict[str, Any], complaint: str) -> None:
-    with pytest.raises(HelmError, match=re.escape(complaint)):
+    with pytest.raises(CommandFailedError, match=re.escape(complaint)):
         render(values)
 
 

@@ -12,9 +12,6 @@ import pytest
 from tests.k8s.control_plane import ControlPlane
 from tests.k8s.crds import Refusals, crds, examples, rules
 
-#: Every refusal message the server gave in this module (the last test checks every rule's).
-SEEN: set[str] = set()
-
 
 def topic(**spec: Any) -> dict[str, Any]:
     return {"apiVersion": "lanes.dev/v1alpha1", "kind": "Topic", "metadata": {"name": "t"}, "spec": spec}
@@ -29,20 +26,9 @@ def user(**spec: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def server(kubernetes_api: ControlPlane, namespace: str) -> Refusals:
+def refusals(kubernetes_api: ControlPlane, namespace: str) -> Refusals:
+    """The server's refusals of a resource (and of an update from ``old``), remembered in ``seen``."""
     return Refusals(kubernetes_api.admin_kubeconfig, namespace)
-
-
-@pytest.fixture
-def refusals(server: Refusals) -> Refusals:
-    """The server's refusals of a resource (and of an update from ``old``), remembered in SEEN."""
-
-    def refuse(resource: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:
-        found = server(resource, old)
-        SEEN.update(found)
-        return found
-
-    return refuse  # type: ignore[return-value]
 
 
 def messages(found: list[str]) -> list[str]:
@@ -227,7 +213,7 @@ def test_a_users_name_cannot_change(refusals: Refusals) -> None:
     ]
 
 
-def test_every_cel_rule_was_exercised_through_the_server() -> None:
+def test_every_cel_rule_was_exercised_through_the_server(refusals: Refusals) -> None:
     """Every rule of every CRD refused at least one request in this module (run last)."""
     wanted = {rule["message"] for kind in crds() for _, rule in rules(kind)}
-    assert wanted <= set(messages(sorted(SEEN))), wanted - set(messages(sorted(SEEN)))
+    assert wanted <= set(messages(sorted(refusals.seen))), wanted - set(messages(sorted(refusals.seen)))

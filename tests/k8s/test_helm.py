@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.k8s.chart import CHART, SCENARIOS
+from tests.k8s.chart import CASES, CHART
 from tests.k8s.control_plane import CommandFailedError, ControlPlane, control_plane
 from tests.k8s.crds import EXAMPLES_DIR, crds
 
@@ -31,24 +31,6 @@ FOREIGN_KINDS = {
     ("cert-manager.io", "Certificate", "certificates"),
     ("monitoring.coreos.com", "PodMonitor", "podmonitors"),
     ("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
-}
-EVERYTHING_ON = {
-    "monitoring": {
-        "podMonitor": {"enabled": True},
-        "prometheusRule": {"enabled": True},
-        "dashboards": {"enabled": True},
-    },
-    "networkPolicy": {"enabled": True},
-    "operator": {"watchAllNamespaces": True, "namespaceGrants": {"team-a": ["team-a."]}},
-}
-CERT_MANAGER = {
-    "security": {
-        "certManager": {
-            "enabled": True,
-            "issuerRef": {"name": "lanes-ca"},
-            "caCertificate": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
-        }
-    }
 }
 
 
@@ -163,14 +145,7 @@ def test_helm_upgrade_with_changed_values_keeps_the_ca_and_the_admin_password(
     assert '"status":"deployed"' in history.replace(" ", "")
 
 
-@pytest.mark.parametrize(
-    ("name", "values"),
-    [
-        *[(path.stem, yaml.safe_load(path.read_text())) for path in SCENARIOS],
-        ("everything-on", EVERYTHING_ON),
-        ("cert-manager", CERT_MANAGER),
-    ],
-)
+@pytest.mark.parametrize(("name", "values"), [(name, values) for name, values in CASES.items() if name != "defaults"])
 def test_helm_install_of_every_scenario_is_accepted(
     plane: ControlPlane, name: str, values: dict[str, Any], tmp_path: Path
 ) -> None:

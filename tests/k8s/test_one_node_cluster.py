@@ -160,7 +160,7 @@ def test_a_rolling_restart_under_load_keeps_every_isr_at_min_insync(cluster: tup
         stderr=subprocess.STDOUT,
         text=True,
     )
-    time.sleep(3)
+    wait_for(lambda: (seen := isr_floor(plane, "load")) is not None and seen[1] > 0, "the load under way")
     plane.kubectl("rollout", "restart", "-n", NAMESPACE, "statefulset/lanes-broker")
     rollout = subprocess.Popen(
         [
