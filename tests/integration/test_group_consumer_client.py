@@ -119,3 +119,32 @@ def test_a_pattern_subscription_picks_up_topics_created_later(cluster: LocalClus
         wait_until(lambda: (read.extend(consumer.poll(100)), len(read))[1] == 10, 30, "the new topic's records")
         assert consumer.assignment() == {TP("metrics-cpu", 0), TP("metrics-disk", 0), TP("metrics-disk", 1)}
         assert {r.topic for r in read} == {"metrics-disk"}
+
+
+def test_a_revoked_partition_read_from_offset_0_is_committed_before_it_moves(cluster: LocalCluster) -> None:
+    """Commit-before-revoke commits position 0 too: with ``auto_offset_reset="latest"`` the next
+    owner would otherwise start at the end and skip what was produced during the rebalance."""
+    bootstrap = cluster.describe()["bootstrap"]
+    lanes.Admin(bootstrap).create_topic("handover", partitions=2, replication_factor=1)
+    both = {TP("handover", 0), TP("handover", 1)}
+
+    def member() -> lanes.Consumer:
+        return lanes.Consumer(
+            bootstrap, group_id="handover", auto_offset_reset="latest", auto_commit_interval_ms=600_000
+        )
+
+    with member() as first:
+        first.subscribe(["handover"])
+        wait_until(lambda: (first.poll(50), first.assignment() == both)[1], 20, "the first member owning both")
+        assert {first.position(tp) for tp in both} == {0}
+        with member() as second:
+            second.subscribe(["handover"])
+
+            def split() -> bool:
+                first.poll(50)
+                second.poll(50)
+                return len(first.assignment()) == len(second.assignment()) == 1
+
+            wait_until(split, 30, "the partitions split between the two members")
+            moved = second.assignment()
+            assert first.committed(moved) == dict.fromkeys(moved, 0)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import lanes
-from lanes.broker.service import FOLLOWER_MAX_WAIT_MS
+from lanes.broker.fetcher_manager import FOLLOWER_MAX_WAIT_MS
 from lanes.cli.watch import scrape, total
 from lanes.errors import ErrorCode
 from lanes.protocol.records import decode_batches

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes.clock import ManualClock
+from lanes.controller.quorum_controller import QuorumController
 from lanes.controller.service import ControllerService
 from lanes.errors import ErrorCode
 from lanes.runtime.guard import CALLER, Caller
@@ -19,19 +20,21 @@ from lanes.v1 import common_pb2, controller_pb2, metadata_pb2
 
 def make(data_dir: Path) -> ControllerService:
     return ControllerService(
-        data_dir,
-        endpoint=common_pb2.Node(node_id=0, host="127.0.0.1", port=1),
-        clock=ManualClock(),
-        rng=random.Random(3),
-        snapshot_every_records=20,
+        QuorumController(
+            data_dir,
+            endpoint=common_pb2.Node(node_id=0, host="127.0.0.1", port=1),
+            clock=ManualClock(),
+            rng=random.Random(3),
+            snapshot_every_records=20,
+        )
     )
 
 
 async def started(data_dir: Path) -> ControllerService:
     service = make(data_dir)
-    await service.start()
+    await service.controller.start()
     for _ in range(200):
-        if service.active:
+        if service.controller.active:
             return service
         await asyncio.sleep(0.01)
     raise AssertionError("a quorum of one elects itself at its first tick")
@@ -57,8 +60,8 @@ def test_snapshots_are_taken_as_the_log_grows_and_read_back_on_restart(tmp_path:
                 ),
                 None,  # type: ignore[arg-type]
             )
-        names = sorted(service.image.topic_ids)
-        await service.stop()
+        names = sorted(service.controller.image.topic_ids)
+        await service.controller.stop()
         return names
 
     names = asyncio.run(scenario())
@@ -67,8 +70,8 @@ def test_snapshots_are_taken_as_the_log_grows_and_read_back_on_restart(tmp_path:
 
     async def restart() -> list[str]:
         service = await started(tmp_path)
-        names = sorted(service.image.topic_ids)
-        await service.stop()
+        names = sorted(service.controller.image.topic_ids)
+        await service.controller.stop()
         return names
 
     assert asyncio.run(restart()) == names
@@ -92,11 +95,16 @@ def test_topic_changes_over_a_users_controller_mutation_quota_are_refused_until_
 
     async def scenario() -> None:
         service = ControllerService(
-            tmp_path, endpoint=common_pb2.Node(node_id=0, host="127.0.0.1", port=1), clock=clock, rng=random.Random(3)
+            QuorumController(
+                tmp_path,
+                endpoint=common_pb2.Node(node_id=0, host="127.0.0.1", port=1),
+                clock=clock,
+                rng=random.Random(3),
+            )
         )
-        await service.start()
+        await service.controller.start()
         for _ in range(200):
-            if service.active:
+            if service.controller.active:
                 break
             await asyncio.sleep(0.01)
         registered = await service.RegisterBroker(
@@ -138,8 +146,8 @@ def test_topic_changes_over_a_users_controller_mutation_quota_are_refused_until_
         )
         assert deleted.topics[0].error.code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
         assert deleted.throttle_time_ms == 4_000
-        assert service.image.topic("burst") is not None
-        assert service.image.topic("next") is None
+        assert service.controller.image.topic("burst") is not None
+        assert service.controller.image.topic("next") is None
         clock.advance(3_000)  # -2 tokens
         assert (await create(service, "next", 1)).throttle_time_ms == 1_000
         clock.advance(1_000)  # 0 tokens: accepted, -1
@@ -173,7 +181,7 @@ def test_topic_changes_over_a_users_controller_mutation_quota_are_refused_until_
         assert (await create(service, "theirs-too", 50)).topics[0].error.code == 0
         CALLER.set(None)  # the cluster's own calls
         assert (await create(service, "internal-ish", 50)).topics[0].error.code == 0
-        assert service.metrics.mutations_throttled._value.get() == 14
-        await service.stop()
+        assert service.controller.metrics.mutations_throttled._value.get() == 14
+        await service.controller.stop()
 
     asyncio.run(asyncio.wait_for(scenario(), 30))

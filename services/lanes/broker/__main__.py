@@ -15,7 +15,8 @@ from pathlib import Path
 
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FETCH_MEMORY_BYTES, REPLICA_FETCH_RESPONSE_MAX_BYTES
 from lanes.broker.metrics import BrokerMetrics
-from lanes.broker.service import PRODUCER_ID_EXPIRATION_MS, BrokerService, add_to_server
+from lanes.broker.node import PRODUCER_ID_EXPIRATION_MS, BrokerNode
+from lanes.broker.service import BrokerService, add_to_server
 from lanes.clock import SystemClock
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
 from lanes.runtime.metrics import ServiceMetrics
@@ -117,7 +118,7 @@ async def serve(options: argparse.Namespace) -> None:
         node_id=options.broker_id, host=advertised_host(options), port=options.port, rack=options.rack
     )
     metrics = ServiceMetrics("broker")
-    service = BrokerService(
+    node = BrokerNode(
         options.broker_id,
         options.data_dir,
         controller_addresses=options.controller,
@@ -126,9 +127,12 @@ async def serve(options: argparse.Namespace) -> None:
         replica_lag_time_max_ms=options.replica_lag_time_max_ms,
         producer_id_expiration_ms=options.producer_id_expiration_ms,
         metrics=BrokerMetrics(metrics, partition_series=options.metrics_partition_series == "on"),
+        fetch_memory_bytes=options.fetch_memory_bytes,
+    )
+    service = BrokerService(
+        node,
         fetch_max_bytes=options.fetch_max_bytes,
         replica_fetch_response_max_bytes=options.replica_fetch_response_max_bytes,
-        fetch_memory_bytes=options.fetch_memory_bytes,
     )
     running = await start_server(
         [ServiceBinding(BROKER_SERVICE, lambda server: add_to_server(service, server))],
@@ -136,31 +140,31 @@ async def serve(options: argparse.Namespace) -> None:
         port=options.port,
         metrics=metrics,
         metrics_port=options.metrics_port,
-        **server_listeners(options, lambda: service.image, metrics=metrics),
+        **server_listeners(options, lambda: node.image, metrics=metrics),
         limits=ServerLimits(max_request_bytes=options.max_request_bytes),
     )
     endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering
     endpoint.certificate_port = running.certificate_port
-    await service.start()
-    reporting = asyncio.create_task(report_in_sync(service, running))
+    await node.start()
+    reporting = asyncio.create_task(report_in_sync(node, running))
 
     async def stop() -> None:
         reporting.cancel()
-        await service.stop()
+        await node.stop()
 
     await serve_until_signalled(
         running,
         {"service": "broker", "broker_id": options.broker_id, "address": running.address},
         stop,
         metrics=metrics,
-        hand_off=service.hand_off,
+        hand_off=node.hand_off,
     )
 
 
-async def report_in_sync(service: BrokerService, running: RunningServer, interval_s: float = 1.0) -> None:
-    """Keep the ``lanes.broker.InSync`` health status current (``BrokerService.in_sync``)."""
+async def report_in_sync(node: BrokerNode, running: RunningServer, interval_s: float = 1.0) -> None:
+    """Keep the ``lanes.broker.InSync`` health status current (``BrokerNode.in_sync``)."""
     while True:
-        await running.set_serving(service.in_sync(), IN_SYNC_HEALTH)
+        await running.set_serving(node.in_sync(), IN_SYNC_HEALTH)
         await asyncio.sleep(interval_s)
 
 

@@ -1,24 +1,32 @@
-"""A consumer's Fetch while it is answered: each partition's next offset and the record bytes read
-for it so far.
+"""Consumers' Fetch requests: ``ConsumerFetches`` serves them, ``ConsumerFetch`` is one while it
+is answered (each partition's next offset and the record bytes read for it so far).
 
 A long-poll reads in passes: the first when the fetch arrives, then one each time a partition it
 names moved (its high-water mark or leader epoch changed), each reading only what arrived since
-the one before. A fetch waiting for ``min_bytes`` therefore never reads a byte twice: it used to
-read everything again on every append anywhere on the broker (eight fetches asking for 2 GiB
-re-read a 119 MiB partition per append, issue #23).
+the one before. A fetch waiting for ``min_bytes`` therefore never reads a byte twice (eight
+fetches asking for 2 GiB must not re-read a large partition on every append). The record bytes a
+fetch holds come out of the broker's fetch memory (``FetchMemory``): a pass reads only into what
+it was granted, and a fetch with no grant waits for memory to be freed rather than for a move.
 
 Threads: ``read_pass`` runs in a worker thread while the fetch's own coroutine awaits it;
 ``moved`` and ``answer`` run on the event loop. Nothing else touches a ``ConsumerFetch``.
+``ConsumerFetches`` is owned by the broker's event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from lanes.broker.fetch_limits import FetchLimits, FetchMemory
 from lanes.broker.partition import Partition
+from lanes.broker.purgatory import Purgatory
+from lanes.broker.replica_manager import ReplicaManager
+from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, OffsetOutOfRangeError
 from lanes.rpc.wire import wire_error
+from lanes.runtime.broadcast import Broadcast
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2
 
@@ -150,3 +158,53 @@ class ConsumerFetch:
                 size, records = sent.get(slot.key.topic, (0, 0))
                 sent[slot.key.topic] = (size + slot.read_bytes, records + slot.records)
         return self.response, sent
+
+
+class ConsumerFetches:
+    """Serves consumers' Fetch requests within the broker's fetch memory; see the module docstring."""
+
+    def __init__(self, replicas: ReplicaManager, fetch_memory_bytes: int) -> None:
+        self._replicas = replicas
+        self._memory = FetchMemory(fetch_memory_bytes)
+        self._memory_freed = Broadcast()  # fetches gave memory back
+
+    async def fetch(
+        self, fetch: ConsumerFetch, limits: FetchLimits
+    ) -> tuple[broker_pb2.FetchResponse, dict[str, tuple[int, int]]]:
+        """Read what is there; while that is under ``min_bytes``, wait for a named partition to
+        move and read what arrived, until the wait ends. The response and what it holds by topic
+        (``ConsumerFetch.answer``)."""
+        purgatory: Purgatory = self._replicas.purgatory
+        deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
+        held = 0  # what this fetch holds of the fetch memory, its grant in flight included
+        try:
+            due = True  # a pass is due: the first, or a partition moved, or memory was freed
+            while True:
+                # tickets before reading: a move or a release meanwhile wakes us
+                with purgatory.watch(fetch.keys) as ticket:
+                    memory_freed = self._memory_freed.ticket()
+                    if due or fetch.moved(self._replicas.partitions):
+                        due = False
+                        granted = self._memory.grant(limits.max_bytes - fetch.read_bytes)
+                        if granted == 0:
+                            due = True  # nothing to read into: wait for a release, not for a move
+                        else:
+                            held += granted
+                            read = await asyncio.to_thread(fetch.read_pass, self._replicas.fetchable, granted)
+                            held += read - granted
+                            self._settle(granted, read)
+                            if fetch.read_bytes >= limits.min_bytes or fetch.urgent:
+                                break
+                    if deadline.expired():
+                        break
+                    await purgatory.wait_either(ticket, memory_freed if due else None, deadline.remaining_s())
+            return fetch.answer()
+        finally:
+            self._settle(held, 0)
+
+    def _settle(self, granted_bytes: int, read_bytes: int) -> None:
+        """A read took ``read_bytes`` of a ``granted_bytes`` grant (an answered fetch: 0 of what
+        it held); fetches waiting for memory try again when some was freed."""
+        self._memory.settle(granted_bytes, read_bytes)
+        if read_bytes < granted_bytes:
+            self._memory_freed.notify_all()

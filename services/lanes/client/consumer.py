@@ -229,7 +229,7 @@ class AsyncConsumer:
         if step.kind == "revoke" and self._auto_commit:
             positions = self._fetcher.positions
             try:
-                await self._commit_positions({tp: positions[tp] for tp in partitions if positions.get(tp)})
+                await self._commit_positions({tp: positions[tp] for tp in partitions if positions.get(tp) is not None})
             except LanesError as exc:
                 _log.warning("group %s: commit before revoking %s failed: %s", self.group_id, sorted(partitions), exc)
         if step.kind == "assign":

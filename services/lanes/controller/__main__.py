@@ -17,16 +17,11 @@ from pathlib import Path
 
 from lanes.clock import SystemClock
 from lanes.controller.core import MAX_PARTITIONS
+from lanes.controller.gate import CONTROLLER_SERVICE, QUORUM_SERVICE, ActiveControllerGate, add_quorum_to_server
 from lanes.controller.metrics import ControllerMetrics
 from lanes.controller.quorum import parse_voters
-from lanes.controller.service import (
-    CONTROLLER_SERVICE,
-    QUORUM_SERVICE,
-    ActiveControllerGate,
-    ControllerService,
-    add_quorum_to_server,
-    add_to_server,
-)
+from lanes.controller.quorum_controller import QuorumController
+from lanes.controller.service import ControllerService, add_to_server
 from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.server import (
@@ -143,7 +138,7 @@ async def serve(options: argparse.Namespace) -> None:
     voters = (
         parse_voters(options.voters) if options.voters else {options.node_id: f"{host}:{internal_port or options.port}"}
     )
-    service = ControllerService(
+    controller = QuorumController(
         options.data_dir,
         endpoint=common_pb2.Node(node_id=options.node_id, host=host, port=options.port, internal_port=internal_port),
         clock=clock,
@@ -162,16 +157,17 @@ async def serve(options: argparse.Namespace) -> None:
         metrics=ControllerMetrics(metrics),
         bootstrap_users=bootstrap_users(options),
     )
+    service = ControllerService(controller)
     listeners = server_listeners(
         options,
-        lambda: service.image,
-        gate=lambda listener: [ActiveControllerGate(service, listener)],
+        lambda: controller.image,
+        gate=lambda listener: [ActiveControllerGate(controller, listener)],
         metrics=metrics,
     )
     running = await start_server(
         [
             ServiceBinding(CONTROLLER_SERVICE, lambda server: add_to_server(service, server)),
-            ServiceBinding(QUORUM_SERVICE, lambda server: add_quorum_to_server(service, server)),
+            ServiceBinding(QUORUM_SERVICE, lambda server: add_quorum_to_server(controller.quorum, server)),
         ],
         host=options.host,
         port=options.port,
@@ -179,15 +175,15 @@ async def serve(options: argparse.Namespace) -> None:
         metrics_port=options.metrics_port,
         **listeners,
     )
-    service.endpoint.port, service.endpoint.certificate_port = running.port, running.certificate_port
-    await service.start()
+    controller.endpoint.port, controller.endpoint.certificate_port = running.port, running.certificate_port
+    await controller.start()
     if len(voters) == 1:  # a quorum of one elects itself at once: ready means active then
-        while not service.active:
+        while not controller.active:
             await asyncio.sleep(0.01)
     await serve_until_signalled(
         running,
         {"service": "controller", "address": running.address, "node_id": options.node_id},
-        service.stop,
+        controller.stop,
         metrics=metrics,
     )
 

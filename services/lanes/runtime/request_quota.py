@@ -28,6 +28,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.metadata.image import REQUEST_PERCENTAGE, MetadataImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.rpc.wire import ServicerContext
@@ -58,18 +59,25 @@ def _clusters_own(rule: Rule | None, request: Any) -> bool:
 Limited = tuple[QuotaEntity, float]
 
 
-async def muted(quotas: ClientQuotas, key: str, limited: Limited, metrics: ServiceMetrics | None = None) -> None:
+async def muted(
+    quotas: ClientQuotas,
+    key: str,
+    limited: Limited,
+    metrics: ServiceMetrics | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+) -> None:
     """Wait until the entity ``limited`` names is no longer muted under ``key`` (KIP-219's mute:
-    the throttle time its last recorded amount earned); the time waited, cancelled or not, is
-    counted in ``metrics``. With no await after it returns, a caller that records
-    at once lets waiters pass one at a time as the quota allows."""
+    the throttle time its last recorded amount earned, on ``clock``, which must move with the
+    event loop's time); the time waited, cancelled or not, is counted in ``metrics``. With no
+    await after it returns, a caller that records at once lets waiters pass one at a time as
+    the quota allows."""
     who, _ = limited
-    started_s = time.monotonic()
+    started_ms = clock.monotonic_ms()
     try:
-        while (muted_ms := quotas.muted_ms(who, key, time.monotonic())) > 0:
+        while (muted_ms := quotas.muted_ms(who, key, clock.monotonic_ms() / 1000)) > 0:
             await asyncio.sleep(muted_ms / 1000)
     finally:  # a call cancelled while muted (its client gave up) waited too
-        waited_ms = int((time.monotonic() - started_s) * 1000)
+        waited_ms = int(clock.monotonic_ms() - started_ms)
         if waited_ms and metrics is not None:
             metrics.throttled(key, waited_ms)
 

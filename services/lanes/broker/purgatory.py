@@ -1,0 +1,88 @@
+"""Where a broker's requests wait for partitions to move (Kafka's delayed-operation purgatory).
+
+Three kinds of request wait on partitions: a consumer's Fetch for ``min_bytes`` of new records, a
+follower's ReplicaFetch for records to copy, and an acks=all Produce for the high-water mark to
+cover its batch. They all wait here, keyed by partition, so an append to one partition wakes
+only the requests naming it (``KeyedBroadcast``), and a change that may concern any partition
+(leaderships moved) wakes them all.
+
+The rule every waiter follows: take a ticket (``watch``) *before* checking its condition, then
+wait on that ticket, so a move between the check and the wait is never lost. ``park`` is that
+loop for a waiter whose check is one call.
+
+Owned by the broker's event loop; ``moved_from_thread`` is the one entry for worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Collection
+from typing import TypeVar
+
+from lanes.deadline import Deadline
+from lanes.runtime.broadcast import KeyedBroadcast, KeyedTicket
+from lanes.topic_partition import TopicPartition
+
+T = TypeVar("T")
+
+
+class Purgatory:
+    """Requests parked on partitions until one of them moves. See the module docstring."""
+
+    def __init__(self) -> None:
+        self._signals: KeyedBroadcast[TopicPartition] = KeyedBroadcast()
+
+    def watch(self, keys: Collection[TopicPartition]) -> KeyedTicket[TopicPartition]:
+        """A ticket woken when any of ``keys`` moves after this call (close it: ``with``)."""
+        return self._signals.ticket(keys)
+
+    def moved(self, key: TopicPartition) -> None:
+        """``key`` moved (an append, a high-water mark, an ISR, a leader epoch): wake its waiters."""
+        self._signals.notify(key)
+
+    def all_moved(self) -> None:
+        """Something that may concern any partition changed (roles): wake every waiter."""
+        self._signals.notify_all()
+
+    def moved_from_thread(self, loop: asyncio.AbstractEventLoop, key: TopicPartition) -> None:
+        """``moved`` for a worker thread: a mark it moved wakes the waiters even if the request
+        that moved it is cancelled meanwhile (the move is made; nothing would announce it again)."""
+        loop.call_soon_threadsafe(self._signals.notify, key)
+
+    def waiting_keys(self) -> int:
+        """Partitions someone waits on (tests and metrics)."""
+        return self._signals.waiting_keys()
+
+    async def park(
+        self,
+        keys: Collection[TopicPartition],
+        attempt: Callable[[], Awaitable[T | None]],
+        deadline: Deadline,
+        *,
+        recheck_s: float | None = None,
+    ) -> T | None:
+        """Run ``attempt`` until it answers (not None) or ``deadline`` passes (None): once now,
+        again whenever one of ``keys`` moved, and at least every ``recheck_s`` (a condition that
+        also depends on something no partition announces)."""
+        while True:
+            with self.watch(keys) as ticket:
+                answer = await attempt()
+                if answer is not None:
+                    return answer
+                if deadline.expired():
+                    return None
+                remaining_s = deadline.remaining_s()
+                await ticket.wait(remaining_s if recheck_s is None else min(recheck_s, remaining_s))
+
+    @staticmethod
+    async def wait_either(ticket: KeyedTicket[TopicPartition], other: asyncio.Event | None, timeout_s: float) -> None:
+        """Until a partition of ``ticket`` moves, ``other`` is set (a ``Broadcast`` ticket), or ``timeout_s``."""
+        if other is None:
+            await ticket.wait(timeout_s)
+            return
+        waits = [asyncio.ensure_future(ticket.wait(timeout_s)), asyncio.ensure_future(other.wait())]
+        try:
+            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
