@@ -36,8 +36,7 @@ from lanes.metadata.image import CONSUMER_BYTE_RATE, NO_LEADER, PRODUCER_BYTE_RA
 from lanes.rpc.tls import caller_identity, callers_verified, check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, wire_error
 from lanes.runtime.guard import caller_quota, on_certificate_listener
-from lanes.runtime.request_quota import Limited
-from lanes.security.quotas import window_bytes
+from lanes.security.quotas import Limited, window_bytes
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 

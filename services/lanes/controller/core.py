@@ -24,84 +24,48 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
-from lanes.controller.placement import BrokerSlot, assign_replicas
+from lanes.controller.config_control import INTERNAL_TOPIC_MANAGED_CONFIGS, ConfigControl
+from lanes.controller.decisions import TOPIC, ConfigOp, ControllerDecision, MetadataRecord, NewTopic
+from lanes.controller.partition_changes import new_partition, partition_change, partitions_in_order
+from lanes.controller.placement import BrokerSlot, assign_replicas, check_assignments
+from lanes.controller.security_control import MAX_ACLS, MAX_QUOTA_ENTITIES, MAX_USERS, SecurityControl
+from lanes.controller.shard_control import ShardControl, coordinator_fenced
 from lanes.errors import ErrorCode, LanesError
 from lanes.metadata.image import (
     NO_LEADER,
-    QUOTA_KEYS,
     BrokerImage,
     CoordinatorImage,
     MetadataImage,
     NodeKind,
     PartitionImage,
     ProducerIdBlock,
-    ShardImage,
     TopicImage,
-    credential_record,
 )
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, collision_key, validate_topic_name
 from lanes.security import scram
-from lanes.security.acls import NODE_NAME, AclBinding
+from lanes.security.acls import AclBinding
 from lanes.security.quota_entities import QuotaEntity
-from lanes.topic_configs import MIN_SEGMENT_BYTES, TOPIC_CONFIGS, parse_topic_configs
+from lanes.topic_configs import MIN_SEGMENT_BYTES
 from lanes.v1 import common_pb2, metadata_pb2
 
-MetadataRecord = metadata_pb2.MetadataRecord
-TOPIC = common_pb2.CONFIG_RESOURCE_TYPE_TOPIC
+__all__ = [
+    "INTERNAL_TOPIC_MANAGED_CONFIGS",
+    "MAX_ACLS",
+    "MAX_PARTITIONS",
+    "MAX_QUOTA_ENTITIES",
+    "MAX_USERS",
+    "ConfigOp",
+    "ControllerCore",
+    "ControllerDecision",
+    "NewTopic",
+]
 
-
-@dataclass
-class ControllerDecision:
-    """Records to append, and the error (NONE when accepted) with its message; for a producer-id
-    allocation, the block the records hand out."""
-
-    records: list[MetadataRecord] = field(default_factory=list)
-    error: ErrorCode = ErrorCode.NONE
-    message: str = ""
-    producer_ids: ProducerIdBlock | None = None
-
-    @classmethod
-    def refuse(cls, error: ErrorCode, message: str) -> ControllerDecision:
-        return cls([], error, message)
-
-
-@dataclass(frozen=True)
-class NewTopic:
-    """A CreateTopics entry: no partition count or replication factor means the cluster default
-    (the wire says so with -1, as Kafka's does; the service converts)."""
-
-    name: str
-    num_partitions: int | None = None
-    replication_factor: int | None = None
-    assignments: tuple[tuple[int, ...], ...] = ()
-    configs: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class ConfigOp:
-    """One incremental config change: op is set, delete, append or subtract."""
-
-    name: str
-    op: str
-    value: str | None = None
-
-
-#: configs of internal topics only the cluster sets (their groups' records must fit and stay)
-INTERNAL_TOPIC_MANAGED_CONFIGS = frozenset(
-    {"cleanup.policy", "max.message.bytes", "retention.ms", "retention.bytes", "min.insync.replicas", "segment.bytes"}
-)
 #: the most partitions one CreateTopics or CreatePartitions entry may make (Kafka's controller
 #: refuses user operations of more than 10,000 records)
 MAX_PARTITIONS_PER_REQUEST = 10_000
 #: the most partitions (internal topics included) a cluster holds by default
 MAX_PARTITIONS = 100_000
-#: the most ACLs, and users with credentials, the metadata log holds (each is in every snapshot)
-MAX_ACLS = 100_000
-MAX_USERS = 100_000
-#: the most quota entities (users, client ids and pairs) it holds
-MAX_QUOTA_ENTITIES = 100_000
 
 
 class ControllerCore:
@@ -121,7 +85,9 @@ class ControllerCore:
         min_segment_bytes: int = MIN_SEGMENT_BYTES,
     ) -> None:
         self.image = image
-        self.min_segment_bytes = min_segment_bytes
+        self.configs = ConfigControl(lambda: self.image, min_segment_bytes=min_segment_bytes)
+        self.shards = ShardControl(lambda: self.image)
+        self.security = SecurityControl(lambda: self.image)
         self.offsets_topic_partitions = offsets_topic_partitions
         self.max_partitions = max_partitions
         self._rng = rng
@@ -129,25 +95,6 @@ class ControllerCore:
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
         self.producer_id_block_size = producer_id_block_size
-
-    def _config_refusal(self, overrides: dict[str, str], changed: set[str] | None = None) -> ControllerDecision | None:
-        """Why a topic may not have ``overrides``, if it may not: each must parse and keep its
-        rule (``lanes.topic_configs``), and ``segment.bytes``, when set now (``changed``: the
-        names being changed; None: all), is at least the cluster's ``min_segment_bytes`` (a
-        topic made before the floor keeps its segments until they are changed)."""
-        try:
-            values = parse_topic_configs(overrides)
-        except LanesError as exc:
-            return ControllerDecision.refuse(exc.code, exc.message)
-        if (changed is None or "segment.bytes" in changed) and values.get(
-            "segment.bytes", self.min_segment_bytes
-        ) < self.min_segment_bytes:
-            return ControllerDecision.refuse(
-                ErrorCode.INVALID_CONFIG,
-                f"segment.bytes={values['segment.bytes']} is invalid: must be at least {self.min_segment_bytes} "
-                "(the controller's --min-segment-bytes)",
-            )
-        return None
 
     def _next_offset(self, decision: ControllerDecision) -> int:
         """The metadata offset the next record of ``decision`` will get."""
@@ -175,13 +122,6 @@ class ControllerCore:
             return ControllerDecision()
         registered = metadata_pb2.ControllerRegisteredRecord(endpoint=endpoint)
         return ControllerDecision([MetadataRecord(controller_registered=registered)])
-
-    def bootstrap_users(self, users: Sequence[tuple[str, scram.ScramCredential]]) -> ControllerDecision:
-        """Credentials for users that have none yet (the first administrator of a new cluster,
-        Kafka's ``kafka-storage format --add-scram``); existing ones are never replaced."""
-        return ControllerDecision(
-            [credential_record(name, stored) for name, stored in users if name not in self.image.scram_credentials]
-        )
 
     def _nodes(self, kind: NodeKind) -> Mapping[int, BrokerImage | CoordinatorImage]:
         return self.image.brokers if kind == "broker" else self.image.coordinators
@@ -226,7 +166,7 @@ class ControllerCore:
             if kind == "broker":
                 decision.records.extend(self.fence(kind, node_id, "re-registered").records)
             else:  # its shards move below, with the new registration
-                decision.records.append(self._coordinator_fenced(node_id, existing.epoch, "re-registered"))
+                decision.records.append(coordinator_fenced(node_id, existing.epoch, "re-registered"))
         epoch = self._next_offset(decision)
         endpoint = common_pb2.Node(
             node_id=node_id,
@@ -247,7 +187,7 @@ class ControllerCore:
         )
         decision.records.append(MetadataRecord(coordinator_registered=coordinator))
         live = {c.coordinator_id for c in self.image.live_coordinators()} | {node_id}
-        decision.records.extend(self._shard_moves(live, restarted={node_id}))
+        decision.records.extend(self.shards.moves(live, restarted={node_id}))
         return decision
 
     def _check(self, kind: NodeKind, node_id: int, epoch: int) -> ControllerDecision | None:
@@ -279,12 +219,12 @@ class ControllerCore:
             return ControllerDecision()
         unfenced = metadata_pb2.BrokerUnfencedRecord(broker_id=node_id, broker_epoch=broker.epoch)
         decision = ControllerDecision([MetadataRecord(broker_unfenced=unfenced)])
-        for topic, partition in self._partitions():
+        for topic, partition in partitions_in_order(self.image):
             if partition.leader == NO_LEADER and node_id in partition.isr:
-                decision.records.append(self._change(partition, leader=node_id, reason="leader returned"))
+                decision.records.append(partition_change(partition, leader=node_id, reason="leader returned"))
             elif partition.leader == NO_LEADER and node_id in partition.replicas and self._unclean(topic):
                 decision.records.append(
-                    self._change(partition, leader=node_id, isr=[node_id], reason="unclean election")
+                    partition_change(partition, leader=node_id, isr=[node_id], reason="unclean election")
                 )
         return decision
 
@@ -299,22 +239,22 @@ class ControllerCore:
         if node is None or node.fenced:
             return ControllerDecision()
         if kind == "coordinator":
-            decision = ControllerDecision([self._coordinator_fenced(node_id, node.epoch, reason)])
+            decision = ControllerDecision([coordinator_fenced(node_id, node.epoch, reason)])
             live = {c.coordinator_id for c in self.image.live_coordinators()} - {node_id}
-            decision.records.extend(self._shard_moves(live))
+            decision.records.extend(self.shards.moves(live))
             return decision
         fenced = metadata_pb2.BrokerFencedRecord(broker_id=node_id, broker_epoch=node.epoch, reason=reason)
         decision = ControllerDecision([MetadataRecord(broker_fenced=fenced)])
-        for topic, partition in self._partitions():
+        for topic, partition in partitions_in_order(self.image):
             if node_id not in partition.isr and partition.leader != node_id:
                 continue
             isr = [b for b in partition.isr if b != node_id] or [node_id]
             if partition.leader != node_id:
                 if isr != partition.isr:
-                    decision.records.append(self._change(partition, isr=isr, reason=f"broker {node_id} {reason}"))
+                    decision.records.append(partition_change(partition, isr=isr, reason=f"broker {node_id} {reason}"))
                 continue
             leader, isr = self._elect(topic, partition, isr, exclude=node_id)
-            decision.records.append(self._change(partition, leader=leader, isr=isr, reason=f"leader {reason}"))
+            decision.records.append(partition_change(partition, leader=leader, isr=isr, reason=f"leader {reason}"))
         return decision
 
     def _elect(
@@ -338,14 +278,6 @@ class ControllerCore:
     # -----------------------------------------------------------------------------------------
     # group coordinators and their shards
 
-    @staticmethod
-    def _coordinator_fenced(coordinator_id: int, epoch: int, reason: str) -> MetadataRecord:
-        return MetadataRecord(
-            coordinator_fenced=metadata_pb2.CoordinatorFencedRecord(
-                coordinator_id=coordinator_id, coordinator_epoch=epoch, reason=reason
-            )
-        )
-
     def ensure_offsets_topic(self) -> ControllerDecision:
         """Create ``__consumer_offsets`` once a coordinator exists and as many brokers are live as
         the cluster's default replication factor, and give its shards to the live coordinators.
@@ -363,70 +295,8 @@ class ControllerCore:
         if decision.error is not ErrorCode.NONE:
             return decision
         live = {c.coordinator_id for c in self.image.live_coordinators()}
-        decision.records.extend(self._shard_moves(live, shard_count=self.offsets_topic_partitions))
+        decision.records.extend(self.shards.moves(live, shard_count=self.offsets_topic_partitions))
         return decision
-
-    def _shard_moves(
-        self, live: set[int], *, restarted: frozenset[int] | set[int] = frozenset(), shard_count: int | None = None
-    ) -> list[MetadataRecord]:
-        """ShardAssigned records that give every shard to a live coordinator, balanced (owned
-        counts differ by at most one) and sticky (a shard moves only when its owner is gone,
-        restarted, or holds more than its share). A moved shard gets the next shard epoch."""
-        if shard_count is None:
-            topic = self.image.topic(CONSUMER_OFFSETS_TOPIC)
-            shard_count = len(topic.partitions) if topic is not None else 0
-        if shard_count == 0:
-            return []
-        owner: dict[int, int] = {}
-        load = dict.fromkeys(sorted(live), 0)
-        ceiling = -(-shard_count // len(live)) if live else 0
-        for shard in range(shard_count):
-            keeper = self.image.shards[shard].coordinator_id if shard in self.image.shards else -1
-            if keeper in load and keeper not in restarted and load[keeper] < ceiling:
-                owner[shard] = keeper
-                load[keeper] += 1
-        for shard in range(shard_count):
-            if shard not in owner and load:
-                chosen = min(load, key=lambda c: (load[c], c))
-                owner[shard] = chosen
-                load[chosen] += 1
-        while load and max(load.values()) - min(load.values()) > 1:
-            donor = max(load, key=lambda c: (load[c], -c))
-            receiver = min(load, key=lambda c: (load[c], c))
-            shard = max(s for s, c in owner.items() if c == donor)
-            owner[shard] = receiver
-            load[donor] -= 1
-            load[receiver] += 1
-        records = []
-        next_producer_id = self.image.next_producer_id
-        for shard in range(shard_count):
-            current = self.image.shards.get(shard)
-            new_owner = owner.get(shard, -1)
-            moved = current is None or current.coordinator_id != new_owner or new_owner in restarted
-            if not moved:
-                continue
-            if current is None:
-                shard_info = ShardImage(new_owner, 1, next_producer_id)
-                next_producer_id += 1
-            else:
-                shard_info = ShardImage(new_owner, current.shard_epoch + 1, current.producer_id)
-            records.append(
-                MetadataRecord(
-                    shard_assigned=metadata_pb2.ShardAssignedRecord(
-                        shard=shard,
-                        coordinator_id=shard_info.coordinator_id,
-                        shard_epoch=shard_info.shard_epoch,
-                        producer_id=shard_info.producer_id,
-                    )
-                )
-            )
-        if next_producer_id != self.image.next_producer_id:
-            records.append(
-                MetadataRecord(
-                    producer_ids=metadata_pb2.ProducerIdsRecord(node_id=-1, next_producer_id=next_producer_id)
-                )
-            )
-        return records
 
     # -----------------------------------------------------------------------------------------
     # topics
@@ -448,7 +318,7 @@ class ControllerCore:
                 f"topic {request.name!r} collides with existing topic {clash!r}: '.' and '_' are the same in metric "
                 "names; choose another name",
             )
-        refused = self._config_refusal(dict(request.configs))
+        refused = self.configs.refusal(dict(request.configs))
         if refused is not None:
             return refused
         assignments, refused = self._assignments(request)
@@ -504,7 +374,7 @@ class ControllerCore:
                     ErrorCode.INVALID_REQUEST,
                     "give either explicit replica assignments or partitions and replication factor, not both",
                 )
-            refused = self._check_assignments(request.assignments, len(request.assignments[0]))
+            refused = check_assignments(request.assignments, len(request.assignments[0]), self.image.brokers)
             return [list(a) for a in request.assignments], refused
         partitions = self.default_partitions if request.num_partitions is None else request.num_partitions
         factor = self.default_replication_factor if request.replication_factor is None else request.replication_factor
@@ -519,20 +389,6 @@ class ControllerCore:
             return assign_replicas(partitions, factor, slots, self._rng), None
         except LanesError as exc:
             return [], ControllerDecision.refuse(exc.code, exc.message)
-
-    def _check_assignments(self, assignments: Sequence[Sequence[int]], factor: int) -> ControllerDecision | None:
-        for partition, replicas in enumerate(assignments):
-            problem = None
-            if len(replicas) != factor or not replicas:
-                problem = f"partition {partition} has {len(replicas)} replicas where the others have {factor}"
-            elif len(set(replicas)) != len(replicas):
-                problem = f"partition {partition} lists a broker twice: {list(replicas)}"
-            elif any(b not in self.image.brokers for b in replicas):
-                unknown = sorted(b for b in replicas if b not in self.image.brokers)
-                problem = f"partition {partition} names unregistered brokers {unknown}"
-            if problem is not None:
-                return ControllerDecision.refuse(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
-        return None
 
     def _topic_records(
         self, name: str, assignments: list[list[int]], configs: Iterable[tuple[str, str]], *, internal: bool
@@ -553,24 +409,8 @@ class ControllerCore:
             )
         live = {b.broker_id for b in self.image.live_brokers()}
         for partition, replicas in enumerate(assignments):
-            records.append(MetadataRecord(partition=self._new_partition(topic_id, partition, replicas, live)))
+            records.append(MetadataRecord(partition=new_partition(topic_id, partition, replicas, live)))
         return ControllerDecision(records)
-
-    @staticmethod
-    def _new_partition(
-        topic_id: str, partition: int, replicas: list[int], live: set[int]
-    ) -> metadata_pb2.PartitionRecord:
-        isr = [b for b in replicas if b in live] or list(replicas)
-        leader = next((b for b in replicas if b in live), NO_LEADER)
-        return metadata_pb2.PartitionRecord(
-            topic_id=topic_id,
-            partition=partition,
-            replicas=replicas,
-            isr=isr,
-            leader_id=leader,
-            leader_epoch=0,
-            partition_epoch=0,
-        )
 
     def delete_topic(self, name: str) -> ControllerDecision:
         """Delete a topic (brokers remove its data when they see the record)."""
@@ -610,7 +450,7 @@ class ControllerCore:
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"{len(assignments)} assignments given for {total - current} new partitions",
                 )
-            refused = self._check_assignments(assignments, factor)
+            refused = check_assignments(assignments, factor, self.image.brokers)
             if refused is not None:
                 return refused
             placed = [list(a) for a in assignments]
@@ -631,168 +471,38 @@ class ControllerCore:
         live_ids = {b.broker_id for b in self.image.live_brokers()}
         return ControllerDecision(
             [
-                MetadataRecord(partition=self._new_partition(topic.topic_id, current + index, replicas, live_ids))
+                MetadataRecord(partition=new_partition(topic.topic_id, current + index, replicas, live_ids))
                 for index, replicas in enumerate(placed)
             ]
         )
 
     # -----------------------------------------------------------------------------------------
-    # configs
+    # configs, users, ACLs and quotas (their control classes decide)
 
     def alter_topic_configs(
         self, name: str, ops: Sequence[ConfigOp], *, validate_only: bool = False
     ) -> ControllerDecision:
-        """Apply incremental config changes to a topic, all or none, validated as a whole. An
-        internal topic's ``INTERNAL_TOPIC_MANAGED_CONFIGS`` are the cluster's: changing them broke
-        every consumer group (``max.message.bytes=0`` on ``__consumer_offsets``, issue #23)."""
-        topic = self.image.topic(name)
-        if topic is None:
-            return ControllerDecision.refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-        managed = sorted({change.name for change in ops} & INTERNAL_TOPIC_MANAGED_CONFIGS) if topic.internal else []
-        if managed:
-            return ControllerDecision.refuse(
-                ErrorCode.POLICY_VIOLATION,
-                f"{name} is internal: the cluster manages its {', '.join(managed)}",
-            )
-        current = self.image.topic_configs(name)
-        updated = dict(current)
-        for change in ops:
-            definition = TOPIC_CONFIGS.get(change.name)
-            if definition is None:
-                known = ", ".join(sorted(TOPIC_CONFIGS))
-                return ControllerDecision.refuse(
-                    ErrorCode.INVALID_CONFIG, f"unknown topic config {change.name!r}; known: {known}"
-                )
-            if change.op == "delete":
-                updated.pop(change.name, None)
-                continue
-            if change.value is None:
-                return ControllerDecision.refuse(
-                    ErrorCode.INVALID_CONFIG, f"{change.op} of {change.name} needs a value"
-                )
-            if change.op == "set":
-                updated[change.name] = change.value
-            elif change.op in {"append", "subtract"}:
-                if definition.type != "list":
-                    return ControllerDecision.refuse(
-                        ErrorCode.INVALID_CONFIG,
-                        f"{change.op} works on list configs; {change.name} is a {definition.type}",
-                    )
-                items = list(definition.parse(updated.get(change.name, definition.render(definition.default))))
-                values = [v.strip() for v in change.value.split(",") if v.strip()]
-                items = (
-                    items + [v for v in values if v not in items]
-                    if change.op == "append"
-                    else [v for v in items if v not in values]
-                )
-                updated[change.name] = ",".join(items)
-            else:
-                return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, f"unknown config operation {change.op!r}")
-        refused = self._config_refusal(updated, {op.name for op in ops})
-        if refused is not None:
-            return refused
-        if validate_only:
-            return ControllerDecision()
-        records = []
-        for config_name in sorted(set(current) | set(updated)):
-            if current.get(config_name) == updated.get(config_name):
-                continue
-            config = metadata_pb2.ConfigRecord(resource_type=TOPIC, resource_name=name, name=config_name)
-            if config_name in updated:
-                config.value = updated[config_name]
-            records.append(MetadataRecord(config=config))
-        return ControllerDecision(records)
+        return self.configs.alter_topic_configs(name, ops, validate_only=validate_only)
 
-    # -----------------------------------------------------------------------------------------
-    # users and ACLs
+    def bootstrap_users(self, users: Sequence[tuple[str, scram.ScramCredential]]) -> ControllerDecision:
+        return self.security.bootstrap_users(users)
 
     def set_user_credential(
         self, name: str, mechanism: str, iterations: int, salt: bytes, salted_password: bytes
     ) -> ControllerDecision:
-        """Create or replace ``name``'s credential of ``mechanism`` from a salted password (the
-        password itself never reaches the controller)."""
-        problem = scram.credential_problem(name, mechanism, iterations, salt)
-        if problem is None and NODE_NAME.fullmatch(name):
-            problem = f"{name!r} is a node's name: a user may not take it"
-        if problem is not None:
-            code = (
-                ErrorCode.UNSUPPORTED_SASL_MECHANISM
-                if mechanism not in scram.MECHANISMS
-                else (ErrorCode.UNACCEPTABLE_CREDENTIAL)
-            )
-            return ControllerDecision.refuse(code, problem)
-        expected = scram.salted_password_bytes(mechanism)
-        if len(salted_password) != expected:
-            return ControllerDecision.refuse(
-                ErrorCode.UNACCEPTABLE_CREDENTIAL, f"a {mechanism} salted password is {expected} bytes"
-            )
-        if name not in self.image.scram_credentials and len(self.image.scram_credentials) >= MAX_USERS:
-            return ControllerDecision.refuse(ErrorCode.POLICY_VIOLATION, f"the cluster holds at most {MAX_USERS} users")
-        return ControllerDecision(
-            [credential_record(name, scram.credential(mechanism, salt, iterations, salted_password))]
-        )
+        return self.security.set_user_credential(name, mechanism, iterations, salt, salted_password)
 
     def remove_user_credential(self, name: str, mechanism: str) -> ControllerDecision:
-        """Remove ``name``'s credential of ``mechanism`` (RESOURCE_NOT_FOUND when it has none)."""
-        if mechanism not in self.image.scram_credentials.get(name, {}):
-            return ControllerDecision.refuse(
-                ErrorCode.RESOURCE_NOT_FOUND, f"user {name[:140]!r} has no {mechanism[:40]} credential"
-            )
-        removed = metadata_pb2.UserScramCredentialRemovedRecord(name=name, mechanism=mechanism)
-        return ControllerDecision([MetadataRecord(user_scram_credential_removed=removed)])
+        return self.security.remove_user_credential(name, mechanism)
 
     def create_acls(self, bindings: Sequence[AclBinding]) -> list[ControllerDecision]:
-        """One decision per binding: refused when malformed, nothing to write when present."""
-        decisions = []
-        added: set[AclBinding] = set()
-        for binding in bindings:
-            problem = binding.problem()
-            if problem is not None:
-                decisions.append(ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, problem))
-            elif binding in self.image.acls or binding in added:
-                decisions.append(ControllerDecision())
-            elif len(self.image.acls) + len(added) >= MAX_ACLS:
-                decisions.append(
-                    ControllerDecision.refuse(ErrorCode.POLICY_VIOLATION, f"the cluster holds at most {MAX_ACLS} ACLs")
-                )
-            else:
-                added.add(binding)
-                decisions.append(
-                    ControllerDecision([MetadataRecord(acl=metadata_pb2.AclRecord(binding=binding.to_proto()))])
-                )
-        return decisions
-
-    def alter_client_quota(self, entity: QuotaEntity | None, key: str, value: float | None) -> ControllerDecision:
-        """Set (a positive rate) or remove (None) ``entity``'s quota under ``key`` (None: the
-        request named no valid entity)."""
-        if key not in QUOTA_KEYS:
-            return ControllerDecision.refuse(
-                ErrorCode.INVALID_REQUEST, f"unknown quota {key[:60]!r}; known: {', '.join(QUOTA_KEYS)}"
-            )
-        problem = "a quota's entity has one user part, one client-id part, or one of each" if entity is None else None
-        if entity is not None:
-            problem = entity.problem()
-        if problem is not None:
-            return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, problem)
-        assert entity is not None
-        if value is not None and not (0 < value < float("inf")):
-            return ControllerDecision.refuse(ErrorCode.INVALID_REQUEST, f"a {key} is a positive number per second")
-        if entity not in self.image.client_quotas and len(self.image.client_quotas) >= MAX_QUOTA_ENTITIES:
-            return ControllerDecision.refuse(
-                ErrorCode.POLICY_VIOLATION, f"the cluster holds quotas for at most {MAX_QUOTA_ENTITIES} entities"
-            )
-        record = metadata_pb2.ClientQuotaRecord(entity=entity.to_proto(), key=key, value=value)
-        return ControllerDecision([MetadataRecord(client_quota=record)])
+        return self.security.create_acls(bindings)
 
     def delete_acls(self, filter_: AclBinding) -> ControllerDecision:
-        """Remove every ACL ``filter_`` matches (their records say which)."""
-        return ControllerDecision(
-            [
-                MetadataRecord(acl_removed=metadata_pb2.AclRemovedRecord(binding=acl.to_proto()))
-                for acl in sorted(self.image.acls)
-                if acl.matches(filter_)
-            ]
-        )
+        return self.security.delete_acls(filter_)
+
+    def alter_client_quota(self, entity: QuotaEntity | None, key: str, value: float | None) -> ControllerDecision:
+        return self.security.alter_client_quota(entity, key, value)
 
     # -----------------------------------------------------------------------------------------
     # partition leadership
@@ -858,7 +568,7 @@ class ControllerCore:
             )
         if isr == partition.isr:
             return ControllerDecision()
-        return ControllerDecision([self._change(partition, isr=isr, reason="isr change")])
+        return ControllerDecision([partition_change(partition, isr=isr, reason="isr change")])
 
     def elect_preferred_leaders(
         self, partitions: Iterable[tuple[str, int]] | None = None
@@ -869,7 +579,7 @@ class ControllerCore:
         outcomes: dict[tuple[str, int], ErrorCode] = {}
         wanted = None if partitions is None else set(partitions)
         live = {b.broker_id for b in self.image.live_brokers()}
-        for topic, partition in self._partitions():
+        for topic, partition in partitions_in_order(self.image):
             key = (topic.name, partition.partition)
             if wanted is not None and key not in wanted:
                 continue
@@ -877,7 +587,7 @@ class ControllerCore:
             if partition.leader == preferred:
                 outcomes[key] = ErrorCode.ELECTION_NOT_NEEDED
             elif preferred in partition.isr and preferred in live:
-                decision.records.append(self._change(partition, leader=preferred, reason="preferred election"))
+                decision.records.append(partition_change(partition, leader=preferred, reason="preferred election"))
                 outcomes[key] = ErrorCode.NONE
             else:
                 outcomes[key] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
@@ -893,7 +603,7 @@ class ControllerCore:
         them where it is in sync."""
         live = {b.broker_id for b in self.image.live_brokers()}
         preferred_by: dict[int, list[tuple[str, int, bool, bool]]] = {}
-        for topic, partition in self._partitions():
+        for topic, partition in partitions_in_order(self.image):
             broker = partition.replicas[0]
             preferred_by.setdefault(broker, []).append(
                 (topic.name, partition.partition, partition.leader == broker, broker in partition.isr)
@@ -916,29 +626,3 @@ class ControllerCore:
         )
         block = ProducerIdBlock(start, self.producer_id_block_size)
         return ControllerDecision([MetadataRecord(producer_ids=record)], producer_ids=block)
-
-    # -----------------------------------------------------------------------------------------
-    # helpers
-
-    def _partitions(self) -> Iterable[tuple[TopicImage, PartitionImage]]:
-        for topic in sorted(self.image.topics.values(), key=lambda t: t.name):
-            for index in sorted(topic.partitions):
-                yield topic, topic.partitions[index]
-
-    @staticmethod
-    def _change(
-        partition: PartitionImage, *, leader: int | None = None, isr: list[int] | None = None, reason: str
-    ) -> MetadataRecord:
-        change = metadata_pb2.PartitionChangeRecord(
-            topic_id=partition.topic_id,
-            partition=partition.partition,
-            leader_epoch=partition.leader_epoch,
-            partition_epoch=partition.partition_epoch + 1,
-            reason=reason,
-        )
-        if leader is not None and leader != partition.leader:
-            change.leader_id = leader
-            change.leader_epoch = partition.leader_epoch + 1
-        if isr is not None and isr != partition.isr:
-            change.isr.broker_ids.extend(isr)
-        return MetadataRecord(partition_change=change)

@@ -8,20 +8,17 @@ accepted even if it takes the bucket below zero (Kafka's bursts). Validate-only 
 changes count nothing; a new active controller starts with full buckets.
 
 ``charged`` runs inside a write's decision (``QuorumController.write``), which are serialised, so
-concurrent requests cannot all pass one check. Owned by the controller's event loop.
+concurrent requests cannot all pass one check. Pure: time is the injected clock's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from lanes.clock import Clock
 from lanes.controller.core import ControllerDecision
-from lanes.controller.metrics import ControllerMetrics
 from lanes.errors import ErrorCode
 from lanes.metadata.image import MetadataImage
-from lanes.runtime.request_quota import Limited
-from lanes.security.quotas import MutationBuckets
+from lanes.security.quotas import Limited, MutationBuckets
 
 #: How many partitions a decision creates, adds or deletes.
 Mutated = Callable[[ControllerDecision], int]
@@ -40,9 +37,11 @@ def partitions_of(image: Callable[[], MetadataImage], name: str) -> Mutated:
 class MutationQuotas:
     """The users' mutation buckets; see the module docstring."""
 
-    def __init__(self, clock: Clock, metrics: ControllerMetrics) -> None:
-        self._clock = clock
-        self._metrics = metrics
+    def __init__(self, monotonic_s: Callable[[], float], on_throttled: Callable[[], object] = lambda: None) -> None:
+        """``monotonic_s``: the injected clock's monotonic time in seconds; ``on_throttled``: a
+        change was refused for the quota (a metric counts it)."""
+        self._monotonic_s = monotonic_s
+        self._on_throttled = on_throttled
         self._buckets = MutationBuckets()
 
     def charged(self, limited: Limited | None, decision: ControllerDecision, mutated: Mutated) -> ControllerDecision:
@@ -53,9 +52,9 @@ class MutationQuotas:
         if limited is None or not count:
             return decision
         who, quota = limited
-        now_s = self._clock.monotonic_ms() / 1000
+        now_s = self._monotonic_s()
         if owed_ms := self._buckets.owed_ms(who, quota, now_s):
-            self._metrics.mutations_throttled.inc()
+            self._on_throttled()
             return ControllerDecision.refuse(
                 ErrorCode.THROTTLING_QUOTA_EXCEEDED,
                 f"the controller mutation quota of {who} is used up: retry in {owed_ms} ms",
@@ -69,4 +68,4 @@ class MutationQuotas:
         if limited is None or decision.error is not ErrorCode.THROTTLING_QUOTA_EXCEEDED:
             return 0
         who, quota = limited
-        return self._buckets.owed_ms(who, quota, self._clock.monotonic_ms() / 1000)
+        return self._buckets.owed_ms(who, quota, self._monotonic_s())

@@ -16,9 +16,10 @@ other do not all lead on the same broker.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from lanes.controller.decisions import ControllerDecision
 from lanes.errors import ErrorCode, LanesError
 
 
@@ -92,3 +93,22 @@ def _spread_over_racks(candidates: list[BrokerSlot], replication_factor: int, ra
         chosen.append(pick)
         used_racks.add(pick.rack)
     return chosen
+
+
+def check_assignments(
+    assignments: Sequence[Sequence[int]], factor: int, registered: Mapping[int, object]
+) -> ControllerDecision | None:
+    """Why explicit replica assignments are refused, if they are: each partition has ``factor``
+    distinct replicas, all of them ``registered`` brokers."""
+    for partition, replicas in enumerate(assignments):
+        problem = None
+        if len(replicas) != factor or not replicas:
+            problem = f"partition {partition} has {len(replicas)} replicas where the others have {factor}"
+        elif len(set(replicas)) != len(replicas):
+            problem = f"partition {partition} lists a broker twice: {list(replicas)}"
+        elif any(b not in registered for b in replicas):
+            unknown = sorted(b for b in replicas if b not in registered)
+            problem = f"partition {partition} names unregistered brokers {unknown}"
+        if problem is not None:
+            return ControllerDecision.refuse(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+    return None

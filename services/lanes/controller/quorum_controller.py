@@ -89,7 +89,7 @@ class QuorumController:
             min_segment_bytes=min_segment_bytes,
         )
         self.heartbeats = HeartbeatManager(session_timeout_ms, heartbeat_interval_ms)
-        self.mutation_quotas = MutationQuotas(clock, self.metrics)
+        self.mutation_quotas = MutationQuotas(lambda: clock.monotonic_ms() / 1000, self.metrics.mutations_throttled.inc)
         self._lock = asyncio.Lock()  # one write decides and commits at a time (module docstring)
         quorum_address = f"{endpoint.host}:{endpoint.internal_port or endpoint.port}"  # where nodes dial it
         self.quorum = Quorum(

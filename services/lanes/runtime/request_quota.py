@@ -37,8 +37,7 @@ from lanes.runtime.guard import caller_quota
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.runtime.loop_time import ACCOUNT, LoopTime, TimedSteps
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.security.quota_entities import QuotaEntity
-from lanes.security.quotas import ClientQuotas
+from lanes.security.quotas import ClientQuotas, Limited
 
 #: Calls no quota holds back: probes' health checks.
 _UNTHROTTLED = frozenset({"/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"})
@@ -54,9 +53,6 @@ def _clusters_own(rule: Rule | None, request: Any) -> bool:
     if not topics:
         return False
     return all(getattr(topic, "topic", None) == CONSUMER_OFFSETS_TOPIC for topic in topics)
-
-
-Limited = tuple[QuotaEntity, float]
 
 
 async def muted(

@@ -49,6 +49,10 @@ SAMPLE_S = 1.0
 MAX_THROTTLE_MS = 10_000
 
 
+#: A caller's quota: what it is measured as, and the rate it may use.
+Limited = tuple[QuotaEntity, float]
+
+
 def window_bytes(quota: float) -> int:
     """The most bytes one fetch answer may carry under ``quota``: the quota's whole window."""
     return max(1, int(quota * (SAMPLES - 1) * SAMPLE_S))
