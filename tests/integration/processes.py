@@ -89,7 +89,10 @@ def start_controller(
 
 @contextlib.contextmanager
 def running_cluster(data_dir: Path, brokers: int, **settings: Any) -> Iterator[LocalCluster]:
-    """A started ``LocalCluster`` (controllers, ``brokers`` brokers, coordinators) on free ports, stopped after."""
+    """A started ``LocalCluster`` (controllers, ``brokers`` brokers, coordinators) on free ports, stopped after.
+    ``__consumer_offsets`` has 3 shards unless ``settings`` say otherwise (each shard is a partition
+    to create and a shard for a coordinator to load: 50 make every start slower)."""
+    settings.setdefault("offsets_topic_partitions", 3)
     coordinators = settings.get("coordinators", 1)
     controllers = settings.get("controllers", 1)
     cluster = LocalCluster(

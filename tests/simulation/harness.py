@@ -16,6 +16,8 @@ import os
 import random
 from collections.abc import Callable, Sequence
 
+from lanes.invariants import InvariantError
+
 SEEDS = int(os.environ.get("LANES_SIM_SEEDS", "5000"))
 
 
@@ -82,7 +84,8 @@ PROCESSES = max(1, os.cpu_count() or 1)
 def failing_seeds(
     run: Callable[[int], list[str]], seeds: range | list[int], stop_after: int = 3, *, processes: int = 1
 ) -> dict[int, list[str]]:
-    """The first ``stop_after`` seeds (in seed order) whose run finds violations, with them;
+    """The first ``stop_after`` seeds (in seed order) whose run finds violations (a checker's, or
+    an invariant the code under test checks itself, ``lanes.invariants``), with them;
     with ``processes`` above 1, the seeds are shared among that many fresh processes (``run``
     must be a module-level function; none of the caller's patches reach them)."""
     if processes <= 1 or len(seeds) < 2:
@@ -97,7 +100,10 @@ def failing_seeds(
 def _failing_in(run: Callable[[int], list[str]], seeds: list[int], stop_after: int) -> dict[int, list[str]]:
     failures: dict[int, list[str]] = {}
     for seed in seeds:
-        violations = run(seed)
+        try:
+            violations = run(seed)
+        except InvariantError as broken:  # the code under test caught itself in a wrong state
+            violations = [f"invariant broken: {broken}"]
         if violations:
             failures[seed] = violations
             if len(failures) >= stop_after:

@@ -66,9 +66,12 @@ def _changes_any_voters_any_time(self: RaftCore, voters: tuple[Voter, ...]) -> s
 
 
 def _counts_itself_when_removed(self: RaftCore) -> None:
-    ends = sorted([self.log.end_offset, *(t.end_offset for t in self._tracking.values())], reverse=True)
-    if len(ends) >= self.quorum and ends[self.quorum - 1] > self._epoch_start_offset:
-        self.high_watermark = max(self.high_watermark, ends[self.quorum - 1])  # the mutation: itself always
+    leading = self._leading
+    if leading is None:
+        return
+    candidate = leading.majority_end(self.log.end_offset, self.quorum)  # the mutation: itself always
+    if candidate > leading.epoch_start_offset:
+        self.high_watermark = max(self.high_watermark, candidate)
 
 
 def _never_sends_snapshots(self: RaftCore, fetch_offset: int, last_fetched_epoch: int) -> bool:

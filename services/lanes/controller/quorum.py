@@ -156,21 +156,21 @@ class Quorum:
         self._on_leadership = on_leadership
         self._on_snapshot_installed = on_snapshot_installed
         durable = self._read_state()
+        # no durable state: it may have voted before (a wiped voter, also one added after the
+        # quorum started); a brand-new controller joining as an observer is treated alike. With
+        # no other controller to ask (a quorum of one at start-up) it is a new quorum.
+        self._fresh = not self._state_path.exists()
         self.core = RaftCore.restart(
             node_id,
             tuple(Voter(node, address) for node, address in sorted(voters.items())),
             log,
             rng,
             hard_state=(int(durable.get("epoch") or 0), durable.get("voted_for")),
+            can_vote=bool(durable.get("can_vote", True)) and not self._fresh,
             config=config,
             now_ms=clock.monotonic_ms(),
             applied=applied,
         )
-        # no durable state: it may have voted before (a wiped voter, also one added after the
-        # quorum started); a brand-new controller joining as an observer is treated alike. With
-        # no other controller to ask (a quorum of one at start-up) it is a new quorum.
-        self._fresh = not self._state_path.exists()
-        self.core.can_vote = bool(durable.get("can_vote", True)) and not self._fresh
         self._persisted = (self.core.hard_state, self.core.can_vote)
         self._leading = False
         self._proposals: list[_Proposal] = []
@@ -382,9 +382,7 @@ class Quorum:
         self._apply()
         self._watch_role(now)
         if not self.core.can_vote and self._caught_up_with_leader():
-            if self.core.voted_for is None:
-                self.core.voted_for = self.core.leader  # the one vote it may have given in this epoch
-            self.core.can_vote = True
+            self.core.allow_voting(caught_up_with_leader=True)
             _log.info("controller %d holds the committed log again and votes from now on", self.node_id)
             self._persist()
 
@@ -585,7 +583,7 @@ class Quorum:
                         return
                     never_voted += 1
             if never_voted * 2 > len(self._bootstrap):
-                self.core.can_vote = True
+                self.core.allow_voting(caught_up_with_leader=False)
                 self._persist()
                 return
             await asyncio.sleep(0.5)

@@ -1,6 +1,8 @@
 """The controllers' Raft core (KRaft's model, KIP-595), pure: messages and ticks in, messages,
 log writes and durable state out. No clock reading, no I/O, no threads: the driver (a controller
-process, or the simulation) feeds it.
+process, or the simulation) feeds it. The state of one role lives in that role's object
+(``lanes.controller.raft_roles``), the voters in ``VoterConfigs``; the values and messages are in
+``lanes.controller.raft_messages``, the log interface in ``lanes.controller.raft_log``.
 
 Roles and rules, as in the Raft paper with KRaft's pull model:
 
@@ -43,357 +45,52 @@ Epochs start at 1 (0: nothing yet). Not thread-safe: one owner (the driver's eve
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import Protocol
 
-NO_LEADER = -1
-#: a leader forgets an observer silent for this many election timeouts
-OBSERVER_FORGOTTEN_TIMEOUTS = 10
-
-
-@dataclass(frozen=True)
-class Voter:
-    """A member of the quorum: its node id and where its peers reach it (the driver's concern)."""
-
-    node_id: int
-    address: str = ""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One log entry: the epoch of the leader that appended it, and the state machine's payload.
-
-    ``ends_write``: the last entry of one ``propose`` (a decision written as one batch). A log
-    that stores writes as units (the metadata log's batches) keeps the leader's boundaries on
-    followers with it, so a truncation at a write boundary never takes more than asked.
-
-    ``voters``: a configuration entry (KIP-853's VotersRecord, alone in its write, no payload):
-    from this offset on, the quorum is these voters."""
-
-    epoch: int
-    data: bytes
-    ends_write: bool = True
-    voters: tuple[Voter, ...] | None = None
-
-
-@dataclass(frozen=True)
-class SnapshotId:
-    """A snapshot of the committed state: every entry below ``end_offset``, the last of which is
-    of ``epoch`` (KRaft's snapshot id)."""
-
-    end_offset: int
-    epoch: int
-
-
-class RaftLog(Protocol):
-    """The log the core replicates (the driver's; an in-memory one for tests and the simulation),
-    with the snapshots that replace its prefix.
-
-    Invariants: ``start_offset`` is 0 or the end of a snapshot the log holds, and no later than
-    ``latest_snapshot``'s end; ``epoch_at(start_offset - 1)`` answers from that snapshot, and
-    ``last_epoch`` of a log empty from its start is that epoch."""
-
-    @property
-    def start_offset(self) -> int: ...
-
-    @property
-    def end_offset(self) -> int: ...
-
-    @property
-    def last_epoch(self) -> int: ...
-
-    def epoch_at(self, offset: int) -> int: ...
-
-    def entries(self, start: int, max_count: int) -> list[Entry]: ...
-
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]: ...
-
-    def append(self, entries: Sequence[Entry]) -> None: ...
-
-    def truncate_to(self, offset: int) -> None: ...
-
-    @property
-    def latest_snapshot(self) -> SnapshotId | None: ...
-
-    @property
-    def snapshot_voters(self) -> tuple[Voter, ...] | None:
-        """The voters as of the latest snapshot's end (None: it records none, the quorum is the
-        one the nodes were started with)."""
-
-    def read_snapshot(self, snapshot: SnapshotId, position: int, max_bytes: int) -> tuple[bytes, int] | None:
-        """Up to ``max_bytes`` of the snapshot's bytes from ``position``, and its whole size;
-        None when this log does not hold that snapshot (any more)."""
-
-    def write_snapshot_chunk(self, snapshot: SnapshotId, position: int, data: bytes) -> None:
-        """Store a chunk of a snapshot being received (position 0 starts it afresh)."""
-
-    def install_snapshot(self, snapshot: SnapshotId) -> bool:
-        """Make the snapshot received whole the latest one and empty the log to start at its end
-        (durably, snapshot first); False when what was received is damaged (it is dropped)."""
-
-
-class MemoryRaftLog:
-    """A ``RaftLog`` in a list (tests, the simulation): ``items[i]`` is the entry at offset
-    ``start_offset + i``; snapshots are kept as bytes the state machine wrote (``add_snapshot``)."""
-
-    def __init__(self, entries: Sequence[Entry] = ()) -> None:
-        self.items: list[Entry] = list(entries)
-        self.start_offset = 0
-        #: snapshot -> its bytes: a first line naming the voters ("voters:1@a,2@b" or "voters:-"),
-        #: then the state machine's bytes
-        self.snapshots: dict[SnapshotId, bytes] = {}
-        self.receiving: tuple[SnapshotId, bytearray] | None = None
-
-    def copy(self) -> MemoryRaftLog:
-        """What a crash keeps (every write here is durable when it returns)."""
-        kept = MemoryRaftLog(self.items)
-        kept.start_offset, kept.snapshots = self.start_offset, dict(self.snapshots)
-        return kept
-
-    @property
-    def end_offset(self) -> int:
-        return self.start_offset + len(self.items)
-
-    @property
-    def last_epoch(self) -> int:
-        if self.items:
-            return self.items[-1].epoch
-        return self.epoch_at(self.start_offset - 1) if self.start_offset else 0
-
-    def epoch_at(self, offset: int) -> int:
-        if offset < self.start_offset:
-            return next(s.epoch for s in self.snapshots if s.end_offset == offset + 1)
-        return self.items[offset - self.start_offset].epoch
-
-    def entries(self, start: int, max_count: int) -> list[Entry]:
-        first = max(start - self.start_offset, 0)
-        return self.items[first : first + max_count]
-
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """The largest epoch at or below ``epoch`` this log holds and where it ends; (0, 0) if none."""
-        for index in range(len(self.items) - 1, -1, -1):
-            if self.items[index].epoch <= epoch:
-                return self.items[index].epoch, self.start_offset + index + 1
-        if self.start_offset and self.epoch_at(self.start_offset - 1) <= epoch:
-            return self.epoch_at(self.start_offset - 1), self.start_offset
-        return 0, 0
-
-    def append(self, entries: Sequence[Entry]) -> None:
-        self.items.extend(entries)
-
-    def truncate_to(self, offset: int) -> None:
-        assert offset >= self.start_offset, f"truncating to {offset}, below the log start {self.start_offset}"
-        del self.items[offset - self.start_offset :]
-
-    @property
-    def latest_snapshot(self) -> SnapshotId | None:
-        return max(self.snapshots, key=lambda s: s.end_offset, default=None)
-
-    @property
-    def snapshot_voters(self) -> tuple[Voter, ...] | None:
-        latest = self.latest_snapshot
-        return None if latest is None else _split_snapshot(self.snapshots[latest])[0]
-
-    def snapshot_state(self, snapshot: SnapshotId) -> bytes:
-        """The state machine's bytes of a held snapshot."""
-        return _split_snapshot(self.snapshots[snapshot])[1]
-
-    def add_snapshot(self, data: bytes, end_offset: int, voters: tuple[Voter, ...] | None = None) -> SnapshotId:
-        """The state machine's snapshot of everything below ``end_offset`` (committed, held),
-        with the voters as of that offset."""
-        snapshot = SnapshotId(end_offset, self.epoch_at(end_offset - 1))
-        named = "-" if voters is None else ",".join(f"{v.node_id}@{v.address}" for v in voters)
-        self.snapshots[snapshot] = f"voters:{named}\n".encode() + data
-        return snapshot
-
-    def trim_to(self, snapshot: SnapshotId, keep: Collection[SnapshotId] = ()) -> None:
-        """Drop the entries below ``snapshot`` and the snapshots older than it, except the
-        snapshots in ``keep`` (being transferred) and the entries from the oldest of them on."""
-        kept = [s for s in keep if s in self.snapshots]
-        floor = min([snapshot, *kept], key=lambda s: s.end_offset)
-        if floor.end_offset > self.start_offset:
-            del self.items[: floor.end_offset - self.start_offset]
-            self.start_offset = floor.end_offset
-        self.snapshots = {s: d for s, d in self.snapshots.items() if s.end_offset >= snapshot.end_offset or s in kept}
-
-    def read_snapshot(self, snapshot: SnapshotId, position: int, max_bytes: int) -> tuple[bytes, int] | None:
-        data = self.snapshots.get(snapshot)
-        return None if data is None else (data[position : position + max_bytes], len(data))
-
-    def write_snapshot_chunk(self, snapshot: SnapshotId, position: int, data: bytes) -> None:
-        if position == 0 or self.receiving is None or self.receiving[0] != snapshot:
-            self.receiving = (snapshot, bytearray())
-        self.receiving[1].extend(data)
-
-    def install_snapshot(self, snapshot: SnapshotId) -> bool:
-        if self.receiving is None or self.receiving[0] != snapshot:
-            return False
-        self.snapshots = {snapshot: bytes(self.receiving[1])}
-        self.receiving = None
-        self.items, self.start_offset = [], snapshot.end_offset
-        return True
-
-
-def _split_snapshot(data: bytes) -> tuple[tuple[Voter, ...] | None, bytes]:
-    line, _, state = data.partition(b"\n")
-    named = line.decode().removeprefix("voters:")
-    if named == "-":
-        return None, state
-    voters = []
-    for item in named.split(","):
-        node, _, address = item.partition("@")
-        voters.append(Voter(int(node), address))
-    return tuple(voters), state
-
-
-class DivergedHistoryError(Exception):
-    """The leader's log differs from this node's below what this node holds as committed: this
-    node's history is another quorum's (a controller that started a cluster of its own). Going on
-    would mix the two; the driver stops the process."""
-
-
-class Role(Enum):
-    FOLLOWER = "follower"
-    PRE_CANDIDATE = "pre-candidate"
-    CANDIDATE = "candidate"
-    LEADER = "leader"
-
-
-@dataclass(frozen=True)
-class VoteRequest:
-    sender: int
-    to: int
-    epoch: int  # the epoch the candidate stands in (for a pre-vote: the one it would start)
-    last_epoch: int
-    end_offset: int
-    pre_vote: bool
-
-
-@dataclass(frozen=True)
-class VoteResponse:
-    sender: int
-    to: int
-    epoch: int  # the voter's epoch (a candidate behind it steps down)
-    granted: bool
-    pre_vote: bool
-    #: the leader the voter follows and heard from recently (a refused candidate follows it)
-    leader: int = NO_LEADER
-
-
-@dataclass(frozen=True)
-class BeginEpoch:
-    sender: int
-    to: int
-    epoch: int
-
-
-@dataclass(frozen=True)
-class EndEpoch:
-    """A leader resigns (it is stopping): followers elect at once instead of after an election
-    timeout (KRaft's EndQuorumEpoch). Changes no durable state."""
-
-    sender: int
-    to: int
-    epoch: int
-
-
-@dataclass(frozen=True)
-class FetchRequest:
-    sender: int
-    to: int
-    epoch: int
-    fetch_offset: int
-    last_fetched_epoch: int
-
-
-@dataclass(frozen=True)
-class FetchResponse:
-    sender: int
-    to: int
-    epoch: int
-    leader: int  # NO_LEADER: the sender does not lead this epoch
-    fetch_offset: int  # the request's, so the follower can tell an answer about a log that moved
-    entries: tuple[Entry, ...] = ()
-    diverging: tuple[int, int] | None = None
-    high_watermark: int = 0
-    #: the follower's fetch is below what the leader's log holds: fetch this snapshot first
-    snapshot: SnapshotId | None = None
-    #: the request's, with ``fetch_offset``: a late answer about a log that was truncated and
-    #: grew back to the same length is told apart by the epoch of its last entry
-    last_fetched_epoch: int = -1
-
-
-@dataclass(frozen=True)
-class FetchSnapshotRequest:
-    """A follower asks for the snapshot's bytes from ``position`` (KIP-630's FetchSnapshot)."""
-
-    sender: int
-    to: int
-    epoch: int
-    snapshot: SnapshotId
-    position: int
-
-
-@dataclass(frozen=True)
-class FetchSnapshotResponse:
-    sender: int
-    to: int
-    epoch: int
-    leader: int  # NO_LEADER: the sender does not lead this epoch
-    snapshot: SnapshotId
-    position: int
-    data: bytes = b""
-    #: the snapshot's whole size; -1: the leader does not hold it (any more): fetch again
-    size: int = -1
-    high_watermark: int = 0
-
-
-Message = (
-    VoteRequest
-    | VoteResponse
-    | BeginEpoch
-    | EndEpoch
-    | FetchRequest
-    | FetchResponse
-    | FetchSnapshotRequest
-    | FetchSnapshotResponse
+from lanes.controller.raft_log import MemoryRaftLog, RaftLog, divergence
+from lanes.controller.raft_messages import (
+    NO_LEADER,
+    BeginEpoch,
+    DivergedHistoryError,
+    EndEpoch,
+    Entry,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    RaftConfig,
+    Role,
+    SnapshotId,
+    Voter,
+    VoteRequest,
+    VoteResponse,
 )
+from lanes.controller.raft_roles import CandidateState, FollowerState, LeaderState, SnapshotFetch
+from lanes.controller.raft_voters import VoterConfigs
+from lanes.invariants import InvariantError, invariant
 
-
-@dataclass(frozen=True)
-class RaftConfig:
-    election_timeout_ms: int = 1_000
-    #: how long a follower waits between fetches when nothing came back (a lost answer)
-    fetch_timeout_ms: int = 250
-    max_fetch_entries: int = 64
-    #: the most snapshot bytes one FetchSnapshot answer carries
-    max_snapshot_chunk_bytes: int = 1024 * 1024
-    #: an election skips up to this many epochs at random (Raft allows any increase): a
-    #: directory restored from an old copy then does not hand out the epochs of the history it
-    #: lost again, so nodes that applied that history can tell (0: epochs go up by one)
-    max_epoch_skip: int = 0
-
-
-@dataclass
-class _Tracking:
-    """The leader's view of one voter."""
-
-    end_offset: int = 0
-    last_fetch_ms: int = -1
-    #: when BeginEpoch was last sent to it (again while it does not fetch: it may have missed it)
-    announced_ms: int = -1
-    #: the snapshot it is fetching (until it fetches entries again)
-    fetching_snapshot: SnapshotId | None = None
-
-
-@dataclass
-class _SnapshotFetch:
-    """A follower's transfer of the leader's snapshot: the bytes below ``position`` are stored."""
-
-    snapshot: SnapshotId
-    position: int = 0
+__all__ = [
+    "NO_LEADER",
+    "BeginEpoch",
+    "DivergedHistoryError",
+    "EndEpoch",
+    "Entry",
+    "FetchRequest",
+    "FetchResponse",
+    "FetchSnapshotRequest",
+    "FetchSnapshotResponse",
+    "MemoryRaftLog",
+    "Message",
+    "RaftConfig",
+    "RaftCore",
+    "RaftLog",
+    "Role",
+    "SnapshotId",
+    "VoteRequest",
+    "VoteResponse",
+    "Voter",
+]
 
 
 @dataclass
@@ -401,7 +98,6 @@ class RaftCore:
     """One voter's Raft state machine (see the module docstring)."""
 
     node_id: int
-    voters: frozenset[int]
     log: RaftLog
     rng: random.Random
     config: RaftConfig = field(default_factory=RaftConfig)
@@ -419,25 +115,16 @@ class RaftCore:
     #: campaigns nor votes (it may have voted in this epoch before) until the driver has seen it
     #: follow a leader again; it still fetches, and its fetches count for commits.
     can_vote: bool = True
+    #: the voters in force and the log's configuration entries
+    members: VoterConfigs = field(default_factory=VoterConfigs)
     _now_ms: int = 0
     _election_deadline_ms: int = 0
     _last_leader_contact_ms: int = -(10**12)
-    _votes: set[int] = field(default_factory=set)
-    _tracking: dict[int, _Tracking] = field(default_factory=dict)
-    _epoch_start_offset: int = 0
-    _fetch_in_flight_until_ms: int = -1
-    _snapshot_fetch: _SnapshotFetch | None = None
+    #: the role's own state: a leadership's while leading, a candidacy's while standing
+    _leading: LeaderState | None = None
+    _candidacy: CandidateState | None = None
+    _following: FollowerState = field(default_factory=FollowerState)
     _installed: SnapshotId | None = None
-    #: the voters as the newest configuration entry of the log says (or, without one, as of the
-    #: log start: the snapshot's, or the ones the node was started with); ``voters`` their ids
-    voter_set: tuple[Voter, ...] = ()
-    _base_voters: tuple[Voter, ...] = ()
-    #: the base voters come from the node's start-up configuration, not from the log or a snapshot
-    _base_is_bootstrap: bool = True
-    #: (offset, voters) of every configuration entry in the log, oldest first
-    _configs: list[tuple[int, tuple[Voter, ...]]] = field(default_factory=list)
-    #: on the leader: non-voters that fetch (observers: a controller about to be added)
-    _observers: dict[int, _Tracking] = field(default_factory=dict)
 
     @classmethod
     def restart(
@@ -448,6 +135,7 @@ class RaftCore:
         rng: random.Random,
         *,
         hard_state: tuple[int, int | None] = (0, None),
+        can_vote: bool = True,
         config: RaftConfig | None = None,
         now_ms: int = 0,
         applied: int = 0,
@@ -457,16 +145,12 @@ class RaftCore:
         until the log or a snapshot says otherwise (KIP-853's bootstrap voters); a node that is
         not among the voters is an observer: it fetches, never votes. ``applied``: where the
         state machine's own state ends (the end of the snapshot it loaded; committed, so the
-        high-water mark starts there)."""
-        bootstrap = (
-            tuple(sorted(voters, key=lambda v: v.node_id))
-            if isinstance(voters, tuple)
-            else tuple(Voter(node) for node in sorted(voters))
+        high-water mark starts there). ``can_vote``: False for a node that lost its durable state
+        (see ``can_vote``)."""
+        core = cls(
+            node_id, log, rng, config or RaftConfig(), epoch=hard_state[0], voted_for=hard_state[1], can_vote=can_vote
         )
-        core = cls(node_id, frozenset(), log, rng, config or RaftConfig(), epoch=hard_state[0], voted_for=hard_state[1])
-        core._base_voters = log.snapshot_voters or bootstrap
-        core._base_is_bootstrap = log.snapshot_voters is None
-        core._scan_configs(log.start_offset)
+        core.members = VoterConfigs.of_log(log, voters)
         core._refresh_voters()
         core.applied = core.high_watermark = applied
         core._now_ms = now_ms
@@ -503,8 +187,19 @@ class RaftCore:
         return list(enumerate(found, start))
 
     @property
+    def voters(self) -> frozenset[int]:
+        """The ids of the voters in force."""
+        return self.members.voters
+
+    @property
+    def voter_set(self) -> tuple[Voter, ...]:
+        """The voters in force, as the newest configuration entry of the log says (or, without
+        one, as of the log start: the snapshot's, or the ones the node was started with)."""
+        return self.members.voter_set
+
+    @property
     def quorum(self) -> int:
-        return len(self.voters) // 2 + 1
+        return self.members.quorum
 
     @property
     def is_voter(self) -> bool:
@@ -513,37 +208,29 @@ class RaftCore:
     def voters_at(self, offset: int) -> tuple[Voter, ...] | None:
         """The voters the log records as in force at ``offset`` (for a snapshot ending there);
         None when it records none yet (the nodes' start-up configuration decides)."""
-        found = None if self._base_is_bootstrap else self._base_voters
-        for config_offset, voters in self._configs:
-            if config_offset < offset:
-                found = voters
-        return found
+        return self.members.voters_at(offset)
 
     def snapshots_in_transfer(self) -> set[SnapshotId]:
         """On the leader: the snapshots followers are fetching (asked within an election
         timeout). The driver keeps them, and the log from the oldest of them on, when it trims:
         a transfer slower than the snapshot interval would otherwise restart for ever."""
-        followers = [*self._tracking.values(), *self._observers.values()]
-        return {
-            t.fetching_snapshot
-            for t in followers
-            if t.fetching_snapshot is not None and self._now_ms - t.last_fetch_ms < self.config.election_timeout_ms
-        }
+        leading, window_ms = self._leading, self.config.election_timeout_ms
+        return leading.snapshots_in_transfer(self._now_ms, window_ms) if leading is not None else set()
 
     def observer_progress(self) -> dict[int, tuple[int, int]]:
         """As the leader sees them: observer -> (log end, monotonic ms of its last fetch)."""
-        return {node: (t.end_offset, t.last_fetch_ms) for node, t in self._observers.items()}
+        return self._leading.progress(self._leading.observers) if self._leading is not None else {}
 
     @property
     def leader_ready(self) -> bool:
         """Whether this node leads and everything before its epoch is committed and handed out
         by ``committed()`` (its leader-change entry committed): its state is then the newest."""
-        return self.role is Role.LEADER and self.applied > self._epoch_start_offset
+        return self._leading is not None and self.applied > self._leading.epoch_start_offset
 
     def voter_progress(self) -> dict[int, tuple[int, int]]:
         """As the leader sees them: voter -> (log end, monotonic ms of its last fetch); empty
         on a node that does not lead."""
-        return {voter: (t.end_offset, t.last_fetch_ms) for voter, t in self._tracking.items()}
+        return self._leading.progress(self._leading.tracking) if self._leading is not None else {}
 
     # -----------------------------------------------------------------------------------------
     # inputs
@@ -566,40 +253,39 @@ class RaftCore:
         entry of its own epoch (so no change of an earlier leader is still pending)."""
         if not self.leader_ready:
             return "this controller is not the active one (or not yet ready)"
-        if self._configs and self._configs[-1][0] >= self.high_watermark:
-            return "an earlier change of the quorum is not committed yet"
-        wanted = {v.node_id for v in voters}
-        if len(wanted) != len(voters) or not wanted:
-            return "the voters must be distinct, and at least one"
-        if len(wanted ^ self.voters) != 1:
-            return "a change adds or removes exactly one voter"
-        return None
+        return self.members.change_refusal(voters, self.high_watermark)
 
     def record_voters(self) -> int | None:
         """As the ready leader of a quorum whose log and snapshot record no voters yet (they come
         from the nodes' start-up configuration), append the voters as a configuration entry (as
         KRaft's bootstrap writes its VotersRecord): from then on a node started with another
         ``--voters`` list learns the real quorum from the log. Its offset, or None."""
-        if not self.leader_ready or self._configs or not self._base_is_bootstrap:
-            return None
-        return self._append_configuration(self.voter_set)
+        recorded = self.members.entries or not self.members.base_is_bootstrap
+        return None if not self.leader_ready or recorded else self._append_configuration(self.voter_set)
 
     def propose_voters(self, voters: tuple[Voter, ...]) -> int | None:
         """Append a configuration entry as the leader (see ``voters_change_refusal``): its
         offset, or None when refused. The new voters count from this entry on (also before it
         commits); a leader that removed itself resigns once the entry is committed."""
-        if self.voters_change_refusal(voters) is not None:
-            return None
-        return self._append_configuration(tuple(sorted(voters, key=lambda v: v.node_id)))
+        refused = self.voters_change_refusal(voters) is not None
+        return None if refused else self._append_configuration(tuple(sorted(voters, key=lambda v: v.node_id)))
 
     def _append_configuration(self, voters: tuple[Voter, ...]) -> int:
         """Append a configuration entry as the leader (in force at once); its offset."""
         offset = self.log.end_offset
-        entry = Entry(self.epoch, b"", True, voters)
-        self.log.append([entry])
-        self._note_configs(offset, [entry])
+        self.log.append(entries := [Entry(self.epoch, b"", True, voters)])
+        self.members.note(offset, entries)
+        self._refresh_voters()
         self._leader_progress()
         return offset
+
+    def allow_voting(self, *, caught_up_with_leader: bool) -> None:
+        """The driver found that this node, which lost its durable state, may vote again: it
+        caught up with the leader (the one vote it may have given in this epoch is taken to be
+        that leader's), or its quorum is new (nothing was given away)."""
+        if caught_up_with_leader and self.voted_for is None:
+            self.voted_for = self.leader
+        self.can_vote = True
 
     def resign(self) -> None:
         """Stop leading (the process is stopping): tell the voters, so they elect at once."""
@@ -612,27 +298,24 @@ class RaftCore:
     def tick(self, now_ms: int) -> None:
         """Time passed: elections, check-quorum, fetches."""
         self._now_ms = now_ms
-        if self.role is Role.LEADER:
-            alive = sum(
-                1
-                for voter in self.voters
-                if voter == self.node_id
-                or now_ms - self._tracking[voter].last_fetch_ms < self.config.election_timeout_ms
-            )
-            if alive < self.quorum and now_ms >= self._election_deadline_ms:
+        if self._leading is not None:
+            majority, announce = self._leading.tick(self.voters, self.node_id, now_ms, self.config)
+            if not majority and now_ms >= self._election_deadline_ms:
                 self._become_follower(self.epoch, NO_LEADER)  # check-quorum: cut off, resign
-            elif alive >= self.quorum:
+            elif majority:
                 self._election_deadline_ms = now_ms + self.config.election_timeout_ms
-            self._announce_to_silent_voters()
-            forgotten = now_ms - OBSERVER_FORGOTTEN_TIMEOUTS * self.config.election_timeout_ms
-            self._observers = {n: t for n, t in self._observers.items() if t.last_fetch_ms >= forgotten}
+            self.outbox.extend(BeginEpoch(self.node_id, voter, self.epoch) for voter in announce)
             return
         if not self.is_voter or not self.can_vote:
             self._observe()  # fetch without campaigning; find the leader by asking the voters
             return
         if now_ms >= self._election_deadline_ms:
             self._start_pre_vote()
-        elif self.role is Role.FOLLOWER and self.leader != NO_LEADER and now_ms >= self._fetch_in_flight_until_ms:
+        elif (
+            self.role is Role.FOLLOWER
+            and self.leader != NO_LEADER
+            and now_ms >= self._following.fetch_in_flight_until_ms
+        ):
             self._fetch()
 
     def step(self, message: Message, now_ms: int) -> None:
@@ -670,6 +353,20 @@ class RaftCore:
     # -----------------------------------------------------------------------------------------
     # elections
 
+    def _enter_epoch(self, epoch: int) -> None:
+        """Move to a later epoch, where no vote is given yet."""
+        invariant(epoch > self.epoch, f"node {self.node_id}: epoch {epoch} is not after {self.epoch}")
+        self.epoch, self.voted_for = epoch, None
+
+    def _vote_for(self, candidate: int) -> None:
+        """Give this epoch's vote (one per epoch: Raft's election safety rests on it)."""
+        invariant(self.voted_for in (None, candidate), f"node {self.node_id} votes twice in epoch {self.epoch}")
+        self.voted_for = candidate
+
+    def _commit_to(self, offset: int) -> None:
+        """Raise the high-water mark to ``offset``; it never moves backwards."""
+        self.high_watermark = max(self.high_watermark, offset)
+
     def _reset_election_timer(self) -> None:
         if self.voters == {self.node_id}:  # a quorum of one has nobody to wait for
             self._election_deadline_ms = self._now_ms
@@ -688,27 +385,27 @@ class RaftCore:
     def _start_pre_vote(self) -> None:
         self.role = Role.PRE_CANDIDATE
         self.leader = NO_LEADER
-        self._votes = {self.node_id}
+        self._candidacy = CandidateState({self.node_id})
         self._reset_election_timer()
         self._ask_votes(pre_vote=True)
         self._maybe_win()
 
     def _start_election(self) -> None:
         self.role = Role.CANDIDATE
-        self.epoch += 1 + (self.rng.randrange(self.config.max_epoch_skip + 1) if self.config.max_epoch_skip else 0)
-        self.voted_for = self.node_id
+        self._enter_epoch(
+            self.epoch + 1 + (self.rng.randrange(self.config.max_epoch_skip + 1) if self.config.max_epoch_skip else 0)
+        )
+        self._vote_for(self.node_id)
         self.leader = NO_LEADER
-        self._votes = {self.node_id}
+        self._candidacy = CandidateState({self.node_id})
         self._reset_election_timer()
         self._ask_votes(pre_vote=False)
         self._maybe_win()
 
     def _ask_votes(self, *, pre_vote: bool) -> None:
-        epoch = self.epoch + 1 if pre_vote else self.epoch
-        for voter in sorted(self.voters - {self.node_id}):
-            self.outbox.append(
-                VoteRequest(self.node_id, voter, epoch, self.log.last_epoch, self.log.end_offset, pre_vote)
-            )
+        epoch, last_epoch, end = self.epoch + 1 if pre_vote else self.epoch, self.log.last_epoch, self.log.end_offset
+        others = sorted(self.voters - {self.node_id})
+        self.outbox.extend(VoteRequest(self.node_id, voter, epoch, last_epoch, end, pre_vote) for voter in others)
 
     def _on_vote_request(self, request: VoteRequest) -> None:
         if request.pre_vote:
@@ -733,7 +430,7 @@ class RaftCore:
             and self._log_at_least(request.last_epoch, request.end_offset)
         )
         if granted:
-            self.voted_for = request.sender  # durable before the answer leaves (hard_state)
+            self._vote_for(request.sender)  # durable before the answer leaves (hard_state)
             self._reset_election_timer()
         self.outbox.append(VoteResponse(self.node_id, request.sender, self.epoch, granted, False, self._known_leader()))
 
@@ -754,12 +451,12 @@ class RaftCore:
         wanted = Role.PRE_CANDIDATE if response.pre_vote else Role.CANDIDATE
         if self.role is not wanted or (not response.pre_vote and response.epoch != self.epoch):
             return  # an answer to an earlier round
-        if response.granted:
-            self._votes.add(response.sender)
+        if response.granted and self._candidacy is not None:
+            self._candidacy.votes.add(response.sender)
             self._maybe_win()
 
     def _maybe_win(self) -> None:
-        if len(self._votes & self.voters) < self.quorum or not self.is_voter:
+        if self._candidacy is None or not self._candidacy.won(self.voters, self.quorum) or not self.is_voter:
             return
         if self.role is Role.PRE_CANDIDATE:
             self._start_election()
@@ -767,28 +464,16 @@ class RaftCore:
             self._become_leader()
 
     def _become_leader(self) -> None:
+        invariant(self.voted_for == self.node_id, "a leader was elected with its own vote in its epoch")
         self.role = Role.LEADER
         self.leader = self.node_id
-        # every voter gets a fresh election timeout to fetch before check-quorum counts it out
-        self._tracking = {
-            voter: _Tracking(last_fetch_ms=self._now_ms) for voter in self.voters if voter != self.node_id
-        }
-        self._observers = {}
-        self._epoch_start_offset = self.log.end_offset
+        self._candidacy = None
+        self._leading = LeaderState.begin(self.voters - {self.node_id}, self._now_ms, self.log.end_offset)
         self.log.append([Entry(self.epoch, b"")])  # the leader-change entry: commits earlier epochs
         self._election_deadline_ms = self._now_ms + self.config.election_timeout_ms
         for voter in sorted(self.voters - {self.node_id}):
             self.outbox.append(BeginEpoch(self.node_id, voter, self.epoch))
         self._leader_progress()
-
-    def _announce_to_silent_voters(self) -> None:
-        """BeginEpoch again to voters that have not fetched lately (KRaft resends it until they
-        do): a voter that missed the announcement, or came back, learns the leader."""
-        for voter, tracking in sorted(self._tracking.items()):
-            quiet = self._now_ms - max(tracking.last_fetch_ms, tracking.announced_ms)
-            if quiet >= self.config.fetch_timeout_ms:
-                tracking.announced_ms = self._now_ms
-                self.outbox.append(BeginEpoch(self.node_id, voter, self.epoch))
 
     def _become_follower(self, epoch: int, leader: int, *, heard_directly: bool = True) -> None:
         """Follow ``leader`` (NO_LEADER: none known) in ``epoch``; ``heard_directly``: the leader
@@ -796,14 +481,13 @@ class RaftCore:
         if leader == self.node_id:  # others still name this node, which lost its leadership (restart)
             leader = NO_LEADER
         if epoch != self.epoch or leader != self.leader:
-            self._snapshot_fetch = None  # a snapshot transfer is with one leader in one epoch
+            self._following.snapshot_fetch = None  # a snapshot transfer is with one leader in one epoch
         if epoch > self.epoch:
-            self.epoch = epoch
-            self.voted_for = None
+            self._enter_epoch(epoch)
         self.role = Role.FOLLOWER
         self.leader = leader
-        self._tracking = {}
-        self._observers = {}
+        self._leading = None
+        self._candidacy = None
         if not heard_directly:
             return
         if leader != NO_LEADER:
@@ -813,30 +497,24 @@ class RaftCore:
     # -----------------------------------------------------------------------------------------
     # replication
 
-    def _fetch(self) -> None:
-        self._fetch_in_flight_until_ms = self._now_ms + self.config.fetch_timeout_ms
-        if self._snapshot_fetch is not None:
-            fetch = self._snapshot_fetch
-            self.outbox.append(
-                FetchSnapshotRequest(self.node_id, self.leader, self.epoch, fetch.snapshot, fetch.position)
-            )
-            return
-        self.outbox.append(
-            FetchRequest(self.node_id, self.leader, self.epoch, self.log.end_offset, self.log.last_epoch)
-        )
+    def _fetch(self, voter: int | None = None) -> None:
+        """Fetch from the leader (or ask ``voter`` who leads: its answer names the leader)."""
+        until_ms = self._now_ms + self.config.fetch_timeout_ms
+        to = self.leader if voter is None else voter
+        fetch = self._following.next_fetch(self.node_id, to, self.epoch, self.log, until_ms, from_leader=voter is None)
+        self.outbox.append(fetch)
+
+    def _lead(self) -> LeaderState:
+        """The leadership's state (only called while leading)."""
+        if self._leading is None:
+            raise InvariantError(f"node {self.node_id} acts as the leader of epoch {self.epoch} without leading")
+        return self._leading
 
     def _leads_for(self, sender: int, epoch: int) -> bool:
         """Whether this node leads ``epoch`` and ``sender`` follows it (a fetch to answer)."""
         if epoch > self.epoch:
             self._become_follower(epoch, NO_LEADER)  # a newer epoch exists: this node is stale
-        if self.role is not Role.LEADER or epoch != self.epoch or sender == self.node_id:
-            return False
-        if sender not in self._tracking and sender not in self._observers:
-            self._observers[sender] = _Tracking()  # a non-voter fetching: an observer
-        return True
-
-    def _follower_tracking(self, node: int) -> _Tracking:
-        return self._tracking[node] if node in self._tracking else self._observers[node]
+        return self._leading is not None and epoch == self.epoch and sender != self.node_id
 
     def _needs_snapshot(self, fetch_offset: int, last_fetched_epoch: int) -> bool:
         """Whether a follower at (``fetch_offset``, ``last_fetched_epoch``) must load a snapshot:
@@ -862,7 +540,7 @@ class RaftCore:
                 )
             )  # fmt: skip
             return
-        tracking = self._follower_tracking(request.sender)
+        tracking = self._lead().follower(request.sender)  # a non-voter fetching: an observer
         tracking.last_fetch_ms = self._now_ms  # it follows this leader (check-quorum counts it)
         answer = FetchResponse(
             self.node_id, request.sender, self.epoch, self.node_id, request.fetch_offset,
@@ -871,9 +549,8 @@ class RaftCore:
         if self._needs_snapshot(request.fetch_offset, request.last_fetched_epoch):
             self.outbox.append(replace(answer, snapshot=self.log.latest_snapshot))
             return
-        epoch, end = self.log.end_offset_for_epoch(request.last_fetched_epoch)
-        if request.last_fetched_epoch > 0 and (end < request.fetch_offset or epoch < request.last_fetched_epoch):
-            self.outbox.append(replace(answer, diverging=(epoch, end)))
+        if (diverging := divergence(self.log, request.fetch_offset, request.last_fetched_epoch)) is not None:
+            self.outbox.append(replace(answer, diverging=diverging))
             return
         tracking.end_offset = min(request.fetch_offset, self.log.end_offset)
         tracking.fetching_snapshot = None
@@ -892,11 +569,14 @@ class RaftCore:
             leader = self.leader if self.role is not Role.CANDIDATE else NO_LEADER
             self.outbox.append(replace(answer, leader=leader))
             return
-        tracking = self._follower_tracking(request.sender)
-        tracking.last_fetch_ms = self._now_ms
-        found = self.log.read_snapshot(request.snapshot, request.position, self.config.max_snapshot_chunk_bytes)
-        tracking.fetching_snapshot = request.snapshot if found is not None else None
-        data, size = found if found is not None else (b"", -1)
+        data, size = self._lead().serve_snapshot(
+            request.sender,
+            request.snapshot,
+            request.position,
+            self.log,
+            now_ms=self._now_ms,
+            max_bytes=self.config.max_snapshot_chunk_bytes,
+        )
         self.outbox.append(
             replace(answer, leader=self.node_id, data=data, size=size, high_watermark=self.high_watermark)
         )
@@ -905,14 +585,14 @@ class RaftCore:
         """Advance the high-water mark to what a majority of the voters holds (never backwards,
         and only once it covers an entry of this epoch); the leader counts itself only while it
         is a voter. A leader that removed itself resigns once that change is committed."""
-        ends = [t.end_offset for t in self._tracking.values()]
-        if self.is_voter:
-            ends.append(self.log.end_offset)
-        ends.sort(reverse=True)
-        candidate = ends[self.quorum - 1] if len(ends) >= self.quorum else 0
-        if candidate > self._epoch_start_offset:
-            self.high_watermark = max(self.high_watermark, candidate)
-        if not self.is_voter and self._configs and self._configs[-1][0] < self.high_watermark:
+        leading = self._leading
+        if leading is None:
+            return
+        candidate = leading.majority_end(self.log.end_offset if self.is_voter else None, self.quorum)
+        if candidate > leading.epoch_start_offset:
+            self._commit_to(candidate)
+        last_change = self.members.last_change_offset
+        if not self.is_voter and last_change is not None and last_change < self.high_watermark:
             self.resign()
 
     def _heard_from_leader(self, response: FetchResponse | FetchSnapshotResponse) -> bool:
@@ -933,18 +613,18 @@ class RaftCore:
             return False
         self._last_leader_contact_ms = self._now_ms
         self._reset_election_timer()
-        self._fetch_in_flight_until_ms = -1  # the next tick fetches again
+        self._following.fetch_in_flight_until_ms = -1  # the next tick fetches again
         self.leader_high_watermark = max(self.leader_high_watermark, response.high_watermark)
         return True
 
     def _on_fetch_response(self, response: FetchResponse) -> None:
-        if not self._heard_from_leader(response) or self._snapshot_fetch is not None:
+        if not self._heard_from_leader(response) or self._following.snapshot_fetch is not None:
             return
         if (response.fetch_offset, response.last_fetched_epoch) != (self.log.end_offset, self.log.last_epoch):
             return  # an answer about a log that has moved since (late, duplicated)
         if response.snapshot is not None:
             if response.snapshot.end_offset > self.applied:
-                self._snapshot_fetch = _SnapshotFetch(response.snapshot)
+                self._following.snapshot_fetch = SnapshotFetch(response.snapshot)
             return
         if response.diverging is not None:
             offset = self._truncation_offset(*response.diverging)
@@ -954,38 +634,27 @@ class RaftCore:
                     f"log at offset {offset}, below its committed offset {self.high_watermark}"
                 )
             self.log.truncate_to(offset)
-            self._configs = [c for c in self._configs if c[0] < self.log.end_offset]
+            self.members.truncated(self.log.end_offset)
             self._refresh_voters()
             return
         if response.entries:
             first = self.log.end_offset
             self.log.append(response.entries)
-            self._note_configs(first, response.entries)
-        self.high_watermark = max(self.high_watermark, min(response.high_watermark, self.log.end_offset))
+            self.members.note(first, response.entries)
+            self._refresh_voters()
+        self._commit_to(min(response.high_watermark, self.log.end_offset))
 
     def _on_fetch_snapshot_response(self, response: FetchSnapshotResponse) -> None:
         if not self._heard_from_leader(response):
             return
-        fetch = self._snapshot_fetch
-        if fetch is None or response.snapshot != fetch.snapshot or response.position != fetch.position:
-            return  # late, duplicated, or about another transfer
-        if response.size < 0 or (not response.data and fetch.position < response.size):
-            self._snapshot_fetch = None  # the leader has a newer one by now: fetch again to learn it
-            return
-        self.log.write_snapshot_chunk(fetch.snapshot, fetch.position, response.data)
-        fetch.position += len(response.data)
-        if fetch.position < response.size:
-            return
-        self._snapshot_fetch = None
-        if fetch.snapshot.end_offset <= self.applied or not self.log.install_snapshot(fetch.snapshot):
-            return  # nothing new after all, or received damaged: fetching again says what to do
-        if self.log.snapshot_voters is not None:
-            self._base_voters, self._base_is_bootstrap = self.log.snapshot_voters, False
-        self._configs = []
+        received = self._following.take_snapshot_chunk(response, self.log)
+        if received is None or received.end_offset <= self.applied or not self.log.install_snapshot(received):
+            return  # more to come; or nothing new after all, or received damaged: fetching again says what to do
+        self.members.installed(self.log.snapshot_voters)
         self._refresh_voters()
-        self.applied = fetch.snapshot.end_offset
-        self.high_watermark = max(self.high_watermark, self.applied)
-        self._installed = fetch.snapshot
+        self.applied = received.end_offset
+        self._commit_to(self.applied)
+        self._installed = received
 
     # -----------------------------------------------------------------------------------------
     # membership (KIP-853)
@@ -997,54 +666,23 @@ class RaftCore:
         if self._now_ms >= self._election_deadline_ms:
             self.leader = NO_LEADER
             self._reset_election_timer()
-        if self._now_ms < self._fetch_in_flight_until_ms:
+        if self._now_ms < self._following.fetch_in_flight_until_ms:
             return
         if self.leader != NO_LEADER:
             self._fetch()
             return
         voters = sorted(self.voters - {self.node_id})
         if voters:
-            self._fetch_in_flight_until_ms = self._now_ms + self.config.fetch_timeout_ms
-            self.outbox.append(
-                FetchRequest(
-                    self.node_id, self.rng.choice(voters), self.epoch, self.log.end_offset, self.log.last_epoch
-                )
-            )
-
-    def _scan_configs(self, start: int) -> None:
-        """Find the configuration entries of the log from ``start`` (at a restart)."""
-        offset = start
-        while offset < self.log.end_offset:
-            entries = self.log.entries(offset, 10_000)
-            if not entries:
-                break
-            self._note_configs(offset, entries, refresh=False)
-            offset += len(entries)
-
-    def _note_configs(self, first_offset: int, entries: Sequence[Entry], *, refresh: bool = True) -> None:
-        for index, entry in enumerate(entries):
-            if entry.voters is not None:
-                self._configs.append((first_offset + index, entry.voters))
-        if refresh:
-            self._refresh_voters()
+            self._fetch(self.rng.choice(voters))
 
     def _refresh_voters(self) -> None:
-        """The newest configuration in the log is the quorum (Raft uses a configuration as soon
-        as it is in the log, committed or not). A leader re-sorts its followers into voters and
-        observers; a candidate that is no longer a voter stops campaigning."""
-        self.voter_set = self._configs[-1][1] if self._configs else self._base_voters
-        voters = frozenset(v.node_id for v in self.voter_set)
-        if voters == self.voters:
+        """Put the newest configuration in force (``VoterConfigs``). A leader re-sorts its
+        followers into voters and observers; a candidate that is no longer a voter stops
+        campaigning."""
+        if not self.members.refresh():
             return
-        self.voters = voters
-        if self.role is Role.LEADER:
-            followers = {**self._observers, **self._tracking}
-            self._tracking = {
-                node: followers.get(node) or _Tracking(last_fetch_ms=self._now_ms)
-                for node in voters
-                if node != self.node_id
-            }
-            self._observers = {node: t for node, t in followers.items() if node not in voters}
+        if self._leading is not None:
+            self._leading.regroup(self.voters, self.node_id, self._now_ms)
             self._leader_progress()
         elif self.role is not Role.FOLLOWER and not self.is_voter:
             self._become_follower(self.epoch, NO_LEADER)
