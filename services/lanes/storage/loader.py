@@ -13,6 +13,7 @@ The files of a log directory are listed in ``lanes.storage.log``; their names ar
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,3 +194,38 @@ class LogLoader:
                 stem = path.name[: -len(suffix)]
                 if stem.isdigit() and int(stem) not in bases:
                     path.unlink()
+
+
+def swap_in_compacted(
+    old: LogSegment, cleaned_log: Path, files: FileCache, index_interval_bytes: int, step: Callable[[str], None]
+) -> LogSegment | None:
+    """Put a compacted copy of ``old`` (same base offset, a fsynced ``.cleaned`` file) in its
+    place on disk; the new segment, or None when the copy is empty (the segment is deleted). The
+    caller holds the log's lock and puts the result in its segment list.
+
+    Commit order, crash-safe: rename the copy to ``.swap`` (the commit point: recovery completes
+    any swap it finds), drop ``old``'s indexes (derived data), rename the swap over the old log
+    file, rebuild the indexes. ``step`` (tests) is called after each step and may raise to
+    simulate a crash there."""
+    directory = old.log_path.parent
+    old.release_files()
+    if cleaned_log.stat().st_size == 0:
+        cleaned_log.unlink()
+        old.delete()
+        fsync_directory(directory)
+        return None
+    swap = old.log_path.with_name(old.log_path.name + SWAP_SUFFIX)
+    cleaned_log.replace(swap)
+    fsync_directory(directory)
+    step("swap-committed")
+    old.index.path.unlink(missing_ok=True)
+    old.time_index.path.unlink(missing_ok=True)
+    step("indexes-dropped")
+    swap.replace(old.log_path)
+    fsync_directory(directory)
+    step("log-replaced")
+    replacement = LogSegment(directory, old.base_offset, files, index_interval_bytes)
+    replacement.recover(old.base_offset)
+    replacement.close_for_appends()
+    replacement.flush()
+    return replacement

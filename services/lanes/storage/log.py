@@ -43,8 +43,6 @@ from pathlib import Path
 from lanes.clock import Clock
 from lanes.errors import (
     CorruptRecordError,
-    ErrorCode,
-    LanesError,
     OffsetOutOfRangeError,
     StorageError,
 )
@@ -52,7 +50,6 @@ from lanes.protocol.records import (
     BatchHeader,
     TimestampType,
     assign_offsets_vectored,
-    check_produced_records,
     decode_batch,
     stamp_log_append_time,
     validate_batches,
@@ -63,9 +60,11 @@ from lanes.storage.files import FileCache, fsync_directory, storage_error
 from lanes.storage.loader import (
     CLEAN_SHUTDOWN_FILE,
     LEADER_EPOCH_FILE,
-    SWAP_SUFFIX,
     LogLoader,
+    swap_in_compacted,
 )
+from lanes.storage.produce_validation import validate_produce
+from lanes.storage.retention import retention_candidates, segments_below_start
 from lanes.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
 from lanes.topic_configs import topic_config_values
 
@@ -308,31 +307,9 @@ class PartitionLog:
     # appends
 
     def validate_produce(self, data: bytes | bytearray) -> list[BatchHeader]:
-        """Check one produce request's data for this partition against this log's configs; its
-        batch's header, or the error ``append_as_leader`` would raise (CorruptRecordError,
-        MessageTooLargeError, UnsupportedCompressionError, INVALID_RECORD for a record a producer
-        cannot have written, a keyless record on a compacted topic or more than one batch,
-        INVALID_TIMESTAMP for a record later than ``message.timestamp.after.max.ms`` on this
-        log's clock). Every record is checked, compressed batches inflated within their bound, as
-        Kafka's LogValidator does: a batch no consumer could decode is never stored."""
-        headers = validate_batches(data, max_batch_bytes=self._config.max_message_bytes, producer_batch=True)
-        if len(headers) > 1:  # as Kafka's LogValidator: each batch could name a producer of its own
-            raise LanesError(
-                f"a produce request carries one record batch per partition, not {len(headers)}",
-                ErrorCode.INVALID_RECORD,
-            )
-        if not self._config.log_append_time:  # KIP-937: a record's time keeps its producer's state alive
-            latest_ms = self._clock.now_ms() + self._config.timestamp_after_max_ms
-            ahead_ms = max((header.max_timestamp for header in headers), default=latest_ms)
-            if ahead_ms > latest_ms:
-                raise LanesError(
-                    f"a record's timestamp {ahead_ms} is {ahead_ms - latest_ms} ms beyond "
-                    f"message.timestamp.after.max.ms ({self._config.timestamp_after_max_ms} ms ahead of the "
-                    "broker's clock)",
-                    ErrorCode.INVALID_TIMESTAMP,
-                )
-        check_produced_records(data, headers, require_keys=self._config.compact)
-        return headers
+        """Check one produce request's data for this partition against this log's configs and
+        clock (``lanes.storage.produce_validation``); its batch's header."""
+        return validate_produce(data, self._config, self._clock.now_ms())
 
     def append_as_leader(
         self, data: bytes | bytearray, leader_epoch: int, *, validated: Sequence[BatchHeader] | None = None
@@ -550,20 +527,10 @@ class PartitionLog:
                 for _, header in segment.batch_headers(position):
                     if header.max_timestamp < timestamp_ms:
                         continue
-                    found = self._first_record_at(segment, header, timestamp_ms)
+                    found = _first_record_at(segment, header, timestamp_ms, self._log_start_offset)
                     if found is not None:
                         return found
             return None
-
-    def _first_record_at(self, segment: LogSegment, header: BatchHeader, timestamp_ms: int) -> TimestampOffset | None:
-        data, _, _ = segment.read(header.base_offset, header.size_bytes, None, True)
-        batch = decode_batch(data)
-        log_append_time = batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME
-        for record in batch.records:
-            timestamp = batch.header.max_timestamp if log_append_time else record.timestamp
-            if timestamp >= timestamp_ms and record.offset >= self._log_start_offset:
-                return TimestampOffset(record.offset, timestamp, batch.header.partition_leader_epoch)
-        return None
 
     def scan_batch_headers(self, from_offset: int, visit: Callable[[BatchHeader], None]) -> None:
         """Call ``visit`` with the header of every batch whose base offset is at or after
@@ -661,7 +628,7 @@ class PartitionLog:
             if offset > self._log_start_offset:
                 self._log_start_offset = offset
                 self.epochs.truncate_from_start(offset)
-                self._delete_segments_locked(self._segments_below_start())
+                self._delete_segments_locked(segments_below_start(self._segments, self._log_start_offset))
                 self._write_checkpoints(urgent=True)
             return self._log_start_offset
 
@@ -670,39 +637,15 @@ class PartitionLog:
         includes delete); return how many were deleted."""
         with self._maintenance_lock, self._lock:
             self._check_open()
-            doomed = self._segments_below_start()
+            doomed = segments_below_start(self._segments, self._log_start_offset)
             if self._config.delete:
-                doomed = self._retention_candidates(len(doomed))
+                doomed = retention_candidates(
+                    self._segments, self._config, self._high_watermark, self._clock.now_ms(), already=len(doomed)
+                )
             if doomed:
                 self._delete_segments_locked(doomed)
                 self._write_checkpoints()
             return len(doomed)
-
-    def _segments_below_start(self) -> list[LogSegment]:
-        doomed = []
-        for segment, following in zip(self._segments, self._segments[1:], strict=False):
-            if following.base_offset <= self._log_start_offset:
-                doomed.append(segment)
-            else:
-                break
-        return doomed
-
-    def _retention_candidates(self, already: int) -> list[LogSegment]:
-        """A prefix of the non-active segments below the high-water mark that retention.ms or
-        retention.bytes expires."""
-        config = self._config
-        inactive = [s for s in self._segments[:-1] if s.next_offset <= self._high_watermark]
-        count = already
-        if config.retention_ms >= 0:
-            now = self._clock.now_ms()
-            while count < len(inactive) and 0 <= inactive[count].max_timestamp < now - config.retention_ms:
-                count += 1
-        if config.retention_bytes >= 0:
-            excess = sum(segment.size_bytes for segment in self._segments[count:]) - config.retention_bytes
-            while count < len(inactive) and excess - inactive[count].size_bytes >= 0:
-                excess -= inactive[count].size_bytes
-                count += 1
-        return inactive[:count]
 
     def _delete_segments_locked(self, doomed: Sequence[LogSegment]) -> None:
         """Delete a prefix of the segments (never the active one); advance the log start."""
@@ -736,35 +679,19 @@ class PartitionLog:
         empty compacted copy deletes the segment instead. Returns the new segment, or None.
         ``fault`` (tests) is called after each step and may raise to simulate a crash there.
         """
-        step = fault or (lambda name: None)
         with self._lock:
             self._check_open()
             position = next(i for i, segment in enumerate(self._segments) if segment is old)
             if position == len(self._segments) - 1:
                 raise RuntimeError("the active segment is never compacted")
-            old.release_files()
-            if cleaned_log.stat().st_size == 0:
-                cleaned_log.unlink()
-                old.delete()
+            replacement = swap_in_compacted(
+                old, cleaned_log, self._files, self._config.index_interval_bytes, fault or (lambda name: None)
+            )
+            if replacement is None:
                 del self._segments[position]
                 del self._bases[position]
-                fsync_directory(self.directory)
-                return None
-            swap = old.log_path.with_name(old.log_path.name + SWAP_SUFFIX)
-            cleaned_log.replace(swap)
-            fsync_directory(self.directory)
-            step("swap-committed")
-            old.index.path.unlink(missing_ok=True)
-            old.time_index.path.unlink(missing_ok=True)
-            step("indexes-dropped")
-            swap.replace(old.log_path)
-            fsync_directory(self.directory)
-            step("log-replaced")
-            replacement = LogSegment(self.directory, old.base_offset, self._files, self._config.index_interval_bytes)
-            replacement.recover(old.base_offset)
-            replacement.close_for_appends()
-            replacement.flush()
-            self._segments[position] = replacement
+            else:
+                self._segments[position] = replacement
             return replacement
 
     # -----------------------------------------------------------------------------------------
@@ -812,3 +739,17 @@ class PartitionLog:
     def _check_open(self) -> None:
         if self._closed:
             raise StorageError(f"the log in {self.directory} is closed")
+
+
+def _first_record_at(
+    segment: LogSegment, header: BatchHeader, timestamp_ms: int, log_start_offset: int
+) -> TimestampOffset | None:
+    """The first record of the batch ``header`` names with a timestamp >= ``timestamp_ms``."""
+    data, _, _ = segment.read(header.base_offset, header.size_bytes, None, True)
+    batch = decode_batch(data)
+    log_append_time = batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME
+    for record in batch.records:
+        timestamp = batch.header.max_timestamp if log_append_time else record.timestamp
+        if timestamp >= timestamp_ms and record.offset >= log_start_offset:
+            return TimestampOffset(record.offset, timestamp, batch.header.partition_leader_epoch)
+    return None
