@@ -1,4 +1,4 @@
-"""Which names a namespace may claim (issue #23's Kubernetes tenancy), as a pure core.
+"""Which names a namespace may claim (docs/kubernetes.md, tenancy), as a pure core.
 
 When the operator watches namespaces beyond its own, a resource in another namespace may only
 claim topics, groups and users whose names start with a prefix an administrator granted that

@@ -9,8 +9,8 @@ answer is just no larger than the cap.
 
 Kafka sends record bytes from the page cache with ``sendfile``, so a fetch costs it no heap.
 Lanes reads them into memory to put them in a gRPC message, so a broker also bounds what all
-consumer fetches hold at once (``FetchMemory``): eight fetches of 2 GiB each used to re-read a
-119 MiB partition into memory on every append (issue #23). Followers stay outside that budget:
+consumer fetches hold at once (``FetchMemory``): eight fetches of 2 GiB each must not hold a
+large partition in memory each. Followers stay outside that budget:
 replication must not wait behind consumers, and there are few followers, each capped.
 """
 

@@ -23,6 +23,7 @@ import grpc
 
 from lanes.broker.fetch_session import FetchPosition, FetchSessionBuilder
 from lanes.broker.partition import FetchedPartition, Partition
+from lanes.deadline import Backoff
 from lanes.errors import ErrorCode, LanesError, error_code
 from lanes.rpc.channels import ChannelCache
 from lanes.runtime.logs import fields
@@ -30,7 +31,9 @@ from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 
 _log = logging.getLogger(__name__)
-_RETRY_S = 0.1
+#: pauses after a failed fetch: from 0.1 s, doubling to 0.5 s while failures go on (a leader
+#: away is not asked ten times a second); back to 0.1 s after an answer
+_RETRY_S, _RETRY_MAX_S = 0.1, 0.5
 _PARTITION_MAX_BYTES = 1024 * 1024
 
 #: what a fetcher follows: each partition with the leader epoch it follows it at
@@ -61,6 +64,7 @@ class FollowerFetcher:
     async def run(self) -> None:
         """Fetch until there is nothing left to follow from this leader, or cancelled."""
         session = FetchSessionBuilder()
+        backoff = Backoff(_RETRY_S, _RETRY_MAX_S)
         try:
             while True:
                 followed = self._partitions()
@@ -76,18 +80,20 @@ class FollowerFetcher:
                 except grpc.aio.AioRpcError as exc:
                     _log.debug("replica fetch failed: %s", exc.code().name)
                     session.reset()  # the leader may have moved the session on: start a new one
-                    await asyncio.sleep(_RETRY_S)
+                    await backoff.pause()
                     continue
                 if response.error.code:  # the leader forgot the session, or does not know this epoch yet
                     _log.debug("fetch session %d ended: %s", session.session_id, response.error.message)
                     session.reset()
                     if response.error.code == ErrorCode.STALE_BROKER_EPOCH:
-                        await asyncio.sleep(_RETRY_S)  # its metadata lags this registration
+                        await backoff.pause()  # its metadata lags this registration
                     continue
                 session.answered(response.session_id, positions)
                 fetched_from = {key: position.fetch_offset for key, position in positions.items()}
-                if not await asyncio.to_thread(self._apply, followed, fetched_from, response):
-                    await asyncio.sleep(_RETRY_S)
+                if await asyncio.to_thread(self._apply, followed, fetched_from, response):
+                    backoff.reset()
+                else:
+                    await backoff.pause()
         finally:
             await self._channels.close()
 

@@ -1,4 +1,4 @@
-"""Idempotent-producer state of one partition (DESIGN.md section 6), as a pure core.
+"""Idempotent-producer state of one partition (docs/architecture.md#the-broker), as a pure core.
 
 A producer stamps each batch header with its producer id, epoch and the sequence number of the
 batch's first record; sequences count records per partition, from 0, wrapping after 2^31-1. The

@@ -1,4 +1,4 @@
-"""Replication logic of one partition, as a pure core (DESIGN.md section 6).
+"""Replication logic of one partition, as a pure core (docs/architecture.md#the-broker).
 
 ``LeaderReplica`` is the leader's view: where each follower's log ends, the high-water mark, which
 followers to drop from or add to the ISR, and when an ``acks=all`` produce may complete. The

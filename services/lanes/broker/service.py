@@ -77,7 +77,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, request: broker_pb2.MetadataRequest, context: ServicerContext
     ) -> broker_pb2.MetadataResponse:
         image = self._node.image
-        if request.topics:
+        if request.cluster_only:
+            names = []
+        elif request.topics:
             names = list(dict.fromkeys(request.topics))  # a name given again is answered once
         else:
             names = sorted(t.name for t in image.topics.values() if request.include_internal or not t.internal)

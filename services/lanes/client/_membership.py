@@ -1,5 +1,5 @@
 """A consumer's membership of a group: coordinator discovery, heartbeats, and the steps by which
-it follows the coordinator's assignment (DESIGN.md section 8; KIP-848).
+it follows the coordinator's assignment (docs/consumer-groups.md; KIP-848).
 
 The heartbeat task runs on the client's loop, independent of ``poll``. It sends the
 subscription and the partitions the consumer owns now, and records the assignment it receives.

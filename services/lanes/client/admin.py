@@ -1,8 +1,10 @@
 """The Admin client: topics, partitions, configs, the cluster, and consumer groups.
 
 ``lanes.aio.Admin`` is the asynchronous core; ``lanes.Admin`` the synchronous facade. Bootstrap
-from any broker: its Metadata names the controller, where admin requests go; a request answered
-NOT_CONTROLLER or failing to connect refreshes that from the brokers and retries once. Every
+from any broker: its Metadata (``cluster_only``) names the active controller, where admin requests
+go; a request answered NOT_CONTROLLER follows the controller it names, and one that fails to
+connect asks the brokers again, with backoff, within the request timeout. One channel per broker
+and controller is kept for the client's life. Every
 error code becomes the typed exception of ``lanes.errors`` (TopicAlreadyExistsError,
 InvalidConfigError, ...), whose message says what to do. Group requests go to each group's
 coordinator (``_group_admin``).
@@ -23,7 +25,8 @@ from lanes.client._cluster import checked_client_id
 from lanes.client._group_admin import GroupAdmin, GroupDescription, GroupListing, MemberInfo, OffsetReset, PartitionLag
 from lanes.deadline import Backoff, Deadline
 from lanes.errors import ErrorCode, LanesError, NotControllerError, error_for
-from lanes.rpc.channels import open_channel
+from lanes.rpc.addresses import parse_addresses
+from lanes.rpc.channels import ChannelCache
 from lanes.rpc.controllers import active_controller_named, is_not_controller
 from lanes.rpc.credentials import ClientCredentials, client_credentials
 from lanes.rpc.tls import ClientTls
@@ -208,18 +211,15 @@ class AsyncAdmin:
         credentials: ClientCredentials = "process",
         client_id: str = "lanes-admin",
     ) -> None:
-        self.bootstrap = [address.strip() for address in bootstrap.split(",") if address.strip()]
+        self.bootstrap = parse_addresses(bootstrap)
         self._tls: ClientTls = tls
         self._credentials = client_credentials(credentials)
         self._client_id = checked_client_id(client_id)
-        if not self.bootstrap:
-            raise ValueError("bootstrap needs at least one host:port")
         self._timeout_s = request_timeout_ms / 1000
+        #: one channel per broker and controller, kept (a TLS handshake per call would be the cost)
+        self._channels = ChannelCache(tls=tls, credentials=self._credentials, client_id=self._client_id)
         self._controller: str | None = None
         self._groups: GroupAdmin | None = None
-
-    def _channel(self, address: str) -> grpc.aio.Channel:
-        return open_channel(address, tls=self._tls, credentials=self._credentials, client_id=self._client_id)
 
     @property
     def groups(self) -> GroupAdmin:
@@ -236,11 +236,8 @@ class AsyncAdmin:
         answered = False
         for address in self.bootstrap:
             try:
-                async with self._channel(address) as channel:
-                    stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
-                    metadata = await stub.Metadata(
-                        broker_pb2.MetadataRequest(topics=["__no_topic__"]), timeout=self._timeout_s
-                    )
+                stub = broker_pb2_grpc.BrokerStub(self._channels.get(address))  # type: ignore[no-untyped-call]
+                metadata = await stub.Metadata(broker_pb2.MetadataRequest(cluster_only=True), timeout=self._timeout_s)
             except grpc.aio.AioRpcError as exc:
                 refused = security_refusal(exc)
                 if refused is not None:
@@ -280,8 +277,8 @@ class AsyncAdmin:
                     await backoff.pause()
                     continue
             try:
-                async with self._channel(self._controller) as channel:
-                    return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
+                channel = self._channels.get(self._controller)
+                return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
             except grpc.aio.AioRpcError as exc:
                 refused = security_refusal(exc)
                 if refused is not None:
@@ -500,12 +497,11 @@ class AsyncAdmin:
         async def ask(broker: BrokerInfo) -> broker_pb2.DescribeLogsResponse:
             address = f"{broker.host}:{broker.port}"
             try:
-                async with self._channel(address) as channel:
-                    stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
-                    answer: broker_pb2.DescribeLogsResponse = await stub.DescribeLogs(
-                        broker_pb2.DescribeLogsRequest(topics=list(topics)), timeout=self._timeout_s
-                    )
-                    return answer
+                stub = broker_pb2_grpc.BrokerStub(self._channels.get(address))  # type: ignore[no-untyped-call]
+                answer: broker_pb2.DescribeLogsResponse = await stub.DescribeLogs(
+                    broker_pb2.DescribeLogsRequest(topics=list(topics)), timeout=self._timeout_s
+                )
+                return answer
             except grpc.aio.AioRpcError as exc:
                 raise LanesError(
                     f"broker {broker.broker_id} at {address} did not answer: {exc.details()}",
@@ -684,6 +680,7 @@ class AsyncAdmin:
 
     async def close(self) -> None:
         """Release connections."""
+        await self._channels.close()
         if self._groups is not None:
             await self._groups.close()
 

@@ -39,6 +39,7 @@ from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, LanesError, RetriableError, error_for
 from lanes.protocol.names import validate_group_id, validate_topic_name
+from lanes.rpc.addresses import parse_addresses
 from lanes.rpc.credentials import ClientCredentials
 from lanes.rpc.tls import ClientTls
 from lanes.rpc.wire import topic_partitions_to_wire
@@ -133,7 +134,7 @@ class AsyncConsumer:
             raise LanesError(
                 f"unknown assignor {assignor!r}; use uniform, range or roundrobin", ErrorCode.UNSUPPORTED_ASSIGNOR
             )
-        self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
+        self.bootstrap = parse_addresses(bootstrap)
         self.group_id = group_id
         self.auto_offset_reset = auto_offset_reset
         self._timeout_s = request_timeout_ms / 1000

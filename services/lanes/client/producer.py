@@ -41,6 +41,7 @@ from lanes.errors import ErrorCode, LanesError, RequestTimedOutError, error_for
 from lanes.protocol.compression import Compression
 from lanes.protocol.partitioner import Partitioner, PartitionerFn
 from lanes.protocol.records import MAX_CACHED_BATCHES
+from lanes.rpc.addresses import parse_addresses
 from lanes.rpc.credentials import ClientCredentials
 from lanes.rpc.tls import ClientTls
 from lanes.v1 import common_pb2
@@ -99,7 +100,7 @@ class AsyncProducer:
         credentials: ClientCredentials = "process",
         client_id: str = "lanes-producer",
     ) -> None:
-        self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
+        self.bootstrap = parse_addresses(bootstrap)
         if str(acks) not in _ACKS:
             raise LanesError(f"acks={acks!r} is not one of 0, 1, all", ErrorCode.INVALID_REQUIRED_ACKS)
         self.acks = _ACKS[str(acks)]

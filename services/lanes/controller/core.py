@@ -6,7 +6,7 @@ the returned records to the metadata log, applies them to the state, then answer
 are taken one at a time against the current state, so the records of one decision are valid
 when applied in order.
 
-Leadership rules (DESIGN.md sections 6-7):
+Leadership rules (docs/architecture.md#the-controller):
 
 - a new partition's ISR is its replicas, its leader the first (preferred) replica;
 - when a broker is fenced it leaves every ISR, except that a partition's last ISR member stays

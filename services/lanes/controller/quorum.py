@@ -70,6 +70,7 @@ from lanes.controller.raft import (
     Voter,
 )
 from lanes.controller.raft_wire import from_wire, to_wire
+from lanes.deadline import Backoff
 from lanes.errors import NotControllerError
 from lanes.rpc.channels import ChannelCache
 from lanes.runtime.loop_time import service_task
@@ -562,7 +563,8 @@ class Quorum:
 
     async def _decide_whether_new(self) -> None:
         """Vote only if a majority (this node included) never took part in an election (epoch
-        0: nobody can have voted yet): a new quorum."""
+        0: nobody can have voted yet): a new quorum. Asks again every 0.5 s (peers still starting)."""
+        pause = Backoff(0.5, 0.5)
         while not self.core.can_vote:
             never_voted = 1
             for node in sorted(set(self._bootstrap) - {self.node_id}):
@@ -586,7 +588,7 @@ class Quorum:
                 self.core.allow_voting(caught_up_with_leader=False)
                 self._persist()
                 return
-            await asyncio.sleep(0.5)
+            await pause.pause()
 
     def _read_state(self) -> dict[str, int | None]:
         try:

@@ -1,4 +1,4 @@
-"""Server-side partition assignors for consumer groups (DESIGN.md section 8), as pure functions.
+"""Server-side partition assignors for consumer groups (docs/consumer-groups.md), as pure functions.
 
 The coordinator computes a group's *target assignment* with one of these when the group epoch
 moves (a member joined or left, a subscription or a partition count changed). Each takes the

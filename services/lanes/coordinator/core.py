@@ -1,4 +1,4 @@
-"""Consumer-group decisions of one coordinator shard, as a pure core (DESIGN.md section 8).
+"""Consumer-group decisions of one coordinator shard, as a pure core (docs/consumer-groups.md).
 
 Modelled on Kafka's KIP-848. Every call takes the time (an ``Instant`` on both of the caller's
 clocks for membership, wall-clock ``now_ms`` for offsets) and
@@ -110,8 +110,8 @@ class HeartbeatInput:
     owned: Partitions | None = None
 
 
-#: bounds on what one heartbeat may carry (issue #23: a 2 MB client id became a member record too
-#: large to write, and stopped the whole shard): characters per string, entries per list
+#: bounds on what one heartbeat may carry (a 2 MB client id would make a member record too large
+#: to write, and stop the whole shard): characters per string, entries per list
 MAX_ID_CHARS = 255
 MAX_MEMBER_ID_CHARS = 64
 MAX_REGEX_CHARS = 1_024

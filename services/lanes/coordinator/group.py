@@ -1,4 +1,4 @@
-"""The state of consumer groups, rebuilt from ``__consumer_offsets`` records (DESIGN.md section 8).
+"""The state of consumer groups, rebuilt from ``__consumer_offsets`` records (docs/consumer-groups.md).
 
 A group is nothing but the latest value of each of its keys in its shard (see
 proto/lanes/v1/group_records.proto): group metadata (group epoch, assignor, when it became
@@ -98,8 +98,8 @@ class Group:
     offsets: dict[TopicPartition, OffsetCommit] = field(default_factory=dict)
     # Derived from ``members``, changed with them: how many members subscribe to each topic name
     # and to each pattern, and ask for each assignor (a heartbeat needs the group's subscribed
-    # topics and preferred assignor: counting them member by member cost members x topics per
-    # heartbeat, issue #23).
+    # topics and preferred assignor: counting them member by member would cost members x topics per
+    # heartbeat).
     subscribed_names: Counter[str] = field(default_factory=Counter)
     subscribed_patterns: Counter[str] = field(default_factory=Counter)
     assignor_votes: Counter[str] = field(default_factory=Counter)  # members asking for each assignor

@@ -4,9 +4,9 @@ coordinator's loop, never per heartbeat.
 A member may subscribe by regular expression (KIP-848's ``SubscribedTopicRegex``: a full match,
 internal topics excluded). Patterns are RE2 programs (linear time, ``subscription_pattern``), but
 matching one against every topic still costs about 5 µs a topic through the binding: half a second
-for 100,000 topics, which a heartbeat recomputing it for every member of its group (as Lanes once
-did) turned into a stall of the whole coordinator (issue #23). So, as Kafka's group coordinator
-does, patterns are resolved on a worker thread and remembered:
+for 100,000 topics, which a heartbeat recomputing it for every member of its group would turn into
+a stall of the whole coordinator. So, as Kafka's group coordinator does, patterns are resolved on
+a worker thread and remembered:
 
 - ``resolve_patterns(regexes, topics)`` is the matching itself: a pure function the service runs
   on its pattern thread;
@@ -44,7 +44,7 @@ _RE2_OPTIONS.max_mem = 8 * 1024 * 1024  # a pattern whose program needs more is 
 @functools.lru_cache(maxsize=1_024)
 def subscription_pattern(regex: str) -> Any:
     """A subscription's topic pattern, compiled by RE2 (linear-time matching: Python's ``re``
-    backtracks, and ``(a+)+$`` stalled the coordinator for 15.6 s per group, issue #23). RE2
+    backtracks, and ``(a+)+$`` would stall the coordinator for seconds per group). RE2
     has no backreferences or lookaround: such patterns are refused (``re2.error``), as Kafka's
     KIP-848 coordinator (RE2/J) does."""
     return re2.compile(regex, _RE2_OPTIONS)

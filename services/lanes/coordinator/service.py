@@ -326,7 +326,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         self, request: coordinator_pb2.DescribeGroupsRequest, context: ServicerContext
     ) -> coordinator_pb2.DescribeGroupsResponse:
         described = []
-        for group_id in dict.fromkeys(request.group_ids):  # a group given again is answered once (issue #23)
+        for group_id in dict.fromkeys(request.group_ids):  # a group given again is answered once
             try:
                 loaded = self.shards.route(group_id)
                 await self.shards.durable(loaded, loaded.position())

@@ -42,6 +42,7 @@ import grpc
 from lanes.deadline import Deadline, attempts
 from lanes.local.certificates import Authority, create_authority, issue, write_file
 from lanes.local.processes import LaunchedService, ServiceProcess, launch_service
+from lanes.rpc.addresses import parse_addresses
 from lanes.rpc.controllers import ControllerEndpoints
 from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import TlsFiles, node_identity
@@ -514,7 +515,9 @@ class LocalCluster:
         """``call(stub)`` on the active controller (found and followed), retried while the
         quorum elects one."""
         controllers = ControllerEndpoints(
-            self.controller_addresses.split(","), tls=self.client_tls, credentials=self.client_credentials
+            parse_addresses(self.controller_addresses, "the controller list"),
+            tls=self.client_tls,
+            credentials=self.client_credentials,
         )
         try:
             async for _ in attempts(Deadline(timeout_s), 0.1):

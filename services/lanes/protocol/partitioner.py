@@ -1,4 +1,4 @@
-"""Which partition a record goes to (DESIGN.md section 4).
+"""Which partition a record goes to (docs/architecture.md#partitioning).
 
 In order of precedence:
 

@@ -3,9 +3,9 @@
 A cluster has several controllers (a Raft quorum); only the active one answers Controller RPCs.
 The others refuse with FAILED_PRECONDITION, details starting ``NOT_CONTROLLER``, and the active
 one's address in the trailing metadata key ``lanes-active-controller`` when they know it
-(``lanes.controller.service.ActiveControllerGate``). ``ControllerEndpoints`` follows that
+(``lanes.controller.gate.ActiveControllerGate``). ``ControllerEndpoints`` follows that
 pointer after a refusal, and tries the next known controller after any other failure, so
-brokers, coordinators, admin clients and the operator find the active controller by themselves
+brokers, coordinators, `lanes up` and the operator find the active controller by themselves
 and follow it when it moves. Owned by one event loop.
 """
 
@@ -22,14 +22,6 @@ from lanes.v1 import controller_pb2_grpc
 
 NOT_CONTROLLER_DETAILS = "NOT_CONTROLLER"
 ACTIVE_CONTROLLER_KEY = "lanes-active-controller"
-
-
-def parse_addresses(text: str) -> list[str]:
-    """``"host:port,host:port"`` as a list (at least one)."""
-    addresses = [address.strip() for address in text.split(",") if address.strip()]
-    if not addresses:
-        raise ValueError("at least one controller host:port is needed")
-    return addresses
 
 
 def active_controller_named(exc: grpc.aio.AioRpcError) -> str | None:

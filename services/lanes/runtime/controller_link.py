@@ -35,7 +35,8 @@ from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.deadline import Backoff, Deadline, attempts
 from lanes.errors import ErrorCode, error_code
 from lanes.metadata.image import MetadataImage, NodeKind, ProducerIdBlock
-from lanes.rpc.controllers import ControllerEndpoints, parse_addresses
+from lanes.rpc.addresses import parse_addresses
+from lanes.rpc.controllers import ControllerEndpoints
 from lanes.runtime.broadcast import Broadcast
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc, metadata_pb2
 
@@ -133,7 +134,7 @@ class ControllerLink:
         self.session_timeout_s: float | None = None
         self._clock = clock
         self._lease_from_ms: int | None = None  # when the last heartbeat the controller accepted was sent
-        self.controllers = ControllerEndpoints(parse_addresses(controller_addresses))
+        self.controllers = ControllerEndpoints(parse_addresses(controller_addresses, "the controller list"))
         self._listeners: list[Listener] = []
         self._watching: asyncio.Task[None] | None = None
         self._beating: asyncio.Task[None] | None = None

@@ -51,7 +51,7 @@ HEALTH_TIMEOUT_S = 2.0
 @dataclass(frozen=True)
 class ServerLimits:
     """What one server accepts from its callers, so that no caller can take a process's memory
-    or file descriptors (issue #23). Beyond a limit gRPC itself answers: RESOURCE_EXHAUSTED for a
+    or file descriptors. Beyond a limit gRPC itself answers: RESOURCE_EXHAUSTED for a
     larger request or one call too many, a refused stream or connection.
 
     - ``max_request_bytes``: the largest request message (a broker's default fits a produce

@@ -22,12 +22,14 @@ OFFSET_SPEC_TIMESTAMP: OffsetSpec
 OFFSET_SPEC_MAX_TIMESTAMP: OffsetSpec
 
 class MetadataRequest(_message.Message):
-    __slots__ = ("topics", "include_internal")
+    __slots__ = ("topics", "include_internal", "cluster_only")
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_INTERNAL_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ONLY_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedScalarFieldContainer[str]
     include_internal: bool
-    def __init__(self, topics: _Optional[_Iterable[str]] = ..., include_internal: _Optional[bool] = ...) -> None: ...
+    cluster_only: bool
+    def __init__(self, topics: _Optional[_Iterable[str]] = ..., include_internal: _Optional[bool] = ..., cluster_only: _Optional[bool] = ...) -> None: ...
 
 class MetadataResponse(_message.Message):
     __slots__ = ("cluster_id", "controller", "brokers", "coordinators", "topics", "metadata_offset")
