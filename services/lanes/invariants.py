@@ -10,7 +10,7 @@ class InvariantError(AssertionError):
 
 
 def invariant(condition: bool, message: str) -> None:
-    """Raise ``InvariantError(message)`` unless ``condition`` holds. Keep ``message`` cheap to
-    build (an f-string of a few values): it is evaluated on every call."""
+    """Raise ``InvariantError(message)`` unless ``condition`` holds. ``message`` is built on every
+    call: on a hot path (every append) write ``if not condition: raise InvariantError(...)``."""
     if not condition:
         raise InvariantError(message)

@@ -70,9 +70,9 @@ class FollowerFetcher:
                 followed = self._partitions()
                 if not followed:
                     return
-                positions = self._positions(followed)
+                positions = self.positions(followed)
                 named, forgotten = session.request(positions)
-                request = self._request(named, forgotten, session)
+                request = self.request(named, forgotten, session)
                 try:
                     channel = self._channels.get(self._leader_address)
                     stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
@@ -90,7 +90,7 @@ class FollowerFetcher:
                     continue
                 session.answered(response.session_id, positions)
                 fetched_from = {key: position.fetch_offset for key, position in positions.items()}
-                if await asyncio.to_thread(self._apply, followed, fetched_from, response):
+                if await asyncio.to_thread(self.apply, followed, fetched_from, response):
                     backoff.reset()
                 else:
                     await backoff.pause()
@@ -98,7 +98,7 @@ class FollowerFetcher:
             await self._channels.close()
 
     @staticmethod
-    def _positions(followed: Followed) -> dict[TopicPartition, FetchPosition]:
+    def positions(followed: Followed) -> dict[TopicPartition, FetchPosition]:
         """Where each followed partition's log stands (its next request names those that moved)."""
         positions = {}
         for key, (partition, leader_epoch) in followed.items():
@@ -113,7 +113,7 @@ class FollowerFetcher:
             )
         return positions
 
-    def _request(
+    def request(
         self,
         named: dict[TopicPartition, FetchPosition],
         forgotten: list[TopicPartition],
@@ -150,7 +150,7 @@ class FollowerFetcher:
             forgotten=[broker_pb2.ReplicaFetchForgotten(topic=t, partitions=p) for t, p in sorted(gone.items())],
         )
 
-    def _apply(
+    def apply(
         self, followed: Followed, fetched_from: dict[TopicPartition, int], response: broker_pb2.ReplicaFetchResponse
     ) -> bool:
         """Apply one response (worker thread); whether every partition made normal progress."""

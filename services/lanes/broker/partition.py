@@ -41,6 +41,7 @@ from lanes.broker.producer_snapshots import ProducerSnapshots
 from lanes.broker.producer_state import ProducerStateTable, Verdict
 from lanes.broker.replication import LeaderReplica, follower_truncation
 from lanes.errors import ErrorCode, LanesError
+from lanes.invariants import InvariantError
 from lanes.protocol.records import BatchHeader
 from lanes.runtime.logs import fields
 from lanes.storage.log import AppendInfo, PartitionLog
@@ -376,7 +377,10 @@ class Partition:
     def _sync_high_watermark(self, role: Leading) -> bool:
         """Move the log's high-water mark to the replica core's (never backwards); whether it moved."""
         before = self.log.high_watermark
-        return self.log.maybe_increment_high_watermark(role.replica.high_watermark) > before
+        after = self.log.maybe_increment_high_watermark(role.replica.high_watermark)
+        if after < before:  # (not ``invariant``: its message would be built on every append)
+            raise InvariantError(f"{self.key}: the leader's high-water mark moved back from {before} to {after}")
+        return after > before
 
     # -----------------------------------------------------------------------------------------
     # as follower
@@ -418,7 +422,10 @@ class Partition:
             role.leader_high_watermark = fetched.high_watermark
             if fetched.records:
                 self._record_producers(log.append_as_follower(fetched.records))
-            log.maybe_increment_high_watermark(min(fetched.high_watermark, log.log_end_offset))
+            before = log.high_watermark
+            after = log.maybe_increment_high_watermark(min(fetched.high_watermark, log.log_end_offset))
+            if after < before:
+                raise InvariantError(f"{self.key}: a follower's high-water mark moved back from {before} to {after}")
             if fetched.log_start_offset > log.log_start_offset:
                 log.delete_records_before(min(fetched.log_start_offset, log.high_watermark))
             return True

@@ -64,7 +64,7 @@ class _FetchingFollower:
 
 @dataclass(frozen=True)
 class ReplicaFetchAsk:
-    """A ReplicaFetch as the face decoded it."""
+    """A ReplicaFetch, decoded."""
 
     replica_id: int
     broker_epoch: int
@@ -74,6 +74,48 @@ class ReplicaFetchAsk:
     named: dict[TopicPartition, FetchPosition]
     forgotten: list[TopicPartition]
     limits: FetchLimits
+
+    @classmethod
+    def of(cls, request: broker_pb2.ReplicaFetchRequest, cap_bytes: int) -> ReplicaFetchAsk:
+        """``request`` with its sizes and wait capped (``cap_bytes``: the broker's
+        ``replica.fetch.response.max.bytes``)."""
+        named = {
+            TopicPartition(topic.topic, wanted.partition): FetchPosition(
+                topic.topic_id,
+                wanted.current_leader_epoch,
+                wanted.fetch_offset,
+                wanted.last_fetched_epoch,
+                wanted.log_start_offset,
+                wanted.partition_max_bytes,
+            )
+            for topic in request.topics
+            for wanted in topic.partitions
+        }
+        return cls(
+            request.replica_id,
+            request.broker_epoch,
+            request.session_id,
+            request.session_epoch,
+            named,
+            [TopicPartition(f.topic, p) for f in request.forgotten for p in f.partitions],
+            FetchLimits.clamp(request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=cap_bytes),
+        )
+
+
+@dataclass(frozen=True)
+class _OpenFetch:
+    """A fetch admitted into its session: what each pass serves."""
+
+    follower: _FetchingFollower
+    session: FetchSession
+    entries: list[tuple[TopicPartition, SessionPartition]]
+    #: the partitions an incremental request named (None: a full request)
+    named: Mapping[TopicPartition, FetchPosition] | None
+    max_bytes: int
+
+    @property
+    def keys(self) -> list[TopicPartition]:
+        return [key for key, _ in self.entries]
 
 
 class ReplicaFetches:
@@ -88,6 +130,45 @@ class ReplicaFetches:
 
     async def fetch(self, ask: ReplicaFetchAsk) -> broker_pb2.ReplicaFetchResponse:
         """Serve ``ask`` within its session, parked until there is something to say."""
+        purgatory = self._replicas.purgatory
+        loop = asyncio.get_running_loop()
+        # from the worker thread: a mark it moved wakes its waiters even if this call is cancelled
+        opened = self.open(ask, lambda key: purgatory.moved_from_thread(loop, key))
+        if not isinstance(opened, _OpenFetch):
+            return opened
+        limits = ask.limits
+        deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
+
+        async def attempt() -> broker_pb2.ReplicaFetchResponse | None:
+            served = await asyncio.to_thread(self.serve_pass, opened)
+            if served.isr_expansion_due:  # a follower outside the ISR caught up: expand now, not periodically
+                self._isr_changes.check_now()
+            if not (served.bytes_read >= limits.min_bytes or served.urgent or deadline.expired()):
+                return None
+            return self.finish(opened, served)
+
+        while (answered := await purgatory.park(opened.keys, attempt, deadline)) is None:
+            pass  # (the deadline passed between the last pass and the check: one more pass answers)
+        return answered
+
+    def answer_now(
+        self, ask: ReplicaFetchAsk, notify: Callable[[TopicPartition], object]
+    ) -> broker_pb2.ReplicaFetchResponse:
+        """``fetch`` without waiting: one pass, answered whatever it found (the deterministic
+        simulation's leaders answer so; ``notify``: a partition whose mark moved)."""
+        opened = self.open(ask, notify)
+        if not isinstance(opened, _OpenFetch):
+            return opened
+        served = self.serve_pass(opened)
+        if served.isr_expansion_due:
+            self._isr_changes.check_now()
+        return self.finish(opened, served)
+
+    def open(
+        self, ask: ReplicaFetchAsk, notify: Callable[[TopicPartition], object]
+    ) -> _OpenFetch | broker_pb2.ReplicaFetchResponse:
+        """Admit ``ask`` into its fetch session; the answer instead when it is refused or names
+        nothing to wait for (Kafka answers those at once too)."""
         refusal, counts = self._standing(ask.replica_id, ask.broker_epoch)
         if refusal is not None:
             return broker_pb2.ReplicaFetchResponse(error=refusal)
@@ -96,32 +177,23 @@ class ReplicaFetches:
             return broker_pb2.ReplicaFetchResponse(error=wire_error(resolved))
         session, full = resolved
         entries = list(session.partitions.items())  # served in worker threads: a copy
-        keys = [key for key, _ in entries]
-        if not keys:  # nothing to wait for (Kafka answers at once too)
+        if not entries:
             return broker_pb2.ReplicaFetchResponse(error=wire_error(ErrorCode.NONE), session_id=session.session_id)
-        limits = ask.limits
-        deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
-        purgatory = self._replicas.purgatory
-        loop = asyncio.get_running_loop()
-        follower = _FetchingFollower(
-            ask.replica_id, ask.broker_epoch, counts, lambda key: purgatory.moved_from_thread(loop, key)
-        )
-        named = ask.named if not full else None
+        follower = _FetchingFollower(ask.replica_id, ask.broker_epoch, counts, notify)
+        return _OpenFetch(follower, session, entries, None if full else ask.named, ask.limits.max_bytes)
 
-        async def attempt() -> broker_pb2.ReplicaFetchResponse | None:
-            served = await asyncio.to_thread(self._serve, follower, entries, session, named, limits.max_bytes)
-            if served.isr_expansion_due:  # a follower outside the ISR caught up: expand now, not periodically
-                self._isr_changes.check_now()
-            if not (served.bytes_read >= limits.min_bytes or served.urgent or deadline.expired()):
-                return None
-            for key, high_watermark, log_start_offset in served.answered:
-                session.answered(key, high_watermark, log_start_offset)
-            served.response.session_id = session.session_id
-            return served.response
+    def serve_pass(self, opened: _OpenFetch) -> ServedReplicaFetch:
+        """One pass over the fetch's partitions (worker thread)."""
+        return self._serve(opened.follower, opened.entries, opened.session, opened.named, opened.max_bytes)
 
-        while (answered := await purgatory.park(keys, attempt, deadline)) is None:
-            pass  # (the deadline passed between the last pass and the check: one more pass answers)
-        return answered
+    @staticmethod
+    def finish(opened: _OpenFetch, served: ServedReplicaFetch) -> broker_pb2.ReplicaFetchResponse:
+        """The answer of ``served``, remembered by the session (an incremental fetch is then
+        answered only with what changed)."""
+        for key, high_watermark, log_start_offset in served.answered:
+            opened.session.answered(key, high_watermark, log_start_offset)
+        served.response.session_id = opened.session.session_id
+        return served.response
 
     def _standing(self, replica_id: int, broker_epoch: int) -> tuple[common_pb2.Error | None, bool]:
         """Whether a ReplicaFetch claiming to come from ``replica_id`` at ``broker_epoch`` is

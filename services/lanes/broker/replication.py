@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lanes.errors import ErrorCode
+from lanes.invariants import invariant
 
 
 @dataclass
@@ -116,6 +117,7 @@ class LeaderReplica:
 
     def on_isr_changed(self, isr: Sequence[int]) -> None:
         """The controller accepted a new ISR (answering a proposal, or in the metadata)."""
+        invariant(self.leader_id in isr, f"the ISR {list(isr)} leaves out its leader {self.leader_id}")
         self.isr = list(isr)
         self.pending_isr = None
         self._advance_high_watermark()

@@ -27,7 +27,6 @@ import grpc
 from lanes.broker.byte_rate_quotas import ByteRateQuotas, measured
 from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES, REPLICA_FETCH_RESPONSE_MAX_BYTES, FetchLimits
-from lanes.broker.fetch_session import FetchPosition
 from lanes.broker.node import BrokerNode
 from lanes.broker.replica_fetch import ReplicaFetchAsk
 from lanes.broker.replica_manager import Writer
@@ -37,7 +36,6 @@ from lanes.rpc.tls import caller_identity, callers_verified, check_claim, node_i
 from lanes.rpc.wire import ServicerContext, wire_error
 from lanes.runtime.guard import caller_quota, on_certificate_listener
 from lanes.security.quotas import Limited, window_bytes
-from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 #: Produce requests one stream may have waiting for their answers (``ProduceStream``).
@@ -296,32 +294,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> broker_pb2.ReplicaFetchResponse:
         """Only from the broker the request names (``check_claim``); served within its fetch
         session (``lanes.broker.replica_fetch``)."""
-        named = {
-            TopicPartition(topic.topic, wanted.partition): FetchPosition(
-                topic.topic_id,
-                wanted.current_leader_epoch,
-                wanted.fetch_offset,
-                wanted.last_fetched_epoch,
-                wanted.log_start_offset,
-                wanted.partition_max_bytes,
-            )
-            for topic in request.topics
-            for wanted in topic.partitions
-        }
-        forgotten = [TopicPartition(f.topic, p) for f in request.forgotten for p in f.partitions]
         await check_claim(context, node_identity("broker", request.replica_id))
-        limits = FetchLimits.clamp(
-            request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=self._replica_fetch_response_max_bytes
-        )
-        ask = ReplicaFetchAsk(
-            request.replica_id,
-            request.broker_epoch,
-            request.session_id,
-            request.session_epoch,
-            named,
-            forgotten,
-            limits,
-        )
+        ask = ReplicaFetchAsk.of(request, self._replica_fetch_response_max_bytes)
         return await self._node.replica_fetches.fetch(ask)
 
     async def OffsetForLeaderEpoch(  # noqa: N802

@@ -46,6 +46,7 @@ from lanes.errors import (
     OffsetOutOfRangeError,
     StorageError,
 )
+from lanes.invariants import InvariantError
 from lanes.protocol.records import (
     BatchHeader,
     TimestampType,
@@ -269,6 +270,11 @@ class PartitionLog:
         the log end); return it."""
         with self._lock:
             self._high_watermark = min(max(offset, self._high_watermark, self._log_start_offset), self._log_end_offset)
+            if not self._log_start_offset <= self._high_watermark <= self._log_end_offset:
+                raise InvariantError(
+                    f"{self.directory.name}: high-water mark {self._high_watermark} outside the log "
+                    f"{self._log_start_offset}..{self._log_end_offset}"
+                )
             return self._high_watermark
 
     @property
