@@ -13,6 +13,8 @@
 #                (etcd, kube-apiserver, kubectl, helm from the Go module proxy) and the image bases
 
 PYTHON ?= python3
+#: pytest-xdist workers of make test (tests/conftest.py keeps the ones that must not overlap apart)
+TEST_WORKERS ?= 2
 VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
@@ -40,7 +42,8 @@ test: lint pytest
 
 pytest: $(STAMP)-dev test-deps
 	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2
-	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=25 tests
+	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=25 \
+	  -n $(TEST_WORKERS) --dist loadgroup tests
 
 lint: $(STAMP)-dev
 	$(BIN)/ruff check services operator spark-apps tests tools

@@ -7,6 +7,12 @@
 - ``kubernetes_api``: one real Kubernetes control plane (etcd + kube-apiserver, RBAC on) for the
   whole session, with the chart's CRDs created by the server (tests/k8s/control_plane.py); the
   tests of the chart, the operator, the images and the Spark manifests use it.
+- ``make test`` runs the tests on two workers (pytest-xdist, ``--dist loadgroup``). Tests that
+  must not overlap one another share an xdist group and so run one after the other on one
+  worker (``_GROUPS``): the fault scenarios (each a cluster whose timing they measure, some in
+  network namespaces), the Kubernetes tests (one control plane per worker that runs them), the
+  Spark tests (one local Spark), the e2e tests (one ``lanes up``), the simulations (which use
+  one core each under a worker: ``tests/simulation/harness.py``).
 - Hypothesis prints a reproduction blob for every failure.
 - Services the tests start by hand serve no metrics endpoint (``LANES_METRICS_PORT=-1``): their
   default ports would collide, and a free port picked by the kernel could take a port another
@@ -35,6 +41,26 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("lanes")
+
+
+#: xdist groups by path prefix (the first that matches); see the module docstring
+_GROUPS = (
+    ("tests/faults/", "faults"),
+    ("tests/k8s/", "kubernetes"),
+    ("tests/spark/test_manifests.py", "kubernetes"),
+    ("tests/spark/", "spark"),
+    ("tests/e2e/", "e2e"),
+    ("tests/simulation/", "simulation"),
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for item in items:
+        path = os.path.relpath(str(item.path), root)
+        group = next((name for prefix, name in _GROUPS if path.startswith(prefix)), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="module")

@@ -77,8 +77,9 @@ def seeds_to_run(regressions: list[int]) -> list[int]:
     return [int(only)] if only else [*regressions, *range(SEEDS)]
 
 
-#: Processes a seed sweep runs in: every core.
-PROCESSES = max(1, os.cpu_count() or 1)
+#: Processes a seed sweep runs in: every core, or one under a pytest-xdist worker (the other
+#: worker's tests, fault scenarios among them, must not be starved of CPU).
+PROCESSES = 1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, os.cpu_count() or 1)
 
 
 def failing_seeds(
