@@ -54,6 +54,7 @@ _GROUPS = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (its own hook)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for item in items:

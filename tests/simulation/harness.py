@@ -1,7 +1,7 @@
 """What every seeded world shares: a simulated clock with an event queue, and the seed loop.
 
-``LANES_SIM_SEEDS`` sets how many seeds a simulation test runs (default 5,000: what fits
-``make test``'s time; long runs set more);
+``LANES_SIM_SEEDS`` sets how many seeds a simulation test runs (by default what fits ``make
+test``'s time: each simulation says how many; long runs set more, 10,000 before a release);
 ``LANES_SIM_SEED`` replays one. The seed sweeps run on every core (``failing_seeds``'s
 ``processes``): each seed's world is independent and deterministic, so the outcome is the same.
 """
@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 
 from lanes.invariants import InvariantError
 
-SEEDS = int(os.environ.get("LANES_SIM_SEEDS", "5000"))
+#: the seeds a sweep runs when ``LANES_SIM_SEEDS`` is set (else the simulation's own default)
+SEEDS = int(os.environ["LANES_SIM_SEEDS"]) if os.environ.get("LANES_SIM_SEEDS") else None
 
 
 class EventLoop:
@@ -71,10 +72,10 @@ class Network:
         return [self.rng.randint(1, self.max_delay_ms) if self.faults_on else 1 for _ in range(copies)]
 
 
-def seeds_to_run(regressions: list[int]) -> list[int]:
-    """The regression seeds and ``SEEDS`` more, or only ``LANES_SIM_SEED``."""
+def seeds_to_run(regressions: list[int], default: int) -> list[int]:
+    """The regression seeds and ``SEEDS`` (else ``default``) more, or only ``LANES_SIM_SEED``."""
     only = os.environ.get("LANES_SIM_SEED")
-    return [int(only)] if only else [*regressions, *range(SEEDS)]
+    return [int(only)] if only else [*regressions, *range(default if SEEDS is None else SEEDS)]
 
 
 #: Processes a seed sweep runs in: every core, or one under a pytest-xdist worker (the other

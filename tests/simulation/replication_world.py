@@ -1,35 +1,36 @@
-"""A deterministic simulation of one partition's replication (issue #21).
+"""A deterministic simulation of one partition's replication, on the broker's and the controller's
+own code.
 
-What runs is Lanes' own replication logic: ``LeaderReplica`` (high-water mark, ISR proposals,
-acks=all), ``divergence`` (the leader's check of a follower fetch), ``follower_truncation``, the
-fetch sessions (``FetchSessionBuilder`` on the follower, ``FetchSessionCache`` on the leader: an
-incremental fetch names the partition only when its position moved, and the leader then goes by
-the session's last position) and the real ``LeaderEpochCache`` (kept in memory). Around it the
-simulation plays what the broker, the controller and the network do, as messages on a simulated
-clock:
+What runs is Lanes' code, not a model of it:
 
-- three replicas; a controller that fences a replica a session timeout after its last heartbeat,
-  elects the first live ISR member when the leader is fenced (leader epoch + 1), removes fenced
-  replicas from the ISR, and accepts AlterPartition only at the current leader and partition
-  epochs; every heartbeat answer and every change carries the whole partition state, which a
-  replica applies only when its epochs are newer;
-- followers fetch from the leader they know (offset, last fetched epoch, leader epoch), truncate
-  on a diverging epoch, append in order and take the leader's high-water mark;
-- a producer sends a record every few milliseconds with acks=all to the replica it believes
-  leads (metadata from the controller, delayed); a leader answers once ``acks_all_outcome`` says
-  so, or REQUEST_TIMED_OUT; a consumer reads below the high-water mark of whoever says it leads.
+- each replica is a broker's engine for one partition: a real ``Partition`` over a real
+  ``PartitionLog`` (files in a temporary directory, in memory where ``/dev/shm`` exists; a crash
+  drops the objects without closing anything, a restart recovers the log from its files), with
+  its producer state; ``ReplicaManager`` decides who leads and whether the broker can still vouch
+  for it (its controller lease, or its followers still fetching); ``ReplicaFetches`` answers
+  followers within their fetch sessions (KIP-227, KIP-903 broker epochs); the
+  ``FollowerFetcher``'s own steps build each fetch and apply each answer; consumers read through
+  ``ConsumerFetch``;
+- the controller is ``ControllerCore`` deciding over a ``MetadataImage``: registration (a new
+  broker epoch per incarnation), heartbeats that unfence a broker once it applied its
+  registration, fencing a broker silent for a session, elections, AlterPartition fenced by
+  broker, leader and partition epochs. Each replica applies the committed records to an image of
+  its own as they reach it (a stream that may lose, delay or reorder updates; a heartbeat answer
+  fills the gaps), and takes its role from there as the broker's ``MetadataPublisher`` does.
 
-Faults, all from the seed: message loss, duplication, delay (and so reordering); links cut one
-way or both ways; replicas paused (their messages and timers wait) and crashed (in-memory state
-lost; the log and an older high-water-mark checkpoint survive, as on a process crash) and
-restarted. After the faults everything heals and the cluster settles; then the checkers run:
+Around it the simulation plays the network, the clock and the processes, as messages on a
+simulated clock: a producer sends a record every 10 ms with acks=all to the replica it believes
+leads (metadata from the controller, delayed); a consumer reads below the high-water mark of
+whoever believes it leads, every 100 ms. Faults, all from the seed: message loss, duplication, delay (so
+reordering); links cut one way or both ways; replicas paused and crashed, then restarted. After
+the faults everything heals and the cluster settles; then the checkers run:
 
 - every acknowledged record is in the leader's log at the offset it was acknowledged with;
 - every replica's log agrees with the leader's below the high-water mark, and every replica is
-  back in the ISR (a follower that cannot converge never rejoins);
-- every record a consumer read is still at its offset (nothing readable was later gone);
-- a leader's high-water mark never moved backwards (checked at every change);
-- one leader per epoch.
+  back in the ISR;
+- every record a consumer read is still at its offset;
+- while it runs: no replica's high-water mark moves back within one incarnation, one leader per
+  epoch among the replicas, and every invariant the code checks itself (``lanes.invariants``).
 
 ``run(seed)`` returns the violations (empty when the run is clean).
 """
@@ -37,18 +38,33 @@ restarted. After the faults everything heals and the cluster settles; then the c
 from __future__ import annotations
 
 import functools
+import itertools
 import random
+import tempfile
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
 
-from lanes.broker.fetch_session import FetchPosition, FetchSessionBuilder, FetchSessionCache
-from lanes.broker.replication import LeaderReplica, divergence, follower_truncation
-from lanes.errors import ErrorCode
-from lanes.storage.epochs import LeaderEpochCache
+from lanes.broker.consumer_fetch import ConsumerFetch
+from lanes.broker.fetch_session import FetchPosition, FetchSessionBuilder
+from lanes.broker.follower import Followed, FollowerFetcher
+from lanes.broker.metrics import BrokerMetrics
+from lanes.broker.partition import Following, IsrProposal, Partition
+from lanes.broker.producer_state import Verdict
+from lanes.broker.purgatory import Purgatory
+from lanes.broker.replica_fetch import ReplicaFetchAsk, ReplicaFetches
+from lanes.broker.replica_manager import ReplicaManager
+from lanes.controller.core import ControllerCore, ControllerDecision, NewTopic
+from lanes.errors import ErrorCode, LanesError, error_code
+from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage
+from lanes.protocol.records import Record, decode_batches, encode_batch
+from lanes.runtime.metrics import ServiceMetrics
+from lanes.storage.checkpoint import LogOffsets
+from lanes.storage.log import LogConfig, PartitionLog
 from lanes.topic_partition import TopicPartition
+from lanes.v1 import broker_pb2, metadata_pb2
 from tests.simulation.harness import EventLoop, Network
 
 REPLICAS = (1, 2, 3)
@@ -62,113 +78,240 @@ LAG_MS = 400
 TICK_MS = 40
 FETCH_TIMEOUT_MS = 300
 PRODUCE_TIMEOUT_MS = 1_000
+CHECKPOINT_MS = 200
 FAULT_PHASE_MS = 4_000
 SETTLE_MS = 2_500
-PARTITION = TopicPartition("simulated", 0)
+TOPIC = "simulated"
+PARTITION = TopicPartition(TOPIC, 0)
+LOG_CONFIG = LogConfig.from_topic_configs({"min.insync.replicas": str(MIN_INSYNC)})
+#: where the replicas' logs live: memory when the machine has a tmpfs
+TEMP_ROOT = "/dev/shm" if Path("/dev/shm").is_dir() else None
+_METRICS = BrokerMetrics(ServiceMetrics("broker"))
 
 
-class MemoryEpochCache(LeaderEpochCache):
-    """The real epoch cache without its file."""
+class WorldClock:
+    """The simulated time as a ``Clock`` (wall time starts at an arbitrary epoch)."""
+
+    def __init__(self, loop: EventLoop) -> None:
+        self._loop = loop
+
+    def now_ms(self) -> int:
+        return 1_700_000_000_000 + self._loop.now
+
+    def monotonic_ms(self) -> int:
+        return self._loop.now
+
+
+class Checkpoints:
+    """A data directory's checkpoint files (``OffsetStore``): what was saved survives a crash."""
 
     def __init__(self) -> None:
-        super().__init__(Path("/nonexistent/leader-epoch-checkpoint"))
+        self._saved: dict[Path, LogOffsets] = {}
 
-    def _persist(self) -> None:
-        pass
+    def load(self, directory: Path) -> LogOffsets:
+        return self._saved.get(directory, LogOffsets())
+
+    def save(self, directory: Path, offsets: LogOffsets, *, urgent: bool = False) -> None:
+        self._saved[directory] = offsets
+
+
+class Controller:
+    """The controller: ``ControllerCore`` over its image, the records it committed, sessions."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.image = MetadataImage()
+        ids = itertools.count()
+        self.core = ControllerCore(
+            self.image, rng=random.Random(0), new_id=lambda: f"id-{next(ids)}", default_replication_factor=3
+        )
+        self.records: list[metadata_pb2.MetadataRecord] = []
+        self.last_heartbeat: dict[int, int] = {}
+
+    def commit(self, decision: ControllerDecision) -> ControllerDecision:
+        """Apply the decision's records and stream them to every replica."""
+        base = self.image.last_offset + 1
+        for record in decision.records:
+            self.image.apply(self.image.last_offset + 1, record)
+            self.records.append(record)
+        if decision.records:
+            self.image.check_invariants()
+            for node in REPLICAS:
+                self.world.send(CONTROLLER, node, functools.partial(self.world.deliver_metadata, node, base))
+        return decision
+
+    def state(self) -> PartitionImage:
+        return self.image.topics[self.topic_id].partitions[0]
+
+    @property
+    def topic_id(self) -> str:
+        return self.image.topic_ids[TOPIC]
+
+    def alive(self, node: int) -> bool:
+        last = self.last_heartbeat.get(node)
+        return last is not None and self.world.now - last <= SESSION_MS
+
+    def setup(self) -> None:
+        """A cluster of three live brokers and the topic, as a controller made them."""
+        self.commit(self.core.create_cluster(now_ms=0))
+        for node in REPLICAS:
+            self.register(node, 0)
+            epoch = self.image.brokers[node].epoch
+            self.commit(self.core.heartbeat("broker", node, epoch, self.image.last_offset))
+        created = self.commit(
+            self.core.create_topic(
+                NewTopic(TOPIC, assignments=(REPLICAS,), configs=(("min.insync.replicas", str(MIN_INSYNC)),))
+            )
+        )
+        assert created.error is ErrorCode.NONE, created.message
+
+    def register(self, node: int, life: int) -> int | None:
+        """A broker incarnation registers: its epoch, or None when refused (the old one's session lasts)."""
+        decision = self.commit(
+            self.core.register(
+                "broker",
+                node,
+                f"broker-{node}-{life}",
+                cluster_id="",
+                host="simulated",
+                port=node,
+                previous_session_alive=self.alive(node),
+            )
+        )
+        if decision.error is not ErrorCode.NONE:
+            return None
+        self.last_heartbeat[node] = self.world.now
+        return self.image.brokers[node].epoch
+
+    def heartbeat(self, node: int, epoch: int, applied_offset: int) -> ErrorCode:
+        decision = self.commit(self.core.heartbeat("broker", node, epoch, applied_offset))
+        if decision.error is ErrorCode.NONE:
+            self.last_heartbeat[node] = self.world.now
+        return decision.error
+
+    def fence_silent(self) -> None:
+        for broker in self.image.live_brokers():
+            node = broker.broker_id
+            if self.world.now - self.last_heartbeat.get(node, 0) > SESSION_MS:
+                self.commit(self.core.fence("broker", node, "session timeout"))
+
+    def alter_partition(self, node: int, epoch: int, proposal: IsrProposal) -> tuple[ErrorCode, list[int], int]:
+        decision = self.commit(
+            self.core.alter_partition(
+                node,
+                epoch,
+                self.topic_id,
+                0,
+                leader_epoch=proposal.leader_epoch,
+                partition_epoch=proposal.partition_epoch,
+                new_isr=proposal.isr,
+                new_isr_broker_epochs=proposal.broker_epochs,
+            )
+        )
+        state = self.state()
+        return decision.error, list(state.isr), state.partition_epoch
 
 
 @dataclass
-class Log:
-    """A replica's log: (leader epoch, record id) per offset, its epochs and high-water mark."""
+class Pending:
+    """An acks=all append waiting for its answer."""
 
-    entries: list[tuple[int, int]] = field(default_factory=list)
-    epochs: MemoryEpochCache = field(default_factory=MemoryEpochCache)
-    high_watermark: int = 0
-    checkpointed_high_watermark: int = 0  # what survives a crash
+    leader_epoch: int
+    required_offset: int
+    deadline_ms: int
+    record_id: int
+    offset: int
 
-    @property
-    def end(self) -> int:
-        return len(self.entries)
 
-    def append(self, epoch: int, record_id: int) -> None:
-        if self.epochs.latest_epoch < epoch:
-            self.epochs.assign(epoch, self.end)
-        self.entries.append((epoch, record_id))
+@dataclass(frozen=True)
+class FetchCall:
+    """One ReplicaFetch of a follower: who sent it, which call it is, what it fetched for."""
 
-    def truncate_to(self, offset: int) -> None:
-        """As ``PartitionLog.truncate_to``: at or past the log end no record goes, but an epoch
-        starting at the log end (led without a write) does."""
-        offset = min(offset, self.end)
-        del self.entries[offset:]
-        self.epochs.truncate_from_end(offset)
-        self.high_watermark = min(self.high_watermark, self.end)
+    node: int
+    life: int
+    request_id: int
+    leader: int
+    followed: Followed
+    positions: dict[TopicPartition, FetchPosition]
 
 
 @dataclass
 class Replica:
+    """One incarnation of a broker, holding a replica of the partition."""
+
+    world: World
     node: int
-    log: Log = field(default_factory=Log)
-    life: int = 0  # incarnation: a restart is a new one
+    life: int
+    image: MetadataImage = field(default_factory=MetadataImage)
+    broker_epoch: int = -1
     alive: bool = True
     paused_until: int = 0
-    leader: int = -1
-    leader_epoch: int = -1
-    partition_epoch: int = -1
-    isr: list[int] = field(default_factory=list)
-    core: LeaderReplica | None = None  # set while this replica leads
+    #: when the last heartbeat the controller accepted (unfenced) was sent: the lease's start
+    lease_from_ms: int = -(10**9)
+    pending: deque[Pending] = field(default_factory=deque)
     alter_in_flight: bool = False
-    alter_unanswered: bool = False
-    alter_request: int = 0  # the id of the newest AlterPartition sent
+    alter_request: int = 0
     fetch_in_flight_until: int = 0
-    fetch_request: int = 0  # the id of the newest fetch sent; answers to older ones are dropped
+    fetch_request: int = 0
     fetch_answered: bool = True
-    fetch_positions: dict[TopicPartition, FetchPosition] = field(default_factory=dict)
-    #: follower side: one session per leader it fetches from; leader side: its followers' sessions
-    fetch_sessions: dict[int, FetchSessionBuilder] = field(default_factory=dict)
-    served_sessions: FetchSessionCache | None = None
-    pending: deque[tuple[int, int, int, int]] = field(default_factory=deque)  # (required, deadline, id, offset)
+    sessions: dict[int, FetchSessionBuilder] = field(default_factory=dict)
+    #: the lowest high-water mark this incarnation may show from now on
+    high_watermark_seen: int = 0
 
+    def __post_init__(self) -> None:
+        world = self.world
+        self.log = PartitionLog.open(
+            world.directory / f"broker-{self.node}" / f"{TOPIC}-0",
+            LOG_CONFIG,
+            clock=world.clock,
+            clean_shutdown=False,
+            offsets=world.checkpoints[self.node],
+        )
+        self.high_watermark_seen = self.log.high_watermark
+        self.manager = ReplicaManager(self.node, self, world.clock, Purgatory(), _METRICS)
+        self.fetches = ReplicaFetches(
+            self.manager, world.clock, expand_isr_now=lambda: None, new_session_id=lambda: world.rng.randint(1, 2**31)
+        )
+        self.fetcher = FollowerFetcher(
+            broker_id=self.node, broker_epoch=lambda: self.broker_epoch, leader_address="simulated", partitions=dict
+        )
+        self.partition: Partition | None = None
 
-class FetchCall(NamedTuple):
-    """One ReplicaFetch call of a follower, within its fetch session."""
+    # the engine's view of the controllers (``ControllerView``)
 
-    follower: int
-    request_id: int
-    session_id: int
-    session_epoch: int
-    named: dict[TopicPartition, FetchPosition]
-    forgotten: list[TopicPartition]
+    @property
+    def session_timeout_s(self) -> float | None:
+        return SESSION_MS / 1000
 
-
-@dataclass
-class PartitionState:
-    leader: int
-    leader_epoch: int
-    isr: list[int]
-    partition_epoch: int
+    def lease_held(self) -> bool:
+        return self.world.now - self.lease_from_ms <= SESSION_MS
 
 
 class World(EventLoop):
     """One seeded run (see the module docstring)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, directory: Path) -> None:
         super().__init__()
         self.rng = random.Random(seed)
         self.network = Network(self.rng)
-        self.cuts = self.network.cuts  # (from, to) links that drop messages
-        self.replicas = {n: Replica(n) for n in REPLICAS}
-        self.state = PartitionState(leader=1, leader_epoch=0, isr=list(REPLICAS), partition_epoch=0)
-        self.last_heartbeat = dict.fromkeys(REPLICAS, 0)
-        self.fenced: set[int] = set()
-        self.lives = dict.fromkeys(REPLICAS, 0)  # each replica's registered incarnation
-        self.leaders_by_epoch: dict[int, int] = {0: 1}
+        self.cuts = self.network.cuts
+        self.directory = directory
+        self.clock = WorldClock(self)
+        self.checkpoints = {node: Checkpoints() for node in REPLICAS}
+        self.replicas: dict[int, Replica] = {}
+        self.controller = Controller(self)
+        self.controller.setup()
+        for node in REPLICAS:
+            replica = self.replicas[node] = Replica(self, node, 0)
+            replica.broker_epoch = self.controller.image.brokers[node].epoch
+            replica.lease_from_ms = 0
+            self.deliver_metadata(node, 0)
+        self.leaders_by_epoch: dict[int, int] = {}
         self.producer_view = (1, 0)  # (leader, epoch) the producer believes
         self.next_record = 0
         self.acked: dict[int, int] = {}  # record id -> offset
         self.read: dict[int, int] = {}  # offset -> record id a consumer saw
         self.violations: list[str] = []
-        for replica in self.replicas.values():
-            self._apply_state(replica, self.state)
 
     # -----------------------------------------------------------------------------------------
     # the event loop and the network
@@ -180,6 +323,14 @@ class World(EventLoop):
     @faults_on.setter
     def faults_on(self, value: bool) -> None:
         self.network.faults_on = value
+
+    def run_until(self, end_ms: int) -> None:
+        """As ``EventLoop.run_until``, watching the replicas after every event."""
+        queue = self._queue
+        while queue and queue[0][0] <= end_ms:
+            super().run_until(queue[0][0])
+            self._watch()
+        self.now = end_ms
 
     def send(self, source: int, target: int, deliver: Callable[[], None]) -> None:
         """A message: lost, duplicated, delayed at random; dropped on a cut link or at a dead node."""
@@ -200,9 +351,6 @@ class World(EventLoop):
 
             self.at(delay, arrive)
 
-    # -----------------------------------------------------------------------------------------
-    # timers
-
     def every(self, period_ms: int, node: int, action: Callable[[], None]) -> None:
         def tick() -> None:
             replica = self.replicas.get(node)
@@ -217,291 +365,204 @@ class World(EventLoop):
 
     def start(self) -> None:
         for node in REPLICAS:
-            self.every(HEARTBEAT_MS, node, lambda node=node: self._heartbeat(node))  # type: ignore[misc]
-            self.every(TICK_MS, node, lambda node=node: self._replica_tick(node))  # type: ignore[misc]
-        self.every(HEARTBEAT_MS, CONTROLLER, self._controller_tick)
+            self.every(HEARTBEAT_MS, node, functools.partial(self._heartbeat, node))
+            self.every(TICK_MS, node, functools.partial(self._replica_tick, node))
+            self.every(CHECKPOINT_MS, node, functools.partial(self._checkpoint, node))
+        self.every(HEARTBEAT_MS, CONTROLLER, self.controller.fence_silent)
         self.every(10, PRODUCER, self._produce)
-        self.every(40, CONSUMER, self._consume)
+        self.every(100, CONSUMER, self._consume)
         self.every(200, PRODUCER, self._producer_metadata)
 
     # -----------------------------------------------------------------------------------------
-    # controller
+    # metadata: the controller's records reach each replica's image
+
+    def deliver_metadata(self, node: int, base: int) -> None:
+        """Records from ``base`` on reach replica ``node`` (a stream update, or a heartbeat's
+        answer): applied if they follow what it holds, then its role follows the image."""
+        replica = self.replicas[node]
+        image = replica.image
+        if base > image.last_offset + 1:
+            return  # a gap: an update was lost; the next heartbeat answer fills it
+        for offset in range(image.last_offset + 1, len(self.controller.records)):
+            image.apply(offset, self.controller.records[offset])
+        self._take_role(replica)
+
+    def _take_role(self, replica: Replica) -> None:
+        """The partition's role from the replica's image (the broker's ``MetadataPublisher``)."""
+        topic_id = replica.image.topic_ids.get(TOPIC)
+        if topic_id is None:
+            return
+        state = replica.image.topics[topic_id].partitions[0]
+        if replica.partition is None:
+            replica.partition = Partition(PARTITION, topic_id, replica.log)
+            replica.manager.partitions[PARTITION] = replica.partition
+        partition = replica.partition
+        if replica.node not in state.replicas or state.leader == NO_LEADER:
+            partition.make_offline()
+        elif state.leader != replica.node:
+            partition.make_follower(state.leader, state.leader_epoch)
+        else:
+            partition.make_leader(
+                leader_epoch=state.leader_epoch,
+                partition_epoch=state.partition_epoch,
+                replicas=state.replicas,
+                isr=state.isr,
+                min_insync_replicas=MIN_INSYNC,
+                leader_id=replica.node,
+                now_ms=self.now,
+                replica_lag_time_max_ms=LAG_MS,
+            )
+        self._settle(replica)
 
     def _heartbeat(self, node: int) -> None:
-        life = self.replicas[node].life
-        self.send(node, CONTROLLER, lambda: self._controller_heard(node, life))
+        replica = self.replicas[node]
+        life, sent_ms = replica.life, self.now
+        if replica.broker_epoch < 0:
+            self.send(node, CONTROLLER, lambda: self._register(node, life))
+            return
+        epoch, applied = replica.broker_epoch, replica.image.last_offset
+        self.send(node, CONTROLLER, lambda: self._heard(node, life, epoch, applied, sent_ms))
 
     def _register(self, node: int, life: int) -> None:
-        """A restarted replica registers: the old incarnation is fenced first (its leadership
-        moves away), then heartbeats of the new one unfence it."""
-        if life <= self.lives[node]:
-            return
-        self.lives[node] = life
-        if node not in self.fenced:
-            self.fenced.add(node)
-            self._fence(node)
+        epoch = self.controller.register(node, life)
+        if epoch is not None:
+            self.send(CONTROLLER, node, lambda: self._registered(self.replicas[node], life, epoch))
 
-    def _controller_heard(self, node: int, life: int) -> None:
-        if life < self.lives[node]:
-            return  # a heartbeat of an earlier incarnation
-        if life > self.lives[node]:
-            self._register(node, life)
-        self.last_heartbeat[node] = self.now
-        if node in self.fenced:
-            self.fenced.discard(node)  # registers again
-            if self.state.leader < 0 and node in self.state.isr:
-                self._elect()
-        snapshot = self._snapshot()
-        self.send(CONTROLLER, node, lambda: self._apply_state(self.replicas[node], snapshot))
+    def _registered(self, replica: Replica, life: int, epoch: int) -> None:
+        if replica.life == life and replica.broker_epoch < 0:
+            replica.broker_epoch = epoch
 
-    def _controller_tick(self) -> None:
-        for node in REPLICAS:
-            if node not in self.fenced and self.now - self.last_heartbeat[node] > SESSION_MS:
-                self.fenced.add(node)
-                self._fence(node)
+    def _heard(self, node: int, life: int, epoch: int, applied: int, sent_ms: int) -> None:
+        code = self.controller.heartbeat(node, epoch, applied)
+        fenced = self.controller.image.brokers[node].fenced
+        answer_from = applied + 1
 
-    def _fence(self, node: int) -> None:
-        state = self.state
-        if state.leader == node:
-            self._elect()
-        elif node in state.isr and len(state.isr) > 1:
-            self._change(state.leader, state.leader_epoch, [b for b in state.isr if b != node])
+        def answered() -> None:
+            replica = self.replicas[node]
+            if replica.life != life:
+                return
+            if code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
+                if replica.broker_epoch == epoch:
+                    replica.broker_epoch = -1  # registered again meanwhile (a duplicated request): register
+                return
+            if code is ErrorCode.NONE and not fenced:
+                replica.lease_from_ms = max(replica.lease_from_ms, sent_ms)
+            self.deliver_metadata(node, answer_from)
 
-    def _elect(self) -> None:
-        """A new leader when the current one is fenced or there is none: the first live ISR
-        member (the fenced leaves the ISR); none left: offline, the ISR kept for a clean return."""
-        state = self.state
-        if state.leader >= 0 and state.leader not in self.fenced:
-            return
-        candidates = [b for b in state.isr if b not in self.fenced]
-        leader, isr = (candidates[0], candidates) if candidates else (-1, state.isr)
-        epoch = state.leader_epoch + 1
-        if leader >= 0:
-            previous = self.leaders_by_epoch.setdefault(epoch, leader)
-            if previous != leader:
-                self.violations.append(f"epoch {epoch} had leaders {previous} and {leader}")
-        self._change(leader, epoch, isr)
-
-    def _change(self, leader: int, leader_epoch: int, isr: list[int]) -> None:
-        self.state = PartitionState(leader, leader_epoch, list(isr), self.state.partition_epoch + 1)
-        snapshot = self._snapshot()
-        for node in REPLICAS:
-            self.send(CONTROLLER, node, lambda node=node: self._apply_state(self.replicas[node], snapshot))  # type: ignore[misc]
-
-    def _snapshot(self) -> PartitionState:
-        return PartitionState(
-            self.state.leader, self.state.leader_epoch, list(self.state.isr), self.state.partition_epoch
-        )
-
-    def _alter_partition(
-        self, node: int, request_id: int, leader_epoch: int, partition_epoch: int, isr: list[int]
-    ) -> None:
-        state = self.state
-        if state.leader != node or state.leader_epoch != leader_epoch or state.partition_epoch != partition_epoch:
-            outcome = "stale"  # checked first, as the controller does
-        elif any(b in self.fenced for b in isr if b not in state.isr):
-            outcome = "never-applied"  # INELIGIBLE_REPLICA
-        else:
-            outcome = "accepted"
-            self._change(node, leader_epoch, isr)
-        answer = self._snapshot()
-        self.send(CONTROLLER, node, lambda: self._altered(self.replicas[node], request_id, outcome, answer))
+        self.send(CONTROLLER, node, answered)
 
     # -----------------------------------------------------------------------------------------
-    # a replica
+    # a replica's periodic work
 
-    def _apply_state(self, replica: Replica, state: PartitionState) -> None:
-        """A replica applies the controller's partition state (as the broker's reconcile)."""
-        if state.leader_epoch > replica.leader_epoch:
-            self._resign(replica)
-            replica.leader, replica.leader_epoch = state.leader, state.leader_epoch
-            replica.partition_epoch, replica.isr = state.partition_epoch, list(state.isr)
-            if state.leader == replica.node:
-                log = replica.log
-                log.epochs.assign(state.leader_epoch, log.end)
-                replica.core = LeaderReplica(
-                    leader_id=replica.node,
-                    replicas=REPLICAS,
-                    isr=state.isr,
-                    leader_epoch_start_offset=log.end,
-                    log_end_offset=log.end,
-                    high_watermark=log.high_watermark,
-                    now_ms=self.now,
-                    replica_lag_time_max_ms=LAG_MS,
-                    min_insync_replicas=MIN_INSYNC,
-                )
-                self._sync_high_watermark(replica)
-        elif state.leader_epoch == replica.leader_epoch and state.partition_epoch > replica.partition_epoch:
-            replica.partition_epoch, replica.isr = state.partition_epoch, list(state.isr)
-            replica.alter_unanswered = False
-            if replica.core is not None:
-                replica.core.on_isr_changed(state.isr)
-                self._sync_high_watermark(replica)
-
-    def _resign(self, replica: Replica) -> None:
-        replica.core = None
-        replica.alter_in_flight = False
-        for _, _, record_id, _ in replica.pending:
-            self._answer(replica.node, record_id, -1, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        replica.pending.clear()
-
-    def _sync_high_watermark(self, replica: Replica) -> None:
-        core, log = replica.core, replica.log
-        assert core is not None
-        before = log.high_watermark
-        log.high_watermark = max(log.high_watermark, min(core.high_watermark, log.end))
-        if log.high_watermark < before:
-            self.violations.append(
-                f"replica {replica.node}: high-water mark moved back {before} -> {log.high_watermark}"
-            )
-        self._settle_acks(replica)
-
-    def _settle_acks(self, replica: Replica) -> None:
-        core = replica.core
-        if core is None:
-            return
-        pending = replica.pending  # in append order: required offsets and deadlines ascend
-        while pending:
-            required, deadline, record_id, offset = pending[0]
-            outcome = core.acks_all_outcome(required)
-            if outcome is None and self.now >= deadline:
-                outcome = ErrorCode.REQUEST_TIMED_OUT
-            if outcome is None:
-                return  # the later ones wait too
-            pending.popleft()
-            self._answer(replica.node, record_id, offset, outcome)
+    def _checkpoint(self, node: int) -> None:
+        self.replicas[node].log.checkpoint()
 
     def _replica_tick(self, node: int) -> None:
         replica = self.replicas[node]
-        replica.log.checkpointed_high_watermark = replica.log.high_watermark
-        core = replica.core
-        if core is not None:
-            self._settle_acks(replica)
-            if replica.alter_in_flight:
-                return
-            if replica.alter_unanswered and core.pending_isr is not None:
-                proposal: list[int] | None = core.pending_isr  # sent again as it was
-            else:
-                proposal = core.proposed_isr(self.now)
-                if proposal is not None:
-                    core.on_isr_proposed(proposal)
-            if proposal is None:
-                return
-            replica.alter_in_flight = True
-            replica.alter_unanswered = False
-            replica.alter_request += 1
-            request = (replica.alter_request, replica.leader_epoch, replica.partition_epoch)
-            self.send(node, CONTROLLER, lambda: self._alter_partition(node, *request, proposal))
+        partition = replica.partition
+        if partition is None:
+            return
+        self._settle(replica)
+        if partition.leader_epoch is not None:
+            self._propose_isr(replica, partition)
+        elif isinstance(role := partition.role, Following) and replica.fetch_in_flight_until <= self.now:
+            self._fetch(replica, partition, role)
 
-            def give_up(request_id: int = replica.alter_request) -> None:  # no answer: applied or not
-                if replica.core is core and replica.alter_in_flight and replica.alter_request == request_id:
-                    replica.alter_in_flight = False
-                    replica.alter_unanswered = True
+    def _propose_isr(self, replica: Replica, partition: Partition) -> None:
+        """As the broker's ``AlterPartitionManager``: one proposal at a time."""
+        if replica.alter_in_flight or replica.broker_epoch < 0:
+            return
+        proposal = partition.isr_proposal(self.now)
+        if proposal is None:
+            return
+        replica.alter_in_flight = True
+        replica.alter_request += 1
+        request_id, node, epoch, life = replica.alter_request, replica.node, replica.broker_epoch, replica.life
 
-            self.at(FETCH_TIMEOUT_MS, give_up)
-        elif replica.leader >= 0 and replica.leader != node and replica.fetch_in_flight_until <= self.now:
-            leader = replica.leader
-            session = replica.fetch_sessions.setdefault(leader, FetchSessionBuilder())
-            if not replica.fetch_answered:
-                session.reset()  # the call failed (timed out): the fetcher starts a new session
-            replica.fetch_in_flight_until = self.now + FETCH_TIMEOUT_MS
-            replica.fetch_request += 1
-            replica.fetch_answered = False
-            position = FetchPosition("id", replica.leader_epoch, replica.log.end, replica.log.epochs.latest_epoch, 0, 0)
-            replica.fetch_positions = {PARTITION: position}
-            named, forgotten = session.request(replica.fetch_positions)
-            call = FetchCall(node, replica.fetch_request, session.session_id, session.epoch, named, forgotten)
-            self.send(node, leader, lambda: self._serve_fetch(leader, call))
+        def at_controller() -> None:
+            answer = self.controller.alter_partition(node, epoch, proposal)
+            self.send(CONTROLLER, node, lambda: self._isr_answered(node, life, request_id, proposal, answer))
 
-    def _altered(self, replica: Replica, request_id: int, outcome: str, state: PartitionState) -> None:
-        """The controller's answer: accepted; ``never-applied`` (reverted); or a stale-epoch
-        refusal, after which the proposal stays pending until the metadata settles it. Answers
-        are matched to their request, as an RPC's are."""
-        if replica.core is None or not replica.alter_in_flight or request_id != replica.alter_request:
+        self.send(node, CONTROLLER, at_controller)
+
+        def no_answer() -> None:  # the call timed out: applied or not, it is sent again as it was
+            self._isr_answered(node, life, request_id, proposal, None)
+
+        self.at(FETCH_TIMEOUT_MS, no_answer)
+
+    def _isr_answered(
+        self,
+        node: int,
+        life: int,
+        request_id: int,
+        proposal: IsrProposal,
+        answer: tuple[ErrorCode, list[int], int] | None,
+    ) -> None:
+        replica = self.replicas[node]
+        if replica.life != life or not replica.alter_in_flight or replica.alter_request != request_id:
             return
         replica.alter_in_flight = False
-        if outcome == "accepted" and state.leader_epoch == replica.leader_epoch:
-            replica.partition_epoch = max(replica.partition_epoch, state.partition_epoch)
-            replica.isr = list(state.isr)
-            replica.core.on_isr_changed(state.isr)
-        elif outcome == "never-applied":
-            replica.core.on_isr_proposal_failed()
-        self._sync_high_watermark(replica)
-
-    def _serve_fetch(self, leader_node: int, call: FetchCall) -> None:
-        follower, request_id, session_id, session_epoch, named, forgotten = call
-        leader = self.replicas[leader_node]
-        if leader.served_sessions is None:  # one cache per process: a restart forgets them
-            leader.served_sessions = FetchSessionCache(lambda: self.rng.randint(1, 2**31 - 1))
-        resolved = leader.served_sessions.resolve(follower, session_id, session_epoch, named, forgotten)
-        answer: dict[str, Any] = {"request": request_id, "leader": leader_node}
-        if isinstance(resolved, ErrorCode):
-            answer["session_error"] = True
-            self.send(leader_node, follower, lambda: self._fetched(self.replicas[follower], answer))
+        if replica.partition is None:
             return
-        session, full = resolved
-        position = session.partitions[PARTITION].position  # named now, or as last named
-        epoch, fetch_offset, last_epoch = (
-            position.current_leader_epoch,
-            position.fetch_offset,
-            position.last_fetched_epoch,
-        )
-        log = leader.log
-        if leader.core is None or epoch != leader.leader_epoch:
-            answer["error"] = True
+        if answer is None:
+            replica.partition.on_isr_answer(proposal, None)
         else:
-            diverging = divergence(last_epoch, fetch_offset, log.epochs.end_offset_for(last_epoch, log.end))
-            if diverging is not None:
-                answer["diverging"] = diverging
-            elif fetch_offset > log.end:
-                answer["error"] = True
-            else:
-                leader.core.on_follower_fetch(follower, fetch_offset, self.now)
-                self._sync_high_watermark(leader)
-                entries = log.entries[fetch_offset : fetch_offset + 20]
-                hwm = log.high_watermark
-                if full or entries or PARTITION in named or session.must_answer(PARTITION, hwm, 0):
-                    answer.update(entries=entries, hwm=hwm)
-                    session.answered(PARTITION, hwm, 0)
-                else:
-                    answer["omitted"] = True  # an idle partition of an incremental fetch
-        answer.update(session_id=session.session_id, epoch=epoch, offset=fetch_offset)
-        self.send(leader_node, follower, lambda: self._fetched(self.replicas[follower], answer))
+            replica.partition.on_isr_answer(proposal, *answer)
+        self._settle(replica)
 
-    def _fetched(self, replica: Replica, answer: dict[str, Any]) -> None:
-        if answer["request"] != replica.fetch_request or replica.fetch_answered:
+    def _fetch(self, replica: Replica, partition: Partition, role: Following) -> None:
+        """One ReplicaFetch, built as the broker's ``FollowerFetcher`` builds it."""
+        leader = role.leader_id
+        followed: Followed = {PARTITION: (partition, role.leader_epoch)}
+        session = replica.sessions.setdefault(leader, FetchSessionBuilder())
+        if not replica.fetch_answered:
+            session.reset()  # the call failed (timed out): the fetcher starts a new session
+        positions = replica.fetcher.positions(followed)
+        named, forgotten = session.request(positions)
+        request = replica.fetcher.request(named, forgotten, session)
+        replica.fetch_in_flight_until = self.now + FETCH_TIMEOUT_MS
+        replica.fetch_request += 1
+        replica.fetch_answered = False
+        call = FetchCall(replica.node, replica.life, replica.fetch_request, leader, followed, positions)
+
+        def at_leader() -> None:
+            serving = self.replicas[leader]
+            ask = ReplicaFetchAsk.of(request, 16 * 1024 * 1024)
+            response = serving.fetches.answer_now(ask, lambda key: None)
+            self._settle(serving)
+            self.send(leader, call.node, lambda: self._fetched(call, response))
+
+        self.send(call.node, leader, at_leader)
+
+    def _fetched(self, call: FetchCall, response: broker_pb2.ReplicaFetchResponse) -> None:
+        node, leader, followed, positions = call.node, call.leader, call.followed, call.positions
+        replica = self.replicas[node]
+        if replica.life != call.life or call.request_id != replica.fetch_request or replica.fetch_answered:
             return  # an answer to an older call, or a duplicate: each call has one answer
         replica.fetch_answered = True
         replica.fetch_in_flight_until = 0
-        session = replica.fetch_sessions.setdefault(answer["leader"], FetchSessionBuilder())
-        if "session_error" in answer:
+        session = replica.sessions.setdefault(leader, FetchSessionBuilder())
+        if response.error.code:
             session.reset()
             return
-        session.answered(answer["session_id"], replica.fetch_positions)
-        if replica.core is not None or answer["epoch"] != replica.leader_epoch or "error" in answer:
-            return  # no longer following that leader at that epoch
-        if "omitted" in answer:
-            return
-        log = replica.log
-        if answer["offset"] != log.end:
-            return  # an answer about a log that moved since (late or duplicated): dropped, as the fetcher does
-        if "diverging" in answer:
-            log.truncate_to(follower_truncation(log.epochs.entries, log.end, log.high_watermark, answer["diverging"]))
-            return
-        for epoch, record_id in answer["entries"]:
-            log.append(epoch, record_id)
-        log.high_watermark = max(log.high_watermark, min(answer["hwm"], log.end))
+        session.answered(response.session_id, positions)
+        fetched_from = {key: position.fetch_offset for key, position in positions.items()}
+        try:
+            replica.fetcher.apply(followed, fetched_from, response)
+        except LanesError as exc:
+            self.violations.append(f"replica {node}: applying a fetch failed: {exc}")
 
     # -----------------------------------------------------------------------------------------
     # clients
 
     def _producer_metadata(self) -> None:
-        state = self._snapshot()
-        self.send(CONTROLLER, PRODUCER, lambda: self._producer_learned(state))
+        state = self.controller.state()
+        leader, epoch = state.leader, state.leader_epoch
+        self.send(CONTROLLER, PRODUCER, lambda: self._producer_learned(leader, epoch))
 
-    def _producer_learned(self, state: PartitionState) -> None:
-        if state.leader_epoch >= self.producer_view[1]:
-            self.producer_view = (state.leader, state.leader_epoch)
+    def _producer_learned(self, leader: int, epoch: int) -> None:
+        if epoch >= self.producer_view[1]:
+            self.producer_view = (leader, epoch)
 
     def _produce(self) -> None:
         if not self.faults_on:
@@ -514,19 +575,41 @@ class World(EventLoop):
         self.send(PRODUCER, leader, lambda: self._append(self.replicas[leader], record_id))
 
     def _append(self, replica: Replica, record_id: int) -> None:
-        core = replica.core
-        if core is None:
+        """An acks=all Produce as ``ReplicaManager.append`` handles it (without the threads)."""
+        led = replica.manager.leading(TOPIC, 0)
+        if not isinstance(led, Partition) or led.leader_epoch is None:
             self._answer(replica.node, record_id, -1, ErrorCode.NOT_LEADER_OR_FOLLOWER)
             return
-        refusal = core.check_acks_all()
-        if refusal is not ErrorCode.NONE:
-            self._answer(replica.node, record_id, -1, refusal)
+        leader_epoch = led.leader_epoch
+        records = encode_batch([Record(0, self.clock.now_ms(), None, str(record_id).encode())])
+        try:
+            headers = led.log.validate_produce(records)
+            appended = led.append_as_leader(records, headers, leader_epoch=leader_epoch, acks_all=True)
+        except LanesError as exc:
+            self._answer(replica.node, record_id, -1, exc.code)
             return
-        offset = replica.log.end
-        replica.log.append(replica.leader_epoch, record_id)
-        core.on_append(replica.log.end)
-        replica.pending.append((offset + 1, self.now + PRODUCE_TIMEOUT_MS, record_id, offset))
-        self._sync_high_watermark(replica)
+        if isinstance(appended, Verdict):  # a producer-state refusal (no producer ids here)
+            self._answer(replica.node, record_id, -1, appended.error)
+            return
+        offset = appended.first_offset
+        replica.pending.append(Pending(leader_epoch, offset + 1, self.now + PRODUCE_TIMEOUT_MS, record_id, offset))
+        self._settle(replica)
+
+    def _settle(self, replica: Replica) -> None:
+        """Answer the acks=all appends whose outcome is known (in append order)."""
+        partition = replica.partition
+        pending = replica.pending
+        while pending and partition is not None:
+            waiting = pending[0]
+            outcome = partition.acks_all_outcome(waiting.leader_epoch, waiting.required_offset)
+            if outcome is None and not replica.manager.vouched(partition):
+                outcome = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if outcome is None and self.now >= waiting.deadline_ms:
+                outcome = ErrorCode.REQUEST_TIMED_OUT
+            if outcome is None:
+                return  # the later ones wait too
+            pending.popleft()
+            self._answer(replica.node, waiting.record_id, waiting.offset, outcome)
 
     def _answer(self, node: int, record_id: int, offset: int, error: ErrorCode) -> None:
         def arrive() -> None:
@@ -536,13 +619,16 @@ class World(EventLoop):
         self.send(node, PRODUCER, arrive)
 
     def _consume(self) -> None:
+        """Read the last records below the high-water mark of whoever leads, as a Fetch reads them."""
         for replica in self.replicas.values():
-            if replica.alive and replica.core is not None:
-                log = replica.log
-                for offset in range(max(0, log.high_watermark - 5), log.high_watermark):
-                    seen = self.read.setdefault(offset, log.entries[offset][1])
-                    if seen != log.entries[offset][1]:
-                        self.violations.append(f"offset {offset} was read as {seen}, then {log.entries[offset][1]}")
+            partition = replica.partition
+            if not replica.alive or partition is None or partition.leader_epoch is None:
+                continue
+            start = max(partition.log.log_start_offset, partition.log.high_watermark - 5)
+            for offset, record_id in read_records(replica.manager, start).items():
+                seen = self.read.setdefault(offset, record_id)
+                if seen != record_id:
+                    self.violations.append(f"offset {offset} was read as {seen}, then {record_id}")
 
     # -----------------------------------------------------------------------------------------
     # faults
@@ -559,7 +645,8 @@ class World(EventLoop):
     def _fault(self, kind: str, duration: int, at_leader: bool) -> None:
         if not self.faults_on:
             return
-        node = self.state.leader if at_leader and self.state.leader > 0 else self.rng.choice(REPLICAS)
+        leader = self.controller.state().leader
+        node = leader if at_leader and leader > 0 else self.rng.choice(REPLICAS)
         replica = self.replicas[node]
         if kind in ("cut", "cut-one-way", "isolate"):
             peers = [p for p in (*REPLICAS, CONTROLLER) if p != node]
@@ -573,61 +660,127 @@ class World(EventLoop):
         elif kind == "pause":
             replica.paused_until = max(replica.paused_until, self.now + duration)
         elif kind == "crash" and replica.alive:
-            replica.alive = False
-            self._resign(replica)
-            self.at(duration, lambda: self._restart(replica))
+            self.crash(replica)
+            self.at(duration, lambda: self.restart(replica))
 
-    def _restart(self, replica: Replica) -> None:
+    def crash(self, replica: Replica) -> None:
+        """The process dies: its memory is gone (nothing is closed or checkpointed); what it
+        wrote is in the page cache, and its last checkpoints on disk."""
+        replica.alive = False
+        replica.pending.clear()  # its clients' connections break: nobody is answered
+
+    def restart(self, replica: Replica) -> None:
         if replica.alive or self.replicas[replica.node] is not replica:
             return  # restarted already
-        log = replica.log
-        log.high_watermark = min(log.checkpointed_high_watermark, log.end)
-        fresh = Replica(replica.node, log=log, life=replica.life + 1)
-        self.replicas[replica.node] = fresh
-        self.send(replica.node, CONTROLLER, lambda: self._register(fresh.node, fresh.life))
+        self.replicas[replica.node] = Replica(self, replica.node, replica.life + 1)
 
     # -----------------------------------------------------------------------------------------
     # the checkers
 
+    def _watch(self) -> None:
+        """After every event: no high-water mark moved back within an incarnation, one leader
+        per epoch."""
+        for replica in self.replicas.values():
+            if not replica.alive:
+                continue
+            mark = replica.log.high_watermark
+            if mark < replica.high_watermark_seen:
+                self.violations.append(
+                    f"replica {replica.node}: high-water mark moved back {replica.high_watermark_seen} -> {mark}"
+                )
+            replica.high_watermark_seen = mark
+            epoch = replica.partition.leader_epoch if replica.partition is not None else None
+            if epoch is not None:
+                previous = self.leaders_by_epoch.setdefault(epoch, replica.node)
+                if previous != replica.node:
+                    self.violations.append(f"epoch {epoch} had leaders {previous} and {replica.node}")
+
     def check(self) -> list[str]:
         violations = list(self.violations)
-        leaders = [
-            r for r in self.replicas.values() if r.core is not None and r.leader_epoch == self.state.leader_epoch
-        ]
+        epoch = self.controller.state().leader_epoch
+        leaders = [r for r in self.replicas.values() if r.partition is not None and r.partition.leader_epoch == epoch]
         if len(leaders) != 1:
-            return [*violations, f"after settling, {len(leaders)} replicas lead epoch {self.state.leader_epoch}"]
+            return [*violations, f"after settling, {len(leaders)} replicas lead epoch {epoch}"]
         leader = leaders[0]
-        entries = leader.log.entries
+        records = read_log(leader.log)
         for record_id, offset in sorted(self.acked.items()):
-            if offset >= len(entries) or entries[offset][1] != record_id:
-                found = entries[offset][1] if offset < len(entries) else None
-                violations.append(f"acknowledged record {record_id} at offset {offset} is gone (now {found})")
+            if records.get(offset, (None, None))[0] != record_id:
+                violations.append(
+                    f"acknowledged record {record_id} at offset {offset} is gone (now {records.get(offset)})"
+                )
                 break
         for offset, record_id in sorted(self.read.items()):
-            if offset >= len(entries) or entries[offset][1] != record_id:
+            if records.get(offset, (None, None))[0] != record_id:
                 violations.append(f"record {record_id} was read at offset {offset} and is gone")
                 break
-        hwm = leader.log.high_watermark
+        mark = leader.log.high_watermark
         for replica in self.replicas.values():
-            common = min(hwm, replica.log.end)
-            if replica.log.entries[:common] != entries[:common]:
+            theirs = read_log(replica.log)
+            common = min(mark, replica.log.log_end_offset)
+            if any(theirs.get(offset) != records.get(offset) for offset in range(common)):
                 violations.append(f"replica {replica.node} differs from leader {leader.node} below {common}")
-        if sorted(self.state.isr) != list(REPLICAS):
-            violations.append(f"after settling with every replica up, the ISR is {self.state.isr}")
+        isr = sorted(self.controller.state().isr)
+        if isr != list(REPLICAS):
+            violations.append(f"after settling with every replica up, the ISR is {isr}")
         return violations
+
+
+def read_records(manager: ReplicaManager, offset: int) -> dict[int, int]:
+    """What a consumer's Fetch from ``offset`` returns now: offset -> record id."""
+    request = broker_pb2.FetchRequest(
+        topics=[
+            broker_pb2.FetchTopic(
+                topic=TOPIC,
+                partitions=[broker_pb2.FetchPartition(partition=0, fetch_offset=offset, current_leader_epoch=-1)],
+            )
+        ]
+    )
+    fetch = ConsumerFetch(request, 1 << 20)
+    fetch.read_pass(manager.fetchable, 1 << 20)
+    response, _ = fetch.answer()
+    answered = response.topics[0].partitions[0]
+    if error_code(answered.error.code) is not ErrorCode.NONE:
+        return {}
+    return {
+        record.offset: int(record.value or b"-1")
+        for batch in decode_batches(answered.records)
+        for record in batch.records
+        if record.offset >= offset
+    }
+
+
+def read_log(log: PartitionLog) -> dict[int, tuple[int, int]]:
+    """The whole log: offset -> (record id, leader epoch)."""
+    found: dict[int, tuple[int, int]] = {}
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        read = log.read(offset, 1 << 20)
+        if not read.records:
+            break
+        for batch in decode_batches(read.records):
+            for record in batch.records:
+                found[record.offset] = (int(record.value or b"-1"), batch.header.partition_leader_epoch)
+        offset = read.next_offset
+    return found
+
+
+@contextmanager
+def world_of(seed: int) -> Iterator[World]:
+    with tempfile.TemporaryDirectory(prefix="lanes-sim-", dir=TEMP_ROOT) as directory:
+        yield World(seed, Path(directory))
 
 
 def run(seed: int) -> list[str]:
     """One seeded run: faults for FAULT_PHASE_MS, then heal, restart and settle; the violations."""
-    world = World(seed)
-    world.start()
-    world.schedule_faults()
-    world.run_until(FAULT_PHASE_MS)
-    world.faults_on = False
-    world.cuts.clear()
-    for replica in list(world.replicas.values()):
-        replica.paused_until = 0
-        if not replica.alive:
-            world._restart(replica)
-    world.run_until(FAULT_PHASE_MS + SETTLE_MS)
-    return world.check()
+    with world_of(seed) as world:
+        world.start()
+        world.schedule_faults()
+        world.run_until(FAULT_PHASE_MS)
+        world.faults_on = False
+        world.cuts.clear()
+        for replica in list(world.replicas.values()):
+            replica.paused_until = 0
+            if not replica.alive:
+                world.restart(replica)
+        world.run_until(FAULT_PHASE_MS + SETTLE_MS)
+        return world.check()

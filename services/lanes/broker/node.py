@@ -113,7 +113,7 @@ class BrokerNode:
             replica_lag_time_max_ms=replica_lag_time_max_ms,
         )
         self.link.on_update(self.publisher.on_update)
-        self.replica_fetches = ReplicaFetches(self.replicas, self.isr_changes, clock)
+        self.replica_fetches = ReplicaFetches(self.replicas, clock, expand_isr_now=self.isr_changes.check_now)
         self.consumer_fetches = ConsumerFetches(self.replicas, fetch_memory_bytes)
         self.producer_ids = ProducerIds(self.link.allocate_producer_ids)
         self._producer_id_expiration_ms = producer_id_expiration_ms

@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lanes.broker.alter_partition import AlterPartitionManager
 from lanes.broker.fetch_limits import FetchLimits
 from lanes.broker.fetch_session import FetchPosition, FetchSession, FetchSessionCache, SessionPartition
 from lanes.broker.partition import Partition
@@ -121,12 +120,21 @@ class _OpenFetch:
 class ReplicaFetches:
     """Answers the followers' ReplicaFetch requests; see the module docstring."""
 
-    def __init__(self, replicas: ReplicaManager, isr_changes: AlterPartitionManager, clock: Clock) -> None:
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        clock: Clock,
+        *,
+        expand_isr_now: Callable[[], object],
+        new_session_id: Callable[[], int] = lambda: secrets.randbelow(2**31 - 1) + 1,
+    ) -> None:
+        """``expand_isr_now``: a follower outside an ISR caught up (``AlterPartitionManager.check_now``);
+        ``new_session_id``: the randomness of session ids."""
         self._replicas = replicas
-        self._isr_changes = isr_changes
+        self._expand_isr_now = expand_isr_now
         self._clock = clock
         #: the followers' fetch sessions with this broker as leader (one per follower broker)
-        self._sessions = FetchSessionCache(lambda: secrets.randbelow(2**31 - 1) + 1)
+        self._sessions = FetchSessionCache(new_session_id)
 
     async def fetch(self, ask: ReplicaFetchAsk) -> broker_pb2.ReplicaFetchResponse:
         """Serve ``ask`` within its session, parked until there is something to say."""
@@ -142,7 +150,7 @@ class ReplicaFetches:
         async def attempt() -> broker_pb2.ReplicaFetchResponse | None:
             served = await asyncio.to_thread(self.serve_pass, opened)
             if served.isr_expansion_due:  # a follower outside the ISR caught up: expand now, not periodically
-                self._isr_changes.check_now()
+                self._expand_isr_now()
             if not (served.bytes_read >= limits.min_bytes or served.urgent or deadline.expired()):
                 return None
             return self.finish(opened, served)
@@ -161,7 +169,7 @@ class ReplicaFetches:
             return opened
         served = self.serve_pass(opened)
         if served.isr_expansion_due:
-            self._isr_changes.check_now()
+            self._expand_isr_now()
         return self.finish(opened, served)
 
     def open(
