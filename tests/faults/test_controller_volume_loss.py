@@ -66,7 +66,7 @@ def test_brokers_keep_every_log_when_the_controller_comes_back_as_a_new_cluster(
         shutil.rmtree(tmp_path / "controller")
         controller = start_controller(tmp_path / "controller", controller_port, log)
         # measured before: every log was gone within 20 s; both brokers refuse at once instead
-        refusals = [f"broker[{b}] lanes.runtime.controller_link refusing" for b in brokers]
+        refusals = [f"broker[{b}] lanes.runtime.link.controller_link refusing" for b in brokers]
         wait_until(lambda: all(refusal in log.read_text() for refusal in refusals))
         after = {b: log_files(tmp_path / f"broker-{b}") for b in brokers}
         for broker_id in brokers:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from lanes.deadline import Deadline, attempts
-from lanes.runtime.controller_link import ControllerLink
+from lanes.runtime.link.controller_link import ControllerLink
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import client_channel, free_port, start_controller
 

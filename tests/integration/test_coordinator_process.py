@@ -18,7 +18,7 @@ from lanes.coordinator.group import OffsetCommit, offset_record
 from lanes.coordinator.shard_log import ShardFencedError, ShardLog
 from lanes.errors import ErrorCode
 from lanes.protocol.records import Record, encode_batch
-from lanes.runtime.controller_link import ControllerLink
+from lanes.runtime.link.controller_link import ControllerLink
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, coordinator_pb2, coordinator_pb2_grpc
 from tests.integration.processes import blocking_client_channel, running_cluster
 

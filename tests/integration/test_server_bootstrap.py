@@ -9,7 +9,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from lanes.runtime.server import ServiceBinding, start_server
+from lanes.runtime.serving.server import ServiceBinding, start_server
 from lanes.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import client_channel
 

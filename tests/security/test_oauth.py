@@ -17,7 +17,7 @@ import lanes
 from lanes.errors import AuthenticationError, AuthorizationError
 from lanes.local.cluster import LocalCluster
 from lanes.rpc.tls import TlsFiles
-from lanes.runtime.tokens import TokenSettings
+from lanes.runtime.access.tokens import TokenSettings
 from lanes.v1 import (
     broker_pb2,
     broker_pb2_grpc,

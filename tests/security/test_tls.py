@@ -132,7 +132,7 @@ def test_a_renewed_certificate_is_served_without_a_restart(cluster: LocalCluster
 def test_a_caller_is_only_the_node_its_certificate_names(cluster: LocalCluster) -> None:
     """Before: anyone could register as a broker, fetch as a follower, vote as a controller or
     write ``__consumer_offsets`` with a shard's producer id. Now each such call must come with
-    that node's certificate: the cluster's own RPCs need a node's (``lanes.runtime.guard``), and
+    that node's certificate: the cluster's own RPCs need a node's (``lanes.runtime.access.guard``), and
     that node's (``lanes.rpc.tls.check_claim``)."""
     tls = cluster.client_tls
     assert tls is not None

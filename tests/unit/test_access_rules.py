@@ -1,9 +1,9 @@
-"""Every RPC has an access rule (``lanes.runtime.access_rules``): a new RPC without one is refused
+"""Every RPC has an access rule (``lanes.runtime.access.access_rules``): a new RPC without one is refused
 to everyone but the cluster's nodes and super users, and this test names it."""
 
 from __future__ import annotations
 
-from lanes.runtime.access_rules import RULES
+from lanes.runtime.access.access_rules import RULES
 from lanes.v1 import broker_pb2, controller_pb2, coordinator_pb2
 
 

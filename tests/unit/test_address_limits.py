@@ -1,4 +1,4 @@
-"""Calls and connections in progress per caller address (``lanes.runtime.address_limits``), over a
+"""Calls and connections in progress per caller address (``lanes.runtime.quotas.address_limits``), over a
 real gRPC server listening on both IPv4 and IPv6 loopback, so two caller addresses exist on one
 machine: one address at its limits is refused with RESOURCE_EXHAUSTED, the other is not, and
 what is released may be used again."""
@@ -11,7 +11,7 @@ import socket
 import grpc
 import pytest
 
-from lanes.runtime.address_limits import AddressLimits
+from lanes.runtime.quotas.address_limits import AddressLimits
 
 MAX_CALLS = 10
 MAX_CONNECTIONS = 3

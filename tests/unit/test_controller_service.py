@@ -13,7 +13,7 @@ from lanes.clock import ManualClock
 from lanes.controller.quorum_controller import QuorumController
 from lanes.controller.service import ControllerService
 from lanes.errors import ErrorCode
-from lanes.runtime.guard import CALLER, Caller
+from lanes.runtime.access.guard import CALLER, Caller
 from lanes.security.quota_entities import QuotaEntity
 from lanes.v1 import common_pb2, controller_pb2, metadata_pb2
 

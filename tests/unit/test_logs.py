@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from lanes.runtime.logs import configure_logging, fields
+from lanes.runtime.serving.logs import configure_logging, fields
 
 
 @pytest.fixture(autouse=True)

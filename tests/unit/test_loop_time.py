@@ -1,6 +1,6 @@
-"""What a call takes of its event loop (``lanes.runtime.loop_time``): the time its steps run, and
+"""What a call takes of its event loop (``lanes.runtime.quotas.loop_time``): the time its steps run, and
 the steps of the tasks it starts, never the time it waits; and request-time quotas
-(``lanes.runtime.request_quota``) holding back a client stream over a real gRPC server."""
+(``lanes.runtime.quotas.request_quota``) holding back a client stream over a real gRPC server."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import grpc
 import pytest
 
 from lanes.metadata.image import REQUEST_PERCENTAGE, MetadataImage
-from lanes.runtime.access_rules import RULES
-from lanes.runtime.guard import AnonymousCallers
-from lanes.runtime.loop_time import ACCOUNT, LoopTime, TimedSteps, install, service_task
+from lanes.runtime.access.access_rules import RULES
+from lanes.runtime.access.guard import AnonymousCallers
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.runtime.request_quota import RequestTimeQuota, _clusters_own
+from lanes.runtime.quotas.loop_time import ACCOUNT, LoopTime, TimedSteps, install, service_task
+from lanes.runtime.quotas.request_quota import RequestTimeQuota, _clusters_own
 from lanes.security.quota_entities import QuotaEntity
 from lanes.v1 import broker_pb2, metadata_pb2
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lanes.runtime.controller_link import ControllerLink, MetadataRefusedError
-from lanes.runtime.data_directory import DataDirectory
+from lanes.runtime.link.controller_link import ControllerLink, MetadataRefusedError
+from lanes.runtime.serving.data_directory import DataDirectory
 from lanes.v1 import common_pb2, controller_pb2
 
 

@@ -1,4 +1,4 @@
-"""OAuth bearer tokens (``lanes.runtime.tokens``): what a token must be to pass, checked against
+"""OAuth bearer tokens (``lanes.runtime.access.tokens``): what a token must be to pass, checked against
 an issuer made here (keys and tokens by PyJWT, ``tests.security.tokens``), with its key set in a
 file and served over HTTP on loopback."""
 
@@ -19,8 +19,8 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from lanes.runtime import tokens
-from lanes.runtime.tokens import MAX_TOKEN_BYTES, InvalidTokenError, TokenSettings, TokenVerifier
+from lanes.runtime.access import tokens
+from lanes.runtime.access.tokens import MAX_TOKEN_BYTES, InvalidTokenError, TokenSettings, TokenVerifier
 from tests.security.tokens import AUDIENCE, ISSUER, Issuer
 
 

@@ -20,7 +20,7 @@ from lanes.broker.service import BrokerService, add_to_server
 from lanes.clock import SystemClock
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.runtime.server import (
+from lanes.runtime.serving.server import (
     RunningServer,
     ServerLimits,
     ServiceBinding,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from lanes.clock import Clock
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.runtime.request_quota import muted
+from lanes.runtime.quotas.request_quota import muted
 from lanes.security.quotas import ClientQuotas, Limited
 
 

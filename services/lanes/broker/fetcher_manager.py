@@ -19,7 +19,7 @@ from collections.abc import Callable
 from lanes.broker.follower import Followed, FollowerFetcher
 from lanes.broker.partition import Following, Partition
 from lanes.metadata.image import MetadataImage
-from lanes.runtime.loop_time import service_task
+from lanes.runtime.quotas.loop_time import service_task
 from lanes.topic_partition import TopicPartition
 
 _log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from lanes.broker.partition import FetchedPartition, Partition
 from lanes.deadline import Backoff
 from lanes.errors import ErrorCode, LanesError, error_code
 from lanes.rpc.channels import ChannelCache
-from lanes.runtime.logs import fields
+from lanes.runtime.serving.logs import fields
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 

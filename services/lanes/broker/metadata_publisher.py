@@ -32,7 +32,7 @@ from lanes.broker.replica_manager import ReplicaManager
 from lanes.clock import Clock
 from lanes.errors import LanesError
 from lanes.metadata.image import NO_LEADER, MetadataImage, TopicImage
-from lanes.runtime.logs import fields
+from lanes.runtime.serving.logs import fields
 from lanes.storage.log import LogConfig
 from lanes.storage.manager import LogManager
 from lanes.topic_configs import topic_config_values

@@ -41,10 +41,10 @@ from lanes.broker.replica_manager import ReplicaManager
 from lanes.clock import Clock
 from lanes.errors import LanesError
 from lanes.metadata.image import MetadataImage
-from lanes.runtime.controller_link import ControllerLink
-from lanes.runtime.data_directory import DataDirectory
-from lanes.runtime.loop_time import service_task
+from lanes.runtime.link.controller_link import ControllerLink
 from lanes.runtime.metrics import ServiceMetrics
+from lanes.runtime.quotas.loop_time import service_task
+from lanes.runtime.serving.data_directory import DataDirectory
 from lanes.storage.cleaner import CleanerThread, LogCleaner
 from lanes.storage.manager import LogManager
 from lanes.v1 import common_pb2

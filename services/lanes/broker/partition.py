@@ -43,7 +43,7 @@ from lanes.broker.replication import LeaderReplica, follower_truncation
 from lanes.errors import ErrorCode, LanesError
 from lanes.invariants import InvariantError
 from lanes.protocol.records import BatchHeader
-from lanes.runtime.logs import fields
+from lanes.runtime.serving.logs import fields
 from lanes.storage.log import AppendInfo, PartitionLog
 from lanes.topic_partition import TopicPartition
 

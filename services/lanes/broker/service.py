@@ -1,7 +1,7 @@
 """The Broker gRPC service: the broker's face for clients and followers (Kafka's ``KafkaApis``).
 
 Each RPC decodes its request, applies the caller's byte-rate quota (``ByteRateQuotas``; who may
-call at all is the server's guard, ``lanes.runtime.guard``), asks the broker's engine
+call at all is the server's guard, ``lanes.runtime.access.guard``), asks the broker's engine
 (``lanes.broker.node.BrokerNode``) partition by partition, and encodes the answer:
 
 - ``Metadata`` from the image (the controller is never on the data path);
@@ -34,7 +34,7 @@ from lanes.errors import ErrorCode
 from lanes.metadata.image import CONSUMER_BYTE_RATE, NO_LEADER, PRODUCER_BYTE_RATE, PartitionImage
 from lanes.rpc.tls import caller_identity, callers_verified, check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, wire_error
-from lanes.runtime.guard import caller_quota, on_certificate_listener
+from lanes.runtime.access.guard import caller_quota, on_certificate_listener
 from lanes.security.quotas import Limited, window_bytes
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 

@@ -24,7 +24,7 @@ from lanes.cli.common import EXIT_REFUSED, add_command, emit, progress
 from lanes.cli.values import UsageError, positive_int
 from lanes.deadline import Deadline, attempts_blocking
 from lanes.local.cluster import CLUSTER_FILE, LocalCluster
-from lanes.runtime.tokens import TokenSettings
+from lanes.runtime.access.tokens import TokenSettings
 
 
 def _read_cluster_file(data_dir: Path) -> dict[str, Any] | None:

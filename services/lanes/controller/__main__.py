@@ -22,9 +22,9 @@ from lanes.controller.metrics import ControllerMetrics
 from lanes.controller.quorum import parse_voters
 from lanes.controller.quorum_controller import QuorumController
 from lanes.controller.service import ControllerService, add_to_server
-from lanes.runtime.data_directory import DataDirectory
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.runtime.server import (
+from lanes.runtime.serving.data_directory import DataDirectory
+from lanes.runtime.serving.server import (
     ServiceBinding,
     advertised_host,
     run_service,

@@ -20,7 +20,7 @@ from lanes.controller.core import ControllerDecision
 from lanes.errors import NotControllerError
 from lanes.metadata.image import NodeKind
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
-from lanes.runtime.loop_time import service_task
+from lanes.runtime.quotas.loop_time import service_task
 from lanes.security.scram import ScramCredential
 
 if TYPE_CHECKING:

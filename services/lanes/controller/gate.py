@@ -17,7 +17,7 @@ from lanes.errors import ErrorCode, NotControllerError
 from lanes.rpc.controllers import ACTIVE_CONTROLLER_KEY, NOT_CONTROLLER_DETAILS
 from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, wire_error
-from lanes.runtime.guard import Listener
+from lanes.runtime.access.guard import Listener
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.v1 import controller_pb2, controller_pb2_grpc
 

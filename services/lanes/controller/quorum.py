@@ -73,7 +73,7 @@ from lanes.controller.raft_wire import from_wire, to_wire
 from lanes.deadline import Backoff
 from lanes.errors import NotControllerError
 from lanes.rpc.channels import ChannelCache
-from lanes.runtime.loop_time import service_task
+from lanes.runtime.quotas.loop_time import service_task
 from lanes.storage.files import write_atomically
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 

@@ -1,6 +1,6 @@
 """The Controller RPCs that keep users, ACLs and client quotas: part of the controller's gRPC face
 (``lanes.controller.service.ControllerService`` inherits them: gRPC serves one class per service).
-Who may call what is the server's guard's (``lanes.runtime.guard``); these keep the records.
+Who may call what is the server's guard's (``lanes.runtime.access.guard``); these keep the records.
 Owned by the controller's event loop.
 """
 

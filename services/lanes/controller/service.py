@@ -3,7 +3,7 @@
 Each RPC checks who claims to call where a node must (``check_claim``), decodes its request,
 asks the controller's engine (``lanes.controller.quorum_controller.QuorumController``: every
 change is one ``write``, decided and committed on the active controller only) and encodes the
-answer. Who may call at all is the server's guard (``lanes.runtime.guard``); that only the active
+answer. Who may call at all is the server's guard (``lanes.runtime.access.guard``); that only the active
 controller answers is the gate's (``lanes.controller.gate``). Topic changes count against the
 caller's controller mutation quota (``lanes.controller.mutation_quotas``). Owned by the
 controller's event loop.
@@ -32,7 +32,7 @@ from lanes.errors import ErrorCode
 from lanes.metadata.image import CONTROLLER_MUTATION_RATE, ProducerIdBlock
 from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
-from lanes.runtime.guard import caller_quota, on_certificate_listener
+from lanes.runtime.access.guard import caller_quota, on_certificate_listener
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 #: how long AddController / RemoveController wait for the change to commit

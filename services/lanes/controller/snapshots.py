@@ -19,7 +19,7 @@ from lanes.controller.metadata_log import MetadataLog
 from lanes.controller.quorum import Quorum
 from lanes.errors import LanesError
 from lanes.metadata.image import MetadataImage
-from lanes.runtime.loop_time import service_task
+from lanes.runtime.quotas.loop_time import service_task
 
 _log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from lanes.coordinator.core import GroupConfig
 from lanes.coordinator.metrics import CoordinatorMetrics
 from lanes.coordinator.service import GroupCoordinatorService, add_to_server
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.runtime.server import (
+from lanes.runtime.serving.server import (
     ServiceBinding,
     advertised_host,
     run_service,

@@ -43,10 +43,10 @@ from lanes.rpc.wire import (
     topic_partitions_from_wire,
     wire_error,
 )
-from lanes.runtime.controller_link import ControllerLink
-from lanes.runtime.guard import on_certificate_listener
-from lanes.runtime.logs import fields
+from lanes.runtime.access.guard import on_certificate_listener
+from lanes.runtime.link.controller_link import ControllerLink
 from lanes.runtime.metrics import ServiceMetrics
+from lanes.runtime.serving.logs import fields
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 

@@ -23,7 +23,7 @@ from lanes.coordinator.shard_log import ShardLog, ShardUnavailableError
 from lanes.errors import LanesError
 from lanes.metadata.image import ShardImage
 from lanes.runtime.broadcast import Broadcast
-from lanes.runtime.loop_time import service_task
+from lanes.runtime.quotas.loop_time import service_task
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -39,9 +39,9 @@ from lanes.errors import ErrorCode, LanesError
 from lanes.metadata.image import ShardImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC, validate_group_id
 from lanes.protocol.partitioner import partition_for_key
-from lanes.runtime.controller_link import ControllerLink
-from lanes.runtime.logs import fields
-from lanes.runtime.loop_time import service_task
+from lanes.runtime.link.controller_link import ControllerLink
+from lanes.runtime.quotas.loop_time import service_task
+from lanes.runtime.serving.logs import fields
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -46,7 +46,7 @@ from lanes.rpc.addresses import parse_addresses
 from lanes.rpc.controllers import ControllerEndpoints
 from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import TlsFiles, node_identity
-from lanes.runtime.tokens import TokenSettings
+from lanes.runtime.access.tokens import TokenSettings
 from lanes.security.acls import NODE_NAME
 from lanes.topic_configs import MIN_SEGMENT_BYTES
 from lanes.v1 import controller_pb2

@@ -4,7 +4,7 @@ every channel needs.
 Fetch and replica-fetch responses and produce requests carry many record batches, well beyond
 gRPC's 4 MiB default message size; a channel opened without lifting it fails every larger
 message with RESOURCE_EXHAUSTED (a follower with a backlog over 4 MiB never caught up that way).
-Servers accept and send the same ``MAX_MESSAGE_BYTES`` (``lanes.runtime.server``).
+Servers accept and send the same ``MAX_MESSAGE_BYTES`` (``lanes.runtime.serving.server``).
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ Clients (``Producer``, ``Consumer``, ``Admin``) take ``credentials=``; by defaul
 environment's (``LANES_USERNAME`` with ``LANES_PASSWORD_FILE`` or ``LANES_PASSWORD``, else
 ``LANES_TOKEN_FILE``), so Spark executors and the operator pick a user up from their pods'
 Secrets. A token (``BearerToken``: a JWT an OpenID Connect issuer signed, checked by
-``lanes.runtime.tokens``) is given as text or as a file, read again when it changes (tokens
+``lanes.runtime.access.tokens``) is given as text or as a file, read again when it changes (tokens
 expire and are renewed by whatever writes the file: a sidecar, a projected volume). They travel in the
 ``authorization`` metadata as HTTP ``Basic`` (what the guard,
-``lanes.runtime.guard``, reads) and only over TLS: ``open_channel`` adds them to each call
+``lanes.runtime.access.guard``, reads) and only over TLS: ``open_channel`` adds them to each call
 (``lanes.rpc.call_metadata``) and refuses them on a plaintext channel, as gRPC refuses call
 credentials (``call_credentials``, for blocking channels) there. The cluster checks them against the user's SCRAM
 credential (``lanes users create``).

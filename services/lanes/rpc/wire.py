@@ -73,14 +73,14 @@ def peer_host(context: ServicerContext) -> str:
     return host.strip("[]") or address
 
 
-#: How the details of a stream ended for its session's end start (``lanes.runtime.guard``).
+#: How the details of a stream ended for its session's end start (``lanes.runtime.access.guard``).
 SESSION_EXPIRED = "SESSION_EXPIRED"
 
 
 def security_refusal(exc: grpc.aio.AioRpcError) -> LanesError | None:
     """The refusal a failed call is when the cluster would not let the caller in: UNAUTHENTICATED
     (no or wrong credentials) or PERMISSION_DENIED (no ACL allows it; the details start with the
-    error code, ``lanes.runtime.guard``). None for any other failure. Neither goes away by
+    error code, ``lanes.runtime.access.guard``). None for any other failure. Neither goes away by
     retrying, so clients raise it at once. A stream ended because its session expired
     (``SESSION_EXPIRED``, KIP-368's re-authentication) is not one: a new stream is checked again."""
     details = exc.details() or ""

@@ -15,7 +15,7 @@ time it computed (KIP-219), not until a fresh measure says nothing is owed: with
 window the measure's span is fixed at ten seconds, so waiting would not lower it, and a client
 that paused for the time it was told would find itself muted for the rest of the window. A
 request of a muted entity waits, before doing any work, until the mute ends (``muted_ms``; the
-broker's ``_admit``, ``lanes.runtime.request_quota``), so concurrent requests or streams cannot
+broker's ``_admit``, ``lanes.runtime.quotas.request_quota``), so concurrent requests or streams cannot
 add up past the quota; the request's amount is then recorded and its answer, sent at once, says
 in ``throttle_time_ms`` what the entity owes now. A fetch reads at most
 ``window_bytes`` (Kafka's ``getMaxValueInQuotaWindow``), so one answer cannot carry more than

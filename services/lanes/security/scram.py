@@ -10,7 +10,7 @@ and the controller keeps, in the metadata log, what checks one (``ScramCredentia
 
 A caller proves a password (``verify``) by the StoredKey it gives. The PBKDF2 work (thousands of
 HMACs, in C, without the GIL) is the point: a stolen metadata log does not give passwords
-cheaply. Servers cache what they verified (``lanes.runtime.guard``).
+cheaply. Servers cache what they verified (``lanes.runtime.access.guard``).
 """
 
 from __future__ import annotations

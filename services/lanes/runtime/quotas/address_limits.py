@@ -1,6 +1,6 @@
 """Calls and connections per caller address on a client listener (Kafka's
 ``max.connections.per.ip``), so that one address cannot take the server's whole pool of calls
-(``lanes.runtime.server.ServerLimits``) from everyone else.
+(``lanes.runtime.serving.server.ServerLimits``) from everyone else.
 
 gRPC gives a handler a call and its peer (``ipv4:10.1.2.3:51234``), not a connection to count
 when it opens, so what is bounded is what is in progress:

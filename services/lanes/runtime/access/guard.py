@@ -1,12 +1,12 @@
 """The server interceptor that authenticates every call and authorizes it by ``RULES``
-(``lanes.runtime.access_rules``): one guard, the same in every service (``--auth required``).
+(``lanes.runtime.access.access_rules``): one guard, the same in every service (``--auth required``).
 
 Who the caller is (its principal, ``User:<name>``):
 
 1. a username and password in the call's ``authorization`` metadata (``Basic``, over TLS only:
    clients send them as each call's metadata, ``lanes.rpc.credentials``), checked against the
    user's SCRAM credential in the metadata log (``lanes.security.scram``);
-2. or a bearer token there (``Bearer``: an OAuth/OIDC JWT, ``lanes.runtime.tokens``), where the
+2. or a bearer token there (``Bearer``: an OAuth/OIDC JWT, ``lanes.runtime.access.tokens``), where the
    service was given an issuer (``--oauth-issuer``);
 3. else the common name of the caller's verified client certificate (mutual TLS). A node's
    certificate (``broker-1``, ``controller-0``, ``coordinator-1``) makes the caller that node:
@@ -50,7 +50,7 @@ from lanes.rpc.call_metadata import CLIENT_ID_KEY
 from lanes.rpc.credentials import AUTHORIZATION_KEY
 from lanes.rpc.tls import caller_identity
 from lanes.rpc.wire import SESSION_EXPIRED, ServicerContext, peer_host
-from lanes.runtime.access_rules import (
+from lanes.runtime.access.access_rules import (
     RULES,
     Access,
     Rule,
@@ -61,8 +61,8 @@ from lanes.runtime.access_rules import (
     split_resources,
     split_topics,
 )
+from lanes.runtime.access.tokens import InvalidTokenError, TokenVerifier
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
-from lanes.runtime.tokens import InvalidTokenError, TokenVerifier
 from lanes.security import scram
 from lanes.security.acls import NODE_NAME, Authorizer, user_principal
 from lanes.security.quota_entities import MAX_CLIENT_ID_CHARS, QuotaEntity, valid_client_id
@@ -343,7 +343,7 @@ class Guard(CallInterceptor):
         return user_principal(name), node, None
 
     async def _token_user(self, token: str, context: ServicerContext) -> str:
-        """The user a bearer token names (``lanes.runtime.tokens``); the call ends UNAUTHENTICATED
+        """The user a bearer token names (``lanes.runtime.access.tokens``); the call ends UNAUTHENTICATED
         when it is refused or tokens are not accepted here, UNAVAILABLE while ``_WAITING_CHECKS``
         distinct tokens are being checked."""
         if self._tokens is None:

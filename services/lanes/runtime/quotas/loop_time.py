@@ -1,5 +1,5 @@
 """How much of its event loop's time a piece of work takes: the time its steps run, summed into
-a ``LoopTime`` account (what request-time quotas measure, ``lanes.runtime.request_quota``).
+a ``LoopTime`` account (what request-time quotas measure, ``lanes.runtime.quotas.request_quota``).
 
 A coroutine runs on the loop in steps, from one ``await`` that suspends to the next.
 ``TimedSteps`` wraps an awaitable and adds the duration of each of its steps to an account;
@@ -119,7 +119,7 @@ def timed_task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **settings: A
 
 def service_task(work: Coroutine[Any, Any, _T], *, name: str | None = None) -> asyncio.Task[_T]:
     """A task of the service's own (not of the call that happens to start it): run in a fresh
-    context, so no caller's account or identity (``lanes.runtime.guard.CALLER``) goes with it."""
+    context, so no caller's account or identity (``lanes.runtime.access.guard.CALLER``) goes with it."""
     return asyncio.get_running_loop().create_task(work, name=name, context=contextvars.Context())
 
 

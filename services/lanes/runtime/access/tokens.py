@@ -1,5 +1,5 @@
 """OAuth bearer tokens: JSON Web Tokens an OpenID Connect issuer signed, checked by the guard
-(``lanes.runtime.guard``) as Kafka's OAUTHBEARER validator checks them (KIP-768).
+(``lanes.runtime.access.guard``) as Kafka's OAUTHBEARER validator checks them (KIP-768).
 
 A call carries ``authorization: Bearer <JWT>``. The token is accepted when:
 

@@ -1,5 +1,5 @@
 """Which ACL each RPC of each Lanes service needs: one table, ``RULES``, that the guard
-(``lanes.runtime.guard``) applies to every call, as Kafka's ``KafkaApis`` authorizes each request.
+(``lanes.runtime.access.guard``) applies to every call, as Kafka's ``KafkaApis`` authorizes each request.
 
 A rule says what a call needs, from its request:
 

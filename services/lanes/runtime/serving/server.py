@@ -34,13 +34,13 @@ from lanes.metadata.image import MetadataImage
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
 from lanes.rpc.tls import TlsFiles, process_tls
 from lanes.rpc.tls import configure as configure_tls
-from lanes.runtime.address_limits import AddressLimits
-from lanes.runtime.guard import AnonymousCallers, Guard, Listener
-from lanes.runtime.logs import FORMATS, configure_logging
-from lanes.runtime.loop_time import install as time_tasks
+from lanes.runtime.access.guard import AnonymousCallers, Guard, Listener
+from lanes.runtime.access.tokens import TokenSettings, TokenVerifier
 from lanes.runtime.metrics import ServiceMetrics
-from lanes.runtime.request_quota import RequestTimeQuota
-from lanes.runtime.tokens import TokenSettings, TokenVerifier
+from lanes.runtime.quotas.address_limits import AddressLimits
+from lanes.runtime.quotas.loop_time import install as time_tasks
+from lanes.runtime.quotas.request_quota import RequestTimeQuota
+from lanes.runtime.serving.logs import FORMATS, configure_logging
 
 #: The health service's name for the whole server.
 OVERALL_HEALTH = ""
@@ -68,7 +68,7 @@ class ServerLimits:
     - ``max_connection_idle_ms``: a connection without calls for this long is closed (Kafka's
       ``connections.max.idle.ms``; a client reconnects at its next call).
 
-    Per caller address, on client listeners (``lanes.runtime.address_limits``, flags
+    Per caller address, on client listeners (``lanes.runtime.quotas.address_limits``, flags
     ``--max-calls-per-address`` and ``--max-connections-per-address``): a quarter of the calls
     in progress, and a tenth of the connections, so one address cannot take them all.
     """
@@ -99,7 +99,7 @@ class ServerLimits:
         ]
 
 
-#: Per-address defaults (``lanes.runtime.address_limits``): a quarter of a server's calls in
+#: Per-address defaults (``lanes.runtime.quotas.address_limits``): a quarter of a server's calls in
 #: progress, a tenth of its connections.
 MAX_CALLS_PER_ADDRESS = ServerLimits.max_concurrent_rpcs // 4
 MAX_CONNECTIONS_PER_ADDRESS = ServerLimits.max_connections // 10
@@ -506,10 +506,10 @@ def server_listeners(
 ) -> dict[str, Any]:
     """``start_server``'s listener arguments from a service's flags: TLS files, whether the
     client listener requires certificates, the internal listener (``--internal-port``), and on
-    each the guard (``lanes.runtime.guard``, with ``--auth required``) reading users and ACLs
+    each the guard (``lanes.runtime.access.guard``, with ``--auth required``) reading users and ACLs
     from ``image``, on the client listener first the per-address limits
     (``--max-calls-per-address``, ``--max-connections-per-address``) and after the guard
-    request-time quotas (``lanes.runtime.request_quota``,
+    request-time quotas (``lanes.runtime.quotas.request_quota``,
     counting throttles in ``metrics``), then the service's own ``gate`` interceptors."""
     tls = process_tls()
     auth = options.auth == "required"

@@ -3,8 +3,8 @@ the mute every quota enforces.
 
 A client's calls may take ``request_percentage`` percent of one event loop's time on each
 service process (Kafka: of one request handler thread; 200 is two). The quota a call falls
-under is the one of its user and client id (``lanes.runtime.guard.caller_quota``). What a call
-takes is the loop time of its steps and of the tasks it starts (``lanes.runtime.loop_time``),
+under is the one of its user and client id (``lanes.runtime.access.guard.caller_quota``). What a call
+takes is the loop time of its steps and of the tasks it starts (``lanes.runtime.quotas.loop_time``),
 recorded into the entity's rate windows (``lanes.security.quotas``) when it ends, and for a
 stream at each message. An entity over its quota is muted (KIP-219): its next calls, and a
 stream's next requests, wait before any work for the throttle time it earned (``muted``); the answer
@@ -32,11 +32,11 @@ from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.metadata.image import REQUEST_PERCENTAGE, MetadataImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.rpc.wire import ServicerContext
-from lanes.runtime.access_rules import RULES, Rule
-from lanes.runtime.guard import caller_quota
+from lanes.runtime.access.access_rules import RULES, Rule
+from lanes.runtime.access.guard import caller_quota
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
-from lanes.runtime.loop_time import ACCOUNT, LoopTime, TimedSteps
 from lanes.runtime.metrics import ServiceMetrics
+from lanes.runtime.quotas.loop_time import ACCOUNT, LoopTime, TimedSteps
 from lanes.security.quotas import ClientQuotas, Limited
 
 #: Calls no quota holds back: probes' health checks.
