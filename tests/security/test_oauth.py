@@ -127,6 +127,7 @@ def _refused_everywhere(cluster: LocalCluster, token: str) -> list[str]:
         ("another audience", ISSUING.token("alice", aud="another-cluster"), "audience"),
         ("a node's name", ISSUING.token("broker-1"), "names one of the cluster's nodes"),
     ],
+    ids=["expired", "foreign", "another audience", "a node's name"],  # tokens differ per process (xdist)
 )
 def test_tokens_that_do_not_hold_are_refused_by_every_service(
     cluster: LocalCluster, case: str, token: str, reason: str
