@@ -351,7 +351,8 @@ def test_an_idle_replicated_cluster_does_not_spin(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "the followers never joined the ISRs"
             time.sleep(0.05)
         coordinator = str(cluster.coordinator_processes[1].ready["metrics_address"])
-        while total(scrape([coordinator])[0], "lanes_coordinator_shards", state="loaded") < 50:  # its reads end
+        shards = cluster.offsets_topic_partitions
+        while total(scrape([coordinator])[0], "lanes_coordinator_shards", state="loaded") < shards:  # its reads end
             assert time.monotonic() < deadline, "the coordinator never loaded its shards"
             time.sleep(0.05)
         before = {i: _cpu_seconds(p.pid) for i, p in cluster.broker_processes.items()}

@@ -31,6 +31,9 @@ def spark() -> Iterator[object]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.bindAddress", "127.0.0.1")
+        # a query that does not stop (its thread stuck in a foreachBatch callback) fails its test
+        # within a minute instead of holding its test worker until the suite's timeout
+        .config("spark.sql.streaming.stopTimeout", "60s")
         .getOrCreate()
     )
     session.dataSource.register(LanesDataSource)

@@ -100,6 +100,9 @@ def run(
             return False
 
         wait_for(done, "the query to process what was added")
+        # stopped between triggers: a stop racing a foreachBatch callback has hung PySpark's
+        # callback connection (the query's thread waited on it for good)
+        wait_for(lambda: not query.status["isTriggerActive"], "the query to finish its trigger")
     finally:
         query.stop()
     return query

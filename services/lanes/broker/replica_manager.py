@@ -82,7 +82,12 @@ async def finish_in_thread(work: Callable[[], T]) -> T:
             cancelled = True
     if cancelled:
         raise asyncio.CancelledError
-    return future.result()
+    try:
+        return future.result()
+    finally:
+        # An error's traceback holds this frame: without the future, no reference cycle keeps the
+        # work (a request's records) and its error alive until a garbage collection.
+        del future, work
 
 
 class ReplicaManager:
