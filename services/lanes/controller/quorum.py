@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import random
@@ -55,6 +54,7 @@ import grpc
 
 from lanes.clock import Clock
 from lanes.controller.metadata_log import MetadataLog
+from lanes.controller.quorum_state import QuorumState, QuorumStateStore
 from lanes.controller.raft import (
     NO_LEADER,
     DivergedHistoryError,
@@ -74,12 +74,10 @@ from lanes.deadline import Backoff
 from lanes.errors import NotControllerError
 from lanes.rpc.channels import ChannelCache
 from lanes.runtime.quotas.loop_time import service_task
-from lanes.storage.files import write_atomically
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 _log = logging.getLogger(__name__)
 
-QUORUM_STATE_FILE = "quorum-state"
 TICK_MS = 50
 FETCH_HOLD_MS = 300
 SEND_TIMEOUT_S = 2.0
@@ -151,28 +149,27 @@ class Quorum:
         self._bootstrap = voters
         self._learned: dict[int, str] = {}  # where other controllers say they are reached
         self._log = log
-        self._state_path = state_dir / QUORUM_STATE_FILE
+        self._state = QuorumStateStore(state_dir)
         self._clock = clock
         self._on_committed = on_committed
         self._on_leadership = on_leadership
         self._on_snapshot_installed = on_snapshot_installed
-        durable = self._read_state()
+        durable = self._state.load()
         # no durable state: it may have voted before (a wiped voter, also one added after the
         # quorum started); a brand-new controller joining as an observer is treated alike. With
         # no other controller to ask (a quorum of one at start-up) it is a new quorum.
-        self._fresh = not self._state_path.exists()
+        self._fresh = self._state.fresh
         self.core = RaftCore.restart(
             node_id,
             tuple(Voter(node, address) for node, address in sorted(voters.items())),
             log,
             rng,
-            hard_state=(int(durable.get("epoch") or 0), durable.get("voted_for")),
-            can_vote=bool(durable.get("can_vote", True)) and not self._fresh,
+            hard_state=(durable.epoch, durable.voted_for),
+            can_vote=durable.can_vote and not self._fresh,
             config=config,
             now_ms=clock.monotonic_ms(),
             applied=applied,
         )
-        self._persisted = (self.core.hard_state, self.core.can_vote)
         self._leading = False
         self._proposals: list[_Proposal] = []
         self._held: dict[int, _HeldFetch] = {}
@@ -432,13 +429,9 @@ class Quorum:
         self._send(message.to, to_wire(message))
 
     def _persist(self) -> None:
-        state = (self.core.hard_state, self.core.can_vote)
-        if state == self._persisted:
-            return
-        (epoch, voted_for), can_vote = state
-        payload = {"epoch": epoch, "voted_for": voted_for, "can_vote": can_vote}
-        write_atomically(self._state_path, json.dumps(payload).encode())
-        self._persisted = state
+        """The core's durable state, written before the step's messages leave."""
+        (epoch, voted_for), can_vote = self.core.hard_state, self.core.can_vote
+        self._state.save(QuorumState(epoch, voted_for, can_vote))
 
     def _apply(self) -> None:
         installed = self.core.take_installed_snapshot()
@@ -589,15 +582,6 @@ class Quorum:
                 self._persist()
                 return
             await pause.pause()
-
-    def _read_state(self) -> dict[str, int | None]:
-        try:
-            loaded = json.loads(self._state_path.read_bytes())
-        except FileNotFoundError:
-            return {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{self._state_path} is not a quorum state")
-        return loaded
 
 
 def _node(node_id: int, address: str) -> common_pb2.Node:
