@@ -32,9 +32,9 @@ from lanes.broker.replica_fetch import ReplicaFetchAsk
 from lanes.broker.replica_manager import Writer
 from lanes.errors import ErrorCode
 from lanes.metadata.image import CONSUMER_BYTE_RATE, NO_LEADER, PRODUCER_BYTE_RATE, PartitionImage
-from lanes.rpc.tls import caller_identity, callers_verified, check_claim, node_identity
+from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, wire_error
-from lanes.runtime.access.guard import caller_quota, on_certificate_listener
+from lanes.runtime.access.guard import RequestContext, request_context
 from lanes.security.quotas import Limited, window_bytes
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
@@ -42,8 +42,8 @@ from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 STREAM_UNANSWERED_BYTES = 64 * 1024 * 1024
 
 
-def _writer(context: ServicerContext) -> Writer:
-    return Writer(caller_identity(context), callers_verified())
+def _writer(call: RequestContext) -> Writer:
+    return Writer(call.identity, call.verified)
 
 
 class BrokerService(broker_pb2_grpc.BrokerServicer):
@@ -63,10 +63,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._fetch_max_bytes = fetch_max_bytes
         self._replica_fetch_response_max_bytes = replica_fetch_response_max_bytes
 
-    def _quota_of(self, key: str, topics: list[str]) -> Limited | None:
+    def _quota_of(self, call: RequestContext, key: str, topics: list[str]) -> Limited | None:
         """(what the caller is measured as, quota) when the caller's requests under ``key`` are
-        limited (``caller_quota``); never for internal topics only (``measured``)."""
-        return caller_quota(self._node.image, key) if measured(topics) else None
+        limited (``RequestContext.quota``); never for internal topics only (``measured``)."""
+        return call.quota(self._node.image, key) if measured(topics) else None
 
     # -----------------------------------------------------------------------------------------
     # Metadata
@@ -105,7 +105,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         # clients dial the active controller's client listener, once it registered one; a controller
         # without an internal listener is dialled where nodes dial it; else port 0: not known yet
         # (the certificate listener's ports to a caller on a certificate listener)
-        certificates = on_certificate_listener()
+        certificates = request_context(context).on_certificate_listener
         active = self._node.link.controllers.address
         registered = image.controller_at(active)
         host, _, port = (
@@ -150,9 +150,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Produce(  # noqa: N802
         self, request: broker_pb2.ProduceRequest, context: ServicerContext
     ) -> broker_pb2.ProduceResponse:
-        limited = self._quota_of(PRODUCER_BYTE_RATE, [t.topic for t in request.topics])
+        call = request_context(context)
+        limited = self._quota_of(call, PRODUCER_BYTE_RATE, [t.topic for t in request.topics])
         throttle_ms = await self._quotas.admit(PRODUCER_BYTE_RATE, limited, request.ByteSize())
-        response = await self._start_produce(request, writer=_writer(context))
+        response = await self._start_produce(request, writer=_writer(call))
         response.throttle_time_ms = throttle_ms
         return response
 
@@ -179,13 +180,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         room.clear()
                         await room.wait()
                     unanswered_bytes += size
-                    limited = self._quota_of(PRODUCER_BYTE_RATE, [t.topic for t in request.topics])
+                    limited = self._quota_of(call, PRODUCER_BYTE_RATE, [t.topic for t in request.topics])
                     throttle_ms = await self._quotas.admit(PRODUCER_BYTE_RATE, limited, size)
                     answers.put_nowait((throttle_ms, size, self._start_produce(request, stream=True, writer=writer)))
             finally:
                 answers.put_nowait(None)
 
-        writer = _writer(context)
+        call = request_context(context)
+        writer = _writer(call)
         reader = asyncio.create_task(read())
         try:
             while (started := await answers.get()) is not None:
@@ -263,7 +265,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         """Sizes and wait are capped (``lanes.broker.fetch_limits``; a quota caps the size to what
         its window allows); a caller under a quota is muted while it owes, then what it may read
         is reserved (so its concurrent fetches wait their turn too) and corrected by what was sent."""
-        limited = self._quota_of(CONSUMER_BYTE_RATE, [topic.topic for topic in request.topics])
+        limited = self._quota_of(
+            request_context(context), CONSUMER_BYTE_RATE, [topic.topic for topic in request.topics]
+        )
         cap_bytes = self._fetch_max_bytes if limited is None else min(self._fetch_max_bytes, window_bytes(limited[1]))
         limits = FetchLimits.clamp(request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=cap_bytes)
         fetch = ConsumerFetch(request, limits.max_bytes)

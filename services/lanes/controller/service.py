@@ -32,7 +32,7 @@ from lanes.errors import ErrorCode
 from lanes.metadata.image import CONTROLLER_MUTATION_RATE, ProducerIdBlock
 from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
-from lanes.runtime.access.guard import caller_quota, on_certificate_listener
+from lanes.runtime.access.guard import request_context
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 #: how long AddController / RemoveController wait for the change to commit
@@ -202,7 +202,7 @@ class ControllerService(SecurityApis, controller_pb2_grpc.ControllerServicer):
         self, request: controller_pb2.CreateTopicsRequest, context: ServicerContext
     ) -> controller_pb2.CreateTopicsResponse:
         results = []
-        limited, throttle_ms = caller_quota(self.controller.image, CONTROLLER_MUTATION_RATE), 0
+        limited, throttle_ms = request_context(context).quota(self.controller.image, CONTROLLER_MUTATION_RATE), 0
         for topic in request.topics:
             new = NewTopic(
                 name=topic.name,
@@ -239,7 +239,7 @@ class ControllerService(SecurityApis, controller_pb2_grpc.ControllerServicer):
             for topic_id in request.topic_ids
         ]
         results = []
-        limited, throttle_ms = caller_quota(self.controller.image, CONTROLLER_MUTATION_RATE), 0
+        limited, throttle_ms = request_context(context).quota(self.controller.image, CONTROLLER_MUTATION_RATE), 0
         for name in names:
             topic = self.controller.image.topic(name)
             decision = await self.controller.write(
@@ -261,7 +261,7 @@ class ControllerService(SecurityApis, controller_pb2_grpc.ControllerServicer):
         self, request: controller_pb2.CreatePartitionsRequest, context: ServicerContext
     ) -> controller_pb2.CreatePartitionsResponse:
         results = []
-        limited, throttle_ms = caller_quota(self.controller.image, CONTROLLER_MUTATION_RATE), 0
+        limited, throttle_ms = request_context(context).quota(self.controller.image, CONTROLLER_MUTATION_RATE), 0
         for topic in request.topics:
             assignments = [tuple(a.broker_ids) for a in topic.assignments]
             decision = await self.controller.write(
@@ -310,7 +310,7 @@ class ControllerService(SecurityApis, controller_pb2_grpc.ControllerServicer):
         self, request: controller_pb2.DescribeClusterRequest, context: ServicerContext
     ) -> controller_pb2.DescribeClusterResponse:
         image = self.controller.image
-        certificates = on_certificate_listener()
+        certificates = request_context(context).on_certificate_listener
         return controller_pb2.DescribeClusterResponse(
             error=wire_error(ErrorCode.NONE),
             cluster_id=image.cluster_id,

@@ -43,7 +43,7 @@ from lanes.rpc.wire import (
     topic_partitions_from_wire,
     wire_error,
 )
-from lanes.runtime.access.guard import on_certificate_listener
+from lanes.runtime.access.guard import request_context
 from lanes.runtime.link.controller_link import ControllerLink
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.serving.logs import fields
@@ -158,7 +158,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                     coordinator=common_pb2.Node(
                         node_id=coordinator.coordinator_id,
                         host=coordinator.host,
-                        port=coordinator.client_port(on_certificate_listener()),
+                        port=coordinator.client_port(request_context(context).on_certificate_listener),
                     ),
                 )
             )

@@ -41,6 +41,7 @@ import hmac
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, NoReturn
 
 import grpc
@@ -48,7 +49,7 @@ import grpc
 from lanes.metadata.image import MetadataImage
 from lanes.rpc.call_metadata import CLIENT_ID_KEY
 from lanes.rpc.credentials import AUTHORIZATION_KEY
-from lanes.rpc.tls import caller_identity
+from lanes.rpc.tls import caller_identity, callers_verified
 from lanes.rpc.wire import SESSION_EXPIRED, ServicerContext, peer_host
 from lanes.runtime.access.access_rules import (
     RULES,
@@ -83,13 +84,6 @@ Listener = Literal["client", "internal", "certificates"]
 LISTENER: contextvars.ContextVar[Listener] = contextvars.ContextVar("lanes_listener", default="client")
 
 
-def on_certificate_listener() -> bool:
-    """Whether the current call came in on a certificate listener: the addresses it is told are
-    those of certificate listeners (``lanes.metadata.image.client_port``), as Kafka answers with
-    the listener a request came in on."""
-    return LISTENER.get() == "certificates"
-
-
 class Caller(NamedTuple):
     """Who a client call is made by, for quotas: its principal (``ANONYMOUS`` without
     authentication) and the client id it gave (``lanes-client-id`` metadata; "" without one)."""
@@ -104,14 +98,46 @@ CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("lanes_ca
 ANONYMOUS = "User:ANONYMOUS"
 
 
-def caller_quota(image: MetadataImage, key: str) -> tuple[QuotaEntity, float] | None:
-    """(what the call is measured as, the quota) when the current call's caller is limited under
-    quota ``key`` (Kafka's precedence of user and client-id quotas,
-    ``lanes.security.quota_entities``): never for the cluster's own calls."""
-    caller = CALLER.get()
+def caller_quota(image: MetadataImage, key: str, caller: Caller | None) -> tuple[QuotaEntity, float] | None:
+    """(what the call is measured as, the quota) when ``caller`` is limited under quota ``key``
+    (Kafka's precedence of user and client-id quotas, ``lanes.security.quota_entities``): never
+    for the cluster's own calls (None)."""
     if caller is None:
         return None
     return image.client_quota(caller.principal.removeprefix("User:"), caller.client_id, key)
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """What a face knows of the call it serves, from the guard that admitted it: passed on
+    explicitly from there (nothing below a face reads the guard's context variables)."""
+
+    #: who calls, for quotas (None: the cluster's own call, never measured)
+    caller: Caller | None
+    #: the listener the call came in on
+    listener: Listener
+    #: the common name of the caller's verified certificate (None without one)
+    identity: str | None
+    #: whether this process's listener verifies client certificates at all
+    verified: bool
+
+    @property
+    def on_certificate_listener(self) -> bool:
+        """The addresses the caller is told are those of certificate listeners
+        (``lanes.metadata.image.client_port``), as Kafka answers with the listener a request
+        came in on."""
+        return self.listener == "certificates"
+
+    def quota(self, image: MetadataImage, key: str) -> tuple[QuotaEntity, float] | None:
+        """The caller's quota under ``key`` (``caller_quota``)."""
+        return caller_quota(image, key, self.caller)
+
+
+def request_context(context: ServicerContext | None) -> RequestContext:
+    """The context of the call the guard admitted (``context`` None: a call made in process, as
+    tests make them, with the caller the test set)."""
+    identity = caller_identity(context) if context is not None else None
+    return RequestContext(CALLER.get(), LISTENER.get(), identity, callers_verified())
 
 
 async def _client_id(context: ServicerContext) -> str:

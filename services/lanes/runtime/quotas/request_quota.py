@@ -33,7 +33,7 @@ from lanes.metadata.image import REQUEST_PERCENTAGE, MetadataImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.rpc.wire import ServicerContext
 from lanes.runtime.access.access_rules import RULES, Rule
-from lanes.runtime.access.guard import caller_quota
+from lanes.runtime.access.guard import CALLER, caller_quota
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.quotas.loop_time import ACCOUNT, LoopTime, TimedSteps
@@ -110,7 +110,7 @@ class RequestTimeQuota(CallInterceptor):
         requests are looked at one by one, ``_muted_requests``)."""
         if not isinstance(request, AsyncIterator) and _clusters_own(rule, request):
             return None
-        return caller_quota(self._image(), REQUEST_PERCENTAGE)
+        return caller_quota(self._image(), REQUEST_PERCENTAGE, CALLER.get())
 
     def _record(self, limited: Limited, account: LoopTime) -> int:
         """Record what ``account`` spent since it was last recorded; what the entity owes now."""
