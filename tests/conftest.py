@@ -11,8 +11,9 @@
   must not overlap one another share an xdist group and so run one after the other on one
   worker (``_GROUPS``): the fault scenarios (each a cluster whose timing they measure, some in
   network namespaces), the Kubernetes tests (one control plane per worker that runs them), the
-  Spark tests (one local Spark), the e2e tests (one ``lanes up``), the simulations (which use
-  one core each under a worker: ``tests/simulation/harness.py``).
+  e2e tests (one ``lanes up``), the simulations (which use one core each under a worker:
+  ``tests/simulation/harness.py``). The Spark tests run after them, in one process of their
+  own (the Makefile).
 - Hypothesis prints a reproduction blob for every failure.
 - Services the tests start by hand serve no metrics endpoint (``LANES_METRICS_PORT=-1``): their
   default ports would collide, and a free port picked by the kernel could take a port another
@@ -48,7 +49,6 @@ _GROUPS = (
     ("tests/faults/", "faults"),
     ("tests/k8s/", "kubernetes"),
     ("tests/spark/test_manifests.py", "kubernetes"),
-    ("tests/spark/", "spark"),
     ("tests/e2e/", "e2e"),
     ("tests/simulation/", "simulation"),
 )
