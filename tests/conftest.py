@@ -12,8 +12,8 @@
   worker (``_GROUPS``): the fault scenarios (each a cluster whose timing they measure, some in
   network namespaces), the Kubernetes tests (one control plane per worker that runs them), the
   e2e tests (one ``lanes up``), the simulations (which use one core each under a worker:
-  ``tests/simulation/harness.py``). The Spark tests run after them, in one process of their
-  own (the Makefile).
+  ``tests/simulation/harness.py``). Every other module is a group of its own. The Spark tests
+  run after them, in one process of their own (the Makefile).
 - Hypothesis prints a reproduction blob for every failure.
 - Services the tests start by hand serve no metrics endpoint (``LANES_METRICS_PORT=-1``): their
   default ports would collide, and a free port picked by the kernel could take a port another
@@ -59,9 +59,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for item in items:
         path = os.path.relpath(str(item.path), root)
-        group = next((name for prefix, name in _GROUPS if path.startswith(prefix)), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+        # every other module is a group of its own: its tests share its fixtures (one cluster per
+        # module, not one per worker) and run in order (some read what an earlier one wrote)
+        group = next((name for prefix, name in _GROUPS if path.startswith(prefix)), path.split("::")[0])
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="module")
