@@ -142,8 +142,9 @@ def test_the_active_controller_and_then_a_partition_leader_killed_five_times_los
             [f"{s:.2f}" for s in recoveries],
         )
         workload.check(workload.read_partition())
-        assert all(s < 3 for s in elections), elections
-        assert all(s < SESSION_TIMEOUT_S + 3 for s in recoveries), recoveries
+        # bounds with room for a loaded machine (make test runs another worker beside this one)
+        assert all(s < 5 for s in elections), elections
+        assert all(s < SESSION_TIMEOUT_S + 5 for s in recoveries), recoveries
 
 
 def test_a_controller_that_lost_its_directory_rejoins_from_its_peers_and_no_broker_deletes_anything(
