@@ -4,7 +4,7 @@ loss, duplication, delay, one-way and two-way cuts, pauses, crashes and crashes 
 writes were durable, with snapshots, log trimming and snapshot transfer, and voters added and
 removed one at a time (``tests/simulation/raft_world.py``).
 
-``LANES_SIM_SEEDS`` sets how many seeds run (default 3,000, about 20 ms each); ``LANES_SIM_SEED``
+``LANES_SIM_SEEDS`` sets how many seeds run (default 2,000, about 20 ms each); ``LANES_SIM_SEED``
 replays one.
 A seed that ever fails belongs in ``REGRESSIONS``.
 """
@@ -26,7 +26,7 @@ REGRESSIONS: list[int] = [57, 74, 793, 3754]
 
 
 def test_every_seed_keeps_raft_safe_and_converges() -> None:
-    failures = failing_seeds(run, seeds_to_run(REGRESSIONS, default=3_000), processes=PROCESSES)
+    failures = failing_seeds(run, seeds_to_run(REGRESSIONS, default=2_000), processes=PROCESSES)
     assert not failures, "; ".join(f"seed {seed}: {v[:3]}" for seed, v in failures.items())
 
 

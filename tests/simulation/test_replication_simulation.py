@@ -3,7 +3,7 @@
 under message loss, duplication, delay, one-way and two-way cuts, pauses, crashes and restarts,
 one seeded world per run (``tests/simulation/replication_world.py``).
 
-``LANES_SIM_SEEDS`` sets how many seeds run (default 800: a seed runs the real logs on disk, about
+``LANES_SIM_SEEDS`` sets how many seeds run (default 600: a seed runs the real logs on disk, about
 80 ms); ``LANES_SIM_SEED`` replays one. A seed that ever fails belongs in ``REGRESSIONS``.
 """
 
@@ -28,7 +28,7 @@ REGRESSIONS: list[int] = [120, 128, 137]
 
 
 def test_every_seed_keeps_acknowledged_records_and_replicas_consistent() -> None:
-    failures = failing_seeds(run, seeds_to_run(REGRESSIONS, default=800), processes=PROCESSES)
+    failures = failing_seeds(run, seeds_to_run(REGRESSIONS, default=600), processes=PROCESSES)
     assert not failures, "; ".join(f"seed {seed}: {v[:3]}" for seed, v in failures.items())
 
 
