@@ -268,6 +268,7 @@ class Replica:
             offsets=world.checkpoints[self.node],
         )
         self.high_watermark_seen = self.log.high_watermark
+        world.logs.append(self.log)
         self.manager = ReplicaManager(self.node, self, world.clock, Purgatory(), _METRICS)
         self.fetches = ReplicaFetches(
             self.manager, world.clock, expand_isr_now=lambda: None, new_session_id=lambda: world.rng.randint(1, 2**31)
@@ -298,6 +299,8 @@ class World(EventLoop):
         self.directory = directory
         self.clock = WorldClock(self)
         self.checkpoints = {node: Checkpoints() for node in REPLICAS}
+        #: every log a replica opened, a crashed incarnation's too: their files are closed at the end
+        self.logs: list[PartitionLog] = []
         self.replicas: dict[int, Replica] = {}
         self.controller = Controller(self)
         self.controller.setup()
@@ -767,7 +770,12 @@ def read_log(log: PartitionLog) -> dict[int, tuple[int, int]]:
 @contextmanager
 def world_of(seed: int) -> Iterator[World]:
     with tempfile.TemporaryDirectory(prefix="lanes-sim-", dir=TEMP_ROOT) as directory:
-        yield World(seed, Path(directory))
+        world = World(seed, Path(directory))
+        try:
+            yield world
+        finally:
+            for log in world.logs:  # a crash left its incarnation's files open: thousands of seeds run
+                log.close()
 
 
 def run(seed: int) -> list[str]:
