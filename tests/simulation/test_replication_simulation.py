@@ -27,8 +27,12 @@ from tests.simulation.replication_world import run
 REGRESSIONS: list[int] = [120, 128, 137]
 
 
+SEEDS = seeds_to_run(REGRESSIONS, default=600)
+
+
+@pytest.mark.timeout(max(300, len(SEEDS) // 10))  # about 80 ms a seed: 10,000 take longer than the default
 def test_every_seed_keeps_acknowledged_records_and_replicas_consistent() -> None:
-    failures = failing_seeds(run, seeds_to_run(REGRESSIONS, default=600), processes=PROCESSES)
+    failures = failing_seeds(run, SEEDS, processes=PROCESSES)
     assert not failures, "; ".join(f"seed {seed}: {v[:3]}" for seed, v in failures.items())
 
 
