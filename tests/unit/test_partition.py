@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lanes.broker.partition import FetchedPartition, Partition
+from lanes.broker.partition import FetchedPartition, IsrProposal, Leading, Partition
 from lanes.broker.producer_snapshots import SNAPSHOT_SUFFIX, ProducerSnapshots
 from lanes.clock import ManualClock
 from lanes.errors import ErrorCode, LanesError
@@ -237,3 +237,22 @@ def test_delete_records_is_refused_on_a_compacted_only_partition(tmp_path: Path)
     both = open_partition(tmp_path / "orders-1", LogConfig.from_topic_configs({"cleanup.policy": "compact,delete"}))
     lead(both, 1)
     assert both.delete_records_before(1, 0) == 0
+
+
+def test_a_late_alter_partition_answer_never_puts_an_older_isr_back(tmp_path: Path) -> None:
+    """The metadata brought partition epoch 6 (broker 3 fenced out of the ISR) before the answer
+    accepting epoch 5 (broker 3 added) arrived: the answer is history."""
+    partition = open_partition(tmp_path)
+    partition.make_leader(
+        leader_epoch=1, partition_epoch=4, replicas=[1, 2, 3], isr=[1, 2], min_insync_replicas=1,
+        leader_id=1, now_ms=0, replica_lag_time_max_ms=10_000,
+    )  # fmt: skip
+    proposal = IsrProposal(1, 4, [1, 2, 3], [-1, 7, 7])
+    partition.make_leader(
+        leader_epoch=1, partition_epoch=6, replicas=[1, 2, 3], isr=[1, 2], min_insync_replicas=1,
+        leader_id=1, now_ms=0, replica_lag_time_max_ms=10_000,
+    )  # fmt: skip
+    partition.on_isr_answer(proposal, ErrorCode.NONE, [1, 2, 3], 5)
+    role = partition.role
+    assert isinstance(role, Leading)
+    assert (role.partition_epoch, role.replica.isr) == (6, [1, 2])

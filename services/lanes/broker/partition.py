@@ -350,8 +350,10 @@ class Partition:
             if not isinstance(role, Leading) or role.leader_epoch != proposal.leader_epoch:
                 return
             role.isr_proposal_unanswered = code is None or code in _RESEND
-            if code is ErrorCode.NONE:
-                role.partition_epoch = max(role.partition_epoch, partition_epoch)
+            if code is ErrorCode.NONE and partition_epoch > role.partition_epoch:
+                # (an answer that arrives after the metadata brought a newer ISR is history: the
+                # replication simulation found a late answer putting a fenced broker back)
+                role.partition_epoch = partition_epoch
                 self._apply_isr(role, isr)
             elif code in _NEVER_APPLIED:
                 role.replica.on_isr_proposal_failed()
