@@ -132,7 +132,8 @@ class MetadataPublisher:
         self._pending = LocalChanges.everything()
         #: set by every metadata change (``on_update``); ``run`` applies what changed since
         self._changed = asyncio.Event()
-        self._known_partitions: set[tuple[str, int]] | None = None  # of the last image, once logs were cleaned
+        #: the data directory was cleaned of stray logs once (the first image: topics deleted while down)
+        self._strays_removed = False
 
     @property
     def _partitions(self) -> dict[TopicPartition, Partition]:
@@ -179,13 +180,13 @@ class MetadataPublisher:
         image = self._replicas.image
         complete = len(opened) == len(missing)
         complete &= self._apply_roles(changes, image)
-        if image.last_offset >= 0 and (self._known_partitions is None or changes.topics_deleted):
+        if image.last_offset >= 0 and (not self._strays_removed or changes.topics_deleted):
             # on the first image and when topics went away: remove their logs (listing the data
             # directory finds those of topics deleted while this broker was down, too)
             existing = {(t.name, p) for t in image.topics.values() for p in t.partitions}
             try:
                 await asyncio.to_thread(self._delete_stray_logs, existing)
-                self._known_partitions = existing
+                self._strays_removed = True
             except (OSError, LanesError):
                 _log.exception("removing the logs of deleted partitions failed; retrying")
                 self._pending.topics_deleted = True
