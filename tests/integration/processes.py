@@ -152,7 +152,7 @@ def _client_credentials() -> grpc.ChannelCredentials | None:
     return credentials
 
 
-def _options(extra: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+def channel_options(extra: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
     """Lanes' message sizes unless ``extra`` sets them, and ``extra``."""
     named = {name for name, _ in extra}
     return [option for option in MESSAGE_SIZE_OPTIONS if option[0] not in named] + list(extra)
@@ -164,16 +164,16 @@ def client_channel(address: str, options: Sequence[tuple[str, int]] = ()) -> grp
     gRPC ``options`` beyond Lanes' message sizes."""
     credentials = _client_credentials()
     if credentials is None:
-        return grpc.aio.insecure_channel(address, options=_options(options))
-    return grpc.aio.secure_channel(address, credentials, options=_options(options))
+        return grpc.aio.insecure_channel(address, options=channel_options(options))
+    return grpc.aio.secure_channel(address, credentials, options=channel_options(options))
 
 
 def blocking_client_channel(address: str) -> grpc.Channel:
     """``client_channel``, blocking."""
     credentials = _client_credentials()
     if credentials is None:
-        return grpc.insecure_channel(address, options=_options(()))
-    return grpc.secure_channel(address, credentials, options=_options(()))
+        return grpc.insecure_channel(address, options=channel_options(()))
+    return grpc.secure_channel(address, credentials, options=channel_options(()))
 
 
 def wait_until_brokers_apply_metadata(cluster: LocalCluster, timeout_s: float = 30) -> None:

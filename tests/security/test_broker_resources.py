@@ -18,10 +18,13 @@ serves on with every acknowledged record in place.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -31,9 +34,15 @@ from lanes.broker.__main__ import BROKER_MAX_REQUEST_BYTES
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FETCH_MEMORY_BYTES
 from lanes.local.cluster import LocalCluster
 from lanes.protocol.records import Record, encode_batch
+from lanes.rpc.tls import TlsFiles
 from lanes.rpc.wire import produce_request
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
-from tests.integration.processes import client_channel, running_cluster
+from tests.integration.processes import (
+    channel_options,
+    client_channel,
+    running_cluster,
+    wait_until_brokers_apply_metadata,
+)
 from tests.security.raw import peak_memory_mib, produce, reset_peak_memory
 
 #: a produce under attack may be this many times slower than idle, in the same run (before: ~1 s
@@ -213,3 +222,149 @@ def test_requests_above_the_brokers_limit_are_refused_in_bounded_memory(cluster:
     assert grown < 150
     assert broker.process.poll() is None
     assert produce(broker.address, "busy", 0, _batch(b"after")).code == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# issue #35: one user's fetches must not starve the others
+
+
+def _user_channel(address: str, user: lanes.UserPassword) -> grpc.aio.Channel:
+    """A channel of its own to ``address`` as ``user`` (over the cluster's TLS)."""
+    tls = TlsFiles.from_environment()
+    assert tls is not None, "a secure cluster"
+    credentials = grpc.composite_channel_credentials(tls.channel_credentials(), user.call_credentials())
+    options = channel_options([("grpc.use_local_subchannel_pool", 1)])
+    return grpc.aio.secure_channel(address, credentials, options=options)
+
+
+def _reader(cluster: LocalCluster, name: str, topic: str) -> lanes.UserPassword:
+    """A user who may read ``topic`` (and nothing else)."""
+    user = lanes.UserPassword(name, f"{name}-secret-1")
+    with lanes.Admin(str(cluster.describe()["bootstrap"])) as admin:
+        admin.set_user_password(user.username, user.password)
+        admin.create_acls([lanes.AclBinding.of(user.username, "read", topic=topic)])
+    wait_until_brokers_apply_metadata(cluster)
+    return user
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _until_quiet(pid: int, timeout_s: float = 120) -> None:
+    """Until the process uses under a tenth of a core (it has taken in what was sent)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        before = _cpu_s(pid)
+        await asyncio.sleep(0.5)
+        if _cpu_s(pid) - before < 0.05:
+            return
+    raise AssertionError(f"process {pid} stayed busy for {timeout_s} s")
+
+
+def _leader_epochs(bootstrap: str, topics: list[str]) -> dict[str, int]:
+    with lanes.Admin(bootstrap) as admin:
+        return {t.name: t.partitions[0].leader_epoch for t in admin.describe_topics(topics)}
+
+
+def test_five_thousand_long_polls_woken_by_one_append_answer_within_two_seconds_and_starve_nobody(
+    cluster: LocalCluster,
+) -> None:
+    """Before: the broker needed 25 s of CPU to answer 5,000 long-polls one append woke; its
+    heartbeats stopped, the controller fenced it, another client's produce waited 26 s. Now the
+    polls that one append completes are woken a few hundred per turn of the event loop, counted
+    without reads and read in shared thread trips, and heartbeats run between them."""
+    broker = cluster.broker_processes[1]
+    bootstrap = str(cluster.describe()["bootstrap"])
+    with lanes.Admin(bootstrap) as admin:
+        admin.create_topic("storm", partitions=1, replication_factor=1)
+    poller = _reader(cluster, "poller", "storm")
+    assert produce(broker.address, "storm", 0, _batch(b"first")).code == 0  # its leader serves
+    epochs_before = _leader_epochs(bootstrap, ["storm", "busy"])
+
+    async def storm() -> tuple[float, list[tuple[float, float]], float]:
+        channels = [_user_channel(broker.address, poller) for _ in range(10)]
+        try:
+            stubs = [broker_pb2_grpc.BrokerStub(c) for c in channels]  # type: ignore[no-untyped-call]
+            request = _fetch_request("storm", 1, max_wait_ms=30_000, size=1)
+            polls = [asyncio.ensure_future(stubs[i % len(stubs)].Fetch(request, timeout=60)) for i in range(5_000)]
+            await _until_quiet(broker.pid)  # all 5,000 are parked
+            assert not any(poll.done() for poll in polls), "every poll waits for a record"
+            other = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "tests.security.produce_latencies", broker.address, "busy", "6",
+                stdout=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            await asyncio.sleep(2)  # the other client produces at its idle pace
+            woken_at = time.time()
+            wake = produce_request("storm", 0, _batch(b"wake"), acks=common_pb2.ACKS_ALL, timeout_ms=30_000)
+            async with _channel(broker.address) as admin_channel:  # (the poller may only read)
+                woke = await broker_pb2_grpc.BrokerStub(admin_channel).Produce(wake, timeout=60)  # type: ignore[no-untyped-call]
+            assert woke.topics[0].partitions[0].error.code == 0, woke
+            answers = await asyncio.gather(*polls)
+            answered_s = time.time() - woken_at
+            empty = [a for a in answers if not a.topics[0].partitions[0].records]
+            assert not empty, f"every poll got the record: {len(empty)} did not, {empty[0]}"
+            output, _ = await other.communicate()
+            return answered_s, [tuple(pair) for pair in json.loads(output)], woken_at
+        finally:
+            for channel in channels:
+                await channel.close()
+
+    answered_s, latencies, woken_at = asyncio.run(storm())
+    during = [latency for started, latency in latencies if woken_at - 0.5 <= started <= woken_at + answered_s]
+    p99 = sorted(during)[int(len(during) * 0.99)]
+    print(f"\n5,000 long-polls answered {answered_s:.2f} s after the append; another client's produce p99 "
+          f"{p99 * 1000:.0f} ms over {len(during)} produces during it")  # fmt: skip
+    assert answered_s < 2
+    assert len(during) >= 5
+    assert p99 < 0.5
+    assert _leader_epochs(bootstrap, ["storm", "busy"]) == epochs_before, "no broker was fenced"
+    with lanes.Admin(bootstrap) as admin:
+        assert not any(b.fenced for b in admin.describe_cluster().brokers)
+
+
+def test_unsatisfiable_fetches_of_one_user_hold_no_memory_and_leave_others_served(cluster: LocalCluster) -> None:
+    """Before: eight fetches asking for 2 GiB with a 15 s wait kept what they had read while
+    they waited; together they held the broker's whole fetch memory, every other consumer got
+    nothing for 15 s, and the broker grew by 303-488 MB. Now a waiting fetch counts what arrived
+    without reading it and holds nothing."""
+    broker = cluster.broker_processes[1]
+    bootstrap = str(cluster.describe()["bootstrap"])
+    with lanes.Admin(bootstrap) as admin:
+        admin.create_topic("half-full", partitions=1, replication_factor=1)
+    for _ in range(20):  # 20 MiB: less than a fetch may ask for, so the greedy fetches wait
+        assert produce(broker.address, "half-full", 0, _batch(os.urandom(1_000_000))).code == 0
+    greedy = _reader(cluster, "greedy", "half-full")
+    start_mib = reset_peak_memory(broker.pid)
+
+    async def attack() -> list[float]:
+        channels = [_user_channel(broker.address, greedy) for _ in range(8)]
+        try:
+            request = _fetch_request("half-full", 0, max_wait_ms=15_000, size=2**31 - 1)
+            waiting = [
+                asyncio.ensure_future(broker_pb2_grpc.BrokerStub(c).Fetch(request, timeout=60))  # type: ignore[no-untyped-call]
+                for c in channels
+            ]
+            await asyncio.sleep(1)
+            served_s = []
+            async with _channel(broker.address) as channel:  # another consumer (admin), 500 ms waits
+                stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+                for _ in range(5):
+                    started = time.perf_counter()
+                    answer = await stub.Fetch(_fetch_request("half-full", 0, max_wait_ms=500, size=1 << 20), timeout=60)
+                    served_s.append(time.perf_counter() - started)
+                    assert answer.topics[0].partitions[0].records, "served records, not an empty answer"
+            assert not any(fetch.done() for fetch in waiting), "the greedy fetches still wait"
+            for fetch in waiting:
+                fetch.cancel()
+            return served_s
+        finally:
+            for channel in channels:
+                await channel.close()
+
+    served_s = asyncio.run(attack())
+    grown = peak_memory_mib(broker.pid) - start_mib
+    print(f"\nanother consumer served in {max(served_s) * 1000:.0f} ms at most; broker grew by {grown:.0f} MiB")
+    assert max(served_s) < 0.5 + SLOWDOWN_FLOOR_S, "within its own max wait"
+    assert grown < FETCH_MEMORY_BYTES / 2**20

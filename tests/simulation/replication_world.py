@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lanes.broker.batched_reads import SharedReads
 from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_session import FetchPosition, FetchSessionBuilder
 from lanes.broker.follower import Followed, FollowerFetcher
@@ -739,7 +740,7 @@ def read_records(manager: ReplicaManager, offset: int) -> dict[int, int]:
         ]
     )
     fetch = ConsumerFetch(request, 1 << 20)
-    fetch.read_pass(manager.fetchable, 1 << 20)
+    fetch.read(manager.fetchable, 1 << 20, SharedReads())
     response, _ = fetch.answer()
     answered = response.topics[0].partitions[0]
     if error_code(answered.error.code) is not ErrorCode.NONE:

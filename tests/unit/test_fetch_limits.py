@@ -1,6 +1,7 @@
 """A fetch's sizes and wait are capped by the broker, the record bytes consumer fetches hold come
-out of one budget, and a long-poll reads each byte once: what arrived since its last pass
-(issue #23: fetches asking for 2 GiB re-read a whole partition on every append)."""
+out of one budget (one user's out of its share), and a long-poll counts what arrived without
+reading it, then reads once (issue #23: fetches asking for 2 GiB re-read a whole partition on
+every append; issue #35: waiting fetches held the whole budget and starved other consumers)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from lanes.broker.batched_reads import SharedReads
 from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_limits import MAX_WAIT_MS_CAP, FetchLimits, FetchMemory
 from lanes.broker.partition import Partition
@@ -16,6 +18,7 @@ from lanes.errors import ErrorCode
 from lanes.protocol.records import decode_batches
 from lanes.rpc.wire import wire_error
 from lanes.runtime.broadcast import KeyedBroadcast
+from lanes.storage import positions
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2
 from tests.unit.test_partition import KEY, fill, lead, open_partition, produce
@@ -29,7 +32,7 @@ def test_sizes_and_wait_are_capped_and_min_bytes_is_within_reach() -> None:
 
 
 def test_fetch_memory_grants_what_is_left_and_holds_what_reads_took() -> None:
-    memory = FetchMemory(100)
+    memory = FetchMemory(100, holder_share=1.0)
     assert memory.grant(60) == 60
     assert memory.grant(60) == 40
     assert memory.grant(1) == 0  # nothing left: the fetch reads nothing and waits
@@ -61,63 +64,96 @@ def fetch_request(offset: int, partition_max_bytes: int = 0) -> broker_pb2.Fetch
     )
 
 
-def test_a_long_poll_reads_only_what_arrived_since_its_last_pass(tmp_path: Path) -> None:
+def test_a_waiting_fetch_counts_what_arrived_without_reading_then_reads_once(tmp_path: Path) -> None:
     partition = open_partition(tmp_path)
     lead(partition, 1, isr=[1, 2])  # the mark moves only as the test says
     fill(partition, end=40)  # 10 batches
     partition.log.update_high_watermark(partition.log.log_end_offset)
-    fetch = ConsumerFetch(fetch_request(0), default_partition_max_bytes=1 << 20)
+    fetch = ConsumerFetch(fetch_request(40), default_partition_max_bytes=1 << 20)
 
     def resolve(key: TopicPartition, epoch: int, offset: int) -> Partition | common_pb2.Error:
         return partition
 
-    first = 0
-    while read := fetch.read_pass(resolve, 1 << 20):  # a pass reads one segment (as Kafka's)
-        first += read
-    assert first == fetch.read_bytes > 0
-    assert not fetch.moved({KEY: partition})
+    fetch.measure(resolve, SharedReads())
+    assert fetch.available_bytes() == 0 and not fetch.satisfied(1)
     produce(partition, 7, 40)
-    assert not fetch.moved({KEY: partition})  # appended, not yet committed
-    partition.log.update_high_watermark(partition.log.log_end_offset)
-    assert fetch.moved({KEY: partition})
-    second = fetch.read_pass(resolve, 1 << 20)
-    assert 0 < second < first
-    assert fetch.read_pass(resolve, 1 << 20) == 0  # nothing new: nothing read again
+    fetch.remeasure({KEY: partition})
+    assert fetch.available_bytes() == 0  # appended, not yet committed
+    size = partition.log.log_end_offset
+    partition.log.update_high_watermark(size)
+    fetch.remeasure({KEY: partition})
+    arrived = fetch.available_bytes()
+    assert arrived > 0 and fetch.satisfied(arrived) and not fetch.satisfied(arrived + 1)
+    assert not fetch.urgent
+    assert fetch.read(resolve, 1 << 20, SharedReads()) == arrived  # what was counted is what is read
     response, sent = fetch.answer()
     offsets = [r.offset for b in decode_batches(response.topics[0].partitions[0].records) for r in b.records]
-    assert offsets == list(range(44))
-    assert sent == {KEY.topic: (first + second, 44)}
+    assert offsets == list(range(40, 44))
+    assert sent == {KEY.topic: (arrived, 4)}
 
 
-def test_a_partition_that_moves_away_keeps_what_it_read_and_answers_at_once(tmp_path: Path) -> None:
+def test_what_cannot_be_counted_without_reading_completes_the_fetch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(positions, "RECENT_ENDS", 2)  # the log remembers its last 2-4 appends
+    partition = open_partition(tmp_path)
+    lead(partition, 1, isr=[1, 2])
+    fill(partition, end=40)  # 10 batches of 4
+    partition.log.update_high_watermark(4)
+    fetch = ConsumerFetch(fetch_request(4), default_partition_max_bytes=1 << 20)
+    fetch.measure(lambda *_: partition, SharedReads())
+    assert not fetch.satisfied(1)
+    partition.log.update_high_watermark(8)  # the end of the second batch: long forgotten
+    fetch.remeasure({KEY: partition})
+    assert fetch.urgent, "a high-water mark the log does not remember the position of: read"
+    assert fetch.read(lambda *_: partition, 1 << 20, SharedReads()) > 0
+
+
+def test_a_partition_that_moves_away_answers_its_error_at_once(tmp_path: Path) -> None:
     partition = open_partition(tmp_path)
     lead(partition, 1)
     fill(partition, end=8)
     partition.log.update_high_watermark(partition.log.log_end_offset)
-    fetch = ConsumerFetch(fetch_request(0), default_partition_max_bytes=1 << 20)
-    assert fetch.read_pass(lambda *_: partition, 1 << 20) > 0
     gone = wire_error(ErrorCode.NOT_LEADER_OR_FOLLOWER, "moved")
-    assert fetch.read_pass(lambda *_: gone, 1 << 20) == 0
+    fetch = ConsumerFetch(fetch_request(0), default_partition_max_bytes=1 << 20)
+    fetch.measure(lambda *_: gone, SharedReads())
     assert fetch.urgent
-    response, _ = fetch.answer()
-    assert response.topics[0].partitions[0].error.code == ErrorCode.NONE.value
-    assert response.topics[0].partitions[0].records
-    fresh = ConsumerFetch(fetch_request(0), default_partition_max_bytes=1 << 20)
-    fresh.read_pass(lambda *_: gone, 1 << 20)
-    assert fresh.answer()[0].topics[0].partitions[0].error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER.value
-    assert fresh.errors == [ErrorCode.NOT_LEADER_OR_FOLLOWER.value]
+    assert fetch.read(lambda *_: partition, 1 << 20, SharedReads()) == 0, "a closed partition reads no more"
+    assert fetch.answer()[0].topics[0].partitions[0].error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER.value
+    assert fetch.errors == [ErrorCode.NOT_LEADER_OR_FOLLOWER.value]
 
 
-def test_a_grant_of_nothing_reads_nothing_and_the_partition_limit_holds(tmp_path: Path) -> None:
+def test_the_partition_limit_holds_but_a_fetch_gets_one_whole_batch(tmp_path: Path) -> None:
     partition = open_partition(tmp_path)
     lead(partition, 1)
     fill(partition, end=40)
     partition.log.update_high_watermark(partition.log.log_end_offset)
     fetch = ConsumerFetch(fetch_request(0, partition_max_bytes=1), default_partition_max_bytes=1 << 20)
-    assert fetch.read_pass(lambda *_: partition, 0) == 0
-    one_batch = fetch.read_pass(lambda *_: partition, 1 << 20)  # one whole batch, over the limit of 1
+    one_batch = fetch.read(lambda *_: partition, 1 << 20, SharedReads())
     assert one_batch > 1
-    assert fetch.read_pass(lambda *_: partition, 1 << 20) == 0
+    assert len(decode_batches(fetch.answer()[0].topics[0].partitions[0].records)) == 1
+
+
+def test_one_trip_reads_identical_fetches_once(tmp_path: Path) -> None:
+    partition = open_partition(tmp_path)
+    lead(partition, 1)
+    fill(partition, end=8)
+    partition.log.update_high_watermark(partition.log.log_end_offset)
+    shared = SharedReads()
+    fetches = [ConsumerFetch(fetch_request(0), default_partition_max_bytes=1 << 20) for _ in range(3)]
+    for fetch in fetches:
+        fetch.read(lambda *_: partition, 1 << 20, shared)
+    records = {id(fetch.answer()[0].topics[0].partitions[0].records) for fetch in fetches}
+    assert len(records) == 1, "one read, its bytes shared by every answer"
+
+
+def test_one_holder_holds_at_most_its_share_of_the_fetch_memory() -> None:
+    memory = FetchMemory(100, holder_share=0.5)
+    assert memory.grant(80, "User:greedy") == 50
+    assert memory.grant(10, "User:greedy") == 0
+    assert memory.grant(80, "User:other") == 50
+    memory.settle(50, 0, "User:greedy")
+    assert memory.held_by("User:greedy") == 0 and memory.held_bytes == 50
 
 
 def test_keyed_signals_wake_only_the_waiters_of_the_key_notified() -> None:

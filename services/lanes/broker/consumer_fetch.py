@@ -1,24 +1,33 @@
 """Consumers' Fetch requests: ``ConsumerFetches`` serves them, ``ConsumerFetch`` is one while it
-is answered (each partition's next offset and the record bytes read for it so far).
+is answered (each partition's offset, what is known to be there for it, and what was read).
 
-A long-poll reads in passes: the first when the fetch arrives, then one each time a partition it
-names moved (its high-water mark or leader epoch changed), each reading only what arrived since
-the one before. A fetch waiting for ``min_bytes`` therefore never reads a byte twice (eight
-fetches asking for 2 GiB must not re-read a large partition on every append). The record bytes a
-fetch holds come out of the broker's fetch memory (``FetchMemory``): a pass reads only into what
-it was granted, and a fetch with no grant waits for memory to be freed rather than for a move.
+A fetch is answered by one read, as in Kafka's ``DelayedFetch``: when it arrives, its partitions
+are *measured* (where its offsets are in the logs, and how many bytes lie between them and the
+high-water marks), without reading a record. If that is at least ``min_bytes`` (or a partition
+must answer now: an error, a log that moved under the fetch) it reads and answers at once.
+Otherwise it waits, **holding no memory**: each time a partition it names moves, the bytes that
+arrived are counted again on the event loop from the logs' positions (``PartitionLog.bytes_until``,
+no I/O), and once they reach ``min_bytes``, or the wait ends, it reads and answers. Eight fetches
+asking for 2 GiB therefore hold nothing while they wait, and never read a byte until they answer.
 
-Threads: ``read_pass`` runs in a worker thread while the fetch's own coroutine awaits it;
-``moved`` and ``answer`` run on the event loop. Nothing else touches a ``ConsumerFetch``.
-``ConsumerFetches`` is owned by the broker's event loop.
+The record bytes a fetch reads come out of the broker's fetch memory (``FetchMemory``): it asks
+for what was measured (at most its ``max_bytes``) just before reading, and with nothing left it
+waits for memory to be freed, holding none. Reads, and the measuring when a fetch arrives, go
+through ``BatchedReads``: the fetches one append completes share one worker-thread trip, and
+identical reads are done once.
+
+Threads: ``measure`` and ``read`` run in a worker thread while the fetch's own coroutine awaits
+them; ``remeasure``, ``wanted_bytes`` and ``answer`` run on the event loop. Nothing else touches
+a ``ConsumerFetch``. ``ConsumerFetches`` is owned by the broker's event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple
 
+from lanes.broker.batched_reads import BatchedReads, SharedReads
 from lanes.broker.fetch_limits import FetchLimits, FetchMemory
 from lanes.broker.partition import Partition
 from lanes.broker.purgatory import Purgatory
@@ -27,6 +36,7 @@ from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, OffsetOutOfRangeError
 from lanes.rpc.wire import wire_error
 from lanes.runtime.broadcast import Broadcast
+from lanes.storage.positions import LogPosition
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2
 
@@ -37,25 +47,26 @@ Resolve = Callable[[TopicPartition, int, int], "Partition | common_pb2.Error"]
 
 @dataclass
 class FetchSlot:
-    """One partition of the fetch. Invariant: ``chunks`` are whole batches, in log order,
-    ending just below ``next_offset``; ``read_bytes`` is their length."""
+    """One partition of the fetch. ``available_bytes`` is what lies between ``start`` (the
+    position of ``offset``) and the high-water mark in ``seen``, capped at ``limit_bytes``."""
 
     key: TopicPartition
     result: broker_pb2.FetchPartitionResponse
     current_leader_epoch: int
-    next_offset: int
+    offset: int
     limit_bytes: int
-    chunks: list[bytes] = field(default_factory=list)
-    read_bytes: int = 0
-    records: int = 0
-    #: answered with an error, or its log moved under what was read: it reads no more
+    records: bytes = b""
+    records_count: int = 0
+    #: answered with an error, or its log moved under the fetch: it reads no more
     closed: bool = False
-    #: (leader epoch, high-water mark) at its last pass: a change is worth another pass
+    start: LogPosition | None = None
+    available_bytes: int = 0
+    #: (leader epoch, high-water mark) when last measured: a change is worth measuring again
     seen: tuple[int | None, int] | None = None
 
 
 class ConsumerFetch:
-    """The partitions of one Fetch request, in request order, and what was read for them."""
+    """The partitions of one Fetch request, in request order; see the module docstring."""
 
     def __init__(self, request: broker_pb2.FetchRequest, default_partition_max_bytes: int) -> None:
         self.response = broker_pb2.FetchResponse()
@@ -74,90 +85,139 @@ class ConsumerFetch:
                 )
         self.keys = [slot.key for slot in self.slots]
         self.read_bytes = 0
-        #: a partition must answer now (an error, or its log moved under it)
+        #: it must answer now: a partition answered with an error, its log moved under the
+        #: fetch, or what arrived cannot be counted without reading
         self.urgent = False
         #: the error codes answered, for the partition error metric
         self.errors: list[int] = []
 
-    def read_pass(self, resolve: Resolve, max_bytes: int) -> int:
-        """Read what arrived since the last pass, at most ``max_bytes`` (the first batch of the
-        whole fetch even when larger, so a consumer always makes progress); the bytes read.
-        Runs in a worker thread."""
-        read_now = 0
+    # -----------------------------------------------------------------------------------------
+    # measuring (what a read would return, without reading)
+
+    def measure(self, resolve: Resolve, shared: SharedReads) -> None:
+        """Where each partition's offset is and how many bytes lie between it and the high-water
+        mark (a worker thread: index lookups)."""
         for slot in self.slots:
-            if slot.closed:
+            led = self._resolved(slot, resolve)
+            if led is None:
                 continue
-            led = resolve(slot.key, slot.current_leader_epoch, slot.next_offset)
-            if not isinstance(led, Partition):
-                self._close(slot, led)
-                continue
-            log = led.log
-            high_watermark = log.high_watermark
-            slot.seen = (led.leader_epoch, high_watermark)
-            slot.result.high_watermark = high_watermark
-            slot.result.last_stable_offset = high_watermark
-            slot.result.log_start_offset = log.log_start_offset
-            # In range is up to the log end, as in Kafka: between the high-water mark and the log
-            # end (a lagging follower, a new leader) the answer is empty, not an error a consumer
-            # would reset its position on.
-            if not log.log_start_offset <= slot.next_offset <= log.log_end_offset:
-                self._close(
-                    slot,
-                    wire_error(
-                        ErrorCode.OFFSET_OUT_OF_RANGE,
-                        f"offset {slot.next_offset} is outside {log.log_start_offset}..{log.log_end_offset}",
-                    ),
-                )
-                continue
-            if not slot.chunks:
-                slot.result.error.CopyFrom(wire_error(ErrorCode.NONE))
-            limit = min(slot.limit_bytes - slot.read_bytes, max_bytes - read_now)
-            if slot.next_offset >= high_watermark or limit <= 0:
-                continue  # nothing committed to read yet (the long-poll waits for the mark), or no room
             try:
-                read = log.read(
-                    slot.next_offset, limit, upper_bound_offset=high_watermark, min_one_batch=self.read_bytes == 0
-                )
+                slot.start = shared.position(led.log, slot.offset)
             except OffsetOutOfRangeError as exc:  # the log moved meanwhile (retention, truncation)
                 self._close(slot, wire_error(ErrorCode.OFFSET_OUT_OF_RANGE, exc.message))
                 continue
-            if read.records:
-                slot.chunks.append(read.records)
-                slot.read_bytes += len(read.records)
-                slot.records += read.records_count
-                slot.next_offset = read.next_offset
-                read_now += len(read.records)
-                self.read_bytes += len(read.records)
-        return read_now
+            self._count(slot, led)
 
-    def _close(self, slot: FetchSlot, error: common_pb2.Error) -> None:
-        """The partition reads no more. With nothing read yet it answers ``error``; what it read
-        before stays its answer (the consumer learns of the change at its next fetch)."""
-        slot.closed = True
-        self.urgent = True
-        if not slot.chunks:
-            slot.result.error.CopyFrom(error)
-            self.errors.append(error.code)
-
-    def moved(self, partitions: Mapping[TopicPartition, Partition]) -> bool:
-        """Whether a partition still read changed since its last pass (cheap: on the loop)."""
+    def remeasure(self, partitions: Mapping[TopicPartition, Partition]) -> None:
+        """Count again what arrived for the partitions that moved since (the event loop: no I/O;
+        a change it cannot count makes the fetch ``urgent``)."""
         for slot in self.slots:
-            if slot.closed:
+            if slot.closed or slot.start is None:
                 continue
             partition = partitions.get(slot.key)
-            if partition is None or (partition.leader_epoch, partition.log.high_watermark) != slot.seen:
-                return True
-        return False
+            if partition is None or partition.leader_epoch != (slot.seen or (None, 0))[0]:
+                self.urgent = True  # leadership moved: the read answers what is true now
+            elif partition.log.high_watermark != (slot.seen or (None, 0))[1]:
+                self._count(slot, partition)
+
+    def _count(self, slot: FetchSlot, led: Partition) -> None:
+        assert slot.start is not None
+        high_watermark = led.log.high_watermark
+        slot.seen = (led.leader_epoch, high_watermark)
+        available = led.log.bytes_until(slot.start, high_watermark)
+        if available is None:
+            self.urgent = True  # not countable without reading: read what is there
+        else:
+            slot.available_bytes = min(available, slot.limit_bytes)
+
+    def available_bytes(self) -> int:
+        """What a read would return now, as measured (at most each partition's limit)."""
+        return sum(slot.available_bytes for slot in self.slots if not slot.closed)
+
+    def satisfied(self, min_bytes: int) -> bool:
+        """Whether to read and answer now."""
+        return self.urgent or self.available_bytes() >= min_bytes
+
+    # -----------------------------------------------------------------------------------------
+    # reading and answering
+
+    def read(self, resolve: Resolve, max_bytes: int, shared: SharedReads) -> int:
+        """Read each partition from its offset, at most ``max_bytes`` in all (the first batch of
+        the whole fetch even when larger, so a consumer always makes progress); the bytes read.
+        A worker thread."""
+        for slot in self.slots:
+            led = self._resolved(slot, resolve)
+            if led is None:
+                continue
+            log = led.log
+            high_watermark = log.high_watermark
+            limit = min(slot.limit_bytes, max_bytes - self.read_bytes)
+            if slot.offset >= high_watermark or limit <= 0:
+                continue  # nothing committed to read (the wait ended first), or no room left
+            try:
+                read = shared.read(log, slot.offset, limit, high_watermark, self.read_bytes == 0)
+            except OffsetOutOfRangeError as exc:  # the log moved meanwhile (retention, truncation)
+                self._close(slot, wire_error(ErrorCode.OFFSET_OUT_OF_RANGE, exc.message))
+                continue
+            slot.records, slot.records_count = read.records, read.records_count
+            self.read_bytes += len(read.records)
+        return self.read_bytes
+
+    def _resolved(self, slot: FetchSlot, resolve: Resolve) -> Partition | None:
+        """The partition to read ``slot`` from, its answer's offsets set; None (and the slot
+        closed with its error) when it must not be read."""
+        if slot.closed:
+            return None
+        led = resolve(slot.key, slot.current_leader_epoch, slot.offset)
+        if not isinstance(led, Partition):
+            self._close(slot, led)
+            return None
+        log = led.log
+        slot.result.high_watermark = log.high_watermark
+        slot.result.last_stable_offset = log.high_watermark
+        slot.result.log_start_offset = log.log_start_offset
+        slot.result.error.CopyFrom(wire_error(ErrorCode.NONE))
+        # In range is up to the log end, as in Kafka: between the high-water mark and the log end
+        # (a lagging follower, a new leader) the answer is empty, not an error a consumer would
+        # reset its position on.
+        if not log.log_start_offset <= slot.offset <= log.log_end_offset:
+            self._close(
+                slot,
+                wire_error(
+                    ErrorCode.OFFSET_OUT_OF_RANGE,
+                    f"offset {slot.offset} is outside {log.log_start_offset}..{log.log_end_offset}",
+                ),
+            )
+            return None
+        return led
+
+    def _close(self, slot: FetchSlot, error: common_pb2.Error) -> None:
+        """The partition reads no more and answers ``error``."""
+        slot.closed = True
+        self.urgent = True
+        slot.records, slot.records_count, slot.available_bytes = b"", 0, 0
+        slot.result.error.CopyFrom(error)
+        self.errors.append(error.code)
 
     def answer(self) -> tuple[broker_pb2.FetchResponse, dict[str, tuple[int, int]]]:
         """The response, and the record bytes and records in it by topic."""
         sent: dict[str, tuple[int, int]] = {}
         for slot in self.slots:
-            if slot.chunks:
-                slot.result.records = slot.chunks[0] if len(slot.chunks) == 1 else b"".join(slot.chunks)
+            if slot.records:
+                slot.result.records = slot.records
                 size, records = sent.get(slot.key.topic, (0, 0))
-                sent[slot.key.topic] = (size + slot.read_bytes, records + slot.records)
+                sent[slot.key.topic] = (size + len(slot.records), records + slot.records_count)
         return self.response, sent
+
+
+class FetchAnswer(NamedTuple):
+    """A fetch's response, the record bytes and records in it by topic, and ``release``: call it
+    once gRPC has sent the response (``context.add_done_callback``), which gives its records'
+    memory back to the broker's fetch memory."""
+
+    response: broker_pb2.FetchResponse
+    sent: dict[str, tuple[int, int]]
+    release: Callable[[], None]
 
 
 class ConsumerFetches:
@@ -167,44 +227,70 @@ class ConsumerFetches:
         self._replicas = replicas
         self._memory = FetchMemory(fetch_memory_bytes)
         self._memory_freed = Broadcast()  # fetches gave memory back
+        self.reads = BatchedReads()
 
-    async def fetch(
-        self, fetch: ConsumerFetch, limits: FetchLimits
-    ) -> tuple[broker_pb2.FetchResponse, dict[str, tuple[int, int]]]:
-        """Read what is there; while that is under ``min_bytes``, wait for a named partition to
-        move and read what arrived, until the wait ends. The response and what it holds by topic
-        (``ConsumerFetch.answer``)."""
+    @property
+    def held_bytes(self) -> int:
+        """Record bytes answers hold until they are sent (tests and metrics)."""
+        return self._memory.held_bytes
+
+    async def fetch(self, fetch: ConsumerFetch, limits: FetchLimits, holder: str = "") -> FetchAnswer:
+        """Measure; until what arrived reaches ``min_bytes`` (or a partition must answer now),
+        wait for a named partition to move and count again, until the wait ends; then read and
+        answer. ``holder``: who asks (its principal), whose share of the fetch memory the
+        records count against until ``release``."""
         purgatory: Purgatory = self._replicas.purgatory
-        deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
-        held = 0  # what this fetch holds of the fetch memory, its grant in flight included
+        resolve = self._replicas.fetchable
+        deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the waits below
+        ticket = purgatory.watch(fetch.keys, consumer=True)  # before measuring: a move meanwhile wakes us
         try:
-            due = True  # a pass is due: the first, or a partition moved, or memory was freed
-            while True:
-                # tickets before reading: a move or a release meanwhile wakes us
-                with purgatory.watch(fetch.keys) as ticket:
-                    memory_freed = self._memory_freed.ticket()
-                    if due or fetch.moved(self._replicas.partitions):
-                        due = False
-                        granted = self._memory.grant(limits.max_bytes - fetch.read_bytes)
-                        if granted == 0:
-                            due = True  # nothing to read into: wait for a release, not for a move
-                        else:
-                            held += granted
-                            read = await asyncio.to_thread(fetch.read_pass, self._replicas.fetchable, granted)
-                            held += read - granted
-                            self._settle(granted, read)
-                            if fetch.read_bytes >= limits.min_bytes or fetch.urgent:
-                                break
-                    if deadline.expired():
-                        break
-                    await purgatory.wait_either(ticket, memory_freed if due else None, deadline.remaining_s())
-            return fetch.answer()
+            await self.reads.run(lambda shared: fetch.measure(resolve, shared))
+            while not fetch.satisfied(limits.min_bytes) and not deadline.expired():
+                await ticket.wait(deadline.remaining_s())
+                ticket.close()
+                ticket = purgatory.watch(fetch.keys, consumer=True)
+                fetch.remeasure(self._replicas.partitions)
         finally:
-            self._settle(held, 0)
+            ticket.close()
+        held = 0
+        if fetch.available_bytes() > 0 or fetch.urgent:
+            held = await self._read(fetch, limits, deadline, holder)
+        response, sent = fetch.answer()
+        released = False
 
-    def _settle(self, granted_bytes: int, read_bytes: int) -> None:
-        """A read took ``read_bytes`` of a ``granted_bytes`` grant (an answered fetch: 0 of what
-        it held); fetches waiting for memory try again when some was freed."""
-        self._memory.settle(granted_bytes, read_bytes)
-        if read_bytes < granted_bytes:
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._give_back(holder, held)
+
+        return FetchAnswer(response, sent, release)
+
+    async def _read(self, fetch: ConsumerFetch, limits: FetchLimits, deadline: Deadline, holder: str) -> int:
+        """Read within a grant of the fetch memory: what was measured, at most ``max_bytes``
+        (the read may exceed it by one batch). With nothing left to grant, wait for memory to be
+        freed, holding none, until the wait ends (then answer without records). The bytes the
+        answer holds."""
+        resolve = self._replicas.fetchable
+        wanted = max(1, min(limits.max_bytes, fetch.available_bytes()))
+        while True:
+            freed = self._memory_freed.ticket()
+            granted = self._memory.grant(wanted, holder)
+            if granted > 0:
+                break
+            if deadline.expired():
+                return 0
+            await Broadcast.wait(freed, deadline.remaining_s())
+        read = 0
+        try:
+            read = await self.reads.run(lambda shared: fetch.read(resolve, granted, shared))
+        finally:
+            self._memory.settle(granted, read, holder)
+            if read < granted:
+                self._memory_freed.notify_all()
+        return read
+
+    def _give_back(self, holder: str, held_bytes: int) -> None:
+        if held_bytes:
+            self._memory.settle(held_bytes, 0, holder)
             self._memory_freed.notify_all()

@@ -9,8 +9,10 @@ answer is just no larger than the cap.
 
 Kafka sends record bytes from the page cache with ``sendfile``, so a fetch costs it no heap.
 Lanes reads them into memory to put them in a gRPC message, so a broker also bounds what all
-consumer fetches hold at once (``FetchMemory``): eight fetches of 2 GiB each must not hold a
-large partition in memory each. Followers stay outside that budget:
+consumer fetches hold at once (``FetchMemory``), from their read until gRPC has sent their
+answer, and what one user's fetches hold (half of it): eight fetches of 2 GiB each must not hold
+a large partition in memory each, nor one user's answers the whole budget. A fetch waiting for
+``min_bytes`` holds nothing (``lanes.broker.consumer_fetch``). Followers stay outside that budget:
 replication must not wait behind consumers, and there are few followers, each capped.
 """
 
@@ -26,6 +28,8 @@ REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024
 MAX_WAIT_MS_CAP = 30_000
 #: Record bytes all consumer fetches on a broker hold at once, by default.
 FETCH_MEMORY_BYTES = 128 * 1024 * 1024
+#: The part of it the fetches of one user may hold.
+HOLDER_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -45,31 +49,47 @@ class FetchLimits:
 
 
 class FetchMemory:
-    """The record bytes consumer fetches hold, against ``capacity_bytes``. Owned by the event
-    loop: ``grant`` and ``settle`` are called on it, never from a worker thread.
+    """The record bytes consumer fetches hold, against ``capacity_bytes``, and by holder (a
+    principal), against ``holder_share`` of it. Owned by the event loop: ``grant`` and ``settle``
+    are called on it, never from a worker thread.
 
-    A fetch asks for a grant before each read and settles it after with what it read: the read
-    may exceed the grant by its first batch (a fetch always gets one whole batch), so the bytes
-    held stay under the capacity plus one batch per read in progress. With nothing left to grant
-    a fetch reads nothing and waits for memory to be freed (or its wait to end). A fetch holds a
-    grant from before its read, so a fetch cancelled mid-read still gives it back, and settles
-    everything it holds when it answers."""
+    A fetch asks for a grant just before it reads and settles it after with what it read (the
+    read may exceed the grant by its first batch: a fetch always gets one whole batch), then
+    holds that until gRPC has sent its answer. The bytes held stay under the capacity plus one
+    batch per read in progress, and one holder's under its share plus the same: a user whose
+    answers are not taken off the wire (a client that stops reading its socket) holds at most
+    its share, and everyone else fetches from the rest. With nothing left to grant a fetch waits
+    for memory to be freed (or its wait to end), holding none."""
 
-    def __init__(self, capacity_bytes: int) -> None:
+    def __init__(self, capacity_bytes: int, holder_share: float = HOLDER_SHARE) -> None:
         if capacity_bytes <= 0:
             raise ValueError("the fetch memory capacity must be positive")
         self.capacity_bytes = capacity_bytes
+        self.holder_capacity_bytes = max(1, int(capacity_bytes * holder_share))
         self.held_bytes = 0
+        self._held_by: dict[str, int] = {}  # holders holding something (none: no entry)
 
-    def grant(self, wanted_bytes: int) -> int:
-        """Reserve up to ``wanted_bytes`` (0 when nothing is left)."""
-        granted = max(0, min(wanted_bytes, self.capacity_bytes - self.held_bytes))
-        self.held_bytes += granted
+    def grant(self, wanted_bytes: int, holder: str = "") -> int:
+        """Reserve up to ``wanted_bytes`` for ``holder`` (0 when nothing is left to it)."""
+        free = min(self.capacity_bytes - self.held_bytes, self.holder_capacity_bytes - self._held_by.get(holder, 0))
+        granted = max(0, min(wanted_bytes, free))
+        self._hold(holder, granted)
         return granted
 
-    def settle(self, granted_bytes: int, read_bytes: int) -> None:
-        """Hold what a read took instead of what it was granted; an answered fetch settles all
-        it held with nothing read."""
-        self.held_bytes += read_bytes - granted_bytes
+    def settle(self, granted_bytes: int, read_bytes: int, holder: str = "") -> None:
+        """Hold what a read took instead of what it was granted; a sent answer settles all it
+        held with nothing read."""
+        self._hold(holder, read_bytes - granted_bytes)
         if self.held_bytes < 0:
             raise AssertionError(f"fetch memory settled below zero ({self.held_bytes} bytes held)")
+
+    def held_by(self, holder: str) -> int:
+        return self._held_by.get(holder, 0)
+
+    def _hold(self, holder: str, change_bytes: int) -> None:
+        self.held_bytes += change_bytes
+        held = self._held_by.get(holder, 0) + change_bytes
+        if held:
+            self._held_by[holder] = held
+        else:
+            self._held_by.pop(holder, None)

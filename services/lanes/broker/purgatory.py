@@ -3,8 +3,10 @@
 Three kinds of request wait on partitions: a consumer's Fetch for ``min_bytes`` of new records, a
 follower's ReplicaFetch for records to copy, and an acks=all Produce for the high-water mark to
 cover its batch. They all wait here, keyed by partition, so an append to one partition wakes
-only the requests naming it (``KeyedBroadcast``), and a change that may concern any partition
-(leaderships moved) wakes them all.
+only the requests naming it (``KeyedBroadcast``, a few hundred per turn of the event loop), and a
+change that may concern any partition (leaderships moved) wakes them all. Replication's waiters
+are woken before consumers': thousands of long-polls on a partition must not delay the follower
+fetch that moves its high-water mark.
 
 The rule every waiter follows: take a ticket (``watch``) *before* checking its condition, then
 wait on that ticket, so a move between the check and the wait is never lost. ``park`` is that
@@ -31,27 +33,32 @@ class Purgatory:
 
     def __init__(self) -> None:
         self._signals: KeyedBroadcast[TopicPartition] = KeyedBroadcast()
+        self._consumer_signals: KeyedBroadcast[TopicPartition] = KeyedBroadcast()
 
-    def watch(self, keys: Collection[TopicPartition]) -> KeyedTicket[TopicPartition]:
-        """A ticket woken when any of ``keys`` moves after this call (close it: ``with``)."""
-        return self._signals.ticket(keys)
+    def watch(self, keys: Collection[TopicPartition], *, consumer: bool = False) -> KeyedTicket[TopicPartition]:
+        """A ticket woken when any of ``keys`` moves after this call (close it: ``with``).
+        ``consumer``: a consumer's fetch, woken after replication's waiters (followers and
+        acks=all produces), which are few and move the high-water mark everyone waits for."""
+        return (self._consumer_signals if consumer else self._signals).ticket(keys)
 
     def moved(self, key: TopicPartition) -> None:
         """``key`` moved (an append, a high-water mark, an ISR, a leader epoch): wake its waiters."""
         self._signals.notify(key)
+        self._consumer_signals.notify(key)
 
     def all_moved(self) -> None:
         """Something that may concern any partition changed (roles): wake every waiter."""
         self._signals.notify_all()
+        self._consumer_signals.notify_all()
 
     def moved_from_thread(self, loop: asyncio.AbstractEventLoop, key: TopicPartition) -> None:
         """``moved`` for a worker thread: a mark it moved wakes the waiters even if the request
         that moved it is cancelled meanwhile (the move is made; nothing would announce it again)."""
-        loop.call_soon_threadsafe(self._signals.notify, key)
+        loop.call_soon_threadsafe(self.moved, key)
 
     def waiting_keys(self) -> int:
         """Partitions someone waits on (tests and metrics)."""
-        return self._signals.waiting_keys()
+        return self._signals.waiting_keys() + self._consumer_signals.waiting_keys()
 
     async def park(
         self,
@@ -73,16 +80,3 @@ class Purgatory:
                     return None
                 remaining_s = deadline.remaining_s()
                 await ticket.wait(remaining_s if recheck_s is None else min(recheck_s, remaining_s))
-
-    @staticmethod
-    async def wait_either(ticket: KeyedTicket[TopicPartition], other: asyncio.Event | None, timeout_s: float) -> None:
-        """Until a partition of ``ticket`` moves, ``other`` is set (a ``Broadcast`` ticket), or ``timeout_s``."""
-        if other is None:
-            await ticket.wait(timeout_s)
-            return
-        waits = [asyncio.ensure_future(ticket.wait(timeout_s)), asyncio.ensure_future(other.wait())]
-        try:
-            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiting in waits:
-                waiting.cancel()

@@ -265,9 +265,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         """Sizes and wait are capped (``lanes.broker.fetch_limits``; a quota caps the size to what
         its window allows); a caller under a quota is muted while it owes, then what it may read
         is reserved (so its concurrent fetches wait their turn too) and corrected by what was sent."""
-        limited = self._quota_of(
-            request_context(context), CONSUMER_BYTE_RATE, [topic.topic for topic in request.topics]
-        )
+        call = request_context(context)
+        limited = self._quota_of(call, CONSUMER_BYTE_RATE, [topic.topic for topic in request.topics])
         cap_bytes = self._fetch_max_bytes if limited is None else min(self._fetch_max_bytes, window_bytes(limited[1]))
         limits = FetchLimits.clamp(request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=cap_bytes)
         fetch = ConsumerFetch(request, limits.max_bytes)
@@ -277,7 +276,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         await self._quotas.admit(CONSUMER_BYTE_RATE, limited, reserved)
         sent_bytes = 0
         try:
-            response, sent = await self._node.consumer_fetches.fetch(fetch, limits)
+            answer = await self._node.consumer_fetches.fetch(
+                fetch, limits, call.caller.principal if call.caller is not None else ""
+            )
+            release = answer.release  # (the callback must not keep the response alive)
+            context.add_done_callback(lambda _: release())  # type: ignore[arg-type]  # memory held until sent
+            response, sent = answer.response, answer.sent
             sent_bytes = sum(size for size, _ in sent.values())
         finally:
             if limited is not None:

@@ -83,13 +83,26 @@ class KeyedTicket(Generic[K]):
         self.close()
 
 
+#: tickets woken per turn of the event loop: one append to a partition 5,000 long-polls wait on
+#: wakes them a few hundred at a time, and timers (heartbeats) and other requests run between
+WAKE_PER_TURN = 64
+
+
+def _wake(events: list[asyncio.Event]) -> None:
+    """Set ``events``, ``WAKE_PER_TURN`` now and the rest in the loop's next turns."""
+    for event in events[:WAKE_PER_TURN]:
+        event.set()
+    if len(events) > WAKE_PER_TURN:
+        asyncio.get_running_loop().call_soon(_wake, events[WAKE_PER_TURN:])
+
+
 class KeyedBroadcast(Generic[K]):
     """Wakes the waiters of one key (a partition) without waking everyone else's: a long-poll on
     one partition sleeps through appends to others. Owned by one event loop.
 
     Layout: key → the events of the tickets registered on it. ``notify(key)`` sets and drops
-    them; a ticket closing removes itself from the keys not notified. Nothing outlives its
-    tickets: an idle key holds no entry."""
+    them (``WAKE_PER_TURN`` per turn of the loop); a ticket closing removes itself from the keys
+    not notified. Nothing outlives its tickets: an idle key holds no entry."""
 
     def __init__(self) -> None:
         self._waiters: dict[K, set[asyncio.Event]] = {}
@@ -103,15 +116,14 @@ class KeyedBroadcast(Generic[K]):
 
     def notify(self, key: K) -> None:
         """Wake every ticket registered on ``key``."""
-        for event in self._waiters.pop(key, ()):
-            event.set()
+        events = self._waiters.pop(key, None)
+        if events:
+            _wake(list(events))
 
     def notify_all(self) -> None:
         """Wake every ticket (a change that may concern any key: leaderships moved)."""
         waiters, self._waiters = self._waiters, {}
-        for events in waiters.values():
-            for event in events:
-                event.set()
+        _wake([event for events in waiters.values() for event in events])
 
     def forget(self, event: asyncio.Event, keys: Collection[K]) -> None:
         """Drop ``event`` from ``keys`` (``KeyedTicket.close``)."""

@@ -64,6 +64,7 @@ from lanes.storage.loader import (
     LogLoader,
     swap_in_compacted,
 )
+from lanes.storage.positions import LogPosition, RecentEnds, bytes_between
 from lanes.storage.produce_validation import validate_produce
 from lanes.storage.retention import retention_candidates, segments_below_start
 from lanes.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
@@ -175,6 +176,7 @@ class PartitionLog:
         self.cleaner_abort = threading.Event()
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
+        self._recent_ends = RecentEnds()  # where recent appends ended (lanes.storage.positions)
         self._log_start_offset = 0
         self._log_end_offset = 0
         self._high_watermark = 0
@@ -384,6 +386,7 @@ class PartitionLog:
         segment = self._maybe_roll(size_bytes, headers)
         segment.append(buffers, headers)
         self._log_end_offset = headers[-1].next_offset
+        self._recent_ends.note(LogPosition(self._log_end_offset, segment, segment.size_bytes))
         self._unflushed_records += sum(header.records_count for header in headers)
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = self._clock.monotonic_ms()
@@ -520,6 +523,30 @@ class PartitionLog:
                     break
             return ReadResult(b"", offset, self._log_start_offset, self._log_end_offset)
 
+    def position(self, offset: int) -> LogPosition:
+        """Where a read from ``offset`` starts (the batch holding it; the log end's segment end
+        for the log end offset): index lookups and batch headers, so in a worker thread.
+        OffsetOutOfRangeError outside [log start, log end]."""
+        with self._lock:
+            self._check_open()
+            if not self._log_start_offset <= offset <= self._log_end_offset:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is outside the log's range {self._log_start_offset}..{self._log_end_offset}"
+                )
+            segment = self._segments[max(0, bisect.bisect_right(self._bases, offset) - 1)]
+            return LogPosition(offset, segment, segment.position_of(offset))
+
+    def bytes_until(self, start: LogPosition, end_offset: int) -> int | None:
+        """Bytes of the batches from ``start`` up to ``end_offset`` (the high-water mark), without
+        reading them and without the lock, so on an event loop; None when that is not known
+        cheaply (``lanes.storage.positions``: the caller reads instead)."""
+        if end_offset <= start.offset:
+            return 0
+        end = self._recent_ends.find(end_offset)
+        if end is None:
+            return None
+        return bytes_between(start, end, list(self._segments))  # list(): one atomic copy
+
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
         """The first record with a timestamp >= ``timestamp_ms``, or None if there is none."""
         with self._lock:
@@ -583,6 +610,7 @@ class PartitionLog:
                 self._log_end_offset = self._segments[-1].truncate_to(offset)
             except OSError as exc:
                 raise storage_error("truncating", self.directory, exc) from exc
+            self._recent_ends.cut_after(self._log_end_offset)
             if self._log_end_offset < self._log_start_offset:  # the cut batch straddled the log start
                 self._truncate_fully_locked(self._log_start_offset)
             else:
@@ -605,6 +633,7 @@ class PartitionLog:
             segment.delete()
         self._segments = [LogSegment.create(self.directory, offset, self._files, self._config.index_interval_bytes)]
         self._bases = [offset]
+        self._recent_ends.forget()
         fsync_directory(self.directory)
         self._log_end_offset = offset
         self._log_start_offset = offset
@@ -698,6 +727,7 @@ class PartitionLog:
                 del self._bases[position]
             else:
                 self._segments[position] = replacement
+            self._recent_ends.forget()  # positions in the old segment no longer hold
             return replacement
 
     # -----------------------------------------------------------------------------------------
