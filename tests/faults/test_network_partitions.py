@@ -118,9 +118,10 @@ def run_scenario(
     *,
     request_timeout_ms: int = 30_000,
     delivery_timeout_ms: int = 120_000,
+    cut_s: float = CUT_S,
 ) -> tuple[float | None, float | None]:
-    """Run the workload, apply ``fault`` for CUT_S, heal, check, print; the longest time from the
-    fault on without an acknowledgement, and without a record reaching the tail consumer."""
+    """Run the workload, apply ``fault`` for ``cut_s``, heal, check, print; the longest time from
+    the fault on without an acknowledgement, and without a record reaching the tail consumer."""
     load = PartitionWorkload(
         cluster.bootstrap,
         cluster.broker_addresses,
@@ -136,7 +137,7 @@ def run_scenario(
             time.sleep(0.05)
         cut_at = time.time()
         fault()
-        time.sleep(CUT_S)
+        time.sleep(cut_s)
         cluster.network.heal()
         healed_at = time.time()
         time.sleep(5)
@@ -147,7 +148,7 @@ def run_scenario(
     consumed = load.longest_read_silence(cut_at)
     failed = load.failed()
     print(
-        f"\n{cut}: cut {CUT_S:.0f} s; {len(load.acknowledged())} acknowledged, {len(failed)} failed; "
+        f"\n{cut}: cut {cut_s:.0f} s; {len(load.acknowledged())} acknowledged, {len(failed)} failed; "
         f"longest time without an acknowledgement {resumed if resumed is None else round(resumed, 1)} s, "
         f"without a record for the tail consumer {consumed if consumed is None else round(consumed, 1)} s; "
         f"log of {len(final_log)} records"

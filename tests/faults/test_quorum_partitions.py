@@ -3,6 +3,7 @@
 - the active controller cut off from the other two controllers (brokers and clients still reach
   it) resigns, the other two elect a new one, metadata the old one took after the cut is never
   visible, and all three agree again after healing;
+- the active controller cut off from everyone for 20 s fences no broker, and writes go on (#35);
 - a group coordinator cut off from every controller (members and brokers still reach it) stops
   serving its shards once its lease lapses: no partition is owned by two members at any moment
   (checked from the members' own event logs), and the group is served by the new owner within
@@ -25,7 +26,7 @@ from lanes.protocol.partitioner import partition_for_key
 from lanes.v1 import controller_pb2, controller_pb2_grpc
 from tests.faults.network import available
 from tests.faults.test_controller_quorum import active_controller, caught_up, quorum
-from tests.faults.test_network_partitions import CUT_S, namespaced_cluster
+from tests.faults.test_network_partitions import CUT_S, namespaced_cluster, run_scenario
 from tests.integration.processes import client_channel
 from tests.integration.test_consumer_groups import Member, wait_until
 from tests.integration.test_group_churn import Life, ownership_intervals
@@ -92,6 +93,46 @@ def test_the_active_controller_cut_from_the_others_resigns_and_its_writes_never_
         for controller_id, process in cluster.cluster.controller_processes.items():  # each one's own answer
             state = asyncio.run(_describe_topic_on(process.address, "on-the-old-side"))
             assert state in ("unknown", "not active"), (controller_id, state)
+
+
+def _placements(bootstrap: str, topic: str) -> list[tuple[int, int, tuple[int, ...]]]:
+    """(leader, leader epoch, ISR) of each partition of ``topic``."""
+    with lanes.Admin(bootstrap) as admin:
+        return [(p.leader, p.leader_epoch, tuple(sorted(p.isr))) for p in admin.describe_topic(topic).partitions]
+
+
+def test_the_active_controller_cut_from_everyone_for_20_s_fences_no_broker(tmp_path: Path) -> None:
+    """Issue #35. Before: the brokers' metadata streams stayed on the cut-off controller (no
+    liveness check), their heartbeats failed over more slowly than the 6 s session, and the new
+    active controller fenced all three brokers 6 s after taking over: 10.8 s without
+    acknowledgements. Now streams leave a silent controller after three missed keepalives and a
+    heartbeat gives up after a quarter of the session, trying the next controller at once."""
+    with namespaced_cluster(tmp_path, controllers=3) as cluster:
+        lanes.Admin(cluster.bootstrap).create_topic("steady", 1, 3, {"min.insync.replicas": "2"})
+        wait_until(lambda: caught_up(cluster.cluster), 60, "every controller caught up")
+        wait_until(lambda: _placements(cluster.bootstrap, "steady")[0][0] > 0, 30, "a leader")
+        leader = active_controller(cluster.cluster)
+        assert leader is not None
+        old, old_epoch = leader
+        old_name = cluster.cluster.controller_name(old)
+        before = _placements(cluster.bootstrap, "steady")
+
+        def cut_the_active_controller() -> None:
+            cluster.network.cut(cluster.host(old_name), *cluster.others(old_name))
+
+        what = "active controller cut from everyone"
+        writes_s, reads_s = run_scenario(cluster, "steady", what, cut_the_active_controller, cut_s=20)
+        new = active_controller(cluster.cluster, old_epoch)
+        assert new is not None
+        assert new[0] != old, "another controller took over"
+        after = _placements(cluster.bootstrap, "steady")
+        assert after == before, "no broker was fenced: every partition kept its leader, epoch and ISR"
+        with lanes.Admin(cluster.bootstrap) as admin:
+            assert not any(broker.fenced for broker in admin.describe_cluster().brokers)
+        assert writes_s is not None
+        assert writes_s <= 3, f"{writes_s:.1f} s without acknowledgements"
+        assert reads_s is not None
+        assert reads_s <= 3, f"the tail consumer stalled for {reads_s:.1f} s"
 
 
 async def _describe_topic_on(address: str, name: str) -> str:

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 import grpc
 
 from lanes.client._cluster import ClusterView
+from lanes.errors import ErrorCode
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 
@@ -121,6 +122,43 @@ def test_a_leader_that_denied_leading_is_not_taken_again_from_a_stale_broker() -
             assert stale.asked == 1
             assert current.asked == 1, "the denied leader's name from a stale broker was taken"
             assert (view.leaders[("t", 0)], view.leader_epoch("t", 0)) == (2, 4)
+            await view.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_broker_that_has_not_heard_of_the_epoch_yet_stays_the_leader_and_is_not_suspected() -> None:
+    async def scenario() -> None:
+        current = MetadataServer(leader=1, epoch=4)
+        async with serving(current):
+            current.directory = {1: current.address}
+            view = view_of(current)
+            await view.refresh(["t"])
+            view.refused("t", 0, current.address, ErrorCode.UNKNOWN_LEADER_EPOCH)
+            assert view.leader_address("t", 0) == current.address, "retried at once, at the same broker"
+            assert view.metadata_sources()[0] == current.address, "not suspected"
+            await view.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_denial_ends_when_the_denying_broker_itself_names_itself_leader_at_that_epoch() -> None:
+    """Issue #35: a broker whose metadata lagged denied leading the epoch the producer knew; the
+    producer then ignored correct metadata naming that broker for 10 s. A broker names itself
+    leader only when it serves as one (``ReplicaManager.named_leader``): its own answer ends
+    the denial."""
+
+    async def scenario() -> None:
+        caught_up, other = MetadataServer(leader=1, epoch=4), MetadataServer(leader=1, epoch=4)
+        async with serving(caught_up, other):
+            directory = {1: caught_up.address, 2: other.address}
+            caught_up.directory = other.directory = directory
+            view = view_of(other, caught_up)
+            await view.refresh(["t"])
+            view.refused("t", 0, caught_up.address, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            await view.refresh(["t"])
+            assert view.leader_address("t", 0) == caught_up.address, "its own answer contradicts its denial"
+            assert view.metadata_sources() == [caught_up.address, other.address], "no longer a suspect"
             await view.close()
 
     asyncio.run(scenario())

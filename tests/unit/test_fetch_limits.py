@@ -75,7 +75,8 @@ def test_a_waiting_fetch_counts_what_arrived_without_reading_then_reads_once(tmp
         return partition
 
     fetch.measure(resolve, SharedReads())
-    assert fetch.available_bytes() == 0 and not fetch.satisfied(1)
+    assert fetch.available_bytes() == 0
+    assert not fetch.satisfied(1)
     produce(partition, 7, 40)
     fetch.remeasure({KEY: partition})
     assert fetch.available_bytes() == 0  # appended, not yet committed
@@ -83,7 +84,9 @@ def test_a_waiting_fetch_counts_what_arrived_without_reading_then_reads_once(tmp
     partition.log.update_high_watermark(size)
     fetch.remeasure({KEY: partition})
     arrived = fetch.available_bytes()
-    assert arrived > 0 and fetch.satisfied(arrived) and not fetch.satisfied(arrived + 1)
+    assert arrived > 0
+    assert fetch.satisfied(arrived)
+    assert not fetch.satisfied(arrived + 1)
     assert not fetch.urgent
     assert fetch.read(resolve, 1 << 20, SharedReads()) == arrived  # what was counted is what is read
     response, sent = fetch.answer()
@@ -153,7 +156,8 @@ def test_one_holder_holds_at_most_its_share_of_the_fetch_memory() -> None:
     assert memory.grant(10, "User:greedy") == 0
     assert memory.grant(80, "User:other") == 50
     memory.settle(50, 0, "User:greedy")
-    assert memory.held_by("User:greedy") == 0 and memory.held_bytes == 50
+    assert memory.held_by("User:greedy") == 0
+    assert memory.held_bytes == 50
 
 
 def test_keyed_signals_wake_only_the_waiters_of_the_key_notified() -> None:

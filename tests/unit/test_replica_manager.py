@@ -27,7 +27,7 @@ from lanes.runtime.metrics import ServiceMetrics
 from lanes.security.quota_entities import QuotaEntity
 from lanes.storage.log import LogConfig, PartitionLog
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import broker_pb2, common_pb2
+from lanes.v1 import broker_pb2, common_pb2, metadata_pb2
 
 KEY = TopicPartition("orders", 0)
 WRITER = Writer(identity=None, verified=False)
@@ -151,3 +151,59 @@ def test_byte_rate_quotas_count_on_the_injected_clock() -> None:
     assert quotas.muted_ms(CONSUMER_BYTE_RATE, limited) == owed_ms
     clock.advance(owed_ms)
     assert quotas.muted_ms(CONSUMER_BYTE_RATE, limited) == 0
+
+
+def _image_naming(leader: int, leader_epoch: int) -> MetadataImage:
+    image = MetadataImage()
+    image.apply(
+        0,
+        metadata_pb2.MetadataRecord(topic_created=metadata_pb2.TopicCreatedRecord(name=KEY.topic, topic_id="topic-id")),
+    )
+    image.apply(
+        1,
+        metadata_pb2.MetadataRecord(
+            partition=metadata_pb2.PartitionRecord(
+                topic_id="topic-id",
+                partition=0,
+                replicas=[1, 2],
+                isr=[1, 2],
+                leader_id=leader,
+                leader_epoch=leader_epoch,
+            )
+        ),
+    )
+    return image
+
+
+def test_a_broker_that_has_not_heard_of_a_newer_leader_epoch_says_so_instead_of_denying(
+    replicas: tuple[ReplicaManager, Partition, ManualClock],
+) -> None:
+    """Issue #35: a broker whose metadata still named another leader answered a produce for the
+    newer epoch naming it with NOT_LEADER_OR_FOLLOWER, and the producer distrusted the correct
+    metadata for 10 s. As Kafka's checkCurrentLeaderEpoch: UNKNOWN_LEADER_EPOCH, retried soon."""
+    manager, _, _ = replicas
+    del manager.partitions[KEY]  # this broker follows, as far as it knows
+    manager.controller.image = _image_naming(leader=2, leader_epoch=4)  # type: ignore[misc]
+
+    async def scenario() -> None:
+        data = produce_data([b"a"])
+        data.current_leader_epoch = 5  # the producer learned elsewhere that this broker leads epoch 5
+        answer = await manager.append(KEY.topic, data, common_pb2.ACKS_ALL, 5.0, WRITER)
+        assert answer.error.code == ErrorCode.UNKNOWN_LEADER_EPOCH
+        data.current_leader_epoch = 4
+        answer = await manager.append(KEY.topic, data, common_pb2.ACKS_ALL, 5.0, WRITER)
+        assert answer.error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER, "at the epoch it knows, it does not lead"
+
+    asyncio.run(scenario())
+
+
+def test_a_leader_that_cannot_vouch_for_leading_names_no_leader_in_its_own_metadata(
+    replicas: tuple[ReplicaManager, Partition, ManualClock],
+) -> None:
+    manager, _, clock = replicas
+    image = _image_naming(leader=1, leader_epoch=1)
+    partition_image = image.topic(KEY.topic).partitions[0]  # type: ignore[union-attr]
+    assert manager.named_leader(KEY.topic, partition_image) == 1
+    manager.controller.lease_held = lambda: False  # type: ignore[method-assign]
+    clock.advance(60_000)  # and the follower has not fetched for longer than a session
+    assert manager.named_leader(KEY.topic, partition_image) == -1

@@ -118,7 +118,7 @@ class ReplicaManager:
         led = self.partitions.get(TopicPartition(topic, partition))
         leader_epoch = led.leader_epoch if led is not None else None
         if led is None or leader_epoch is None:
-            return self.unknown_or_not_leader(topic, partition)
+            return self.unknown_or_not_leader(topic, partition, current_leader_epoch)
         if current_leader_epoch >= 0 and current_leader_epoch != leader_epoch:
             code = (
                 ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
@@ -170,10 +170,33 @@ class ReplicaManager:
         led = self.partitions.get(TopicPartition(topic, partition.partition))
         return led is None or led.leader_epoch != partition.leader_epoch
 
-    def unknown_or_not_leader(self, topic: str, partition: int) -> common_pb2.Error:
+    def named_leader(self, topic: str, partition: PartitionImage) -> int:
+        """The leader this broker's Metadata names for ``partition``: none while this broker is
+        still taking it over, or leads it without being able to vouch for it (``vouched``), so
+        that its own answer never sends a client back to a leadership it would refuse (the
+        client takes a broker naming itself leader as contradicting its earlier refusal)."""
+        if partition.leader != self.broker_id:
+            return partition.leader
+        led = self.partitions.get(TopicPartition(topic, partition.partition))
+        if led is None or led.leader_epoch != partition.leader_epoch or not self.vouched(led):
+            return NO_LEADER
+        return partition.leader
+
+    def unknown_or_not_leader(self, topic: str, partition: int, current_leader_epoch: int = -1) -> common_pb2.Error:
+        """Why this broker does not serve ``partition`` as its leader. A caller that knows a newer
+        leader epoch than this broker's metadata is told UNKNOWN_LEADER_EPOCH (this broker has not
+        heard of it yet: retry soon), as Kafka's ``checkCurrentLeaderEpoch`` does, not that this
+        broker does not lead (a client would then distrust the newer metadata naming it)."""
         found = self.image.topic(topic)
         if found is None or partition not in found.partitions:
             return wire_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
+        known_epoch = found.partitions[partition].leader_epoch
+        if current_leader_epoch > known_epoch:
+            return wire_error(
+                ErrorCode.UNKNOWN_LEADER_EPOCH,
+                f"{topic}-{partition}: broker {self.broker_id} knows leader epoch {known_epoch}, not yet "
+                f"{current_leader_epoch}",
+            )
         if self.taking_over(topic, found.partitions[partition]):
             return wire_error(
                 ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition}: broker {self.broker_id} is taking over"
@@ -213,11 +236,14 @@ class ReplicaManager:
         partition's FIFO ``append_queue``, which stays held until the worker thread's append is
         done, also when the caller is cancelled."""
         response = broker_pb2.PartitionProduceResponse(partition=data.partition, base_offset=-1, log_append_time_ms=-1)
-        led = self.leading(topic, data.partition)
+        current_leader_epoch = data.current_leader_epoch if data.HasField("current_leader_epoch") else -1
+        led = self.leading(topic, data.partition, current_leader_epoch)
         leader_epoch = led.leader_epoch if isinstance(led, Partition) else None
         if not isinstance(led, Partition) or leader_epoch is None:
             response.error.CopyFrom(
-                led if not isinstance(led, Partition) else self.unknown_or_not_leader(topic, data.partition)
+                led
+                if not isinstance(led, Partition)
+                else self.unknown_or_not_leader(topic, data.partition, current_leader_epoch)
             )
             hint = self.leader_hint(topic, data.partition)
             if hint is not None:

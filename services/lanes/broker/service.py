@@ -132,8 +132,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, topic: str, partition: PartitionImage, fenced: set[int]
     ) -> broker_pb2.PartitionMetadata:
         """One partition as this broker's Metadata names it: no leader while it is offline, or
-        while this broker is still taking it over."""
-        leader = NO_LEADER if self._replicas.taking_over(topic, partition) else partition.leader
+        while this broker is still taking it over or cannot vouch for leading it."""
+        leader = self._replicas.named_leader(topic, partition)
         return broker_pb2.PartitionMetadata(
             partition=partition.partition,
             error=wire_error(ErrorCode.NONE if leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE),

@@ -11,7 +11,9 @@ at least as new as the one known. A broker that timed out or said it does not le
 is a *suspect* for a while: refreshes ask every other broker first, so a client is not sent back
 to a cut-off leader by that leader's own stale answer; and a broker that said it does not lead a
 partition is not taken as its leader again at the same epoch from anyone (another broker's image
-may have stopped too) until a newer epoch is heard or the while is over.
+may have stopped too) until a newer epoch is heard, the broker itself names itself leader at that
+epoch (its image caught up), or the while is over. A broker that has not heard of the epoch the
+client knows (UNKNOWN_LEADER_EPOCH) is neither suspected nor forgotten: the client retries it.
 """
 
 from __future__ import annotations
@@ -140,15 +142,29 @@ class ClusterView:
             if denied:
                 self._denials[key] = (suspect, self.leader_epochs.get(key, -1), until)
 
-    def _denied(self, key: tuple[str, int], leader_id: int, leader_epoch: int) -> bool:
+    def refused(self, topic: str, partition: int, address: str, code: ErrorCode) -> None:
+        """The broker at ``address`` answered ``code`` for the partition instead of serving it.
+        UNKNOWN_LEADER_EPOCH says only that it has not heard of the epoch the client knows yet:
+        the leader stays, nothing is suspected, the request is retried after the usual pause.
+        Anything else forgets the leader and suspects ``address`` (``forget_leader``); a denial
+        of leading (``DENIALS``) is remembered as one."""
+        if code is ErrorCode.UNKNOWN_LEADER_EPOCH:
+            return
+        self.forget_leader(topic, partition, suspect=address, denied=code in DENIALS)
+
+    def _denied(self, key: tuple[str, int], leader_id: int, leader_epoch: int, source: str) -> bool:
         denial = self._denials.get(key)
         if denial is None:
             return False
         address, epoch, until = denial
-        if until <= time.monotonic() or leader_epoch > epoch:
+        named = self.brokers.get(leader_id)
+        if until <= time.monotonic() or leader_epoch > epoch or (named == address == source and leader_epoch == epoch):
+            # over, or contradicted: a newer epoch, or the denying broker itself now names itself
+            # leader at that epoch (its metadata caught up with the one the client had)
             del self._denials[key]
+            self._suspects.pop(address, None)
             return False
-        return self.brokers.get(leader_id) == address
+        return named == address
 
     def _recreated(self, topic: str, topic_id: str) -> None:
         """``topic`` was deleted and made again (a new id): its epochs start again, and answers
@@ -192,15 +208,16 @@ class ClusterView:
                 for error in errors.values():
                     if error.code == int(ErrorCode.TOPIC_AUTHORIZATION_FAILED):  # retrying cannot help
                         raise error_for(error.code, error.message)
-            if not self._learn(metadata):
+            if not self._learn(metadata, address):
                 break
         if errors is None:
             raise error_for(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker answered for metadata ({'; '.join(problems)})")
         return errors
 
-    def _learn(self, metadata: broker_pb2.MetadataResponse) -> bool:
-        """Take the leaders of one answer (see the module docstring); whether a partition's
-        answer named a leader that denied it, so that another broker should be asked."""
+    def _learn(self, metadata: broker_pb2.MetadataResponse, source: str) -> bool:
+        """Take the leaders of one answer, from the broker at ``source`` (see the module
+        docstring); whether a partition's answer named a leader that denied it, so that another
+        broker should be asked."""
         unresolved = False
         for topic in metadata.topics:
             if topic.error.code != 0 or topic.topic_id in self._retired_topic_ids:  # ErrorCode.NONE
@@ -210,7 +227,7 @@ class ClusterView:
             self.partition_counts[topic.name] = len(topic.partitions)
             for partition in topic.partitions:
                 key = (topic.name, partition.partition)
-                if self._denied(key, partition.leader_id, partition.leader_epoch):
+                if self._denied(key, partition.leader_id, partition.leader_epoch, source):
                     unresolved = True
                 elif partition.leader_epoch >= self.leader_epochs.get(key, -1):
                     self.leaders[key] = partition.leader_id

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import grpc
 
-from lanes.client._cluster import DENIALS, ClusterView
+from lanes.client._cluster import ClusterView
 from lanes.clock import Clock
 from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, LogTruncationError, OffsetOutOfRangeError, RetriableError, error_code, error_for
@@ -226,7 +226,7 @@ class Fetcher:
                 if error is None:
                     results[partition] = (part.offset, part.timestamp_ms)
                 elif error.retriable:
-                    self._forget_leaders([partition], suspect=address)
+                    self._refused(partition, address, error.code)
                     retry.append(partition)
                 else:
                     raise error
@@ -368,9 +368,7 @@ class Fetcher:
                     if partition not in asked:
                         continue
                     if part.error.code:
-                        self._forget_leaders(
-                            [partition], suspect=address, denied=error_code(part.error.code) in DENIALS
-                        )
+                        self._refused(partition, address, error_code(part.error.code))
                         continue
                     self._check_position(partition, part.end.leader_epoch, part.end.end_offset)
                     self._checked_epochs[partition] = asked[partition]
@@ -435,7 +433,7 @@ class Fetcher:
                         raise OffsetOutOfRangeError(part.error.message)
                     continue
                 if code is not ErrorCode.NONE:
-                    self._forget_leaders([partition], suspect=address, denied=code in DENIALS)
+                    self._refused(partition, address, code)
                     failed = True
                     continue
                 if partition in fetched:  # served by the leader of this epoch: positions hold there
@@ -456,11 +454,13 @@ class Fetcher:
         elif records:
             self._buffer[partition] = _Buffered(records, end_offset, len(records))
 
-    def _forget_leaders(
-        self, partitions: Iterable[TopicPartition], suspect: str | None = None, *, denied: bool = False
-    ) -> None:
+    def _forget_leaders(self, partitions: Iterable[TopicPartition], suspect: str | None = None) -> None:
         for partition in partitions:
-            self._cluster.forget_leader(partition.topic, partition.partition, suspect, denied=denied)
+            self._cluster.forget_leader(partition.topic, partition.partition, suspect)
+
+    def _refused(self, partition: TopicPartition, address: str, code: ErrorCode | None) -> None:
+        """The broker at ``address`` answered ``code`` for ``partition`` (``ClusterView.refused``)."""
+        self._cluster.refused(partition.topic, partition.partition, address, code or ErrorCode.UNKNOWN_SERVER_ERROR)
 
     async def _refresh(self, topics: list[str]) -> None:
         """Refresh leaders; an unknown topic raises, an unreachable cluster is retried later."""

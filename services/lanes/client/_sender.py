@@ -33,7 +33,7 @@ from collections import deque
 import grpc
 
 from lanes.client._accumulator import Batch, RecordAccumulator
-from lanes.client._cluster import DENIALS, NOT_THE_LEADER, ClusterView
+from lanes.client._cluster import NOT_THE_LEADER, ClusterView
 from lanes.client._produce_stream import ProduceStream
 from lanes.clock import Clock
 from lanes.deadline import Deadline, attempts
@@ -356,6 +356,9 @@ class Sender:
         if address is None:
             raise error_for(ErrorCode.LEADER_NOT_AVAILABLE, f"{request.topic}-{request.partition} has no leader now")
         assert request.message is not None
+        epoch = self._cluster.leader_epoch(request.topic, request.partition)
+        if epoch >= 0:  # the broker tells whether it has heard of it (UNKNOWN_LEADER_EPOCH)
+            request.message.topics[0].partitions[0].current_leader_epoch = epoch
         stream = self._stream(address)
         sent = stream.send(request.message)
         written: asyncio.Future[object] = asyncio.ensure_future(sent.written.wait())
@@ -375,7 +378,7 @@ class Sender:
         result = response.topics[0].partitions[0]
         code = error_code(result.error.code)
         if code in NOT_THE_LEADER:
-            self._cluster.forget_leader(request.topic, request.partition, suspect=address, denied=code in DENIALS)
+            self._cluster.refused(request.topic, request.partition, address, code)
         return result
 
     def _outcome(self, request: Request, result: broker_pb2.PartitionProduceResponse) -> LanesError | None:

@@ -40,6 +40,7 @@ from lanes.controller.raft import Entry, SnapshotId
 from lanes.controller.snapshots import SnapshotScheduler
 from lanes.errors import ErrorCode, LanesError
 from lanes.metadata.image import MetadataImage, NodeKind
+from lanes.metadata.liveness import METADATA_KEEPALIVE_MS
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.security.scram import ScramCredential
 from lanes.topic_configs import MIN_SEGMENT_BYTES
@@ -64,7 +65,7 @@ class QuorumController:
         heartbeat_interval_ms: int = 1000,
         default_partitions: int = 1,
         default_replication_factor: int = 1,
-        keepalive_ms: int = 5000,
+        keepalive_ms: int = METADATA_KEEPALIVE_MS,
         snapshot_every_records: int = 10_000,
         leader_imbalance_check_interval_ms: int = 300_000,
         leader_imbalance_per_broker_percentage: int = 10,

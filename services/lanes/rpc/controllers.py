@@ -21,6 +21,7 @@ from lanes.rpc.tls import ClientTls
 from lanes.v1 import controller_pb2_grpc
 
 NOT_CONTROLLER_DETAILS = "NOT_CONTROLLER"
+
 ACTIVE_CONTROLLER_KEY = "lanes-active-controller"
 
 
@@ -69,8 +70,12 @@ class ControllerEndpoints:
                 self.addresses.append(named)
             self._current = self.addresses.index(named)
             return True
-        self._current = (self._current + 1) % len(self.addresses)
+        self.move_on()
         return False
+
+    def move_on(self) -> None:
+        """The current controller went silent: calls go to the next known one."""
+        self._current = (self._current + 1) % len(self.addresses)
 
     async def close(self) -> None:
         await self._channels.close()

@@ -5,8 +5,11 @@ follow the metadata log; only the requests differ.
 
 The image is a ``MetadataImage`` (the controller's own state machine) kept current by the
 WatchMetadata stream: a snapshot first, then deltas; after a disconnect (controller restart,
-network) the link reconnects with backoff and resumes from the offset after the last one applied,
-so it keeps serving with the metadata it has while the controller is away. Heartbeats report the
+network), or a stream silent for longer than three keepalives (``lanes.metadata.liveness``), the
+link reconnects with backoff, to the next controller, and resumes from the offset after the last
+one applied, so it keeps serving with the metadata it has while the controller is away. A failed
+heartbeat is followed at once by one to the next controller, each call waiting a quarter of the
+session at most, so a controller failover fences nobody. Heartbeats report the
 applied offset; the controller unfences the broker once it has caught up with its own
 registration. A stale epoch (the controller fenced this incarnation) re-registers.
 
@@ -35,6 +38,7 @@ from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.deadline import Backoff, Deadline, attempts
 from lanes.errors import ErrorCode, error_code
 from lanes.metadata.image import MetadataImage, NodeKind, ProducerIdBlock
+from lanes.metadata.liveness import METADATA_SILENCE_S, heartbeat_timeout_s
 from lanes.rpc.addresses import parse_addresses
 from lanes.rpc.controllers import ControllerEndpoints
 from lanes.runtime.broadcast import Broadcast
@@ -277,7 +281,9 @@ class ControllerLink:
             **{rpcs.id_field: self.node_id, rpcs.epoch_field: self.node_epoch},
         )
         try:
-            return await getattr(self.controllers.stub, rpcs.heartbeat)(request, timeout=5)
+            return await getattr(self.controllers.stub, rpcs.heartbeat)(
+                request, timeout=heartbeat_timeout_s(self.session_timeout_s)
+            )
         except grpc.aio.AioRpcError as exc:
             self.controllers.failed(exc)
             raise
@@ -319,8 +325,12 @@ class ControllerLink:
             await backoff.pause()
 
     async def _heartbeats(self) -> None:
+        """Heartbeat every interval; after a failed one, the next goes at once to the controller
+        the failure pointed to (``ControllerEndpoints.failed``), after a short pause."""
+        failures = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
         while True:
             sent_ms = self._clock.monotonic_ms()
+            failed = False
             try:
                 answer = await self._heartbeat()
                 code = error_code(answer.error.code)
@@ -336,7 +346,12 @@ class ControllerLink:
                     if answer.session_timeout_ms:
                         self.session_timeout_s = answer.session_timeout_ms / 1000
             except grpc.aio.AioRpcError as exc:
-                _log.debug("heartbeat failed: %s", exc.code().name)
+                _log.debug("heartbeat to %s failed: %s", self.controllers.address, exc.code().name)
+                failed = True
+            if failed:
+                await failures.pause()
+                continue
+            failures.reset()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._caught_up.wait(), self.heartbeat_interval_s)
             self._caught_up.clear()
@@ -355,7 +370,25 @@ class ControllerLink:
                     )
                 )
                 first = True
-                async for update in stream:
+                while True:
+                    # a silent stream is left (METADATA_SILENCE_S; the first answer may take a
+                    # whole snapshot's time for a new node): its controller may be cut off
+                    silence_s = METADATA_SILENCE_S * (3 if first and self.image.last_offset < 0 else 1)
+                    try:
+                        update = await asyncio.wait_for(stream.read(), silence_s)
+                    except TimeoutError:
+                        stream.cancel()
+                        self.controllers.move_on()
+                        backoff.reset()
+                        _log.info(
+                            "metadata stream silent for %.1f s; trying %s, resuming from %d",
+                            silence_s,
+                            self.controllers.address,
+                            self.image.last_offset + 1,
+                        )
+                        break
+                    if update is grpc.aio.EOF:
+                        break
                     await self._apply(update, first=first)
                     first = False
                     backoff.reset()
