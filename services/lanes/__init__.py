@@ -15,6 +15,7 @@ clients are imported on first use, so importing a pure core never pulls in gRPC.
 from __future__ import annotations
 
 import importlib
+import threading
 from typing import TYPE_CHECKING, Any
 
 from lanes.topic_partition import TopicPartition
@@ -104,12 +105,19 @@ __all__ = [
 ]
 
 
+#: one first use at a time: two threads importing two clients at once must not each hold one
+#: client module while waiting for the other's (Python then hands one of them a module not yet
+#: initialised)
+_FIRST_USE = threading.RLock()
+
+
 def __getattr__(name: str) -> Any:
     """``lanes.Producer`` and the other client names, imported on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'lanes' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    with _FIRST_USE:
+        value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

@@ -41,3 +41,35 @@ def test_a_topic_partition_is_the_plain_pair_it_names() -> None:
     assert tp == ("orders", 3)
     assert hash(tp) == hash(("orders", 3))
     assert sorted([lanes.TopicPartition("b", 0), lanes.TopicPartition("a", 2)])[0].topic == "a"
+
+
+_TWO_THREADS = """
+import sys, threading
+import lanes
+barrier = threading.Barrier(2)
+def first_use(name):
+    barrier.wait()
+    if name == "Producer":
+        from lanes import Producer as client
+    else:
+        client = lanes.Consumer
+    assert client.__name__ == name
+threads = [threading.Thread(target=first_use, args=(name,)) for name in ("Producer", "Consumer")]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join(30)
+print("hung" if any(thread.is_alive() for thread in threads) else "ok", flush=True)
+"""
+
+
+def test_a_producer_and_a_consumer_first_used_from_two_threads_at_once_import_cleanly() -> None:
+    """Issue #35: ``lanes.client`` imported every client while it initialised, so the first use of
+    a Producer in one thread and of a Consumer in another deadlocked on each other's module
+    (Python then handed one thread a module not yet initialised). Fresh interpreters, each
+    racing the two first uses."""
+    for _ in range(5):
+        run = subprocess.run(
+            [sys.executable, "-c", _TWO_THREADS], check=False, capture_output=True, text=True, timeout=120
+        )
+        assert (run.stdout.strip(), run.stderr) == ("ok", ""), run.stderr[-2000:]

@@ -15,7 +15,9 @@ that refusal, not retried; one ended because its session expired (KIP-368) is re
 stream, authenticated again. A stream that ends or breaks otherwise (the broker went away, or
 ``abort`` after a request took too long: answers come in order, so one lost answer stalls every
 later one) fails every waiting future with a retriable NETWORK_EXCEPTION and is ``broken`` from
-then on; the producer opens a new one.
+then on; the producer opens a new one. Whichever way a stream ends, its request writer (the
+async generator gRPC reads requests from) ends with it: a writer left waiting on an outbox nobody
+fills would be destroyed pending when the loop closes, and printed as such.
 Owned by the client's event loop.
 """
 
@@ -94,6 +96,7 @@ class ProduceStream:
                 raise
         finally:
             self.broken = True
+            self._outbox.put_nowait(None)  # the request writer ends too (none left pending)
             error = refusal or self._broken_error(reason)
             while self._waiting:
                 answer = self._waiting.popleft()
@@ -106,6 +109,7 @@ class ProduceStream:
     def abort(self) -> None:
         """Give up on the stream: every request waiting for an answer fails (retriable)."""
         self.broken = True
+        self._outbox.put_nowait(None)
         self._call.cancel()
 
     async def close(self) -> None:
