@@ -17,7 +17,8 @@ from lanes.v1 import broker_pb2, broker_pb2_grpc
 
 
 class Broker(broker_pb2_grpc.BrokerServicer):
-    """Answers each produce request of a stream, except those of topic ``silent``."""
+    """Answers each produce request of a stream, except those of topic ``silent``; ends the stream
+    after answering one of topic ``last`` (as a broker ends a stream whose session expired)."""
 
     async def ProduceStream(
         self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: object
@@ -25,6 +26,8 @@ class Broker(broker_pb2_grpc.BrokerServicer):
         async for request in requests:
             if request.topics[0].topic != "silent":
                 yield broker_pb2.ProduceResponse()
+            if request.topics[0].topic == "last":
+                return
 
 
 async def _streams_end_every_way() -> None:
@@ -44,6 +47,13 @@ async def _streams_end_every_way() -> None:
             aborted.abort()  # an answer took too long
             with pytest.raises(Exception, match="produce stream broke"):
                 await lost.answer
+            ended = ProduceStream(stub, address)  # the broker ends it: the producer drops it
+            await ended.send(broker_pb2.ProduceRequest(topics=[{"topic": "last"}])).answer
+            await asyncio.sleep(0.1)
+            assert ended.broken
+            del ended
+            gc.collect()  # (before: its request writer, still waiting, was destroyed pending)
+            await asyncio.sleep(0.1)
             broken = ProduceStream(stub, address)  # the broker goes away under it
             await broken.send(broker_pb2.ProduceRequest(topics=[{"topic": "t"}])).answer
     finally:

@@ -187,6 +187,15 @@ class RecordAccumulator:
             for batch in list(self.open.values()):
                 self._close_locked(batch)
 
+    def fail_all(self, error: BaseException) -> None:
+        """Fail every batch not yet taken by a sender (a producer closed before delivering them)."""
+        with self.lock:
+            batches = [*self.open.values(), *(batch for queue in self.queues.values() for batch in queue)]
+            self.open.clear()
+            self.queues.clear()
+        for batch in batches:
+            batch.outcome.fail(error)
+
     def close_if_open(self, batch: Batch) -> None:
         """Linger is over. While the partition's sender is busy the open batch keeps taking
         records (the sender takes it next): batches grow with the round trip instead of queueing

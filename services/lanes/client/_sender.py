@@ -117,6 +117,8 @@ class Sender:
         self._backoff_s = backoff_s
         self._clock = clock
         self._senders: dict[TopicPartition, asyncio.Task[None]] = {}
+        #: first attempts in flight, and their requests (a close interrupted mid-flush fails them)
+        self._attempts: dict[asyncio.Task[broker_pb2.PartitionProduceResponse], Request] = {}
         self._wakes: dict[TopicPartition, asyncio.Event] = {}
         self.streams: dict[str, ProduceStream] = {}
         self._producer_id = -1
@@ -160,8 +162,22 @@ class Sender:
             await asyncio.gather(*pending)
 
     async def close(self) -> None:
-        for stream in self.streams.values():
-            await stream.close()
+        """End every stream: after the answers it owes, for at most a request timeout (a broker
+        that stopped answering must not hold a close forever), then by aborting it. A close
+        interrupted during its flush also stops the partitions' senders, and fails what they had
+        not delivered (its futures would otherwise never resolve)."""
+        closed = LanesError("the producer was closed before the batch was acknowledged", ErrorCode.INVALID_REQUEST)
+        for sender in self._senders.values():
+            sender.cancel()
+        for attempt, request in list(self._attempts.items()):
+            attempt.cancel()
+            request.fail(closed)
+        self._accumulator.fail_all(closed)
+        for stream in list(self.streams.values()):
+            try:
+                await asyncio.wait_for(stream.close(), self._request_timeout_s)
+            except TimeoutError:
+                stream.abort()
 
     # -----------------------------------------------------------------------------------------
     # delivery
@@ -251,7 +267,9 @@ class Sender:
         answered."""
         self._number(request)
         request.answer = asyncio.get_running_loop().create_task(self._attempt(request))
+        self._attempts[request.answer] = request
         request.answer.add_done_callback(lambda _: wake.set())
+        request.answer.add_done_callback(self._attempts.pop)
 
     def _settle_first_answer(self, request: Request) -> bool:
         """Resolve ``request`` if its first attempt wrote it; False when ``_recover`` must."""

@@ -684,6 +684,12 @@ class AsyncAdmin:
         if self._groups is not None:
             await self._groups.close()
 
+    async def __aenter__(self) -> AsyncAdmin:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
 
 class Admin:
     """Administration, synchronously (``lanes.aio.Admin`` runs on a background loop)."""

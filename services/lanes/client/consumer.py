@@ -526,6 +526,12 @@ class AsyncConsumer:
             self._fetcher.close()
             await self._cluster.close()
 
+    async def __aenter__(self) -> AsyncConsumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
 
 class Consumer:
     """Reads partitions a group assigns or the application assigns (synchronously;

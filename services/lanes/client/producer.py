@@ -264,12 +264,22 @@ class AsyncProducer:
         await self._sender.wait_idle()
 
     async def close(self) -> None:
-        """Flush, then release connections. Sends after close fail."""
-        await self.flush()
+        """Flush, then release connections. Sends after close starts fail. Interrupted (cancelled,
+        or a flush that raised), it still ends every stream and closes every channel, so nothing
+        is left pending on the loop."""
         with self._accumulator.lock:
             self._accumulator.closed = True
-        await self._sender.close()
-        await self._cluster.close()
+        try:
+            await self.flush()
+        finally:
+            await self._sender.close()
+            await self._cluster.close()
+
+    async def __aenter__(self) -> AsyncProducer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
 
 class Producer:

@@ -1,0 +1,130 @@
+"""Closing a producer leaves nothing pending on its event loop, however its streams ended, and
+returns even when a broker stopped answering (issue #35: every producer close printed "Task was
+destroyed but it is pending!" and "aclose(): asynchronous generator is already running"). An
+asynchronous producer is an asynchronous context manager. Against a real in-process gRPC broker."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+import lanes.aio
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+
+
+class Broker(broker_pb2_grpc.BrokerServicer):
+    """One broker leading partition 0 of every topic. ``ends_streams``: each produce stream ends
+    after one answer (as a broker ends a stream whose session expired); ``silent``: produce
+    requests are read and never answered."""
+
+    def __init__(self, *, ends_streams: bool = False, silent: bool = False) -> None:
+        self.ends_streams, self.silent = ends_streams, silent
+        self.address = ""
+        self.offset = 0
+
+    async def Metadata(self, request: broker_pb2.MetadataRequest, context: object) -> broker_pb2.MetadataResponse:
+        host, port = self.address.split(":")
+        partition = broker_pb2.PartitionMetadata(partition=0, leader_id=1, leader_epoch=0)
+        topics = [
+            broker_pb2.TopicMetadata(name=name, topic_id=f"id-{name}", partitions=[partition])
+            for name in request.topics
+        ]
+        return broker_pb2.MetadataResponse(
+            brokers=[common_pb2.Node(node_id=1, host=host, port=int(port))], topics=topics
+        )
+
+    async def InitProducerId(
+        self, request: broker_pb2.InitProducerIdRequest, context: object
+    ) -> broker_pb2.InitProducerIdResponse:
+        return broker_pb2.InitProducerIdResponse(producer_id=7, producer_epoch=0)
+
+    async def ProduceStream(
+        self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: object
+    ) -> AsyncIterator[broker_pb2.ProduceResponse]:
+        async for request in requests:
+            if self.silent:
+                continue
+            self.offset += 1
+            answered = broker_pb2.PartitionProduceResponse(partition=0, base_offset=self.offset)
+            yield broker_pb2.ProduceResponse(topics=[{"topic": request.topics[0].topic, "partitions": [answered]}])
+            if self.ends_streams:
+                return
+
+
+async def _serving(broker: Broker) -> grpc.aio.Server:
+    server = grpc.aio.server()
+    broker_pb2_grpc.add_BrokerServicer_to_server(broker, server)
+    broker.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    await server.start()
+    return server
+
+
+def _asyncio_complaints(caplog: pytest.LogCaptureFixture, coroutine: object) -> list[str]:
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(coroutine)  # type: ignore[arg-type]
+        gc.collect()
+    return [record.getMessage() for record in caplog.records if record.name == "asyncio"]
+
+
+def test_a_producer_whose_streams_the_broker_ends_closes_leaving_nothing_pending(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:
+        broker = Broker(ends_streams=True)
+        server = await _serving(broker)
+        try:
+            async with lanes.aio.Producer(broker.address, tls=None, credentials=None) as producer:
+                for index in range(5):  # each on a new stream: the one before was ended
+                    metadata = await (await producer.send("t", b"%d" % index))
+                    assert metadata.offset == index + 1
+                gc.collect()  # streams the producer dropped
+        finally:
+            await server.stop(None)
+
+    assert _asyncio_complaints(caplog, scenario()) == []
+
+
+def test_closing_a_producer_whose_broker_stopped_answering_returns_and_leaves_nothing_pending(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:
+        broker = Broker(silent=True)
+        server = await _serving(broker)
+        try:
+            producer = lanes.aio.Producer(
+                broker.address, tls=None, credentials=None, request_timeout_ms=500, delivery_timeout_ms=1500
+            )
+            future = await producer.send("t", b"never answered")
+            started = time.monotonic()
+            await producer.close()
+            assert time.monotonic() - started < 10
+            with pytest.raises(lanes.errors.LanesError):
+                await future
+        finally:
+            await server.stop(None)
+
+    assert _asyncio_complaints(caplog, scenario()) == []
+
+
+def test_a_close_cancelled_midway_still_ends_every_stream(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        broker = Broker(silent=True)
+        server = await _serving(broker)
+        try:
+            producer = lanes.aio.Producer(broker.address, tls=None, credentials=None, request_timeout_ms=500)
+            await producer.send("t", b"never answered")
+            closing = asyncio.ensure_future(producer.close())
+            await asyncio.sleep(0.3)  # flushing: waiting for an answer that never comes
+            closing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await closing
+        finally:
+            await server.stop(None)
+
+    assert _asyncio_complaints(caplog, scenario()) == []
