@@ -41,7 +41,9 @@ class Deadline:
 
     def __init__(self, timeout_s: float, clock: Clock = SYSTEM_CLOCK) -> None:
         self._clock = clock
-        self._at_ms = clock.monotonic_ms() + max(0.0, timeout_s) * 1000
+        # to the nanosecond: 0.003 s is 3.0000000000000004 ms in floating point, a deadline an
+        # integer millisecond clock would pass only a millisecond late
+        self._at_ms = clock.monotonic_ms() + round(max(0.0, timeout_s) * 1000, 6)
 
     @classmethod
     def at_monotonic_ms(cls, at_ms: float, clock: Clock = SYSTEM_CLOCK) -> Deadline:

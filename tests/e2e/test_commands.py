@@ -102,6 +102,10 @@ def test_produce_a_file_with_headers_and_consume_it_many_ways(lanes: Workdir, tm
     assert sum(p["records"] for p in summary["partitions"]) == 1000
     assert all(p["last_offset"] - p["first_offset"] + 1 == p["records"] for p in summary["partitions"])
     assert "produced 1000 records" in done.stderr
+    lanes.ok("topics", "create", "quiet", "--partitions", "1", "--replication-factor", "1")
+    quiet = lanes.run("produce", "quiet", input="one\ntwo\n")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == "", "a closed producer prints nothing (issue #35: pending tasks, a generator)"
     # acks=1 answered once the leaders had the records; `consume` stops at the high-water marks,
     # which move when the followers (RF 2) have them too
     wait_for(

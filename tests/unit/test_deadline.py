@@ -4,6 +4,7 @@ stop once it has passed; nothing here sleeps for real."""
 from __future__ import annotations
 
 import asyncio
+import math
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,7 +16,10 @@ from lanes.deadline import Backoff, Deadline, attempts, attempts_blocking
 def _advancing(clock: ManualClock, pauses: list[float]):  # type: ignore[no-untyped-def]
     def sleep(seconds: float) -> None:
         pauses.append(seconds)
-        clock.advance(round(seconds * 1000))
+        # a real sleep of any positive time moves the clock: rounding 0.0000000000000004 s (a
+        # deadline of 3 ms is at 3.0000000000000004 ms) down to 0 ms looped forever and took a
+        # test worker to 23 GB, once Hypothesis had found the example
+        clock.advance(math.ceil(seconds * 1000))
 
     return sleep
 
