@@ -346,7 +346,7 @@ def test_unsatisfiable_fetches_of_one_user_hold_no_memory_and_leave_others_serve
                 asyncio.ensure_future(broker_pb2_grpc.BrokerStub(c).Fetch(request, timeout=60))  # type: ignore[no-untyped-call]
                 for c in channels
             ]
-            await asyncio.sleep(1)
+            await _until_quiet(broker.pid)  # the eight have arrived and wait
             served_s = []
             async with _channel(broker.address) as channel:  # another consumer (admin), 500 ms waits
                 stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]

@@ -74,7 +74,6 @@ class BatchedReads:
         #: results back from trips, handed over ``RESULTS_PER_TURN`` per turn by one task
         self._done: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
         self._handing_over: asyncio.Task[None] | None = None
-        self.trips = 0  # thread trips made (tests and metrics)
 
     async def run(self, job: Callable[[SharedReads], T]) -> T:
         """``job(shared)``'s result (or exception), run in the next trip."""
@@ -93,7 +92,6 @@ class BatchedReads:
             service_task(self._trip(trip))
 
     async def _trip(self, trip: list[tuple[Job, asyncio.Future[Any]]]) -> None:
-        self.trips += 1
         outcomes = await asyncio.to_thread(_run_all, [job for job, _ in trip])
         self._done.extend((future, ok, value) for (_, future), (ok, value) in zip(trip, outcomes, strict=True))
         if self._handing_over is None or self._handing_over.done():

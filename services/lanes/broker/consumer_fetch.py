@@ -114,10 +114,12 @@ class ConsumerFetch:
         for slot in self.slots:
             if slot.closed or slot.start is None:
                 continue
+            assert slot.seen is not None  # (measured with its start)
+            seen_epoch, seen_mark = slot.seen
             partition = partitions.get(slot.key)
-            if partition is None or partition.leader_epoch != (slot.seen or (None, 0))[0]:
+            if partition is None or partition.leader_epoch != seen_epoch:
                 self.urgent = True  # leadership moved: the read answers what is true now
-            elif partition.log.high_watermark != (slot.seen or (None, 0))[1]:
+            elif partition.log.high_watermark != seen_mark:
                 self._count(slot, partition)
 
     def _count(self, slot: FetchSlot, led: Partition) -> None:
@@ -228,11 +230,6 @@ class ConsumerFetches:
         self._memory = FetchMemory(fetch_memory_bytes)
         self._memory_freed = Broadcast()  # fetches gave memory back
         self.reads = BatchedReads()
-
-    @property
-    def held_bytes(self) -> int:
-        """Record bytes answers hold until they are sent (tests and metrics)."""
-        return self._memory.held_bytes
 
     async def fetch(self, fetch: ConsumerFetch, limits: FetchLimits, holder: str = "") -> FetchAnswer:
         """Measure; until what arrived reaches ``min_bytes`` (or a partition must answer now),

@@ -177,10 +177,10 @@ class ReplicaManager:
         client takes a broker naming itself leader as contradicting its earlier refusal)."""
         if partition.leader != self.broker_id:
             return partition.leader
-        led = self.partitions.get(TopicPartition(topic, partition.partition))
-        if led is None or led.leader_epoch != partition.leader_epoch or not self.vouched(led):
+        if self.taking_over(topic, partition):
             return NO_LEADER
-        return partition.leader
+        led = self.partitions[TopicPartition(topic, partition.partition)]
+        return partition.leader if self.vouched(led) else NO_LEADER
 
     def unknown_or_not_leader(self, topic: str, partition: int, current_leader_epoch: int = -1) -> common_pb2.Error:
         """Why this broker does not serve ``partition`` as its leader. A caller that knows a newer

@@ -330,7 +330,6 @@ class ControllerLink:
         failures = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
         while True:
             sent_ms = self._clock.monotonic_ms()
-            failed = False
             try:
                 answer = await self._heartbeat()
                 code = error_code(answer.error.code)
@@ -347,8 +346,6 @@ class ControllerLink:
                         self.session_timeout_s = answer.session_timeout_ms / 1000
             except grpc.aio.AioRpcError as exc:
                 _log.debug("heartbeat to %s failed: %s", self.controllers.address, exc.code().name)
-                failed = True
-            if failed:
                 await failures.pause()
                 continue
             failures.reset()
