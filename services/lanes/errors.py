@@ -72,6 +72,7 @@ class ErrorCode(IntEnum):
     NOT_CONTROLLER = 41, True, "send the request to the active controller"
     INVALID_REQUEST = 42, False, "fix the request as the message says"
     POLICY_VIOLATION = 44, False, "the cluster's policy forbids this request"
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53, False, "ask an administrator for WRITE on the transactional id"
     SECURITY_DISABLED = 54, False, "start the cluster with --auth required to manage users and ACLs"
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45, False, "records were lost between batches; the producer must reset"
     DUPLICATE_SEQUENCE_NUMBER = 46, False, "the batch was already written; treat as success"
@@ -263,6 +264,7 @@ class AuthenticationError(LanesError):
 _SPECIFIC: dict[ErrorCode, type[LanesError]] = {
     ErrorCode.GROUP_AUTHORIZATION_FAILED: AuthorizationError,
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: AuthorizationError,
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: AuthorizationError,
     **{
         cls.default_code: cls
         for cls in (

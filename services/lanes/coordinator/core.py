@@ -35,7 +35,7 @@ subscribes to, counted from their commit time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -52,6 +52,7 @@ from lanes.coordinator.group import (
     MemberIdentity,
     OffsetCommit,
     Partitions,
+    PatternSubscription,
     assignment_metadata_record,
     by_topic,
     current_record,
@@ -108,6 +109,7 @@ class HeartbeatInput:
     subscription: Subscription | None = None
     server_assignor: str | None = None
     owned: Partitions | None = None
+    principal: str = ""  # who calls, when ACLs apply to it ("": none do)
 
 
 #: bounds on what one heartbeat may carry (a 2 MB client id would make a member record too large
@@ -190,11 +192,17 @@ class Instant(NamedTuple):
     monotonic_ms: int
 
 
+#: ``(principal, host, topics)`` -> those of ``topics`` the principal, calling from host, may
+#: DESCRIBE: how the service's ACLs reach the core (a pure function of the ACLs in force).
+VisibleTopics = Callable[[str, str, frozenset[str]], frozenset[str]]
+
+
 class GroupCoordinatorCore:
     """The groups of one shard and every decision about them."""
 
-    def __init__(self, config: GroupConfig | None = None) -> None:
+    def __init__(self, config: GroupConfig | None = None, visible_topics: VisibleTopics | None = None) -> None:
         self.config = config or GroupConfig()
+        self.visible_topics = visible_topics or _every_topic
         self.store = GroupStore()
         self.patterns = TopicPatterns()
         self._offsets_checked_ms: int | None = None  # wall clock of the last sweep of expired offsets
@@ -205,7 +213,8 @@ class GroupCoordinatorCore:
         hands them to ``patterns.remember`` before deciding)."""
         group = self.store.get(group_id)
         regexes = [regex] if len(regex) <= MAX_REGEX_CHARS else []
-        regexes.extend(group.subscribed_patterns if group is not None else ())
+        if group is not None:
+            regexes.extend(pattern.regex for pattern in group.subscribed_patterns)
         return self.patterns.missing(regexes, partition_counts)
 
     # -----------------------------------------------------------------------------------------
@@ -386,6 +395,7 @@ class GroupCoordinatorCore:
             topic_regex=subscription.topic_regex if subscription is not None else base.topic_regex,
             server_assignor=request.server_assignor if request.server_assignor is not None else base.server_assignor,
             rebalance_timeout_ms=request.rebalance_timeout_ms or base.rebalance_timeout_ms,
+            principal=request.principal,
         )
 
     def _leave(
@@ -691,10 +701,10 @@ class GroupCoordinatorCore:
     def _member_topics(self, group: Group, member_id: str, partition_counts: Mapping[str, int] | None) -> set[str]:
         """Topics a member subscribes to that exist (by name, or matching its pattern)."""
         identity = group.members[member_id]
-        if identity.topic_regex:
+        if identity.pattern:
             if partition_counts is None:
                 return set(group.assigned_for_counts or {})
-            return set(self.patterns.matching(identity.topic_regex, partition_counts))
+            return set(self._pattern_topics(identity.pattern, partition_counts))
         if partition_counts is None:
             return set(identity.topic_names)
         return {t for t in identity.topic_names if t in partition_counts}
@@ -704,9 +714,15 @@ class GroupCoordinatorCore:
         group's subscription counts, so a heartbeat's cost grows with the distinct names and
         patterns of the group, not with its members times their subscriptions."""
         topics = {name for name in group.subscribed_names if name in partition_counts}
-        for regex in group.subscribed_patterns:
-            topics |= self.patterns.matching(regex, partition_counts)
+        for pattern in group.subscribed_patterns:
+            topics |= self._pattern_topics(pattern, partition_counts)
         return {topic: partition_counts[topic] for topic in sorted(topics)}
+
+    def _pattern_topics(self, pattern: PatternSubscription, partition_counts: Mapping[str, int]) -> frozenset[str]:
+        """The topics ``pattern`` matches that its subscriber may DESCRIBE (Kafka 4.x resolves
+        a pattern over those only: a pattern never hands a member a topic it could not name)."""
+        matched = self.patterns.matching(pattern.regex, partition_counts)
+        return self.visible_topics(pattern.principal, pattern.host, matched) if pattern.principal else matched
 
     def _remove_records(self, group: Group, member_id: str, decision: GroupDecision) -> None:
         self._emit(decision, member_record(group.group_id, member_id, None))
@@ -726,8 +742,12 @@ def _new_group(group_id: str) -> Group:
     return Group(group_id)
 
 
-def _subscription_key(identity: MemberIdentity) -> tuple[tuple[str, ...], str, str]:
-    return identity.topic_names, identity.topic_regex, identity.server_assignor
+def _subscription_key(identity: MemberIdentity) -> tuple[tuple[str, ...], PatternSubscription | None, str]:
+    return identity.topic_names, identity.pattern, identity.server_assignor
+
+
+def _every_topic(principal: str, host: str, topics: frozenset[str]) -> frozenset[str]:
+    return topics
 
 
 def _preferred_assignor(group: Group) -> str:

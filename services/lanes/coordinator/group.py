@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any, NamedTuple
 
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import common_pb2, group_records_pb2
@@ -51,6 +52,21 @@ class MemberIdentity:
     topic_regex: str = ""
     server_assignor: str = ""
     rebalance_timeout_ms: int = 0
+    principal: str = ""  # who it heartbeats as, when ACLs apply ("": none do)
+
+    @property
+    def pattern(self) -> PatternSubscription | None:
+        """Its pattern subscription, as the group counts it (None: it subscribes by name)."""
+        return PatternSubscription(self.topic_regex, self.principal, self.client_host) if self.topic_regex else None
+
+
+class PatternSubscription(NamedTuple):
+    """A subscription pattern and who resolves it: the topics it matches that ``principal``,
+    calling from ``host``, may DESCRIBE (``principal`` "": every topic it matches)."""
+
+    regex: str
+    principal: str
+    host: str
 
 
 @dataclass
@@ -101,7 +117,7 @@ class Group:
     # topics and preferred assignor: counting them member by member would cost members x topics per
     # heartbeat).
     subscribed_names: Counter[str] = field(default_factory=Counter)
-    subscribed_patterns: Counter[str] = field(default_factory=Counter)
+    subscribed_patterns: Counter[PatternSubscription] = field(default_factory=Counter)
     assignor_votes: Counter[str] = field(default_factory=Counter)  # members asking for each assignor
     # Volatile: reset when the shard is loaded.
     last_heartbeat_ms: dict[str, int] = field(default_factory=dict)
@@ -130,7 +146,7 @@ class Group:
         """Raise AssertionError if a partition is held by two members, or the subscription counts
         are not the members'."""
         names = Counter(name for identity in self.members.values() for name in identity.topic_names)
-        patterns = Counter(identity.topic_regex for identity in self.members.values() if identity.topic_regex)
+        patterns = Counter(identity.pattern for identity in self.members.values() if identity.pattern)
         votes = Counter(identity.server_assignor for identity in self.members.values() if identity.server_assignor)
         assert self.subscribed_names == names, f"{self.group_id}: {self.subscribed_names} counted, {names} subscribed"
         assert self.subscribed_patterns == patterns, f"{self.group_id}: {self.subscribed_patterns} != {patterns}"
@@ -225,10 +241,11 @@ class GroupStore:
                 topic_regex=member.subscription.topic_regex,
                 server_assignor=member.server_assignor,
                 rebalance_timeout_ms=member.rebalance_timeout_ms,
+                principal=member.principal,
             )
             group.subscribed_names.update(identity.topic_names)
-            if identity.topic_regex:
-                group.subscribed_patterns[identity.topic_regex] += 1
+            if identity.pattern:
+                group.subscribed_patterns[identity.pattern] += 1
             if identity.server_assignor:
                 group.assignor_votes[identity.server_assignor] += 1
         elif kind == "target_assignment":
@@ -256,14 +273,15 @@ def _forget_subscription(group: Group, identity: MemberIdentity | None) -> None:
     for name in identity.topic_names:
         if group.subscribed_names[name] <= 0:
             group.subscribed_names.pop(name, None)
-    for counts, key in (
-        (group.subscribed_patterns, identity.topic_regex),
-        (group.assignor_votes, identity.server_assignor),
-    ):
-        if key:
-            counts[key] -= 1
-            if counts[key] <= 0:
-                counts.pop(key, None)
+    _uncount(group.subscribed_patterns, identity.pattern)
+    _uncount(group.assignor_votes, identity.server_assignor)
+
+
+def _uncount(counts: Counter[Any], key: Any) -> None:
+    if key:
+        counts[key] -= 1
+        if counts[key] <= 0:
+            counts.pop(key, None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,6 +362,7 @@ def member_record(group_id: str, member_id: str, identity: MemberIdentity | None
             ),
             server_assignor=identity.server_assignor,
             rebalance_timeout_ms=identity.rebalance_timeout_ms,
+            principal=identity.principal,
         )
     )
 

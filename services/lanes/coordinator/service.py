@@ -43,10 +43,13 @@ from lanes.rpc.wire import (
     topic_partitions_from_wire,
     wire_error,
 )
+from lanes.runtime.access.access_rules import resolved_partitions
 from lanes.runtime.access.guard import request_context
+from lanes.runtime.access.image_authorizer import ImageAuthorizer
 from lanes.runtime.link.controller_link import ControllerLink
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.serving.logs import fields
+from lanes.security.acls import Operation
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 
@@ -86,6 +89,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             config=self.config,
             metrics=self.metrics,
             expire_interval_ms=expire_interval_ms,
+            visible_topics=ImageAuthorizer(lambda: self.link.image).visible_topics,
         )
         self.brokers = self.shards.brokers
 
@@ -182,6 +186,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             else None,
             server_assignor=request.server_assignor if request.server_assignor or joining else None,
             owned=assignment_from_wire(request.owned_partitions) if request.HasField("owned_partitions") else None,
+            principal=access.principal if (access := request_context(context).access) is not None else "",
         )
         counts = self.shards.partition_counts()
         if heartbeat.member_epoch >= 0:
@@ -439,7 +444,10 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                 )
             )
         committed = dict(group.offsets) if group is not None else {}
-        wanted = topic_partitions_from_wire(request.partitions) or sorted(committed)
+        wanted = topic_partitions_from_wire(request.partitions)
+        refused: list[TopicPartition] = []
+        if not request.partitions:  # every partition committed: authorized here, topic by topic
+            wanted, refused = resolved_partitions(sorted(committed), Operation.READ, request_context(context).access)
         counts = self.shards.partition_counts()
         missing = [p for p in wanted if not 0 <= p[1] < counts.get(p[0], 0)]
         present = [p for p in wanted if p not in missing]
@@ -465,6 +473,16 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                 error=wire_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist"),
             )
             for topic, partition in missing
+        ]
+        resets += [
+            coordinator_pb2.OffsetReset(
+                topic=topic,
+                partition=partition,
+                previous_offset=-1,
+                new_offset=-1,
+                error=wire_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"you may not READ topic {topic!r}"),
+            )
+            for topic, partition in refused
         ]
         if not request.dry_run and targets:
             now_ms = self._clock.now_ms()

@@ -30,7 +30,7 @@ from typing import TypeVar
 
 from lanes.clock import Clock
 from lanes.coordinator.brokers import BrokerAccess
-from lanes.coordinator.core import GroupConfig, GroupCoordinatorCore, GroupDecision, Instant
+from lanes.coordinator.core import GroupConfig, GroupCoordinatorCore, GroupDecision, Instant, VisibleTopics
 from lanes.coordinator.metrics import CoordinatorMetrics
 from lanes.coordinator.patterns import resolve_patterns
 from lanes.coordinator.shard import LoadedShard
@@ -69,8 +69,10 @@ class Shards:
         config: GroupConfig,
         metrics: CoordinatorMetrics,
         expire_interval_ms: int,
+        visible_topics: VisibleTopics | None = None,
     ) -> None:
         self.coordinator_id = coordinator_id
+        self._visible_topics = visible_topics
         self.link = link
         self.config = config
         self.metrics = metrics
@@ -130,7 +132,9 @@ class Shards:
             log = ShardLog(
                 self.brokers, self._clock, shard=shard, producer_id=info.producer_id, shard_epoch=info.shard_epoch
             )
-            loaded = LoadedShard(shard, info, GroupCoordinatorCore(self.config), log, self._shard_failed)
+            loaded = LoadedShard(
+                shard, info, GroupCoordinatorCore(self.config, self._visible_topics), log, self._shard_failed
+            )
             self.loaded[shard] = loaded
             loaded.start_loading(self._load(loaded))
 

@@ -281,24 +281,41 @@ class Authorizer:
         return allowed
 
     def allows_any(self, principal: str, host: str, operation: Operation, resource_type: ResourceType) -> bool:
-        """Whether some resource of the type allows ``principal`` the operation (Kafka's
-        ``authorizeByResourceType``: an idempotent producer needs WRITE on some topic). An
-        approximation on the safe side only in that a DENY elsewhere is not weighed: the
-        operation itself is still checked per resource."""
+        """Whether some resource of the type allows ``principal`` the operation, DENYs weighed
+        as Kafka's ``authorizeByResourceType`` weighs them (an idempotent producer needs WRITE on
+        some topic): a DENY on the literal ``*`` refuses everything; else some ALLOW must name a
+        literal resource no DENY covers (by its name, or a DENY prefix of it), a prefix no DENY
+        prefix covers, or ``*``."""
         if principal in self.super_users:
             return True
         key = (principal, host, operation, resource_type, "\0any")  # no resource name holds a NUL
         decided = self._decided.get(key)
         if decided is None:
-            granting = {operation, Operation.ALL}
-            acls = [acl for (kind, _), listed in self._literal.items() if kind is resource_type for acl in listed]
-            acls += self._prefixed.get(resource_type, [])
-            decided = any(
-                acl.permission is Permission.ALLOW
-                and acl.operation in granting
-                and acl.principal in (principal, f"{USER_PREFIX}{WILDCARD}")
-                and acl.host in (host, WILDCARD)
-                for acl in acls
-            )
+            decided = self._any_allowed(principal, host, operation, resource_type)
             self._remember(key, decided)
         return decided
+
+    def _any_allowed(self, principal: str, host: str, operation: Operation, resource_type: ResourceType) -> bool:
+        acls = [acl for (kind, _), listed in self._literal.items() if kind is resource_type for acl in listed]
+        acls += self._prefixed.get(resource_type, [])
+        applying = [
+            acl
+            for acl in acls
+            if acl.principal in (principal, f"{USER_PREFIX}{WILDCARD}")
+            and acl.host in (host, WILDCARD)
+            and acl.operation in (operation, Operation.ALL)
+        ]
+        denied = [acl for acl in applying if acl.permission is Permission.DENY]
+        if any(acl.pattern_type is PatternType.LITERAL and acl.resource_name == WILDCARD for acl in denied):
+            return False
+        denied_names = {acl.resource_name for acl in denied if acl.pattern_type is PatternType.LITERAL}
+        denied_prefixes = [acl.resource_name for acl in denied if acl.pattern_type is PatternType.PREFIXED]
+        for acl in applying:
+            if acl.permission is not Permission.ALLOW:
+                continue
+            name = acl.resource_name
+            if any(name.startswith(prefix) for prefix in denied_prefixes):
+                continue
+            if acl.pattern_type is PatternType.PREFIXED or name == WILDCARD or name not in denied_names:
+                return True
+        return False

@@ -86,7 +86,7 @@ class GroupMetadataValue(_message.Message):
     def __init__(self, group_epoch: _Optional[int] = ..., assignor: _Optional[str] = ..., empty_since_ms: _Optional[int] = ...) -> None: ...
 
 class GroupMemberValue(_message.Message):
-    __slots__ = ("instance_id", "rack_id", "client_id", "client_host", "subscription", "server_assignor", "rebalance_timeout_ms")
+    __slots__ = ("instance_id", "rack_id", "client_id", "client_host", "subscription", "server_assignor", "rebalance_timeout_ms", "principal")
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     RACK_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +94,7 @@ class GroupMemberValue(_message.Message):
     SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     SERVER_ASSIGNOR_FIELD_NUMBER: _ClassVar[int]
     REBALANCE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     instance_id: str
     rack_id: str
     client_id: str
@@ -101,7 +102,8 @@ class GroupMemberValue(_message.Message):
     subscription: StoredSubscription
     server_assignor: str
     rebalance_timeout_ms: int
-    def __init__(self, instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscription: _Optional[_Union[StoredSubscription, _Mapping]] = ..., server_assignor: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ...) -> None: ...
+    principal: str
+    def __init__(self, instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscription: _Optional[_Union[StoredSubscription, _Mapping]] = ..., server_assignor: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ..., principal: _Optional[str] = ...) -> None: ...
 
 class TargetAssignmentMetadataValue(_message.Message):
     __slots__ = ("assignment_epoch",)

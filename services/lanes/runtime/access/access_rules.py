@@ -32,7 +32,8 @@ from typing import Any
 from lanes.errors import ErrorCode
 from lanes.metadata.image import MetadataImage
 from lanes.rpc.wire import wire_error
-from lanes.security.acls import CLUSTER_NAME, WILDCARD, Authorizer, Operation, ResourceType
+from lanes.security.acls import CLUSTER_NAME, Authorizer, Operation, ResourceType
+from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2, controller_pb2, coordinator_pb2
 
 #: (operation, resource type, resource name): one permission a call needs.
@@ -61,11 +62,12 @@ class Access:
 class PerResource:
     """How an admin request names its resources and how each refused one is answered: the
     request's repeated ``fields`` (in order), ``need(field, entry, access)`` (the first refused
-    permission of an entry, None when allowed), ``result(field, entry, refusal)`` (its answer)
-    and the response's repeated ``results`` field (answers in request order)."""
+    permission of an entry, or the error it is answered with; None when allowed),
+    ``result(field, entry, refusal)`` (its answer) and the response's repeated ``results`` field
+    (answers in request order)."""
 
     fields: tuple[str, ...]
-    need: Callable[[str, Any, Access], Need | None]
+    need: Callable[[str, Any, Access], Need | common_pb2.Error | None]
     result: Callable[[str, Any, Any], Any]
     results: str
 
@@ -96,6 +98,7 @@ def refusal_code(resource_type: ResourceType) -> ErrorCode:
     return {
         TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
         GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ResourceType.TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     }.get(resource_type, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
 
@@ -108,34 +111,48 @@ def _cluster(operation: Operation) -> Callable[[Any, Access], Iterable[Need]]:
     return lambda request, access: [(operation, CLUSTER, CLUSTER_NAME)]
 
 
-def _group(
-    operation: Operation, *, topics: Operation | None = None, unnamed_trimmed: bool = False
-) -> Callable[[Any, Access], Iterable[Need]]:
+def _group(operation: Operation, *, topics: Operation | None = None) -> Callable[[Any, Access], Iterable[Need]]:
     """``operation`` on the request's ``group_id``, and ``topics`` on each topic its
-    ``topics``/``partitions`` name. A request naming no partition means every topic the group
-    committed (ResetOffsets, DeleteOffsets): changing those needs ``topics`` on every topic (a
-    literal ``*`` ACL), since which topics those are is the coordinator's to know; a read of them
-    (FetchOffsets, ``unnamed_trimmed``) is trimmed to what the caller may see instead."""
+    ``topics``/``partitions`` name. A request naming no partition (ResetOffsets: every partition
+    the group committed; FetchOffsets: all its offsets) needs nothing more here: the coordinator
+    resolves those partitions and authorizes each topic itself (``resolved_partitions``), and a
+    DeleteOffsets naming none deletes nothing."""
 
     def needs(request: Any, access: Access) -> Iterator[Need]:
         yield operation, GROUP, request.group_id
         if topics is None:
             return
-        entries = request.topics if hasattr(request, "topics") else request.partitions
-        if not any(entry.partitions for entry in entries):
-            if not unnamed_trimmed:
-                yield topics, TOPIC, WILDCARD
-            return
-        for name in dict.fromkeys(entry.topic for entry in entries):
+        for name in dict.fromkeys(entry.topic for entry in request.partitions if entry.partitions):
             yield topics, TOPIC, name
 
     return needs
 
 
+def resolved_partitions(
+    partitions: Iterable[TopicPartition], operation: Operation, access: Access | None
+) -> tuple[list[TopicPartition], list[TopicPartition]]:
+    """Of ``partitions`` a request did not name but the service resolved for it (the partitions a
+    group committed): (those the caller may ``operation``, those of topics it may DESCRIBE but not
+    ``operation``: answered TOPIC_AUTHORIZATION_FAILED). Topics it may not DESCRIBE are left out
+    of both, as a listing leaves them out: the answer reveals nothing of them, and DENY wins as
+    it does for named topics. ``access`` None: everything passes (a node, a super user, no ACLs)."""
+    listed = list(partitions)
+    if access is None:
+        return listed, []
+    allowed, refused = [], []
+    for partition in listed:
+        if access.allows(operation, TOPIC, partition[0]):
+            allowed.append(partition)
+        elif access.allows(Operation.DESCRIBE, TOPIC, partition[0]):
+            refused.append(partition)
+    return allowed, refused
+
+
 def _heartbeat(request: coordinator_pb2.HeartbeatRequest, access: Access) -> Iterator[Need]:
     """READ on the group, and DESCRIBE on each topic subscribed by name (KIP-848: a member learns
-    the partitions of what it subscribes to). Topics a regular expression matches are not
-    filtered by ACLs yet (docs/security.md)."""
+    the partitions of what it subscribes to). A pattern is resolved by the coordinator over the
+    topics the member may DESCRIBE (``lanes.coordinator.core``, with the principal the heartbeat
+    is recorded with)."""
     yield Operation.READ, GROUP, request.group_id
     for name in dict.fromkeys(request.subscription.topic_names):
         yield Operation.DESCRIBE, TOPIC, name
@@ -166,11 +183,15 @@ def _create_topic_need(field: str, topic: Any, access: Access) -> Need | None:
     return _refused(access, (Operation.CREATE, TOPIC, topic.name))
 
 
-def _delete_topic_need(field: str, named: str, access: Access) -> Need | None:
+def _delete_topic_need(field: str, named: str, access: Access) -> Need | common_pb2.Error | None:
+    """DELETE on the topic. By id, a topic the caller may not DESCRIBE is answered as an unknown
+    id is, word for word: the refusal tells neither its name nor that the id exists."""
     if field == "names":
         return _refused(access, (Operation.DELETE, TOPIC, named))
     topic = access.image.topics.get(named)
-    return _refused(access, (Operation.DELETE, TOPIC, topic.name if topic is not None else f"<topic id {named}>"))
+    if topic is None or not access.allows(Operation.DESCRIBE, TOPIC, topic.name):
+        return wire_error(ErrorCode.UNKNOWN_TOPIC_ID, f"no topic you may see has the id {named!r}")
+    return _refused(access, (Operation.DELETE, TOPIC, topic.name))
 
 
 def _config_need(operation: Operation) -> Callable[[str, Any, Access], Need | None]:
@@ -240,7 +261,8 @@ def split_resources(request: Any, per: PerResource, access: Access) -> list[tupl
             if need is None:
                 kept.append(entry if isinstance(entry, str) else type(entry).FromString(entry.SerializeToString()))
             else:
-                refused.append((position, per.result(field, entry, refusal_error(need, access))))
+                error = need if isinstance(need, common_pb2.Error) else refusal_error(need, access)
+                refused.append((position, per.result(field, entry, error)))
             position += 1
         if len(kept) != len(entries):
             del entries[:]
@@ -261,8 +283,9 @@ def answer_resources(response: Any, per: PerResource, refused: list[tuple[int, A
 
 
 def _init_producer_id(request: broker_pb2.InitProducerIdRequest, access: Access) -> Iterator[Need]:
-    """A transactional producer needs WRITE on its transactional id; an idempotent one
-    IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679)."""
+    """A transactional producer needs WRITE on its transactional id (refused:
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent one IDEMPOTENT_WRITE on the cluster or
+    WRITE on some topic no DENY covers (KIP-679; refused: CLUSTER_AUTHORIZATION_FAILED, as Kafka)."""
     if request.transactional_id:
         yield Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
     elif not access.authorizer.allows_any(access.principal, access.host, Operation.WRITE, TOPIC):
@@ -301,6 +324,18 @@ def _trim_offsets(response: coordinator_pb2.FetchOffsetsResponse, access: Access
     kept = [topic for topic in response.topics if access.allows(Operation.DESCRIBE, TOPIC, topic.topic)]
     del response.topics[:]
     response.topics.extend(kept)
+
+
+def _trim_described_offsets(
+    request: coordinator_pb2.DescribeGroupsRequest, response: coordinator_pb2.DescribeGroupsResponse, access: Access
+) -> None:
+    """A described group's offsets and lag (``include_offsets``) of topics the caller may not
+    DESCRIBE are left out, as FetchOffsets leaves them out."""
+    for group in response.groups:
+        kept = [state for state in group.offsets if access.allows(Operation.DESCRIBE, TOPIC, state.topic)]
+        if len(kept) != len(group.offsets):
+            del group.offsets[:]
+            group.offsets.extend(kept)
 
 
 def _trim_groups(request: coordinator_pb2.ListGroupsRequest, response: Any, access: Access) -> None:
@@ -363,11 +398,11 @@ RULES: dict[str, Rule] = {
     _method("GroupCoordinator", "LeaveGroup"): Rule(_group(Operation.READ)),
     _method("GroupCoordinator", "CommitOffsets"): Rule(_group(Operation.READ), per_topic=Operation.READ),
     _method("GroupCoordinator", "FetchOffsets"): Rule(
-        _group(Operation.DESCRIBE, topics=Operation.DESCRIBE, unnamed_trimmed=True),
+        _group(Operation.DESCRIBE, topics=Operation.DESCRIBE),
         trim=lambda request, response, access: _trim_offsets(response, access),
     ),
     _method("GroupCoordinator", "ListGroups"): Rule(trim=_trim_groups),
-    _method("GroupCoordinator", "DescribeGroups"): Rule(per_resource=_DESCRIBE_GROUPS),
+    _method("GroupCoordinator", "DescribeGroups"): Rule(per_resource=_DESCRIBE_GROUPS, trim=_trim_described_offsets),
     _method("GroupCoordinator", "DeleteGroups"): Rule(_groups(Operation.DELETE)),
     _method("GroupCoordinator", "ResetOffsets"): Rule(_group(Operation.READ, topics=Operation.READ)),
     _method("GroupCoordinator", "DeleteOffsets"): Rule(_group(Operation.DELETE, topics=Operation.READ)),

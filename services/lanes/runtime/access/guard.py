@@ -62,10 +62,11 @@ from lanes.runtime.access.access_rules import (
     split_resources,
     split_topics,
 )
+from lanes.runtime.access.image_authorizer import ImageAuthorizer
 from lanes.runtime.access.tokens import InvalidTokenError, TokenVerifier
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
 from lanes.security import scram
-from lanes.security.acls import NODE_NAME, Authorizer, user_principal
+from lanes.security.acls import NODE_NAME, user_principal
 from lanes.security.quota_entities import MAX_CLIENT_ID_CHARS, QuotaEntity, valid_client_id
 
 #: Verified passwords remembered.
@@ -97,6 +98,12 @@ class Caller(NamedTuple):
 CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("lanes_caller", default=None)
 ANONYMOUS = "User:ANONYMOUS"
 
+#: The current call's access when ACLs apply to it, set by the guard for the handler's context:
+#: a face that resolves resources the request did not name (the topics a group committed, what a
+#: pattern matches) authorizes each with it. None: everything passes (a node, a super user, no
+#: ACLs on this listener).
+ACCESS: contextvars.ContextVar[Access | None] = contextvars.ContextVar("lanes_access", default=None)
+
 
 def caller_quota(image: MetadataImage, key: str, caller: Caller | None) -> tuple[QuotaEntity, float] | None:
     """(what the call is measured as, the quota) when ``caller`` is limited under quota ``key``
@@ -120,6 +127,8 @@ class RequestContext:
     identity: str | None
     #: whether this process's listener verifies client certificates at all
     verified: bool
+    #: what the caller may do, when ACLs apply to it (None: everything; see ``ACCESS``)
+    access: Access | None = None
 
     @property
     def on_certificate_listener(self) -> bool:
@@ -137,7 +146,7 @@ def request_context(context: ServicerContext | None) -> RequestContext:
     """The context of the call the guard admitted (``context`` None: a call made in process, as
     tests make them, with the caller the test set)."""
     identity = caller_identity(context) if context is not None else None
-    return RequestContext(CALLER.get(), LISTENER.get(), identity, callers_verified())
+    return RequestContext(CALLER.get(), LISTENER.get(), identity, callers_verified(), ACCESS.get())
 
 
 async def _client_id(context: ServicerContext) -> str:
@@ -181,8 +190,7 @@ class Guard(CallInterceptor):
         self._authorize = authorize
         self._super_users = frozenset(super_users)
         self._rules = rules
-        self._authorizer = Authorizer(())
-        self._authorizer_of: tuple[int, int] | None = None
+        self._authorizer = ImageAuthorizer(image, super_users)
         self._pepper = os.urandom(32)
         self._verified: collections.OrderedDict[tuple[str, bytes], bytes] = collections.OrderedDict()
         self._checks: asyncio.Semaphore | None = None
@@ -284,6 +292,7 @@ class Guard(CallInterceptor):
         a super user, or no ACLs on this listener). Ends the call with UNAUTHENTICATED,
         PERMISSION_DENIED or (a node still loading the metadata) UNAVAILABLE otherwise."""
         LISTENER.set(self._listener)
+        ACCESS.set(None)
         if self._listener == "internal" or not self._authorize:
             name = caller_identity(context)
             node = name is not None and NODE_NAME.fullmatch(name) is not None
@@ -315,6 +324,7 @@ class Guard(CallInterceptor):
         if principal in self._super_users:
             return None
         access = self._access(principal, peer_host(context))
+        ACCESS.set(access)
         if request is not None:
             refused = first_refused(rule.needs(request, access), access)
             if refused is not None:
@@ -327,12 +337,7 @@ class Guard(CallInterceptor):
         return access
 
     def _access(self, principal: str, host: str) -> Access:
-        image = self._image()
-        key = (id(image), image.acls_offset)
-        if key != self._authorizer_of:
-            self._authorizer = Authorizer(image.acls, self._super_users)
-            self._authorizer_of = key
-        return Access(principal, host, self._authorizer, image)
+        return Access(principal, host, self._authorizer.current(), self._image())
 
     async def _authenticate(self, context: ServicerContext) -> tuple[str, bool, float | None]:
         """(principal, whether it is one of the cluster's nodes, when its credential expires:
