@@ -1,0 +1,219 @@
+"""Issue #36: authorization without holes, against a real secure cluster (``LocalCluster(tls=True,
+auth=True)``), as Kafka's StandardAuthorizer decides: DENY always wins, topics a caller may not
+DESCRIBE are never revealed, and what a request resolves (the partitions a group committed, the
+topics a pattern matches) is authorized as if it had been named.
+
+The cast: ``mallory`` may READ every topic (``*``) but is DENIED READ on ``secret`` and DESCRIBE
+(and READ) on ``hidden``; she owns the groups ``m-*``. ``wendy`` may WRITE ``w-*`` topics but is
+DENIED WRITE on every topic (``*``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import grpc
+import pytest
+
+import lanes
+from lanes.errors import AuthorizationError, ErrorCode
+from lanes.local.cluster import LocalCluster
+from lanes.rpc.tls import TlsFiles
+from lanes.topic_partition import TopicPartition
+from lanes.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
+from tests.integration.processes import channel_options, running_cluster, wait_until_brokers_apply_metadata
+
+MALLORY = lanes.UserPassword("mallory", "mallory-secret-1")
+WENDY = lanes.UserPassword("wendy", "wendy-secret-12")
+TOPICS = ("secret", "hidden", "m-own")
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path_factory.mktemp("audit"), brokers=1, tls=True, auth=True) as started:
+        with _admin(started) as admin:
+            for topic in TOPICS:
+                admin.create_topic(topic, partitions=2, replication_factor=1)
+            admin.set_user_password(MALLORY.username, MALLORY.password)
+            admin.set_user_password(WENDY.username, WENDY.password)
+            admin.create_acls(
+                [
+                    lanes.AclBinding.of("mallory", "read", topic="*"),
+                    lanes.AclBinding.of("mallory", "read", topic="secret", deny=True),
+                    lanes.AclBinding.of("mallory", "read", topic="hidden", deny=True),
+                    lanes.AclBinding.of("mallory", "describe", topic="hidden", deny=True),
+                    lanes.AclBinding.of("mallory", "all", group="m-", prefixed=True),
+                    lanes.AclBinding.of("wendy", "write", topic="w-", prefixed=True),
+                    lanes.AclBinding.of("wendy", "write", topic="*", deny=True),
+                ]
+            )
+        with lanes.Producer(_bootstrap(started), tls=started.client_tls, credentials=started.client_credentials) as p:
+            for topic in TOPICS:
+                for partition in (0, 1):
+                    for i in range(3):
+                        p.send(topic, f"{topic}-{i}".encode(), partition=partition)
+            p.flush()
+        wait_until_brokers_apply_metadata(started)
+        yield started
+
+
+def _bootstrap(cluster: LocalCluster) -> str:
+    return str(cluster.describe()["bootstrap"])
+
+
+def _admin(cluster: LocalCluster, credentials: lanes.UserPassword | None = None) -> lanes.Admin:
+    return lanes.Admin(
+        _bootstrap(cluster), tls=cluster.client_tls, credentials=credentials or cluster.client_credentials
+    )
+
+
+def _eventually(check: Callable[[], T], timeout_s: float = 20) -> T:
+    """``check()``'s first answer that raises no AssertionError (ACLs reach every node a moment
+    after the controller commits them)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return check()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _channel(address: str, user: lanes.UserPassword) -> grpc.Channel:
+    tls = TlsFiles.from_environment()
+    assert tls is not None, "a secure cluster"
+    credentials = grpc.composite_channel_credentials(tls.channel_credentials(), user.call_credentials())
+    return grpc.secure_channel(address, credentials, options=channel_options([]))
+
+
+def _commit(cluster: LocalCluster, group: str, offsets: dict[TopicPartition, int]) -> None:
+    """Commit ``offsets`` for ``group`` as the administrator."""
+    with _admin(cluster) as admin:
+        for partition, offset in offsets.items():
+            resets = admin.reset_offsets(group, f"offset:{offset}", partitions=[partition], dry_run=False)
+            assert [r.error for r in resets] == [""], resets
+
+
+def _committed(cluster: LocalCluster, group: str) -> dict[TopicPartition, int]:
+    with _admin(cluster) as admin:
+        described = admin.describe_group(group, include_offsets=True)
+    return {TopicPartition(o.topic, o.partition): o.committed_offset for o in described.offsets}
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. group offsets: what a request resolves is authorized topic by topic
+
+
+def test_a_reset_naming_no_partition_touches_no_topic_the_caller_may_not_read(cluster: LocalCluster) -> None:
+    committed = {
+        TopicPartition("secret", 1): 2,
+        TopicPartition("hidden", 0): 2,
+        TopicPartition("m-own", 0): 2,
+    }
+    _commit(cluster, "m-shared", committed)
+    with _admin(cluster, MALLORY) as mallory:
+        resets = {(r.topic, r.partition): r for r in mallory.reset_offsets("m-shared", "earliest", dry_run=False)}
+    assert resets[("m-own", 0)].new_offset == 0 and not resets[("m-own", 0)].error
+    refused = resets[("secret", 1)]
+    assert refused.new_offset == -1 and refused.previous_offset == -1
+    assert "may not READ topic 'secret'" in refused.error
+    assert ("hidden", 0) not in resets, "a topic she may not DESCRIBE is not even named"
+    after = _committed(cluster, "m-shared")
+    assert after[TopicPartition("secret", 1)] == 2 and after[TopicPartition("hidden", 0)] == 2
+    assert after[TopicPartition("m-own", 0)] == 0
+
+    with _admin(cluster, MALLORY) as mallory:  # named, DENY wins as before
+        with pytest.raises(AuthorizationError, match="secret"):
+            mallory.reset_offsets("m-shared", "earliest", partitions=[TopicPartition("secret", 1)], dry_run=False)
+        with pytest.raises(AuthorizationError, match="secret"):
+            mallory.delete_offsets("m-shared", [TopicPartition("secret", 1)])
+        assert mallory.delete_offsets("m-shared", []) == {}, "naming nothing deletes nothing"
+    assert _committed(cluster, "m-shared")[TopicPartition("secret", 1)] == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. pattern subscriptions resolve over what the member may DESCRIBE
+
+
+def test_a_pattern_subscription_is_never_assigned_a_topic_the_member_may_not_describe(
+    cluster: LocalCluster,
+) -> None:
+    with lanes.Consumer(
+        _bootstrap(cluster),
+        group_id="m-pattern",
+        tls=cluster.client_tls,
+        credentials=MALLORY,
+        auto_offset_reset="earliest",
+    ) as consumer:
+        consumer.subscribe(pattern=".*")
+
+        def assigned_topics() -> set[str]:
+            consumer.poll(200)
+            topics = {partition.topic for partition in consumer.assignment()}
+            assert "m-own" in topics, topics
+            return topics
+
+        topics = _eventually(assigned_topics)
+    assert "hidden" not in topics, "hidden matches .* but mallory may not DESCRIBE it"
+    assert "secret" in topics, "secret she may DESCRIBE (only READ is denied: its fetches are refused)"
+    with _admin(cluster) as admin:
+        members = admin.describe_group("m-pattern", include_offsets=False).members
+    assert all(p.topic != "hidden" for member in members for p in member.assignment)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. DescribeGroups shows the offsets FetchOffsets shows
+
+
+def test_describing_a_group_shows_no_offsets_of_topics_the_caller_may_not_describe(cluster: LocalCluster) -> None:
+    _commit(cluster, "m-described", {TopicPartition("hidden", 1): 1, TopicPartition("m-own", 1): 1})
+    with _admin(cluster, MALLORY) as mallory:
+        described = mallory.describe_group("m-described", include_offsets=True)
+    assert {o.topic for o in described.offsets} == {"m-own"}
+    assert {o.topic for o in _admin(cluster).describe_group("m-described").offsets} == {"hidden", "m-own"}
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. InitProducerId weighs DENY and answers with Kafka's codes
+
+
+def test_producer_ids_are_refused_when_a_deny_covers_every_allowed_topic(cluster: LocalCluster) -> None:
+    with _channel(cluster.broker_processes[1].address, WENDY) as channel:
+        stub = broker_pb2_grpc.BrokerStub(channel)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.InitProducerId(broker_pb2.InitProducerIdRequest(), timeout=10)
+        assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED
+        assert ErrorCode.CLUSTER_AUTHORIZATION_FAILED.name in str(refused.value.details())
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.InitProducerId(broker_pb2.InitProducerIdRequest(transactional_id="wendys-tx"), timeout=10)
+        assert ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.name in str(refused.value.details())
+    with _channel(cluster.broker_processes[1].address, MALLORY) as channel:  # READ only: no WRITE anywhere
+        with pytest.raises(grpc.RpcError, match=ErrorCode.CLUSTER_AUTHORIZATION_FAILED.name):
+            broker_pb2_grpc.BrokerStub(channel).InitProducerId(broker_pb2.InitProducerIdRequest(), timeout=10)
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. refusals reveal nothing
+
+
+def test_deleting_a_hidden_topic_by_id_is_answered_as_an_unknown_id_is(cluster: LocalCluster) -> None:
+    with _admin(cluster) as admin:
+        hidden_id = admin.describe_topic("hidden").topic_id
+    controller = cluster.controller
+    assert controller is not None
+    with _channel(controller.address, MALLORY) as channel:
+        stub = controller_pb2_grpc.ControllerStub(channel)
+
+        def answer(topic_id: str) -> controller_pb2.DeletableTopicResult:
+            return stub.DeleteTopics(controller_pb2.DeleteTopicsRequest(topic_ids=[topic_id]), timeout=10).topics[0]
+
+        hidden, unknown = answer(hidden_id), answer("0" * 22)
+    assert "hidden" not in str(hidden)
+    assert hidden.error.code == unknown.error.code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert hidden.error.message.replace(hidden_id, "ID") == unknown.error.message.replace("0" * 22, "ID")
+    with _admin(cluster) as admin:
+        assert "hidden" in admin.list_topics()
