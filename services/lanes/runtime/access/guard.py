@@ -222,9 +222,95 @@ class Guard(CallInterceptor):
             if access is None:
                 return await inner(request, context)
             assert rule is not None
-            refused = split_topics(request, rule.per_topic, access) if rule.per_topic is not None else []
-            resources = split_resources(request, rule.per_resource, access) if rule.per_resource is not None else []
-            response = await inner(request, context)
+            answer = await self._authorized(request, rule, access, context)
+            return answer(await inner(request, context))
+
+        return unary
+
+    def _unary_stream(self, inner: Any, rule: Rule | None, method: str) -> Any:
+        async def unary_stream(request: Any, context: ServicerContext) -> AsyncIterator[Any]:
+            access = await self._admit(request, context, rule, method)
+            answer: Callable[[Any], Any] = _as_it_is
+            if access is not None:
+                assert rule is not None
+                answer = await self._authorized(request, rule, access, context)
+            ends_s = _SESSION_ENDS_S.get()
+            async for response in inner(request, context):
+                await _within_session(ends_s, context)
+                yield answer(response)
+
+        return unary_stream
+
+    def _stream_unary(self, inner: Any, rule: Rule | None, method: str) -> Any:
+        async def stream_unary(requests: AsyncIterator[Any], context: ServicerContext) -> Any:
+            access = await self._admit(None, context, rule, method)
+            requests = _session_bound(requests, _SESSION_ENDS_S.get(), context)
+            if access is None:
+                return await inner(requests, context)
+            assert rule is not None
+            answers: list[Callable[[Any], Any]] = []
+
+            async def authorized() -> AsyncIterator[Any]:
+                async for request in requests:
+                    answers.append(await self._authorized(request, rule, self._again(access), context))
+                    yield request
+
+            response = await inner(authorized(), context)
+            for answer in answers:
+                response = answer(response)
+            return response
+
+        return stream_unary
+
+    def _stream_stream(self, inner: Any, rule: Rule | None, method: str) -> Any:
+        """Streams are authenticated once, when they open, for a session that ends when the
+        caller's token expires or after ``max_session_s`` (KIP-368's re-authentication: the client
+        opens a new stream, checked again); each request is authorized as a unary call's is, with
+        the ACLs in force when it is read, and answered in order (ProduceStream: one response per
+        request)."""
+
+        async def stream_stream(requests: AsyncIterator[Any], context: ServicerContext) -> AsyncIterator[Any]:
+            access = await self._admit(None, context, rule, method)
+            requests = _session_bound(requests, _SESSION_ENDS_S.get(), context)
+            if access is None:
+                async for response in inner(requests, context):
+                    yield response
+                return
+            assert rule is not None
+            answers: collections.deque[Callable[[Any], Any]] = collections.deque()
+
+            async def authorized() -> AsyncIterator[Any]:
+                async for request in requests:
+                    answers.append(await self._authorized(request, rule, self._again(access), context))
+                    yield request
+
+            async for response in inner(authorized(), context):
+                yield answers.popleft()(response)
+
+        return stream_stream
+
+    async def _authorized(
+        self, request: Any, rule: Rule, access: Access, context: ServicerContext
+    ) -> Callable[[Any], Any]:
+        """Authorize one request of a call ``access`` was admitted to (every request of a stream
+        alike): a refused need, or a request only nodes may make, ends the call with
+        PERMISSION_DENIED; topics and resources refused are taken out of it (in place). Returns
+        what completes its response: their refusals put back in their places, then the answer
+        trimmed to what the caller may see."""
+        if rule.for_nodes_only(request):
+            await _deny(context, "CLUSTER_AUTHORIZATION_FAILED: this request is the cluster's nodes' only")
+        refused_need = first_refused(rule.needs(request, access), access)
+        if refused_need is not None:
+            operation, resource_type, name = refused_need
+            await _deny(
+                context,
+                f"{refusal_code(resource_type).name}: {access.principal} may not {operation.name} "
+                f"{resource_type.name.lower()} {name!r}",
+            )
+        refused = split_topics(request, rule.per_topic, access) if rule.per_topic is not None else []
+        resources = split_resources(request, rule.per_resource, access) if rule.per_resource is not None else []
+
+        def answer(response: Any) -> Any:
             if refused:
                 assert rule.per_topic is not None
                 answer_refused(response, refused, rule.per_topic, access)
@@ -235,62 +321,17 @@ class Guard(CallInterceptor):
                 rule.trim(request, response, access)
             return response
 
-        return unary
-
-    def _unary_stream(self, inner: Any, rule: Rule | None, method: str) -> Any:
-        async def unary_stream(request: Any, context: ServicerContext) -> AsyncIterator[Any]:
-            await self._admit(request, context, rule, method)
-            ends_s = _SESSION_ENDS_S.get()
-            async for response in inner(request, context):
-                await _within_session(ends_s, context)
-                yield response
-
-        return unary_stream
-
-    def _stream_unary(self, inner: Any, rule: Rule | None, method: str) -> Any:
-        async def stream_unary(requests: AsyncIterator[Any], context: ServicerContext) -> Any:
-            await self._admit(None, context, rule, method)
-            return await inner(_session_bound(requests, _SESSION_ENDS_S.get(), context), context)
-
-        return stream_unary
-
-    def _stream_stream(self, inner: Any, rule: Rule | None, method: str) -> Any:
-        """Streams are authenticated once, when they open, for a session that ends when the
-        caller's token expires or after ``max_session_s`` (KIP-368's re-authentication: the client
-        opens a new stream, checked again); each request of a per-topic stream (ProduceStream) is
-        authorized with the ACLs in force when it is read."""
-
-        async def stream_stream(requests: AsyncIterator[Any], context: ServicerContext) -> AsyncIterator[Any]:
-            access = await self._admit(None, context, rule, method)
-            requests = _session_bound(requests, _SESSION_ENDS_S.get(), context)
-            operation = rule.per_topic if rule is not None and access is not None else None
-            if operation is None:
-                async for response in inner(requests, context):
-                    yield response
-                return
-            assert access is not None
-            refusals: collections.deque[list[tuple[str, list[int]]]] = collections.deque()
-
-            async def authorized() -> AsyncIterator[Any]:
-                async for request in requests:
-                    refusals.append(split_topics(request, operation, self._access(access.principal, access.host)))
-                    yield request
-
-            async for response in inner(authorized(), context):
-                refused = refusals.popleft()
-                if refused:
-                    answer_refused(response, refused, operation, access)
-                yield response
-
-        return stream_stream
+        return answer
 
     # -----------------------------------------------------------------------------------------
     # decisions
 
     async def _admit(self, request: Any, context: ServicerContext, rule: Rule | None, method: str) -> Access | None:
-        """The caller's access when ACLs apply to it; None when its call passes as it is (a node,
-        a super user, or no ACLs on this listener). Ends the call with UNAUTHENTICATED,
-        PERMISSION_DENIED or (a node still loading the metadata) UNAVAILABLE otherwise."""
+        """Authenticate the caller of a call (``request``: a unary request; None for a client
+        stream): its access when ACLs apply to it, each request then ``_authorized``; None when
+        its call passes as it is (a node, a super user, or no ACLs on this listener). Ends the
+        call with UNAUTHENTICATED, PERMISSION_DENIED or (a node still loading the metadata)
+        UNAVAILABLE otherwise."""
         LISTENER.set(self._listener)
         ACCESS.set(None)
         if self._listener == "internal" or not self._authorize:
@@ -325,16 +366,11 @@ class Guard(CallInterceptor):
             return None
         access = self._access(principal, peer_host(context))
         ACCESS.set(access)
-        if request is not None:
-            refused = first_refused(rule.needs(request, access), access)
-            if refused is not None:
-                operation, resource_type, name = refused
-                await _deny(
-                    context,
-                    f"{refusal_code(resource_type).name}: {principal} may not {operation.name} "
-                    f"{resource_type.name.lower()} {name!r}",
-                )
         return access
+
+    def _again(self, access: Access) -> Access:
+        """``access`` with the ACLs in force now (a stream's later requests)."""
+        return self._access(access.principal, access.host)
 
     def _access(self, principal: str, host: str) -> Access:
         return Access(principal, host, self._authorizer.current(), self._image())
@@ -424,6 +460,10 @@ class Guard(CallInterceptor):
             self._checks = asyncio.Semaphore(_CONCURRENT_CHECKS)
         async with self._checks:
             return await asyncio.to_thread(scram.verify, stored, password)
+
+
+def _as_it_is(response: Any) -> Any:
+    return response
 
 
 class AnonymousCallers(CallInterceptor):
