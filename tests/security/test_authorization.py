@@ -229,11 +229,19 @@ def test_the_internal_listener_admits_the_clusters_nodes_only(cluster: LocalClus
         broker_pb2_grpc.BrokerStub(channel).Metadata(broker_pb2.MetadataRequest(), timeout=5)  # type: ignore[no-untyped-call]
     assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
     node = TlsFiles(
-        ca_file=directory / "ca.crt", cert_file=directory / "broker-2.crt", key_file=directory / "broker-2.key"
+        ca_file=directory / "ca.crt",
+        cert_file=directory / "coordinator-1.crt",
+        key_file=directory / "coordinator-1.key",
     )
     with grpc.secure_channel(internal, node.channel_credentials()) as channel:
-        answer = broker_pb2_grpc.BrokerStub(channel).Metadata(broker_pb2.MetadataRequest(), timeout=5)  # type: ignore[no-untyped-call]
-    assert {topic.name for topic in answer.topics} >= {"a", "b"}
+        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        request = broker_pb2.ListOffsetsRequest(
+            topics=[broker_pb2.ListOffsetsTopic(topic="a", partitions=[broker_pb2.ListOffsetsPartition(partition=0)])]
+        )
+        answer = stub.ListOffsets(request, timeout=5)  # what its role needs (a group's lag): answered
+        assert answer.topics[0].partitions[0].error.code in (common_pb2.NONE, common_pb2.NOT_LEADER_OR_FOLLOWER)
+        with pytest.raises(grpc.RpcError, match=r"may not call /lanes\.v1\.Broker/Metadata"):
+            stub.Metadata(broker_pb2.MetadataRequest(), timeout=5)  # what it does not
 
 
 def test_a_user_may_not_take_a_nodes_name(cluster: LocalCluster) -> None:

@@ -20,9 +20,12 @@ import pytest
 import lanes
 from lanes.errors import AuthorizationError, ErrorCode
 from lanes.local.cluster import LocalCluster
+from lanes.protocol.records import Record, encode_batch
 from lanes.rpc.tls import TlsFiles
+from lanes.rpc.wire import produce_request
+from lanes.security.acls import ResourceType
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
 from tests.integration.processes import channel_options, running_cluster, wait_until_brokers_apply_metadata
 
 MALLORY = lanes.UserPassword("mallory", "mallory-secret-1")
@@ -117,13 +120,13 @@ def test_a_reset_naming_no_partition_touches_no_topic_the_caller_may_not_read(cl
     _commit(cluster, "m-shared", committed)
     with _admin(cluster, MALLORY) as mallory:
         resets = {(r.topic, r.partition): r for r in mallory.reset_offsets("m-shared", "earliest", dry_run=False)}
-    assert resets[("m-own", 0)].new_offset == 0 and not resets[("m-own", 0)].error
+    assert (resets[("m-own", 0)].new_offset, resets[("m-own", 0)].error) == (0, "")
     refused = resets[("secret", 1)]
-    assert refused.new_offset == -1 and refused.previous_offset == -1
+    assert (refused.new_offset, refused.previous_offset) == (-1, -1)
     assert "may not READ topic 'secret'" in refused.error
     assert ("hidden", 0) not in resets, "a topic she may not DESCRIBE is not even named"
     after = _committed(cluster, "m-shared")
-    assert after[TopicPartition("secret", 1)] == 2 and after[TopicPartition("hidden", 0)] == 2
+    assert (after[TopicPartition("secret", 1)], after[TopicPartition("hidden", 0)]) == (2, 2)
     assert after[TopicPartition("m-own", 0)] == 0
 
     with _admin(cluster, MALLORY) as mallory:  # named, DENY wins as before
@@ -191,9 +194,11 @@ def test_producer_ids_are_refused_when_a_deny_covers_every_allowed_topic(cluster
         with pytest.raises(grpc.RpcError) as refused:
             stub.InitProducerId(broker_pb2.InitProducerIdRequest(transactional_id="wendys-tx"), timeout=10)
         assert ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.name in str(refused.value.details())
-    with _channel(cluster.broker_processes[1].address, MALLORY) as channel:  # READ only: no WRITE anywhere
-        with pytest.raises(grpc.RpcError, match=ErrorCode.CLUSTER_AUTHORIZATION_FAILED.name):
-            broker_pb2_grpc.BrokerStub(channel).InitProducerId(broker_pb2.InitProducerIdRequest(), timeout=10)
+    with (  # READ only: no WRITE anywhere
+        _channel(cluster.broker_processes[1].address, MALLORY) as channel,
+        pytest.raises(grpc.RpcError, match=ErrorCode.CLUSTER_AUTHORIZATION_FAILED.name),
+    ):
+        broker_pb2_grpc.BrokerStub(channel).InitProducerId(broker_pb2.InitProducerIdRequest(), timeout=10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,3 +222,85 @@ def test_deleting_a_hidden_topic_by_id_is_answered_as_an_unknown_id_is(cluster: 
     assert hidden.error.message.replace(hidden_id, "ID") == unknown.error.message.replace("0" * 22, "ID")
     with _admin(cluster) as admin:
         assert "hidden" in admin.list_topics()
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. a node's certificate does what its role needs and nothing more
+
+
+def _node_channel(cluster: LocalCluster, process: str, node: str) -> grpc.Channel:
+    """A channel to ``process``'s internal listener with ``node``'s certificate."""
+    directory = cluster.data_dir / "tls"
+    files = TlsFiles(
+        ca_file=directory / "ca.crt", cert_file=directory / f"{node}.crt", key_file=directory / f"{node}.key"
+    )
+    processes = {
+        "broker": cluster.broker_processes[1],
+        "controller": cluster.controller,
+        "coordinator": cluster.coordinator_processes[1],
+    }
+    running = processes[process]
+    assert running is not None
+    return grpc.secure_channel(str(running.ready["internal_address"]), files.channel_credentials())
+
+
+def _refused_to_node(call: Callable[[], object]) -> None:
+    with pytest.raises(grpc.RpcError) as refused:
+        call()
+    assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED
+    assert "what its role needs" in str(refused.value.details())
+
+
+def test_a_nodes_certificate_does_what_its_role_needs_and_nothing_more(cluster: LocalCluster) -> None:
+    produce = produce_request(
+        "secret", 0, encode_batch([Record(0, 0, None, b"a coordinator's")]), acks=common_pb2.ACKS_ALL, timeout_ms=5000
+    )
+    with _node_channel(cluster, "broker", "coordinator-1") as channel:
+        broker = broker_pb2_grpc.BrokerStub(channel)
+        _refused_to_node(lambda: broker.Produce(produce, timeout=10))
+        _refused_to_node(lambda: broker.Metadata(broker_pb2.MetadataRequest(), timeout=10))
+        fetch_secret = broker_pb2.FetchRequest(
+            max_wait_ms=0,
+            topics=[broker_pb2.FetchTopic(topic="secret", partitions=[broker_pb2.FetchPartition(partition=0)])],
+        )
+        _refused_to_node(lambda: broker.Fetch(fetch_secret, timeout=10))
+        offsets = broker_pb2.ListOffsetsRequest(
+            topics=[
+                broker_pb2.ListOffsetsTopic(topic="secret", partitions=[broker_pb2.ListOffsetsPartition(partition=0)])
+            ]
+        )
+        assert broker.ListOffsets(offsets, timeout=10).topics, "a coordinator reads where offsets lie (lag)"
+    with _node_channel(cluster, "controller", "coordinator-1") as channel:
+        controller = controller_pb2_grpc.ControllerStub(channel)
+        grant_all = controller_pb2.CreateAclsRequest(
+            creations=[
+                common_pb2.AclBinding(
+                    resource_type=common_pb2.ACL_RESOURCE_TYPE_CLUSTER,
+                    resource_name="kafka-cluster",
+                    pattern_type=common_pb2.ACL_PATTERN_TYPE_LITERAL,
+                    principal="User:mallory",
+                    host="*",
+                    operation=common_pb2.ACL_OPERATION_ALL,
+                    permission=common_pb2.ACL_PERMISSION_ALLOW,
+                )
+            ]
+        )
+        _refused_to_node(lambda: controller.CreateAcls(grant_all, timeout=10))
+        _refused_to_node(
+            lambda: controller.RegisterBroker(controller_pb2.RegisterBrokerRequest(broker_id=1), timeout=10)
+        )
+    with _node_channel(cluster, "controller", "broker-1") as channel:
+        controller = controller_pb2_grpc.ControllerStub(channel)
+        _refused_to_node(
+            lambda: controller.AlterUserScramCredentials(controller_pb2.AlterUserScramCredentialsRequest(), timeout=10)
+        )
+        _refused_to_node(
+            lambda: controller.AddController(
+                controller_pb2.AddControllerRequest(controller=common_pb2.Node(node_id=9, host="127.0.0.1", port=1)),
+                timeout=10,
+            )
+        )
+        _refused_to_node(lambda: controller.DescribeAcls(controller_pb2.DescribeAclsRequest(), timeout=10))
+    with _admin(cluster) as admin:
+        granted = [acl for acl in admin.describe_acls() if acl.resource_type is ResourceType.CLUSTER]
+    assert not [acl for acl in granted if acl.principal == "User:mallory"]

@@ -18,9 +18,9 @@ A rule says what a call needs, from its request:
   caller may not DESCRIBE are left out of listings, and named ones answered as refused, so a
   caller learns nothing of topics and groups it may not see.
 
-The cluster's own nodes (their certificates) pass every rule, and super users every rule but
-``nodes_only`` ones. A method missing from ``RULES`` is refused to everyone else: a new RPC stays
-closed until it has a rule.
+The cluster's own nodes (their certificates) are held to ``NODE_RULES`` instead: what their role
+needs and nothing more. Super users pass every rule but ``nodes_only`` ones. A method missing
+from ``RULES`` is refused to everyone else: a new RPC stays closed until it has a rule.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 
 from lanes.errors import ErrorCode
 from lanes.metadata.image import MetadataImage
+from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.rpc.wire import wire_error
 from lanes.security.acls import CLUSTER_NAME, Authorizer, Operation, ResourceType
 from lanes.topic_partition import TopicPartition
@@ -410,6 +411,60 @@ RULES: dict[str, Rule] = {
     "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": Rule(),
     "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": Rule(),
 }
+
+
+def _only_consumer_offsets(request: Any) -> bool:
+    """A coordinator's Produce and Fetch: its shards' partitions of ``__consumer_offsets``, no other."""
+    return all(topic.topic == CONSUMER_OFFSETS_TOPIC for topic in request.topics)
+
+
+_REFLECTION = {
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": None,
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": None,
+}
+
+#: What a node of each role may call, and nothing more (a node's certificate names its role:
+#: ``broker-1``, ``coordinator-1``, ``controller-0``): full method name -> None (any request) or
+#: which requests. So one compromised pod is one role's reach, not the cluster's: no node may
+#: manage ACLs, users, quotas or topics, or read or write a user's records, and only a broker
+#: replicates. A node that also passes ``check_claim`` in the service may act only as itself.
+NODE_RULES: dict[str, dict[str, Callable[[Any], bool] | None]] = {
+    "broker": {
+        _method("Broker", "ReplicaFetch"): None,
+        _method("Broker", "OffsetForLeaderEpoch"): lambda request: request.replica_id >= 0,
+        _method("Controller", "RegisterBroker"): None,
+        _method("Controller", "BrokerHeartbeat"): None,
+        _method("Controller", "WatchMetadata"): None,
+        _method("Controller", "AlterPartition"): None,
+        _method("Controller", "AllocateProducerIds"): None,
+        **_REFLECTION,
+    },
+    "coordinator": {
+        _method("Broker", "Produce"): _only_consumer_offsets,
+        _method("Broker", "Fetch"): _only_consumer_offsets,
+        _method("Broker", "ListOffsets"): None,  # where committed offsets lie: lag and resets
+        _method("Controller", "RegisterCoordinator"): None,
+        _method("Controller", "CoordinatorHeartbeat"): None,
+        _method("Controller", "WatchMetadata"): None,
+        **_REFLECTION,
+    },
+    "controller": {
+        _method("ControllerQuorum", "Send"): None,
+        _method("ControllerQuorum", "DescribeQuorum"): None,
+        _method("Controller", "AddController"): None,  # a new controller joining (Kafka's AddRaftVoter)
+        **_REFLECTION,
+    },
+}
+
+
+def node_may(node: str, method: str, request: Any) -> bool:
+    """Whether the node named ``node`` (its certificate's name) may make this call (``request``
+    None: a client stream's, allowed only where any request is)."""
+    allowed = NODE_RULES.get(node.rsplit("-", 1)[0], {})
+    if method not in allowed:
+        return False
+    which = allowed[method]
+    return which is None or (request is not None and which(request))
 
 
 def split_topics(request: Any, operation: Operation, access: Access) -> list[tuple[str, list[int]]]:

@@ -58,6 +58,7 @@ from lanes.runtime.access.access_rules import (
     answer_refused,
     answer_resources,
     first_refused,
+    node_may,
     refusal_code,
     split_resources,
     split_topics,
@@ -347,6 +348,9 @@ class Guard(CallInterceptor):
                     f"CLUSTER_AUTHORIZATION_FAILED: {where} for the cluster's nodes only; the caller's "
                     f"certificate names {name or 'nobody'}",
                 )
+            if node:
+                assert name is not None
+                await self._node_may(name, method, request, context)
             return None
         principal, node, ends_s = await self._authenticate(context)
         CALLER.set(None if node else Caller(principal, await _client_id(context)))
@@ -354,6 +358,7 @@ class Guard(CallInterceptor):
             max_ends_s = time.time() + self._max_session_s if self._max_session_s > 0 else None
             _SESSION_ENDS_S.set(min((t for t in (ends_s, max_ends_s) if t is not None), default=None))
         if node:
+            await self._node_may(principal.removeprefix("User:"), method, request, context)
             return None
         if self._image().last_offset < 0:
             await context.abort(
@@ -367,6 +372,16 @@ class Guard(CallInterceptor):
         access = self._access(principal, peer_host(context))
         ACCESS.set(access)
         return access
+
+    @staticmethod
+    async def _node_may(name: str, method: str, request: Any, context: ServicerContext) -> None:
+        """End the call with PERMISSION_DENIED unless the node's role needs it (``NODE_RULES``)."""
+        if not node_may(name, method, request):
+            await _deny(
+                context,
+                f"CLUSTER_AUTHORIZATION_FAILED: {name}'s certificate may not call {method}: a node may do what its "
+                "role needs and nothing more",
+            )
 
     def _again(self, access: Access) -> Access:
         """``access`` with the ACLs in force now (a stream's later requests)."""
