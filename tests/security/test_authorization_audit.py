@@ -304,3 +304,20 @@ def test_a_nodes_certificate_does_what_its_role_needs_and_nothing_more(cluster: 
     with _admin(cluster) as admin:
         granted = [acl for acl in admin.describe_acls() if acl.resource_type is ResourceType.CLUSTER]
     assert not [acl for acl in granted if acl.principal == "User:mallory"]
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. data at rest is the owner's only
+
+
+def test_what_the_nodes_write_is_readable_by_their_owner_only(cluster: LocalCluster) -> None:
+    """The metadata log and snapshots (users' stored keys), segments, checkpoints, keys and
+    passwords, logs: files 0600, directories 0700 (certificates are not secrets)."""
+    assert cluster.data_dir.stat().st_mode & 0o077 == 0
+    opened = [
+        path
+        for path in cluster.data_dir.rglob("*")
+        if path.suffix not in (".crt", ".json") and path.stat().st_mode & 0o077
+    ]
+    assert not opened, [f"{path.relative_to(cluster.data_dir)}: {path.stat().st_mode & 0o777:o}" for path in opened]
+    assert any("metadata" in str(path) for path in cluster.data_dir.rglob("*")), "the metadata log was looked at"

@@ -17,6 +17,7 @@ from lanes.metadata.image import NO_LEADER, MetadataImage
 from lanes.protocol.records import decode_batches
 from lanes.rpc.channels import ChannelCache
 from lanes.rpc.wire import code_of, produce_request, wire_error
+from lanes.runtime.access.access_rules import COORDINATOR_TIMING_FETCH_BYTES
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
@@ -148,7 +149,7 @@ class BrokerAccess:
 
     async def record_timestamp(self, topic: str, partition: int, offset: int) -> int | None:
         """The timestamp of the first record at or after ``offset`` below the high-water mark."""
-        answer = await self.fetch(topic, partition, offset, max_bytes=64 << 10)
+        answer = await self.fetch(topic, partition, offset, max_bytes=COORDINATOR_TIMING_FETCH_BYTES)
         if code_of(answer.error) is not ErrorCode.NONE or not answer.records:
             return None
         for batch in decode_batches(answer.records):

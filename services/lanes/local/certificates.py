@@ -67,7 +67,7 @@ def _now() -> datetime.datetime:
 
 def create_authority(directory: Path, name: str = "Lanes local CA") -> Authority:
     """A new self-signed CA in ``directory`` (``ca.crt``, ``ca.key``), or the one already there."""
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     authority = Authority(directory / "ca.crt", directory / "ca.key")
     if authority.cert_file.exists() and authority.key_file.exists():
         return authority
@@ -108,7 +108,7 @@ def issue(
     False, no hosts) can only authenticate a caller, never pose as a server."""
     ca_cert, ca_key = authority.load()
     cert_pem, key_pem = certificate_pem(ca_cert, ca_key, name, hosts, server=server, days=days, now=_now())
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     cert_file, key_file = directory / f"{name}.crt", directory / f"{name}.key"
     write_file(key_file, key_pem, private=True)
     write_file(cert_file, cert_pem, private=False)

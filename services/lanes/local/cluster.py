@@ -60,7 +60,7 @@ ADMIN_PRINCIPAL = f"User:{ADMIN_USER}"
 def _password_file(path: Path) -> Path:
     """``path``, holding a new random password unless it exists (owner-only, written whole)."""
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_file(path, secrets.token_urlsafe(24).encode(), private=True)
     return path
 
@@ -353,6 +353,7 @@ class LocalCluster:
         if self.brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.chmod(0o700)  # the nodes' data, keys and passwords: the owner's only
         # every process launched before any is waited for: they start up side by side
         launched: list[tuple[dict[int, ServiceProcess], int, LaunchedService]] = []
         try:

@@ -104,8 +104,8 @@ class LaunchedService:
 def launch_service(module: str, args: list[str], log_path: Path, *, launcher: Sequence[str] = ()) -> LaunchedService:
     """Start ``python -m module args``, its stderr appended to ``log_path``. ``launcher`` is a
     command that execs the rest in place (``ip netns exec NS``: the process is the service)."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("a") as log:
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a") as log:
         process = subprocess.Popen(
             [*launcher, sys.executable, "-m", module, *args],
             stdout=subprocess.PIPE,

@@ -414,8 +414,27 @@ RULES: dict[str, Rule] = {
 
 
 def _only_consumer_offsets(request: Any) -> bool:
-    """A coordinator's Produce and Fetch: its shards' partitions of ``__consumer_offsets``, no other."""
+    """A coordinator's Produce: its shards' partitions of ``__consumer_offsets``, no other."""
     return all(topic.topic == CONSUMER_OFFSETS_TOPIC for topic in request.topics)
+
+
+#: The most a coordinator's Fetch of a user topic may ask for: the first batch at a committed
+#: offset, whose time is the age of a group's oldest unconsumed record (``lag_ms``).
+COORDINATOR_TIMING_FETCH_BYTES = 64 << 10
+
+
+def _shards_or_lag_timing(request: broker_pb2.FetchRequest) -> bool:
+    """A coordinator's Fetch: its shards of ``__consumer_offsets``, or one partition's first batch
+    at an offset (``COORDINATOR_TIMING_FETCH_BYTES`` at most) to time a group's lag. Known gap:
+    that still shows record bytes; a ListOffsets answering the time at an offset would not."""
+    if _only_consumer_offsets(request):
+        return True
+    partitions = [partition for topic in request.topics for partition in topic.partitions]
+    return (
+        len(partitions) == 1
+        and 0 < request.max_bytes <= COORDINATOR_TIMING_FETCH_BYTES
+        and 0 < partitions[0].partition_max_bytes <= COORDINATOR_TIMING_FETCH_BYTES
+    )
 
 
 _REFLECTION = {
@@ -441,7 +460,7 @@ NODE_RULES: dict[str, dict[str, Callable[[Any], bool] | None]] = {
     },
     "coordinator": {
         _method("Broker", "Produce"): _only_consumer_offsets,
-        _method("Broker", "Fetch"): _only_consumer_offsets,
+        _method("Broker", "Fetch"): _shards_or_lag_timing,
         _method("Broker", "ListOffsets"): None,  # where committed offsets lie: lag and resets
         _method("Controller", "RegisterCoordinator"): None,
         _method("Controller", "CoordinatorHeartbeat"): None,

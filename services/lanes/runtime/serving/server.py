@@ -599,6 +599,9 @@ def run_service(
 ) -> int:
     """The ``main`` of every service module: parse, configure logging, serve until signalled."""
     options = parse_args(argv)
+    # Everything a service writes is its own: the metadata log and snapshots (users' stored keys),
+    # segments, checkpoints: files 0600, directories 0700.
+    os.umask(0o077)
     node_id = next(
         (getattr(options, name) for name in ("broker_id", "coordinator_id", "node_id") if hasattr(options, name)), None
     )
