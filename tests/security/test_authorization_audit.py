@@ -11,6 +11,8 @@ DENIED WRITE on every topic (``*``).
 from __future__ import annotations
 
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -18,6 +20,7 @@ import grpc
 import pytest
 
 import lanes
+from lanes.cli.watch import scrape_text
 from lanes.errors import AuthorizationError, ErrorCode
 from lanes.local.cluster import LocalCluster
 from lanes.protocol.records import Record, encode_batch
@@ -321,3 +324,32 @@ def test_what_the_nodes_write_is_readable_by_their_owner_only(cluster: LocalClus
     ]
     assert not opened, [f"{path.relative_to(cluster.data_dir)}: {path.stat().st_mode & 0o777:o}" for path in opened]
     assert any("metadata" in str(path) for path in cluster.data_dir.rglob("*")), "the metadata log was looked at"
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. metrics answer those with the token only
+
+
+def test_metrics_answer_only_a_scrape_with_the_token_and_health_answers_anyone(cluster: LocalCluster) -> None:
+    token_file = cluster.metrics_token_file
+    assert token_file is not None
+    assert token_file.stat().st_mode & 0o077 == 0
+    token = token_file.read_text().strip()
+    described = cluster.describe()
+    addresses = [
+        described["controllers"][0]["metrics"],
+        described["brokers"][0]["metrics"],
+        described["coordinators"][0]["metrics"],
+    ]
+    for address in addresses:
+        for header in ({}, {"Authorization": "Bearer not-the-token-at-all"}, {"Authorization": f"Basic {token}"}):
+            request = urllib.request.Request(f"http://{address}/metrics", headers=header)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=5)
+            assert refused.value.code == 401, address
+            assert b"secret" not in refused.value.read()
+        with urllib.request.urlopen(f"http://{address}/healthz", timeout=5) as health:
+            assert health.status == 200
+        assert "lanes_" in scrape_text(address, token=token)
+    brokers = scrape_text(described["brokers"][0]["metrics"], token=token)
+    assert 'topic="secret"' in brokers, "a local cluster's operator asked for named series"

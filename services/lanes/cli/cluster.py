@@ -205,6 +205,7 @@ def status(options: argparse.Namespace) -> None:
             emit=lambda summary: print(show(summary), flush=True),
             sleep=stop.requested.wait,
             stopped=lambda: bool(stop),
+            token=watch.metrics_token(),
         )
         return
     with admin_for(options) as admin:

@@ -2,7 +2,8 @@
 Prometheus endpoints (the same figures the dashboards show), refreshed every ``--interval``.
 
 The endpoints come from ``--metrics host:port,...`` or, by default, from ``./.lanes/cluster.json``
-(``lanes up`` lists every process's). Rates are computed between two consecutive scrapes, so the
+(``lanes up`` lists every process's); scrapes give the bearer token of ``LANES_METRICS_TOKEN_FILE``
+or of the ``metrics_token_file`` cluster.json names. Rates are computed between two consecutive scrapes, so the
 first line shows counts and the rates start with the second. ``summarize`` is pure: scrapes in,
 figures out.
 """
@@ -10,10 +11,11 @@ figures out.
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -61,19 +63,30 @@ def endpoints(flag: str | None, cluster_file: Path = CLUSTER_FILE) -> list[str]:
     )
 
 
-def scrape_text(address: str, timeout_s: float = 5) -> str:
-    """The body of ``http://address/metrics``."""
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=timeout_s) as answer:
+def metrics_token(environ: Mapping[str, str] = os.environ, cluster_file: Path = CLUSTER_FILE) -> str | None:
+    """The bearer token scrapes give: the content of ``LANES_METRICS_TOKEN_FILE``, or of the
+    ``metrics_token_file`` ``cluster.json`` names (a secure ``lanes up``); None without either."""
+    file = environ.get("LANES_METRICS_TOKEN_FILE")
+    if not file and cluster_file.is_file():
+        file = json.loads(cluster_file.read_text()).get("metrics_token_file")
+    return Path(file).read_text().strip() if file else None
+
+
+def scrape_text(address: str, timeout_s: float = 5, token: str | None = None) -> str:
+    """The body of ``http://address/metrics`` (asked with ``token``, when given)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(f"http://{address}/metrics", headers=headers)
+    with urllib.request.urlopen(request, timeout=timeout_s) as answer:
         return str(answer.read().decode())
 
 
-def scrape(addresses: Iterable[str], timeout_s: float = 5) -> tuple[Samples, list[str]]:
+def scrape(addresses: Iterable[str], timeout_s: float = 5, token: str | None = None) -> tuple[Samples, list[str]]:
     """Every endpoint's samples summed by (name, labels), and the endpoints that did not answer."""
     samples: Samples = {}
     unreachable = []
     for address in addresses:
         try:
-            text = scrape_text(address, timeout_s)
+            text = scrape_text(address, timeout_s, token)
         except (OSError, urllib.error.URLError):
             unreachable.append(address)
             continue
@@ -153,16 +166,17 @@ def watch(
     emit: Callable[[Summary], None],
     sleep: Callable[[float], object] = time.sleep,
     stopped: Callable[[], bool] = lambda: False,
+    token: str | None = None,
 ) -> None:
-    """Scrape every ``interval_s`` and ``emit`` a summary, ``updates`` times (None: until
-    ``stopped()``)."""
+    """Scrape every ``interval_s`` (with ``token``) and ``emit`` a summary, ``updates`` times
+    (None: until ``stopped()``)."""
     before: Samples | None = None
     taken_at = 0.0
     count = 0
     while not stopped() and (updates is None or count < updates):
         if count:
             sleep(interval_s)
-        samples, unreachable = scrape(addresses)
+        samples, unreachable = scrape(addresses, token=token)
         now = time.monotonic()
         emit(
             summarize(

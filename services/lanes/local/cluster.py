@@ -20,8 +20,9 @@ nodes call each other; ``--voters`` and ``--controller`` name controllers' inter
 ``ports_for`` ports from ``port_base`` in all (clients 9092-9098, metrics 9099-9105, internal
 9106-9112 and, with ``certificate_listeners``, certificate listeners 9113-9119 for 3 brokers, 3
 controllers and a coordinator). With ``tls`` and ``auth`` (what
-``lanes up`` runs), cluster.json also holds ``"tls": {"ca"}`` and ``"user": {"name",
-"password_file"}``: the ``admin`` user, the cluster's super user.
+``lanes up`` runs), cluster.json also holds ``"tls": {"ca"}``, ``"user": {"name",
+"password_file"}`` (the ``admin`` user, the cluster's super user) and ``"metrics_token_file"``
+(the bearer token every ``/metrics`` asks for).
 Coordinators keep no files: groups and offsets live in ``__consumer_offsets``. Starting again on the
 same data directory brings back every topic, record, group and committed offset.
 """
@@ -226,6 +227,8 @@ class LocalCluster:
                 str(self._internal_port(self.controller_port(controller_id))),
                 "--metrics-port",
                 self._metrics_port(self.controller_port(controller_id)),
+                "--metrics-named-series",  # a local cluster's user is its operator: every series
+                "on",
                 *self._bootstrap_admin_args(),
                 "--session-timeout-ms",
                 str(self.session_timeout_ms),
@@ -321,8 +324,15 @@ class LocalCluster:
             "--tls-client-auth",  # with auth, users give passwords; nodes use the internal listener
             "none" if self.auth else "required",
             *(["--auth", "required", "--super-users", ADMIN_PRINCIPAL] if self.auth else []),
+            *(["--metrics-token-file", str(self.metrics_token_file)] if self.metrics_token_file else []),
             *self._oauth_args(),
         ]
+
+    @property
+    def metrics_token_file(self) -> Path | None:
+        """With ``auth``: the bearer token a scrape of a process's ``/metrics`` gives (made on
+        first use, owner-only, in ``<data-dir>/tls/metrics.token``); else None (metrics open)."""
+        return _password_file(self.data_dir / "tls" / "metrics.token") if self.auth else None
 
     def _limit_args(self) -> list[str]:
         given = []
@@ -440,6 +450,8 @@ class LocalCluster:
                 str(self._internal_port(port)),
                 "--metrics-port",
                 self._metrics_port(port),
+                "--metrics-named-series",
+                "on",
                 *self._certificate_args(port),
                 *self._tls_args(node_identity(kind, node_id), placed.host),
                 *self._limit_args(),
@@ -469,7 +481,10 @@ class LocalCluster:
                 else {}
             ),
             **(
-                {"user": {"name": ADMIN_USER, "password_file": str(self.data_dir / "tls" / "admin.password")}}
+                {
+                    "user": {"name": ADMIN_USER, "password_file": str(self.data_dir / "tls" / "admin.password")},
+                    "metrics_token_file": str(self.metrics_token_file),
+                }
                 if self.auth
                 else {}
             ),

@@ -19,6 +19,15 @@ Every Lanes service (controller, broker, coordinator) owns one ``ServiceMetrics`
   name) reports SERVING, 503 otherwise, 404 for a name it does not know. Kubernetes probes ask
   it there: the kubelet's gRPC probe speaks no TLS, and the gRPC listeners do.
 
+Who may read ``/metrics`` (``MetricsAccess``): with a token file (``--metrics-token-file``), a
+scrape must carry ``Authorization: Bearer <token>`` (compared in constant time; the file is read
+again when it changes, so the token rotates without a restart); a service with ``--auth
+required`` and no token file answers 403 (metrics name topics, groups and their offsets: a
+cluster that asks every client who it is does not tell anyone who asks). ``/healthz`` stays open:
+probes, and it tells nothing but SERVING. Series labelled with a ``topic`` or a ``group`` are
+served only where the operator asks for them (``--metrics-named-series on``); without, the
+scrape leaves them out.
+
 Conventions: names start with ``lanes_``, values are in base units (seconds, bytes), counters end
 in ``_total``. Label values are bounded: topics and partitions (per-partition series can be
 switched off with ``--metrics-partition-series off``), groups, methods, error codes — never
@@ -28,10 +37,13 @@ client ids or offsets.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, make_server
@@ -45,6 +57,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from lanes.rpc.watched_file import WatchedFile
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
 
 _log = logging.getLogger(__name__)
@@ -85,6 +98,63 @@ class _SnapshotCollector(Collector):
             _log.exception("metrics snapshot failed")
             return
         yield from metrics
+
+
+#: Labels whose values are names users chose: series with them are served only when asked for.
+NAMED_LABELS = frozenset({"topic", "group"})
+#: The shortest metrics token accepted (a guessable token is no protection).
+MIN_TOKEN_CHARS = 16
+
+
+def _token(text: str) -> str:
+    token = text.strip()
+    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
+        raise ValueError(f"a metrics token is one word of at least {MIN_TOKEN_CHARS} characters")
+    return token
+
+
+@dataclass(frozen=True)
+class MetricsAccess:
+    """Who may read ``/metrics`` and what it shows (see the module docstring): ``token_file``
+    (None: no token), ``closed`` (no token and none may read: ``--auth required``),
+    ``named_series`` (serve series labelled with topics and groups)."""
+
+    token_file: Path | None = None
+    closed: bool = False
+    named_series: bool = True
+
+    def checker(self) -> Callable[[str], str | None]:
+        """``check(authorization header)``: None when the scrape may read, else why not."""
+        if self.token_file is None:
+            closed = "this service requires authentication: it serves metrics with a --metrics-token-file only"
+            return lambda header: closed if self.closed else None
+        token = WatchedFile(self.token_file, _token)
+        token.current()  # an unusable file fails at start, not at the first scrape
+
+        def check(header: str) -> str | None:
+            expected = f"Bearer {token.current()}".encode()
+            return None if hmac.compare_digest(header.encode(), expected) else "a bearer token is required"
+
+        return check
+
+
+#: Metrics open to anyone, every series served (tests, and services without security).
+OPEN_METRICS = MetricsAccess()
+
+
+class _WithoutNamedSeries(Collector):
+    """``registry``'s metrics without the samples labelled by ``NAMED_LABELS``."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._registry.collect():
+            family.samples = [sample for sample in family.samples if NAMED_LABELS.isdisjoint(sample.labels)]
+            yield family
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -133,14 +203,32 @@ class ServiceMetrics:
     def interceptor(self) -> RpcMetricsInterceptor:
         return RpcMetricsInterceptor(self)
 
-    def serve_http(self, host: str, port: int, health: Callable[[str], bool | None] = lambda name: None) -> str:
-        """Serve ``/metrics`` and ``/healthz`` (``health(name)``: whether service ``name`` is
-        serving, None when unknown) on ``host:port`` (0: a free port) in a daemon thread; return
-        the address it listens on."""
-        metrics = make_wsgi_app(self.registry)
+    def serve_http(
+        self,
+        host: str,
+        port: int,
+        health: Callable[[str], bool | None] = lambda name: None,
+        access: MetricsAccess = OPEN_METRICS,
+    ) -> str:
+        """Serve ``/metrics`` to those ``access`` admits and ``/healthz`` to anyone
+        (``health(name)``: whether service ``name`` is serving, None when unknown) on
+        ``host:port`` (0: a free port) in a daemon thread; return the address it listens on."""
+        registry = self.registry
+        if not access.named_series:
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(_WithoutNamedSeries(self.registry))
+        metrics = make_wsgi_app(registry)
+        refusal = access.checker()
 
         def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
             if environ.get("PATH_INFO") != "/healthz":
+                refused = refusal(str(environ.get("HTTP_AUTHORIZATION", "")))
+                if refused is not None:
+                    status = "401 Unauthorized" if access.token_file is not None else "403 Forbidden"
+                    start_response(
+                        status, [("Content-Type", "text/plain"), ("WWW-Authenticate", 'Bearer realm="lanes-metrics"')]
+                    )
+                    return [f"{refused}\n".encode()]
                 return metrics(environ, start_response)  # type: ignore[no-any-return]
             name = parse_qs(environ.get("QUERY_STRING", "")).get("service", [""])[0]
             serving = health(name)

@@ -36,7 +36,7 @@ from lanes.rpc.tls import TlsFiles, process_tls
 from lanes.rpc.tls import configure as configure_tls
 from lanes.runtime.access.guard import AnonymousCallers, Guard, Listener
 from lanes.runtime.access.tokens import TokenSettings, TokenVerifier
-from lanes.runtime.metrics import ServiceMetrics
+from lanes.runtime.metrics import OPEN_METRICS, MetricsAccess, ServiceMetrics
 from lanes.runtime.quotas.address_limits import AddressLimits
 from lanes.runtime.quotas.loop_time import install as time_tasks
 from lanes.runtime.quotas.request_quota import RequestTimeQuota
@@ -227,6 +227,7 @@ async def start_server(
     internal: InternalListener | None = None,
     certificates: CertificateListener | None = None,
     metrics_port: int = -1,
+    metrics_access: MetricsAccess = OPEN_METRICS,
 ) -> RunningServer:
     """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes what
     ``limits`` allow, sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its
@@ -234,8 +235,9 @@ async def start_server(
     listens over TLS only (``require_client_cert``: mutual TLS), reloading renewed files. With
     ``internal``, a second server serves the same bindings on the internal listener, and with
     ``certificates`` another on the certificate listener (TLS only). With
-    ``metrics_port`` (-1: none; 0: a free one), ``/metrics`` and ``/healthz`` are served on it
-    from now on, so probes see the process before its service has started."""
+    ``metrics_port`` (-1: none; 0: a free one), ``/metrics`` (to those ``metrics_access``
+    admits) and ``/healthz`` are served on it from now on, so probes see the process before its
+    service has started."""
     time_tasks(asyncio.get_running_loop())  # request-time quotas count the tasks a call starts
     listeners: list[tuple[int, Sequence[grpc.aio.ServerInterceptor], bool, Path | None]] = [
         (port, interceptors, require_client_cert, None)
@@ -285,7 +287,7 @@ async def start_server(
         await running.set_serving(True, name)
     if metrics is not None and metrics_port >= 0:
         try:
-            running.metrics_address = metrics.serve_http(host, metrics_port, running.health_from_thread)
+            running.metrics_address = metrics.serve_http(host, metrics_port, running.health_from_thread, metrics_access)
         except OSError as exc:
             raise OSError(f"cannot serve metrics on {host}:{metrics_port}: {exc.strerror or exc}") from exc
     return running
@@ -356,6 +358,21 @@ def service_argument_parser(
         default=int(os.environ.get("LANES_METRICS_PORT", default_metrics_port)),
         help=f"port of the Prometheus /metrics endpoint, on --host (env LANES_METRICS_PORT; default "
         f"{default_metrics_port}; 0 picks a free one; -1 serves none)",
+    )
+    parser.add_argument(
+        "--metrics-token-file",
+        type=Path,
+        default=os.environ.get("LANES_METRICS_TOKEN_FILE") or None,
+        help="a file holding the bearer token a scrape of /metrics must give (Authorization: Bearer TOKEN; read "
+        "again when it changes). With --auth required, metrics are served with a token only (env "
+        "LANES_METRICS_TOKEN_FILE)",
+    )
+    parser.add_argument(
+        "--metrics-named-series",
+        choices=("on", "off"),
+        default=os.environ.get("LANES_METRICS_NAMED_SERIES", "off"),
+        help="on: serve series labelled with topic and group names too (per-topic rates, per-group lag); off: "
+        "leave them out (env LANES_METRICS_NAMED_SERIES; default off)",
     )
     parser.add_argument(
         "--tls-ca",
@@ -504,7 +521,8 @@ def server_listeners(
     gate: Callable[[Listener], Sequence[grpc.aio.ServerInterceptor]] = lambda listener: (),
     metrics: ServiceMetrics | None = None,
 ) -> dict[str, Any]:
-    """``start_server``'s listener arguments from a service's flags: TLS files, whether the
+    """``start_server``'s listener arguments from a service's flags: who may read its metrics
+    (``--metrics-token-file``, closed without one under ``--auth required``), TLS files, whether the
     client listener requires certificates, the internal listener (``--internal-port``), and on
     each the guard (``lanes.runtime.access.guard``, with ``--auth required``) reading users and ACLs
     from ``image``, on the client listener first the per-address limits
@@ -562,6 +580,9 @@ def server_listeners(
         "interceptors": interceptors("client"),
         "internal": InternalListener(internal_port, interceptors("internal")) if internal_port >= 0 else None,
         "certificates": certificates,
+        "metrics_access": MetricsAccess(
+            options.metrics_token_file, closed=auth, named_series=options.metrics_named_series == "on"
+        ),
     }
 
 
