@@ -76,6 +76,8 @@ stable DNS names): brokers and coordinators find the active one among them. */}}
   value: {{ .Values.security.maxCallsPerAddress | quote }}
 - name: LANES_MAX_CONNECTIONS_PER_ADDRESS
   value: {{ .Values.security.maxConnectionsPerAddress | quote }}
+- name: LANES_METRICS_NAMED_SERIES
+  value: {{ ternary "on" "off" .Values.monitoring.namedSeries | quote }}
 {{- end -}}
 
 {{/* The pod-level settings every Lanes pod shares. */}}
@@ -125,7 +127,7 @@ podAntiAffinity:
 {{- $kind := index . 1 -}}
 {{- $id := index . 2 -}}
 {{- if $root.Values.security.enabled -}}
---tls-ca /etc/lanes/tls/ca.crt --tls-cert "/etc/lanes/tls/{{ $kind }}-{{ $id }}.crt" --tls-key "/etc/lanes/tls/{{ $kind }}-{{ $id }}.key" --tls-client-auth none --auth required --super-users "User:{{ $root.Values.security.admin.user }}"
+--tls-ca /etc/lanes/tls/ca.crt --tls-cert "/etc/lanes/tls/{{ $kind }}-{{ $id }}.crt" --tls-key "/etc/lanes/tls/{{ $kind }}-{{ $id }}.key" --tls-client-auth none --auth required --super-users "User:{{ $root.Values.security.admin.user }}" --metrics-token-file /etc/lanes/metrics/token
 {{- if $root.Values.security.certificateListener.enabled }} --certificate-port {{ (index $root.Values $kind).certificatePort }} --tls-client-ca /etc/lanes/clients-ca/ca.crt{{ end }}
 {{- with $root.Values.security.oauth }}{{ if .issuer }} --oauth-issuer {{ .issuer | quote }} --oauth-audience {{ required "security.oauth.audience is needed with an issuer" .audience | quote }} --oauth-jwks {{ required "security.oauth.jwksUri is needed with an issuer" .jwksUri | quote }} --oauth-principal-claim {{ .principalClaim | default "sub" | quote }}{{ end }}{{ end }}
 {{- end -}}
@@ -141,6 +143,9 @@ podAntiAffinity:
 {{- if .Values.security.enabled }}
 - name: tls
   mountPath: /etc/lanes/tls
+  readOnly: true
+- name: metrics-token
+  mountPath: /etc/lanes/metrics
   readOnly: true
 {{- if .Values.security.certificateListener.enabled }}
 - name: clients-ca
@@ -206,6 +211,11 @@ sidecar copies there and the node's container reads. */}}
     secretName: {{ $fullname }}-{{ $name }}-tls
     defaultMode: 0440
 {{- end }}
+# The bearer token a scrape of /metrics gives (the PodMonitor's too).
+- name: metrics-token
+  secret:
+    secretName: {{ $fullname }}-metrics
+    defaultMode: 0440
 {{- if $root.Values.security.certificateListener.enabled }}
 # The clients' CA's certificate (not its key): the certificate listener trusts it.
 - name: clients-ca
