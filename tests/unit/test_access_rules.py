@@ -3,7 +3,10 @@ to everyone but the cluster's nodes and super users, and this test names it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lanes.runtime.access.access_rules import RULES
+from lanes.runtime.access.rules_table import with_table
 from lanes.v1 import broker_pb2, controller_pb2, coordinator_pb2
 
 
@@ -51,3 +54,10 @@ def test_the_clusters_own_rpcs_are_for_nodes_only() -> None:
     rule = RULES["/lanes.v1.Broker/OffsetForLeaderEpoch"]
     assert rule.for_nodes_only(follower)
     assert not rule.for_nodes_only(consumer)
+
+
+def test_the_security_docs_table_is_the_one_the_rules_generate() -> None:
+    """docs/security.md's table of what every RPC needs is generated from RULES and NODE_RULES
+    (``tools/gen_access_table.py``); a rule changed without regenerating it fails here."""
+    document = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+    assert with_table(document) == document, "run .venv/bin/python tools/gen_access_table.py"

@@ -179,3 +179,26 @@ def test_a_full_decision_cache_forgets_its_oldest_decisions_not_all_of_them() ->
     assert len(authorizer._decided) == module._CACHE_ENTRIES
     assert ("User:alice", "h", Operation.READ, TOPIC, "a") not in authorizer._decided, "the oldest went first"
     assert ("User:mallory", "h", Operation.READ, TOPIC, f"random-{module._CACHE_ENTRIES + 9}") in authorizer._decided
+
+
+@pytest.mark.parametrize(
+    ("acls", "allowed"),
+    [
+        ([("write", "w-", True, False), ("write", "*", False, True)], False),  # DENY on * refuses everything
+        ([("write", "a", False, False), ("write", "a", False, True)], False),  # the only ALLOW is denied by name
+        ([("write", "a", False, False), ("write", "b", False, True)], True),
+        ([("write", "te", True, False), ("write", "t", True, True)], False),  # a DENY prefix covers the ALLOW prefix
+        ([("write", "team-", True, False), ("write", "team-x", True, True)], True),  # it does not cover it
+        ([("write", "*", False, False), ("write", "secret", False, True)], True),
+        ([("all", "x", True, False)], True),
+        ([("write", "x", True, False), ("all", "*", False, True)], False),
+        ([("write", "a", False, False), ("write", "a", True, True)], False),  # a DENY prefix covers the literal
+    ],
+)
+def test_allows_any_weighs_denies_as_kafkas_authorize_by_resource_type(
+    acls: list[tuple[str, str, bool, bool]], allowed: bool
+) -> None:
+    authorizer = Authorizer(
+        [AclBinding.of("wendy", op, topic=name, prefixed=prefixed, deny=deny) for op, name, prefixed, deny in acls]
+    )
+    assert authorizer.allows_any("User:wendy", "h", Operation.WRITE, TOPIC) is allowed

@@ -63,17 +63,20 @@ def endpoints(flag: str | None, cluster_file: Path = CLUSTER_FILE) -> list[str]:
     )
 
 
-def metrics_token(environ: Mapping[str, str] = os.environ, cluster_file: Path = CLUSTER_FILE) -> str | None:
+def metrics_token(environ: Mapping[str, str] = os.environ, cluster_file: Path | None = CLUSTER_FILE) -> str | None:
     """The bearer token scrapes give: the content of ``LANES_METRICS_TOKEN_FILE``, or of the
-    ``metrics_token_file`` ``cluster.json`` names (a secure ``lanes up``); None without either."""
+    ``metrics_token_file`` ``cluster_file`` names (a secure ``lanes up``); None without either."""
     file = environ.get("LANES_METRICS_TOKEN_FILE")
-    if not file and cluster_file.is_file():
+    if not file and cluster_file is not None and cluster_file.is_file():
         file = json.loads(cluster_file.read_text()).get("metrics_token_file")
     return Path(file).read_text().strip() if file else None
 
 
 def scrape_text(address: str, timeout_s: float = 5, token: str | None = None) -> str:
-    """The body of ``http://address/metrics`` (asked with ``token``, when given)."""
+    """The body of ``http://address/metrics``, asked with ``token`` (by default the one
+    ``LANES_METRICS_TOKEN_FILE`` holds, if set)."""
+    if token is None:
+        token = metrics_token(cluster_file=None)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     request = urllib.request.Request(f"http://{address}/metrics", headers=headers)
     with urllib.request.urlopen(request, timeout=timeout_s) as answer:

@@ -279,8 +279,9 @@ class LocalCluster:
     def client_environment(self) -> dict[str, str]:
         """The environment a client process needs to reach this cluster as its admin (what
         ``lanes.rpc.tls`` and ``lanes.rpc.credentials`` read): ``LANES_TLS_CA`` (with
-        ``LANES_TLS_CERT`` and ``LANES_TLS_KEY`` without ``auth``), ``LANES_USERNAME`` and
-        ``LANES_PASSWORD_FILE`` with ``auth``; empty for a plaintext cluster."""
+        ``LANES_TLS_CERT`` and ``LANES_TLS_KEY`` without ``auth``), ``LANES_USERNAME``,
+        ``LANES_PASSWORD_FILE`` and ``LANES_METRICS_TOKEN_FILE`` (scrapes) with ``auth``; empty for
+        a plaintext cluster."""
         client_tls = self.client_tls
         if client_tls is None:
             return {}
@@ -290,6 +291,7 @@ class LocalCluster:
         if self.auth:
             password_file = _password_file(self.data_dir / "tls" / "admin.password")
             environment |= {"LANES_USERNAME": ADMIN_USER, "LANES_PASSWORD_FILE": str(password_file)}
+            environment["LANES_METRICS_TOKEN_FILE"] = str(self.metrics_token_file)
         return environment
 
     def _bootstrap_admin_args(self) -> list[str]:

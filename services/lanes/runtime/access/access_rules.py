@@ -60,6 +60,23 @@ class Access:
 
 
 @dataclass(frozen=True)
+class Described:
+    """A rule's callable (its needs, trim or request test) and what it does, in words: the
+    table of ``docs/security.md`` is generated from these (``lanes.runtime.access.rules_table``)."""
+
+    call: Callable[..., Any]
+    doc: str
+
+    def __call__(self, *args: Any) -> Any:
+        return self.call(*args)
+
+
+def _doc(callable_: Callable[..., Any]) -> str:
+    """What a rule's callable does, in words ("" for one that does nothing)."""
+    return callable_.doc if isinstance(callable_, Described) else ""
+
+
+@dataclass(frozen=True)
 class PerResource:
     """How an admin request names its resources and how each refused one is answered: the
     request's repeated ``fields`` (in order), ``need(field, entry, access)`` (the first refused
@@ -71,6 +88,7 @@ class PerResource:
     need: Callable[[str, Any, Access], Need | common_pb2.Error | None]
     result: Callable[[str, Any, Any], Any]
     results: str
+    doc: str
 
 
 @dataclass(frozen=True)
@@ -78,7 +96,8 @@ class Rule:
     """What one RPC needs (see the module docstring). ``nodes_only``: the cluster's own work,
     which no ACL grants (registration, the metadata stream with its stored keys, replication,
     the quorum): only a node's certificate passes, and ``nodes_only_when`` narrows that to the
-    requests it says (a follower's OffsetForLeaderEpoch, not a consumer's)."""
+    requests it says (a follower's OffsetForLeaderEpoch, not a consumer's). ``kafka``: the Kafka
+    API it stands for."""
 
     needs: Callable[[Any, Access], Iterable[Need]] = lambda request, access: ()
     per_topic: Operation | None = None
@@ -86,6 +105,25 @@ class Rule:
     nodes_only: bool = False
     nodes_only_when: Callable[[Any], bool] | None = None
     per_resource: PerResource | None = None
+    kafka: str = ""
+
+    def describe(self) -> str:
+        """What the rule needs, in words (generated from its parts)."""
+        if self.nodes_only:
+            return "a node's certificate (`NODE_RULES`): no ACL grants it and a super user does not pass"
+        parts = [_doc(self.needs)] if _doc(self.needs) else []
+        if self.per_topic is not None:
+            parts.append(
+                f"{self.per_topic.name} on each topic; refused topics are answered TOPIC_AUTHORIZATION_FAILED per "
+                "partition and the rest is done"
+            )
+        if self.per_resource is not None:
+            parts.append(self.per_resource.doc)
+        if self.trim is not None:
+            parts.append(_doc(self.trim))
+        if self.nodes_only_when is not None:
+            parts.append(_doc(self.nodes_only_when))
+        return "; ".join(parts) or "any authenticated caller"
 
     def for_nodes_only(self, request: Any) -> bool:
         """Whether ``request`` is one only the cluster's nodes may make."""
@@ -108,11 +146,11 @@ def first_refused(needs: Iterable[Need], access: Access) -> Need | None:
     return next((need for need in needs if not access.allows(*need)), None)
 
 
-def _cluster(operation: Operation) -> Callable[[Any, Access], Iterable[Need]]:
-    return lambda request, access: [(operation, CLUSTER, CLUSTER_NAME)]
+def _cluster(operation: Operation) -> Described:
+    return Described(lambda request, access: [(operation, CLUSTER, CLUSTER_NAME)], f"{operation.name} on the cluster")
 
 
-def _group(operation: Operation, *, topics: Operation | None = None) -> Callable[[Any, Access], Iterable[Need]]:
+def _group(operation: Operation, *, topics: Operation | None = None, unnamed: str = "") -> Described:
     """``operation`` on the request's ``group_id``, and ``topics`` on each topic its
     ``topics``/``partitions`` name. A request naming no partition (ResetOffsets: every partition
     the group committed; FetchOffsets: all its offsets) needs nothing more here: the coordinator
@@ -126,7 +164,10 @@ def _group(operation: Operation, *, topics: Operation | None = None) -> Callable
         for name in dict.fromkeys(entry.topic for entry in request.partitions if entry.partitions):
             yield topics, TOPIC, name
 
-    return needs
+    doc = f"{operation.name} on the group"
+    if topics is not None:
+        doc += f", {topics.name} on each topic named" + (f" ({unnamed})" if unnamed else "")
+    return Described(needs, doc)
 
 
 def resolved_partitions(
@@ -159,8 +200,11 @@ def _heartbeat(request: coordinator_pb2.HeartbeatRequest, access: Access) -> Ite
         yield Operation.DESCRIBE, TOPIC, name
 
 
-def _groups(operation: Operation) -> Callable[[Any, Access], Iterable[Need]]:
-    return lambda request, access: [(operation, GROUP, group_id) for group_id in dict.fromkeys(request.group_ids)]
+def _groups(operation: Operation) -> Described:
+    return Described(
+        lambda request, access: [(operation, GROUP, group_id) for group_id in dict.fromkeys(request.group_ids)],
+        f"{operation.name} on each group",
+    )
 
 
 def _refused(access: Access, *needs: Need) -> Need | None:
@@ -209,6 +253,7 @@ _CREATE_TOPICS = PerResource(
     _create_topic_need,
     lambda field, topic, error: controller_pb2.CreatableTopicResult(name=topic.name, error=error),
     "topics",
+    "CREATE on the cluster, or on each topic name; answered per topic",
 )
 _DELETE_TOPICS = PerResource(
     ("names", "topic_ids"),
@@ -217,18 +262,22 @@ _DELETE_TOPICS = PerResource(
         **({"name": named} if field == "names" else {"topic_id": named}), error=error
     ),
     "topics",
+    "DELETE on each topic, answered per topic; by id, a topic the caller may not DESCRIBE is answered as an "
+    "unknown id is (UNKNOWN_TOPIC_ID, word for word)",
 )
 _DESCRIBE_GROUPS = PerResource(
     ("group_ids",),
     lambda field, group_id, access: _refused(access, (Operation.DESCRIBE, GROUP, group_id)),
     lambda field, group_id, error: coordinator_pb2.GroupDescription(group_id=group_id, error=error),
     "groups",
+    "DESCRIBE on each group, answered per group",
 )
 _CREATE_PARTITIONS = PerResource(
     ("topics",),
     lambda field, topic, access: _refused(access, (Operation.ALTER, TOPIC, topic.name)),
     lambda field, topic, error: controller_pb2.CreatePartitionsTopicResult(name=topic.name, error=error),
     "topics",
+    "ALTER on each topic, answered per topic",
 )
 
 
@@ -242,6 +291,7 @@ def _configs(operation: Operation, result: Callable[..., Any]) -> PerResource:
             resource_type=resource.resource_type, resource_name=resource.resource_name, error=error
         ),
         "results",
+        f"{operation.name} on each topic (on the cluster for a broker's configs), answered per resource",
     )
 
 
@@ -349,67 +399,116 @@ def _method(service: str, name: str) -> str:
     return f"/lanes.v1.{service}/{name}"
 
 
-_NODES_ONLY = Rule(nodes_only=True)
+def _nodes_only(kafka: str) -> Rule:
+    return Rule(nodes_only=True, kafka=kafka)
+
+
+_INIT_PRODUCER_ID = Described(
+    _init_producer_id,
+    "WRITE on the transactional id (refused: TRANSACTIONAL_ID_AUTHORIZATION_FAILED); without one, IDEMPOTENT_WRITE "
+    "on the cluster or WRITE on some topic no DENY covers (KIP-679; refused: CLUSTER_AUTHORIZATION_FAILED)",
+)
+_TRIM_TOPICS = Described(
+    _trim_topics,
+    "DESCRIBE on each topic: others are left out of listings, and a named one is answered "
+    "TOPIC_AUTHORIZATION_FAILED whether it exists or not",
+)
 
 #: Full method name -> what it needs.
 RULES: dict[str, Rule] = {
     # Broker
-    _method("Broker", "Metadata"): Rule(trim=_trim_topics),
-    _method("Broker", "Produce"): Rule(per_topic=Operation.WRITE),
-    _method("Broker", "ProduceStream"): Rule(per_topic=Operation.WRITE),
-    _method("Broker", "Fetch"): Rule(per_topic=Operation.READ),
-    _method("Broker", "ListOffsets"): Rule(per_topic=Operation.DESCRIBE),
-    _method("Broker", "ReplicaFetch"): _NODES_ONLY,
+    _method("Broker", "Metadata"): Rule(trim=_TRIM_TOPICS, kafka="Metadata"),
+    _method("Broker", "Produce"): Rule(per_topic=Operation.WRITE, kafka="Produce"),
+    _method("Broker", "ProduceStream"): Rule(per_topic=Operation.WRITE, kafka="Produce"),
+    _method("Broker", "Fetch"): Rule(per_topic=Operation.READ, kafka="Fetch"),
+    _method("Broker", "ListOffsets"): Rule(per_topic=Operation.DESCRIBE, kafka="ListOffsets"),
+    _method("Broker", "ReplicaFetch"): _nodes_only("Fetch (a follower's)"),
     _method("Broker", "OffsetForLeaderEpoch"): Rule(
-        _offset_for_leader_epoch, nodes_only_when=lambda request: request.replica_id >= 0
+        Described(_offset_for_leader_epoch, "DESCRIBE on each topic"),
+        nodes_only_when=Described(lambda request: request.replica_id >= 0, "a follower's (replica id set): a node's"),
+        kafka="OffsetForLeaderEpoch",
     ),
-    _method("Broker", "DeleteRecords"): Rule(per_topic=Operation.DELETE),
-    _method("Broker", "InitProducerId"): Rule(_init_producer_id),
-    _method("Broker", "DescribeLogs"): Rule(_cluster(Operation.DESCRIBE)),
+    _method("Broker", "DeleteRecords"): Rule(per_topic=Operation.DELETE, kafka="DeleteRecords"),
+    _method("Broker", "InitProducerId"): Rule(_INIT_PRODUCER_ID, kafka="InitProducerId"),
+    _method("Broker", "DescribeLogs"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeLogDirs"),
     # Controller
-    _method("ControllerQuorum", "Send"): _NODES_ONLY,
-    _method("ControllerQuorum", "DescribeQuorum"): Rule(_cluster(Operation.DESCRIBE)),
-    _method("Controller", "RegisterBroker"): _NODES_ONLY,
-    _method("Controller", "BrokerHeartbeat"): _NODES_ONLY,
-    _method("Controller", "WatchMetadata"): _NODES_ONLY,  # it carries users' stored keys
-    _method("Controller", "CreateTopics"): Rule(per_resource=_CREATE_TOPICS),
-    _method("Controller", "DeleteTopics"): Rule(per_resource=_DELETE_TOPICS),
-    _method("Controller", "CreatePartitions"): Rule(per_resource=_CREATE_PARTITIONS),
-    _method("Controller", "DescribeTopics"): Rule(trim=_trim_topics),
-    _method("Controller", "DescribeCluster"): Rule(_cluster(Operation.DESCRIBE)),
-    _method("Controller", "AlterConfigs"): Rule(per_resource=_ALTER_CONFIGS),
-    _method("Controller", "DescribeConfigs"): Rule(per_resource=_DESCRIBE_CONFIGS),
-    _method("Controller", "AlterPartition"): _NODES_ONLY,
-    _method("Controller", "ElectLeaders"): Rule(_cluster(Operation.ALTER)),
-    _method("Controller", "RegisterCoordinator"): _NODES_ONLY,
-    _method("Controller", "CoordinatorHeartbeat"): _NODES_ONLY,
-    _method("Controller", "AllocateProducerIds"): _NODES_ONLY,
-    _method("Controller", "AddController"): Rule(_cluster(Operation.ALTER)),
-    _method("Controller", "RemoveController"): Rule(_cluster(Operation.ALTER)),
-    _method("Controller", "AlterUserScramCredentials"): Rule(_cluster(Operation.ALTER)),
-    _method("Controller", "DescribeUserScramCredentials"): Rule(_cluster(Operation.DESCRIBE)),
-    _method("Controller", "CreateAcls"): Rule(_cluster(Operation.ALTER)),
-    _method("Controller", "DescribeAcls"): Rule(_cluster(Operation.DESCRIBE)),
-    _method("Controller", "DeleteAcls"): Rule(_cluster(Operation.ALTER)),
-    _method("Controller", "AlterClientQuotas"): Rule(_cluster(Operation.ALTER_CONFIGS)),
-    _method("Controller", "DescribeClientQuotas"): Rule(_cluster(Operation.DESCRIBE_CONFIGS)),
+    _method("ControllerQuorum", "Send"): _nodes_only("KRaft's Vote, BeginQuorumEpoch, Fetch"),
+    _method("ControllerQuorum", "DescribeQuorum"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeQuorum"),
+    _method("Controller", "RegisterBroker"): _nodes_only("BrokerRegistration"),
+    _method("Controller", "BrokerHeartbeat"): _nodes_only("BrokerHeartbeat"),
+    _method("Controller", "WatchMetadata"): _nodes_only("Fetch of __cluster_metadata"),  # users' stored keys
+    _method("Controller", "CreateTopics"): Rule(per_resource=_CREATE_TOPICS, kafka="CreateTopics"),
+    _method("Controller", "DeleteTopics"): Rule(per_resource=_DELETE_TOPICS, kafka="DeleteTopics"),
+    _method("Controller", "CreatePartitions"): Rule(per_resource=_CREATE_PARTITIONS, kafka="CreatePartitions"),
+    _method("Controller", "DescribeTopics"): Rule(trim=_TRIM_TOPICS, kafka="DescribeTopicPartitions"),
+    _method("Controller", "DescribeCluster"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeCluster"),
+    _method("Controller", "AlterConfigs"): Rule(per_resource=_ALTER_CONFIGS, kafka="IncrementalAlterConfigs"),
+    _method("Controller", "DescribeConfigs"): Rule(per_resource=_DESCRIBE_CONFIGS, kafka="DescribeConfigs"),
+    _method("Controller", "AlterPartition"): _nodes_only("AlterPartition"),
+    _method("Controller", "ElectLeaders"): Rule(_cluster(Operation.ALTER), kafka="ElectLeaders"),
+    _method("Controller", "RegisterCoordinator"): _nodes_only("(none: Kafka's coordinators live in brokers)"),
+    _method("Controller", "CoordinatorHeartbeat"): _nodes_only("(none: Kafka's coordinators live in brokers)"),
+    _method("Controller", "AllocateProducerIds"): _nodes_only("AllocateProducerIds"),
+    _method("Controller", "AddController"): Rule(_cluster(Operation.ALTER), kafka="AddRaftVoter"),
+    _method("Controller", "RemoveController"): Rule(_cluster(Operation.ALTER), kafka="RemoveRaftVoter"),
+    _method("Controller", "AlterUserScramCredentials"): Rule(
+        _cluster(Operation.ALTER), kafka="AlterUserScramCredentials"
+    ),
+    _method("Controller", "DescribeUserScramCredentials"): Rule(
+        _cluster(Operation.DESCRIBE), kafka="DescribeUserScramCredentials"
+    ),
+    _method("Controller", "CreateAcls"): Rule(_cluster(Operation.ALTER), kafka="CreateAcls"),
+    _method("Controller", "DescribeAcls"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeAcls"),
+    _method("Controller", "DeleteAcls"): Rule(_cluster(Operation.ALTER), kafka="DeleteAcls"),
+    _method("Controller", "AlterClientQuotas"): Rule(_cluster(Operation.ALTER_CONFIGS), kafka="AlterClientQuotas"),
+    _method("Controller", "DescribeClientQuotas"): Rule(
+        _cluster(Operation.DESCRIBE_CONFIGS), kafka="DescribeClientQuotas"
+    ),
     # GroupCoordinator
-    _method("GroupCoordinator", "FindCoordinator"): Rule(_groups(Operation.DESCRIBE)),
-    _method("GroupCoordinator", "Heartbeat"): Rule(_heartbeat),
-    _method("GroupCoordinator", "LeaveGroup"): Rule(_group(Operation.READ)),
-    _method("GroupCoordinator", "CommitOffsets"): Rule(_group(Operation.READ), per_topic=Operation.READ),
+    _method("GroupCoordinator", "FindCoordinator"): Rule(_groups(Operation.DESCRIBE), kafka="FindCoordinator"),
+    _method("GroupCoordinator", "Heartbeat"): Rule(
+        Described(
+            _heartbeat,
+            "READ on the group, DESCRIBE on each topic subscribed by name; a pattern is resolved over the topics "
+            "the member may DESCRIBE",
+        ),
+        kafka="ConsumerGroupHeartbeat",
+    ),
+    _method("GroupCoordinator", "LeaveGroup"): Rule(_group(Operation.READ), kafka="ConsumerGroupHeartbeat (leave)"),
+    _method("GroupCoordinator", "CommitOffsets"): Rule(
+        _group(Operation.READ), per_topic=Operation.READ, kafka="OffsetCommit"
+    ),
     _method("GroupCoordinator", "FetchOffsets"): Rule(
         _group(Operation.DESCRIBE, topics=Operation.DESCRIBE),
-        trim=lambda request, response, access: _trim_offsets(response, access),
+        trim=Described(
+            lambda request, response, access: _trim_offsets(response, access),
+            "offsets of topics the caller may not DESCRIBE are left out",
+        ),
+        kafka="OffsetFetch",
     ),
-    _method("GroupCoordinator", "ListGroups"): Rule(trim=_trim_groups),
-    _method("GroupCoordinator", "DescribeGroups"): Rule(per_resource=_DESCRIBE_GROUPS, trim=_trim_described_offsets),
-    _method("GroupCoordinator", "DeleteGroups"): Rule(_groups(Operation.DELETE)),
-    _method("GroupCoordinator", "ResetOffsets"): Rule(_group(Operation.READ, topics=Operation.READ)),
-    _method("GroupCoordinator", "DeleteOffsets"): Rule(_group(Operation.DELETE, topics=Operation.READ)),
+    _method("GroupCoordinator", "ListGroups"): Rule(
+        trim=Described(_trim_groups, "groups the caller may not DESCRIBE are left out"), kafka="ListGroups"
+    ),
+    _method("GroupCoordinator", "DescribeGroups"): Rule(
+        per_resource=_DESCRIBE_GROUPS,
+        trim=Described(_trim_described_offsets, "offsets and lag of topics the caller may not DESCRIBE are left out"),
+        kafka="ConsumerGroupDescribe",
+    ),
+    _method("GroupCoordinator", "DeleteGroups"): Rule(_groups(Operation.DELETE), kafka="DeleteGroups"),
+    _method("GroupCoordinator", "ResetOffsets"): Rule(
+        _group(
+            Operation.READ,
+            topics=Operation.READ,
+            unnamed="naming none, every committed partition: READ on each topic, those without DESCRIBE left out",
+        ),
+        kafka="OffsetCommit (kafka-consumer-groups --reset-offsets)",
+    ),
+    _method("GroupCoordinator", "DeleteOffsets"): Rule(
+        _group(Operation.DELETE, topics=Operation.READ, unnamed="naming none deletes nothing"), kafka="OffsetDelete"
+    ),
     # Reflection lists the services: any authenticated caller may
-    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": Rule(),
-    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": Rule(),
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": Rule(kafka="ApiVersions"),
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": Rule(kafka="ApiVersions"),
 }
 
 
@@ -450,7 +549,7 @@ _REFLECTION = {
 NODE_RULES: dict[str, dict[str, Callable[[Any], bool] | None]] = {
     "broker": {
         _method("Broker", "ReplicaFetch"): None,
-        _method("Broker", "OffsetForLeaderEpoch"): lambda request: request.replica_id >= 0,
+        _method("Broker", "OffsetForLeaderEpoch"): Described(lambda request: request.replica_id >= 0, "a follower's"),
         _method("Controller", "RegisterBroker"): None,
         _method("Controller", "BrokerHeartbeat"): None,
         _method("Controller", "WatchMetadata"): None,
@@ -459,8 +558,10 @@ NODE_RULES: dict[str, dict[str, Callable[[Any], bool] | None]] = {
         **_REFLECTION,
     },
     "coordinator": {
-        _method("Broker", "Produce"): _only_consumer_offsets,
-        _method("Broker", "Fetch"): _shards_or_lag_timing,
+        _method("Broker", "Produce"): Described(_only_consumer_offsets, "to `__consumer_offsets` only"),
+        _method("Broker", "Fetch"): Described(
+            _shards_or_lag_timing, "`__consumer_offsets`, or one partition's first batch at an offset (a group's lag)"
+        ),
         _method("Broker", "ListOffsets"): None,  # where committed offsets lie: lag and resets
         _method("Controller", "RegisterCoordinator"): None,
         _method("Controller", "CoordinatorHeartbeat"): None,
