@@ -236,7 +236,12 @@ def test_the_internal_listener_admits_the_clusters_nodes_only(cluster: LocalClus
     with grpc.secure_channel(internal, node.channel_credentials()) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
         request = broker_pb2.ListOffsetsRequest(
-            topics=[broker_pb2.ListOffsetsTopic(topic="a", partitions=[broker_pb2.ListOffsetsPartition(partition=0)])]
+            topics=[
+                broker_pb2.ListOffsetsTopic(
+                    topic="a",
+                    partitions=[broker_pb2.ListOffsetsPartition(partition=0, spec=broker_pb2.OFFSET_SPEC_LATEST)],
+                )
+            ]
         )
         answer = stub.ListOffsets(request, timeout=5)  # what its role needs (a group's lag): answered
         assert answer.topics[0].partitions[0].error.code in (common_pb2.NONE, common_pb2.NOT_LEADER_OR_FOLLOWER)
