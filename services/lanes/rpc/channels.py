@@ -16,7 +16,8 @@ import time
 import grpc
 
 from lanes.rpc.call_metadata import CLIENT_ID_KEY, MetadataChannel, MetadataPairs
-from lanes.rpc.credentials import Credentials
+from lanes.rpc.credentials import Credentials, UserPassword
+from lanes.rpc.sessions import SessionChannel
 from lanes.rpc.tls import ClientTls, process_tls
 
 #: Largest message a Lanes channel or server sends or accepts.
@@ -55,13 +56,20 @@ def open_channel(
     within a second (controllers)."""
     options = MESSAGE_SIZE_OPTIONS + (FAST_RECONNECT_OPTIONS if fast_reconnect else [])
     files = process_tls() if tls == "process" else tls
+    named: MetadataPairs = ((CLIENT_ID_KEY, client_id),) if client_id else ()
     if files is None:
         if credentials is not None:
             raise ValueError("credentials are sent over TLS only: give tls= (the cluster's CA) too")
         channel = grpc.aio.insecure_channel(address, options=options)
+    elif isinstance(credentials, UserPassword):  # proved by SCRAM, once per process called
+        secure = files.channel_credentials()
+        return SessionChannel(
+            lambda interceptors: grpc.aio.secure_channel(address, secure, options=options, interceptors=interceptors),
+            credentials,
+            lambda: named,
+        )
     else:
         channel = grpc.aio.secure_channel(address, files.channel_credentials(), options=options)
-    named: MetadataPairs = ((CLIENT_ID_KEY, client_id),) if client_id else ()
     if credentials is None:
         return MetadataChannel(channel, lambda: named) if named else channel
     if not named:

@@ -1,31 +1,31 @@
-"""A client's username and password, or its OAuth bearer token, sent with every call as its
-``authorization`` metadata.
+"""Who a client says it is: a username and password, or an OAuth bearer token.
 
 Clients (``Producer``, ``Consumer``, ``Admin``) take ``credentials=``; by default they use the
 environment's (``LANES_USERNAME`` with ``LANES_PASSWORD_FILE`` or ``LANES_PASSWORD``, else
 ``LANES_TOKEN_FILE``), so Spark executors and the operator pick a user up from their pods'
-Secrets. A token (``BearerToken``: a JWT an OpenID Connect issuer signed, checked by
-``lanes.runtime.access.tokens``) is given as text or as a file, read again when it changes (tokens
-expire and are renewed by whatever writes the file: a sidecar, a projected volume). They travel in the
-``authorization`` metadata as HTTP ``Basic`` (what the guard,
-``lanes.runtime.access.guard``, reads) and only over TLS: ``open_channel`` adds them to each call
-(``lanes.rpc.call_metadata``) and refuses them on a plaintext channel, as gRPC refuses call
-credentials (``call_credentials``, for blocking channels) there. The cluster checks them against the user's SCRAM
-credential (``lanes users create``).
+Secrets. Both travel over TLS only (a plaintext channel refuses them).
+
+- A password is never sent: the client proves it by SCRAM to each process it calls and carries
+  the session that process opens (``lanes.rpc.sessions``; the cluster keeps SCRAM credentials,
+  ``lanes users create``).
+- A token (``BearerToken``: a JWT an OpenID Connect issuer signed, checked by
+  ``lanes.runtime.access.tokens``) is given as text or as a file, read again when it changes
+  (tokens expire and are renewed by whatever writes the file: a sidecar, a projected volume), and
+  sent as each call's ``authorization`` metadata (``lanes.rpc.call_metadata``).
 """
 
 from __future__ import annotations
 
-import base64
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Literal, Union
 
 import grpc
 
+from lanes.rpc.sessions import blocking_call_credentials
+from lanes.rpc.tls import process_tls
 from lanes.rpc.watched_file import WatchedFile
 
 #: The metadata key credentials travel in.
@@ -54,21 +54,16 @@ class UserPassword:
         password = Path(password_file).read_text().strip() if password_file else environ.get("LANES_PASSWORD", "")
         return cls(name, password)
 
-    def header(self) -> str:
-        """The ``authorization`` metadata value."""
-        return "Basic " + base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
-
-    @cached_property
-    def _metadata(self) -> tuple[tuple[str, str], ...]:
-        return ((AUTHORIZATION_KEY, self.header()),)
-
-    def metadata(self) -> tuple[tuple[str, str], ...]:
-        """The metadata a call carries: the ``authorization`` header."""
-        return self._metadata
-
-    def call_credentials(self) -> grpc.CallCredentials:
-        """Call credentials adding the header to every call of a channel."""
-        return grpc.metadata_call_credentials(_Metadata(self.metadata), name="lanes-user-password")
+    def call_credentials(self, channel_credentials: grpc.ChannelCredentials | None = None) -> grpc.CallCredentials:
+        """Call credentials for a channel made with ``channel_credentials`` (by default the
+        process's TLS, ``lanes.rpc.tls``): each call carries the session this user opened, by
+        SCRAM, on the process it goes to (logged in from gRPC's credentials thread)."""
+        if channel_credentials is None:
+            files = process_tls()
+            if files is None:
+                raise ValueError("credentials are sent over TLS only: give the cluster's channel credentials")
+            channel_credentials = files.channel_credentials()
+        return blocking_call_credentials(self, channel_credentials)
 
 
 class BearerToken:

@@ -3,17 +3,21 @@
 
 Who the caller is (its principal, ``User:<name>``):
 
-1. a username and password in the call's ``authorization`` metadata (``Basic``, over TLS only:
-   clients send them as each call's metadata, ``lanes.rpc.credentials``), checked against the
-   user's SCRAM credential in the metadata log (``lanes.security.scram``);
-2. or a bearer token there (``Bearer``: an OAuth/OIDC JWT, ``lanes.runtime.access.tokens``), where the
-   service was given an issuer (``--oauth-issuer``);
+1. a password session in the call's ``authorization`` metadata (``Session <token>``): the user
+   proved its password to this process by SCRAM (the Authentication service,
+   ``lanes.runtime.access.authentication_service``: the password is never sent) and the process
+   opened a session (``lanes.runtime.access.password_sessions``). A session this process does not
+   know, or that expired, is answered UNAUTHENTICATED ``SESSION_EXPIRED`` (the client logs in
+   again); one whose user's password changed since, ``SASL_AUTHENTICATION_FAILED``. A password
+   itself (``Basic``) is refused: it is never sent;
+2. or a bearer token there (``Bearer``: an OAuth/OIDC JWT, ``lanes.runtime.access.tokens``), where
+   the service was given an issuer (``--oauth-issuer``);
 3. else the common name of the caller's verified client certificate (mutual TLS). A node's
-   certificate (``broker-1``, ``controller-0``, ``coordinator-1``) makes the caller that node:
-   the cluster's own work passes every rule;
+   certificate (``broker-1``, ``controller-0``, ``coordinator-1``) makes the caller that node,
+   held to what its role needs (``NODE_RULES``);
 4. else nobody: the call ends with UNAUTHENTICATED, whatever it asked.
 
-Only the health check is open to anyone (probes; it tells nothing but SERVING).
+Only the health check and the Authentication service are open to anyone (probes; a login).
 
 On the internal listener (mutual TLS) the guard admits the cluster's nodes only: a caller
 whose certificate names no node gets PERMISSION_DENIED, whatever it calls. The cluster's own
@@ -21,24 +25,13 @@ RPCs (``Rule.nodes_only``: registration, the metadata stream, replication, the q
 node's certificate on any listener: no ACL grants them, and a super user does not pass. Without
 ``--auth required``, the guard checks only that (``authorize=False``).
 
-A checked password is remembered (by a keyed hash, never in clear) for as long as the user's
-credential is the same, so a client's calls after its first cost a dictionary lookup; the
-PBKDF2 of a first check runs on a worker thread, at most ``_CONCURRENT_CHECKS`` at once. An
-unknown user costs the same as a wrong password, so timing does not tell which users exist.
-
 Owned by the service's event loop; the authorizer is rebuilt when the image's ACLs change.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import binascii
 import collections
 import contextvars
-import hashlib
-import hmac
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -63,20 +56,19 @@ from lanes.runtime.access.access_rules import (
     split_resources,
     split_topics,
 )
+from lanes.runtime.access.authentication_service import AUTHENTICATE_METHOD
 from lanes.runtime.access.image_authorizer import ImageAuthorizer
+from lanes.runtime.access.password_sessions import PasswordSessions, SessionRefusedError
 from lanes.runtime.access.tokens import InvalidTokenError, TokenVerifier
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
-from lanes.security import scram
 from lanes.security.acls import NODE_NAME, user_principal
 from lanes.security.quota_entities import MAX_CLIENT_ID_CHARS, QuotaEntity, valid_client_id
 
-#: Verified passwords remembered.
-_REMEMBERED = 10_000
-#: PBKDF2 checks running at once (each takes a worker thread for a few milliseconds), and waiting.
-_CONCURRENT_CHECKS = 2
+#: Distinct bearer tokens being checked at once, at most.
 _WAITING_CHECKS = 256
-#: The one method open to anyone: probes' health checks (the Watch stream is not: it stays open).
-_HEALTH_CHECK = "/grpc.health.v1.Health/Check"
+#: The methods open to anyone: probes' health checks (the Watch stream is not: it stays open), and
+#: the SCRAM exchange that gives a user a session.
+_OPEN = frozenset({"/grpc.health.v1.Health/Check", AUTHENTICATE_METHOD})
 
 #: The listener a guard watches: clients', the nodes' internal one, or the certificate listener
 #: (clients whose certificates the clients' CA signed; never nodes).
@@ -183,31 +175,23 @@ class Guard(CallInterceptor):
         authorize: bool = True,
         tokens: TokenVerifier | None = None,
         max_session_s: float = 0.0,
+        sessions: PasswordSessions | None = None,
     ) -> None:
         self._image = image
         self._tokens = tokens
+        self._sessions = sessions
         self._max_session_s = max_session_s
         self._listener = listener
         self._authorize = authorize
         self._super_users = frozenset(super_users)
         self._rules = rules
         self._authorizer = ImageAuthorizer(image, super_users)
-        self._pepper = os.urandom(32)
-        self._verified: collections.OrderedDict[tuple[str, bytes], bytes] = collections.OrderedDict()
-        self._checks: asyncio.Semaphore | None = None
-        self._checking: dict[tuple[str, bytes], asyncio.Future[bool]] = {}
-        self._decoy = scram.credential(  # what an unknown user is checked against: as long as a real one
-            scram.DEFAULT_MECHANISM,
-            os.urandom(scram.MIN_SALT_BYTES),
-            scram.DEFAULT_ITERATIONS,
-            os.urandom(scram.salted_password_bytes(scram.DEFAULT_MECHANISM)),
-        )
 
     # -----------------------------------------------------------------------------------------
     # interception
 
     def wrappers(self, method: str) -> Wrappers | None:
-        if method == _HEALTH_CHECK:
+        if method in _OPEN:
             return None
         rule = self._rules.get(method)
         return {
@@ -399,18 +383,14 @@ class Guard(CallInterceptor):
             token_user = await self._token_user(token, context)
             assert self._tokens is not None
             return user_principal(token_user), False, self._tokens.expires_s(token)
+        if header is not None and str(header)[:8].lower() == "session ":
+            return await self._session_user(str(header)[8:].strip(), context)
         if header is not None:
-            if self._image().last_offset < 0:
-                await context.abort(
-                    grpc.StatusCode.UNAVAILABLE, "this node has not loaded the cluster's users yet: retry shortly"
-                )
-            user, password = _basic_credentials(str(header))
-            if user is None or not await self._password_holds(user, password, context):
-                await context.abort(
-                    grpc.StatusCode.UNAUTHENTICATED, "SASL_AUTHENTICATION_FAILED: wrong username or password"
-                )
-            assert user is not None
-            return user_principal(user), False, None
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "SASL_AUTHENTICATION_FAILED: passwords are never sent: prove one by SCRAM to the Authentication "
+                "service and send the session it opens (Lanes' clients do), or give a bearer token",
+            )
         name = caller_identity(context)
         if name is None:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_DETAILS)
@@ -445,36 +425,22 @@ class Guard(CallInterceptor):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"SASL_AUTHENTICATION_FAILED: invalid token: {exc}")
             raise  # not reached: abort raises
 
-    async def _password_holds(self, user: str, password: str, context: ServicerContext) -> bool:
-        """Whether ``password`` is ``user``'s: remembered, or checked by PBKDF2 on a worker thread.
-        Concurrent checks of the same (user, password) share one; beyond ``_WAITING_CHECKS``
-        waiting, a caller is told to come back (UNAVAILABLE) rather than queued."""
-        credentials = self._image().scram_credentials.get(user, {})
-        stored = credentials[min(credentials)] if credentials else self._decoy
-        remembered = (user, hmac.digest(self._pepper, password.encode(), hashlib.sha256))
-        if self._verified.get(remembered) == stored.stored_key and credentials:
-            self._verified.move_to_end(remembered)
-            return True
-        checking = self._checking.get(remembered)
-        if checking is None:
-            if len(self._checking) >= _WAITING_CHECKS:
-                await context.abort(grpc.StatusCode.UNAVAILABLE, "too many passwords being checked: retry shortly")
-            checking = asyncio.ensure_future(self._check(stored, password))
-            self._checking[remembered] = checking
-            checking.add_done_callback(lambda _: self._checking.pop(remembered, None))
-        holds = await asyncio.shield(checking)
-        if not holds or not credentials:
-            return False
-        self._verified[remembered] = stored.stored_key
-        if len(self._verified) > _REMEMBERED:
-            self._verified.popitem(last=False)
-        return True
-
-    async def _check(self, stored: scram.ScramCredential, password: str) -> bool:
-        if self._checks is None:
-            self._checks = asyncio.Semaphore(_CONCURRENT_CHECKS)
-        async with self._checks:
-            return await asyncio.to_thread(scram.verify, stored, password)
+    async def _session_user(self, token: str, context: ServicerContext) -> tuple[str, bool, float | None]:
+        """(principal, False, when the session ends) of a password session; the call ends
+        UNAUTHENTICATED when the session opens nothing (``SESSION_EXPIRED`` when logging in
+        again may help)."""
+        if self._sessions is None:
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, "SASL_AUTHENTICATION_FAILED: this listener takes no password sessions"
+            )
+        assert self._sessions is not None
+        try:
+            session = self._sessions.session(token)
+        except SessionRefusedError as exc:
+            prefix = SESSION_EXPIRED if exc.renew else "SASL_AUTHENTICATION_FAILED"
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"{prefix}: {exc}: log in again")
+            raise  # not reached: abort raises
+        return user_principal(session.user), False, time.time() + self._sessions.seconds_left(session)
 
 
 def _as_it_is(response: Any) -> Any:
@@ -527,20 +493,6 @@ async def _session_bound(requests: AsyncIterator[Any], ends_s: float | None, con
     async for request in requests:
         await _within_session(ends_s, context)
         yield request
-
-
-def _basic_credentials(header: str) -> tuple[str | None, str]:
-    """(user, password) of a ``Basic`` authorization value; (None, "") when it is not one."""
-    scheme, _, encoded = header.partition(" ")
-    if scheme.lower() != "basic":
-        return None, ""
-    try:
-        user, separator, password = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
-    except (binascii.Error, UnicodeDecodeError):
-        return None, ""
-    if not separator or not scram.USER_NAME.fullmatch(user):
-        return None, ""
-    return user, password
 
 
 async def _deny(context: ServicerContext, details: str) -> NoReturn:

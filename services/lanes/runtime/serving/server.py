@@ -34,13 +34,20 @@ from lanes.metadata.image import MetadataImage
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
 from lanes.rpc.tls import TlsFiles, process_tls
 from lanes.rpc.tls import configure as configure_tls
+from lanes.runtime.access.authentication_service import AuthenticationService
+from lanes.runtime.access.authentication_service import add_to_server as add_authentication
 from lanes.runtime.access.guard import AnonymousCallers, Guard, Listener
+from lanes.runtime.access.password_sessions import PasswordSessions
 from lanes.runtime.access.tokens import TokenSettings, TokenVerifier
 from lanes.runtime.metrics import OPEN_METRICS, MetricsAccess, ServiceMetrics
 from lanes.runtime.quotas.address_limits import AddressLimits
 from lanes.runtime.quotas.loop_time import install as time_tasks
 from lanes.runtime.quotas.request_quota import RequestTimeQuota
 from lanes.runtime.serving.logs import FORMATS, configure_logging
+from lanes.v1 import authentication_pb2
+
+#: The Authentication service's full name (reflection lists it where it is served).
+AUTHENTICATION_SERVICE = authentication_pb2.DESCRIPTOR.services_by_name["Authentication"].full_name
 
 #: The health service's name for the whole server.
 OVERALL_HEALTH = ""
@@ -228,6 +235,7 @@ async def start_server(
     certificates: CertificateListener | None = None,
     metrics_port: int = -1,
     metrics_access: MetricsAccess = OPEN_METRICS,
+    sessions: PasswordSessions | None = None,
 ) -> RunningServer:
     """Start a server for ``bindings`` on ``host:port`` (port 0 picks a free one); it takes what
     ``limits`` allow, sends messages up to the channels' ``MAX_MESSAGE_BYTES``, and times its
@@ -237,7 +245,8 @@ async def start_server(
     ``certificates`` another on the certificate listener (TLS only). With
     ``metrics_port`` (-1: none; 0: a free one), ``/metrics`` (to those ``metrics_access``
     admits) and ``/healthz`` are served on it from now on, so probes see the process before its
-    service has started."""
+    service has started. With ``sessions``, every listener serves the Authentication service too
+    (users' SCRAM logins, ``lanes.runtime.access.authentication_service``)."""
     time_tasks(asyncio.get_running_loop())  # request-time quotas count the tasks a call starts
     listeners: list[tuple[int, Sequence[grpc.aio.ServerInterceptor], bool, Path | None]] = [
         (port, interceptors, require_client_cert, None)
@@ -259,11 +268,13 @@ async def start_server(
         )
         for binding in bindings:
             binding.add_to_server(server)
+        if sessions is not None:
+            add_authentication(AuthenticationService(sessions), server)
         health = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health, server)
-        reflection.enable_server_reflection(
-            [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
-        )
+        served = [*names, *([AUTHENTICATION_SERVICE] if sessions is not None else [])]
+        health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+        reflection.enable_server_reflection([*served, health_name, reflection.SERVICE_NAME], server)
         try:
             if tls is None:
                 bound_port = server.add_insecure_port(f"{host}:{listen_port}")
@@ -539,6 +550,10 @@ def server_listeners(
         )
     super_users = [name.strip() for name in options.super_users.split(";") if name.strip()]
     tokens = _token_verifier(options, auth)
+    # Users' password sessions (SCRAM logins), on this process: as long as --max-session-seconds
+    # allows (a day without one), renewed by clients before they end.
+    lifetime_s = options.max_session_seconds if options.max_session_seconds > 0 else 86_400.0
+    sessions = PasswordSessions(image, lifetime_s=lifetime_s) if auth else None
 
     # Without --auth, a guard still keeps the cluster's own RPCs to nodes wherever certificates
     # can prove who calls: on the internal listener, and on the client one when a listener
@@ -559,6 +574,7 @@ def server_listeners(
                     authorize=auth,
                     tokens=tokens,
                     max_session_s=options.max_session_seconds,
+                    sessions=sessions if listener == "client" else None,
                 )
             ]
         else:  # no principals: a client listener's callers are ANONYMOUS (quotas), an internal one's the cluster
@@ -580,6 +596,7 @@ def server_listeners(
         "interceptors": interceptors("client"),
         "internal": InternalListener(internal_port, interceptors("internal")) if internal_port >= 0 else None,
         "certificates": certificates,
+        "sessions": sessions,
         "metrics_access": MetricsAccess(
             options.metrics_token_file, closed=auth, named_series=options.metrics_named_series == "on"
         ),
