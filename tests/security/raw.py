@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf import descriptor, message_factory
 
 from lanes.rpc.wire import code_of, produce_request
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, coordinator_pb2, coordinator_pb2_grpc
@@ -55,3 +59,24 @@ async def heartbeat(
             return answer
         await asyncio.sleep(0.1)
     raise AssertionError(f"the coordinator kept answering {answer.error.message}")
+
+
+def call_empty(channel: grpc.Channel, method: descriptor.MethodDescriptor) -> Any:
+    """Call ``method`` with an empty request (one, for a stream) and return its first answer (a
+    blocking channel)."""
+    request_class: Any = message_factory.GetMessageClass(method.input_type)
+    response_class: Any = message_factory.GetMessageClass(method.output_type)
+    path = f"/{method.containing_service.full_name}/{method.name}"
+    kinds = {
+        (False, False): channel.unary_unary,
+        (False, True): channel.unary_stream,
+        (True, False): channel.stream_unary,
+        (True, True): channel.stream_stream,
+    }
+    make = kinds[(method.client_streaming, method.server_streaming)]
+    call = make(
+        path, request_serializer=request_class.SerializeToString, response_deserializer=response_class.FromString
+    )
+    request = iter([request_class()]) if method.client_streaming else request_class()
+    answer = call(request, timeout=10)
+    return next(iter(answer)) if method.server_streaming else answer

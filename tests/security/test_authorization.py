@@ -20,7 +20,7 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import descriptor, message_factory
+from google.protobuf import descriptor
 from grpc_health.v1 import health_pb2
 
 import lanes
@@ -33,6 +33,7 @@ from lanes.rpc.tls import TlsFiles
 from lanes.rpc.wire import produce_request
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, coordinator_pb2, coordinator_pb2_grpc
 from tests.integration.processes import running_cluster, wait_until_brokers_apply_metadata
+from tests.security.raw import call_empty
 
 ALICE = lanes.UserPassword("alice", "alice-secret-1")
 BOB = lanes.UserPassword("bob", "bob-secret-22")
@@ -112,27 +113,6 @@ def _services(cluster: LocalCluster) -> list[tuple[str, descriptor.ServiceDescri
     ]
 
 
-def _call(channel: grpc.Channel, method: descriptor.MethodDescriptor) -> None:
-    """Call ``method`` with an empty request (one, for a stream) and read its first answer."""
-    request_class: Any = message_factory.GetMessageClass(method.input_type)
-    response_class: Any = message_factory.GetMessageClass(method.output_type)
-    path = f"/{method.containing_service.full_name}/{method.name}"
-    kinds = {
-        (False, False): channel.unary_unary,
-        (False, True): channel.unary_stream,
-        (True, False): channel.stream_unary,
-        (True, True): channel.stream_stream,
-    }
-    make = kinds[(method.client_streaming, method.server_streaming)]
-    call = make(
-        path, request_serializer=request_class.SerializeToString, response_deserializer=response_class.FromString
-    )
-    request = iter([request_class()]) if method.client_streaming else request_class()
-    answer = call(request, timeout=10)
-    if method.server_streaming:
-        next(iter(answer))
-
-
 def _unauthenticated(error: grpc.RpcError) -> bool:
     """Whether a call was refused for its caller's credentials: UNAUTHENTICATED, or (a blocking
     channel's login refused before the call could go out) gRPC's UNAVAILABLE from the credentials
@@ -163,7 +143,7 @@ def test_every_rpc_of_every_service_refuses_callers_who_are_not_authenticated(cl
             with grpc.secure_channel(address, credentials) as channel:
                 for method in service.methods:
                     with pytest.raises(grpc.RpcError) as refused:
-                        _call(channel, method)
+                        call_empty(channel, method)
                     assert _unauthenticated(refused.value), (name, service.name, method.name)
                     checked += 1
     assert checked == 3 * sum(len(service.methods) for _, service in _services(cluster))
@@ -194,7 +174,7 @@ def test_the_clusters_own_rpcs_are_refused_even_to_super_users(cluster: LocalClu
     with grpc.secure_channel(controller.address, credentials) as channel:
         watch = controller_pb2.DESCRIPTOR.services_by_name["Controller"].methods_by_name["WatchMetadata"]
         with pytest.raises(grpc.RpcError) as refused:
-            _call(channel, watch)
+            call_empty(channel, watch)
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
         assert "nodes' only" in (refused.value.details() or "")
     anonymous = grpc.ssl_channel_credentials(tls.ca_file.read_bytes())

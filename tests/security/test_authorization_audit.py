@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 import pytest
@@ -26,10 +26,12 @@ from lanes.local.cluster import LocalCluster
 from lanes.protocol.records import Record, encode_batch
 from lanes.rpc.tls import TlsFiles
 from lanes.rpc.wire import produce_request
+from lanes.runtime.access.access_rules import NODE_RULES, RULES
 from lanes.security.acls import ResourceType
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, controller_pb2_grpc, coordinator_pb2
 from tests.integration.processes import channel_options, running_cluster, wait_until_brokers_apply_metadata
+from tests.security.raw import call_empty
 
 MALLORY = lanes.UserPassword("mallory", "mallory-secret-1")
 WENDY = lanes.UserPassword("wendy", "wendy-secret-12")
@@ -353,3 +355,97 @@ def test_metrics_answer_only_a_scrape_with_the_token_and_health_answers_anyone(c
         assert "lanes_" in scrape_text(address, token=token)
     brokers = scrape_text(described["brokers"][0]["metrics"], token=token)
     assert 'topic="secret"' in brokers, "a local cluster's operator asked for named series"
+
+
+# ---------------------------------------------------------------------------------------------
+# every RPC of every service, walked
+
+
+_SERVICES = {
+    "broker": [broker_pb2.DESCRIPTOR.services_by_name["Broker"]],
+    "controller": [
+        controller_pb2.DESCRIPTOR.services_by_name["Controller"],
+        controller_pb2.DESCRIPTOR.services_by_name["ControllerQuorum"],
+    ],
+    "coordinator": [coordinator_pb2.DESCRIPTOR.services_by_name["GroupCoordinator"]],
+}
+
+
+def _address(cluster: LocalCluster, process: str, listener: str = "address") -> str:
+    running = {
+        "broker": cluster.broker_processes[1],
+        "controller": cluster.controller,
+        "coordinator": cluster.coordinator_processes[1],
+    }[process]
+    assert running is not None
+    return running.address if listener == "address" else str(running.ready["internal_address"])
+
+
+def _answer_or_refusal(channel: grpc.Channel, method: Any) -> tuple[Any, grpc.RpcError | None]:
+    try:
+        return call_empty(channel, method), None
+    except grpc.RpcError as refused:
+        return None, refused
+
+
+_WALKERS = {
+    "nobody": [],  # no ACL at all
+    "other-prefix": [  # everything, on another prefix
+        lanes.AclBinding.of("other-prefix", "all", topic="o-", prefixed=True),
+        lanes.AclBinding.of("other-prefix", "all", group="o-", prefixed=True),
+    ],
+    "denied": [  # everything on every topic and group, and every one of them denied
+        lanes.AclBinding.of("denied", "all", topic="*"),
+        lanes.AclBinding.of("denied", "all", group="*"),
+        lanes.AclBinding.of("denied", "all", topic="*", deny=True),
+        lanes.AclBinding.of("denied", "all", group="*", deny=True),
+    ],
+}
+
+
+@pytest.mark.parametrize("user", sorted(_WALKERS))
+def test_every_rpc_tells_a_user_without_rights_here_nothing(cluster: LocalCluster, user: str) -> None:
+    """A user with no ACL, one with ACLs on another prefix, one whose ACLs are all denied: every
+    RPC of every service with an empty request is refused with an authorization error (Kafka's
+    codes), or answered with nothing of the cluster's topics and groups in it (a listing trimmed
+    to what it may see: nothing)."""
+    nobody = lanes.UserPassword(user, f"{user}-secret-1")
+    with _admin(cluster) as admin:
+        admin.set_user_password(nobody.username, nobody.password)
+        if _WALKERS[user]:
+            admin.create_acls(_WALKERS[user])
+    wait_until_brokers_apply_metadata(cluster)
+    walked = 0
+    for process, services in _SERVICES.items():
+        with _channel(_address(cluster, process), nobody) as channel:
+            for service in services:
+                for method in service.methods:
+                    name = f"/{service.full_name}/{method.name}"
+                    answer, refused = _answer_or_refusal(channel, method)
+                    if refused is not None:
+                        assert refused.code() is grpc.StatusCode.PERMISSION_DENIED, (name, refused)  # type: ignore[attr-defined]
+                        assert str(refused.details()).split(":")[0].endswith("AUTHORIZATION_FAILED"), name  # type: ignore[attr-defined]
+                    else:
+                        shown = str(answer)
+                        assert not [t for t in (*TOPICS, "m-shared", "__consumer_offsets") if t in shown], (name, shown)
+                        assert not RULES[name].nodes_only, name
+                    walked += 1
+    assert walked == sum(len(s.methods) for services in _SERVICES.values() for s in services)
+
+
+@pytest.mark.parametrize("node", ["broker-1", "coordinator-1", "controller-0"])
+def test_every_rpc_a_nodes_role_does_not_need_is_refused_to_its_certificate(cluster: LocalCluster, node: str) -> None:
+    """Each node's certificate, on every service's internal listener, every RPC its role does not
+    need (``NODE_RULES``): refused before anything is done. What its role needs is what the
+    cluster runs on, proved by every other test."""
+    refused_count = 0
+    for process, services in _SERVICES.items():
+        with _node_channel(cluster, process, node) as channel:
+            for service in services:
+                for method in service.methods:
+                    name = f"/{service.full_name}/{method.name}"
+                    if name in NODE_RULES[node.rsplit("-", 1)[0]]:
+                        continue
+                    _refused_to_node(lambda method=method: call_empty(channel, method))  # type: ignore[misc]
+                    refused_count += 1
+    assert refused_count > 30, "most of the cluster's RPCs are none of a node's business"
