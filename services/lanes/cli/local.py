@@ -58,6 +58,7 @@ def _render_up(d: dict[str, Any]) -> str:
     user = d.get("user")
     security = (
         f"security: TLS (CA {d['tls']['ca']}); user {user['name']}, password in {user['password_file']}"
+        + (f"; metrics token in {d['metrics_token_file']}" if d.get("metrics_token_file") else "")
         if user
         else f"security: mutual TLS (CA {d['tls']['ca']}), no users"
         if d.get("tls")
