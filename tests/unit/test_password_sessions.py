@@ -102,3 +102,26 @@ def test_an_unknown_user_gets_the_same_salt_on_every_node_and_a_real_one_its_own
     assert salts[0] == salts[1]
     alice_first = ClientExchange("SCRAM-SHA-256", "alice", "x", "c" * 16).first()
     assert one.start("10.0.0.1", "SCRAM-SHA-256", alice_first)[1].split(",")[1] != salts[0]
+
+
+def test_a_user_logging_in_without_end_pushes_out_its_own_sessions_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(module, "MAX_SESSIONS_PER_USER", 3)
+    clock = Clock()
+    sessions = _sessions(_image(alice="pencil", bob="paper-1"), clock)
+    bobs = _log_in(sessions, "bob", "paper-1")
+    alices = [_log_in(sessions, "alice", "pencil") for _ in range(5)]
+    assert sessions.session(bobs).user == "bob"
+    for forgotten in alices[:2]:
+        with pytest.raises(SessionRefusedError, match="does not know"):
+            sessions.session(forgotten)
+    assert [sessions.session(token).user for token in alices[2:]] == ["alice"] * 3
+
+
+def test_expired_sessions_are_let_go_of_as_new_ones_open() -> None:
+    clock = Clock()
+    sessions = _sessions(_image(alice="pencil"), clock)
+    for _ in range(10):
+        _log_in(sessions, "alice", "pencil")
+    clock.now_s += 61
+    _log_in(sessions, "alice", "pencil")
+    assert len(sessions._sessions) == 1

@@ -22,6 +22,7 @@ Owned by the event loop of the channel's calls.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import threading
@@ -231,7 +232,8 @@ class SessionChannel(MetadataChannel):
 
     def _route(self, kind: str, args: Any, kwargs: Any) -> Any:
         if self._watcher is None:
-            self._watcher = asyncio.get_running_loop().create_task(self._watch())
+            with contextlib.suppress(RuntimeError):  # a stub made off the loop: watched from the first call on it
+                self._watcher = asyncio.get_running_loop().create_task(self._watch())
         if self._session.metadata() is None:
             return getattr(self._logging_in, kind)(*args, **kwargs)
         return getattr(super(), kind)(*args, **kwargs)

@@ -6,7 +6,9 @@ flight, and the sessions they open, which a user's later calls carry instead of 
   per caller address (a caller opening exchanges it never finishes holds its own share only).
 - ``finish`` checks the proof and opens a session: a random token, of which only a SHA-256 is kept,
   valid on this process until ``lifetime_s`` has passed or the user's credential changes (a new
-  password, a deleted user). At most ``MAX_SESSIONS`` are kept (the oldest go first).
+  password, a deleted user). At most ``MAX_SESSIONS`` are kept, ``MAX_SESSIONS_PER_USER`` per
+  user (the oldest go first: a user logging in without end pushes out its own sessions only);
+  expired ones are let go of as new ones open.
 - ``session`` says who a token is (``SessionRefusedError`` says why not).
 
 A login costs the server a few HMACs, the same for every user and mechanism (the PBKDF2 is the
@@ -37,8 +39,10 @@ from lanes.security.scram_exchange import ScramError
 MAX_EXCHANGES = 4096
 MAX_EXCHANGES_PER_ADDRESS = 64
 EXCHANGE_TTL_S = 10.0
-#: Sessions kept (the oldest are forgotten first: their clients authenticate again).
+#: Sessions kept, in all and per user (the oldest are forgotten first: their clients log in
+#: again; a user logging in without end pushes out its own sessions, not others').
 MAX_SESSIONS = 100_000
+MAX_SESSIONS_PER_USER = 1_000
 #: Bytes of randomness in a session token and in an exchange id.
 TOKEN_BYTES = 32
 
@@ -94,7 +98,8 @@ class PasswordSessions:
         self._random = random_bytes
         self._exchanges: collections.OrderedDict[str, _Exchange] = collections.OrderedDict()
         self._per_address: collections.Counter[str] = collections.Counter()
-        self._sessions: collections.OrderedDict[bytes, Session] = collections.OrderedDict()
+        self._sessions: collections.OrderedDict[bytes, Session] = collections.OrderedDict()  # oldest first
+        self._users: dict[str, collections.OrderedDict[bytes, None]] = {}  # user -> its sessions, oldest first
         self._secret_of: tuple[int, int] | None = None
         self._secret = b""
 
@@ -136,9 +141,17 @@ class PasswordSessions:
         session = Session(
             exchange.started.user, credential.mechanism, credential.stored_key, self._clock() + self.lifetime_s
         )
-        self._sessions[_digest(token)] = session
-        while len(self._sessions) > MAX_SESSIONS:
-            self._sessions.popitem(last=False)
+        key = _digest(token)
+        self._sessions[key] = session
+        owned = self._users.setdefault(session.user, collections.OrderedDict())
+        owned[key] = None
+        if len(owned) > MAX_SESSIONS_PER_USER:
+            self._forget(next(iter(owned)))
+        while self._sessions:  # the oldest first: all live as long, so the expired lead
+            oldest_key, oldest = next(iter(self._sessions.items()))
+            if len(self._sessions) <= MAX_SESSIONS and oldest.expires_s > self._clock():
+                break
+            self._forget(oldest_key)
         return final, token, session
 
     # -----------------------------------------------------------------------------------------
@@ -155,12 +168,12 @@ class PasswordSessions:
             self._image().scram_credentials.get(session.user, {}).get(session.mechanism)
         )
         if credential is None or not hmac.compare_digest(credential.stored_key, session.stored_key):
-            del self._sessions[key]
+            self._forget(key)
             raise SessionRefusedError(
                 "the user's password changed, or the user was deleted, since it logged in", renew=False
             )
         if self._clock() >= session.expires_s:
-            del self._sessions[key]
+            self._forget(key)
             raise SessionRefusedError("the session expired", renew=True)
         return session
 
@@ -169,6 +182,13 @@ class PasswordSessions:
         return session.expires_s - self._clock()
 
     # -----------------------------------------------------------------------------------------
+
+    def _forget(self, key: bytes) -> None:
+        session = self._sessions.pop(key)
+        owned = self._users[session.user]
+        del owned[key]
+        if not owned:
+            del self._users[session.user]
 
     def _expire(self) -> None:
         now = self._clock()
