@@ -185,6 +185,27 @@ def test_describing_a_group_shows_no_offsets_of_topics_the_caller_may_not_descri
     assert {o.topic for o in _admin(cluster).describe_group("m-described").offsets} == {"hidden", "m-own"}
 
 
+def test_a_group_whose_member_reads_a_topic_the_caller_may_not_see_is_refused_as_kafka_refuses_it(
+    cluster: LocalCluster,
+) -> None:
+    """A member's subscription and assignment would name ``hidden``: the group is answered
+    TOPIC_AUTHORIZATION_FAILED (Kafka 4.x's ConsumerGroupDescribe), naming no topic."""
+    with lanes.Consumer(
+        _bootstrap(cluster), group_id="m-mixed", tls=cluster.client_tls, credentials=cluster.client_credentials
+    ) as member:
+        member.subscribe(["hidden"])
+
+        def assigned() -> None:
+            member.poll(200)
+            assert member.assignment()
+
+        _eventually(assigned)
+        with _admin(cluster, MALLORY) as mallory, pytest.raises(AuthorizationError) as refused:
+            mallory.describe_group("m-mixed", include_offsets=True)
+    assert refused.value.code is ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert "hidden" not in refused.value.message
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. InitProducerId weighs DENY and answers with Kafka's codes
 

@@ -56,8 +56,8 @@ RULES = {
 }
 
 
-async def _serve() -> tuple[grpc.aio.Server, int]:
-    image = _image()
+async def _serve(image: MetadataImage | None = None) -> tuple[grpc.aio.Server, int]:
+    image = image or _image()
     sessions = PasswordSessions(lambda: image, lifetime_s=60)
     server = grpc.aio.server(interceptors=[Guard(lambda: image, (), RULES, sessions=sessions)])
     add_authentication(AuthenticationService(sessions), server)
@@ -140,3 +140,32 @@ def test_a_server_streams_answers_are_trimmed_as_a_unary_answer_is() -> None:
             await server.stop(None)
 
     assert asyncio.run(run()) == ["seen"]
+
+
+def test_a_stream_ends_at_its_next_message_once_its_users_password_changed() -> None:
+    async def run() -> str:
+        image = _image()
+        server, port = await _serve(image)
+        channel = _channel(port)
+        try:
+            call = channel.stream_stream(
+                BOTH_WAYS,
+                request_serializer=coordinator_pb2.LeaveGroupRequest.SerializeToString,
+                response_deserializer=coordinator_pb2.LeaveGroupResponse.FromString,
+            )()
+            await call.write(coordinator_pb2.LeaveGroupRequest(group_id="mine"))
+            assert await call.read() == coordinator_pb2.LeaveGroupResponse()
+            salted = scram.salted_password("SCRAM-SHA-256", "a-new-password", b"h" * 16, 4096)
+            image.scram_credentials["alice"] = {
+                "SCRAM-SHA-256": scram.credential("SCRAM-SHA-256", b"h" * 16, 4096, salted)
+            }
+            await call.write(coordinator_pb2.LeaveGroupRequest(group_id="mine"))
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                await call.read()
+            assert ended.value.code() is grpc.StatusCode.UNAUTHENTICATED
+            return str(ended.value.details())
+        finally:
+            await channel.close()
+            await server.stop(None)
+
+    assert "password changed" in asyncio.run(run())

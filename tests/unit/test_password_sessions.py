@@ -125,3 +125,25 @@ def test_expired_sessions_are_let_go_of_as_new_ones_open() -> None:
     clock.now_s += 61
     _log_in(sessions, "alice", "pencil")
     assert len(sessions._sessions) == 1
+
+
+def test_a_flood_of_unfinished_logins_from_many_addresses_keeps_nobody_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(module, "MAX_EXCHANGES", 8)
+    sessions = _sessions(_image(alice="pencil"), Clock())
+    first = ClientExchange("SCRAM-SHA-256", "alice", "x", "c" * 16).first()
+    exchange = ClientExchange("SCRAM-SHA-256", "alice", "pencil", os.urandom(16).hex())
+    exchange_id, server_first = sessions.start("10.0.0.1", "SCRAM-SHA-256", exchange.first())
+    for address in range(7):  # the table fills, short of the real login
+        sessions.start(f"10.1.0.{address}", "SCRAM-SHA-256", first)
+    sessions.finish(exchange_id, exchange.final(server_first))  # finished within its round trip
+    for address in range(100):  # a flood beyond the table pushes out the oldest unfinished ones
+        sessions.start(f"10.2.0.{address}", "SCRAM-SHA-256", first)
+    assert _log_in(sessions, "alice", "pencil", address="10.0.0.1")
+
+
+def test_a_node_without_the_clusters_users_yet_says_come_back() -> None:
+    image = MetadataImage()
+    sessions = _sessions(image, Clock())
+    with pytest.raises(LoginRefusedError) as refused:
+        sessions.start("10.0.0.1", "SCRAM-SHA-256", ClientExchange("SCRAM-SHA-256", "alice", "x", "c" * 16).first())
+    assert refused.value.busy

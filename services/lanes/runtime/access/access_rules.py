@@ -377,12 +377,37 @@ def _trim_offsets(response: coordinator_pb2.FetchOffsetsResponse, access: Access
     response.topics.extend(kept)
 
 
-def _trim_described_offsets(
+def _member_topics(member: coordinator_pb2.MemberDescription) -> set[str]:
+    return {
+        *member.subscription.topic_names,
+        *(entry.topic for entry in member.assignment.topic_partitions),
+        *(entry.topic for entry in member.target_assignment.topic_partitions),
+    }
+
+
+def _trim_described(
     request: coordinator_pb2.DescribeGroupsRequest, response: coordinator_pb2.DescribeGroupsResponse, access: Access
 ) -> None:
-    """A described group's offsets and lag (``include_offsets``) of topics the caller may not
-    DESCRIBE are left out, as FetchOffsets leaves them out."""
-    for group in response.groups:
+    """A group a member of which subscribes to or is assigned a topic the caller may not DESCRIBE
+    is answered TOPIC_AUTHORIZATION_FAILED, without naming it (Kafka 4.x's ConsumerGroupDescribe);
+    offsets and lag (``include_offsets``) of such topics are left out, as FetchOffsets leaves them out."""
+    for index, group in enumerate(response.groups):
+        hidden = any(
+            not access.allows(Operation.DESCRIBE, TOPIC, topic)
+            for member in group.members
+            for topic in _member_topics(member)
+        )
+        if hidden:
+            response.groups[index].CopyFrom(
+                coordinator_pb2.GroupDescription(
+                    group_id=group.group_id,
+                    error=wire_error(
+                        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        f"{access.principal} may not DESCRIBE a topic group {group.group_id!r} reads",
+                    ),
+                )
+            )
+            continue
         kept = [state for state in group.offsets if access.allows(Operation.DESCRIBE, TOPIC, state.topic)]
         if len(kept) != len(group.offsets):
             del group.offsets[:]
@@ -491,7 +516,11 @@ RULES: dict[str, Rule] = {
     ),
     _method("GroupCoordinator", "DescribeGroups"): Rule(
         per_resource=_DESCRIBE_GROUPS,
-        trim=Described(_trim_described_offsets, "offsets and lag of topics the caller may not DESCRIBE are left out"),
+        trim=Described(
+            _trim_described,
+            "a group whose members read a topic the caller may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED; "
+            "offsets and lag of such topics are left out",
+        ),
         kafka="ConsumerGroupDescribe",
     ),
     _method("GroupCoordinator", "DeleteGroups"): Rule(_groups(Operation.DELETE), kafka="DeleteGroups"),

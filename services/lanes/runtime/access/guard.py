@@ -219,9 +219,9 @@ class Guard(CallInterceptor):
             if access is not None:
                 assert rule is not None
                 answer = await self._authorized(request, rule, access, context)
-            ends_s = _SESSION_ENDS_S.get()
+            session = _STREAM_SESSION.get()
             async for response in inner(request, context):
-                await _within_session(ends_s, context)
+                await _within_session(session, context)
                 yield answer(response)
 
         return unary_stream
@@ -229,7 +229,7 @@ class Guard(CallInterceptor):
     def _stream_unary(self, inner: Any, rule: Rule | None, method: str) -> Any:
         async def stream_unary(requests: AsyncIterator[Any], context: ServicerContext) -> Any:
             access = await self._admit(None, context, rule, method)
-            requests = _session_bound(requests, _SESSION_ENDS_S.get(), context)
+            requests = _session_bound(requests, _STREAM_SESSION.get(), context)
             if access is None:
                 return await inner(requests, context)
             assert rule is not None
@@ -256,7 +256,7 @@ class Guard(CallInterceptor):
 
         async def stream_stream(requests: AsyncIterator[Any], context: ServicerContext) -> AsyncIterator[Any]:
             access = await self._admit(None, context, rule, method)
-            requests = _session_bound(requests, _SESSION_ENDS_S.get(), context)
+            requests = _session_bound(requests, _STREAM_SESSION.get(), context)
             if access is None:
                 async for response in inner(requests, context):
                     yield response
@@ -319,6 +319,7 @@ class Guard(CallInterceptor):
         UNAVAILABLE otherwise."""
         LISTENER.set(self._listener)
         ACCESS.set(None)
+        _SESSION_REFUSAL.set(None)
         if self._listener == "internal" or not self._authorize:
             name = caller_identity(context)
             node = name is not None and NODE_NAME.fullmatch(name) is not None
@@ -340,7 +341,8 @@ class Guard(CallInterceptor):
         CALLER.set(None if node else Caller(principal, await _client_id(context)))
         if not node:
             max_ends_s = time.time() + self._max_session_s if self._max_session_s > 0 else None
-            _SESSION_ENDS_S.set(min((t for t in (ends_s, max_ends_s) if t is not None), default=None))
+            ends = min((t for t in (ends_s, max_ends_s) if t is not None), default=None)
+            _STREAM_SESSION.set(StreamSession(ends, _SESSION_REFUSAL.get()))
         if node:
             await self._node_may(principal.removeprefix("User:"), method, request, context)
             return None
@@ -434,13 +436,22 @@ class Guard(CallInterceptor):
                 grpc.StatusCode.UNAUTHENTICATED, "SASL_AUTHENTICATION_FAILED: this listener takes no password sessions"
             )
         assert self._sessions is not None
-        try:
-            session = self._sessions.session(token)
-        except SessionRefusedError as exc:
-            prefix = SESSION_EXPIRED if exc.renew else "SASL_AUTHENTICATION_FAILED"
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"{prefix}: {exc}: log in again")
-            raise  # not reached: abort raises
-        return user_principal(session.user), False, time.time() + self._sessions.seconds_left(session)
+        sessions = self._sessions
+
+        def refusal() -> str | None:
+            try:
+                sessions.session(token)
+            except SessionRefusedError as exc:
+                prefix = SESSION_EXPIRED if exc.renew else "SASL_AUTHENTICATION_FAILED"
+                return f"{prefix}: {exc}: log in again"
+            return None
+
+        refused = refusal()
+        if refused is not None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, refused)
+        _SESSION_REFUSAL.set(refusal)  # a stream checks its session again at each message
+        session = sessions.session(token)
+        return user_principal(session.user), False, time.time() + sessions.seconds_left(session)
 
 
 def _as_it_is(response: Any) -> Any:
@@ -469,29 +480,51 @@ class AnonymousCallers(CallInterceptor):
         return {"unary_unary": unary, "stream_unary": unary, "unary_stream": streaming, "stream_stream": streaming}
 
 
-#: When the current stream's session ends (wall-clock seconds; None: never), set by ``_admit``.
-_SESSION_ENDS_S: contextvars.ContextVar[float | None] = contextvars.ContextVar("lanes_session_ends_s", default=None)
+@dataclass(frozen=True)
+class StreamSession:
+    """What a stream's session is bound by: when it ends (wall-clock seconds; None: never) and,
+    for a password session, ``refusal()``: why it no longer holds (its user's password changed,
+    the user was deleted, the process forgot it), None while it does."""
+
+    ends_s: float | None
+    refusal: Callable[[], str | None] | None = None
 
 
-async def _within_session(ends_s: float | None, context: ServicerContext) -> None:
-    """End the call with UNAUTHENTICATED once its session is over (the client reconnects and is
-    checked again: a deleted user, a changed password or an expired token stops there)."""
-    if ends_s is not None and time.time() >= ends_s:
+#: The current call's session, set by ``_admit`` (None: a node's, or no authentication).
+_STREAM_SESSION: contextvars.ContextVar[StreamSession | None] = contextvars.ContextVar(
+    "lanes_stream_session", default=None
+)
+#: The current call's password session check, set by ``_session_user`` for ``_admit``.
+_SESSION_REFUSAL: contextvars.ContextVar[Callable[[], str | None] | None] = contextvars.ContextVar(
+    "lanes_session_refusal", default=None
+)
+
+
+async def _within_session(session: StreamSession | None, context: ServicerContext) -> None:
+    """End the call with UNAUTHENTICATED once its session is over or no longer holds (the client
+    reconnects and is checked again: a deleted user, a changed password or an expired token stops
+    there), at each message of a stream."""
+    if session is None:
+        return
+    if session.ends_s is not None and time.time() >= session.ends_s:
         await context.abort(
             grpc.StatusCode.UNAUTHENTICATED,
-            f"{SESSION_EXPIRED}: this stream's authentication expired (its token, or the cluster's "
+            f"{SESSION_EXPIRED}: this stream's authentication expired (its token, its session, or the cluster's "
             "--max-session-seconds): open a new one",
         )
+    refused = session.refusal() if session.refusal is not None else None
+    if refused is not None:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, refused)
 
 
-async def _session_bound(requests: AsyncIterator[Any], ends_s: float | None, context: ServicerContext) -> Any:
-    """A client stream's requests, until its session ends."""
-    if ends_s is None:
+async def _session_bound(requests: AsyncIterator[Any], session: StreamSession | None, context: ServicerContext) -> Any:
+    """A client stream's requests, until its session ends or no longer holds."""
+    if session is None:
         async for request in requests:
             yield request
         return
     async for request in requests:
-        await _within_session(ends_s, context)
+        await _within_session(session, context)
         yield request
 
 

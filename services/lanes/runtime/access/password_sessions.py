@@ -2,8 +2,11 @@
 flight, and the sessions they open, which a user's later calls carry instead of its password.
 
 - ``start`` answers a client-first message and keeps the half-done exchange under a random id,
-  for ``EXCHANGE_TTL_S`` at most; at most ``MAX_EXCHANGES`` are kept, ``MAX_EXCHANGES_PER_ADDRESS``
-  per caller address (a caller opening exchanges it never finishes holds its own share only).
+  for ``EXCHANGE_TTL_S`` at most; at most ``MAX_EXCHANGES_PER_ADDRESS`` per caller address (a
+  caller opening exchanges it never finishes holds its own share only), and ``MAX_EXCHANGES`` in
+  all, beyond which the oldest unfinished one is dropped rather than a new one refused (a real
+  login finishes within milliseconds: a flood from many addresses cannot keep it out). A node
+  that has not loaded the cluster's users yet answers UNAVAILABLE, not a decoy.
 - ``finish`` checks the proof and opens a session: a random token, of which only a SHA-256 is kept,
   valid on this process until ``lifetime_s`` has passed or the user's credential changes (a new
   password, a deleted user). At most ``MAX_SESSIONS`` are kept, ``MAX_SESSIONS_PER_USER`` per
@@ -109,8 +112,13 @@ class PasswordSessions:
     def start(self, address: str, mechanism: str, client_first: str) -> tuple[str, str]:
         """(exchange id, server-first message) answering a client-first message from ``address``."""
         self._expire()
-        if len(self._exchanges) >= MAX_EXCHANGES or self._per_address[address] >= MAX_EXCHANGES_PER_ADDRESS:
-            raise LoginRefusedError("too many logins in progress: retry shortly", busy=True)
+        if self._image().last_offset < 0:  # no credentials yet: every user would get a decoy
+            raise LoginRefusedError("this node has not loaded the cluster's users yet: retry shortly", busy=True)
+        if self._per_address[address] >= MAX_EXCHANGES_PER_ADDRESS:
+            raise LoginRefusedError("too many logins in progress from this address: retry shortly", busy=True)
+        if len(self._exchanges) >= MAX_EXCHANGES:  # the oldest unfinished one goes: a login takes milliseconds
+            _, oldest = self._exchanges.popitem(last=False)
+            self._forget_address(oldest.address)
         try:
             user, _ = scram_exchange.client_first_user(mechanism, client_first)
             credential = self._image().scram_credentials.get(user, {}).get(mechanism)
