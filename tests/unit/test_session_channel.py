@@ -14,7 +14,9 @@ import pytest
 from lanes.metadata.image import MetadataImage
 from lanes.rpc import sessions
 from lanes.rpc.credentials import UserPassword
+from lanes.rpc.session_registry import session_fingerprint
 from lanes.rpc.sessions import SessionChannel
+from lanes.rpc.wire import security_refusal
 from lanes.runtime.access.authentication_service import AuthenticationService
 from lanes.runtime.access.authentication_service import add_to_server as add_authentication
 from lanes.runtime.access.password_sessions import PasswordSessions, SessionRefusedError
@@ -47,10 +49,13 @@ class Served:
             metadata = tuple((k, str(v)) for k, v in context.invocation_metadata() or ())
             self.seen.append(metadata)
             header = dict(metadata).get("authorization", "")
+            token = header.removeprefix("Session ")
             try:
-                self.sessions.session(header.removeprefix("Session "))
+                self.sessions.session(token)
             except SessionRefusedError as exc:
-                await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"SESSION_EXPIRED: {exc}")
+                await context.abort(
+                    grpc.StatusCode.UNAUTHENTICATED, f"SESSION_EXPIRED: {exc} (session {session_fingerprint(token)})"
+                )
             return controller_pb2.DescribeClusterResponse(cluster_id="served")
 
         async def produce_stream(requests: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -180,6 +185,30 @@ async def _a_restarted_server_is_logged_in_to_again() -> None:
         await again.server.stop(None)
     finally:
         await channel.close()
+
+
+def test_a_session_the_server_pushed_out_is_logged_in_again_after_one_refusal() -> None:
+    """The refusal names the session; the client library's error handling (``security_refusal``,
+    which every client runs on a failed call) forgets it, and the retry logs in."""
+    asyncio.run(_a_session_the_server_pushed_out_is_logged_in_again_after_one_refusal())
+
+
+async def _a_session_the_server_pushed_out_is_logged_in_again_after_one_refusal() -> None:
+    served, port = await _serve()
+    channel = _channel(port)
+    stub = controller_pb2_grpc.ControllerStub(channel)
+    try:
+        await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=10)
+        served.sessions._sessions.clear()
+        served.sessions._users.clear()
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=10)
+        assert security_refusal(refused.value) is None, "retriable: not a refusal of the user"
+        assert (await stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=10)).cluster_id
+    finally:
+        await channel.close()
+        await served.server.stop(None)
+    assert served.logins == 3  # SHA-256 then SHA-512 at first; SHA-512 at once after
 
 
 def test_a_session_is_renewed_before_it_ends() -> None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from lanes.rpc.call_metadata import MetadataChannel, MetadataPairs
+from lanes.rpc.session_registry import register
 from lanes.security import scram
 from lanes.security.scram_exchange import ClientExchange, ScramError
 from lanes.v1 import authentication_pb2, authentication_pb2_grpc
@@ -137,6 +138,7 @@ class _Session:
     async def _log_in(self) -> None:
         token, lifetime_s = await _log_in(self._user, self._stub())
         self._token, self._renew_at = token, time.monotonic() + RENEW_AT * lifetime_s
+        register(token, self)
 
 
 def _refusal(message: str) -> grpc.aio.AioRpcError:

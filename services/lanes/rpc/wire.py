@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 
 from lanes.errors import AuthenticationError, AuthorizationError, ErrorCode, LanesError, error_code
+from lanes.rpc.session_registry import forget_refused
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2, coordinator_pb2
 
@@ -85,6 +86,7 @@ def security_refusal(exc: grpc.aio.AioRpcError) -> LanesError | None:
     (``SESSION_EXPIRED``, KIP-368's re-authentication) is not one: a new stream is checked again."""
     details = exc.details() or ""
     if details.startswith(SESSION_EXPIRED):
+        forget_refused(details)  # its next call logs in again
         return None
     if exc.code() is grpc.StatusCode.UNAUTHENTICATED:
         return AuthenticationError(details.removeprefix(f"{ErrorCode.SASL_AUTHENTICATION_FAILED.name}: "))

@@ -42,6 +42,7 @@ import grpc
 from lanes.metadata.image import MetadataImage
 from lanes.rpc.call_metadata import CLIENT_ID_KEY
 from lanes.rpc.credentials import AUTHORIZATION_KEY
+from lanes.rpc.session_registry import session_fingerprint
 from lanes.rpc.tls import caller_identity, callers_verified
 from lanes.rpc.wire import SESSION_EXPIRED, ServicerContext, peer_host
 from lanes.runtime.access.access_rules import (
@@ -443,7 +444,7 @@ class Guard(CallInterceptor):
                 sessions.session(token)
             except SessionRefusedError as exc:
                 prefix = SESSION_EXPIRED if exc.renew else "SASL_AUTHENTICATION_FAILED"
-                return f"{prefix}: {exc}: log in again"
+                return f"{prefix}: {exc} (session {session_fingerprint(token)}): log in again"
             return None
 
         refused = refusal()
