@@ -215,6 +215,23 @@ def test_offset_for_timestamp_finds_the_first_record_at_or_after(tmp_path: Path)
     assert log.offset_for_timestamp(stamps[-1][1] + 1) is None
 
 
+def test_record_time_at_is_the_time_of_the_first_record_at_or_after_an_offset(tmp_path: Path) -> None:
+    """What a coordinator asks (OFFSET_SPEC_RECORD_TIME) to know how old a group's oldest
+    unconsumed record is: the broker reads it, no record leaves."""
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_bytes=1000), clock=clock)
+    for _ in range(20):
+        log.append_as_leader(
+            encode_batch([Record(0, clock.now_ms(), None, b"a"), Record(1, clock.now_ms() + 5, None, b"b")]), 0
+        )
+        clock.advance(10)
+    log.update_high_watermark(30)
+    found = log.record_time_at(13)  # mid-batch: the record itself, not its batch's first
+    assert found is not None
+    assert (found.offset, found.timestamp_ms) == (13, ManualClock().now_ms() + 6 * 10 + 5)
+    assert log.record_time_at(30) is None, "nothing below the high-water mark at or after it"
+
+
 def test_log_append_time_topics_stamp_the_brokers_time(tmp_path: Path) -> None:
     clock = ManualClock()
     log = PartitionLog.open(tmp_path, config(message_timestamp_type="LogAppendTime"), clock=clock)

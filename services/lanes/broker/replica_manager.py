@@ -32,7 +32,7 @@ from lanes.broker.producer_state import Verdict
 from lanes.broker.purgatory import Purgatory
 from lanes.clock import Clock
 from lanes.deadline import Deadline
-from lanes.errors import CorruptRecordError, ErrorCode, LanesError, MessageTooLargeError
+from lanes.errors import CorruptRecordError, ErrorCode, LanesError, MessageTooLargeError, OffsetOutOfRangeError
 from lanes.metadata.image import NO_LEADER, MetadataImage, PartitionImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.records import BatchHeader
@@ -388,8 +388,8 @@ class ReplicaManager:
     async def list_offset(
         self, topic: str, wanted: broker_pb2.ListOffsetsPartition
     ) -> broker_pb2.ListOffsetsPartitionResponse:
-        """The earliest offset, the latest (the high-water mark) or the first at or after a
-        timestamp, of a partition led here."""
+        """The earliest offset, the latest (the high-water mark), the first at or after a
+        timestamp, or the first record at or after an offset with its time, of a partition led here."""
         result = broker_pb2.ListOffsetsPartitionResponse(
             partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
         )
@@ -422,9 +422,23 @@ class ReplicaManager:
                     found.timestamp_ms,
                     found.leader_epoch,
                 )
+        elif wanted.spec == broker_pb2.OFFSET_SPEC_RECORD_TIME:
+            try:
+                found = await asyncio.to_thread(led.log.record_time_at, wanted.offset)
+            except (CorruptRecordError, MessageTooLargeError, OffsetOutOfRangeError) as exc:
+                result.error.CopyFrom(wire_error(exc.code, f"{topic}-{wanted.partition}: {exc.message}"))
+                found = None
+            if found is not None:
+                result.offset, result.timestamp_ms, result.leader_epoch = (
+                    found.offset,
+                    found.timestamp_ms,
+                    found.leader_epoch,
+                )
         else:
             result.error.CopyFrom(
-                wire_error(ErrorCode.UNSUPPORTED_VERSION, "use OFFSET_SPEC_EARLIEST, _LATEST or _TIMESTAMP")
+                wire_error(
+                    ErrorCode.UNSUPPORTED_VERSION, "use OFFSET_SPEC_EARLIEST, _LATEST, _TIMESTAMP or _RECORD_TIME"
+                )
             )
         if not result.HasField("error"):
             result.error.CopyFrom(wire_error(ErrorCode.NONE))

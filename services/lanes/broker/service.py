@@ -342,15 +342,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def ListOffsets(  # noqa: N802
         self, request: broker_pb2.ListOffsetsRequest, context: ServicerContext
     ) -> broker_pb2.ListOffsetsResponse:
-        """A lookup by timestamp reads the log: one per partition per request (Kafka allows each
-        partition once); the earliest and latest offsets cost nothing to repeat."""
+        """A lookup by timestamp or of a record's time reads the log: one per partition per request
+        (Kafka allows each partition once); the earliest and latest offsets cost nothing to repeat."""
         topics = []
         by_time: set[tuple[str, int]] = set()
         for topic in request.topics:
             partitions = []
             for wanted in topic.partitions:
                 key = (topic.topic, wanted.partition)
-                if wanted.spec == broker_pb2.OFFSET_SPEC_TIMESTAMP and key in by_time:
+                reads_log = wanted.spec in (broker_pb2.OFFSET_SPEC_TIMESTAMP, broker_pb2.OFFSET_SPEC_RECORD_TIME)
+                if reads_log and key in by_time:
                     result = broker_pb2.ListOffsetsPartitionResponse(
                         partition=wanted.partition,
                         offset=-1,
@@ -358,12 +359,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                         leader_epoch=-1,
                         error=wire_error(
                             ErrorCode.INVALID_REQUEST,
-                            f"{topic.topic}-{wanted.partition} is looked up by timestamp more than once",
+                            f"{topic.topic}-{wanted.partition} is looked up in its log more than once",
                         ),
                     )
                 else:
                     result = await self._replicas.list_offset(topic.topic, wanted)
-                if wanted.spec == broker_pb2.OFFSET_SPEC_TIMESTAMP:
+                if reads_log:
                     by_time.add(key)
                 partitions.append(result)
             topics.append(broker_pb2.ListOffsetsTopicResponse(topic=topic.topic, partitions=partitions))

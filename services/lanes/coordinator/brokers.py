@@ -14,10 +14,8 @@ import grpc
 
 from lanes.errors import ErrorCode
 from lanes.metadata.image import NO_LEADER, MetadataImage
-from lanes.protocol.records import decode_batches
 from lanes.rpc.channels import ChannelCache
 from lanes.rpc.wire import code_of, produce_request, wire_error
-from lanes.runtime.access.access_rules import COORDINATOR_TIMING_FETCH_BYTES
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
@@ -111,7 +109,7 @@ class BrokerAccess:
         return result
 
     async def list_offsets(
-        self, partitions: Iterable[TopicPartition], spec: int, timestamp_ms: int = -1
+        self, partitions: Iterable[TopicPartition], spec: int, timestamp_ms: int = -1, offset: int = -1
     ) -> dict[TopicPartition, ListedOffset]:
         """Offsets of ``partitions`` by ``spec`` (a broker_pb2.OffsetSpec), one request per leader."""
         by_leader: dict[str | None, list[TopicPartition]] = {}
@@ -130,6 +128,7 @@ class BrokerAccess:
                         spec=spec,  # type: ignore[arg-type]
                         timestamp_ms=timestamp_ms,
                         current_leader_epoch=-1,
+                        offset=offset,
                     )
                 )
             request = broker_pb2.ListOffsetsRequest(
@@ -148,15 +147,14 @@ class BrokerAccess:
         return listed
 
     async def record_timestamp(self, topic: str, partition: int, offset: int) -> int | None:
-        """The timestamp of the first record at or after ``offset`` below the high-water mark."""
-        answer = await self.fetch(topic, partition, offset, max_bytes=COORDINATOR_TIMING_FETCH_BYTES)
-        if code_of(answer.error) is not ErrorCode.NONE or not answer.records:
+        """The timestamp of the first record at or after ``offset`` below the high-water mark, as
+        the leader reads it (OFFSET_SPEC_RECORD_TIME: no record's bytes reach the coordinator)."""
+        where = TopicPartition(topic, partition)
+        listed = await self.list_offsets([where], broker_pb2.OFFSET_SPEC_RECORD_TIME, offset=offset)
+        found = listed.get(where)
+        if found is None or found.error is not ErrorCode.NONE or found.offset < 0:
             return None
-        for batch in decode_batches(answer.records):
-            for record in batch.records:
-                if record.offset >= offset:
-                    return record.timestamp
-        return None
+        return found.timestamp_ms
 
     async def close(self) -> None:
         """Close every channel."""

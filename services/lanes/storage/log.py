@@ -52,6 +52,7 @@ from lanes.protocol.records import (
     TimestampType,
     assign_offsets_vectored,
     decode_batch,
+    decode_batches,
     stamp_log_append_time,
     validate_batches,
 )
@@ -564,6 +565,19 @@ class PartitionLog:
                     if found is not None:
                         return found
             return None
+
+    def record_time_at(self, offset: int, max_bytes: int = 1 << 16) -> TimestampOffset | None:
+        """The first record at or after ``offset`` below the high-water mark, with its timestamp
+        (the batch's for LOG_APPEND_TIME), read from the batches holding it (``max_bytes`` unless
+        one batch is larger); None when there is none. OffsetOutOfRangeError outside the log."""
+        read = self.read(offset, max_bytes, upper_bound_offset=self.high_watermark)
+        for batch in decode_batches(read.records):
+            log_append_time = batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME
+            for record in batch.records:
+                if record.offset >= offset:
+                    timestamp = batch.header.max_timestamp if log_append_time else record.timestamp
+                    return TimestampOffset(record.offset, timestamp, batch.header.partition_leader_epoch)
+        return None
 
     def scan_batch_headers(self, from_offset: int, visit: Callable[[BatchHeader], None]) -> None:
         """Call ``visit`` with the header of every batch whose base offset is at or after

@@ -15,11 +15,13 @@ class OffsetSpec(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OFFSET_SPEC_LATEST: _ClassVar[OffsetSpec]
     OFFSET_SPEC_TIMESTAMP: _ClassVar[OffsetSpec]
     OFFSET_SPEC_MAX_TIMESTAMP: _ClassVar[OffsetSpec]
+    OFFSET_SPEC_RECORD_TIME: _ClassVar[OffsetSpec]
 OFFSET_SPEC_UNSPECIFIED: OffsetSpec
 OFFSET_SPEC_EARLIEST: OffsetSpec
 OFFSET_SPEC_LATEST: OffsetSpec
 OFFSET_SPEC_TIMESTAMP: OffsetSpec
 OFFSET_SPEC_MAX_TIMESTAMP: OffsetSpec
+OFFSET_SPEC_RECORD_TIME: OffsetSpec
 
 class MetadataRequest(_message.Message):
     __slots__ = ("topics", "include_internal", "cluster_only")
@@ -248,16 +250,18 @@ class ListOffsetsTopic(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ListOffsetsPartition, _Mapping]]] = ...) -> None: ...
 
 class ListOffsetsPartition(_message.Message):
-    __slots__ = ("partition", "spec", "timestamp_ms", "current_leader_epoch")
+    __slots__ = ("partition", "spec", "timestamp_ms", "current_leader_epoch", "offset")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
     partition: int
     spec: OffsetSpec
     timestamp_ms: int
     current_leader_epoch: int
-    def __init__(self, partition: _Optional[int] = ..., spec: _Optional[_Union[OffsetSpec, str]] = ..., timestamp_ms: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ...) -> None: ...
+    offset: int
+    def __init__(self, partition: _Optional[int] = ..., spec: _Optional[_Union[OffsetSpec, str]] = ..., timestamp_ms: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
 
 class ListOffsetsResponse(_message.Message):
     __slots__ = ("topics",)

@@ -542,27 +542,8 @@ RULES: dict[str, Rule] = {
 
 
 def _only_consumer_offsets(request: Any) -> bool:
-    """A coordinator's Produce: its shards' partitions of ``__consumer_offsets``, no other."""
+    """A coordinator's Produce and Fetch: partitions of ``__consumer_offsets``, no other topic."""
     return all(topic.topic == CONSUMER_OFFSETS_TOPIC for topic in request.topics)
-
-
-#: The most a coordinator's Fetch of a user topic may ask for: the first batch at a committed
-#: offset, whose time is the age of a group's oldest unconsumed record (``lag_ms``).
-COORDINATOR_TIMING_FETCH_BYTES = 64 << 10
-
-
-def _shards_or_lag_timing(request: broker_pb2.FetchRequest) -> bool:
-    """A coordinator's Fetch: its shards of ``__consumer_offsets``, or one partition's first batch
-    at an offset (``COORDINATOR_TIMING_FETCH_BYTES`` at most) to time a group's lag. Known gap:
-    that still shows record bytes; a ListOffsets answering the time at an offset would not."""
-    if _only_consumer_offsets(request):
-        return True
-    partitions = [partition for topic in request.topics for partition in topic.partitions]
-    return (
-        len(partitions) == 1
-        and 0 < request.max_bytes <= COORDINATOR_TIMING_FETCH_BYTES
-        and 0 < partitions[0].partition_max_bytes <= COORDINATOR_TIMING_FETCH_BYTES
-    )
 
 
 _REFLECTION = {
@@ -588,10 +569,8 @@ NODE_RULES: dict[str, dict[str, Callable[[Any], bool] | None]] = {
     },
     "coordinator": {
         _method("Broker", "Produce"): Described(_only_consumer_offsets, "to `__consumer_offsets` only"),
-        _method("Broker", "Fetch"): Described(
-            _shards_or_lag_timing, "`__consumer_offsets`, or one partition's first batch at an offset (a group's lag)"
-        ),
-        _method("Broker", "ListOffsets"): None,  # where committed offsets lie: lag and resets
+        _method("Broker", "Fetch"): Described(_only_consumer_offsets, "of `__consumer_offsets` only"),
+        _method("Broker", "ListOffsets"): None,  # where offsets lie and a record's time: lag and resets
         _method("Controller", "RegisterCoordinator"): None,
         _method("Controller", "CoordinatorHeartbeat"): None,
         _method("Controller", "WatchMetadata"): None,
