@@ -87,7 +87,8 @@ def test_config_follows_the_spec_and_out_of_band_changes_are_repaired(
 
     kube.patch("topics", "quotes", {"spec": {"config": {"retention.ms": "900000", "cleanup.policy": "compact"}}})
     wait_for(lambda: overrides(admin, "quotes") == {"retention.ms": "900000", "cleanup.policy": "compact"}, "configs")
-    assert "ConfigChanged" in reasons(kube, "quotes")
+    # the operator records the event once the controller has answered it, a moment after the change shows
+    wait_for(lambda: "ConfigChanged" in reasons(kube, "quotes"), "a ConfigChanged event")
 
     kube.patch("topics", "quotes", {"spec": {"config": {"cleanup.policy": None}}})  # removed from the spec
     wait_for(lambda: overrides(admin, "quotes") == {"retention.ms": "900000"}, "the removed config back to default")
