@@ -465,23 +465,11 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             if (topic, partition) not in missing
         ]
         resets += [
-            coordinator_pb2.OffsetReset(
-                topic=topic,
-                partition=partition,
-                previous_offset=-1,
-                new_offset=-1,
-                error=wire_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist"),
-            )
+            _unreset(topic, partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
             for topic, partition in missing
         ]
         resets += [
-            coordinator_pb2.OffsetReset(
-                topic=topic,
-                partition=partition,
-                previous_offset=-1,
-                new_offset=-1,
-                error=wire_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"you may not READ topic {topic!r}"),
-            )
+            _unreset(topic, partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"you may not READ topic {topic!r}")
             for topic, partition in refused
         ]
         if not request.dry_run and targets:
@@ -529,6 +517,13 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
                 for (topic, partition), result in results
             ],
         )
+
+
+def _unreset(topic: str, partition: int, code: ErrorCode, message: str) -> coordinator_pb2.OffsetReset:
+    """A partition a reset leaves as it is, and why."""
+    return coordinator_pb2.OffsetReset(
+        topic=topic, partition=partition, previous_offset=-1, new_offset=-1, error=wire_error(code, message)
+    )
 
 
 def _pair(outcome: tuple[ErrorCode, str, GroupDecision]) -> tuple[tuple[ErrorCode, str], GroupDecision]:
