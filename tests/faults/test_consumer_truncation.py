@@ -28,17 +28,19 @@ from tests.integration.processes import client_channel, free_port, start_control
 from tests.integration.test_broker_process import batch, create_topic, produce, start_broker
 
 TOPIC = "events"
+RETRIABLE = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 PARTITION = lanes.TopicPartition(TOPIC, 0)
 
 
 async def send_one_by_one(address: str, values: list[bytes]) -> None:
-    """Each value in a batch of its own, acks=all, retried while the broker takes over."""
+    """Each value in a batch of its own, acks=all, retried while the broker takes over (and while
+    it has not yet learnt of the topic from the metadata log: retriable, as in Kafka)."""
     async with client_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)
         for value in values:
             while True:
                 result = (await stub.Produce(produce(TOPIC, 0, batch([value])))).topics[0].partitions[0]
-                if result.error.code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE):
+                if result.error.code not in RETRIABLE:
                     assert result.error.code == ErrorCode.NONE, result.error.message
                     break
                 await asyncio.sleep(0.05)
