@@ -2,7 +2,7 @@
 
 The public surface, and the only one documented (docs/architecture.md, "The public surface"):
 
-- ``lanes``: the synchronous clients ``Producer``, ``Consumer``, ``Admin``, and what they take
+- ``lanes``: the synchronous clients ``Producer``, ``Consumer``, ``Admin``, ``Scanner``, and what they take
   and return (``TopicPartition``, ``ConsumerRecord``, ``RecordMetadata``, ``RecordFuture``,
   ``RebalanceListener``, the ``Admin`` descriptions);
 - ``lanes.aio``: the same clients, asynchronous (``lanes.aio.Producer`` ...);
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
     from lanes.client.consumer import CommitFailedError, Consumer, ConsumerRecord, RebalanceListener
     from lanes.client.producer import Producer, RecordFuture, RecordMetadata
+    from lanes.client.scanner import ScanBudget, Scanner, ScanProgress, ScanUpdate
     from lanes.rpc.credentials import BearerToken, UserPassword
     from lanes.rpc.tls import TlsFiles
     from lanes.security.acls import AclBinding
@@ -70,6 +71,10 @@ _LAZY = {
     "Producer": "lanes.client.producer",
     "RecordFuture": "lanes.client.producer",
     "RecordMetadata": "lanes.client.producer",
+    "Scanner": "lanes.client.scanner",
+    "ScanBudget": "lanes.client.scanner",
+    "ScanProgress": "lanes.client.scanner",
+    "ScanUpdate": "lanes.client.scanner",
 }
 
 __all__ = [
@@ -97,6 +102,10 @@ __all__ = [
     "RecordFuture",
     "RecordMetadata",
     "ReplicaLogInfo",
+    "ScanBudget",
+    "ScanProgress",
+    "ScanUpdate",
+    "Scanner",
     "TlsFiles",
     "TopicInfo",
     "TopicPartition",

@@ -38,6 +38,7 @@ from lanes.broker.producer_ids import ProducerIds
 from lanes.broker.purgatory import Purgatory
 from lanes.broker.replica_fetch import ReplicaFetches
 from lanes.broker.replica_manager import ReplicaManager
+from lanes.broker.scans import Scans
 from lanes.clock import Clock
 from lanes.errors import LanesError
 from lanes.metadata.image import MetadataImage
@@ -115,6 +116,7 @@ class BrokerNode:
         self.link.on_update(self.publisher.on_update)
         self.replica_fetches = ReplicaFetches(self.replicas, clock, expand_isr_now=self.isr_changes.check_now)
         self.consumer_fetches = ConsumerFetches(self.replicas, fetch_memory_bytes)
+        self.scans = Scans(self.replicas)
         self.producer_ids = ProducerIds(self.link.allocate_producer_ids)
         self._producer_id_expiration_ms = producer_id_expiration_ms
         self.maintenance_interval_s = maintenance_interval_s

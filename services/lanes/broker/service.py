@@ -11,7 +11,9 @@ call at all is the server's guard, ``lanes.runtime.access.guard``), asks the bro
 - ``ListOffsets``, ``OffsetForLeaderEpoch``, ``DeleteRecords`` (``ReplicaManager``);
 - ``ReplicaFetch``: followers' long-polls (``ReplicaFetches``), from the broker they claim to be;
 - ``InitProducerId``: ids for idempotent producers (``ProducerIds``);
-- ``DescribeLogs``: offsets, size and segments of every replica stored here.
+- ``DescribeLogs``: offsets, size and segments of every replica stored here;
+- ``Scan``: a search of one partition, filtered where it is read (``lanes.broker.scans``); the
+  bytes it reads count against the caller's consumer byte-rate quota.
 
 Sizes and waits are capped here (``lanes.broker.fetch_limits``). Owned by the broker's event loop.
 """
@@ -369,6 +371,28 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 partitions.append(result)
             topics.append(broker_pb2.ListOffsetsTopicResponse(topic=topic.topic, partitions=partitions))
         return broker_pb2.ListOffsetsResponse(topics=topics)
+
+    # -----------------------------------------------------------------------------------------
+    # Scan
+
+    async def Scan(  # noqa: N802
+        self, request: broker_pb2.ScanRequest, context: ServicerContext
+    ) -> AsyncIterator[broker_pb2.ScanResponse]:
+        """Streams ``Scans.scan``'s answers; a caller under a consumer quota waits while it owes
+        for what its scan read, between chunks."""
+        call = request_context(context)
+        limited = self._quota_of(call, CONSUMER_BYTE_RATE, [request.topic])
+        principal = call.caller.principal if call.caller is not None else ""
+        scanned_bytes = 0
+        await self._quotas.admit(CONSUMER_BYTE_RATE, limited, 0)
+        async for answer in self._node.scans.scan(request, principal):
+            if answer.error.code:
+                self._metrics.partition_error("Scan", answer.error.code)
+            if limited is not None:
+                self._quotas.record(CONSUMER_BYTE_RATE, limited, answer.progress.scanned_bytes - scanned_bytes)
+                scanned_bytes = answer.progress.scanned_bytes
+            yield answer
+            await self._quotas.admit(CONSUMER_BYTE_RATE, limited, 0)  # the next chunk waits while it owes
 
     # -----------------------------------------------------------------------------------------
     # DescribeLogs

@@ -284,3 +284,7 @@ class Stop:
 
     def __bool__(self) -> bool:
         return self.requested.is_set()
+
+    def wait(self, seconds: float) -> None:
+        """Sleep ``seconds``, or until a stop is requested."""
+        self.requested.wait(seconds)

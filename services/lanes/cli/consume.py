@@ -7,6 +7,11 @@ where to start (``--from earliest|latest`` only applies to partitions without on
 printed is committed after each batch (at least once), and without ``--follow`` it stops once its
 partitions are caught up. ``--max-records N`` stops after N records either way; so do Ctrl-C and
 SIGTERM (between polls: exit 0, the group left cleanly).
+
+With ``--filter`` (repeatable; all must hold) the brokers search their partitions and send only
+the matches (``lanes.Scanner``): ``value~error``, ``key=order-17``, ``header:trace=abc``,
+``$.price=42``, ``$.sym~AB``, ``!key``. A partition whose search ran out of its budget says where
+it stopped, to go on from there. ``--follow`` then searches what arrives, once a second.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from lanes.cli.common import (
 from lanes.cli.record_format import DEFAULT_FORMAT, RecordFormat, record_document
 from lanes.cli.values import StartPosition, UsageError, non_negative_int, parse_start, positive_int
 from lanes.client.consumer import Consumer, ConsumerRecord
+from lanes.client.scanner import Scanner
 from lanes.topic_partition import TopicPartition
 
 POLL_MS = 500
@@ -148,13 +154,59 @@ def _consume_group(options: argparse.Namespace, printer: Printer, start: StartPo
         consumer.close()
 
 
+FOLLOW_SCAN_S = 1.0
+
+
+def _search(options: argparse.Namespace, printer: Printer, start: StartPosition, stop: Stop) -> None:
+    """``--filter``: the brokers' scans, then (``--follow``) scans of what arrived since, each second."""
+    if options.group:
+        raise UsageError("--filter searches the topic itself, not as a group member: leave out --group")
+    topic_partitions(options, options.topic)  # an unknown topic fails here, clearly
+    where = {
+        "start": start.value if start.kind == "offset" else None,
+        "start_time_ms": start.value if start.kind == "timestamp" else None,
+        "last": 0 if start.kind == "latest" else None,
+    }
+    partitions = None if options.partition is None else [options.partition]
+    scanned = 0
+    with Scanner(bootstrap_of(options), tls=resolve_tls(), credentials=resolve_credentials()) as scanner:
+        while not stop:
+            positions: dict[int, int] = {}
+            round_scanned: dict[int, int] = {}
+            for update in scanner.scan(options.topic, options.filter, partitions=partitions, **where):
+                records = update.records
+                if options.max_records is not None:
+                    records = records[: options.max_records - printer.count]
+                printer.write(records)
+                round_scanned[update.partition] = update.progress.scanned_records
+                positions[update.partition] = update.progress.next_offset
+                if sys.stderr.isatty():
+                    progress(f"scanned {scanned + sum(round_scanned.values())} records, {printer.count} matches")
+                ended = update.progress.ended
+                if ended not in (None, "end", "match-limit"):
+                    progress(
+                        f"partition {update.partition}: the search stopped at offset {update.progress.next_offset} "
+                        f"({ended}); go on with --partition {update.partition} --from {update.progress.next_offset}",
+                        final=True,
+                    )
+                if (options.max_records is not None and printer.count >= options.max_records) or stop:
+                    return
+            scanned += sum(round_scanned.values())
+            if not options.follow:
+                return
+            where = {"start": positions}  # type: ignore[dict-item]
+            stop.wait(FOLLOW_SCAN_S)
+
+
 def consume(options: argparse.Namespace) -> None:
     """Print records of a topic."""
     start = parse_start(options.from_)
     printer = Printer(options)
     stop = Stop()
     try:
-        if options.group:
+        if options.filter:
+            _search(options, printer, start, stop)
+        elif options.group:
             _consume_group(options, printer, start, stop)
         else:
             _consume_free(options, printer, start, stop)
@@ -173,7 +225,9 @@ def register(commands: Any) -> None:
 lanes consume streams-intro --format '%p %o %k: %v'
 lanes consume streams-intro --partition 2 --from 1 --max-records 1
 lanes consume orders --group audit --follow --output json
-lanes consume prices --from 2026-11-22T09:00:00Z --pretty""",
+lanes consume prices --from 2026-11-22T09:00:00Z --pretty
+lanes consume orders --filter 'value~refund' --filter 'header:region=eu'
+lanes consume prices --filter '$.sym=ABC' --from latest --follow""",
         run=consume,
         description=__doc__.split("\n\n", 1)[1] if __doc__ else "",
     )
@@ -195,6 +249,16 @@ lanes consume prices --from 2026-11-22T09:00:00Z --pretty""",
         metavar="FMT",
         help="per record: %%t topic, %%p partition, %%o offset, %%k key, %%v value, %%h headers, %%T timestamp "
         "(ms), %%K/%%S key/value length, \\n \\t escapes (default %%v)",
+    )
+    parser.add_argument(
+        "--filter",
+        "-f",
+        action="append",
+        default=[],
+        metavar="COND",
+        help="only records meeting COND, searched on the brokers (repeatable, all must hold): key=K, key~PART, "
+        "value~PART, header:NAME=V, header:NAME~PART, $.json.path=LITERAL, $.path~PART; a bare subject (key, "
+        "header:NAME, $.path) tests presence; ! negates",
     )
     parser.add_argument("--pretty", action="store_true", help="indent values that are JSON")
     parser.add_argument(

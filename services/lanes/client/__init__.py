@@ -18,6 +18,7 @@ _ASYNC = {
     "AsyncAdmin": "lanes.client.admin",
     "AsyncConsumer": "lanes.client.consumer",
     "AsyncProducer": "lanes.client.producer",
+    "AsyncScanner": "lanes.client.scanner",
 }
 
 __all__ = [*_public, *_ASYNC]  # noqa: PLE0604

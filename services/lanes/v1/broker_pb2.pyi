@@ -16,12 +16,29 @@ class OffsetSpec(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OFFSET_SPEC_TIMESTAMP: _ClassVar[OffsetSpec]
     OFFSET_SPEC_MAX_TIMESTAMP: _ClassVar[OffsetSpec]
     OFFSET_SPEC_RECORD_TIME: _ClassVar[OffsetSpec]
+
+class ScanEnd(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCAN_END_UNSPECIFIED: _ClassVar[ScanEnd]
+    SCAN_END_REACHED: _ClassVar[ScanEnd]
+    SCAN_END_RECORD_BUDGET: _ClassVar[ScanEnd]
+    SCAN_END_BYTE_BUDGET: _ClassVar[ScanEnd]
+    SCAN_END_CPU_BUDGET: _ClassVar[ScanEnd]
+    SCAN_END_MATCH_LIMIT: _ClassVar[ScanEnd]
+    SCAN_END_ERROR: _ClassVar[ScanEnd]
 OFFSET_SPEC_UNSPECIFIED: OffsetSpec
 OFFSET_SPEC_EARLIEST: OffsetSpec
 OFFSET_SPEC_LATEST: OffsetSpec
 OFFSET_SPEC_TIMESTAMP: OffsetSpec
 OFFSET_SPEC_MAX_TIMESTAMP: OffsetSpec
 OFFSET_SPEC_RECORD_TIME: OffsetSpec
+SCAN_END_UNSPECIFIED: ScanEnd
+SCAN_END_REACHED: ScanEnd
+SCAN_END_RECORD_BUDGET: ScanEnd
+SCAN_END_BYTE_BUDGET: ScanEnd
+SCAN_END_CPU_BUDGET: ScanEnd
+SCAN_END_MATCH_LIMIT: ScanEnd
+SCAN_END_ERROR: ScanEnd
 
 class MetadataRequest(_message.Message):
     __slots__ = ("topics", "include_internal", "cluster_only")
@@ -550,3 +567,133 @@ class ReplicaLog(_message.Message):
     size_bytes: int
     segments: int
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., is_leader: _Optional[bool] = ..., log_start_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., size_bytes: _Optional[int] = ..., segments: _Optional[int] = ...) -> None: ...
+
+class ScanRequest(_message.Message):
+    __slots__ = ("topic", "partition", "current_leader_epoch", "start_offset", "start_timestamp_ms", "start_last", "end_offset", "conditions", "from_timestamp_ms", "to_timestamp_ms", "budget")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    START_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    START_LAST_FIELD_NUMBER: _ClassVar[int]
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    FROM_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    TO_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    current_leader_epoch: int
+    start_offset: int
+    start_timestamp_ms: int
+    start_last: int
+    end_offset: int
+    conditions: _containers.RepeatedCompositeFieldContainer[ScanCondition]
+    from_timestamp_ms: int
+    to_timestamp_ms: int
+    budget: ScanBudget
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., start_offset: _Optional[int] = ..., start_timestamp_ms: _Optional[int] = ..., start_last: _Optional[int] = ..., end_offset: _Optional[int] = ..., conditions: _Optional[_Iterable[_Union[ScanCondition, _Mapping]]] = ..., from_timestamp_ms: _Optional[int] = ..., to_timestamp_ms: _Optional[int] = ..., budget: _Optional[_Union[ScanBudget, _Mapping]] = ...) -> None: ...
+
+class ScanCondition(_message.Message):
+    __slots__ = ("field", "name", "test", "operand", "negate")
+    class Field(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        FIELD_UNSPECIFIED: _ClassVar[ScanCondition.Field]
+        FIELD_KEY: _ClassVar[ScanCondition.Field]
+        FIELD_VALUE: _ClassVar[ScanCondition.Field]
+        FIELD_HEADER: _ClassVar[ScanCondition.Field]
+        FIELD_JSON: _ClassVar[ScanCondition.Field]
+    FIELD_UNSPECIFIED: ScanCondition.Field
+    FIELD_KEY: ScanCondition.Field
+    FIELD_VALUE: ScanCondition.Field
+    FIELD_HEADER: ScanCondition.Field
+    FIELD_JSON: ScanCondition.Field
+    class Test(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        TEST_UNSPECIFIED: _ClassVar[ScanCondition.Test]
+        TEST_EQUALS: _ClassVar[ScanCondition.Test]
+        TEST_CONTAINS: _ClassVar[ScanCondition.Test]
+        TEST_EXISTS: _ClassVar[ScanCondition.Test]
+    TEST_UNSPECIFIED: ScanCondition.Test
+    TEST_EQUALS: ScanCondition.Test
+    TEST_CONTAINS: ScanCondition.Test
+    TEST_EXISTS: ScanCondition.Test
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TEST_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_FIELD_NUMBER: _ClassVar[int]
+    NEGATE_FIELD_NUMBER: _ClassVar[int]
+    field: ScanCondition.Field
+    name: str
+    test: ScanCondition.Test
+    operand: bytes
+    negate: bool
+    def __init__(self, field: _Optional[_Union[ScanCondition.Field, str]] = ..., name: _Optional[str] = ..., test: _Optional[_Union[ScanCondition.Test, str]] = ..., operand: _Optional[bytes] = ..., negate: _Optional[bool] = ...) -> None: ...
+
+class ScanBudget(_message.Message):
+    __slots__ = ("max_records", "max_bytes", "max_cpu_ms", "max_matches")
+    MAX_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_CPU_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MATCHES_FIELD_NUMBER: _ClassVar[int]
+    max_records: int
+    max_bytes: int
+    max_cpu_ms: int
+    max_matches: int
+    def __init__(self, max_records: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_cpu_ms: _Optional[int] = ..., max_matches: _Optional[int] = ...) -> None: ...
+
+class ScanProgress(_message.Message):
+    __slots__ = ("next_offset", "scanned_records", "scanned_bytes", "matches", "cpu_ms", "log_start_offset", "high_watermark", "end_offset", "end")
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SCANNED_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    SCANNED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    CPU_MS_FIELD_NUMBER: _ClassVar[int]
+    LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    next_offset: int
+    scanned_records: int
+    scanned_bytes: int
+    matches: int
+    cpu_ms: int
+    log_start_offset: int
+    high_watermark: int
+    end_offset: int
+    end: ScanEnd
+    def __init__(self, next_offset: _Optional[int] = ..., scanned_records: _Optional[int] = ..., scanned_bytes: _Optional[int] = ..., matches: _Optional[int] = ..., cpu_ms: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., end_offset: _Optional[int] = ..., end: _Optional[_Union[ScanEnd, str]] = ...) -> None: ...
+
+class ScannedRecord(_message.Message):
+    __slots__ = ("offset", "timestamp_ms", "key", "value", "headers")
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    timestamp_ms: int
+    key: bytes
+    value: bytes
+    headers: _containers.RepeatedCompositeFieldContainer[ScannedHeader]
+    def __init__(self, offset: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., key: _Optional[bytes] = ..., value: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[ScannedHeader, _Mapping]]] = ...) -> None: ...
+
+class ScannedHeader(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: bytes
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+
+class ScanResponse(_message.Message):
+    __slots__ = ("error", "records", "progress", "current_leader")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+    error: _common_pb2.Error
+    records: _containers.RepeatedCompositeFieldContainer[ScannedRecord]
+    progress: ScanProgress
+    current_leader: _common_pb2.LeaderHint
+    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., records: _Optional[_Iterable[_Union[ScannedRecord, _Mapping]]] = ..., progress: _Optional[_Union[ScanProgress, _Mapping]] = ..., current_leader: _Optional[_Union[_common_pb2.LeaderHint, _Mapping]] = ...) -> None: ...

@@ -85,6 +85,11 @@ class BrokerStub:
                 request_serializer=lanes_dot_v1_dot_broker__pb2.DescribeLogsRequest.SerializeToString,
                 response_deserializer=lanes_dot_v1_dot_broker__pb2.DescribeLogsResponse.FromString,
                 _registered_method=True)
+        self.Scan = channel.unary_stream(
+                '/lanes.v1.Broker/Scan',
+                request_serializer=lanes_dot_v1_dot_broker__pb2.ScanRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_broker__pb2.ScanResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -166,6 +171,16 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Scan(self, request, context):
+        """Search one partition on its leader: the records below the high-water mark that match every
+        condition, streamed as they are found, each answer with the scan's progress. Bounded by a
+        budget of records, bytes and CPU time (the broker caps each); cancelling the call stops it.
+        Needs READ on the topic, as Fetch does.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -218,6 +233,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.DescribeLogs,
                     request_deserializer=lanes_dot_v1_dot_broker__pb2.DescribeLogsRequest.FromString,
                     response_serializer=lanes_dot_v1_dot_broker__pb2.DescribeLogsResponse.SerializeToString,
+            ),
+            'Scan': grpc.unary_stream_rpc_method_handler(
+                    servicer.Scan,
+                    request_deserializer=lanes_dot_v1_dot_broker__pb2.ScanRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_broker__pb2.ScanResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -491,6 +511,33 @@ class Broker:
             '/lanes.v1.Broker/DescribeLogs',
             lanes_dot_v1_dot_broker__pb2.DescribeLogsRequest.SerializeToString,
             lanes_dot_v1_dot_broker__pb2.DescribeLogsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Scan(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/lanes.v1.Broker/Scan',
+            lanes_dot_v1_dot_broker__pb2.ScanRequest.SerializeToString,
+            lanes_dot_v1_dot_broker__pb2.ScanResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -456,6 +456,10 @@ RULES: dict[str, Rule] = {
     _method("Broker", "DeleteRecords"): Rule(per_topic=Operation.DELETE, kafka="DeleteRecords"),
     _method("Broker", "InitProducerId"): Rule(_INIT_PRODUCER_ID, kafka="InitProducerId"),
     _method("Broker", "DescribeLogs"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeLogDirs"),
+    _method("Broker", "Scan"): Rule(
+        Described(lambda request, access: [(Operation.READ, TOPIC, request.topic)], "READ on the topic"),
+        kafka="Fetch (filtered on the broker)",
+    ),
     # Controller
     _method("ControllerQuorum", "Send"): _nodes_only("KRaft's Vote, BeginQuorumEpoch, Fetch"),
     _method("ControllerQuorum", "DescribeQuorum"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeQuorum"),

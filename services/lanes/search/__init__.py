@@ -1,0 +1,1 @@
+"""Searching records where they are stored: the filter language and one scan step (pure cores)."""
