@@ -43,7 +43,7 @@ $(STAMP)-run: $(INSTALL_INPUTS) | $(PY)
 test: lint pytest
 
 pytest: $(STAMP)-dev test-deps
-	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2
+	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2 chromium=chromium
 	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=25 \
 	  -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/spark tests
 	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=10 -p no:xdist tests/spark

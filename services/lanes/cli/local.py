@@ -46,7 +46,9 @@ def _is_lanes_process(pid: int) -> bool:
 
 def _service_pids(description: dict[str, Any]) -> list[int]:
     nodes = description.get("coordinators", []) + description.get("brokers", []) + description.get("controllers", [])
-    return [int(node["pid"]) for node in nodes]
+    return [int(node["pid"]) for node in nodes] + (
+        [int(description["console"]["pid"])] if "console" in description else []
+    )
 
 
 def _render_up(d: dict[str, Any]) -> str:
@@ -70,6 +72,11 @@ def _render_up(d: dict[str, Any]) -> str:
         f"bootstrap: {d['bootstrap']}\ncontroller: {d['controller']}\n"
         f"coordinators: {','.join(c['address'] for c in d['coordinators'])}\n"
         f"metrics (Prometheus): {','.join(m for m in metrics if m)}  (lanes status --watch)\n{security}"
+        + (
+            f"\nconsole: {d['console']['url']}" + ("  (log in as a Lanes user)" if user else "")
+            if d.get("console")
+            else ""
+        )
     )
 
 
@@ -95,6 +102,8 @@ def up(options: argparse.Namespace) -> int:
         auth=not options.insecure and not options.no_auth,
         oauth=_oauth(options),
         certificate_listeners=_certificate_listeners(options),
+        console=not options.no_console,
+        console_port=options.console_port,
     )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -151,6 +160,8 @@ def _up_detached(options: argparse.Namespace) -> int:
     command += ["--port-base", str(options.port_base)]
     command += [*(["--insecure"] if options.insecure else []), *(["--no-auth"] if options.no_auth else [])]
     command += ["--certificate-listeners"] if options.certificate_listeners else []
+    command += ["--no-console"] if options.no_console else []
+    command += ["--console-port", str(options.console_port)] if options.console_port is not None else []
     for flag in _OAUTH_FLAGS:
         value = getattr(options, flag.removeprefix("--").replace("-", "_"))
         command += [flag, value] if value else []
@@ -252,6 +263,10 @@ lanes up --brokers 1 --controllers 1 --data-dir /tmp/lanes --port-base 19092""",
         action="store_true",
         help="every process also serves a certificate listener for users with client certificates from a clients' "
         "CA under DATA_DIR/tls/clients (lanes users issue-certificate USER); cluster.json names them",
+    )
+    parser.add_argument("--no-console", action="store_true", help="do not run the web console")
+    parser.add_argument(
+        "--console-port", type=int, metavar="PORT", help="the console's port (default: the port after the cluster's)"
     )
     parser.add_argument("--oauth-issuer", metavar="ISS", help="also accept OAuth bearer tokens this issuer signs")
     parser.add_argument("--oauth-audience", metavar="AUD", help="the audience such a token must name")

@@ -12,7 +12,8 @@ Layout under the data directory (default ``./.lanes``)::
 ``cluster.json``: ``{"bootstrap": "host:port,...", "controller": "host:port,..." (every
 controller: clients find the active one), "controllers": [{"id", "address", "pid", "data_dir",
 "metrics"}], "brokers": [{"id", "address", "pid", "data_dir", "metrics"}], "coordinators": [{"id",
-"address", "pid", "metrics"}], "pid": <supervisor pid>}`` (``metrics``: each process's Prometheus
+"address", "pid", "metrics"}], "console": {"url", "pid"} (when it runs), "pid": <supervisor pid>}``
+(``metrics``: each process's Prometheus
 endpoint, ``http://<metrics>/metrics``). Brokers listen on ``port_base``, ``port_base + 1``, ...;
 the controllers (ids 0..K-1) on the ports after them; coordinators on the ports after those;
 then, in the same order, each process's metrics endpoint, then its internal listener (where the
@@ -120,6 +121,12 @@ class LocalCluster:
     #: "coordinator-1"): its address and a launcher command (tests put each process in its own
     #: network namespace); default ``host``, none
     placement: Callable[[str], Placement] | None = None
+    #: also run the console (``lanes up`` does): on ``console_port`` (None: the port after every
+    #: other one of the cluster's, ``port_base + ports_for(...)``), over HTTPS with a certificate
+    #: of the cluster's CA when ``tls``; users log in with their Lanes users when ``auth``
+    console: bool = False
+    console_port: int | None = None
+    console_process: ServiceProcess | None = None
     controller_processes: dict[int, ServiceProcess] = field(default_factory=dict)
     #: ports of controllers started beyond the first ``controllers`` (to be added to the quorum)
     added_controller_ports: dict[int, int] = field(default_factory=dict)
@@ -380,6 +387,8 @@ class LocalCluster:
                 processes[node_id] = launch.ready()
                 launched.pop(0)
             asyncio.run(self._wait_until_ready(ready_timeout_s))
+            if self.console:
+                self.console_process = self._launch_console().ready()
         except BaseException:
             for _, _, launch in launched:
                 launch.abandon()
@@ -390,6 +399,30 @@ class LocalCluster:
         temporary.write_text(json.dumps(description, indent=2) + "\n")
         temporary.replace(self.cluster_file)
         return description
+
+    def _launch_console(self) -> LaunchedService:
+        """``python -m lanes.console`` against the brokers (see ``console``)."""
+        port = self.console_port
+        if port is None:
+            port = self.port_base + self.ports_for(self.brokers, self.coordinators, self.controllers)
+        args = [
+            "--bootstrap",
+            ",".join(p.address for _, p in sorted(self.broker_processes.items())),
+            "--host",
+            self.host,
+            "--port",
+            str(port),
+            "--login",
+            "required" if self.auth else "none",
+        ]
+        client_tls = self.client_tls
+        if client_tls is not None:
+            served = issue(create_authority(self.data_dir / "tls"), self.data_dir / "tls", "console")
+            args += ["--tls-ca", str(client_tls.ca_file), "--tls-cert", str(served.cert_file)]
+            args += ["--tls-key", str(served.key_file)]
+            if client_tls.cert_file is not None and client_tls.key_file is not None:  # (no users: the admin's)
+                args += ["--tls-client-cert", str(client_tls.cert_file), "--tls-client-key", str(client_tls.key_file)]
+        return launch_service("lanes.console", args, self.data_dir / "logs" / "console.log")
 
     def start_broker(self, broker_id: int) -> ServiceProcess:
         """Start (or restart, after a crash or a stop) broker ``broker_id`` on its own port and data directory."""
@@ -526,6 +559,11 @@ class LocalCluster:
                 {"id": coordinator_id, "address": p.address, "pid": p.pid, "metrics": p.ready.get("metrics_address")}
                 for coordinator_id, p in sorted(self.coordinator_processes.items())
             ],
+            **(
+                {"console": {"url": self.console_process.ready["url"], "pid": self.console_process.pid}}
+                if self.console_process is not None
+                else {}
+            ),
             "pid": os.getpid(),
         }
 
@@ -593,11 +631,15 @@ class LocalCluster:
         processes = {f"broker-{i}": p for i, p in self.broker_processes.items()}
         processes |= {f"coordinator-{i}": p for i, p in self.coordinator_processes.items()}
         processes |= {self.controller_name(i): p for i, p in self.controller_processes.items()}
+        if self.console_process is not None:
+            processes["console"] = self.console_process
         return [name for name, p in processes.items() if p.process.poll() is not None]
 
     def stop(self) -> None:
-        """SIGTERM the coordinators (their shards move), the brokers (they hand leadership away and
-        close cleanly), then the controllers."""
+        """SIGTERM the console, the coordinators (their shards move), the brokers (they hand
+        leadership away and close cleanly), then the controllers."""
+        if self.console_process is not None:
+            self.console_process.terminate()
         for process in self.coordinator_processes.values():
             process.terminate()
         for process in self.broker_processes.values():
