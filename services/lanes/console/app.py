@@ -52,7 +52,7 @@ SECURITY_HEADERS = {
     "frame-ancestors 'none'; form-action 'self'",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # (no-referrer would make browsers send "Origin: null" on POSTs)
     "Cache-Control": "no-store",
 }
 

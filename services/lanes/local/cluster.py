@@ -134,10 +134,11 @@ class LocalCluster:
     coordinator_processes: dict[int, ServiceProcess] = field(default_factory=dict)
 
     @staticmethod
-    def ports_for(brokers: int, coordinators: int = 1, controllers: int = 1) -> int:
+    def ports_for(brokers: int, coordinators: int = 1, controllers: int = 1, *, console: bool = False) -> int:
         """Consecutive ports a cluster uses from ``port_base``: client listeners, then metrics,
-        then internal listeners, then certificate listeners, one each per process."""
-        return 4 * (brokers + controllers + coordinators)
+        then internal listeners, then certificate listeners, one each per process; then the
+        console's (``lanes up`` runs one)."""
+        return 4 * (brokers + controllers + coordinators) + (1 if console else 0)
 
     def placed(self, name: str) -> Placement:
         """Where process ``name`` runs (see ``placement``)."""

@@ -154,7 +154,8 @@ def _compile(number: int, condition: Condition) -> _Compiled:
     try:
         path = parse_json_path(condition.name)
     except JsonPathError as exc:
-        raise FilterError(f"{where}: {exc}") from None
+        said = str(exc) if "JSON path" in str(exc) else f"not a JSON path: {exc}"
+        raise FilterError(f"{where}: {said}") from None
     literal: object = None
     text = ""
     try:
