@@ -16,7 +16,12 @@ from tests.integration.processes import consecutive_free_ports
 def lanes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workdir]:
     workdir = Workdir(tmp_path_factory.mktemp("e2e"))
     workdir.ok(
-        "up", "--detach", "--brokers", "3", "--port-base", str(consecutive_free_ports(LocalCluster.ports_for(3, 1, 3, console=True)))
+        "up",
+        "--detach",
+        "--brokers",
+        "3",
+        "--port-base",
+        str(consecutive_free_ports(LocalCluster.ports_for(3, 1, 3, console=True))),
     )
     try:
         yield workdir
