@@ -186,6 +186,7 @@ def test_every_command_has_examples_and_the_common_flags() -> None:
         "lanes quotas set",
         "lanes quotas delete",
         "lanes quotas list",
+        "lanes console",
         "lanes completion",
     } == set(leaves)
     for name, parser in leaves.items():
