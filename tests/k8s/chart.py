@@ -33,6 +33,10 @@ EVERYTHING_ON = {
     },
     "networkPolicy": {"enabled": True},
     "operator": {"watchAllNamespaces": True, "namespaceGrants": {"team-a": ["team-a."]}},
+    "console": {
+        "readOnly": True,
+        "ingress": {"enabled": True, "host": "console.example.com", "tls": {"secretName": "console-tls"}},
+    },
 }
 CERT_MANAGER = {
     "security": {

@@ -26,6 +26,7 @@ from cryptography.x509.oid import NameOID
 
 from lanes.broker.__main__ import IN_SYNC_HEALTH
 from lanes.cli.main import build_parser
+from lanes.console.__main__ import parse_args as console_args
 from tests.integration.processes import running_cluster
 from tests.k8s.chart import (
     CASES,
@@ -250,6 +251,51 @@ def test_the_commands_in_the_chart_exist_in_the_image() -> None:
                 assert used in subcommands, used
             for module in re.findall(r"(?:-m |--module=)([\w.]+)", command):
                 assert subprocess.run([sys.executable, "-c", f"import {module}"], check=False).returncode == 0, module
+
+
+def test_the_console_holds_no_rights_of_its_own_and_its_flags_are_the_consoles() -> None:
+    objects = render()
+    deployment = one(objects, "Deployment", "lanes-console")
+    spec = deployment["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    assert container["command"] == ["/opt/lanes/bin/python", "-m", "lanes.console"]
+    options = console_args(container["args"])
+    assert options.login == "required", "users log in with their own Lanes users"
+    assert options.bootstrap == "lanes-bootstrap.lanes.svc.cluster.local:9092"
+    assert options.tls_ca == "/etc/lanes/ca/ca.crt"
+    assert not options.read_only
+    assert not options.secure_cookies
+    assert spec["automountServiceAccountToken"] is False
+    assert [v.get("configMap", {}).get("name") for v in spec["volumes"] if "secret" in v or "configMap" in v] == [
+        "lanes-ca"
+    ], "the CA only: no admin password, no certificate"
+    assert one(objects, "Service", "lanes-console")["spec"]["ports"][0]["port"] == 9080
+    allowed = one(objects, "NetworkPolicy", "lanes")["spec"]["ingress"][0]["ports"]
+    assert {"port": 9080} in allowed
+
+    exposed = render(EVERYTHING_ON)
+    options = console_args(
+        one(exposed, "Deployment", "lanes-console")["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+    assert options.read_only
+    assert options.secure_cookies, "behind an HTTPS Ingress"
+    ingress = one(exposed, "Ingress", "lanes-console")["spec"]
+    assert ingress["tls"] == [{"hosts": ["console.example.com"], "secretName": "console-tls"}]
+    assert ingress["rules"][0]["http"]["paths"][0]["backend"]["service"] == {
+        "name": "lanes-console",
+        "port": {"name": "http"},
+    }
+
+    plain = render({"security": {"enabled": False}})
+    options = console_args(
+        one(plain, "Deployment", "lanes-console")["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+    assert options.login == "none"
+    assert options.tls_ca is None
+    assert not any(
+        o["kind"] == "Deployment" and o["metadata"]["name"] == "lanes-console"
+        for o in render({"console": {"enabled": False}})
+    )
 
 
 def test_the_broker_start_command_derives_its_id_and_rack(tmp_path: Path) -> None:

@@ -86,6 +86,12 @@ def test_the_lanes_image_is_small_non_root_and_has_no_compiler(lanes_image: str)
     assert found.split() == ["10001"], f"a compiler in the runtime image: {found}"
     codec = shell(lanes_image, "python -c 'import lanes.protocol._records_c, lanes_operator.main; print(1)'")
     assert codec.strip() == "1", "the compiled codec and the operator are in the image"
+    console = shell(
+        lanes_image,
+        "python -c 'import lanes.console.app as a; print(all((a.HERE / f).is_file() for f in "
+        '("templates/base.html", "static/console.js", "static/console.css")))\'',
+    )
+    assert console.strip() == "True", "the console with its pages and assets"
 
 
 class PodCluster:

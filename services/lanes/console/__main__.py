@@ -34,6 +34,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tls-client-key", help="its key")
     parser.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
     parser.add_argument("--tls-key", help="and this key")
+    parser.add_argument(
+        "--secure-cookies",
+        action="store_true",
+        help="mark the session cookie Secure although this process serves HTTP (behind an HTTPS Ingress)",
+    )
     parser.add_argument("--session-idle-minutes", type=float, default=30, help="idle time that ends a login (30)")
     return parser.parse_args(argv)
 
@@ -52,7 +57,7 @@ async def serve(options: argparse.Namespace) -> None:
             options.bootstrap,
             login=options.login == "required",
             read_only=options.read_only,
-            secure_cookies=https,
+            secure_cookies=https or options.secure_cookies,
             session_idle_s=options.session_idle_minutes * 60,
             tls=tls,
         )
