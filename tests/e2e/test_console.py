@@ -91,6 +91,8 @@ def test_the_seeds_first_walkthrough_in_the_browser(lanes: Workdir, console: dic
         page.click("#produce button[type=submit]")
         expect(page.locator(".flash")).to_contain_text("written to partition")
     page.goto(url + "/topics/streams-intro")
+    for button in ("#produce", "#configure", "#grow", "#delete"):
+        expect(page.locator(button)).to_have_count(1)
     foo, bar = partition_for_key(b"foo", 3), partition_for_key(b"bar", 3)
     counts = {foo: 3, bar: 2} if foo != bar else {foo: 5}
     for partition in range(3):
@@ -188,6 +190,12 @@ def test_a_user_without_rights_does_not_see_a_topic(lanes: Workdir, console: dic
     page.goto(f"{url}/topics/hidden-salaries")
     expect(page.locator(".problem")).to_contain_text("may not")
     shot(page, "refused")
+    page.goto(f"{url}/topics/visible-payments")
+    expect(page.locator("#partitions tbody tr")).to_have_count(1)
+    expect(page.locator(".hint").first).to_contain_text("not read its messages")
+    for button in ("#produce", "#configure", "#grow", "#delete"):  # the buttons it may not use are not shown
+        expect(page.locator(button)).to_have_count(0)
+    shot(page, "topic-described-only")
     page.goto(f"{url}/topics/visible-payments/messages")
     expect(page.locator("#progress")).to_contain_text("READ")  # describing is not reading
     page.context.close()

@@ -211,3 +211,26 @@ def test_a_read_only_console_changes_nothing(cluster: LocalCluster, tmp_path: Pa
         assert b"Create a topic" not in page
     finally:
         console.terminate()
+
+
+def test_a_topics_authorized_operations_are_what_the_caller_may_do(cluster: LocalCluster) -> None:
+    bootstrap = str(cluster.describe()["bootstrap"])
+    with lanes.Admin(bootstrap) as admin:
+        admin.set_user_password("reader", "reader-password-1")
+        admin.create_acls(
+            [
+                lanes.AclBinding.of("reader", "read", topic="orders"),
+                lanes.AclBinding.of("reader", "describe", topic="orders"),
+            ]
+        )
+        everything = admin.describe_topic("orders", include_authorized_operations=True).authorized_operations
+        assert admin.describe_topic("orders").authorized_operations is None, "only when asked for"
+    assert everything == {
+        "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"
+    }, "a super user may do all"  # fmt: skip
+    reader = lanes.UserPassword("reader", "reader-password-1")
+    with lanes.Admin(bootstrap, credentials=reader) as admin:
+        assert admin.describe_topic("orders", include_authorized_operations=True).authorized_operations == {
+            "READ",
+            "DESCRIBE",
+        }

@@ -95,6 +95,9 @@ class TopicInfo:
     topic_id: str
     internal: bool
     partitions: tuple[PartitionInfo, ...]
+    #: with ``include_authorized_operations``: what the caller may do on it (``READ``, ``WRITE``,
+    #: ``CREATE``, ``DELETE``, ``ALTER``, ``DESCRIBE``, ``DESCRIBE_CONFIGS``, ``ALTER_CONFIGS``); else None
+    authorized_operations: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -336,19 +339,22 @@ class AsyncAdmin:
         )
         _raise_if_error(answer.topics[0].error)
 
-    async def describe_topic(self, name: str) -> TopicInfo:
+    async def describe_topic(self, name: str, *, include_authorized_operations: bool = False) -> TopicInfo:
         """A topic with its partitions."""
-        return (await self.describe_topics([name]))[0]
+        return (await self.describe_topics([name], include_authorized_operations=include_authorized_operations))[0]
 
-    async def describe_topics(self, names: Sequence[str] = (), *, include_internal: bool = False) -> list[TopicInfo]:
+    async def describe_topics(
+        self, names: Sequence[str] = (), *, include_internal: bool = False, include_authorized_operations: bool = False
+    ) -> list[TopicInfo]:
         """Topics with their partitions, sorted by name; no names: every topic. An unknown name
-        raises its error (UnknownTopicOrPartitionError)."""
-        answer = await self._call(
-            lambda stub: stub.DescribeTopics(
-                controller_pb2.DescribeTopicsRequest(names=list(names), include_internal=include_internal),
-                timeout=self._timeout_s,
-            )
+        raises its error (UnknownTopicOrPartitionError). ``include_authorized_operations``: each
+        with what the caller may do on it (Kafka's KIP-430)."""
+        request = controller_pb2.DescribeTopicsRequest(
+            names=list(names),
+            include_internal=include_internal,
+            include_authorized_operations=include_authorized_operations,
         )
+        answer = await self._call(lambda stub: stub.DescribeTopics(request, timeout=self._timeout_s))
         topics = []
         for topic in answer.topics:
             _raise_if_error(topic.error)
@@ -368,6 +374,7 @@ class AsyncAdmin:
                         )
                         for p in topic.partitions
                     ),
+                    frozenset(topic.authorized_operations) if include_authorized_operations else None,
                 )
             )
         return sorted(topics, key=lambda t: t.name)
@@ -717,13 +724,19 @@ class Admin:
         """See ``AsyncAdmin.delete_topic``."""
         _loop.run(self._admin.delete_topic(name))
 
-    def describe_topic(self, name: str) -> TopicInfo:
+    def describe_topic(self, name: str, *, include_authorized_operations: bool = False) -> TopicInfo:
         """See ``AsyncAdmin.describe_topic``."""
-        return _loop.run(self._admin.describe_topic(name))
+        return _loop.run(self._admin.describe_topic(name, include_authorized_operations=include_authorized_operations))
 
-    def describe_topics(self, names: Sequence[str] = (), *, include_internal: bool = False) -> list[TopicInfo]:
+    def describe_topics(
+        self, names: Sequence[str] = (), *, include_internal: bool = False, include_authorized_operations: bool = False
+    ) -> list[TopicInfo]:
         """See ``AsyncAdmin.describe_topics``."""
-        return _loop.run(self._admin.describe_topics(names, include_internal=include_internal))
+        return _loop.run(
+            self._admin.describe_topics(
+                names, include_internal=include_internal, include_authorized_operations=include_authorized_operations
+            )
+        )
 
     def describe_logs(self, topics: Sequence[str] = ()) -> list[ReplicaLogInfo]:
         """See ``AsyncAdmin.describe_logs``."""

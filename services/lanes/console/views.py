@@ -73,6 +73,14 @@ async def _sizes(clients: UserClients) -> dict[tuple[str, int], int] | None:
     return {(r.topic, r.partition): r.size_bytes for r in logs if r.is_leader}
 
 
+async def _configs(clients: UserClients, name: str) -> dict[str, lanes.ConfigInfo] | None:
+    """A topic's configs; None when the user may not describe them."""
+    try:
+        return await clients.admin.describe_configs(name)
+    except AuthorizationError:
+        return None
+
+
 async def _groups(clients: UserClients) -> list[lanes.GroupDescription]:
     listed = await clients.admin.list_groups()
     gate = asyncio.Semaphore(_GROUP_CONCURRENCY)
@@ -184,9 +192,12 @@ def filtered(rows: list[TopicRow], query: str, sort: str) -> list[TopicRow]:
 
 
 async def topic(clients: UserClients, name: str) -> dict[str, Any]:
-    """A topic's partition table, configs and readers."""
+    """A topic's partition table, configs, readers, and what the user may do on it."""
     info, configs, sizes, groups = await asyncio.gather(
-        clients.admin.describe_topic(name), clients.admin.describe_configs(name), _sizes(clients), _groups(clients)
+        clients.admin.describe_topic(name, include_authorized_operations=True),
+        _configs(clients, name),
+        _sizes(clients),
+        _groups(clients),
     )
     keys = [lanes.TopicPartition(name, p.partition) for p in info.partitions]
     starts, ends = await _offsets(clients, keys)
@@ -203,8 +214,10 @@ async def topic(clients: UserClients, name: str) -> dict[str, Any]:
             }
             for p, k in zip(info.partitions, keys, strict=True)
         ],
-        "configs": [asdict(c) for c in sorted(configs.values(), key=lambda c: c.name)],
+        "configs": None if configs is None else [asdict(c) for c in sorted(configs.values(), key=lambda c: c.name)],
         "groups": readers,
+        #: what the user may do here (the buttons shown): Kafka's authorized operations
+        "may": sorted(info.authorized_operations or ()),
     }
 
 

@@ -33,6 +33,7 @@ from lanes.metadata.image import CONTROLLER_MUTATION_RATE, ProducerIdBlock
 from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, topic_partitions_from_wire, wire_error
 from lanes.runtime.access.guard import request_context
+from lanes.security.acls import TOPIC_OPERATIONS
 from lanes.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 #: how long AddController / RemoveController wait for the change to commit
@@ -301,7 +302,10 @@ class ControllerService(SecurityApis, controller_pb2_grpc.ControllerServicer):
                     )
                 )
                 continue
-            descriptions.append(describe_topic(self.controller.image, topic))
+            described = describe_topic(self.controller.image, topic)
+            if request.include_authorized_operations:  # all: the guard narrows them for a user with ACLs
+                described.authorized_operations.extend(op.name for op in TOPIC_OPERATIONS)
+            descriptions.append(described)
         return controller_pb2.DescribeTopicsResponse(
             topics=descriptions, metadata_offset=self.controller.image.last_offset
         )

@@ -74,6 +74,19 @@ class Operation(IntEnum):
     IDEMPOTENT_WRITE = common_pb2.ACL_OPERATION_IDEMPOTENT_WRITE
 
 
+#: the operations a topic's authorized operations name (Kafka's, KIP-430)
+TOPIC_OPERATIONS = (
+    Operation.READ,
+    Operation.WRITE,
+    Operation.CREATE,
+    Operation.DELETE,
+    Operation.ALTER,
+    Operation.DESCRIBE,
+    Operation.DESCRIBE_CONFIGS,
+    Operation.ALTER_CONFIGS,
+)
+
+
 class Permission(IntEnum):
     """Allow or deny (``lanes.v1.AclPermission``)."""
 

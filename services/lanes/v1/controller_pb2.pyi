@@ -604,12 +604,14 @@ class CreatePartitionsTopicResult(_message.Message):
     def __init__(self, name: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
 
 class DescribeTopicsRequest(_message.Message):
-    __slots__ = ("names", "include_internal")
+    __slots__ = ("names", "include_internal", "include_authorized_operations")
     NAMES_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_INTERNAL_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     names: _containers.RepeatedScalarFieldContainer[str]
     include_internal: bool
-    def __init__(self, names: _Optional[_Iterable[str]] = ..., include_internal: _Optional[bool] = ...) -> None: ...
+    include_authorized_operations: bool
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., include_internal: _Optional[bool] = ..., include_authorized_operations: _Optional[bool] = ...) -> None: ...
 
 class DescribeTopicsResponse(_message.Message):
     __slots__ = ("topics", "metadata_offset")
@@ -620,18 +622,20 @@ class DescribeTopicsResponse(_message.Message):
     def __init__(self, topics: _Optional[_Iterable[_Union[TopicDescription, _Mapping]]] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
 
 class TopicDescription(_message.Message):
-    __slots__ = ("name", "topic_id", "error", "is_internal", "partitions")
+    __slots__ = ("name", "topic_id", "error", "is_internal", "partitions", "authorized_operations")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     IS_INTERNAL_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
     topic_id: str
     error: _common_pb2.Error
     is_internal: bool
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionDescription]
-    def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., is_internal: _Optional[bool] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ...) -> None: ...
+    authorized_operations: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., is_internal: _Optional[bool] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ..., authorized_operations: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PartitionDescription(_message.Message):
     __slots__ = ("partition", "leader_id", "leader_epoch", "partition_epoch", "replicas", "isr", "offline_replicas")

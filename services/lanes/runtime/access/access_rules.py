@@ -33,7 +33,7 @@ from lanes.errors import ErrorCode
 from lanes.metadata.image import MetadataImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.rpc.wire import wire_error
-from lanes.security.acls import CLUSTER_NAME, Authorizer, Operation, ResourceType
+from lanes.security.acls import CLUSTER_NAME, TOPIC_OPERATIONS, Authorizer, Operation, ResourceType
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2, controller_pb2, coordinator_pb2
 
@@ -350,11 +350,17 @@ def _offset_for_leader_epoch(request: broker_pb2.OffsetForLeaderEpochRequest, ac
 
 
 def _trim_topics(request: Any, response: Any, access: Access) -> None:
-    """Listed topics the caller may not DESCRIBE are left out; named ones answered as refused."""
+    """Listed topics the caller may not DESCRIBE are left out; named ones answered as refused.
+    Asked for, a topic's authorized operations are narrowed to those the caller may do."""
     named: set[str] = set(getattr(request, "topics", None) or getattr(request, "names", None) or ())
+    narrow = getattr(request, "include_authorized_operations", False)
     kept = []
     for topic in response.topics:
         if access.allows(Operation.DESCRIBE, TOPIC, topic.name):
+            if narrow:
+                allowed = [op.name for op in TOPIC_OPERATIONS if access.allows(op, TOPIC, topic.name)]
+                del topic.authorized_operations[:]
+                topic.authorized_operations.extend(allowed)
             kept.append(topic)
         elif topic.name in named:
             kept.append(
