@@ -104,7 +104,7 @@ def test_one_user_runs_two_scans_at_once_and_a_cancelled_one_frees_its_place(log
             held.append(scan)
         refused = await anext(scans.scan(request, "mallory"))
         assert refused.error.code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
-        assert "2 scans of one user" in refused.error.message
+        assert "4 scans of one user" in refused.error.message
         other = await anext(scans.scan(request, "alice"))
         assert other.error.code == 0, "another user is not held back"
         await held[0].aclose()  # type: ignore[attr-defined]  # (what a cancelled call does)

@@ -36,8 +36,8 @@ from lanes.v1 import broker_pb2, common_pb2
 
 #: bytes one chunk reads (one worker-thread trip; a cancelled scan stops after at most one)
 CHUNK_BYTES = 1024 * 1024
-MAX_SCANS = 8
-MAX_SCANS_PER_PRINCIPAL = 2
+MAX_SCANS = 16
+MAX_SCANS_PER_PRINCIPAL = 4
 
 
 @dataclass(frozen=True)

@@ -188,52 +188,85 @@ class Fetcher:
     async def list_offsets(
         self, partitions: list[TopicPartition], spec: broker_pb2.OffsetSpec, timestamp_ms: int = 0
     ) -> dict[TopicPartition, tuple[int, int]]:
+        """(offset, timestamp) per partition: one ListOffsets request per leader, all leaders at
+        once; partitions whose leader moved or did not answer are asked again within the timeout."""
         results: dict[TopicPartition, tuple[int, int]] = {}
-        pending = list(partitions)
+        pending = list(dict.fromkeys(partitions))
         async for _ in attempts(Deadline(self._timeout_s, self._clock), _RETRY_PAUSE_S):
             if not pending:
                 return results
             await self._refresh([tp.topic for tp in pending])
+            by_leader: dict[str, list[TopicPartition]] = {}
             retry = []
             for partition in pending:
-                request = broker_pb2.ListOffsetsRequest(
-                    topics=[
-                        broker_pb2.ListOffsetsTopic(
-                            topic=partition.topic,
-                            partitions=[
-                                broker_pb2.ListOffsetsPartition(
-                                    partition=partition.partition,
-                                    spec=spec,
-                                    timestamp_ms=timestamp_ms,
-                                    current_leader_epoch=-1,
-                                )
-                            ],
-                        )
-                    ]
-                )
                 address = self._cluster.leader_address(partition.topic, partition.partition)
                 if address is None:
                     retry.append(partition)
-                    continue
-                try:
-                    answer = await self._cluster.stub(address).ListOffsets(request, timeout=self._timeout_s)
-                except grpc.aio.AioRpcError:
-                    self._forget_leaders([partition], suspect=address)
-                    retry.append(partition)
-                    continue
-                part = answer.topics[0].partitions[0]
-                error = error_for(part.error.code, part.error.message) if part.error.code else None
-                if error is None:
-                    results[partition] = (part.offset, part.timestamp_ms)
-                elif error.retriable:
-                    self._refused(partition, address, error.code)
-                    retry.append(partition)
                 else:
-                    raise error
+                    by_leader.setdefault(address, []).append(partition)
+            asked = list(by_leader.items())
+            answers = await asyncio.gather(
+                *(self._ask_offsets(address, wanted, spec, timestamp_ms) for address, wanted in asked),
+                return_exceptions=True,
+            )
+            refusal: Exception | None = None
+            for (address, wanted), answer in zip(asked, answers, strict=True):
+                if isinstance(answer, grpc.aio.AioRpcError):
+                    self._forget_leaders(wanted, suspect=address)
+                    retry.extend(wanted)
+                    continue
+                if isinstance(answer, BaseException):
+                    raise answer
+                answered = {
+                    TopicPartition(topic.topic, part.partition): part
+                    for topic in answer.topics
+                    for part in topic.partitions
+                }
+                for partition in wanted:
+                    part = answered.get(partition)
+                    if part is None:
+                        retry.append(partition)
+                        continue
+                    error = error_for(part.error.code, part.error.message) if part.error.code else None
+                    if error is None:
+                        results[partition] = (part.offset, part.timestamp_ms)
+                    elif error.retriable:
+                        self._refused(partition, address, error.code)
+                        retry.append(partition)
+                    else:
+                        refusal = refusal or error
+            if refusal is not None:
+                raise refusal
             pending = retry
             if not pending:
                 return results
         raise error_for(ErrorCode.REQUEST_TIMED_OUT, f"offsets of {pending} could not be looked up")
+
+    async def _ask_offsets(
+        self, address: str, partitions: list[TopicPartition], spec: broker_pb2.OffsetSpec, timestamp_ms: int
+    ) -> broker_pb2.ListOffsetsResponse:
+        """One ListOffsets request for ``partitions``, all led by the broker at ``address``."""
+        by_topic: dict[str, list[int]] = {}
+        for partition in partitions:
+            by_topic.setdefault(partition.topic, []).append(partition.partition)
+        request = broker_pb2.ListOffsetsRequest(
+            topics=[
+                broker_pb2.ListOffsetsTopic(
+                    topic=topic,
+                    partitions=[
+                        broker_pb2.ListOffsetsPartition(
+                            partition=number, spec=spec, timestamp_ms=timestamp_ms, current_leader_epoch=-1
+                        )
+                        for number in numbers
+                    ],
+                )
+                for topic, numbers in by_topic.items()
+            ]
+        )
+        answer: broker_pb2.ListOffsetsResponse = await self._cluster.stub(address).ListOffsets(
+            request, timeout=self._timeout_s
+        )
+        return answer
 
     async def ensure_positions(self, partitions: Iterable[TopicPartition]) -> None:
         missing = [tp for tp in partitions if self.positions.get(tp) is None]

@@ -7,7 +7,9 @@ search of a million records ships only its matches. Conditions are ``Condition``
 (``"value~error"``, ``"header:trace=abc"``, ``"$.price=42"``: ``lanes.search.record_filter``).
 
 Each partition's stream is resumed where it stopped when its leader moves (NOT_LEADER_OR_FOLLOWER
-and epoch errors: the metadata is refreshed and the scan goes on from ``next_offset``). Other
+and epoch errors: the metadata is refreshed and the scan goes on from ``next_offset``). At most
+``SCANS_PER_BROKER`` partitions are scanned on one broker at once; a broker busy with this user's
+other scans (THROTTLING_QUOTA_EXCEEDED) is asked again a moment later, within the request timeout. Other
 errors end the scan with the typed exception. Leaving the loop early (``break``, an exception,
 ``aclose``) cancels every partition's scan on the brokers.
 
@@ -18,6 +20,7 @@ background loop and hands updates to the caller's thread.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -38,6 +41,9 @@ from lanes.v1 import broker_pb2
 
 #: updates a scan holds for a caller that reads slower than the brokers find (then they wait)
 _QUEUED_UPDATES = 64
+#: partition scans one scanner runs on one broker at once (the others wait: a broker runs at most
+#: 4 of one user's, lanes.broker.scans.MAX_SCANS_PER_PRINCIPAL, so two searches fit side by side)
+SCANS_PER_BROKER = 2
 #: leader moves (or unreachable leaders) a partition's scan follows before it gives up
 _MAX_MOVES = 20
 _MOVED = frozenset(
@@ -169,6 +175,7 @@ class AsyncScanner:
         self._cluster = ClusterView(
             parse_addresses(bootstrap), self._timeout_s, tls=tls, credentials=credentials, client_id=client_id
         )
+        self._slots: dict[str, asyncio.Semaphore] = {}
 
     async def partitions(self, topic: str) -> int:
         """How many partitions ``topic`` has (UnknownTopicOrPartitionError when none)."""
@@ -261,40 +268,72 @@ class AsyncScanner:
             return
         await queue.put(None)
 
+    def _slot(self, address: str) -> asyncio.Semaphore:
+        """The places this scanner's partition scans take on the broker at ``address``."""
+        slot = self._slots.get(address)
+        if slot is None:
+            slot = self._slots[address] = asyncio.Semaphore(SCANS_PER_BROKER)
+        return slot
+
     async def _scan_partition(
         self, request: broker_pb2.ScanRequest, queue: asyncio.Queue[ScanUpdate | BaseException | None]
     ) -> None:
-        """Scan on the partition's leader, resumed on its new leader when it moves."""
+        """Scan on the partition's leader, resumed on its new leader when it moves, and again a
+        moment later when the broker runs as many scans of this user as it allows."""
         topic, partition = request.topic, request.partition
-        for moves in range(1, _MAX_MOVES + 1):
+        moves = 0
+        busy_until = time.monotonic() + self._timeout_s
+        while moves < _MAX_MOVES:
             address = self._cluster.leader_address(topic, partition)
             if address is None:
                 await self._cluster.refresh([topic])
                 address = self._cluster.leader_address(topic, partition)
             if address is not None:
-                request.current_leader_epoch = self._cluster.leader_epoch(topic, partition)
-                try:
-                    async for answer in self._cluster.stub(address).Scan(request, timeout=None):
-                        if answer.error.code in _MOVED:
-                            break
-                        if answer.error.code:
-                            raise error_for(answer.error.code, answer.error.message)
-                        records = [_record(topic, partition, r) for r in answer.records]
-                        update = ScanUpdate(topic, partition, records, _progress(answer.progress))
-                        await queue.put(update)
-                        request.start_offset = answer.progress.next_offset  # (a resumed scan goes on here)
-                        if update.progress.ended is not None:
-                            return
-                except grpc.aio.AioRpcError as exc:
-                    refused = security_refusal(exc)
-                    if refused is not None:
-                        raise refused from None
-                    if exc.code() is not grpc.StatusCode.UNAVAILABLE:
-                        raise LanesError(f"scan of {topic}-{partition}: {exc.details()}") from exc
+                async with self._slot(address):
+                    outcome = await self._stream(address, request, queue)
+                if outcome == "done":
+                    return
+                if outcome == "busy":
+                    if time.monotonic() > busy_until:
+                        raise error_for(
+                            ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                            f"{topic}-{partition}: its leader stayed busy with this user's other scans",
+                        )
+                    await asyncio.sleep(0.2)
+                    continue
                 self._cluster.forget_leader(topic, partition, address)
+            moves += 1
             await asyncio.sleep(min(1.0, 0.05 * moves))
             await self._cluster.refresh([topic])
         raise error_for(ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition} found no leader to scan it")
+
+    async def _stream(
+        self, address: str, request: broker_pb2.ScanRequest, queue: asyncio.Queue[ScanUpdate | BaseException | None]
+    ) -> str:
+        """One Scan call: ``done``, ``moved`` (ask the new leader) or ``busy`` (ask again)."""
+        topic, partition = request.topic, request.partition
+        request.current_leader_epoch = self._cluster.leader_epoch(topic, partition)
+        try:
+            async for answer in self._cluster.stub(address).Scan(request, timeout=None):
+                if answer.error.code in _MOVED:
+                    return "moved"
+                if answer.error.code == ErrorCode.THROTTLING_QUOTA_EXCEEDED:
+                    return "busy"
+                if answer.error.code:
+                    raise error_for(answer.error.code, answer.error.message)
+                records = [_record(topic, partition, r) for r in answer.records]
+                update = ScanUpdate(topic, partition, records, _progress(answer.progress))
+                await queue.put(update)
+                request.start_offset = answer.progress.next_offset  # (a resumed scan goes on here)
+                if update.progress.ended is not None:
+                    return "done"
+        except grpc.aio.AioRpcError as exc:
+            refused = security_refusal(exc)
+            if refused is not None:
+                raise refused from None
+            if exc.code() is not grpc.StatusCode.UNAVAILABLE:
+                raise LanesError(f"scan of {topic}-{partition}: {exc.details()}") from exc
+        return "moved"
 
     async def close(self) -> None:
         """Close the channels."""
