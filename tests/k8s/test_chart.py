@@ -114,8 +114,8 @@ def test_every_pod_is_hardened_and_sized() -> None:
 
 def test_only_the_rack_init_container_holds_an_api_token() -> None:
     for name, spec in pod_specs(render(EVERYTHING_ON)):
-        if "operator" in name:
-            continue  # the operator talks to the API
+        if "operator" in name or "console" in name:
+            continue  # the operator talks to the API; the console reads two kinds (its own test)
         assert spec.get("automountServiceAccountToken") is False, name
         for container in containers(spec):
             token_mounts = [m for m in container.get("volumeMounts", []) if "serviceaccount" in m["mountPath"]]
@@ -265,10 +265,19 @@ def test_the_console_holds_no_rights_of_its_own_and_its_flags_are_the_consoles()
     assert options.tls_ca == "/etc/lanes/ca/ca.crt"
     assert not options.read_only
     assert not options.secure_cookies
-    assert spec["automountServiceAccountToken"] is False
+    assert options.kubernetes_namespaces == "lanes"
     assert [v.get("configMap", {}).get("name") for v in spec["volumes"] if "secret" in v or "configMap" in v] == [
         "lanes-ca"
     ], "the CA only: no admin password, no certificate"
+    role = one(objects, "Role", "lanes-console")
+    assert role["rules"] == [
+        {"apiGroups": ["lanes.dev"], "resources": ["topics", "consumergroups"], "verbs": ["get", "list"]}
+    ], "its token reads the two kinds of the Kubernetes page, nothing else"
+    assert one(objects, "RoleBinding", "lanes-console")["subjects"][0]["name"] == "lanes-console"
+    hidden = render({"console": {"kubernetes": {"enabled": False}}})
+    hidden_spec = one(hidden, "Deployment", "lanes-console")["spec"]["template"]["spec"]
+    assert hidden_spec["automountServiceAccountToken"] is False
+    assert not [o for o in hidden if o["kind"] == "Role" and o["metadata"]["name"] == "lanes-console"]
     assert one(objects, "Service", "lanes-console")["spec"]["ports"][0]["port"] == 9080
     allowed = one(objects, "NetworkPolicy", "lanes")["spec"]["ingress"][0]["ports"]
     assert {"port": 9080} in allowed
@@ -279,6 +288,7 @@ def test_the_console_holds_no_rights_of_its_own_and_its_flags_are_the_consoles()
     )
     assert options.read_only
     assert options.secure_cookies, "behind an HTTPS Ingress"
+    assert options.kubernetes_namespaces == "lanes,team-a", "the operator's namespaces"
     ingress = one(exposed, "Ingress", "lanes-console")["spec"]
     assert ingress["tls"] == [{"hosts": ["console.example.com"], "secretName": "console-tls"}]
     assert ingress["rules"][0]["http"]["paths"][0]["backend"]["service"] == {

@@ -39,6 +39,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="mark the session cookie Secure although this process serves HTTP (behind an HTTPS Ingress)",
     )
+    parser.add_argument(
+        "--kubernetes-namespaces",
+        default="",
+        metavar="NS[,NS...]",
+        help="show the Topic and ConsumerGroup resources of these namespaces (in a cluster: the pod's service account)",
+    )
+    parser.add_argument(
+        "--kubeconfig", help="read them with this kubeconfig (default: in-cluster, else ~/.kube/config)"
+    )
     parser.add_argument("--session-idle-minutes", type=float, default=30, help="idle time that ends a login (30)")
     return parser.parse_args(argv)
 
@@ -60,6 +69,8 @@ async def serve(options: argparse.Namespace) -> None:
             secure_cookies=https or options.secure_cookies,
             session_idle_s=options.session_idle_minutes * 60,
             tls=tls,
+            kubernetes_namespaces=tuple(n for n in options.kubernetes_namespaces.split(",") if n),
+            kubeconfig=options.kubeconfig,
         )
     )
     listener = socket.create_server((options.host, options.port), reuse_port=False)

@@ -39,6 +39,7 @@ from starlette.staticfiles import StaticFiles
 import lanes
 from lanes.console import views
 from lanes.console.clients import Credentials, UserClients
+from lanes.console.kubernetes import KubernetesResources
 from lanes.console.sessions import Session, Sessions
 from lanes.errors import AuthenticationError, LanesError
 
@@ -70,6 +71,10 @@ class ConsoleSettings:
     session_idle_s: float = 30 * 60
     #: the cluster's CA (and a client certificate where the cluster requires one); None: plaintext
     tls: lanes.TlsFiles | None = None
+    #: namespaces whose Topic and ConsumerGroup resources the /kubernetes page shows (none: no page)
+    kubernetes_namespaces: tuple[str, ...] = ()
+    #: the kubeconfig to read them with (None: in-cluster, else the default kubeconfig)
+    kubeconfig: str | None = None
 
 
 class Console:
@@ -79,6 +84,9 @@ class Console:
         self.settings = settings
         self.sessions = Sessions(clock, idle_s=settings.session_idle_s)
         self._anonymous: UserClients | None = None
+        self.resources: KubernetesResources | None = None
+        if settings.kubernetes_namespaces:
+            self.resources = KubernetesResources(settings.kubernetes_namespaces, settings.kubeconfig)
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, undefined=jinja2.StrictUndefined
         )
@@ -131,6 +139,8 @@ class Console:
             Route("/groups/{group}", page(self._group_page)),
             Route("/groups/{group}/reset", action(self._reset), methods=["POST"]),
             Route("/groups/{group}/delete", action(self._delete_group), methods=["POST"]),
+            Route("/kubernetes", page(self._kubernetes_page)),
+            Route("/api/kubernetes", api(self._kubernetes_json)),
             Route("/api/cluster", api(lambda r, s: views.cluster(s.held))),
             Route("/api/topics", api(self._topics_json)),
             Route("/api/topics/{name}", api(lambda r, s: views.topic(s.held, r.path_params["name"]))),
@@ -173,6 +183,7 @@ class Console:
             csrf=session.csrf if session else "",
             read_only=self.settings.read_only,
             login=self.settings.login,
+            kubernetes=self.resources is not None,
             flash=request.query_params.get("flash", ""),
             problem=request.query_params.get("problem", ""),
             **values,
@@ -342,6 +353,18 @@ class Console:
     async def _group_page(self, request: Request, session: Session) -> Response:
         described = await views.group(session.held, request.path_params["group"])
         return self.render(request, session, "group.html", group=described, preview=None)
+
+    async def _kubernetes_json(self, request: Request, session: Session) -> Any:
+        if self.resources is None:
+            raise views.InputError("this console does not watch Kubernetes resources (--kubernetes-namespaces)")
+        clients: UserClients = session.held
+        topics, groups = await asyncio.gather(clients.admin.list_topics(), clients.admin.list_groups())
+        return await self.resources.visible(set(topics), {g.group_id for g in groups})
+
+    async def _kubernetes_page(self, request: Request, session: Session) -> Response:
+        resources = await self._kubernetes_json(request, session)
+        namespaces = self.resources.namespaces if self.resources is not None else []
+        return self.render(request, session, "kubernetes.html", resources=resources, namespaces=namespaces)
 
     # -----------------------------------------------------------------------------------------
     # records: browse, search, download

@@ -108,8 +108,12 @@ async def _offsets(
 
 
 async def cluster(clients: UserClients) -> dict[str, Any]:
-    """The landing page: brokers, controllers, coordinators, partitions in trouble."""
-    info = await clients.admin.describe_cluster()
+    """The landing page: brokers, controllers, coordinators, partitions in trouble. A user who may
+    not describe the cluster sees its topics' health only (``described`` False)."""
+    try:
+        info: lanes.ClusterInfo | None = await clients.admin.describe_cluster()
+    except AuthorizationError:
+        info = None
     topics = await clients.admin.describe_topics()
     sizes = await _sizes(clients)
     under = [(t.name, p.partition) for t in topics for p in t.partitions if len(p.isr) < len(p.replicas)]
@@ -119,18 +123,20 @@ async def cluster(clients: UserClients) -> dict[str, Any]:
         for topic in topics:
             for p in topic.partitions:
                 disk[p.leader] = disk.get(p.leader, 0) + sizes.get((topic.name, p.partition), 0)
+    brokers = [] if info is None else info.brokers
     return {
-        "cluster_id": info.cluster_id,
-        "metadata_offset": info.metadata_offset,
-        "controller_id": info.controller_id,
-        "brokers": [asdict(b) | {"leader_bytes": disk.get(b.broker_id)} for b in info.brokers],
-        "controllers": [asdict(c) for c in info.controllers],
-        "coordinators": [asdict(c) for c in info.coordinators],
+        "described": info is not None,
+        "cluster_id": info.cluster_id if info else "",
+        "metadata_offset": info.metadata_offset if info else -1,
+        "controller_id": info.controller_id if info else -1,
+        "brokers": [asdict(b) | {"leader_bytes": disk.get(b.broker_id)} for b in brokers],
+        "controllers": [asdict(c) for c in info.controllers] if info else [],
+        "coordinators": [asdict(c) for c in info.coordinators] if info else [],
         "topics": len(topics),
         "partitions": sum(len(t.partitions) for t in topics),
         "under_replicated": under,
         "offline": offline,
-        "healthy": not under and not offline and not any(b.fenced for b in info.brokers),
+        "healthy": not under and not offline and not any(b.fenced for b in brokers),
     }
 
 
