@@ -53,6 +53,9 @@ lint: $(STAMP)-dev
 	$(BIN)/ruff format --check services operator spark-apps tests tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	@# the console's one script (no build step): its syntax, by Node.js (decision 0039)
+	tools/ensure-debian-packages.sh "the console script's check" node=nodejs
+	node --check services/lanes/console/static/console.js
 
 proto: $(STAMP)-dev
 	$(PY) tools/genproto.py

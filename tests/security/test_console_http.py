@@ -8,7 +8,9 @@ from __future__ import annotations
 import http.cookiejar
 import json
 import ssl
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -195,3 +197,19 @@ def test_a_topics_authorized_operations_are_what_the_caller_may_do(cluster: Loca
             "READ",
             "DESCRIBE",
         }
+
+
+def test_a_time_range_keeps_only_the_records_inside_it(admin_browser: Browser, cluster: LocalCluster) -> None:
+    bootstrap = str(cluster.describe()["bootstrap"])
+    hour_ms = 3_600_000
+    now_ms = int(time.time() * 1000) // hour_ms * hour_ms
+    with lanes.Producer(bootstrap) as producer:
+        for hours_ago in (3, 2, 1):
+            producer.send("orders", b"%d hours ago" % hours_ago, partition=1, timestamp=now_ms - hours_ago * hour_ms)
+    since = datetime.fromtimestamp((now_ms - 2 * hour_ms) / 1000, UTC).isoformat().replace("+00:00", "Z")
+    status, _, body = admin_browser.call(
+        "GET", f"/api/topics/orders/records?partition=1&since={since}&until={now_ms - hour_ms}"
+    )
+    assert status == 200
+    found = [r for line in body.splitlines() if "records" in (m := json.loads(line)) for r in m["records"]]
+    assert [r["value"]["text"] for r in found] == ["2 hours ago"], "since is inclusive, until exclusive"

@@ -6,6 +6,7 @@ the clients without a restart."""
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 import lanes
 from lanes.errors import AuthenticationError, AuthorizationError
 from lanes.local.cluster import LocalCluster
+from lanes.local.processes import start_service
 from lanes.rpc.tls import TlsFiles
 from lanes.runtime.access.tokens import TokenSettings
 from lanes.v1 import (
@@ -26,6 +28,7 @@ from lanes.v1 import (
     coordinator_pb2,
     coordinator_pb2_grpc,
 )
+from tests.integration.console_http import Browser
 from tests.integration.processes import running_cluster, wait_until_brokers_apply_metadata
 from tests.security.tokens import AUDIENCE, ISSUER, Issuer
 
@@ -171,3 +174,25 @@ def test_keys_rotate_on_the_servers_and_tokens_on_the_clients_without_a_restart(
         replacement.replace(token_file)
         renewed.look_again()  # rather than wait the second between looks at the file
         assert admin.list_topics() == [], "mallory sees nothing"
+
+
+def test_the_console_logs_a_token_user_in_and_shows_what_its_acls_allow(cluster: LocalCluster, tmp_path: Path) -> None:
+    ca = str(_ca(cluster).ca_file)
+    console = start_service(
+        "lanes.console", ["--bootstrap", _bootstrap(cluster), "--port", "0", "--tls-ca", ca], tmp_path / "console.log"
+    )
+    try:
+        url = str(console.ready["url"]).rstrip("/")
+        alice = Browser(url, ssl.create_default_context(cafile=ca))
+        status, _, _ = alice.call("POST", "/login", {"token": ISSUING.token("alice")})
+        assert status == 200
+        status, topics = alice.json("/api/topics")
+        assert status == 200, topics
+        assert [t["name"] for t in topics] == ["a"], "what alice's ACLs let her see, not the console's"
+        for forged in (ISSUING.token("alice", aud="elsewhere"), ISSUING.token("alice", lifetime_s=-60), "not.a.jwt"):
+            mallory = Browser(url, ssl.create_default_context(cafile=ca))
+            status, _, body = mallory.call("POST", "/login", {"token": forged})
+            assert status == 401, body[:200]
+            assert mallory.json("/api/topics")[0] == 401
+    finally:
+        console.terminate()
