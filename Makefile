@@ -14,8 +14,8 @@
 
 PYTHON ?= python3
 #: pytest-xdist workers of make test (tests/conftest.py keeps the ones that must not overlap apart);
-#: the Spark tests run after them in one process (in a worker, a streaming query's foreachBatch
-#: callback has hung for good: PySpark's callback server was gone from the worker process)
+#: the Spark tests run beside them in one process of their own (in a worker, a streaming query's
+#: foreachBatch callback has hung for good: PySpark's callback server was gone from the worker process)
 TEST_WORKERS ?= 2
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -44,9 +44,16 @@ test: lint pytest
 
 pytest: $(STAMP)-dev test-deps
 	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2 chromium=chromium
+	@mkdir -p build
+	@# the Spark tests in a process of their own, beside the workers (the two workers leave a third
+	@# of the two cores idle: tests that wait); their output follows the others'
+	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=10 -p no:xdist \
+	  -p no:cacheprovider tests/spark > build/spark-tests.log 2>&1 & spark=$$!; \
 	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=25 \
-	  -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/spark tests
-	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=10 -p no:xdist tests/spark
+	  -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/spark tests; status=$$?; \
+	wait $$spark; spark_status=$$?; \
+	echo "--- tests/spark (run beside the others, exit $$spark_status):"; cat build/spark-tests.log; \
+	test $$status -eq 0 && test $$spark_status -eq 0
 
 lint: $(STAMP)-dev
 	$(BIN)/ruff check services operator spark-apps tests tools
