@@ -18,6 +18,8 @@ from lanes.broker.metrics import BrokerMetrics
 from lanes.broker.node import PRODUCER_ID_EXPIRATION_MS, BrokerNode
 from lanes.broker.service import BrokerService, add_to_server
 from lanes.clock import SystemClock
+from lanes.kafka.apis import KafkaApis
+from lanes.kafka.listener import KafkaListener
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.serving.server import (
@@ -97,7 +99,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="report per-partition series (offsets, size, ISR, lag); off keeps a broker with many partitions' "
         "scrapes small (env LANES_METRICS_PARTITION_SERIES; default on)",
     )
+    parser.add_argument(
+        "--kafka-port",
+        type=int,
+        default=-1,
+        help="also serve Kafka's wire protocol on this port, for Kafka's own clients and tools (0: any free port; "
+        "default -1: none). Plaintext and without users for now: refused with --tls-cert or --auth required",
+    )
     options = parser.parse_args(argv)
+    if options.kafka_port >= 0 and (options.auth == "required" or options.tls_cert is not None):
+        parser.error("--kafka-port: the Kafka listener has no TLS or SASL yet (issue #38); use it without --auth/--tls")
     for flag, value in (
         ("--fetch-max-bytes", options.fetch_max_bytes),
         ("--replica-fetch-response-max-bytes", options.replica_fetch_response_max_bytes),
@@ -145,16 +156,26 @@ async def serve(options: argparse.Namespace) -> None:
     )
     endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering
     endpoint.certificate_port = running.certificate_port
+    kafka: KafkaListener | None = None
+    if options.kafka_port >= 0:  # (listening before registering, so its port is advertised)
+        kafka = KafkaListener(KafkaApis(node), options.host, options.kafka_port)
+        await kafka.start()
+        endpoint.kafka_port = kafka.port
     await node.start()
     reporting = asyncio.create_task(report_in_sync(node, running))
 
     async def stop() -> None:
         reporting.cancel()
+        if kafka is not None:
+            await kafka.stop()
         await node.stop()
 
+    ready: dict[str, object] = {"service": "broker", "broker_id": options.broker_id, "address": running.address}
+    if kafka is not None:
+        ready["kafka_address"] = f"{endpoint.host}:{kafka.port}"
     await serve_until_signalled(
         running,
-        {"service": "broker", "broker_id": options.broker_id, "address": running.address},
+        ready,
         stop,
         metrics=metrics,
         hand_off=node.hand_off,

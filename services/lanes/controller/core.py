@@ -138,6 +138,7 @@ class ControllerCore:
         rack: str = "",
         internal_port: int = 0,
         certificate_port: int = 0,
+        kafka_port: int = 0,
         previous_session_alive: bool = False,
     ) -> ControllerDecision:
         """Register a broker (fenced until it has caught up with the metadata log) or a group
@@ -175,6 +176,7 @@ class ControllerCore:
             rack=rack if kind == "broker" else "",
             internal_port=internal_port,
             certificate_port=certificate_port,
+            kafka_port=kafka_port,
         )
         if kind == "broker":
             registered = metadata_pb2.BrokerRegisteredRecord(

@@ -225,6 +225,7 @@ class QuorumController:
                 rack=endpoint.rack,
                 internal_port=endpoint.internal_port,
                 certificate_port=endpoint.certificate_port,
+                kafka_port=endpoint.kafka_port,
                 previous_session_alive=self.heartbeats.alive(node, self.clock.monotonic_ms()),
             )
         )

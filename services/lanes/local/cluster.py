@@ -126,6 +126,9 @@ class LocalCluster:
     #: of the cluster's CA when ``tls``; users log in with their Lanes users when ``auth``
     console: bool = False
     console_port: int | None = None
+    #: every broker also serves Kafka's wire protocol on a port of its own choosing (``kafka_bootstrap``
+    #: in cluster.json); plaintext clusters only, for now (issue #38)
+    kafka: bool = False
     console_process: ServiceProcess | None = None
     controller_processes: dict[int, ServiceProcess] = field(default_factory=dict)
     #: ports of controllers started beyond the first ``controllers`` (to be added to the quorum)
@@ -440,6 +443,7 @@ class LocalCluster:
                 str(self.data_dir / f"broker-{broker_id}"),
                 "--replica-lag-time-max-ms",
                 str(self.replica_lag_time_max_ms),
+                *(["--kafka-port", "0"] if self.kafka else []),
             ],
             port=self.port_base + broker_id - 1,
         )
@@ -525,6 +529,15 @@ class LocalCluster:
                 else {}
             ),
             "bootstrap": ",".join(p.address for _, p in sorted(self.broker_processes.items())),
+            **(
+                {
+                    "kafka_bootstrap": ",".join(
+                        str(p.ready["kafka_address"]) for _, p in sorted(self.broker_processes.items())
+                    )
+                }
+                if self.kafka
+                else {}
+            ),
             **(
                 {
                     "certificate_bootstrap": ",".join(

@@ -66,6 +66,8 @@ class BrokerImage:
     fenced: bool
     internal_port: int = 0
     certificate_port: int = 0
+    #: its Kafka listener (0: none)
+    kafka_port: int = 0
 
     @property
     def internal_address(self) -> str:
@@ -226,6 +228,7 @@ class MetadataImage:
             fenced=record.fenced,
             internal_port=record.endpoint.internal_port,
             certificate_port=record.endpoint.certificate_port,
+            kafka_port=record.endpoint.kafka_port,
         )
 
     def _apply_broker_fenced(self, record: metadata_pb2.BrokerFencedRecord) -> None:
@@ -398,6 +401,7 @@ class MetadataImage:
                             rack=broker.rack,
                             internal_port=broker.internal_port,
                             certificate_port=broker.certificate_port,
+                            kafka_port=broker.kafka_port,
                         ),
                         fenced=broker.fenced,
                     )

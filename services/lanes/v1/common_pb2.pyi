@@ -298,20 +298,22 @@ class Error(_message.Message):
     def __init__(self, code: _Optional[_Union[ErrorCode, str]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("node_id", "host", "port", "rack", "internal_port", "certificate_port")
+    __slots__ = ("node_id", "host", "port", "rack", "internal_port", "certificate_port", "kafka_port")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
     INTERNAL_PORT_FIELD_NUMBER: _ClassVar[int]
     CERTIFICATE_PORT_FIELD_NUMBER: _ClassVar[int]
+    KAFKA_PORT_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     host: str
     port: int
     rack: str
     internal_port: int
     certificate_port: int
-    def __init__(self, node_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., internal_port: _Optional[int] = ..., certificate_port: _Optional[int] = ...) -> None: ...
+    kafka_port: int
+    def __init__(self, node_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., internal_port: _Optional[int] = ..., certificate_port: _Optional[int] = ..., kafka_port: _Optional[int] = ...) -> None: ...
 
 class TopicPartitions(_message.Message):
     __slots__ = ("topic", "topic_id", "partitions")

@@ -1,0 +1,88 @@
+"""The Kafka listener: a TCP port speaking Kafka's protocol, one connection at a time answered in
+order (a Kafka connection's responses come back in the order of its requests; the next request
+is read once the previous one is answered, as Kafka mutes a channel while it works).
+
+Bounds: a request is at most ``MAX_REQUEST_BYTES`` (``lanes.kafka.frames``); at most
+``max_connections`` connections at once (more are closed at once); a connection idle for
+``idle_s`` (Kafka's connections.max.idle.ms, 10 minutes) is closed. Bytes that are no request, or
+a request that does not parse, close the connection (as Kafka does); nothing else is harmed.
+
+Owned by the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from lanes.kafka.apis import KafkaApis
+from lanes.kafka.codec import MalformedRequestError
+from lanes.kafka.frames import SIZE_BYTES, FrameError, frame_size, request_key
+
+_log = logging.getLogger(__name__)
+
+MAX_CONNECTIONS = 4096
+IDLE_S = 600.0
+
+
+class KafkaListener:
+    """Serves ``apis`` on ``host:port`` once started (``port`` 0: any free port; ``port`` after)."""
+
+    def __init__(
+        self,
+        apis: KafkaApis,
+        host: str,
+        port: int,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_s: float = IDLE_S,
+    ) -> None:
+        self._apis = apis
+        self._host = host
+        self.port = port
+        self._max_connections = max_connections
+        self._idle_s = idle_s
+        self._connections: set[asyncio.Task[None]] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accepted, self._host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+
+    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        if len(self._connections) >= self._max_connections:
+            writer.close()
+            return
+        self._connections.add(task)
+        try:
+            await self._serve(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
+            pass
+        except (FrameError, MalformedRequestError) as exc:
+            _log.info("closing a Kafka connection from %s: %s", writer.get_extra_info("peername"), exc)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            prefix = await asyncio.wait_for(reader.readexactly(SIZE_BYTES), self._idle_s)
+            frame = await asyncio.wait_for(reader.readexactly(frame_size(prefix)), self._idle_s)
+            response = await self._apis.answer(request_key(frame), frame)
+            if response is None:
+                key = request_key(frame)
+                raise FrameError(f"no API {key.api_key} version {key.api_version} in Kafka's protocol")
+            writer.write(response)
+            await writer.drain()

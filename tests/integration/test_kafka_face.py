@@ -1,0 +1,132 @@
+"""Kafka's wire protocol on the brokers (issue #38, first part): the listener's framing and
+bounds, ApiVersions and Metadata, answered from the same engine the gRPC face uses, to raw
+requests encoded with kio and to a real Kafka client (kafka-python)."""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer
+from kio.index import load_request_schema
+from kio.schema.errors import ErrorCode as KafkaError
+from kio.serial import entity_reader, entity_writer
+
+import lanes
+from lanes.kafka.codec import build, response_class
+from lanes.local.cluster import LocalCluster
+from tests.integration.processes import running_cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path_factory.mktemp("kafka") / "lanes", 2, tls=False, auth=False, kafka=True) as up:
+        with lanes.Admin(str(up.describe()["bootstrap"])) as admin:
+            admin.create_topic("orders", partitions=3, replication_factor=2)
+        yield up
+
+
+def _address(cluster: LocalCluster) -> tuple[str, int]:
+    host, port = str(cluster.describe()["kafka_bootstrap"]).split(",")[0].rsplit(":", 1)
+    return host, int(port)
+
+
+def _request(api_key: int, version: int, correlation_id: int, **body: Any) -> bytes:
+    cls = load_request_schema(api_key, version)
+    buffer = io.BytesIO()
+    header = cls.__header_schema__
+    entity_writer(header)(buffer, build(header, request_api_key=api_key, request_api_version=version,
+                                        correlation_id=correlation_id, client_id="lanes-tests"))  # fmt: skip
+    entity_writer(cls)(buffer, build(cls, **body))
+    payload = buffer.getvalue()
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _response(connection: socket.socket, api_key: int, version: int) -> tuple[int, Any]:
+    size = struct.unpack(">i", _exactly(connection, 4))[0]
+    data = _exactly(connection, size)
+    cls = response_class(api_key, version)
+    header, used = entity_reader(cls.__header_schema__)(data, 0)
+    body, _ = entity_reader(cls)(data, used)
+    return header.correlation_id, body
+
+
+def _exactly(connection: socket.socket, count: int) -> bytes:
+    data = b""
+    while len(data) < count:
+        chunk = connection.recv(count - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def test_api_versions_tells_what_is_served_and_answers_an_unknown_version_with_its_table(cluster: LocalCluster) -> None:
+    with socket.create_connection(_address(cluster), timeout=10) as connection:
+        connection.sendall(_request(18, 3, 7, client_software_name="tests", client_software_version="1"))
+        correlation, answer = _response(connection, 18, 3)
+        assert correlation == 7
+        assert answer.error_code == KafkaError.none
+        served = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+        assert served[18] == (0, 4)
+        assert served[3] == (4, 12)
+        # a version the broker does not know: ApiVersions v0 with UNSUPPORTED_VERSION and the table
+        connection.sendall(struct.pack(">ihhi", 8 + 2 + 5, 18, 99, 8) + struct.pack(">h", 5) + b"tests")
+        correlation, old = _response(connection, 18, 0)
+        assert correlation == 8
+        assert old.error_code == KafkaError.unsupported_version
+        assert {k.api_key for k in old.api_keys} == set(served)
+        # an API not served yet: its own answer, and the connection stays open
+        connection.sendall(_request(19, 7, 9))  # CreateTopics v7
+        assert _response(connection, 19, 7)[0] == 9
+        connection.sendall(_request(18, 3, 10, client_software_name="tests", client_software_version="1"))
+        assert _response(connection, 18, 3)[0] == 10
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        struct.pack(">i", -1),
+        struct.pack(">i", 200 * 1024 * 1024),
+        struct.pack(">i", 4) + b"abcd",
+        struct.pack(">ihhi", 8, 12345, 0, 1),
+    ],
+    ids=["negative size", "200 MiB", "shorter than a header", "no such API"],
+)
+def test_bytes_that_are_no_request_close_that_connection_only(cluster: LocalCluster, garbage: bytes) -> None:
+    with socket.create_connection(_address(cluster), timeout=10) as bystander:
+        with socket.create_connection(_address(cluster), timeout=10) as attacker:
+            attacker.sendall(garbage)
+            with pytest.raises(ConnectionError):
+                _exactly(attacker, 1)
+        bystander.sendall(_request(18, 3, 1, client_software_name="tests", client_software_version="1"))
+        assert _response(bystander, 18, 3)[1].error_code == KafkaError.none
+
+
+def test_metadata_names_the_brokers_kafka_listeners_and_the_topics(cluster: LocalCluster) -> None:
+    with socket.create_connection(_address(cluster), timeout=10) as connection:
+        connection.sendall(_request(3, 12, 3, topics=None))
+        _, everything = _response(connection, 3, 12)
+        kafka_addresses = set(str(cluster.describe()["kafka_bootstrap"]).split(","))
+        assert {f"{b.host}:{b.port}" for b in everything.brokers} == kafka_addresses
+        orders = next(t for t in everything.topics if t.name == "orders")
+        assert len(orders.partitions) == 3
+        assert all(len(p.replica_nodes) == 2 and p.leader_id in p.replica_nodes for p in orders.partitions)
+        asked = load_request_schema(3, 12)
+        topic = __import__(asked.__module__, fromlist=["MetadataRequestTopic"]).MetadataRequestTopic
+        connection.sendall(_request(3, 12, 4, topics=(build(topic, name="nope"),)))
+        _, unknown = _response(connection, 3, 12)
+        assert [(t.name, t.error_code) for t in unknown.topics] == [("nope", KafkaError.unknown_topic_or_partition)]
+
+
+def test_a_kafka_client_bootstraps_and_reads_the_topics(cluster: LocalCluster) -> None:
+    consumer = KafkaConsumer(bootstrap_servers=str(cluster.describe()["kafka_bootstrap"]).split(","))
+    try:
+        assert "orders" in consumer.topics()
+        assert consumer.partitions_for_topic("orders") == {0, 1, 2}
+    finally:
+        consumer.close()
