@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode as KafkaError
 from kio.serial import entity_reader, entity_writer
@@ -130,3 +130,50 @@ def test_a_kafka_client_bootstraps_and_reads_the_topics(cluster: LocalCluster) -
         assert consumer.partitions_for_topic("orders") == {0, 1, 2}
     finally:
         consumer.close()
+
+
+def test_a_kafka_producer_writes_what_lanes_reads_and_a_kafka_consumer_reads_it_back(cluster: LocalCluster) -> None:
+    kafka_bootstrap = str(cluster.describe()["kafka_bootstrap"]).split(",")
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", linger_ms=5)
+    try:
+        sent = [
+            producer.send("orders", key=b"k%d" % (i % 7), value=b"order-%03d" % i, headers=[("via", b"kafka")])
+            for i in range(300)
+        ]
+        written = [future.get(timeout=30) for future in sent]
+    finally:
+        producer.close()
+    by_partition: dict[int, list[int]] = {}
+    for metadata in written:
+        by_partition.setdefault(metadata.partition, []).append(metadata.offset)
+    for offsets in by_partition.values():
+        assert offsets == sorted(offsets), "order per partition"
+
+    with lanes.Consumer(str(cluster.describe()["bootstrap"])) as lanes_consumer:  # the other face reads the same
+        partitions = [lanes.TopicPartition("orders", p) for p in range(3)]
+        lanes_consumer.assign(partitions)
+        lanes_consumer.seek_to_beginning()
+        read: list[lanes.ConsumerRecord] = []
+        while len(read) < 300:
+            read.extend(lanes_consumer.poll(timeout_ms=1_000))
+    assert sorted(r.value or b"" for r in read) == sorted(b"order-%03d" % i for i in range(300))
+    assert all(r.headers == (("via", b"kafka"),) for r in read)
+    assert {(r.partition, r.offset) for r in read} == {(m.partition, m.offset) for m in written}
+
+    consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=5_000)
+    try:
+        consumer.assign([TopicPartition("orders", p) for p in range(3)])
+        consumer.seek_to_beginning()
+        back = []
+        for record in consumer:
+            back.append(record)
+            if len(back) == 300:
+                break
+        assert consumer.end_offsets([TopicPartition("orders", p) for p in range(3)]) == {
+            TopicPartition("orders", p): len(offsets) for p, offsets in by_partition.items()
+        }
+    finally:
+        consumer.close()
+    assert {(r.partition, r.offset, r.key, r.value) for r in back} == {
+        (r.partition, r.offset, r.key, r.value) for r in read
+    }, "identical through either face"

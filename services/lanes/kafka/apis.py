@@ -6,12 +6,14 @@ its own API and version where the protocol has one (ApiVersions: its version 0, 
 so that a client learns what to send), never with a dropped connection; only bytes that are no
 request of any API close the connection (``lanes.kafka.listener``).
 
-Served so far: ApiVersions (v0-v4) and Metadata (v4-v12, the KIP-896 floor up): issue #38 adds
-the rest. Owned by the broker's event loop.
+Served so far: ApiVersions (v0-v4), Metadata (v4-v12, the KIP-896 floor up), Produce (v3-v12),
+Fetch (v4-v12), ListOffsets (v1-v8), InitProducerId (v0-v5) (``lanes.kafka.records_apis``): issue #38 adds the rest.
+Owned by the broker's event loop.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from kio.schema.errors import ErrorCode as KafkaError
 from lanes.broker.node import BrokerNode
 from lanes.kafka.codec import build, decode, encode, nested, refusal, request_class, response_class
 from lanes.kafka.frames import RequestKey
+from lanes.kafka.records_apis import FETCH, INIT_PRODUCER_ID, LIST_OFFSETS, PRODUCE, RecordApis, init_producer_id
 from lanes.metadata.image import MetadataImage, TopicImage
 
 API_VERSIONS = 18
@@ -35,7 +38,7 @@ class Served:
 
     min_version: int
     max_version: int
-    handler: Callable[[Any, Any, int], Awaitable[Any]]
+    handler: Callable[[Any, Any, int], Awaitable[Any | None]]
 
 
 class KafkaApis:
@@ -43,14 +46,21 @@ class KafkaApis:
 
     def __init__(self, node: BrokerNode) -> None:
         self._node = node
+        records = RecordApis(node)
         self.served: dict[int, Served] = {
             API_VERSIONS: Served(0, 4, self._api_versions),
             METADATA: Served(4, 12, self._metadata),
+            # (versions that name topics; the ones that give topic ids come with their mapping)
+            PRODUCE: Served(3, 12, records.produce),
+            FETCH: Served(4, 12, records.fetch),
+            LIST_OFFSETS: Served(1, 8, records.list_offsets),
+            INIT_PRODUCER_ID: Served(0, 5, functools.partial(init_producer_id, node)),
         }
 
     async def answer(self, key: RequestKey, frame: bytes) -> bytes | None:
-        """The response frame to a request frame; None when it is no request at all (the
-        connection is then closed). MalformedRequestError for one that does not parse."""
+        """The response frame to a request frame (empty for a request answered by silence: a
+        produce with acks=0); None when it is no request at all (the connection is then
+        closed). MalformedRequestError for one that does not parse."""
         served = self.served.get(key.api_key)
         cls = request_class(key.api_key, key.api_version)
         if served is None or not served.min_version <= key.api_version <= served.max_version:
@@ -61,7 +71,8 @@ class KafkaApis:
             return encode(key.correlation_id, refusal(key.api_key, key.api_version, KafkaError.unsupported_version))
         assert cls is not None  # (a served version is one kio knows)
         header, body = decode(frame, cls)
-        return encode(key.correlation_id, await served.handler(header, body, key.api_version))
+        response = await served.handler(header, body, key.api_version)
+        return b"" if response is None else encode(key.correlation_id, response)
 
     # -----------------------------------------------------------------------------------------
     # ApiVersions

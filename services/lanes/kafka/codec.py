@@ -64,6 +64,8 @@ def encode(correlation_id: int, response: Any) -> bytes:
 def _empty(field: dataclasses.Field[Any]) -> Any:
     """The empty value of a field: none, zero, nothing (for what a handler does not set)."""
     kind = field.type
+    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+        return build(kind)
     origin = typing.get_origin(kind)
     if origin in (typing.Union, types.UnionType) and type(None) in typing.get_args(kind):
         return None
@@ -88,12 +90,13 @@ def _empty(field: dataclasses.Field[Any]) -> Any:
 
 
 def build(cls: type[Any], **values: Any) -> Any:
-    """``cls`` with ``values`` for the fields it has (others ignored: versions differ), and every
-    other field empty."""
+    """``cls`` with ``values`` for the fields it has (others ignored: versions differ), every
+    other field at the default Kafka's schema gives it, or else empty."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
     given = {name: value for name, value in values.items() if name in fields}
     for name, field in fields.items():
-        if name not in given:
+        has_default = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+        if name not in given and not has_default:  # (Kafka's schema defaults, which kio carries, stand)
             given[name] = _empty(field)
     return cls(**given)
 

@@ -84,5 +84,6 @@ class KafkaListener:
             if response is None:
                 key = request_key(frame)
                 raise FrameError(f"no API {key.api_key} version {key.api_version} in Kafka's protocol")
-            writer.write(response)
-            await writer.drain()
+            if response:
+                writer.write(response)
+                await writer.drain()
