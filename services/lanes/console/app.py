@@ -10,6 +10,10 @@ styles from this console only), no framing, no caching and no referrer. Nothing 
 in a URL or a log line: passwords and tokens come in POST bodies and stay in the session's
 clients.
 
+Logins: after ``MAX_FAILED_LOGINS`` failures from one browser address within a minute, that
+address's logins are refused (429) until the minute has passed (the cluster sees every console
+login come from the console's own address, so it cannot tell guessers apart).
+
 With ``login=False`` (a cluster without authentication) a browser gets a session at its first
 visit, acting as the console's own (anonymous) clients.
 
@@ -48,6 +52,13 @@ HERE = Path(__file__).parent
 COOKIE = "lanes_session"
 #: the most bytes a form (login, produce, configs) may have
 MAX_FORM_BYTES = 1024 * 1024
+#: failed logins from one address within FAILED_LOGIN_WINDOW_S before its logins are refused
+#: (429) until the window has passed: every login through the console reaches the cluster from
+#: the console's one address, so the console holds guessers back per browser address itself
+MAX_FAILED_LOGINS = 10
+FAILED_LOGIN_WINDOW_S = 60.0
+#: addresses whose failures are remembered (the oldest are forgotten beyond)
+FAILED_LOGIN_ADDRESSES = 10_000
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
     "frame-ancestors 'none'; form-action 'self'",
@@ -84,6 +95,9 @@ class Console:
         self.settings = settings
         self.sessions = Sessions(clock, idle_s=settings.session_idle_s)
         self._anonymous: UserClients | None = None
+        self._clock = clock
+        #: browser address -> times of its recent failed logins (oldest address first)
+        self._failed_logins: dict[str, list[float]] = {}
         self.resources: KubernetesResources | None = None
         if settings.kubernetes_namespaces:
             self.resources = KubernetesResources(settings.kubernetes_namespaces, settings.kubeconfig)
@@ -278,6 +292,9 @@ class Console:
         form = await _form(request)
         if form is None or not _same_origin(request):
             return _problem(403, "refused: a login comes from this console's own page")
+        address = request.client.host if request.client is not None else ""
+        if self._recent_failures(address) >= MAX_FAILED_LOGINS:
+            return _problem(429, f"too many failed logins from {address}: wait a minute")
         username, password, token = form.get("username", ""), form.get("password", ""), form.get("token", "")
         credentials: Credentials
         try:
@@ -289,6 +306,7 @@ class Console:
             await clients.admin.list_topics()  # (any authenticated caller may: it proves the login)
         except (AuthenticationError, LanesError, ValueError) as exc:
             await clients.close()
+            self._failed_login(address)
             failed = (
                 "the cluster did not accept these credentials" if isinstance(exc, AuthenticationError) else str(exc)
             )
@@ -304,6 +322,20 @@ class Console:
         response = RedirectResponse(_local(form.get("next", "/")), status_code=303)
         self._set_cookie(response, session_token)
         return response
+
+    def _recent_failures(self, address: str) -> int:
+        now = self._clock()
+        recent = [t for t in self._failed_logins.get(address, []) if now - t < FAILED_LOGIN_WINDOW_S]
+        if recent:
+            self._failed_logins[address] = recent
+        else:
+            self._failed_logins.pop(address, None)
+        return len(recent)
+
+    def _failed_login(self, address: str) -> None:
+        self._failed_logins.setdefault(address, []).append(self._clock())
+        while len(self._failed_logins) > FAILED_LOGIN_ADDRESSES:
+            del self._failed_logins[next(iter(self._failed_logins))]
 
     async def _logout(self, request: Request) -> Response:
         session = self._session(request)
