@@ -4,6 +4,7 @@ requests encoded with kio and to a real Kafka client (kafka-python)."""
 
 from __future__ import annotations
 
+import datetime
 import io
 import socket
 import struct
@@ -19,6 +20,7 @@ from kio.serial import entity_reader, entity_writer
 import lanes
 from lanes.kafka.codec import build, response_class
 from lanes.local.cluster import LocalCluster
+from lanes.protocol.records import Record, encode_batch
 from tests.integration.processes import running_cluster
 
 
@@ -177,3 +179,42 @@ def test_a_kafka_producer_writes_what_lanes_reads_and_a_kafka_consumer_reads_it_
     assert {(r.partition, r.offset, r.key, r.value) for r in back} == {
         (r.partition, r.offset, r.key, r.value) for r in read
     }, "identical through either face"
+
+
+def _nested(api_key: int, version: int, name: str) -> Any:
+    cls = load_request_schema(api_key, version)
+    return getattr(__import__(cls.__module__, fromlist=[name]), name)
+
+
+def _produce(topic: str, acks: int) -> dict[str, Any]:
+    batch = lanes_batch()
+    partition = build(_nested(0, 9, "PartitionProduceData"), index=0, records=batch)
+    data = build(_nested(0, 9, "TopicProduceData"), name=topic, partition_data=(partition,))
+    return {"acks": acks, "timeout": datetime.timedelta(seconds=10), "topic_data": (data,)}
+
+
+def lanes_batch() -> bytes:
+    return encode_batch([Record(0, 1_700_000_000_000, b"k", b"v")])
+
+
+def test_produce_refuses_what_kafka_refuses(cluster: LocalCluster) -> None:
+    with socket.create_connection(_address(cluster), timeout=10) as connection:
+        connection.sendall(_request(0, 9, 1, **_produce("orders", 5)))
+        _, answer = _response(connection, 0, 9)
+        assert answer.responses[0].partition_responses[0].error_code == KafkaError.invalid_required_acks
+        connection.sendall(_request(0, 9, 2, **_produce("__consumer_offsets", -1)))
+        _, internal = _response(connection, 0, 9)
+        assert internal.responses[0].partition_responses[0].error_code == KafkaError.invalid_topic_exception
+        ask = build(_nested(2, 6, "ListOffsetsPartition"), partition_index=0, timestamp=-3)
+        connection.sendall(
+            _request(2, 6, 3, topics=(build(_nested(2, 6, "ListOffsetsTopic"), name="orders", partitions=(ask,)),))
+        )
+        _, offsets = _response(connection, 2, 6)
+        assert offsets.topics[0].partitions[0].error_code == KafkaError.unsupported_version
+    with socket.create_connection(_address(cluster), timeout=10) as silent:
+        silent.sendall(_request(0, 9, 4, **_produce("orders", 0)))  # acks=0: no answer
+        silent.sendall(_request(18, 3, 5, client_software_name="tests", client_software_version="1"))
+        assert _response(silent, 18, 3)[0] == 5, "the acks=0 request was not answered"
+        silent.sendall(_request(0, 9, 6, **_produce("no-such-topic", 0)))  # acks=0 that failed: closed
+        with pytest.raises(ConnectionError):
+            _exactly(silent, 1)

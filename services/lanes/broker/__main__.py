@@ -158,7 +158,12 @@ async def serve(options: argparse.Namespace) -> None:
     endpoint.certificate_port = running.certificate_port
     kafka: KafkaListener | None = None
     if options.kafka_port >= 0:  # (listening before registering, so its port is advertised)
-        kafka = KafkaListener(KafkaApis(node), options.host, options.kafka_port)
+        kafka = KafkaListener(
+            KafkaApis(node, fetch_max_bytes=options.fetch_max_bytes),
+            options.host,
+            options.kafka_port,
+            max_request_bytes=options.max_request_bytes,
+        )
         await kafka.start()
         endpoint.kafka_port = kafka.port
     await node.start()

@@ -7,7 +7,7 @@ so that a client learns what to send), never with a dropped connection; only byt
 request of any API close the connection (``lanes.kafka.listener``).
 
 Served so far: ApiVersions (v0-v4), Metadata (v4-v12, the KIP-896 floor up), Produce (v3-v12),
-Fetch (v4-v12), ListOffsets (v1-v8), InitProducerId (v0-v5) (``lanes.kafka.records_apis``): issue #38 adds the rest.
+Fetch (v4-v12), ListOffsets (v1-v6), InitProducerId (v0-v5) (``lanes.kafka.records_apis``): issue #38 adds the rest.
 Owned by the broker's event loop.
 """
 
@@ -21,7 +21,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode as KafkaError
 
+from lanes.broker.fetch_limits import FETCH_MAX_BYTES
 from lanes.broker.node import BrokerNode
+from lanes.kafka.answers import Answer, Reply
 from lanes.kafka.codec import build, decode, encode, nested, refusal, request_class, response_class
 from lanes.kafka.frames import RequestKey
 from lanes.kafka.records_apis import FETCH, INIT_PRODUCER_ID, LIST_OFFSETS, PRODUCE, RecordApis, init_producer_id
@@ -44,35 +46,41 @@ class Served:
 class KafkaApis:
     """The face (see the module docstring)."""
 
-    def __init__(self, node: BrokerNode) -> None:
+    def __init__(self, node: BrokerNode, *, fetch_max_bytes: int = FETCH_MAX_BYTES) -> None:
         self._node = node
-        records = RecordApis(node)
+        records = RecordApis(node, fetch_max_bytes=fetch_max_bytes)
         self.served: dict[int, Served] = {
             API_VERSIONS: Served(0, 4, self._api_versions),
             METADATA: Served(4, 12, self._metadata),
             # (versions that name topics; the ones that give topic ids come with their mapping)
             PRODUCE: Served(3, 12, records.produce),
             FETCH: Served(4, 12, records.fetch),
-            LIST_OFFSETS: Served(1, 8, records.list_offsets),
+            # (v7's max-timestamp and v8's earliest-local offsets are not served yet)
+            LIST_OFFSETS: Served(1, 6, records.list_offsets),
             INIT_PRODUCER_ID: Served(0, 5, functools.partial(init_producer_id, node)),
         }
 
-    async def answer(self, key: RequestKey, frame: bytes) -> bytes | None:
-        """The response frame to a request frame (empty for a request answered by silence: a
+    async def answer(self, key: RequestKey, frame: bytes) -> Reply | None:
+        """The reply to a request frame (an empty frame for a request answered by silence: a
         produce with acks=0); None when it is no request at all (the connection is then
         closed). MalformedRequestError for one that does not parse."""
         served = self.served.get(key.api_key)
         cls = request_class(key.api_key, key.api_version)
         if served is None or not served.min_version <= key.api_version <= served.max_version:
             if key.api_key == API_VERSIONS:  # v0, which every client reads
-                return encode(key.correlation_id, self._versions_table(0, KafkaError.unsupported_version))
+                return Reply(encode(key.correlation_id, self._versions_table(0, KafkaError.unsupported_version)))
             if cls is None:
                 return None
-            return encode(key.correlation_id, refusal(key.api_key, key.api_version, KafkaError.unsupported_version))
+            return Reply(
+                encode(key.correlation_id, refusal(key.api_key, key.api_version, KafkaError.unsupported_version))
+            )
         assert cls is not None  # (a served version is one kio knows)
         header, body = decode(frame, cls)
-        response = await served.handler(header, body, key.api_version)
-        return b"" if response is None else encode(key.correlation_id, response)
+        answered = await served.handler(header, body, key.api_version)
+        if not isinstance(answered, Answer):
+            answered = Answer(answered)
+        data = b"" if answered.response is None else encode(key.correlation_id, answered.response)
+        return Reply(data, answered.release, answered.close)
 
     # -----------------------------------------------------------------------------------------
     # ApiVersions
@@ -113,16 +121,15 @@ class KafkaApis:
             names = sorted(t.name for t in image.topics.values())
         else:
             names = [t.name or _name_of(image, t.topic_id) for t in request.topics]
-        topics = tuple(self._topic(cls, image, name) for name in names)
+        listed = {b.node_id for b in brokers}
+        topics = tuple(self._topic(cls, image, name, listed) for name in dict.fromkeys(names))
+        # (KRaft: clients send admin requests to a broker: this one, else another listed one)
+        controller_id = self._node.broker_id if self._node.broker_id in listed else min(listed, default=-1)
         return build(
-            cls,
-            brokers=brokers,
-            cluster_id=image.cluster_id or None,
-            controller_id=self._node.broker_id,  # (KRaft: clients send admin requests to a broker)
-            topics=topics,
+            cls, brokers=brokers, cluster_id=image.cluster_id or None, controller_id=controller_id, topics=topics
         )
 
-    def _topic(self, cls: type[Any], image: MetadataImage, name: str) -> Any:
+    def _topic(self, cls: type[Any], image: MetadataImage, name: str, listed: set[int]) -> Any:
         topic_class = nested(cls, "MetadataResponseTopic")
         topic = image.topic(name)
         if topic is None:
@@ -132,29 +139,36 @@ class KafkaApis:
             name=topic.name,
             topic_id=uuid.UUID(topic.topic_id),
             is_internal=topic.internal,
-            partitions=_partitions(cls, image, topic),
+            partitions=self._partitions(cls, image, topic, listed),
             topic_authorized_operations=-2147483648,  # not asked for (Kafka's "omitted")
         )
+
+    def _partitions(self, cls: type[Any], image: MetadataImage, topic: TopicImage, listed: set[int]) -> tuple[Any, ...]:
+        """Each partition's leader as the gRPC face names it (``named_leader``: none while the
+        leader cannot vouch for leading), and none (LEADER_NOT_AVAILABLE) when it has no Kafka
+        listener in the answer's brokers."""
+        partition_class = nested(cls, "MetadataResponsePartition")
+        live = {b.broker_id for b in image.brokers.values() if not b.fenced}
+        answered = []
+        for _, p in sorted(topic.partitions.items()):
+            leader = self._node.replicas.named_leader(topic.name, p)
+            if leader not in listed:
+                leader = -1
+            answered.append(
+                build(
+                    partition_class,
+                    error_code=KafkaError.none if leader >= 0 else KafkaError.leader_not_available,
+                    partition_index=p.partition,
+                    leader_id=leader,
+                    leader_epoch=p.leader_epoch,
+                    replica_nodes=tuple(p.replicas),
+                    isr_nodes=tuple(p.isr),
+                    offline_replicas=tuple(r for r in p.replicas if r not in live),
+                )
+            )
+        return tuple(answered)
 
 
 def _name_of(image: MetadataImage, topic_id: Any) -> str:
     topic = image.topics.get(str(topic_id)) if topic_id is not None else None
     return topic.name if topic is not None else ""
-
-
-def _partitions(cls: type[Any], image: MetadataImage, topic: TopicImage) -> tuple[Any, ...]:
-    partition_class = nested(cls, "MetadataResponsePartition")
-    live = {b.broker_id for b in image.brokers.values() if not b.fenced}
-    return tuple(
-        build(
-            partition_class,
-            error_code=KafkaError.none if p.leader >= 0 else KafkaError.leader_not_available,
-            partition_index=p.partition,
-            leader_id=p.leader,
-            leader_epoch=p.leader_epoch,
-            replica_nodes=tuple(p.replicas),
-            isr_nodes=tuple(p.isr),
-            offline_replicas=tuple(r for r in p.replicas if r not in live),
-        )
-        for _, p in sorted(topic.partitions.items())
-    )

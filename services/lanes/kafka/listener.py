@@ -2,9 +2,10 @@
 order (a Kafka connection's responses come back in the order of its requests; the next request
 is read once the previous one is answered, as Kafka mutes a channel while it works).
 
-Bounds: a request is at most ``MAX_REQUEST_BYTES`` (``lanes.kafka.frames``); at most
-``max_connections`` connections at once (more are closed at once); a connection idle for
-``idle_s`` (Kafka's connections.max.idle.ms, 10 minutes) is closed. Bytes that are no request, or
+Bounds: a request is at most ``max_request_bytes`` (the broker's ``--max-request-bytes``); at
+most ``max_connections`` connections at once (more are closed at once); a connection idle for
+``idle_s`` (Kafka's connections.max.idle.ms, 10 minutes), or whose answer is not taken within
+``send_s``, is closed; an answer's fetch memory is given back once it is written. Bytes that are no request, or
 a request that does not parse, close the connection (as Kafka does); nothing else is harmed.
 
 Owned by the broker's event loop.
@@ -18,12 +19,14 @@ import logging
 
 from lanes.kafka.apis import KafkaApis
 from lanes.kafka.codec import MalformedRequestError
-from lanes.kafka.frames import SIZE_BYTES, FrameError, frame_size, request_key
+from lanes.kafka.frames import MAX_REQUEST_BYTES, SIZE_BYTES, FrameError, frame_size, request_key
 
 _log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 4096
 IDLE_S = 600.0
+#: the longest an answer may take to be written before its connection is closed
+SEND_S = 30.0
 
 
 class KafkaListener:
@@ -37,12 +40,16 @@ class KafkaListener:
         *,
         max_connections: int = MAX_CONNECTIONS,
         idle_s: float = IDLE_S,
+        send_s: float = SEND_S,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
     ) -> None:
         self._apis = apis
         self._host = host
         self.port = port
         self._max_connections = max_connections
         self._idle_s = idle_s
+        self._send_s = send_s
+        self._max_request_bytes = max_request_bytes
         self._connections: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
 
@@ -64,12 +71,15 @@ class KafkaListener:
             writer.close()
             return
         self._connections.add(task)
+        peer = writer.get_extra_info("peername")
         try:
             await self._serve(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
             pass
         except (FrameError, MalformedRequestError) as exc:
-            _log.info("closing a Kafka connection from %s: %s", writer.get_extra_info("peername"), exc)
+            _log.info("closing a Kafka connection from %s: %s", peer, exc)
+        except Exception as exc:  # a request no handler foresaw: that connection ends, nothing else
+            _log.warning("closing a Kafka connection from %s after %s: %s", peer, type(exc).__name__, exc)
         finally:
             self._connections.discard(task)
             writer.close()
@@ -79,11 +89,20 @@ class KafkaListener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
             prefix = await asyncio.wait_for(reader.readexactly(SIZE_BYTES), self._idle_s)
-            frame = await asyncio.wait_for(reader.readexactly(frame_size(prefix)), self._idle_s)
-            response = await self._apis.answer(request_key(frame), frame)
-            if response is None:
-                key = request_key(frame)
+            size = frame_size(prefix, self._max_request_bytes)
+            frame = await asyncio.wait_for(reader.readexactly(size), self._idle_s)
+            key = request_key(frame)
+            reply = await self._apis.answer(key, frame)
+            if reply is None:
                 raise FrameError(f"no API {key.api_key} version {key.api_version} in Kafka's protocol")
-            if response:
-                writer.write(response)
-                await writer.drain()
+            try:
+                if reply.frame:
+                    writer.write(reply.frame)
+                    # a client that does not read its answers holds nothing for long (the records'
+                    # fetch memory is held until the answer is written)
+                    await asyncio.wait_for(writer.drain(), self._send_s)
+            finally:
+                if reply.release is not None:
+                    reply.release()
+            if reply.close:
+                return

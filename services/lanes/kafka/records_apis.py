@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from typing import Any
+from typing import Any, cast
 
 from kio.schema.errors import ErrorCode as KafkaError
 
@@ -23,11 +23,14 @@ from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FetchLimits
 from lanes.broker.node import BrokerNode
 from lanes.broker.replica_manager import Writer
 from lanes.errors import ErrorCode
+from lanes.kafka.answers import Answer
 from lanes.kafka.codec import build, nested, response_class
 from lanes.v1 import broker_pb2, common_pb2
 
 PRODUCE, FETCH, LIST_OFFSETS, INIT_PRODUCER_ID = 0, 1, 2, 22
 _ACKS = {0: common_pb2.ACKS_NONE, 1: common_pb2.ACKS_LEADER, -1: common_pb2.ACKS_ALL}
+#: the longest a produce waits for its acknowledgements (a larger timeout is taken as this)
+_MAX_PRODUCE_TIMEOUT_S = 300.0
 #: Kafka's ListOffsets timestamps that name a position instead of a time
 _EARLIEST, _LATEST = -2, -1
 
@@ -45,41 +48,53 @@ def _code(code: int) -> KafkaError:
 class RecordApis:
     """The record APIs of one broker's Kafka face."""
 
-    def __init__(self, node: BrokerNode) -> None:
+    def __init__(self, node: BrokerNode, *, fetch_max_bytes: int = FETCH_MAX_BYTES) -> None:
         self._node = node
+        self._fetch_max_bytes = fetch_max_bytes
         #: who writes through this face: no verified certificate (Kafka's clients are users)
         self._writer = Writer(None, False)
 
-    async def produce(self, header: Any, request: Any, version: int) -> Any | None:
-        """Append each partition's batches (the engine's ``append``); None for acks=0."""
+    async def produce(self, header: Any, request: Any, version: int) -> Answer:
+        """Append each partition's batches (the engine's ``append``). An invalid acks is answered
+        INVALID_REQUIRED_ACKS and an internal topic INVALID_TOPIC_EXCEPTION, per partition, as
+        Kafka answers them; acks=0 gets no answer, and the connection is closed when a partition
+        failed (an acks=0 producer notices nothing else, as with Kafka)."""
         acks = _ACKS.get(int(request.acks))
-        cls = response_class(PRODUCE, version)
-        if acks is None:
-            return build(cls)  # (an invalid acks: Kafka answers INVALID_REQUIRED_ACKS per partition)
-        timeout_s = max(request.timeout.total_seconds(), 0.0) or 30.0
+        timeout_s = min(max(request.timeout.total_seconds(), 0.0), _MAX_PRODUCE_TIMEOUT_S)
         replicas = self._node.replicas
-        started = [
-            (
-                topic.name,
-                [
-                    asyncio.create_task(
-                        replicas.append(
-                            topic.name,
-                            broker_pb2.PartitionProduceData(partition=p.index, records=bytes(p.records or b"")),
-                            acks,
-                            timeout_s,
-                            self._writer,
-                        )
-                    )
-                    for p in topic.partition_data
-                ],
+        image = self._node.image
+
+        async def one(topic: str, partition: Any) -> broker_pb2.PartitionProduceResponse:
+            refused = (
+                KafkaError.invalid_required_acks
+                if acks is None
+                else KafkaError.invalid_topic_exception
+                if (found := image.topic(topic)) is not None and found.internal
+                else None
             )
+            if refused is not None:
+                return broker_pb2.PartitionProduceResponse(
+                    partition=partition.index,
+                    base_offset=-1,
+                    log_append_time_ms=-1,
+                    log_start_offset=-1,
+                    error=common_pb2.Error(code=cast(Any, int(refused)), message=f"{topic}: {refused.name}"),
+                )
+            assert acks is not None
+            data = broker_pb2.PartitionProduceData(partition=partition.index, records=bytes(partition.records or b""))
+            return await replicas.append(topic, data, acks, timeout_s, self._writer)
+
+        started = [
+            (topic.name, [asyncio.create_task(one(topic.name, p)) for p in topic.partition_data])
             for topic in request.topic_data
         ]
+        cls = response_class(PRODUCE, version)
         topic_class, partition_class = nested(cls, "TopicProduceResponse"), nested(cls, "PartitionProduceResponse")
         responses = []
+        failed = False
         for name, tasks in started:
             answers = await asyncio.gather(*tasks)
+            failed = failed or any(_code(a.error.code) is not KafkaError.none for a in answers)
             responses.append(
                 build(
                     topic_class,
@@ -89,7 +104,7 @@ class RecordApis:
                             partition_class,
                             index=a.partition,
                             error_code=_code(a.error.code),
-                            error_message=a.error.message or None,
+                            error_message=_message(a.error),
                             base_offset=a.base_offset,
                             log_append_time=_time(a.log_append_time_ms),
                             log_start_offset=a.log_start_offset,
@@ -99,16 +114,17 @@ class RecordApis:
                 )
             )
         if acks == common_pb2.ACKS_NONE:
-            return None
-        return build(cls, responses=tuple(responses))
+            return Answer(None, close=failed)
+        return Answer(build(cls, responses=tuple(responses)))
 
-    async def fetch(self, header: Any, request: Any, version: int) -> Any:
+    async def fetch(self, header: Any, request: Any, version: int) -> Answer:
         """Long-poll reads through the engine's ``ConsumerFetches`` (the same memory bound and
-        waits as the gRPC face)."""
+        waits as the gRPC face): the records' memory is given back once the answer was sent
+        (``Answer.release``), each client id counted as one holder."""
         wanted = broker_pb2.FetchRequest(
             max_wait_ms=int(request.max_wait.total_seconds() * 1000),
             min_bytes=int(request.min_bytes),
-            max_bytes=int(getattr(request, "max_bytes", FETCH_MAX_BYTES) or FETCH_MAX_BYTES),
+            max_bytes=int(getattr(request, "max_bytes", self._fetch_max_bytes) or self._fetch_max_bytes),
             topics=[
                 broker_pb2.FetchTopic(
                     topic=topic.topic,
@@ -125,12 +141,14 @@ class RecordApis:
                 for topic in request.topics
             ],
         )
-        limits = FetchLimits.clamp(wanted.max_bytes, wanted.min_bytes, wanted.max_wait_ms, cap_bytes=FETCH_MAX_BYTES)
+        limits = FetchLimits.clamp(
+            wanted.max_bytes, wanted.min_bytes, wanted.max_wait_ms, cap_bytes=self._fetch_max_bytes
+        )
         fetch = ConsumerFetch(wanted, limits.max_bytes)
         cls = response_class(FETCH, version)
         if not fetch.keys:
-            return build(cls)
-        answer = await self._node.consumer_fetches.fetch(fetch, limits)
+            return Answer(build(cls))
+        answer = await self._node.consumer_fetches.fetch(fetch, limits, f"kafka:{header.client_id or ''}")
         try:
             topic_class, partition_class = nested(cls, "FetchableTopicResponse"), nested(cls, "PartitionData")
             responses = tuple(
@@ -153,9 +171,10 @@ class RecordApis:
                 )
                 for topic in answer.response.topics
             )
-            return build(cls, responses=responses)
-        finally:
-            answer.release()  # (the bytes are copied into the response's dataclasses)
+        except BaseException:
+            answer.release()
+            raise
+        return Answer(build(cls, responses=responses), release=answer.release)
 
     async def list_offsets(self, header: Any, request: Any, version: int) -> Any:
         """The earliest, latest, or first offset at or after a time, per partition."""
@@ -169,6 +188,18 @@ class RecordApis:
             partitions = []
             for p in topic.partitions:
                 stamp = int(p.timestamp)
+                if stamp < 0 and stamp not in (_EARLIEST, _LATEST):  # (-3 max timestamp, -4 earliest local)
+                    partitions.append(
+                        build(
+                            partition_class,
+                            partition_index=p.partition_index,
+                            error_code=KafkaError.unsupported_version,
+                            timestamp=-1,
+                            offset=-1,
+                            leader_epoch=-1,
+                        )
+                    )
+                    continue
                 spec = (
                     broker_pb2.OFFSET_SPEC_EARLIEST
                     if stamp == _EARLIEST
@@ -209,6 +240,11 @@ async def init_producer_id(node: BrokerNode, header: Any, request: Any, version:
     if producer_id is None:
         return build(cls, error_code=KafkaError.coordinator_not_available, producer_id=-1, producer_epoch=-1)
     return build(cls, producer_id=producer_id, producer_epoch=0)
+
+
+def _message(error: common_pb2.Error) -> str | None:
+    """An error's message for a Kafka client (none for what Kafka answers as success)."""
+    return (error.message or None) if _code(error.code) is not KafkaError.none else None
 
 
 def _time(ms: int) -> datetime.datetime | None:
