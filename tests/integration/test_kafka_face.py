@@ -193,6 +193,17 @@ def _produce(topic: str, acks: int) -> dict[str, Any]:
     return {"acks": acks, "timeout": datetime.timedelta(seconds=10), "topic_data": (data,)}
 
 
+def _leader_of(cluster: LocalCluster, topic: str, partition: int) -> tuple[str, int]:
+    """The Kafka address of the partition's leader, as Metadata names it."""
+    with socket.create_connection(_address(cluster), timeout=10) as connection:
+        connection.sendall(_request(3, 12, 1, topics=None))
+        _, metadata = _response(connection, 3, 12)
+    found = next(t for t in metadata.topics if t.name == topic)
+    leader = next(p.leader_id for p in found.partitions if p.partition_index == partition)
+    broker = next(b for b in metadata.brokers if b.node_id == leader)
+    return broker.host, broker.port
+
+
 def lanes_batch() -> bytes:
     return encode_batch([Record(0, 1_700_000_000_000, b"k", b"v")])
 
@@ -211,8 +222,8 @@ def test_produce_refuses_what_kafka_refuses(cluster: LocalCluster) -> None:
         )
         _, offsets = _response(connection, 2, 6)
         assert offsets.topics[0].partitions[0].error_code == KafkaError.unsupported_version
-    with socket.create_connection(_address(cluster), timeout=10) as silent:
-        silent.sendall(_request(0, 9, 4, **_produce("orders", 0)))  # acks=0: no answer
+    with socket.create_connection(_leader_of(cluster, "orders", 0), timeout=10) as silent:
+        silent.sendall(_request(0, 9, 4, **_produce("orders", 0)))  # acks=0, to the leader: no answer
         silent.sendall(_request(18, 3, 5, client_software_name="tests", client_software_version="1"))
         assert _response(silent, 18, 3)[0] == 5, "the acks=0 request was not answered"
         silent.sendall(_request(0, 9, 6, **_produce("no-such-topic", 0)))  # acks=0 that failed: closed
