@@ -76,8 +76,8 @@ def _empty(field: dataclasses.Field[Any]) -> Any:
         return KafkaError.none
     if kafka_type in ("timedelta_i32", "timedelta_i64"):
         return datetime.timedelta(0)
-    if kafka_type == "datetime_i64":
-        return None if kind is typing.Optional else datetime.datetime.fromtimestamp(0, datetime.UTC)
+    if kafka_type == "datetime_i64":  # (a nullable one was answered None above)
+        return datetime.datetime.fromtimestamp(0, datetime.UTC)
     if kafka_type == "string":
         return ""
     if kafka_type == "bool":
