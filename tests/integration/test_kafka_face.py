@@ -5,7 +5,6 @@ requests encoded with kio and to a real Kafka client (kafka-python)."""
 from __future__ import annotations
 
 import datetime
-import io
 import socket
 import struct
 from collections.abc import Iterator
@@ -15,12 +14,15 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode as KafkaError
-from kio.serial import entity_reader, entity_writer
 
 import lanes
-from lanes.kafka.codec import build, response_class
+from lanes.kafka.codec import build
 from lanes.local.cluster import LocalCluster
 from lanes.protocol.records import Record, encode_batch
+from tests.integration.kafka_wire import exactly as _exactly
+from tests.integration.kafka_wire import nested as _nested
+from tests.integration.kafka_wire import request as _request
+from tests.integration.kafka_wire import response as _response
 from tests.integration.processes import running_cluster
 
 
@@ -35,36 +37,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def _address(cluster: LocalCluster) -> tuple[str, int]:
     host, port = str(cluster.describe()["kafka_bootstrap"]).split(",")[0].rsplit(":", 1)
     return host, int(port)
-
-
-def _request(api_key: int, version: int, correlation_id: int, **body: Any) -> bytes:
-    cls = load_request_schema(api_key, version)
-    buffer = io.BytesIO()
-    header = cls.__header_schema__
-    entity_writer(header)(buffer, build(header, request_api_key=api_key, request_api_version=version,
-                                        correlation_id=correlation_id, client_id="lanes-tests"))  # fmt: skip
-    entity_writer(cls)(buffer, build(cls, **body))
-    payload = buffer.getvalue()
-    return struct.pack(">i", len(payload)) + payload
-
-
-def _response(connection: socket.socket, api_key: int, version: int) -> tuple[int, Any]:
-    size = struct.unpack(">i", _exactly(connection, 4))[0]
-    data = _exactly(connection, size)
-    cls = response_class(api_key, version)
-    header, used = entity_reader(cls.__header_schema__)(data, 0)
-    body, _ = entity_reader(cls)(data, used)
-    return header.correlation_id, body
-
-
-def _exactly(connection: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = connection.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return data
 
 
 def test_api_versions_tells_what_is_served_and_answers_an_unknown_version_with_its_table(cluster: LocalCluster) -> None:
@@ -179,11 +151,6 @@ def test_a_kafka_producer_writes_what_lanes_reads_and_a_kafka_consumer_reads_it_
     assert {(r.partition, r.offset, r.key, r.value) for r in back} == {
         (r.partition, r.offset, r.key, r.value) for r in read
     }, "identical through either face"
-
-
-def _nested(api_key: int, version: int, name: str) -> Any:
-    cls = load_request_schema(api_key, version)
-    return getattr(__import__(cls.__module__, fromlist=[name]), name)
 
 
 def _produce(topic: str, acks: int) -> dict[str, Any]:

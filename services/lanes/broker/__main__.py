@@ -12,15 +12,21 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Literal
 
+from lanes.broker.byte_rate_quotas import ByteRateQuotas
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FETCH_MEMORY_BYTES, REPLICA_FETCH_RESPONSE_MAX_BYTES
 from lanes.broker.metrics import BrokerMetrics
 from lanes.broker.node import PRODUCER_ID_EXPIRATION_MS, BrokerNode
 from lanes.broker.service import BrokerService, add_to_server
 from lanes.clock import SystemClock
+from lanes.kafka.access import KafkaAccess
 from lanes.kafka.apis import KafkaApis
 from lanes.kafka.listener import KafkaListener
+from lanes.kafka.sasl import KafkaAuthentication
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
+from lanes.rpc.tls import process_tls
+from lanes.runtime.access.password_sessions import PasswordSessions
 from lanes.runtime.metrics import ServiceMetrics
 from lanes.runtime.serving.server import (
     RunningServer,
@@ -32,6 +38,7 @@ from lanes.runtime.serving.server import (
     server_listeners,
     service_argument_parser,
     start_server,
+    token_verifier,
 )
 from lanes.v1 import broker_pb2, common_pb2
 
@@ -104,11 +111,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=-1,
         help="also serve Kafka's wire protocol on this port, for Kafka's own clients and tools (0: any free port; "
-        "default -1: none). Plaintext and without users for now: refused with --tls-cert or --auth required",
+        "default -1: none); with the client listener's TLS, and under --auth required SASL (SCRAM-SHA-512, "
+        "SCRAM-SHA-256, OAUTHBEARER with --oauth-*) or a client certificate",
     )
     options = parser.parse_args(argv)
-    if options.kafka_port >= 0 and (options.auth == "required" or options.tls_cert is not None):
-        parser.error("--kafka-port: the Kafka listener has no TLS or SASL yet (issue #38); use it without --auth/--tls")
     for flag, value in (
         ("--fetch-max-bytes", options.fetch_max_bytes),
         ("--replica-fetch-response-max-bytes", options.replica_fetch_response_max_bytes),
@@ -140,30 +146,28 @@ async def serve(options: argparse.Namespace) -> None:
         metrics=BrokerMetrics(metrics, partition_series=options.metrics_partition_series == "on"),
         fetch_memory_bytes=options.fetch_memory_bytes,
     )
+    quotas = ByteRateQuotas(node.clock, metrics)
     service = BrokerService(
         node,
         fetch_max_bytes=options.fetch_max_bytes,
         replica_fetch_response_max_bytes=options.replica_fetch_response_max_bytes,
+        quotas=quotas,
     )
+    listeners = server_listeners(options, lambda: node.image, metrics=metrics)
     running = await start_server(
         [ServiceBinding(BROKER_SERVICE, lambda server: add_to_server(service, server))],
         host=options.host,
         port=options.port,
         metrics=metrics,
         metrics_port=options.metrics_port,
-        **server_listeners(options, lambda: node.image, metrics=metrics),
+        **listeners,
         limits=ServerLimits(max_request_bytes=options.max_request_bytes),
     )
     endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering
     endpoint.certificate_port = running.certificate_port
     kafka: KafkaListener | None = None
     if options.kafka_port >= 0:  # (listening before registering, so its port is advertised)
-        kafka = KafkaListener(
-            KafkaApis(node, fetch_max_bytes=options.fetch_max_bytes),
-            options.host,
-            options.kafka_port,
-            max_request_bytes=options.max_request_bytes,
-        )
+        kafka = kafka_listener(options, node, quotas, listeners["sessions"])
         await kafka.start()
         endpoint.kafka_port = kafka.port
     await node.start()
@@ -184,6 +188,34 @@ async def serve(options: argparse.Namespace) -> None:
         stop,
         metrics=metrics,
         hand_off=node.hand_off,
+    )
+
+
+def kafka_listener(
+    options: argparse.Namespace, node: BrokerNode, quotas: ByteRateQuotas, sessions: PasswordSessions | None
+) -> KafkaListener:
+    """The Kafka listener the flags ask for: the client listener's TLS (a client certificate
+    verified when given, required with ``--tls-client-auth required``), its users and ACLs under
+    ``--auth required`` (password sessions of this process, bearer tokens with ``--oauth-*``), the
+    byte-rate quotas the gRPC face counts in, the broker's request and fetch limits."""
+    auth = options.auth == "required"
+    tls = process_tls()
+    authentication = KafkaAuthentication(required=auth, sessions=sessions, tokens=token_verifier(options, auth))
+    super_users = [name.strip() for name in options.super_users.split(";") if name.strip()]
+    apis = KafkaApis(
+        node,
+        quotas=quotas,
+        authentication=authentication,
+        access=KafkaAccess(lambda: node.image, super_users, authorize=auth),
+        fetch_max_bytes=options.fetch_max_bytes,
+    )
+    context = None
+    if tls is not None:
+        required = options.tls_client_auth == "required"
+        client_certs: Literal["required", "optional"] = "required" if required else "optional"
+        context = tls.ssl_server_context(client_certs=client_certs)
+    return KafkaListener(
+        apis, options.host, options.kafka_port, max_request_bytes=options.max_request_bytes, ssl_context=context
     )
 
 

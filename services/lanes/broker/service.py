@@ -57,11 +57,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         *,
         fetch_max_bytes: int = FETCH_MAX_BYTES,
         replica_fetch_response_max_bytes: int = REPLICA_FETCH_RESPONSE_MAX_BYTES,
+        quotas: ByteRateQuotas | None = None,
     ) -> None:
         self._node = node
         self._replicas = node.replicas
         self._metrics = node.metrics
-        self._quotas = ByteRateQuotas(node.clock, node.metrics.service)
+        #: (shared with the Kafka face: a client's rate counts over both)
+        self._quotas = quotas if quotas is not None else ByteRateQuotas(node.clock, node.metrics.service)
         self._fetch_max_bytes = fetch_max_bytes
         self._replica_fetch_response_max_bytes = replica_fetch_response_max_bytes
 

@@ -7,13 +7,20 @@ so that a client learns what to send), never with a dropped connection; only byt
 request of any API close the connection (``lanes.kafka.listener``).
 
 Served so far: ApiVersions (v0-v4), Metadata (v4-v12, the KIP-896 floor up), Produce (v3-v12),
-Fetch (v4-v12), ListOffsets (v1-v6), InitProducerId (v0-v5) (``lanes.kafka.records_apis``): issue #38 adds the rest.
+Fetch (v4-v12), ListOffsets (v1-v6), InitProducerId (v0-v5) (``lanes.kafka.records_apis``), and
+on a cluster with ``--auth required`` SaslHandshake (v1) and SaslAuthenticate (v0-v2)
+(``lanes.kafka.sasl``): issue #38 adds the rest.
+
+Every request but ApiVersions and SASL's is made by the connection's authenticated principal
+(else the connection is closed, as Kafka closes it) and authorized per topic by the gRPC face's
+rules (``lanes.kafka.access``).
 Owned by the broker's event loop.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,16 +28,27 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode as KafkaError
 
+from lanes.broker.byte_rate_quotas import ByteRateQuotas
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES
 from lanes.broker.node import BrokerNode
-from lanes.kafka.answers import Answer, Reply
+from lanes.kafka.access import KafkaAccess, KafkaCaller, allows
+from lanes.kafka.answers import Answer, KafkaCall, Reply
 from lanes.kafka.codec import build, decode, encode, nested, refusal, request_class, response_class
 from lanes.kafka.frames import RequestKey
 from lanes.kafka.records_apis import FETCH, INIT_PRODUCER_ID, LIST_OFFSETS, PRODUCE, RecordApis, init_producer_id
+from lanes.kafka.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, KafkaAuthentication, KafkaConnection
 from lanes.metadata.image import MetadataImage, TopicImage
+from lanes.runtime.access.access_rules import Access
+from lanes.security.acls import Operation
+
+_log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
 METADATA = 3
+#: the requests a connection may make before it is authenticated
+_BEFORE_AUTHENTICATION = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+#: what the topics of a listing need (Metadata is trimmed as the gRPC face's is: ``_TRIM_TOPICS``)
+_DESCRIBE = Operation.DESCRIBE
 
 
 @dataclass(frozen=True)
@@ -40,15 +58,25 @@ class Served:
 
     min_version: int
     max_version: int
-    handler: Callable[[Any, Any, int], Awaitable[Any | None]]
+    handler: Callable[[KafkaCall], Awaitable[Any | None]]
 
 
 class KafkaApis:
     """The face (see the module docstring)."""
 
-    def __init__(self, node: BrokerNode, *, fetch_max_bytes: int = FETCH_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        node: BrokerNode,
+        *,
+        quotas: ByteRateQuotas,
+        authentication: KafkaAuthentication,
+        access: KafkaAccess,
+        fetch_max_bytes: int = FETCH_MAX_BYTES,
+    ) -> None:
         self._node = node
-        records = RecordApis(node, fetch_max_bytes=fetch_max_bytes)
+        self.authentication = authentication
+        self._access = access
+        records = RecordApis(node, quotas, fetch_max_bytes=fetch_max_bytes)
         self.served: dict[int, Served] = {
             API_VERSIONS: Served(0, 4, self._api_versions),
             METADATA: Served(4, 12, self._metadata),
@@ -59,11 +87,19 @@ class KafkaApis:
             LIST_OFFSETS: Served(1, 6, records.list_offsets),
             INIT_PRODUCER_ID: Served(0, 5, functools.partial(init_producer_id, node)),
         }
+        if authentication.required:
+            self.served[SASL_HANDSHAKE] = Served(1, 1, self._handshake)
+            self.served[SASL_AUTHENTICATE] = Served(0, 2, self._authenticate)
 
-    async def answer(self, key: RequestKey, frame: bytes) -> Reply | None:
+    async def answer(self, key: RequestKey, frame: bytes, connection: KafkaConnection) -> Reply | None:
         """The reply to a request frame (an empty frame for a request answered by silence: a
         produce with acks=0); None when it is no request at all (the connection is then
         closed). MalformedRequestError for one that does not parse."""
+        if key.api_key not in _BEFORE_AUTHENTICATION:
+            refused = self.authentication.refusal(connection)
+            if refused is not None:
+                _log.info("closing a Kafka connection from %s: %s", connection.host, refused)
+                return Reply(b"", close=True)
         served = self.served.get(key.api_key)
         cls = request_class(key.api_key, key.api_version)
         if served is None or not served.min_version <= key.api_version <= served.max_version:
@@ -76,7 +112,9 @@ class KafkaApis:
             )
         assert cls is not None  # (a served version is one kio knows)
         header, body = decode(frame, cls)
-        answered = await served.handler(header, body, key.api_version)
+        caller = KafkaCaller(connection.principal or "", connection.host, header.client_id or "")
+        access = self._access.of(caller) if connection.principal is not None else None
+        answered = await served.handler(KafkaCall(header, body, key.api_version, caller, access, connection))
         if not isinstance(answered, Answer):
             answered = Answer(answered)
         data = b"" if answered.response is None else encode(key.correlation_id, answered.response)
@@ -94,16 +132,27 @@ class KafkaApis:
         )
         return build(cls, error_code=code, api_keys=keys)
 
-    async def _api_versions(self, header: Any, request: Any, version: int) -> Any:
-        return self._versions_table(version)
+    async def _api_versions(self, call: KafkaCall) -> Any:
+        return self._versions_table(call.version)
+
+    # -----------------------------------------------------------------------------------------
+    # SASL
+
+    async def _handshake(self, call: KafkaCall) -> Answer:
+        return await self.authentication.handshake(call.connection, call.header, call.body, call.version)
+
+    async def _authenticate(self, call: KafkaCall) -> Answer:
+        return await self.authentication.authenticate(call.connection, call.header, call.body, call.version)
 
     # -----------------------------------------------------------------------------------------
     # Metadata
 
-    async def _metadata(self, header: Any, request: Any, version: int) -> Any:
+    async def _metadata(self, call: KafkaCall) -> Any:
         """Brokers (their Kafka listeners), and the topics asked for (all when ``topics`` is
-        null); a topic that does not exist is answered UNKNOWN_TOPIC_OR_PARTITION (Lanes creates
-        no topic on a client's request)."""
+        null) that the caller may DESCRIBE: others are left out of a listing, and a named one is
+        answered TOPIC_AUTHORIZATION_FAILED whether it exists or not; a topic that does not exist
+        is answered UNKNOWN_TOPIC_OR_PARTITION (Lanes creates no topic on a client's request)."""
+        request, version, access = call.body, call.version, call.access
         image = self._node.image
         cls = response_class(METADATA, version)
         brokers = tuple(
@@ -118,19 +167,21 @@ class KafkaApis:
             if not b.fenced and b.kafka_port
         )
         if request.topics is None:
-            names = sorted(t.name for t in image.topics.values())
+            names = sorted(t.name for t in image.topics.values() if allows(access, _DESCRIBE, t.name))
         else:
             names = [t.name or _name_of(image, t.topic_id) for t in request.topics]
         listed = {b.node_id for b in brokers}
-        topics = tuple(self._topic(cls, image, name, listed) for name in dict.fromkeys(names))
+        topics = tuple(self._topic(cls, image, name, listed, access) for name in dict.fromkeys(names))
         # (KRaft: clients send admin requests to a broker: this one, else another listed one)
         controller_id = self._node.broker_id if self._node.broker_id in listed else min(listed, default=-1)
         return build(
             cls, brokers=brokers, cluster_id=image.cluster_id or None, controller_id=controller_id, topics=topics
         )
 
-    def _topic(self, cls: type[Any], image: MetadataImage, name: str, listed: set[int]) -> Any:
+    def _topic(self, cls: type[Any], image: MetadataImage, name: str, listed: set[int], access: Access | None) -> Any:
         topic_class = nested(cls, "MetadataResponseTopic")
+        if not allows(access, _DESCRIBE, name):
+            return build(topic_class, error_code=KafkaError.topic_authorization_failed, name=name)
         topic = image.topic(name)
         if topic is None:
             return build(topic_class, error_code=KafkaError.unknown_topic_or_partition, name=name)

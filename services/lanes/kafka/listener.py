@@ -8,7 +8,8 @@ most ``max_connections`` connections at once (more are closed at once); a connec
 ``send_s``, is closed; an answer's fetch memory is given back once it is written. Bytes that are no request, or
 a request that does not parse, close the connection (as Kafka does); nothing else is harmed.
 
-Owned by the broker's event loop.
+With ``ssl_context`` the port speaks TLS only; a verified client certificate names the
+connection's user (``lanes.kafka.sasl``). Owned by the broker's event loop.
 """
 
 from __future__ import annotations
@@ -16,15 +17,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 
 from lanes.kafka.apis import KafkaApis
 from lanes.kafka.codec import MalformedRequestError
 from lanes.kafka.frames import MAX_REQUEST_BYTES, SIZE_BYTES, FrameError, frame_size, request_key
+from lanes.kafka.sasl import KafkaConnection
 
 _log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 4096
 IDLE_S = 600.0
+#: the longest a TLS handshake may take
+HANDSHAKE_S = 10.0
 #: the longest an answer may take to be written before its connection is closed
 SEND_S = 30.0
 
@@ -42,6 +47,7 @@ class KafkaListener:
         idle_s: float = IDLE_S,
         send_s: float = SEND_S,
         max_request_bytes: int = MAX_REQUEST_BYTES,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._apis = apis
         self._host = host
@@ -50,11 +56,17 @@ class KafkaListener:
         self._idle_s = idle_s
         self._send_s = send_s
         self._max_request_bytes = max_request_bytes
+        self._ssl = ssl_context
         self._connections: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accepted, self._host, self.port)
+        if self._ssl is None:
+            self._server = await asyncio.start_server(self._accepted, self._host, self.port)
+        else:
+            self._server = await asyncio.start_server(
+                self._accepted, self._host, self.port, ssl=self._ssl, ssl_handshake_timeout=HANDSHAKE_S
+            )
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
@@ -72,8 +84,13 @@ class KafkaListener:
             return
         self._connections.add(task)
         peer = writer.get_extra_info("peername")
+        connection = KafkaConnection(host=str(peer[0]) if peer else "", certificate_name=_certificate_name(writer))
         try:
-            await self._serve(reader, writer)
+            refused = self._apis.authentication.opened(connection)
+            if refused is not None:
+                _log.info("closing a Kafka connection from %s: %s", peer, refused)
+                return
+            await self._serve(reader, writer, connection)
         except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
             pass
         except (FrameError, MalformedRequestError) as exc:
@@ -86,13 +103,15 @@ class KafkaListener:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: KafkaConnection
+    ) -> None:
         while True:
             prefix = await asyncio.wait_for(reader.readexactly(SIZE_BYTES), self._idle_s)
             size = frame_size(prefix, self._max_request_bytes)
             frame = await asyncio.wait_for(reader.readexactly(size), self._idle_s)
             key = request_key(frame)
-            reply = await self._apis.answer(key, frame)
+            reply = await self._apis.answer(key, frame, connection)
             if reply is None:
                 raise FrameError(f"no API {key.api_key} version {key.api_version} in Kafka's protocol")
             try:
@@ -106,3 +125,15 @@ class KafkaListener:
                     reply.release()
             if reply.close:
                 return
+
+
+def _certificate_name(writer: asyncio.StreamWriter) -> str | None:
+    """The common name of the peer's verified certificate (None: plaintext, or none given)."""
+    certificate = writer.get_extra_info("peercert")
+    if not certificate:
+        return None
+    for entry in certificate.get("subject", ()):
+        for key, value in entry:
+            if key == "commonName":
+                return str(value)
+    return None

@@ -127,7 +127,7 @@ class LocalCluster:
     console: bool = False
     console_port: int | None = None
     #: every broker also serves Kafka's wire protocol on a port of its own choosing (``kafka_bootstrap``
-    #: in cluster.json); plaintext clusters only, for now (issue #38)
+    #: in cluster.json), with the cluster's TLS and, under ``auth``, SASL against its users
     kafka: bool = False
     console_process: ServiceProcess | None = None
     controller_processes: dict[int, ServiceProcess] = field(default_factory=dict)

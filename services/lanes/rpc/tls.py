@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,41 @@ class TlsFiles:
             fetch,  # type: ignore[arg-type]
             require_client_authentication=require_client_cert,
         )
+
+    def ssl_server_context(self, *, client_certs: Literal["required", "optional"]) -> ssl.SSLContext:
+        """A context for a listener outside gRPC (Kafka's protocol): this process's certificate,
+        TLS 1.2 at least, callers' certificates checked against the CA (``client_certs``: whether
+        one is required or only verified when given). Renewed files are read again at the next
+        handshake after they change, as ``server_credentials`` does (the handshake's SNI step
+        swaps in a fresh context)."""
+
+        def context_now() -> ssl.SSLContext:
+            if self.cert_file is None or self.key_file is None:
+                raise ValueError("a TLS server needs a certificate and key (--tls-cert, --tls-key)")
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.load_cert_chain(self.cert_file, self.key_file)
+            context.load_verify_locations(cafile=self.ca_file)
+            context.verify_mode = ssl.CERT_REQUIRED if client_certs == "required" else ssl.CERT_OPTIONAL
+            return context
+
+        stamp = self.stamp()
+        current = context_now()
+
+        def renewed(connection: ssl.SSLObject | ssl.SSLSocket, server_name: str | None, _: ssl.SSLContext) -> None:
+            nonlocal stamp, current
+            try:
+                now = self.stamp()
+                if now != stamp:
+                    current, stamp = context_now(), now
+                    current.sni_callback = renewed
+                    _log.info("serving the renewed TLS certificate from %s", self.cert_file)
+            except (OSError, ValueError, ssl.SSLError) as exc:  # replaced right now: the next handshake tries again
+                _log.warning("TLS files changed but cannot be read yet: %s", exc)
+            connection.context = current
+
+        current.sni_callback = renewed
+        return current
 
 
 #: What a client is given: its files, "process" for the process's default, None for plaintext.

@@ -426,7 +426,8 @@ def _trim_groups(request: coordinator_pb2.ListGroupsRequest, response: Any, acce
     response.groups.extend(kept)
 
 
-def _method(service: str, name: str) -> str:
+def method_name(service: str, name: str) -> str:
+    """The full gRPC method name of ``name`` of a Lanes service (``RULES``' keys)."""
     return f"/lanes.v1.{service}/{name}"
 
 
@@ -448,60 +449,60 @@ _TRIM_TOPICS = Described(
 #: Full method name -> what it needs.
 RULES: dict[str, Rule] = {
     # Broker
-    _method("Broker", "Metadata"): Rule(trim=_TRIM_TOPICS, kafka="Metadata"),
-    _method("Broker", "Produce"): Rule(per_topic=Operation.WRITE, kafka="Produce"),
-    _method("Broker", "ProduceStream"): Rule(per_topic=Operation.WRITE, kafka="Produce"),
-    _method("Broker", "Fetch"): Rule(per_topic=Operation.READ, kafka="Fetch"),
-    _method("Broker", "ListOffsets"): Rule(per_topic=Operation.DESCRIBE, kafka="ListOffsets"),
-    _method("Broker", "ReplicaFetch"): _nodes_only("Fetch (a follower's)"),
-    _method("Broker", "OffsetForLeaderEpoch"): Rule(
+    method_name("Broker", "Metadata"): Rule(trim=_TRIM_TOPICS, kafka="Metadata"),
+    method_name("Broker", "Produce"): Rule(per_topic=Operation.WRITE, kafka="Produce"),
+    method_name("Broker", "ProduceStream"): Rule(per_topic=Operation.WRITE, kafka="Produce"),
+    method_name("Broker", "Fetch"): Rule(per_topic=Operation.READ, kafka="Fetch"),
+    method_name("Broker", "ListOffsets"): Rule(per_topic=Operation.DESCRIBE, kafka="ListOffsets"),
+    method_name("Broker", "ReplicaFetch"): _nodes_only("Fetch (a follower's)"),
+    method_name("Broker", "OffsetForLeaderEpoch"): Rule(
         Described(_offset_for_leader_epoch, "DESCRIBE on each topic"),
         nodes_only_when=Described(lambda request: request.replica_id >= 0, "a follower's (replica id set): a node's"),
         kafka="OffsetForLeaderEpoch",
     ),
-    _method("Broker", "DeleteRecords"): Rule(per_topic=Operation.DELETE, kafka="DeleteRecords"),
-    _method("Broker", "InitProducerId"): Rule(_INIT_PRODUCER_ID, kafka="InitProducerId"),
-    _method("Broker", "DescribeLogs"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeLogDirs"),
-    _method("Broker", "Scan"): Rule(
+    method_name("Broker", "DeleteRecords"): Rule(per_topic=Operation.DELETE, kafka="DeleteRecords"),
+    method_name("Broker", "InitProducerId"): Rule(_INIT_PRODUCER_ID, kafka="InitProducerId"),
+    method_name("Broker", "DescribeLogs"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeLogDirs"),
+    method_name("Broker", "Scan"): Rule(
         Described(lambda request, access: [(Operation.READ, TOPIC, request.topic)], "READ on the topic"),
         kafka="Fetch (filtered on the broker)",
     ),
     # Controller
-    _method("ControllerQuorum", "Send"): _nodes_only("KRaft's Vote, BeginQuorumEpoch, Fetch"),
-    _method("ControllerQuorum", "DescribeQuorum"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeQuorum"),
-    _method("Controller", "RegisterBroker"): _nodes_only("BrokerRegistration"),
-    _method("Controller", "BrokerHeartbeat"): _nodes_only("BrokerHeartbeat"),
-    _method("Controller", "WatchMetadata"): _nodes_only("Fetch of __cluster_metadata"),  # users' stored keys
-    _method("Controller", "CreateTopics"): Rule(per_resource=_CREATE_TOPICS, kafka="CreateTopics"),
-    _method("Controller", "DeleteTopics"): Rule(per_resource=_DELETE_TOPICS, kafka="DeleteTopics"),
-    _method("Controller", "CreatePartitions"): Rule(per_resource=_CREATE_PARTITIONS, kafka="CreatePartitions"),
-    _method("Controller", "DescribeTopics"): Rule(trim=_TRIM_TOPICS, kafka="DescribeTopicPartitions"),
-    _method("Controller", "DescribeCluster"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeCluster"),
-    _method("Controller", "AlterConfigs"): Rule(per_resource=_ALTER_CONFIGS, kafka="IncrementalAlterConfigs"),
-    _method("Controller", "DescribeConfigs"): Rule(per_resource=_DESCRIBE_CONFIGS, kafka="DescribeConfigs"),
-    _method("Controller", "AlterPartition"): _nodes_only("AlterPartition"),
-    _method("Controller", "ElectLeaders"): Rule(_cluster(Operation.ALTER), kafka="ElectLeaders"),
-    _method("Controller", "RegisterCoordinator"): _nodes_only("(none: Kafka's coordinators live in brokers)"),
-    _method("Controller", "CoordinatorHeartbeat"): _nodes_only("(none: Kafka's coordinators live in brokers)"),
-    _method("Controller", "AllocateProducerIds"): _nodes_only("AllocateProducerIds"),
-    _method("Controller", "AddController"): Rule(_cluster(Operation.ALTER), kafka="AddRaftVoter"),
-    _method("Controller", "RemoveController"): Rule(_cluster(Operation.ALTER), kafka="RemoveRaftVoter"),
-    _method("Controller", "AlterUserScramCredentials"): Rule(
+    method_name("ControllerQuorum", "Send"): _nodes_only("KRaft's Vote, BeginQuorumEpoch, Fetch"),
+    method_name("ControllerQuorum", "DescribeQuorum"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeQuorum"),
+    method_name("Controller", "RegisterBroker"): _nodes_only("BrokerRegistration"),
+    method_name("Controller", "BrokerHeartbeat"): _nodes_only("BrokerHeartbeat"),
+    method_name("Controller", "WatchMetadata"): _nodes_only("Fetch of __cluster_metadata"),  # users' stored keys
+    method_name("Controller", "CreateTopics"): Rule(per_resource=_CREATE_TOPICS, kafka="CreateTopics"),
+    method_name("Controller", "DeleteTopics"): Rule(per_resource=_DELETE_TOPICS, kafka="DeleteTopics"),
+    method_name("Controller", "CreatePartitions"): Rule(per_resource=_CREATE_PARTITIONS, kafka="CreatePartitions"),
+    method_name("Controller", "DescribeTopics"): Rule(trim=_TRIM_TOPICS, kafka="DescribeTopicPartitions"),
+    method_name("Controller", "DescribeCluster"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeCluster"),
+    method_name("Controller", "AlterConfigs"): Rule(per_resource=_ALTER_CONFIGS, kafka="IncrementalAlterConfigs"),
+    method_name("Controller", "DescribeConfigs"): Rule(per_resource=_DESCRIBE_CONFIGS, kafka="DescribeConfigs"),
+    method_name("Controller", "AlterPartition"): _nodes_only("AlterPartition"),
+    method_name("Controller", "ElectLeaders"): Rule(_cluster(Operation.ALTER), kafka="ElectLeaders"),
+    method_name("Controller", "RegisterCoordinator"): _nodes_only("(none: Kafka's coordinators live in brokers)"),
+    method_name("Controller", "CoordinatorHeartbeat"): _nodes_only("(none: Kafka's coordinators live in brokers)"),
+    method_name("Controller", "AllocateProducerIds"): _nodes_only("AllocateProducerIds"),
+    method_name("Controller", "AddController"): Rule(_cluster(Operation.ALTER), kafka="AddRaftVoter"),
+    method_name("Controller", "RemoveController"): Rule(_cluster(Operation.ALTER), kafka="RemoveRaftVoter"),
+    method_name("Controller", "AlterUserScramCredentials"): Rule(
         _cluster(Operation.ALTER), kafka="AlterUserScramCredentials"
     ),
-    _method("Controller", "DescribeUserScramCredentials"): Rule(
+    method_name("Controller", "DescribeUserScramCredentials"): Rule(
         _cluster(Operation.DESCRIBE), kafka="DescribeUserScramCredentials"
     ),
-    _method("Controller", "CreateAcls"): Rule(_cluster(Operation.ALTER), kafka="CreateAcls"),
-    _method("Controller", "DescribeAcls"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeAcls"),
-    _method("Controller", "DeleteAcls"): Rule(_cluster(Operation.ALTER), kafka="DeleteAcls"),
-    _method("Controller", "AlterClientQuotas"): Rule(_cluster(Operation.ALTER_CONFIGS), kafka="AlterClientQuotas"),
-    _method("Controller", "DescribeClientQuotas"): Rule(
+    method_name("Controller", "CreateAcls"): Rule(_cluster(Operation.ALTER), kafka="CreateAcls"),
+    method_name("Controller", "DescribeAcls"): Rule(_cluster(Operation.DESCRIBE), kafka="DescribeAcls"),
+    method_name("Controller", "DeleteAcls"): Rule(_cluster(Operation.ALTER), kafka="DeleteAcls"),
+    method_name("Controller", "AlterClientQuotas"): Rule(_cluster(Operation.ALTER_CONFIGS), kafka="AlterClientQuotas"),
+    method_name("Controller", "DescribeClientQuotas"): Rule(
         _cluster(Operation.DESCRIBE_CONFIGS), kafka="DescribeClientQuotas"
     ),
     # GroupCoordinator
-    _method("GroupCoordinator", "FindCoordinator"): Rule(_groups(Operation.DESCRIBE), kafka="FindCoordinator"),
-    _method("GroupCoordinator", "Heartbeat"): Rule(
+    method_name("GroupCoordinator", "FindCoordinator"): Rule(_groups(Operation.DESCRIBE), kafka="FindCoordinator"),
+    method_name("GroupCoordinator", "Heartbeat"): Rule(
         Described(
             _heartbeat,
             "READ on the group, DESCRIBE on each topic subscribed by name; a pattern is resolved over the topics "
@@ -509,11 +510,11 @@ RULES: dict[str, Rule] = {
         ),
         kafka="ConsumerGroupHeartbeat",
     ),
-    _method("GroupCoordinator", "LeaveGroup"): Rule(_group(Operation.READ), kafka="ConsumerGroupHeartbeat (leave)"),
-    _method("GroupCoordinator", "CommitOffsets"): Rule(
+    method_name("GroupCoordinator", "LeaveGroup"): Rule(_group(Operation.READ), kafka="ConsumerGroupHeartbeat (leave)"),
+    method_name("GroupCoordinator", "CommitOffsets"): Rule(
         _group(Operation.READ), per_topic=Operation.READ, kafka="OffsetCommit"
     ),
-    _method("GroupCoordinator", "FetchOffsets"): Rule(
+    method_name("GroupCoordinator", "FetchOffsets"): Rule(
         _group(Operation.DESCRIBE, topics=Operation.DESCRIBE),
         trim=Described(
             lambda request, response, access: _trim_offsets(response, access),
@@ -521,10 +522,10 @@ RULES: dict[str, Rule] = {
         ),
         kafka="OffsetFetch",
     ),
-    _method("GroupCoordinator", "ListGroups"): Rule(
+    method_name("GroupCoordinator", "ListGroups"): Rule(
         trim=Described(_trim_groups, "groups the caller may not DESCRIBE are left out"), kafka="ListGroups"
     ),
-    _method("GroupCoordinator", "DescribeGroups"): Rule(
+    method_name("GroupCoordinator", "DescribeGroups"): Rule(
         per_resource=_DESCRIBE_GROUPS,
         trim=Described(
             _trim_described,
@@ -533,8 +534,8 @@ RULES: dict[str, Rule] = {
         ),
         kafka="ConsumerGroupDescribe",
     ),
-    _method("GroupCoordinator", "DeleteGroups"): Rule(_groups(Operation.DELETE), kafka="DeleteGroups"),
-    _method("GroupCoordinator", "ResetOffsets"): Rule(
+    method_name("GroupCoordinator", "DeleteGroups"): Rule(_groups(Operation.DELETE), kafka="DeleteGroups"),
+    method_name("GroupCoordinator", "ResetOffsets"): Rule(
         _group(
             Operation.READ,
             topics=Operation.READ,
@@ -542,7 +543,7 @@ RULES: dict[str, Rule] = {
         ),
         kafka="OffsetCommit (kafka-consumer-groups --reset-offsets)",
     ),
-    _method("GroupCoordinator", "DeleteOffsets"): Rule(
+    method_name("GroupCoordinator", "DeleteOffsets"): Rule(
         _group(Operation.DELETE, topics=Operation.READ, unnamed="naming none deletes nothing"), kafka="OffsetDelete"
     ),
     # Reflection lists the services: any authenticated caller may
@@ -568,28 +569,30 @@ _REFLECTION = {
 #: replicates. A node that also passes ``check_claim`` in the service may act only as itself.
 NODE_RULES: dict[str, dict[str, Callable[[Any], bool] | None]] = {
     "broker": {
-        _method("Broker", "ReplicaFetch"): None,
-        _method("Broker", "OffsetForLeaderEpoch"): Described(lambda request: request.replica_id >= 0, "a follower's"),
-        _method("Controller", "RegisterBroker"): None,
-        _method("Controller", "BrokerHeartbeat"): None,
-        _method("Controller", "WatchMetadata"): None,
-        _method("Controller", "AlterPartition"): None,
-        _method("Controller", "AllocateProducerIds"): None,
+        method_name("Broker", "ReplicaFetch"): None,
+        method_name("Broker", "OffsetForLeaderEpoch"): Described(
+            lambda request: request.replica_id >= 0, "a follower's"
+        ),
+        method_name("Controller", "RegisterBroker"): None,
+        method_name("Controller", "BrokerHeartbeat"): None,
+        method_name("Controller", "WatchMetadata"): None,
+        method_name("Controller", "AlterPartition"): None,
+        method_name("Controller", "AllocateProducerIds"): None,
         **_REFLECTION,
     },
     "coordinator": {
-        _method("Broker", "Produce"): Described(_only_consumer_offsets, "to `__consumer_offsets` only"),
-        _method("Broker", "Fetch"): Described(_only_consumer_offsets, "of `__consumer_offsets` only"),
-        _method("Broker", "ListOffsets"): None,  # where offsets lie and a record's time: lag and resets
-        _method("Controller", "RegisterCoordinator"): None,
-        _method("Controller", "CoordinatorHeartbeat"): None,
-        _method("Controller", "WatchMetadata"): None,
+        method_name("Broker", "Produce"): Described(_only_consumer_offsets, "to `__consumer_offsets` only"),
+        method_name("Broker", "Fetch"): Described(_only_consumer_offsets, "of `__consumer_offsets` only"),
+        method_name("Broker", "ListOffsets"): None,  # where offsets lie and a record's time: lag and resets
+        method_name("Controller", "RegisterCoordinator"): None,
+        method_name("Controller", "CoordinatorHeartbeat"): None,
+        method_name("Controller", "WatchMetadata"): None,
         **_REFLECTION,
     },
     "controller": {
-        _method("ControllerQuorum", "Send"): None,
-        _method("ControllerQuorum", "DescribeQuorum"): None,
-        _method("Controller", "AddController"): None,  # a new controller joining (Kafka's AddRaftVoter)
+        method_name("ControllerQuorum", "Send"): None,
+        method_name("ControllerQuorum", "DescribeQuorum"): None,
+        method_name("Controller", "AddController"): None,  # a new controller joining (Kafka's AddRaftVoter)
         **_REFLECTION,
     },
 }

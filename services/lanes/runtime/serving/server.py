@@ -549,7 +549,7 @@ def server_listeners(
             "need certificates: an --internal-port (mutual TLS), or --tls-client-auth required"
         )
     super_users = [name.strip() for name in options.super_users.split(";") if name.strip()]
-    tokens = _token_verifier(options, auth)
+    tokens = token_verifier(options, auth)
     # Users' password sessions (SCRAM logins), on this process: as long as --max-session-seconds
     # allows (a day without one), renewed by clients before they end.
     lifetime_s = options.max_session_seconds if options.max_session_seconds > 0 else 86_400.0
@@ -603,7 +603,7 @@ def server_listeners(
     }
 
 
-def _token_verifier(options: argparse.Namespace, auth: bool) -> TokenVerifier | None:
+def token_verifier(options: argparse.Namespace, auth: bool) -> TokenVerifier | None:
     """The bearer tokens the client listener accepts (``--oauth-*``), or None."""
     given = {"--oauth-issuer": options.oauth_issuer, "--oauth-audience": options.oauth_audience}
     given["--oauth-jwks"] = options.oauth_jwks

@@ -1,0 +1,205 @@
+"""Who is on a Kafka connection: SASL (SaslHandshake, SaslAuthenticate) against Lanes' users, or
+the connection's verified client certificate, or nobody needed (a cluster without
+``--auth required``: everyone is ``User:ANONYMOUS``).
+
+Mechanisms: SCRAM-SHA-512 and SCRAM-SHA-256 (RFC 5802/7677 on the users' stored keys: the proof
+opens a session in this process's ``PasswordSessions``, as a gRPC login does, so a password
+change or a deleted user ends it), and OAUTHBEARER (RFC 7628's initial response carrying a JWT,
+checked as the gRPC face checks bearer tokens) where the cluster accepts tokens.
+
+The connection's states, as Kafka's ``SaslServerAuthenticator`` has them: before authentication
+only ApiVersions, SaslHandshake and SaslAuthenticate are answered (anything else closes the
+connection); a failed authentication is answered SASL_AUTHENTICATION_FAILED and the connection
+closed; once authenticated, SaslAuthenticate v1+ tells the client how long its session lives
+(``session_lifetime``, KIP-368) and the client may authenticate again on the same connection, as
+the same principal, before then. A request after the session ended (or after the user's password
+changed) closes the connection, which the client reopens and authenticates again.
+
+Owned by the broker's event loop (one ``KafkaConnection`` per connection).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode as KafkaError
+
+from lanes.kafka.answers import Answer
+from lanes.kafka.codec import build, response_class
+from lanes.runtime.access.password_sessions import LoginRefusedError, PasswordSessions, SessionRefusedError
+from lanes.runtime.access.tokens import InvalidTokenError, TokenVerifier
+from lanes.security.acls import NODE_NAME, user_principal
+
+_log = logging.getLogger(__name__)
+
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+SCRAM_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+OAUTHBEARER = "OAUTHBEARER"
+ANONYMOUS = "User:ANONYMOUS"
+#: the largest SASL message taken (a client-first message, a proof, a JWT)
+MAX_AUTH_BYTES = 16 * 1024
+
+
+@dataclass
+class KafkaConnection:
+    """One connection's caller: where it comes from, the name its verified certificate gives (None
+    without one), and once authenticated its principal, until ``expires_s`` (``time.time()``;
+    None: while the connection lasts, or while its password session lives)."""
+
+    host: str
+    certificate_name: str | None = None
+    principal: str | None = None
+    expires_s: float | None = None
+    #: the password session a SCRAM proof opened (checked at each request)
+    session_token: str | None = None
+    #: the mechanism the handshake chose, and a SCRAM exchange in progress
+    mechanism: str | None = None
+    exchange_id: str | None = None
+
+
+class KafkaAuthentication:
+    """The authentication of one broker's Kafka listener (see the module docstring).
+    ``required``: the cluster runs with ``--auth required``; else every caller is anonymous."""
+
+    def __init__(
+        self,
+        *,
+        required: bool,
+        sessions: PasswordSessions | None = None,
+        tokens: TokenVerifier | None = None,
+        now_s: Callable[[], float] = time.time,
+    ) -> None:
+        if required and sessions is None:
+            raise ValueError("authentication needs the process's password sessions")
+        self.required = required
+        self._sessions = sessions
+        self._tokens = tokens
+        self._now_s = now_s
+
+    def mechanisms(self) -> tuple[str, ...]:
+        """The SASL mechanisms this listener takes."""
+        return (*SCRAM_MECHANISMS, *((OAUTHBEARER,) if self._tokens is not None else ()))
+
+    def opened(self, connection: KafkaConnection) -> str | None:
+        """Admit a new connection: anonymous without ``required``; its certificate's user when
+        it presented a verified one. Returns why it must be closed (a node's certificate: nodes
+        speak gRPC on the internal listener, and a user may not take a node's name), else None."""
+        if not self.required:
+            connection.principal = ANONYMOUS
+            return None
+        name = connection.certificate_name
+        if name is None:
+            return None
+        if NODE_NAME.fullmatch(name) is not None:
+            return f"the certificate names the node {name}; nodes do not use the Kafka listener"
+        connection.principal = user_principal(name)
+        return None
+
+    def refusal(self, connection: KafkaConnection) -> str | None:
+        """Why the connection may not make a request now (not authenticated, its session ended,
+        its user's password changed), else None."""
+        if connection.principal is None:
+            return "not authenticated: only ApiVersions, SaslHandshake and SaslAuthenticate are answered before"
+        if connection.expires_s is not None and self._now_s() >= connection.expires_s:
+            return "its session ended without re-authentication (KIP-368)"
+        if connection.session_token is not None:
+            assert self._sessions is not None
+            try:
+                self._sessions.session(connection.session_token)
+            except SessionRefusedError as exc:
+                return f"its session ended: {exc}"
+        return None
+
+    # -----------------------------------------------------------------------------------------
+    # SaslHandshake
+
+    async def handshake(self, connection: KafkaConnection, header: Any, request: Any, version: int) -> Answer:
+        """Choose a mechanism (an unknown one: UNSUPPORTED_SASL_MECHANISM with the list, then the
+        connection closes, as Kafka does)."""
+        cls = response_class(SASL_HANDSHAKE, version)
+        mechanisms = self.mechanisms() if self.required else ()
+        if connection.certificate_name is not None and connection.principal is not None:
+            return Answer(build(cls, error_code=KafkaError.illegal_sasl_state, mechanisms=mechanisms), close=True)
+        if request.mechanism not in mechanisms:
+            unsupported = KafkaError.unsupported_sasl_mechanism
+            return Answer(build(cls, error_code=unsupported, mechanisms=mechanisms), close=True)
+        connection.mechanism, connection.exchange_id = request.mechanism, None
+        return Answer(build(cls, mechanisms=mechanisms))
+
+    # -----------------------------------------------------------------------------------------
+    # SaslAuthenticate
+
+    async def authenticate(self, connection: KafkaConnection, header: Any, request: Any, version: int) -> Answer:
+        """One step of the chosen mechanism; see the module docstring."""
+        cls = response_class(SASL_AUTHENTICATE, version)
+        mechanism = connection.mechanism
+        if mechanism is None:
+            return self._failed(cls, KafkaError.illegal_sasl_state, "SaslAuthenticate before SaslHandshake")
+        message = bytes(request.auth_bytes)
+        if len(message) > MAX_AUTH_BYTES:
+            return self._failed(cls, KafkaError.sasl_authentication_failed, "authentication message too large")
+        try:
+            if mechanism == OAUTHBEARER:
+                bearer = _bearer_token(message)
+                user, expires_s = await self._bearer(bearer)
+                token, reply = None, b""
+            elif connection.exchange_id is None:  # SCRAM's first step
+                assert self._sessions is not None
+                exchange_id, server_first = self._sessions.start(
+                    connection.host, mechanism, message.decode("utf-8", "replace")
+                )
+                connection.exchange_id = exchange_id
+                return Answer(build(cls, auth_bytes=server_first.encode()))
+            else:  # SCRAM's proof
+                assert self._sessions is not None
+                exchange_id, connection.exchange_id = connection.exchange_id, None
+                server_final, token, session = self._sessions.finish(exchange_id, message.decode("utf-8", "replace"))
+                user, reply = session.user, server_final.encode()
+                expires_s = self._now_s() + self._sessions.seconds_left(session)
+        except LoginRefusedError as exc:
+            if exc.busy:  # (the client reconnects and tries again, as after any broken connection)
+                _log.info("closing a Kafka connection from %s during its login: %s", connection.host, exc)
+                return Answer(None, close=True)
+            return self._failed(cls, KafkaError.sasl_authentication_failed, f"authentication failed: {exc}")
+        except InvalidTokenError as exc:
+            return self._failed(cls, KafkaError.sasl_authentication_failed, f"invalid token: {exc}")
+        principal = user_principal(user)
+        if connection.principal is not None and connection.principal != principal:  # KIP-368: the same principal
+            return self._failed(
+                cls, KafkaError.sasl_authentication_failed, "re-authentication must be as the same principal"
+            )
+        connection.principal, connection.expires_s, connection.session_token = principal, expires_s, token
+        connection.mechanism = None
+        lifetime_ms = 0 if expires_s is None else max(int((expires_s - self._now_s()) * 1000), 1)
+        return Answer(build(cls, auth_bytes=reply, session_lifetime=_ms(lifetime_ms)))
+
+    async def _bearer(self, token: str) -> tuple[str, float | None]:
+        """(the user a bearer token names, when it expires)."""
+        if self._tokens is None:
+            raise InvalidTokenError("this cluster accepts no bearer tokens (no --oauth-issuer)")
+        known = self._tokens.remembered(token)
+        user = known if known is not None else await self._tokens.user(token)
+        return user, self._tokens.expires_s(token)
+
+    @staticmethod
+    def _failed(response: type[Any], code: KafkaError, message: str) -> Answer:
+        return Answer(build(response, error_code=code, error_message=message), close=True)
+
+
+def _bearer_token(message: bytes) -> str:
+    """The token of an OAUTHBEARER initial response (RFC 7628: ``n,,\\x01auth=Bearer <token>\\x01\\x01``,
+    possibly with extensions ``key=value\\x01``)."""
+    text = message.decode("ascii", "replace")
+    for part in text.split("\x01"):
+        if part[:12].lower() == "auth=bearer ":
+            return part[12:].strip()
+    raise InvalidTokenError("no 'auth=Bearer <token>' in the OAUTHBEARER message")
+
+
+def _ms(value: int) -> datetime.timedelta:
+    return datetime.timedelta(milliseconds=value)
