@@ -12,7 +12,6 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Literal
 
 from lanes.broker.byte_rate_quotas import ByteRateQuotas
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FETCH_MEMORY_BYTES, REPLICA_FETCH_RESPONSE_MAX_BYTES
@@ -194,13 +193,18 @@ async def serve(options: argparse.Namespace) -> None:
 def kafka_listener(
     options: argparse.Namespace, node: BrokerNode, quotas: ByteRateQuotas, sessions: PasswordSessions | None
 ) -> KafkaListener:
-    """The Kafka listener the flags ask for: the client listener's TLS (a client certificate
-    verified when given, required with ``--tls-client-auth required``), its users and ACLs under
+    """The Kafka listener the flags ask for: the client listener's TLS (a client certificate the
+    CA signed required with ``--tls-client-auth required``), its users and ACLs under
     ``--auth required`` (password sessions of this process, bearer tokens with ``--oauth-*``), the
     byte-rate quotas the gRPC face counts in, the broker's request and fetch limits."""
     auth = options.auth == "required"
     tls = process_tls()
-    authentication = KafkaAuthentication(required=auth, sessions=sessions, tokens=token_verifier(options, auth))
+    authentication = KafkaAuthentication(
+        required=auth,
+        sessions=sessions,
+        tokens=token_verifier(options, auth),
+        max_session_s=options.max_session_seconds,
+    )
     super_users = [name.strip() for name in options.super_users.split(";") if name.strip()]
     apis = KafkaApis(
         node,
@@ -211,11 +215,14 @@ def kafka_listener(
     )
     context = None
     if tls is not None:
-        required = options.tls_client_auth == "required"
-        client_certs: Literal["required", "optional"] = "required" if required else "optional"
-        context = tls.ssl_server_context(client_certs=client_certs)
+        context = tls.ssl_server_context(require_client_cert=options.tls_client_auth == "required")
     return KafkaListener(
-        apis, options.host, options.kafka_port, max_request_bytes=options.max_request_bytes, ssl_context=context
+        apis,
+        options.host,
+        options.kafka_port,
+        max_request_bytes=options.max_request_bytes,
+        ssl_context=context,
+        max_connections_per_address=options.max_connections_per_address,
     )
 
 

@@ -13,7 +13,9 @@ Protocol, per heartbeat:
 1. Join (member epoch 0), validate (an unknown member: UNKNOWN_MEMBER_ID; a stale epoch:
    FENCED_MEMBER_EPOCH), leave (-1), or leave temporarily (-2, static members: the member keeps
    its partitions for ``session_timeout_ms`` so a restart with the same ``group.instance.id``
-   takes them back without a rebalance).
+   takes them back without a rebalance). A classic-protocol member (Kafka's JoinGroup through a
+   broker's Kafka listener) joins with epoch 0 every time it rejoins: a member the group knows
+   keeps its place then, reconciled with what it says it owns (``classic``).
 2. A new member, a changed subscription or assignor, or a changed partition count of a subscribed
    topic bumps the *group epoch*; when it is ahead of the *assignment epoch* the assignor computes
    a new target assignment (sticky: from the previous targets).
@@ -21,7 +23,10 @@ Protocol, per heartbeat:
    go to ``pending_revocation`` and it stays at its epoch until it reports (``owned``) that it has
    released them (or ``rebalance_timeout_ms`` passes and it is fenced); then it moves to the
    assignment epoch and receives the new partitions that no other member still holds. The rest
-   follow on later heartbeats as their previous owners release them.
+   follow on later heartbeats as their previous owners release them. The answer says whether the
+   member's assignment is ``settled`` (unchanged by this heartbeat, nothing left to revoke): a
+   classic member that is not rejoins to learn it, as Kafka's classic members of a consumer
+   group are told REBALANCE_IN_PROGRESS.
 
 Invariant (checked by ``Group.check_invariants``): a partition is held (assigned or pending
 revocation) by at most one member of a group at any time.
@@ -110,6 +115,8 @@ class HeartbeatInput:
     server_assignor: str | None = None
     owned: Partitions | None = None
     principal: str = ""  # who calls, when ACLs apply to it ("": none do)
+    #: a classic-protocol member (JoinGroup/SyncGroup/Heartbeat): its join keeps a known member's place
+    classic: bool = False
 
 
 #: bounds on what one heartbeat may carry (a 2 MB client id would make a member record too large
@@ -163,6 +170,8 @@ class HeartbeatResult:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: Partitions | None = None
+    #: the heartbeat changed nothing of the member's assignment and it has nothing left to revoke
+    settled: bool = False
 
 
 @dataclass(frozen=True)
@@ -255,7 +264,7 @@ class GroupCoordinatorCore:
             replaced = self._static_predecessor(group, request)
             if replaced is not None:
                 previous = self._replace_static_member(group, replaced, member_id, decision)
-            elif previous is not None:
+            elif previous is not None and not request.classic:
                 # A rejoin after the member was fenced on its side: it owns nothing any more.
                 self._set_current(group, member_id, CurrentAssignment(), decision)
             else:
@@ -279,6 +288,7 @@ class GroupCoordinatorCore:
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group, partition_counts, counts, decision)
 
+        before = group.current.get(member_id)
         self._reconcile(group, member_id, request.owned, now.monotonic_ms, decision)
         current = group.assignment(member_id)
         return (
@@ -287,6 +297,7 @@ class GroupCoordinatorCore:
                 member_epoch=current.member_epoch,
                 heartbeat_interval_ms=self.config.heartbeat_interval_ms,
                 assignment=current.assigned,
+                settled=group.current.get(member_id) == before and not current.pending_revocation,
             ),
             decision,
         )

@@ -187,6 +187,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             server_assignor=request.server_assignor if request.server_assignor or joining else None,
             owned=assignment_from_wire(request.owned_partitions) if request.HasField("owned_partitions") else None,
             principal=access.principal if (access := request_context(context).access) is not None else "",
+            classic=request.classic,
         )
         counts = self.shards.partition_counts()
         if heartbeat.member_epoch >= 0:
@@ -205,6 +206,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             member_epoch=result.member_epoch,
             heartbeat_interval_ms=result.heartbeat_interval_ms or self.config.heartbeat_interval_ms,
             session_timeout_ms=self.config.session_timeout_ms,
+            assignment_settled=result.settled,
         )
         if result.assignment is not None:
             response.assignment.CopyFrom(assignment_to_wire(result.assignment))

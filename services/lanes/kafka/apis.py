@@ -97,6 +97,8 @@ class KafkaApis:
         closed). MalformedRequestError for one that does not parse."""
         if key.api_key not in _BEFORE_AUTHENTICATION:
             refused = self.authentication.refusal(connection)
+            if refused is None and self._node.image.last_offset < 0:  # (no users, ACLs or topics yet)
+                refused = "this broker has not loaded the cluster's metadata yet (the client retries)"
             if refused is not None:
                 _log.info("closing a Kafka connection from %s: %s", connection.host, refused)
                 return Reply(b"", close=True)
@@ -166,12 +168,18 @@ class KafkaApis:
             for _, b in sorted(image.brokers.items())
             if not b.fenced and b.kafka_port
         )
+        listed = {b.node_id for b in brokers}
         if request.topics is None:
             names = sorted(t.name for t in image.topics.values() if allows(access, _DESCRIBE, t.name))
+            topics = tuple(self._topic(cls, image, name, listed, access) for name in names)
         else:
-            names = [t.name or _name_of(image, t.topic_id) for t in request.topics]
-        listed = {b.node_id for b in brokers}
-        topics = tuple(self._topic(cls, image, name, listed, access) for name in dict.fromkeys(names))
+            asked = dict.fromkeys((t.name or None, None if t.name else t.topic_id) for t in request.topics)
+            topics = tuple(
+                self._topic(cls, image, name, listed, access)
+                if name is not None
+                else self._topic_by_id(cls, image, topic_id, listed, access)
+                for name, topic_id in asked
+            )
         # (KRaft: clients send admin requests to a broker: this one, else another listed one)
         controller_id = self._node.broker_id if self._node.broker_id in listed else min(listed, default=-1)
         return build(
@@ -193,6 +201,17 @@ class KafkaApis:
             partitions=self._partitions(cls, image, topic, listed),
             topic_authorized_operations=-2147483648,  # not asked for (Kafka's "omitted")
         )
+
+    def _topic_by_id(
+        self, cls: type[Any], image: MetadataImage, topic_id: Any, listed: set[int], access: Access | None
+    ) -> Any:
+        """A topic asked for by id (v10+): UNKNOWN_TOPIC_ID for an id no topic has, and a topic
+        the caller may not DESCRIBE answered as refused; neither with a name (Kafka's null)."""
+        topic = image.topics.get(str(topic_id)) if topic_id is not None else None
+        if topic is None or not allows(access, _DESCRIBE, topic.name):
+            code = KafkaError.unknown_topic_id if topic is None else KafkaError.topic_authorization_failed
+            return build(nested(cls, "MetadataResponseTopic"), error_code=code, name=None, topic_id=topic_id)
+        return self._topic(cls, image, topic.name, listed, access)
 
     def _partitions(self, cls: type[Any], image: MetadataImage, topic: TopicImage, listed: set[int]) -> tuple[Any, ...]:
         """Each partition's leader as the gRPC face names it (``named_leader``: none while the
@@ -218,8 +237,3 @@ class KafkaApis:
                 )
             )
         return tuple(answered)
-
-
-def _name_of(image: MetadataImage, topic_id: Any) -> str:
-    topic = image.topics.get(str(topic_id)) if topic_id is not None else None
-    return topic.name if topic is not None else ""

@@ -2,8 +2,9 @@
 order (a Kafka connection's responses come back in the order of its requests; the next request
 is read once the previous one is answered, as Kafka mutes a channel while it works).
 
-Bounds: a request is at most ``max_request_bytes`` (the broker's ``--max-request-bytes``); at
-most ``max_connections`` connections at once (more are closed at once); a connection idle for
+Bounds: a request is at most ``max_request_bytes`` (the broker's ``--max-request-bytes``), 64 KiB
+before its connection is authenticated; at most ``max_connections`` connections at once, and
+``max_connections_per_address`` from one address (more are closed at once); a connection idle for
 ``idle_s`` (Kafka's connections.max.idle.ms, 10 minutes), or whose answer is not taken within
 ``send_s``, is closed; an answer's fetch memory is given back once it is written. Bytes that are no request, or
 a request that does not parse, close the connection (as Kafka does); nothing else is harmed.
@@ -15,6 +16,7 @@ connection's user (``lanes.kafka.sasl``). Owned by the broker's event loop.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import ssl
@@ -48,6 +50,7 @@ class KafkaListener:
         send_s: float = SEND_S,
         max_request_bytes: int = MAX_REQUEST_BYTES,
         ssl_context: ssl.SSLContext | None = None,
+        max_connections_per_address: int | None = None,
     ) -> None:
         self._apis = apis
         self._host = host
@@ -57,6 +60,8 @@ class KafkaListener:
         self._send_s = send_s
         self._max_request_bytes = max_request_bytes
         self._ssl = ssl_context
+        self._per_address_limit = max_connections_per_address or max(1, max_connections // 4)
+        self._per_address: collections.Counter[str] = collections.Counter()
         self._connections: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
 
@@ -79,12 +84,14 @@ class KafkaListener:
     async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        if len(self._connections) >= self._max_connections:
+        peer = writer.get_extra_info("peername")
+        host = str(peer[0]) if peer else ""
+        if len(self._connections) >= self._max_connections or self._per_address[host] >= self._per_address_limit:
             writer.close()
             return
         self._connections.add(task)
-        peer = writer.get_extra_info("peername")
-        connection = KafkaConnection(host=str(peer[0]) if peer else "", certificate_name=_certificate_name(writer))
+        self._per_address[host] += 1
+        connection = KafkaConnection(host=host, certificate_name=_certificate_name(writer))
         try:
             refused = self._apis.authentication.opened(connection)
             if refused is not None:
@@ -99,6 +106,10 @@ class KafkaListener:
             _log.warning("closing a Kafka connection from %s after %s: %s", peer, type(exc).__name__, exc)
         finally:
             self._connections.discard(task)
+            self._per_address[host] -= 1
+            if self._per_address[host] <= 0:
+                del self._per_address[host]
+            self._apis.authentication.closed(connection)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -108,7 +119,7 @@ class KafkaListener:
     ) -> None:
         while True:
             prefix = await asyncio.wait_for(reader.readexactly(SIZE_BYTES), self._idle_s)
-            size = frame_size(prefix, self._max_request_bytes)
+            size = frame_size(prefix, connection.max_frame_bytes or self._max_request_bytes)
             frame = await asyncio.wait_for(reader.readexactly(size), self._idle_s)
             key = request_key(frame)
             reply = await self._apis.answer(key, frame, connection)

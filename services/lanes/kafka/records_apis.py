@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from kio.schema.errors import ErrorCode as KafkaError
 
-from lanes.broker.byte_rate_quotas import ByteRateQuotas, measured
+from lanes.broker.byte_rate_quotas import ByteRateQuotas
 from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FetchLimits
 from lanes.broker.node import BrokerNode
@@ -99,8 +99,7 @@ class RecordApis:
             data = broker_pb2.PartitionProduceData(partition=partition.index, records=bytes(partition.records or b""))
             return await replicas.append(topic, data, acks, timeout_s, self._writer)
 
-        topics = [topic.name for topic in request.topic_data]
-        limited = call.caller.quota(image, PRODUCER_BYTE_RATE) if measured(topics) else None
+        limited = call.caller.quota(image, PRODUCER_BYTE_RATE)  # (every client's: no node uses this face)
         size_bytes = sum(len(p.records or b"") for topic in request.topic_data for p in topic.partition_data)
         throttle_ms = await self._quotas.admit(PRODUCER_BYTE_RATE, limited, size_bytes)
         started = [
@@ -145,7 +144,7 @@ class RecordApis:
         TOPIC_AUTHORIZATION_FAILED per partition; a caller over its consumer byte rate is muted
         while it owes, reads at most what its window allows and is told ``throttle_time_ms``; the
         records' memory is given back once the answer was sent (``Answer.release``), each
-        principal counted as one holder."""
+        principal's client id counted as one holder."""
         request, access = call.body, call.access
         refused = [topic for topic in request.topics if not allows(access, _READ, topic.topic)]
         wanted = broker_pb2.FetchRequest(
@@ -170,7 +169,7 @@ class RecordApis:
             ],
         )
         image = self._node.image
-        limited = call.caller.quota(image, CONSUMER_BYTE_RATE) if measured([t.topic for t in wanted.topics]) else None
+        limited = call.caller.quota(image, CONSUMER_BYTE_RATE)  # (__consumer_offsets too: no node uses this face)
         cap_bytes = self._fetch_max_bytes if limited is None else min(self._fetch_max_bytes, window_bytes(limited[1]))
         limits = FetchLimits.clamp(wanted.max_bytes, wanted.min_bytes, wanted.max_wait_ms, cap_bytes=cap_bytes)
         fetch = ConsumerFetch(wanted, limits.max_bytes)
@@ -210,7 +209,8 @@ class RecordApis:
         await self._quotas.admit(CONSUMER_BYTE_RATE, limited, reserved)
         sent_bytes = 0
         try:
-            answer = await self._node.consumer_fetches.fetch(fetch, limits, call.caller.principal)
+            holder = f"kafka:{call.caller.principal}:{call.caller.client_id}"
+            answer = await self._node.consumer_fetches.fetch(fetch, limits, holder)
             sent_bytes = sum(size for size, _ in answer.sent.values())
         finally:
             owed_ms = self._quotas.record(CONSUMER_BYTE_RATE, limited, sent_bytes - reserved) if limited else 0

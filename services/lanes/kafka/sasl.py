@@ -7,13 +7,22 @@ opens a session in this process's ``PasswordSessions``, as a gRPC login does, so
 change or a deleted user ends it), and OAUTHBEARER (RFC 7628's initial response carrying a JWT,
 checked as the gRPC face checks bearer tokens) where the cluster accepts tokens.
 
+A verified client certificate (a listener that asks for them: ``--tls-client-auth required``)
+names the connection's user unless the client authenticates by SASL, whose principal then counts,
+as on Kafka's SASL_SSL listeners and on the gRPC face (a session or token before the certificate).
+
 The connection's states, as Kafka's ``SaslServerAuthenticator`` has them: before authentication
 only ApiVersions, SaslHandshake and SaslAuthenticate are answered (anything else closes the
-connection); a failed authentication is answered SASL_AUTHENTICATION_FAILED and the connection
-closed; once authenticated, SaslAuthenticate v1+ tells the client how long its session lives
-(``session_lifetime``, KIP-368) and the client may authenticate again on the same connection, as
-the same principal, before then. A request after the session ended (or after the user's password
-changed) closes the connection, which the client reopens and authenticates again.
+connection), in frames of at most ``MAX_UNAUTHENTICATED_FRAME_BYTES`` (Kafka's
+``sasl.server.max.receive.size``); a failed authentication is answered SASL_AUTHENTICATION_FAILED
+and the connection closed (a login refused for load, or a node that has not loaded its users yet,
+closes it unanswered: the client reconnects and tries again); once authenticated,
+SaslAuthenticate v1+ tells the client how long its session lives (``session_lifetime``, KIP-368:
+the token's expiry or the password session's, at most ``--max-session-seconds``) and the client
+may authenticate again on the same connection, with the same mechanism and as the same principal,
+before then; other requests in the middle of that close the connection. A request after the
+session ended (or after the user's password changed) closes the connection, which the client
+reopens and authenticates again. A connection's password session is ended when it closes.
 
 Owned by the broker's event loop (one ``KafkaConnection`` per connection).
 """
@@ -32,7 +41,7 @@ from kio.schema.errors import ErrorCode as KafkaError
 from lanes.kafka.answers import Answer
 from lanes.kafka.codec import build, response_class
 from lanes.runtime.access.password_sessions import LoginRefusedError, PasswordSessions, SessionRefusedError
-from lanes.runtime.access.tokens import InvalidTokenError, TokenVerifier
+from lanes.runtime.access.tokens import MAX_TOKEN_BYTES, InvalidTokenError, TokenVerifier
 from lanes.security.acls import NODE_NAME, user_principal
 
 _log = logging.getLogger(__name__)
@@ -41,8 +50,12 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 SCRAM_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
 OAUTHBEARER = "OAUTHBEARER"
 ANONYMOUS = "User:ANONYMOUS"
-#: the largest SASL message taken (a client-first message, a proof, a JWT)
-MAX_AUTH_BYTES = 16 * 1024
+#: the largest SASL message taken (a client-first message, a proof, a JWT and its framing)
+MAX_AUTH_BYTES = MAX_TOKEN_BYTES + 1024
+#: the largest request frame of a connection not authenticated yet
+MAX_UNAUTHENTICATED_FRAME_BYTES = 64 * 1024
+#: distinct bearer tokens being checked at once, at most (as the gRPC guard)
+MAX_TOKEN_CHECKS = 256
 
 
 @dataclass
@@ -57,9 +70,16 @@ class KafkaConnection:
     expires_s: float | None = None
     #: the password session a SCRAM proof opened (checked at each request)
     session_token: str | None = None
-    #: the mechanism the handshake chose, and a SCRAM exchange in progress
+    #: the mechanism the principal was authenticated with ("" for a certificate's, None: not yet)
+    authenticated_with: str | None = None
+    #: the mechanism a handshake in progress chose, and a SCRAM exchange in progress
     mechanism: str | None = None
     exchange_id: str | None = None
+
+    @property
+    def max_frame_bytes(self) -> int | None:
+        """The largest frame taken now (None: the listener's own bound)."""
+        return MAX_UNAUTHENTICATED_FRAME_BYTES if self.principal is None else None
 
 
 class KafkaAuthentication:
@@ -72,6 +92,7 @@ class KafkaAuthentication:
         required: bool,
         sessions: PasswordSessions | None = None,
         tokens: TokenVerifier | None = None,
+        max_session_s: float = 0.0,
         now_s: Callable[[], float] = time.time,
     ) -> None:
         if required and sessions is None:
@@ -79,7 +100,14 @@ class KafkaAuthentication:
         self.required = required
         self._sessions = sessions
         self._tokens = tokens
+        self._max_session_s = max_session_s
         self._now_s = now_s
+
+    def _ends_s(self, expires_s: float | None) -> float | None:
+        """When a session authenticated now ends: ``expires_s`` (a token's), at most
+        ``max_session_s`` from now (0: no bound)."""
+        bound = self._now_s() + self._max_session_s if self._max_session_s > 0 else None
+        return min((t for t in (expires_s, bound) if t is not None), default=None)
 
     def mechanisms(self) -> tuple[str, ...]:
         """The SASL mechanisms this listener takes."""
@@ -97,14 +125,26 @@ class KafkaAuthentication:
             return None
         if NODE_NAME.fullmatch(name) is not None:
             return f"the certificate names the node {name}; nodes do not use the Kafka listener"
-        connection.principal = user_principal(name)
+        connection.principal, connection.authenticated_with = user_principal(name), ""
+        connection.expires_s = self._ends_s(None)
         return None
+
+    def closed(self, connection: KafkaConnection) -> None:
+        """The connection closed: its password session ends with it."""
+        self._end_session(connection)
+
+    def _end_session(self, connection: KafkaConnection) -> None:
+        if connection.session_token is not None and self._sessions is not None:
+            self._sessions.end(connection.session_token)
+        connection.session_token = None
 
     def refusal(self, connection: KafkaConnection) -> str | None:
         """Why the connection may not make a request now (not authenticated, its session ended,
         its user's password changed), else None."""
         if connection.principal is None:
             return "not authenticated: only ApiVersions, SaslHandshake and SaslAuthenticate are answered before"
+        if connection.mechanism is not None:
+            return "a request in the middle of a re-authentication (ILLEGAL_SASL_STATE)"
         if connection.expires_s is not None and self._now_s() >= connection.expires_s:
             return "its session ended without re-authentication (KIP-368)"
         if connection.session_token is not None:
@@ -123,7 +163,8 @@ class KafkaAuthentication:
         connection closes, as Kafka does)."""
         cls = response_class(SASL_HANDSHAKE, version)
         mechanisms = self.mechanisms() if self.required else ()
-        if connection.certificate_name is not None and connection.principal is not None:
+        if connection.authenticated_with and request.mechanism != connection.authenticated_with:
+            # (KIP-368: re-authentication keeps the mechanism; Kafka's REAUTH_BAD_MECHANISM)
             return Answer(build(cls, error_code=KafkaError.illegal_sasl_state, mechanisms=mechanisms), close=True)
         if request.mechanism not in mechanisms:
             unsupported = KafkaError.unsupported_sasl_mechanism
@@ -161,21 +202,30 @@ class KafkaAuthentication:
                 server_final, token, session = self._sessions.finish(exchange_id, message.decode("utf-8", "replace"))
                 user, reply = session.user, server_final.encode()
                 expires_s = self._now_s() + self._sessions.seconds_left(session)
+        except _BusyError as exc:  # (the client reconnects and tries again, as after any broken connection)
+            _log.info("closing a Kafka connection from %s during its login: %s", connection.host, exc)
+            return Answer(None, close=True)
         except LoginRefusedError as exc:
-            if exc.busy:  # (the client reconnects and tries again, as after any broken connection)
+            if exc.busy:
                 _log.info("closing a Kafka connection from %s during its login: %s", connection.host, exc)
                 return Answer(None, close=True)
             return self._failed(cls, KafkaError.sasl_authentication_failed, f"authentication failed: {exc}")
         except InvalidTokenError as exc:
             return self._failed(cls, KafkaError.sasl_authentication_failed, f"invalid token: {exc}")
         principal = user_principal(user)
-        if connection.principal is not None and connection.principal != principal:  # KIP-368: the same principal
+        if connection.authenticated_with and connection.principal != principal:  # KIP-368: the same principal
+            if token is not None:
+                assert self._sessions is not None
+                self._sessions.end(token)
             return self._failed(
                 cls, KafkaError.sasl_authentication_failed, "re-authentication must be as the same principal"
             )
-        connection.principal, connection.expires_s, connection.session_token = principal, expires_s, token
-        connection.mechanism = None
-        lifetime_ms = 0 if expires_s is None else max(int((expires_s - self._now_s()) * 1000), 1)
+        self._end_session(connection)  # (a re-authentication's new session replaces the old one)
+        connection.principal, connection.session_token = principal, token
+        connection.expires_s = self._ends_s(expires_s)
+        connection.authenticated_with, connection.mechanism = mechanism, None
+        ends_s = connection.expires_s
+        lifetime_ms = 0 if ends_s is None else max(int((ends_s - self._now_s()) * 1000), 1)
         return Answer(build(cls, auth_bytes=reply, session_lifetime=_ms(lifetime_ms)))
 
     async def _bearer(self, token: str) -> tuple[str, float | None]:
@@ -183,12 +233,18 @@ class KafkaAuthentication:
         if self._tokens is None:
             raise InvalidTokenError("this cluster accepts no bearer tokens (no --oauth-issuer)")
         known = self._tokens.remembered(token)
+        if known is None and self._tokens.checks_pending() >= MAX_TOKEN_CHECKS:
+            raise _BusyError("too many tokens being checked: retry shortly")
         user = known if known is not None else await self._tokens.user(token)
         return user, self._tokens.expires_s(token)
 
     @staticmethod
     def _failed(response: type[Any], code: KafkaError, message: str) -> Answer:
         return Answer(build(response, error_code=code, error_message=message), close=True)
+
+
+class _BusyError(Exception):
+    """A login put off for load: the connection closes unanswered and the client tries again."""
 
 
 def _bearer_token(message: bytes) -> str:

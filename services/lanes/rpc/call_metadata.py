@@ -22,6 +22,10 @@ import grpc
 
 #: The metadata key a client names itself in (Kafka's client.id, for client-id quotas).
 CLIENT_ID_KEY = "lanes-client-id"
+#: The metadata keys a broker forwarding a Kafka client's group request names that client's
+#: principal and host in (Kafka's Envelope, KIP-590): believed from a broker's certificate only.
+ON_BEHALF_OF_KEY = "lanes-on-behalf-of"
+ON_BEHALF_OF_HOST_KEY = "lanes-on-behalf-of-host"
 
 #: Metadata as gRPC takes it: (key, value) pairs.
 MetadataPairs = tuple[tuple[str, str | bytes], ...]

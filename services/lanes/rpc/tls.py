@@ -113,12 +113,13 @@ class TlsFiles:
             require_client_authentication=require_client_cert,
         )
 
-    def ssl_server_context(self, *, client_certs: Literal["required", "optional"]) -> ssl.SSLContext:
-        """A context for a listener outside gRPC (Kafka's protocol): this process's certificate,
-        TLS 1.2 at least, callers' certificates checked against the CA (``client_certs``: whether
-        one is required or only verified when given). Renewed files are read again at the next
-        handshake after they change, as ``server_credentials`` does (the handshake's SNI step
-        swaps in a fresh context)."""
+    def ssl_server_context(self, *, require_client_cert: bool) -> ssl.SSLContext:
+        """A context for a listener outside gRPC (Kafka's protocol), as ``server_credentials``
+        makes the client listener's: this process's certificate, TLS 1.2 at least, and with
+        ``require_client_cert`` only callers presenting a certificate the CA signed (none asked
+        for without). Renewed files are read again at the next handshake after they change (the
+        handshake's SNI step swaps in a fresh context); no session tickets, so a resumed session
+        cannot skip a renewed CA."""
 
         def context_now() -> ssl.SSLContext:
             if self.cert_file is None or self.key_file is None:
@@ -126,8 +127,10 @@ class TlsFiles:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             context.load_cert_chain(self.cert_file, self.key_file)
-            context.load_verify_locations(cafile=self.ca_file)
-            context.verify_mode = ssl.CERT_REQUIRED if client_certs == "required" else ssl.CERT_OPTIONAL
+            context.options |= ssl.OP_NO_TICKET
+            if require_client_cert:
+                context.load_verify_locations(cafile=self.ca_file)
+                context.verify_mode = ssl.CERT_REQUIRED
             return context
 
         stamp = self.stamp()

@@ -62,7 +62,7 @@ class Assignment(_message.Message):
     def __init__(self, topic_partitions: _Optional[_Iterable[_Union[_common_pb2.TopicPartitions, _Mapping]]] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
-    __slots__ = ("group_id", "member_id", "member_epoch", "instance_id", "rack_id", "rebalance_timeout_ms", "subscription", "server_assignor", "owned_partitions", "client_id")
+    __slots__ = ("group_id", "member_id", "member_epoch", "instance_id", "rack_id", "rebalance_timeout_ms", "subscription", "server_assignor", "owned_partitions", "client_id", "classic")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
     MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +73,7 @@ class HeartbeatRequest(_message.Message):
     SERVER_ASSIGNOR_FIELD_NUMBER: _ClassVar[int]
     OWNED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CLASSIC_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     member_id: str
     member_epoch: int
@@ -83,23 +84,26 @@ class HeartbeatRequest(_message.Message):
     server_assignor: str
     owned_partitions: Assignment
     client_id: str
-    def __init__(self, group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ..., subscription: _Optional[_Union[Subscription, _Mapping]] = ..., server_assignor: _Optional[str] = ..., owned_partitions: _Optional[_Union[Assignment, _Mapping]] = ..., client_id: _Optional[str] = ...) -> None: ...
+    classic: bool
+    def __init__(self, group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ..., subscription: _Optional[_Union[Subscription, _Mapping]] = ..., server_assignor: _Optional[str] = ..., owned_partitions: _Optional[_Union[Assignment, _Mapping]] = ..., client_id: _Optional[str] = ..., classic: _Optional[bool] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
-    __slots__ = ("error", "member_id", "member_epoch", "heartbeat_interval_ms", "assignment", "session_timeout_ms")
+    __slots__ = ("error", "member_id", "member_epoch", "heartbeat_interval_ms", "assignment", "session_timeout_ms", "assignment_settled")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
     MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
     SESSION_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_SETTLED_FIELD_NUMBER: _ClassVar[int]
     error: _common_pb2.Error
     member_id: str
     member_epoch: int
     heartbeat_interval_ms: int
     assignment: Assignment
     session_timeout_ms: int
-    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., assignment: _Optional[_Union[Assignment, _Mapping]] = ..., session_timeout_ms: _Optional[int] = ...) -> None: ...
+    assignment_settled: bool
+    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., assignment: _Optional[_Union[Assignment, _Mapping]] = ..., session_timeout_ms: _Optional[int] = ..., assignment_settled: _Optional[bool] = ...) -> None: ...
 
 class LeaveGroupRequest(_message.Message):
     __slots__ = ("group_id", "member_id", "instance_id", "reason")

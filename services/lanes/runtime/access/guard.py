@@ -40,12 +40,13 @@ from typing import Any, Literal, NamedTuple, NoReturn
 import grpc
 
 from lanes.metadata.image import MetadataImage
-from lanes.rpc.call_metadata import CLIENT_ID_KEY
+from lanes.rpc.call_metadata import CLIENT_ID_KEY, ON_BEHALF_OF_HOST_KEY, ON_BEHALF_OF_KEY
 from lanes.rpc.credentials import AUTHORIZATION_KEY
 from lanes.rpc.session_registry import session_fingerprint
 from lanes.rpc.tls import caller_identity, callers_verified
 from lanes.rpc.wire import SESSION_EXPIRED, ServicerContext, peer_host
 from lanes.runtime.access.access_rules import (
+    FORWARDED,
     RULES,
     Access,
     Rule,
@@ -324,6 +325,12 @@ class Guard(CallInterceptor):
         if self._listener == "internal" or not self._authorize:
             name = caller_identity(context)
             node = name is not None and NODE_NAME.fullmatch(name) is not None
+            forwarded = _forwarded_for(name, method, context) if node else None
+            if forwarded is not None:  # a Kafka client's group request, through a broker
+                CALLER.set(Caller(forwarded[0], await _client_id(context)))
+                if not self._authorize:
+                    return None
+                return await self._user_access(*forwarded, request, rule=rule, method=method, context=context)
             clusters = node or self._listener == "internal"
             CALLER.set(None if clusters else Caller(ANONYMOUS, await _client_id(context)))
             nodes_only = self._listener == "internal" or (rule is not None and rule.for_nodes_only(request))
@@ -339,6 +346,9 @@ class Guard(CallInterceptor):
                 await self._node_may(name, method, request, context)
             return None
         principal, node, ends_s = await self._authenticate(context)
+        host = peer_host(context)
+        if node and (forwarded := _forwarded_for(principal.removeprefix("User:"), method, context)) is not None:
+            (principal, host), node = forwarded, False
         CALLER.set(None if node else Caller(principal, await _client_id(context)))
         if not node:
             max_ends_s = time.time() + self._max_session_s if self._max_session_s > 0 else None
@@ -347,6 +357,14 @@ class Guard(CallInterceptor):
         if node:
             await self._node_may(principal.removeprefix("User:"), method, request, context)
             return None
+        return await self._user_access(principal, host, request, rule=rule, method=method, context=context)
+
+    async def _user_access(
+        self, principal: str, host: str, request: Any, *, rule: Rule | None, method: str, context: ServicerContext
+    ) -> Access | None:
+        """A user's access to a call (None: a super user, who passes as it is); the call ends
+        UNAVAILABLE while this node has not loaded the cluster's ACLs, PERMISSION_DENIED for a
+        call no rule opens to users."""
         if self._image().last_offset < 0:
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE, "this node has not loaded the cluster's users and ACLs yet: retry shortly"
@@ -356,7 +374,7 @@ class Guard(CallInterceptor):
         assert rule is not None
         if principal in self._super_users:
             return None
-        access = self._access(principal, peer_host(context))
+        access = self._access(principal, host)
         ACCESS.set(access)
         return access
 
@@ -453,6 +471,19 @@ class Guard(CallInterceptor):
         _SESSION_REFUSAL.set(refusal)  # a stream checks its session again at each message
         session = sessions.session(token)
         return user_principal(session.user), False, time.time() + sessions.seconds_left(session)
+
+
+def _forwarded_for(node: str | None, method: str, context: ServicerContext) -> tuple[str, str] | None:
+    """(principal, host) of the Kafka client a broker makes this call for (``FORWARDED`` calls
+    carrying ``ON_BEHALF_OF_KEY``), when ``node`` (the caller's certificate) is a broker; else None."""
+    if node is None or not node.startswith("broker-") or method not in FORWARDED:
+        return None
+    given = dict(context.invocation_metadata() or ())
+    principal = given.get(ON_BEHALF_OF_KEY)
+    if not isinstance(principal, str) or not principal.startswith("User:"):
+        return None
+    host = given.get(ON_BEHALF_OF_HOST_KEY)
+    return principal, host if isinstance(host, str) else ""
 
 
 def _as_it_is(response: Any) -> Any:

@@ -137,8 +137,8 @@ class PasswordSessions:
         LoginRefusedError (one message for a wrong password and an unknown user) otherwise."""
         self._expire()
         exchange = self._exchanges.pop(exchange_id, None)
-        if exchange is None:
-            raise LoginRefusedError("unknown or expired exchange: start again")
+        if exchange is None:  # (expired, or pushed out by a flood of logins: the client starts again)
+            raise LoginRefusedError("unknown or expired exchange: start again", busy=True)
         self._forget_address(exchange.address)
         try:
             final = scram_exchange.server_final(exchange.started, client_final)
@@ -184,6 +184,12 @@ class PasswordSessions:
             self._forget(key)
             raise SessionRefusedError("the session expired", renew=True)
         return session
+
+    def end(self, token: str) -> None:
+        """Forget the session ``token`` opened (its connection closed: Kafka's listener), if known."""
+        key = _digest(token)
+        if key in self._sessions:
+            self._forget(key)
 
     def seconds_left(self, session: Session) -> float:
         """How long ``session`` has to live."""
