@@ -31,6 +31,7 @@ from kio.schema.errors import ErrorCode as KafkaError
 from lanes.broker.byte_rate_quotas import ByteRateQuotas
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES
 from lanes.broker.node import BrokerNode
+from lanes.kafka import group_apis as groups_api
 from lanes.kafka.access import KafkaAccess, KafkaCaller, allows
 from lanes.kafka.answers import Answer, KafkaCall, Reply
 from lanes.kafka.codec import build, decode, encode, nested, refusal, request_class, response_class
@@ -71,6 +72,7 @@ class KafkaApis:
         quotas: ByteRateQuotas,
         authentication: KafkaAuthentication,
         access: KafkaAccess,
+        groups: groups_api.GroupCalls | None = None,
         fetch_max_bytes: int = FETCH_MAX_BYTES,
     ) -> None:
         self._node = node
@@ -87,6 +89,25 @@ class KafkaApis:
             LIST_OFFSETS: Served(1, 6, records.list_offsets),
             INIT_PRODUCER_ID: Served(0, 5, functools.partial(init_producer_id, node)),
         }
+        if groups is not None:  # (what Lanes' group coordinators answer, through this broker)
+            group = groups_api.GroupApis(node, groups)
+            self.served.update(
+                {
+                    groups_api.FIND_COORDINATOR: Served(0, 6, group.find_coordinator),
+                    groups_api.JOIN_GROUP: Served(2, 9, group.join_group),
+                    groups_api.SYNC_GROUP: Served(0, 5, group.sync_group),
+                    groups_api.HEARTBEAT: Served(0, 4, group.heartbeat),
+                    groups_api.LEAVE_GROUP: Served(0, 5, group.leave_group),
+                    groups_api.OFFSET_COMMIT: Served(2, 9, group.offset_commit),
+                    groups_api.OFFSET_FETCH: Served(1, 9, group.offset_fetch),
+                    groups_api.OFFSET_DELETE: Served(0, 0, group.offset_delete),
+                    groups_api.LIST_GROUPS: Served(0, 5, group.list_groups),
+                    groups_api.DESCRIBE_GROUPS: Served(0, 5, group.describe_groups),
+                    groups_api.DELETE_GROUPS: Served(0, 2, group.delete_groups),
+                    groups_api.CONSUMER_GROUP_HEARTBEAT: Served(0, 1, group.consumer_group_heartbeat),
+                    groups_api.CONSUMER_GROUP_DESCRIBE: Served(0, 1, group.consumer_group_describe),
+                }
+            )
         if authentication.required:
             self.served[SASL_HANDSHAKE] = Served(1, 1, self._handshake)
             self.served[SASL_AUTHENTICATE] = Served(0, 2, self._authenticate)

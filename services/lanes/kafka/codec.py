@@ -66,10 +66,9 @@ def _empty(field: dataclasses.Field[Any]) -> Any:
     kind = field.type
     if dataclasses.is_dataclass(kind) and isinstance(kind, type):
         return build(kind)
-    origin = typing.get_origin(kind)
-    if origin in (typing.Union, types.UnionType) and type(None) in typing.get_args(kind):
+    if _nullable(field):
         return None
-    if origin is tuple:
+    if typing.get_origin(kind) is tuple:
         return ()
     kafka_type = field.metadata.get("kafka_type")
     if kafka_type == "error_code":
@@ -89,11 +88,21 @@ def _empty(field: dataclasses.Field[Any]) -> Any:
     return 0
 
 
+def _nullable(field: dataclasses.Field[Any]) -> bool:
+    kind = field.type
+    return typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in typing.get_args(kind)
+
+
 def build(cls: type[Any], **values: Any) -> Any:
-    """``cls`` with ``values`` for the fields it has (others ignored: versions differ), every
-    other field at the default Kafka's schema gives it, or else empty."""
+    """``cls`` with ``values`` for the fields it has (others ignored: versions differ; None where
+    this version's field is not nullable: its empty value), every other field at the default
+    Kafka's schema gives it, or else empty."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    given = {name: value for name, value in values.items() if name in fields}
+    given = {
+        name: _empty(fields[name]) if value is None and not _nullable(fields[name]) else value
+        for name, value in values.items()
+        if name in fields
+    }
     for name, field in fields.items():
         has_default = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
         if name not in given and not has_default:  # (Kafka's schema defaults, which kio carries, stand)

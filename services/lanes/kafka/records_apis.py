@@ -195,7 +195,7 @@ class RecordApis:
                             last_stable_offset=p.last_stable_offset,
                             log_start_offset=p.log_start_offset,
                             preferred_read_replica=-1,
-                            records=p.records or None,
+                            records=p.records or b"",  # (empty, never null: librdkafka refuses a null)
                         )
                         for p in topic.partitions
                     ),

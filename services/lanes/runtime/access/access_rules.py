@@ -562,30 +562,21 @@ _REFLECTION = {
     "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": None,
 }
 
+#: The calls a broker makes on behalf of a Kafka client whose group request it forwards to the group's
+#: coordinator (Kafka's Envelope, KIP-590): every call of the GroupCoordinator service, which the guard
+#: authorizes as that client, by ``RULES``.
+FORWARDED: frozenset[str] = frozenset(
+    method_name("GroupCoordinator", method.name)
+    for method in coordinator_pb2.DESCRIPTOR.services_by_name["GroupCoordinator"].methods
+)
+
+
 #: What a node of each role may call, and nothing more (a node's certificate names its role:
 #: ``broker-1``, ``coordinator-1``, ``controller-0``): full method name -> None (any request) or
 #: which requests (and, on behalf of the Kafka clients it serves, what ``FORWARDED`` lists, with those
 #: clients' own ACLs). So one compromised pod is one role's reach, not the cluster's: no node may
 #: manage ACLs, users, quotas or topics, or read or write a user's records, and only a broker
 #: replicates. A node that also passes ``check_claim`` in the service may act only as itself.
-#: The calls a broker makes on behalf of a Kafka client whose group request it forwards to the group's
-#: coordinator (Kafka's Envelope, KIP-590): the guard authorizes them as that client, by ``RULES``.
-FORWARDED: frozenset[str] = frozenset(
-    method_name("GroupCoordinator", name)
-    for name in (
-        "FindCoordinator",
-        "Heartbeat",
-        "LeaveGroup",
-        "CommitOffsets",
-        "FetchOffsets",
-        "ListGroups",
-        "DescribeGroups",
-        "DeleteGroups",
-        "ResetOffsets",
-        "DeleteOffsets",
-    )
-)
-
 NODE_RULES: dict[str, dict[str, Callable[[Any], bool] | None]] = {
     "broker": {
         method_name("Broker", "ReplicaFetch"): None,
