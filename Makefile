@@ -43,7 +43,7 @@ $(STAMP)-run: $(INSTALL_INPUTS) | $(PY)
 test: lint pytest
 
 pytest: $(STAMP)-dev test-deps
-	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2 chromium=chromium
+	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2 chromium=chromium kcat=kcat
 	@mkdir -p build
 	@# the Spark tests in a process of their own, beside the workers (the two workers leave a third
 	@# of the two cores idle: tests that wait); their output follows the others'

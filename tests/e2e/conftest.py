@@ -21,7 +21,7 @@ def lanes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workdir]:
         "--brokers",
         "3",
         "--port-base",
-        str(consecutive_free_ports(LocalCluster.ports_for(3, 1, 3, console=True))),
+        str(consecutive_free_ports(LocalCluster.ports_for(3, 1, 3, console=True, kafka=True))),
     )
     try:
         yield workdir

@@ -22,7 +22,7 @@ def status(lanes: Workdir) -> dict[str, Any]:
 
 def test_status_and_down_follow_the_processes(tmp_path: Path) -> None:
     lanes = Workdir(tmp_path)
-    base = consecutive_free_ports(LocalCluster.ports_for(2, 1, 3, console=True))
+    base = consecutive_free_ports(LocalCluster.ports_for(2, 1, 3, console=True, kafka=True))
     lanes.ok("up", "--detach", "--brokers", "2", "--port-base", str(base))
     cluster = json.loads((tmp_path / ".lanes" / "cluster.json").read_text())
     pids = [cluster["pid"]] + [n["pid"] for n in cluster["controllers"] + cluster["brokers"] + cluster["coordinators"]]

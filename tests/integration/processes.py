@@ -98,7 +98,15 @@ def running_cluster(data_dir: Path, brokers: int, **settings: Any) -> Iterator[L
     cluster = LocalCluster(
         data_dir,
         brokers=brokers,
-        port_base=consecutive_free_ports(LocalCluster.ports_for(brokers, coordinators, controllers)),
+        port_base=consecutive_free_ports(
+            LocalCluster.ports_for(
+                brokers,
+                coordinators,
+                controllers,
+                console=bool(settings.get("console") or settings.get("kafka")),
+                kafka=bool(settings.get("kafka")),
+            )
+        ),
         **settings,
     )
     cluster.start()

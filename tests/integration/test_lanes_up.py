@@ -80,7 +80,7 @@ def test_lanes_up_runs_a_cluster_that_survives_a_restart(
     tmp_path: Path, supervisors: list[subprocess.Popen[str]]
 ) -> None:
     data_dir = tmp_path / "lanes"
-    base = consecutive_free_ports(LocalCluster.ports_for(3, 1, 3, console=True))
+    base = consecutive_free_ports(LocalCluster.ports_for(3, 1, 3, console=True, kafka=True))
     supervisor, cluster = lanes_up(data_dir, base)
     supervisors.append(supervisor)
     assert cluster["pid"] == supervisor.pid

@@ -5,6 +5,8 @@ other side do."""
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 
 import pytest
 
@@ -103,3 +105,19 @@ def test_a_server_refuses_a_replayed_or_foreign_nonce() -> None:
     started = server_first("SCRAM-SHA-256", f"n,,n=user,r={CLIENT_NONCE}", _credential(), SERVER_NONCE, b"s")
     with pytest.raises(ScramError, match="nonce"):
         server_final(started, CLIENT_FINAL.replace(SERVER_NONCE, "other-server-nonce-xyz"))
+
+
+def test_a_nonce_echoed_with_the_clients_once_more_in_front_passes_as_kafka_lets_it() -> None:
+    """librdkafka before 2.1 (Debian's kcat) sends ``r=<client nonce><whole nonce>`` and signs what
+    it sent; Kafka's server checks only that the nonce ends with the exchange's."""
+    started = server_first("SCRAM-SHA-256", f"n,,n=user,r={CLIENT_NONCE}", _credential(), SERVER_NONCE, b"s")
+    doubled = f"r={CLIENT_NONCE}{CLIENT_NONCE}{SERVER_NONCE}"
+    without_proof = f"c=biws,{doubled}"
+    auth = f"n=user,r={CLIENT_NONCE},{SERVER_FIRST},{without_proof}".encode()
+    salted = scram.salted_password("SCRAM-SHA-256", "pencil", SALT, 4096)
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    signature = hmac.digest(hashlib.sha256(client_key).digest(), auth, "sha256")
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
+    assert server_final(started, f"{without_proof},p={proof}").startswith("v=")
+    with pytest.raises(ScramError, match="nonce"):  # a nonce that does not end with the exchange's still fails
+        server_final(started, f"c=biws,r={CLIENT_NONCE}{SERVER_NONCE}x,p={proof}")

@@ -68,6 +68,14 @@ def _render_up(d: dict[str, Any]) -> str:
     )
     if d.get("certificate_bootstrap"):
         security += f"\ncertificate listeners: {d['certificate_bootstrap']} (lanes users issue-certificate USER)"
+    if d.get("kafka_bootstrap"):
+        security += f"\nKafka clients: {d['kafka_bootstrap']}" + (
+            " (SASL_SSL, SCRAM-SHA-512, the same users; docs/kafka-compatibility.md)"
+            if user
+            else " (SSL with a client certificate of the cluster's CA)"
+            if d.get("tls")
+            else " (PLAINTEXT)"
+        )
     return (
         f"bootstrap: {d['bootstrap']}\ncontroller: {d['controller']}\n"
         f"coordinators: {','.join(c['address'] for c in d['coordinators'])}\n"
@@ -104,6 +112,7 @@ def up(options: argparse.Namespace) -> int:
         certificate_listeners=_certificate_listeners(options),
         console=not options.no_console,
         console_port=options.console_port,
+        kafka=not options.no_kafka,
     )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -161,6 +170,7 @@ def _up_detached(options: argparse.Namespace) -> int:
     command += [*(["--insecure"] if options.insecure else []), *(["--no-auth"] if options.no_auth else [])]
     command += ["--certificate-listeners"] if options.certificate_listeners else []
     command += ["--no-console"] if options.no_console else []
+    command += ["--no-kafka"] if options.no_kafka else []
     command += ["--console-port", str(options.console_port)] if options.console_port is not None else []
     for flag in _OAUTH_FLAGS:
         value = getattr(options, flag.removeprefix("--").replace("-", "_"))
@@ -265,6 +275,12 @@ lanes up --brokers 1 --controllers 1 --data-dir /tmp/lanes --port-base 19092""",
         "CA under DATA_DIR/tls/clients (lanes users issue-certificate USER); cluster.json names them",
     )
     parser.add_argument("--no-console", action="store_true", help="do not run the web console")
+    parser.add_argument(
+        "--no-kafka",
+        action="store_true",
+        help="brokers do not serve Kafka's wire protocol (by default each does, for Kafka's own clients and tools, on "
+        "the ports after the cluster's others: cluster.json's kafka_bootstrap)",
+    )
     parser.add_argument(
         "--console-port", type=int, metavar="PORT", help="the console's port (default: the port after the cluster's)"
     )

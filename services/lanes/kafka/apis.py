@@ -109,7 +109,8 @@ class KafkaApis:
                 }
             )
         if authentication.required:
-            self.served[SASL_HANDSHAKE] = Served(1, 1, self._handshake)
+            # (v0 listed too: librdkafka 2.0 looks for it, then authenticates with v1 and SaslAuthenticate)
+            self.served[SASL_HANDSHAKE] = Served(0, 1, self._handshake)
             self.served[SASL_AUTHENTICATE] = Served(0, 2, self._authenticate)
 
     async def answer(self, key: RequestKey, frame: bytes, connection: KafkaConnection) -> Reply | None:

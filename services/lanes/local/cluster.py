@@ -126,8 +126,9 @@ class LocalCluster:
     #: of the cluster's CA when ``tls``; users log in with their Lanes users when ``auth``
     console: bool = False
     console_port: int | None = None
-    #: every broker also serves Kafka's wire protocol on a port of its own choosing (``kafka_bootstrap``
-    #: in cluster.json), with the cluster's TLS and, under ``auth``, SASL against its users
+    #: every broker also serves Kafka's wire protocol (``lanes up`` does): broker N on the Nth port after
+    #: every other one of the cluster's, console included (``kafka_bootstrap`` in cluster.json), with the
+    #: cluster's TLS and, under ``auth``, SASL against its users
     kafka: bool = False
     console_process: ServiceProcess | None = None
     controller_processes: dict[int, ServiceProcess] = field(default_factory=dict)
@@ -137,11 +138,24 @@ class LocalCluster:
     coordinator_processes: dict[int, ServiceProcess] = field(default_factory=dict)
 
     @staticmethod
-    def ports_for(brokers: int, coordinators: int = 1, controllers: int = 1, *, console: bool = False) -> int:
+    def ports_for(
+        brokers: int, coordinators: int = 1, controllers: int = 1, *, console: bool = False, kafka: bool = False
+    ) -> int:
         """Consecutive ports a cluster uses from ``port_base``: client listeners, then metrics,
         then internal listeners, then certificate listeners, one each per process; then the
-        console's (``lanes up`` runs one)."""
-        return 4 * (brokers + controllers + coordinators) + (1 if console else 0)
+        console's; then the brokers' Kafka listeners (``lanes up`` runs both)."""
+        return 4 * (brokers + controllers + coordinators) + (1 if console else 0) + (brokers if kafka else 0)
+
+    def _kafka_port(self, broker_id: int) -> int:
+        """Broker ``broker_id``'s Kafka listener: after every other port (0, any free one, for a broker
+        beyond the cluster's first ones)."""
+        if not 1 <= broker_id <= self.brokers:
+            return 0
+        return (
+            self.port_base
+            + self.ports_for(self.brokers, self.coordinators, self.controllers, console=True)
+            + (broker_id - 1)
+        )
 
     def placed(self, name: str) -> Placement:
         """Where process ``name`` runs (see ``placement``)."""
@@ -443,7 +457,7 @@ class LocalCluster:
                 str(self.data_dir / f"broker-{broker_id}"),
                 "--replica-lag-time-max-ms",
                 str(self.replica_lag_time_max_ms),
-                *(["--kafka-port", "0"] if self.kafka else []),
+                *(["--kafka-port", str(self._kafka_port(broker_id))] if self.kafka else []),
             ],
             port=self.port_base + broker_id - 1,
         )

@@ -165,10 +165,13 @@ def server_final(started: ServerFirst, client_final: str) -> str:
     fields = _fields(client_final, "c", "r", "p")
     if fields["c"] != _b64(GS2_HEADER.encode()):
         raise ScramError("channel binding is not supported")
-    if not hmac.compare_digest(fields["r"].encode(), started.nonce.encode()):
+    # The nonce must end with the exchange's, as Kafka's ScramSaslServer checks it: librdkafka before
+    # 2.1 sends its own nonce once more in front, and signs what it sent.
+    echoed = fields["r"]
+    if not hmac.compare_digest(echoed[-len(started.nonce) :].encode(), started.nonce.encode()):
         raise ScramError("the nonce does not match the exchange's")
     algorithm = _hash(started.credential.mechanism)
-    auth = _auth_message(started.client_first_bare, started.server_first, _final_without_proof(started.nonce))
+    auth = _auth_message(started.client_first_bare, started.server_first, _final_without_proof(echoed))
     signature = hmac.digest(started.credential.stored_key, auth, algorithm)
     proof = _unb64(fields["p"])
     if len(proof) != len(signature):
