@@ -18,7 +18,16 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.helpers import create_ssl_context
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
 from kafka import KafkaConsumer, KafkaProducer
 
 from lanes import AclBinding, UserPassword
@@ -27,7 +36,7 @@ from tests.e2e.cli import Workdir
 APP = UserPassword("kafka-app", "kafka-app-password-1")
 #: records each client writes: keyed (so every partition gets some), with headers
 RECORDS = 240
-TOPIC_OPERATIONS = ("write", "read", "describe")
+TOPIC_OPERATIONS = ("write", "read", "describe", "create", "delete", "alter", "describe_configs", "alter_configs")
 PARTITIONS = 4
 
 
@@ -45,11 +54,10 @@ def kafka(lanes: Workdir) -> KafkaAccess:
         admin.set_user_password(APP.username, APP.password, mechanism="SCRAM-SHA-512")
         admin.create_acls(
             [
-                *(
-                    AclBinding.of(APP.username, op, topic="kafka-", prefixed=True)
-                    for op in ("write", "read", "describe")
-                ),
+                *(AclBinding.of(APP.username, op, topic="kafka-", prefixed=True) for op in TOPIC_OPERATIONS),
                 AclBinding.of(APP.username, "read", group="kafka-", prefixed=True),
+                AclBinding.of(APP.username, "delete", group="kafka-", prefixed=True),
+                AclBinding.of(APP.username, "describe", cluster=True),
             ]
         )
         for name in ("kafka-classic", "kafka-consumer", "kafka-python", "kafka-aio", "kafka-kcat", "private-ledger"):
@@ -294,3 +302,51 @@ def test_kcat_lists_produces_and_consumes(kafka: KafkaAccess) -> None:
     run("-P", "-t", "kafka-kcat", "-K", ":", given=lines)
     consumed = run("-C", "-t", "kafka-kcat", "-o", "beginning", "-e", "-f", "%k=%s\n")
     assert sorted(consumed.splitlines()) == sorted(f"k{n}=line {n}" for n in range(50))
+
+
+def test_confluent_kafka_admin_manages_topics_configs_records_and_groups(kafka: KafkaAccess) -> None:
+    """The admin calls a Kafka user makes, forwarded to the controller or answered by the broker,
+    each as the user (``private-ledger`` stays out of its reach)."""
+    admin = AdminClient(_confluent(kafka))
+    for future in admin.create_topics([NewTopic("kafka-admin", 2, 2, config={"retention.ms": "3600000"})]).values():
+        future.result(30)
+    refused = admin.create_topics([NewTopic("private-admin", 1, 1)])["private-admin"]
+    with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
+        refused.result(30)
+    cluster = admin.describe_cluster().result(30)
+    assert len(cluster.nodes) == 3
+    topic = ConfigResource(ResourceType.TOPIC, "kafka-admin")
+    configs = admin.describe_configs([topic])[topic].result(30)
+    assert configs["retention.ms"].value == "3600000"
+    altered = ConfigResource(
+        ResourceType.TOPIC,
+        "kafka-admin",
+        incremental_configs=[ConfigEntry("retention.bytes", "1048576", incremental_operation=AlterConfigOpType.SET)],
+    )
+    admin.incremental_alter_configs([altered])[altered].result(30)
+    assert admin.describe_configs([topic])[topic].result(30)["retention.bytes"].value == "1048576"
+    admin.create_partitions([NewPartitions("kafka-admin", 4)])["kafka-admin"].result(30)
+    producer = Producer(_confluent(kafka, **{"enable.idempotence": True}))
+    for n in range(20):
+        producer.produce("kafka-admin", key=b"k", value=b"v%d" % n, partition=0)
+    assert producer.flush(30) == 0
+    deleted = admin.delete_records([TopicPartition("kafka-admin", 0, 5)])
+    assert next(iter(deleted.values())).result(30).low_watermark == 5
+    del producer
+    consumer = Consumer(_confluent(kafka, **{"group.id": "kafka-admin-group"}))
+    consumer.commit(offsets=[TopicPartition("kafka-admin", 0, 12)], asynchronous=False)
+    consumer.close()
+    assert "kafka-admin-group" in {g.group_id for g in admin.list_consumer_groups().result(30).valid}
+    described = admin.describe_consumer_groups(["kafka-admin-group"])["kafka-admin-group"].result(30)
+    assert described.members == []
+    offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("kafka-admin-group")])
+    assert [(tp.partition, tp.offset) for tp in offsets["kafka-admin-group"].result(30).topic_partitions] == [(0, 12)]
+    reset = ConsumerGroupTopicPartitions("kafka-admin-group", [TopicPartition("kafka-admin", 0, 7)])
+    admin.alter_consumer_group_offsets([reset])["kafka-admin-group"].result(30)
+    offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("kafka-admin-group")])
+    assert [(tp.partition, tp.offset) for tp in offsets["kafka-admin-group"].result(30).topic_partitions] == [(0, 7)]
+    admin.delete_consumer_groups(["kafka-admin-group"])["kafka-admin-group"].result(30)
+    for future in admin.delete_topics(["kafka-admin"]).values():
+        future.result(30)
+    with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
+        admin.delete_topics(["private-ledger"])["private-ledger"].result(30)

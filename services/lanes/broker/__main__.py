@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lanes.broker.byte_rate_quotas import ByteRateQuotas
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FETCH_MEMORY_BYTES, REPLICA_FETCH_RESPONSE_MAX_BYTES
-from lanes.broker.group_link import GroupLink
+from lanes.broker.forwarding import ControllerForwarding, GroupLink
 from lanes.broker.metrics import BrokerMetrics
 from lanes.broker.node import PRODUCER_ID_EXPIRATION_MS, BrokerNode
 from lanes.broker.service import BrokerService, add_to_server
@@ -166,9 +166,11 @@ async def serve(options: argparse.Namespace) -> None:
     endpoint.port, endpoint.internal_port = running.port, running.internal_port  # before registering
     endpoint.certificate_port = running.certificate_port
     kafka: KafkaListener | None = None
-    groups = GroupLink(lambda: node.image)  # (the Kafka face's group requests, forwarded to coordinators)
+    # the Kafka face's group and admin requests, forwarded to the coordinators and the active controller
+    groups = GroupLink(lambda: node.image)
+    controller = ControllerForwarding(lambda: node.link.controllers.address)
     if options.kafka_port >= 0:  # (listening before registering, so its port is advertised)
-        kafka = kafka_listener(options, node, quotas, listeners["sessions"], groups)
+        kafka = kafka_listener(options, node, quotas, listeners["sessions"], groups, controller)
         await kafka.start()
         endpoint.kafka_port = kafka.port
     await node.start()
@@ -179,6 +181,7 @@ async def serve(options: argparse.Namespace) -> None:
         if kafka is not None:
             await kafka.stop()
         await groups.close()
+        await controller.close()
         await node.stop()
 
     ready: dict[str, object] = {"service": "broker", "broker_id": options.broker_id, "address": running.address}
@@ -193,12 +196,13 @@ async def serve(options: argparse.Namespace) -> None:
     )
 
 
-def kafka_listener(
+def kafka_listener(  # noqa: PLR0917 - the listener's parts, each built by serve
     options: argparse.Namespace,
     node: BrokerNode,
     quotas: ByteRateQuotas,
     sessions: PasswordSessions | None,
     groups: GroupLink,
+    controller: ControllerForwarding,
 ) -> KafkaListener:
     """The Kafka listener the flags ask for: the client listener's TLS (a client certificate the
     CA signed required with ``--tls-client-auth required``), its users and ACLs under
@@ -219,6 +223,7 @@ def kafka_listener(
         authentication=authentication,
         access=KafkaAccess(lambda: node.image, super_users, authorize=auth),
         groups=groups,
+        controller=controller,
         fetch_max_bytes=options.fetch_max_bytes,
     )
     context = None

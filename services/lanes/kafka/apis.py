@@ -31,6 +31,7 @@ from kio.schema.errors import ErrorCode as KafkaError
 from lanes.broker.byte_rate_quotas import ByteRateQuotas
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES
 from lanes.broker.node import BrokerNode
+from lanes.kafka import admin_apis as admin_api
 from lanes.kafka import group_apis as groups_api
 from lanes.kafka.access import KafkaAccess, KafkaCaller, allows
 from lanes.kafka.answers import Answer, KafkaCall, Reply
@@ -73,6 +74,7 @@ class KafkaApis:
         authentication: KafkaAuthentication,
         access: KafkaAccess,
         groups: groups_api.GroupCalls | None = None,
+        controller: admin_api.AdminCalls | None = None,
         fetch_max_bytes: int = FETCH_MAX_BYTES,
     ) -> None:
         self._node = node
@@ -106,6 +108,20 @@ class KafkaApis:
                     groups_api.DELETE_GROUPS: Served(0, 2, group.delete_groups),
                     groups_api.CONSUMER_GROUP_HEARTBEAT: Served(0, 1, group.consumer_group_heartbeat),
                     groups_api.CONSUMER_GROUP_DESCRIBE: Served(0, 1, group.consumer_group_describe),
+                }
+            )
+        if controller is not None:  # (topics and configs are the controller's; the rest this broker's)
+            admin = admin_api.AdminApis(node, controller)
+            self.served.update(
+                {
+                    admin_api.CREATE_TOPICS: Served(2, 7, admin.create_topics),
+                    admin_api.DELETE_TOPICS: Served(1, 6, admin.delete_topics),
+                    admin_api.CREATE_PARTITIONS: Served(0, 3, admin.create_partitions),
+                    admin_api.DESCRIBE_CONFIGS: Served(1, 4, admin.describe_configs),
+                    admin_api.INCREMENTAL_ALTER_CONFIGS: Served(0, 1, admin.incremental_alter_configs),
+                    admin_api.DESCRIBE_CLUSTER: Served(0, 1, admin.describe_cluster),
+                    admin_api.DELETE_RECORDS: Served(0, 2, admin.delete_records),
+                    admin_api.OFFSET_FOR_LEADER_EPOCH: Served(2, 4, admin.offset_for_leader_epoch),
                 }
             )
         if authentication.required:

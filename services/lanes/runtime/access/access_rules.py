@@ -562,12 +562,16 @@ _REFLECTION = {
     "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": None,
 }
 
-#: The calls a broker makes on behalf of a Kafka client whose group request it forwards to the group's
-#: coordinator (Kafka's Envelope, KIP-590): every call of the GroupCoordinator service, which the guard
-#: authorizes as that client, by ``RULES``.
+#: The calls a broker makes on behalf of a Kafka client whose group or admin request it forwards to the
+#: group's coordinator or the active controller (Kafka's Envelope, KIP-590): every call of the
+#: GroupCoordinator service and the controller's topic and config calls, which the guard authorizes
+#: as that client, by ``RULES``.
 FORWARDED: frozenset[str] = frozenset(
     method_name("GroupCoordinator", method.name)
     for method in coordinator_pb2.DESCRIPTOR.services_by_name["GroupCoordinator"].methods
+) | frozenset(
+    method_name("Controller", name)
+    for name in ("CreateTopics", "DeleteTopics", "CreatePartitions", "DescribeConfigs", "AlterConfigs")
 )
 
 

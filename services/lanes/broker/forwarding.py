@@ -1,5 +1,10 @@
-"""A broker's calls to the group coordinators, on behalf of the Kafka clients it serves (a Kafka
-client sends its group requests to a broker: Lanes' coordinators are processes of their own).
+"""A broker's calls to the group coordinators and the active controller, on behalf of the Kafka
+clients it serves (a Kafka client sends its group and admin requests to a broker: Lanes'
+coordinators and controllers are processes of their own).
+
+Admin calls (``ControllerForwarding``) go to the active controller the broker's controller link
+follows, or the one a NOT_CONTROLLER refusal names, with the same call metadata, for up to
+``timeout_s``.
 
 Each call goes to the coordinator owning the group's shard (``mmh3(group id) mod`` the partitions
 of ``__consumer_offsets``, its owner in the broker's metadata image), on its internal listener
@@ -29,14 +34,24 @@ from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
 from lanes.protocol.partitioner import partition_for_key
 from lanes.rpc.call_metadata import CLIENT_ID_KEY, ON_BEHALF_OF_HOST_KEY, ON_BEHALF_OF_KEY
 from lanes.rpc.channels import open_channel
+from lanes.rpc.controllers import active_controller_named, is_not_controller
 from lanes.rpc.wire import code_of, security_refusal, wire_error
 from lanes.security.quota_entities import valid_client_id
-from lanes.v1 import common_pb2, coordinator_pb2_grpc
+from lanes.v1 import common_pb2, controller_pb2_grpc, coordinator_pb2_grpc
 
 #: how long a call keeps trying while the group's coordinator moves
 TIMEOUT_S = 5.0
 _RETRY_PAUSE_S = 0.1
 _REDISCOVER = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+
+
+def on_behalf(caller: tuple[str, str, str]) -> tuple[tuple[str, str], ...]:
+    """The call metadata naming ``caller`` (principal, host, client id) to the node called."""
+    principal, host, client_id = caller
+    metadata: tuple[tuple[str, str], ...] = ((ON_BEHALF_OF_KEY, principal), (ON_BEHALF_OF_HOST_KEY, host))
+    if client_id and valid_client_id(client_id):  # (others are measured as no client id)
+        metadata += ((CLIENT_ID_KEY, client_id),)
+    return metadata
 
 
 class GroupLink:
@@ -107,12 +122,54 @@ class GroupLink:
         channel = self._channels.get(address)
         if channel is None:
             channel = self._channels[address] = open_channel(address)
-        principal, host, client_id = caller
-        metadata: tuple[tuple[str, str], ...] = ((ON_BEHALF_OF_KEY, principal), (ON_BEHALF_OF_HOST_KEY, host))
-        if client_id and valid_client_id(client_id):  # (others are measured as no client id)
-            metadata += ((CLIENT_ID_KEY, client_id),)
         stub = coordinator_pb2_grpc.GroupCoordinatorStub(channel)  # type: ignore[no-untyped-call]
-        return await getattr(stub, method)(request, metadata=metadata, timeout=self._timeout_s)
+        return await getattr(stub, method)(request, metadata=on_behalf(caller), timeout=self._timeout_s)
+
+    async def close(self) -> None:
+        channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            with contextlib.suppress(Exception):
+                await channel.close()
+
+
+class ControllerForwarding:
+    """Admin calls to the active controller (see the module docstring): first to the one the
+    broker's controller link follows (``active``: a standby authorizes with metadata that may lag,
+    so it is not asked), then to the one a NOT_CONTROLLER refusal names."""
+
+    def __init__(self, active: Callable[[], str], *, timeout_s: float = TIMEOUT_S) -> None:
+        self._active = active
+        self._timeout_s = timeout_s
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    async def ask(
+        self, method: str, request: Any, caller: tuple[str, str, str], *, refusal: Callable[[common_pb2.Error], Any]
+    ) -> Any:
+        """``method`` of the active controller for ``caller``; ``refusal(error)`` when the caller may
+        not (the refusal's own code) or no controller answered in time (REQUEST_TIMED_OUT)."""
+        error = wire_error(ErrorCode.REQUEST_TIMED_OUT, "no controller answered")
+        named: str | None = None
+        async for _ in attempts(Deadline(self._timeout_s), _RETRY_PAUSE_S):
+            address = named or self._active()
+            named = None
+            channel = self._channels.get(address)
+            if channel is None:
+                channel = self._channels[address] = open_channel(address, fast_reconnect=True)
+            stub = controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
+            try:
+                return await getattr(stub, method)(request, metadata=on_behalf(caller), timeout=self._timeout_s)
+            except grpc.aio.AioRpcError as exc:
+                if is_not_controller(exc):
+                    named = active_controller_named(exc)
+                    error = wire_error(ErrorCode.NOT_CONTROLLER, "the controller moved")
+                    continue
+                refused = security_refusal(exc)
+                if refused is not None:
+                    return refusal(wire_error(refused.code, str(refused)))
+                if exc.code() is grpc.StatusCode.INVALID_ARGUMENT:  # (a request the controller will never take)
+                    return refusal(wire_error(ErrorCode.INVALID_REQUEST, exc.details() or "invalid request"))
+                error = wire_error(ErrorCode.REQUEST_TIMED_OUT, f"{exc.code().name}: {exc.details()}")
+        return refusal(error)
 
     async def close(self) -> None:
         channels, self._channels = list(self._channels.values()), {}
