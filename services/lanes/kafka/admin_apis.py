@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode as KafkaError
@@ -54,6 +54,10 @@ _CONFIG_TYPES = {
 _DELETE_RECORDS = broker_rule("DeleteRecords").per_topic
 _DESCRIBE_CLUSTER = RULES[method_name("Controller", "DescribeCluster")]
 Caller = tuple[str, str, str]
+_RESPONSES = {
+    "DescribeConfigs": controller_pb2.DescribeConfigsResponse,
+    "AlterConfigs": controller_pb2.AlterConfigsResponse,
+}
 
 
 class AdminCalls(Protocol):
@@ -118,17 +122,7 @@ class AdminApis:
                     error_message=t.error.message or None,
                     num_partitions=t.num_partitions if not t.error.code else -1,
                     replication_factor=t.replication_factor if not t.error.code else -1,
-                    configs=tuple(
-                        build(
-                            config_class,
-                            name=c.name,
-                            value=c.value if c.HasField("value") else None,
-                            read_only=c.read_only,
-                            config_source=int(c.source),
-                            is_sensitive=c.sensitive,
-                        )
-                        for c in t.configs
-                    )
+                    configs=tuple(_config(config_class, c) for c in t.configs)
                     if config_class is not None and not t.error.code
                     else None,
                 )
@@ -219,64 +213,38 @@ class AdminApis:
                     resource_type=kind, resource_name=resource.resource_name, names=resource.configuration_keys or ()
                 )
 
-        def refusal(error: common_pb2.Error) -> Any:
-            return controller_pb2.DescribeConfigsResponse(
-                results=[
-                    controller_pb2.DescribeConfigsResult(
-                        resource_type=r.resource_type, resource_name=r.resource_name, error=error
+        def configs(result: controller_pb2.DescribeConfigsResult) -> dict[str, Any]:
+            return {
+                "configs": tuple(
+                    _config(
+                        config_class,
+                        c,
+                        config_type=_CONFIG_TYPES.get(c.type, 0),
+                        documentation=c.documentation or None,
+                        synonyms=tuple(
+                            build(
+                                synonym_class,
+                                name=s.name,
+                                value=s.value if s.HasField("value") else None,
+                                source=int(s.source),
+                            )
+                            for s in c.synonyms
+                        ),
                     )
-                    for r in asked.resources
-                ]
-            )
+                    for c in result.configs
+                )
+            }
 
-        answer = await self._ask(call, "DescribeConfigs", asked, refusal) if asked.resources else None
-        found = iter(answer.results if answer is not None else ())
-        results = []
-        for resource, kind in zip(request.resources, kinds, strict=True):
-            if kind is None:
-                results.append(
-                    build(
-                        result_class,
-                        error_code=KafkaError.invalid_request,
-                        resource_type=resource.resource_type,
-                        resource_name=resource.resource_name,
-                        error_message=f"resource type {resource.resource_type} is not served",
-                    )
-                )
-                continue
-            result = next(found)
-            results.append(
-                build(
-                    result_class,
-                    error_code=kafka_code(result.error),
-                    error_message=result.error.message or None,
-                    resource_type=resource.resource_type,
-                    resource_name=resource.resource_name,
-                    configs=tuple(
-                        build(
-                            config_class,
-                            name=c.name,
-                            value=c.value if c.HasField("value") else None,
-                            read_only=c.read_only,
-                            config_source=int(c.source),
-                            is_sensitive=c.sensitive,
-                            config_type=_CONFIG_TYPES.get(c.type, 0),
-                            documentation=c.documentation or None,
-                            synonyms=tuple(
-                                build(
-                                    synonym_class,
-                                    name=s.name,
-                                    value=s.value if s.HasField("value") else None,
-                                    source=int(s.source),
-                                )
-                                for s in c.synonyms
-                            ),
-                        )
-                        for c in result.configs
-                    ),
-                )
-            )
-        return build(cls, results=tuple(results))
+        results = await self._per_resource(
+            call,
+            "DescribeConfigs",
+            asked,
+            result_type=controller_pb2.DescribeConfigsResult,
+            result_class=result_class,
+            kinds=kinds,
+            more=configs,
+        )
+        return build(cls, results=results)
 
     async def incremental_alter_configs(self, call: KafkaCall) -> Any:
         """Each resource's configs set, deleted, appended to or subtracted from (Kafka's operations)."""
@@ -294,42 +262,54 @@ class AdminApis:
                 if config.value is not None:
                     entry.value = config.value
 
+        responses = await self._per_resource(
+            call,
+            "AlterConfigs",
+            asked,
+            result_type=controller_pb2.AlterConfigsResourceResult,
+            result_class=result_class,
+            kinds=kinds,
+            more=lambda _: {},
+        )
+        return build(cls, responses=responses)
+
+    async def _per_resource(
+        self,
+        call: KafkaCall,
+        method: str,
+        asked: Any,
+        *,
+        result_type: type[Any],
+        result_class: type[Any],
+        kinds: Sequence[int | None],
+        more: Callable[[Any], dict[str, Any]],
+    ) -> tuple[Any, ...]:
+        """The controller's answer to a config call, one result per resource of the Kafka request
+        in its order (a resource type Lanes has not: INVALID_REQUEST), ``more(result)`` added."""
+
         def refusal(error: common_pb2.Error) -> Any:
-            return controller_pb2.AlterConfigsResponse(
+            return _RESPONSES[method](
                 results=[
-                    controller_pb2.AlterConfigsResourceResult(
-                        resource_type=r.resource_type, resource_name=r.resource_name, error=error
-                    )
+                    result_type(resource_type=r.resource_type, resource_name=r.resource_name, error=error)
                     for r in asked.resources
                 ]
             )
 
-        answer = await self._ask(call, "AlterConfigs", asked, refusal) if asked.resources else None
+        answer = await self._ask(call, method, asked, refusal) if asked.resources else None
         found = iter(answer.results if answer is not None else ())
-        responses = []
-        for resource, kind in zip(request.resources, kinds, strict=True):
+        results = []
+        for resource, kind in zip(call.body.resources, kinds, strict=True):
+            named = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
             if kind is None:
-                responses.append(
-                    build(
-                        result_class,
-                        error_code=KafkaError.invalid_request,
-                        resource_type=resource.resource_type,
-                        resource_name=resource.resource_name,
-                        error_message=f"resource type {resource.resource_type} is not served",
-                    )
+                refused = f"resource type {resource.resource_type} is not served"
+                results.append(
+                    build(result_class, error_code=KafkaError.invalid_request, error_message=refused, **named)
                 )
                 continue
             result = next(found)
-            responses.append(
-                build(
-                    result_class,
-                    error_code=kafka_code(result.error),
-                    error_message=result.error.message or None,
-                    resource_type=resource.resource_type,
-                    resource_name=resource.resource_name,
-                )
-            )
-        return build(cls, responses=tuple(responses))
+            code, message = kafka_code(result.error), result.error.message or None
+            results.append(build(result_class, error_code=code, error_message=message, **named, **more(result)))
+        return tuple(results)
 
     # -----------------------------------------------------------------------------------------
     # The broker's own
@@ -424,3 +404,16 @@ class AdminApis:
                 for t in request.topics
             ),
         )
+
+
+def _config(config_class: type[Any], entry: common_pb2.ConfigEntry, **more: Any) -> Any:
+    """A config entry as Kafka's (its value null when unset)."""
+    return build(
+        config_class,
+        name=entry.name,
+        value=entry.value if entry.HasField("value") else None,
+        read_only=entry.read_only,
+        config_source=int(entry.source),
+        is_sensitive=entry.sensitive,
+        **more,
+    )
