@@ -78,12 +78,12 @@ bench: $(STAMP)-bench
 container-tools:
 	tools/ensure-debian-packages.sh "building and running images" podman=podman buildah=buildah runc=runc debootstrap=debootstrap catatonit=catatonit
 
-# The Go builds (CPU) and the image bases (network and disk) run side by side; both are no-ops
-# once cached. The image builds themselves are the tests' (tests/k8s/test_images.py).
+# The Go builds (CPU) and the image bases and Apache Kafka's jars (network and disk) run side by
+# side; all are no-ops once cached. The image builds themselves are the tests' (tests/k8s/test_images.py).
 test-deps: container-tools
 	tools/kube/build-binaries.sh & kube=$$!; \
-	  tools/images/local-base.sh python >/dev/null && tools/images/local-base.sh spark >/dev/null; \
-	  bases=$$?; wait $$kube && exit $$bases
+	  tools/images/local-base.sh python >/dev/null && tools/images/local-base.sh spark >/dev/null \
+	  && tools/kafka/fetch.sh >/dev/null; bases=$$?; wait $$kube && exit $$bases
 
 # A one-node Kubernetes cluster on this machine and the chart on it (root; a few minutes; not in
 # make test): tests/k8s/test_one_node_cluster.py, docs/kubernetes.md#a-one-node-cluster.

@@ -2,7 +2,9 @@
 (TLS, SASL SCRAM-SHA-512 as a Lanes user with ACLs of its own): confluent-kafka (librdkafka: the
 classic protocol and KIP-848's), kafka-python and aiokafka each produce idempotently and consume
 with a group, commit, and read back exactly what was written; two members of a group never own a
-partition at the same time; kcat lists metadata, produces and consumes."""
+partition at the same time; confluent-kafka's AdminClient manages topics, configs, records and
+offsets; kcat lists metadata, produces and consumes; Kafka's own Java tools (from Maven Central)
+create and describe a topic, produce and consume, and describe and reset a group's offsets."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -350,3 +353,46 @@ def test_confluent_kafka_admin_manages_topics_configs_records_and_groups(kafka: 
         future.result(30)
     with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
         admin.delete_topics(["private-ledger"])["private-ledger"].result(30)
+
+
+def test_kafkas_own_java_tools(kafka: KafkaAccess, tmp_path: Path) -> None:
+    """kafka-topics, kafka-console-producer and -consumer, kafka-consumer-groups --describe and
+    --reset-offsets (Apache Kafka's jars from Maven Central, ``tools/kafka/fetch.sh``)."""
+    libs = subprocess.run(["tools/kafka/fetch.sh"], capture_output=True, text=True, check=True, timeout=600).stdout
+    settings = tmp_path / "client.properties"
+    settings.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{APP.username}" password="{APP.password}";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={kafka.ca_file}\n"
+    )
+
+    def tool(main: str, *args: str, given: str | None = None) -> str:
+        done = subprocess.run(
+            ["java", "-Xmx256m", "-cp", f"{libs.strip()}/*", f"org.apache.kafka.tools.{main}",
+             "--bootstrap-server", kafka.bootstrap, "--command-config", str(settings), *args],
+            input=given, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+
+    tool("TopicCommand", "--create", "--topic", "kafka-java", "--partitions", "3", "--replication-factor", "2")
+    described = tool("TopicCommand", "--describe", "--topic", "kafka-java")
+    assert "PartitionCount: 3" in described
+    assert "ReplicationFactor: 2" in described
+    tool("ConsoleProducer", "--topic", "kafka-java", "--reader-property", "parse.key=true",
+         "--reader-property", "key.separator=:", given="".join(f"k{n}:line {n}\n" for n in range(30)))  # fmt: skip
+    read = tool("consumer.ConsoleConsumer", "--topic", "kafka-java", "--group", "kafka-java-group",
+                "--from-beginning", "--max-messages", "30", "--timeout-ms", "30000")  # fmt: skip
+    assert sorted(read.split("\n")[:30]) == sorted(f"line {n}" for n in range(30))
+    groups = "consumer.group.ConsumerGroupCommand"
+    lags = tool(groups, "--describe", "--group", "kafka-java-group")
+    rows = [line.split() for line in lags.splitlines() if line.startswith("kafka-java-group")]
+    assert sum(int(row[3]) for row in rows) == 30, lags  # CURRENT-OFFSET: everything read
+    assert all(row[5] == "0" for row in rows), lags  # LAG
+    tool(
+        groups, "--reset-offsets", "--group", "kafka-java-group", "--topic", "kafka-java", "--to-earliest", "--execute"
+    )
+    rows = [line.split() for line in tool(groups, "--describe", "--group", "kafka-java-group").splitlines()
+            if line.startswith("kafka-java-group")]  # fmt: skip
+    assert sum(int(row[5]) for row in rows) == 30, rows  # all of it to read again
