@@ -79,7 +79,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="module")
 def lanes_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     # small segments allowed: the tests of retention roll a segment per batch
-    with running_cluster(tmp_path_factory.mktemp("lanes"), brokers=2, min_segment_bytes=100) as cluster:
+    # (the brokers also serve Kafka's protocol: Spark's own Kafka source reads through it)
+    with running_cluster(tmp_path_factory.mktemp("lanes"), brokers=2, min_segment_bytes=100, kafka=True) as cluster:
         yield cluster
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +26,10 @@ def spark() -> Iterator[object]:
 
     from lanes_spark import LanesDataSource  # noqa: PLC0415
 
+    # Spark's own Kafka source and sink (``format("kafka")``: tests/spark/test_kafka_format.py), from
+    # Maven Central (tools/kafka/fetch.sh spark, run by make test)
+    connector = subprocess.run(["tools/kafka/fetch.sh", "spark"], capture_output=True, text=True, check=True)
+    jars = sorted(str(jar) for jar in Path(connector.stdout.strip()).glob("*.jar"))
     session = (
         SparkSession.builder.master("local[2]")
         .appName("lanes-tests")
@@ -34,6 +40,7 @@ def spark() -> Iterator[object]:
         # a query that does not stop (its thread stuck in a foreachBatch callback) fails its test
         # within a minute instead of holding its test worker until the suite's timeout
         .config("spark.sql.streaming.stopTimeout", "60s")
+        .config("spark.jars", ",".join(jars))
         .getOrCreate()
     )
     session.dataSource.register(LanesDataSource)

@@ -28,7 +28,6 @@ from lanes.kafka.access import allows, broker_rule
 from lanes.kafka.answers import KafkaCall
 from lanes.kafka.codec import build, nested, response_class
 from lanes.kafka.group_apis import kafka_code
-from lanes.runtime.access.access_rules import RULES, first_refused, method_name
 from lanes.security.acls import Operation
 from lanes.v1 import common_pb2, controller_pb2
 
@@ -52,7 +51,6 @@ _CONFIG_TYPES = {
     common_pb2.CONFIG_TYPE_LIST: 7,
 }
 _DELETE_RECORDS = broker_rule("DeleteRecords").per_topic
-_DESCRIBE_CLUSTER = RULES[method_name("Controller", "DescribeCluster")]
 Caller = tuple[str, str, str]
 _RESPONSES = {
     "DescribeConfigs": controller_pb2.DescribeConfigsResponse,
@@ -315,17 +313,11 @@ class AdminApis:
     # The broker's own
 
     async def describe_cluster(self, call: KafkaCall) -> Any:
-        """The cluster's id and its brokers' Kafka listeners (DESCRIBE on the cluster, as the gRPC
-        face asks); a listed broker is the controller clients send admin requests to."""
+        """The cluster's id and its brokers' Kafka listeners, to any authenticated caller, as Kafka
+        answers it (what Metadata tells anyone: the gRPC face's DescribeCluster, which tells more,
+        needs DESCRIBE on the cluster); a listed broker is the controller clients send admin
+        requests to."""
         cls = response_class(DESCRIBE_CLUSTER, call.version)
-        if call.access is not None and first_refused(_DESCRIBE_CLUSTER.needs(None, call.access), call.access):
-            return build(
-                cls,
-                error_code=KafkaError.cluster_authorization_failed,
-                error_message=f"{call.access.principal} may not DESCRIBE the cluster",
-                controller_id=-1,
-                cluster_authorized_operations=-2147483648,
-            )
         image = self._node.image
         broker_class = nested(cls, "DescribeClusterBroker")
         brokers = [b for _, b in sorted(image.brokers.items()) if not b.fenced and b.kafka_port]
