@@ -54,6 +54,7 @@ class ErrorCode(IntEnum):
     NOT_ENOUGH_REPLICAS = 19, True, "too few in-sync replicas for acks=all; wait for replicas"
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20, True, "the ISR shrank during the write; retry"
     INVALID_REQUIRED_ACKS = 21, False, "use acks 0, 1 or all"
+    ILLEGAL_GENERATION = 22, False, "a classic member's generation is stale: rejoin the group"
     INVALID_GROUP_ID = 24, False, "use a valid group id"
     UNKNOWN_MEMBER_ID = 25, False, "the member left or was fenced; rejoin the group"
     INVALID_SESSION_TIMEOUT = 26, False, "use a session timeout within the coordinator's bounds"

@@ -67,7 +67,7 @@ class NamespacedCluster:
 
 @contextlib.contextmanager
 def namespaced_cluster(
-    tmp_path: Path, brokers: int = 3, *, controllers: int = 1, coordinators: int = 1, **settings: int
+    tmp_path: Path, brokers: int = 3, *, controllers: int = 1, coordinators: int = 1, **settings: int | bool
 ) -> Iterator[NamespacedCluster]:
     """A cluster with every process on its own host; ``settings`` go to ``LocalCluster``."""
     network = Network()
@@ -119,6 +119,7 @@ def run_scenario(
     request_timeout_ms: int = 30_000,
     delivery_timeout_ms: int = 120_000,
     cut_s: float = CUT_S,
+    kafka_client: bool = False,
 ) -> tuple[float | None, float | None]:
     """Run the workload, apply ``fault`` for ``cut_s``, heal, check, print; the longest time from
     the fault on without an acknowledgement, and without a record reaching the tail consumer."""
@@ -128,6 +129,7 @@ def run_scenario(
         topic,
         request_timeout_ms=request_timeout_ms,
         delivery_timeout_ms=delivery_timeout_ms,
+        kafka_bootstrap=str(cluster.cluster.describe()["kafka_bootstrap"]) if kafka_client else None,
     )
     load.start()
     try:
@@ -182,6 +184,25 @@ def test_zombie_leader_cut_from_followers_and_controller_loses_nothing(tmp_path:
             cluster, "zombie", "zombie leader", lambda: cluster.network.cut(host, *cluster.others(host.name))
         )
         assert_failover_within_the_session_timeout(resumed, consumed)
+
+
+def test_zombie_leader_cut_through_a_kafka_client_loses_nothing(tmp_path: Path) -> None:
+    """The zombie-leader scenario with confluent-kafka (librdkafka) producing idempotently and
+    tailing through the brokers' Kafka listeners (issue #38): nothing acknowledged is lost,
+    duplicated or reordered, the partition read back through Lanes' own client. No failover-time
+    bound: librdkafka finds the new leader on its own metadata schedule."""
+    with namespaced_cluster(tmp_path, kafka=True) as cluster:
+        create_topic(cluster, "zombie-kafka")
+        host = cluster.broker_host(cluster.leader_of("zombie-kafka"))
+        resumed, consumed = run_scenario(
+            cluster,
+            "zombie-kafka",
+            "zombie leader (confluent-kafka)",
+            lambda: cluster.network.cut(host, *cluster.others(host.name)),
+            kafka_client=True,
+        )
+        assert resumed is not None, "writes never resumed"
+        assert consumed is not None, "the tail consumer never resumed"
 
 
 def test_leader_cut_from_the_controller_only_moves_writes_without_duplicates_or_a_follower_loop(tmp_path: Path) -> None:

@@ -6,6 +6,9 @@
   the partition at a steady pace, recording for every record when it was sent and when and where
   it was acknowledged, or when and why it failed;
 - a tail consumer (assigned, not in a group) recording every (offset, value) it is handed;
+
+both Lanes' clients, or with ``kafka_bootstrap`` confluent-kafka's (librdkafka) through the brokers'
+Kafka listeners, as the cluster's admin user over SASL_SSL;
 - a sampler asking every broker, every 100 ms, for each replica's high-water mark (DescribeLogs).
 
 ``check(final_log)`` then asserts, against the partition as read back in full after the fault:
@@ -26,9 +29,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import confluent_kafka
 import grpc
 
 import lanes
+from lanes import TlsFiles, UserPassword
+from lanes.security.scram import DEFAULT_MECHANISM
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, broker_pb2_grpc
 from tests.integration.processes import client_channel
@@ -74,8 +80,10 @@ class PartitionWorkload:
         interval_s: float = 0.005,
         request_timeout_ms: int = 30_000,
         delivery_timeout_ms: int = 120_000,
+        kafka_bootstrap: str | None = None,
     ) -> None:
         self.bootstrap = bootstrap
+        self.kafka_bootstrap = kafka_bootstrap
         self.brokers = list(brokers)
         self.topic = topic
         self.partition = partition
@@ -87,9 +95,17 @@ class PartitionWorkload:
         self.samples = Samples()
         self._stopping = threading.Event()
         self._stop_consuming = threading.Event()
-        self._threads = [threading.Thread(target=self._produce, args=(n,), daemon=True) for n in range(producers)]
+        produce, consume = (
+            (self._produce, self._consume)
+            if kafka_bootstrap is None
+            else (
+                self._produce_kafka,
+                self._consume_kafka,
+            )
+        )
+        self._threads = [threading.Thread(target=produce, args=(n,), daemon=True) for n in range(producers)]
         self._threads.append(threading.Thread(target=self._sample, daemon=True))
-        self._consumer_thread = threading.Thread(target=self._consume, daemon=True)
+        self._consumer_thread = threading.Thread(target=consume, daemon=True)
         self.errors: list[BaseException] = []
         self.stopped_at = float("inf")  # when stop() was called: the end of every silence
 
@@ -133,6 +149,72 @@ class PartitionWorkload:
                     self.sends[producer_index].append(send)
                     time.sleep(self.interval_s)
                 producer.flush()
+        except BaseException as exc:
+            self.errors.append(exc)
+
+    def _kafka_settings(self, **settings: object) -> dict[str, object]:
+        """confluent-kafka's settings for this cluster: its Kafka listeners, as its admin user
+        (``clients_of``' environment) over SASL_SSL, or plaintext."""
+        assert self.kafka_bootstrap is not None
+        tls, user = TlsFiles.from_environment(), UserPassword.from_environment()
+        secure: dict[str, object] = {}
+        if tls is not None and user is not None:
+            secure = {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanisms": DEFAULT_MECHANISM,  # (the admin's)
+                "sasl.username": user.username,
+                "sasl.password": user.password,
+                "ssl.ca.location": str(tls.ca_file),
+            }
+        return {"bootstrap.servers": self.kafka_bootstrap, **secure, **settings}
+
+    def _produce_kafka(self, producer_index: int) -> None:
+        """``_produce`` with confluent-kafka's idempotent producer."""
+        try:
+            producer = confluent_kafka.Producer(
+                self._kafka_settings(
+                    **{
+                        "enable.idempotence": True,
+                        "acks": "all",
+                        "linger.ms": 2,
+                        "request.timeout.ms": self.request_timeout_ms,
+                        "message.timeout.ms": self.delivery_timeout_ms,
+                    }
+                )
+            )
+            for seq in itertools.count():
+                if self._stopping.is_set():
+                    break
+                send = Send(producer_index, seq, time.time())
+                producer.produce(
+                    self.topic,
+                    send.value,
+                    partition=self.partition,
+                    on_delivery=lambda e, m, s=send: _delivered(s, e, m),
+                )
+                self.sends[producer_index].append(send)
+                producer.poll(0)
+                time.sleep(self.interval_s)
+            producer.flush(self.delivery_timeout_ms / 1000 + 10)
+        except BaseException as exc:
+            self.errors.append(exc)
+
+    def _consume_kafka(self) -> None:
+        """``_consume`` with confluent-kafka's consumer (assigned, no group)."""
+        try:
+            consumer = confluent_kafka.Consumer(
+                self._kafka_settings(**{"group.id": "tail", "enable.auto.commit": False})
+            )
+            consumer.assign(
+                [confluent_kafka.TopicPartition(self.topic, self.partition, confluent_kafka.OFFSET_BEGINNING)]
+            )
+            try:
+                while not self._stop_consuming.is_set():
+                    message = consumer.poll(0.2)
+                    if message is not None and not message.error():
+                        self.consumed.append((time.time(), message.offset(), message.value() or b""))
+            finally:
+                consumer.close()
         except BaseException as exc:
             self.errors.append(exc)
 
@@ -250,6 +332,16 @@ class PartitionWorkload:
         for address, lives in self.samples.by_broker.items():
             backwards = [(a, b) for marks in lives for a, b in itertools.pairwise(marks) if b[1] < a[1]]
             assert not backwards, f"{address}: the high-water mark moved backwards: {backwards[:3]}"
+
+
+def _delivered(send: Send, error: object, message: object) -> None:
+    """confluent-kafka's delivery report of ``send``."""
+    if error is None:
+        send.offset = message.offset()  # type: ignore[attr-defined]
+        send.acked_at = time.time()
+    else:
+        send.error = str(error)
+        send.failed_at = time.time()
 
 
 def _longest_silence(moment: float, times: list[float], end: float) -> float | None:

@@ -153,7 +153,7 @@ def test_a_scram_login_then_the_acls_decide_per_topic(cluster: LocalCluster) -> 
         refused = _produce(outsider, "payments").responses[0].partition_responses[0]
         assert refused.error_code == KafkaError.topic_authorization_failed
         unread = _fetch(outsider, "payments").responses[0].partitions[0]
-        assert (unread.error_code, unread.records) == (KafkaError.topic_authorization_failed, None)
+        assert (unread.error_code, unread.records) == (KafkaError.topic_authorization_failed, b"")
         outsider.sendall(request(22, 5, 30, transactional_id=None, transaction_timeout=datetime.timedelta(0)))
         assert response(outsider, 22, 5)[1].error_code == KafkaError.cluster_authorization_failed
 

@@ -15,7 +15,10 @@ Protocol, per heartbeat:
    its partitions for ``session_timeout_ms`` so a restart with the same ``group.instance.id``
    takes them back without a rebalance). A classic-protocol member (Kafka's JoinGroup through a
    broker's Kafka listener) joins with epoch 0 every time it rejoins: a member the group knows
-   keeps its place then, reconciled with what it says it owns (``classic``).
+   keeps its place then, reconciled with what it says it owns (``classic``), and a static one
+   replaces its predecessor at once, as Kafka's classic protocol has it. Its other heartbeats
+   (Kafka's SyncGroup and Heartbeat) change nothing of its assignment: only a join does, so the
+   generation it was told stays its member epoch until it rejoins.
 2. A new member, a changed subscription or assignor, or a changed partition count of a subscribed
    topic bumps the *group epoch*; when it is ahead of the *assignment epoch* the assignor computes
    a new target assignment (sticky: from the previous targets).
@@ -24,7 +27,8 @@ Protocol, per heartbeat:
    released them (or ``rebalance_timeout_ms`` passes and it is fenced); then it moves to the
    assignment epoch and receives the new partitions that no other member still holds. The rest
    follow on later heartbeats as their previous owners release them. The answer says whether the
-   member's assignment is ``settled`` (unchanged by this heartbeat, nothing left to revoke): a
+   member's assignment is ``settled`` (a join: unchanged by it and nothing left to revoke; another
+   classic heartbeat: at the assignment epoch, nothing to revoke, nothing free to receive): a
    classic member that is not rejoins to learn it, as Kafka's classic members of a consumer
    group are told REBALANCE_IN_PROGRESS.
 
@@ -264,9 +268,10 @@ class GroupCoordinatorCore:
             replaced = self._static_predecessor(group, request)
             if replaced is not None:
                 previous = self._replace_static_member(group, replaced, member_id, decision)
-            elif previous is not None and not request.classic:
-                # A rejoin after the member was fenced on its side: it owns nothing any more.
-                self._set_current(group, member_id, CurrentAssignment(), decision)
+            elif previous is not None:
+                if not request.classic:  # (a classic member rejoins at every rebalance, keeping its place)
+                    # A rejoin after the member was fenced on its side: it owns nothing any more.
+                    self._set_current(group, member_id, CurrentAssignment(), decision)
             else:
                 bump = True
         identity = self._updated_identity(previous, request)
@@ -289,15 +294,24 @@ class GroupCoordinatorCore:
             self._compute_target(group, partition_counts, counts, decision)
 
         before = group.current.get(member_id)
-        self._reconcile(group, member_id, request.owned, now.monotonic_ms, decision)
-        current = group.assignment(member_id)
+        if request.classic and request.member_epoch != JOIN_EPOCH:  # (only a classic join reconciles)
+            current = group.assignment(member_id)
+            settled = (
+                current.member_epoch == group.assignment_epoch
+                and not current.pending_revocation
+                and not self._grantable(group, member_id)
+            )
+        else:
+            self._reconcile(group, member_id, request.owned, now.monotonic_ms, decision)
+            current = group.assignment(member_id)
+            settled = group.current.get(member_id) == before and not current.pending_revocation
         return (
             HeartbeatResult(
                 member_id=member_id,
                 member_epoch=current.member_epoch,
                 heartbeat_interval_ms=self.config.heartbeat_interval_ms,
                 assignment=current.assigned,
-                settled=group.current.get(member_id) == before and not current.pending_revocation,
+                settled=settled,
             ),
             decision,
         )
@@ -326,7 +340,7 @@ class GroupCoordinatorCore:
             if request.subscription is None:
                 return refuse(ErrorCode.INVALID_REQUEST, "a joining member must send its subscription")
             predecessor = self._static_predecessor(group, request) if group is not None else None
-            if predecessor is not None and group is not None:
+            if predecessor is not None and group is not None and not request.classic:
                 if group.assignment(predecessor).member_epoch != TEMPORARY_LEAVE_EPOCH:
                     return refuse(
                         ErrorCode.UNRELEASED_INSTANCE_ID,
@@ -407,6 +421,7 @@ class GroupCoordinatorCore:
             server_assignor=request.server_assignor if request.server_assignor is not None else base.server_assignor,
             rebalance_timeout_ms=request.rebalance_timeout_ms or base.rebalance_timeout_ms,
             principal=request.principal,
+            classic=request.classic if previous is None or request.member_epoch == JOIN_EPOCH else base.classic,
         )
 
     def _leave(
@@ -562,7 +577,7 @@ class GroupCoordinatorCore:
         if member_epoch == current.previous_member_epoch and committed <= current.held():
             return None
         return (
-            ErrorCode.FENCED_MEMBER_EPOCH,
+            ErrorCode.ILLEGAL_GENERATION if group.members[member_id].classic else ErrorCode.FENCED_MEMBER_EPOCH,
             f"member epoch {member_epoch} is stale (current {current.member_epoch}); the commit is refused",
         )
 
@@ -693,6 +708,15 @@ class GroupCoordinatorCore:
         )
         if updated != group.current.get(member_id):
             self._set_current(group, member_id, updated, decision)
+
+    @staticmethod
+    def _grantable(group: Group, member_id: str) -> bool:
+        """Whether partitions of the member's target are free for it now (no member holds them)."""
+        wanted = group.targets.get(member_id, NO_PARTITIONS) - group.assignment(member_id).assigned
+        if not wanted:
+            return False
+        held = set().union(*(other.held() for other_id, other in group.current.items() if other_id != member_id))
+        return bool(wanted - held)
 
     def _rebalance_timeout_ms(self, group: Group, member_id: str) -> int:
         identity = group.members.get(member_id)

@@ -53,6 +53,7 @@ class MemberIdentity:
     server_assignor: str = ""
     rebalance_timeout_ms: int = 0
     principal: str = ""  # who it heartbeats as, when ACLs apply ("": none do)
+    classic: bool = False  # a classic-protocol member (Kafka's JoinGroup)
 
     @property
     def pattern(self) -> PatternSubscription | None:
@@ -242,6 +243,7 @@ class GroupStore:
                 server_assignor=member.server_assignor,
                 rebalance_timeout_ms=member.rebalance_timeout_ms,
                 principal=member.principal,
+                classic=member.classic,
             )
             group.subscribed_names.update(identity.topic_names)
             if identity.pattern:
@@ -363,6 +365,7 @@ def member_record(group_id: str, member_id: str, identity: MemberIdentity | None
             server_assignor=identity.server_assignor,
             rebalance_timeout_ms=identity.rebalance_timeout_ms,
             principal=identity.principal,
+            classic=identity.classic,
         )
     )
 

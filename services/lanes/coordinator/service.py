@@ -172,6 +172,7 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
         self, request: coordinator_pb2.HeartbeatRequest, context: ServicerContext
     ) -> coordinator_pb2.HeartbeatResponse:
         joining = request.member_epoch == 0
+        call = request_context(context)
         heartbeat = HeartbeatInput(
             group_id=request.group_id,
             member_id=request.member_id,
@@ -179,14 +180,14 @@ class GroupCoordinatorService(coordinator_pb2_grpc.GroupCoordinatorServicer):
             instance_id=request.instance_id,
             rack_id=request.rack_id,
             client_id=request.client_id,
-            client_host=peer_host(context),
+            client_host=call.forwarded_host or peer_host(context),
             rebalance_timeout_ms=request.rebalance_timeout_ms,
             subscription=Subscription(tuple(request.subscription.topic_names), request.subscription.topic_regex)
             if request.HasField("subscription")
             else None,
             server_assignor=request.server_assignor if request.server_assignor or joining else None,
             owned=assignment_from_wire(request.owned_partitions) if request.HasField("owned_partitions") else None,
-            principal=access.principal if (access := request_context(context).access) is not None else "",
+            principal=access.principal if (access := call.access) is not None else "",
             classic=request.classic,
         )
         counts = self.shards.partition_counts()

@@ -101,7 +101,7 @@ class KafkaApis:
                     groups_api.HEARTBEAT: Served(0, 4, group.heartbeat),
                     groups_api.LEAVE_GROUP: Served(0, 5, group.leave_group),
                     groups_api.OFFSET_COMMIT: Served(2, 9, group.offset_commit),
-                    groups_api.OFFSET_FETCH: Served(1, 9, group.offset_fetch),
+                    groups_api.OFFSET_FETCH: Served(2, 9, group.offset_fetch),  # (v1 has no group error)
                     groups_api.OFFSET_DELETE: Served(0, 0, group.offset_delete),
                     groups_api.LIST_GROUPS: Served(0, 5, group.list_groups),
                     groups_api.DESCRIBE_GROUPS: Served(0, 5, group.describe_groups),

@@ -28,7 +28,7 @@ import datetime
 import io
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from kio.schema.consumer_protocol_assignment.v0.data import ConsumerProtocolAssignment
 from kio.schema.consumer_protocol_assignment.v0.data import TopicPartition as AssignedTopic
@@ -58,8 +58,12 @@ CONSUMER_PROTOCOL = "consumer"
 #: the classic assignors whose server-side namesakes Lanes has (others: the group's default)
 _ASSIGNORS = {"range": "range", "roundrobin": "roundrobin"}
 _SUBSCRIPTIONS = (SubscriptionV0, SubscriptionV1, SubscriptionV2, SubscriptionV3)
-#: a classic JoinGroup's heartbeats, at most, until its assignment settles
+#: a classic JoinGroup's joins, at most, until its assignment settles (an eager member's second
+#: one releases what the first took from it)
 _JOIN_HEARTBEATS = 3
+#: groups one request may name (each is a call to its coordinator), and calls in flight per request
+MAX_GROUPS_PER_REQUEST = 1_000
+_CALLS_PER_REQUEST = 16
 _STATES = {
     coordinator_pb2.GROUP_STATE_EMPTY: "Empty",
     coordinator_pb2.GROUP_STATE_RECONCILING: "Reconciling",
@@ -70,6 +74,7 @@ _STATES = {
 _FIND_COORDINATOR = RULES[method_name("GroupCoordinator", "FindCoordinator")]
 
 Caller = tuple[str, str, str]
+T = TypeVar("T")
 
 
 class GroupCalls(Protocol):
@@ -101,6 +106,22 @@ def kafka_code(error: common_pb2.Error) -> KafkaError:
 
 def _ms(value: int) -> datetime.timedelta:
     return datetime.timedelta(milliseconds=value)
+
+
+async def bounded(calls: Iterable[Awaitable[T]], limit: int = _CALLS_PER_REQUEST) -> list[T]:
+    """The calls' answers in order, at most ``limit`` in flight (one request fans out boundedly)."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with gate:
+            return await call
+
+    return list(await asyncio.gather(*(one(call) for call in calls)))
+
+
+def too_many(names: Iterable[str]) -> bool:
+    """Whether a request names more groups than one request may."""
+    return len(set(names)) > MAX_GROUPS_PER_REQUEST
 
 
 class GroupApis:
@@ -183,12 +204,13 @@ class GroupApis:
         if request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None:
             asked.subscription.topic_names.extend(request.subscribed_topic_names or ())
             asked.subscription.topic_regex = request.subscribed_topic_regex or ""
-        if request.topic_partitions is not None:
+        owned_topics = [image.topics.get(str(owned.topic_id)) for owned in request.topic_partitions or ()]
+        if request.topic_partitions is not None and all(topic is not None for topic in owned_topics):
+            # (an id this broker does not know yet: "unchanged", so nothing pending is taken as released)
             asked.owned_partitions.SetInParent()
-            for owned in request.topic_partitions:
-                topic = image.topics.get(str(owned.topic_id))
-                if topic is not None:
-                    asked.owned_partitions.topic_partitions.add(topic=topic.name, partitions=owned.partitions)
+            for owned, topic in zip(request.topic_partitions, owned_topics, strict=True):
+                assert topic is not None
+                asked.owned_partitions.topic_partitions.add(topic=topic.name, partitions=owned.partitions)
 
         def refusal(error: common_pb2.Error) -> Any:
             return coordinator_pb2.HeartbeatResponse(error=error, member_id=member_id)
@@ -284,7 +306,14 @@ class GroupApis:
             answer = await self._ask(call, group_id, "DescribeGroups", asked, refusal)
             return answer.groups[0] if answer.groups else coordinator_pb2.GroupDescription(group_id=group_id)
 
-        return list(await asyncio.gather(*(one(group_id) for group_id in group_ids)))
+        names = list(group_ids)
+        if too_many(names):
+            refused = common_pb2.Error(
+                code=cast(Any, int(KafkaError.invalid_request)),
+                message=f"a request names at most {MAX_GROUPS_PER_REQUEST} groups",
+            )
+            return [coordinator_pb2.GroupDescription(group_id=name, error=refused) for name in names]
+        return await bounded(one(group_id) for group_id in names)
 
     # -----------------------------------------------------------------------------------------
     # The classic protocol
@@ -310,7 +339,7 @@ class GroupApis:
         member_id = request.member_id
         if not member_id:
             member_id = str(uuid.uuid4())
-            if version >= 4:  # (KIP-394: the client joins again with the id it is given)
+            if version >= 4 and not request.group_instance_id:  # (KIP-394: a dynamic member joins again with it)
                 return answer(KafkaError.member_id_required, member_id)
         protocol = request.protocols[0]
         subscription = _subscription(bytes(protocol.metadata))
@@ -335,32 +364,30 @@ class GroupApis:
             client_id=call.caller.client_id,
             classic=True,
         )
-        heard = None
-        for _ in range(_JOIN_HEARTBEATS):
+        joined = None
+        for _ in range(_JOIN_HEARTBEATS):  # (the same join again: only a join reconciles a classic member)
             heard = await self._heartbeat(call, asked)
-            if heard.error.code or heard.assignment_settled:
+            if heard.error.code:
+                if joined is None:
+                    return answer(_classic_code(heard.error), member_id)
+                break  # (the join before stands: the client learns the rest at its next heartbeat)
+            joined = heard
+            if heard.assignment_settled:
                 break
-            asked = coordinator_pb2.HeartbeatRequest(
-                group_id=request.group_id,
-                member_id=member_id,
-                member_epoch=heard.member_epoch,
-                instance_id=asked.instance_id,
-                owned_partitions=owned,
-                client_id=call.caller.client_id,
-                classic=True,
-            )
-        assert heard is not None
-        if heard.error.code:
-            return answer(_classic_code(heard.error), member_id)
-        return answer(KafkaError.none, member_id, heard.member_epoch, protocol.name)
+        assert joined is not None
+        return answer(KafkaError.none, member_id, joined.member_epoch, protocol.name)
 
     async def sync_group(self, call: KafkaCall) -> Any:
         """The member's assignment as the coordinator gives it (what a leader sends is ignored:
         nobody leads)."""
         request = call.body
         cls = response_class(SYNC_GROUP, call.version)
+        if request.generation_id <= 0:  # (0, -1, -2 would be a join or a leave of Lanes' heartbeat)
+            return build(cls, error_code=KafkaError.illegal_generation, assignment=b"")
         heard = await self._classic_heartbeat(call, request)
         code = self._classic_state(heard, request.generation_id)
+        if code is KafkaError.coordinator_load_in_progress:
+            code = KafkaError.coordinator_not_available  # (a Java classic member rediscovers and rejoins)
         if code is not KafkaError.none:
             return build(cls, error_code=code, assignment=b"")
         return build(
@@ -373,11 +400,16 @@ class GroupApis:
     async def heartbeat(self, call: KafkaCall) -> Any:
         """REBALANCE_IN_PROGRESS while the member's assignment is not settled."""
         request = call.body
+        cls = response_class(HEARTBEAT, call.version)
+        if request.generation_id <= 0:
+            return build(cls, error_code=KafkaError.illegal_generation)
         heard = await self._classic_heartbeat(call, request)
         code = self._classic_state(heard, request.generation_id)
-        if code is KafkaError.none and not heard.assignment_settled:
+        if code is KafkaError.coordinator_load_in_progress:
+            code = KafkaError.none  # (as Kafka answers while a shard loads: the member carries on)
+        elif code is KafkaError.none and not heard.assignment_settled:
             code = KafkaError.rebalance_in_progress
-        return build(response_class(HEARTBEAT, call.version), error_code=code)
+        return build(cls, error_code=code)
 
     async def _classic_heartbeat(self, call: KafkaCall, request: Any) -> Any:
         return await self._heartbeat(
@@ -423,7 +455,9 @@ class GroupApis:
             answer = await self._ask(call, request.group_id, "LeaveGroup", asked, refusal)
             return kafka_code(answer.error)
 
-        codes = await asyncio.gather(*(leave(*member) for member in members))
+        if too_many(m[0] or str(m[1]) for m in members):
+            return build(cls, error_code=KafkaError.invalid_request)
+        codes = await bounded(leave(*member) for member in members)
         if version < 3:
             return build(cls, error_code=codes[0])
         member_class = nested(cls, "MemberResponse")
@@ -485,7 +519,7 @@ class GroupApis:
         )
 
         def code(error: common_pb2.Error) -> KafkaError:
-            found = kafka_code(error)
+            found = kafka_code(error)  # (a classic member's stale generation: ILLEGAL_GENERATION already)
             if found in (KafkaError.fenced_member_epoch, KafkaError.stale_member_epoch):
                 return KafkaError.stale_member_epoch if version >= 9 else KafkaError.illegal_generation
             return found
@@ -531,7 +565,11 @@ class GroupApis:
             answer = await self._ask(call, group_id, "FetchOffsets", asked, refusal)
             return kafka_code(answer.error), self._offsets(cls, version, answer, topics)
 
-        answers = await asyncio.gather(*(one(*ask) for ask in asks))
+        if too_many(ask[0] for ask in asks):
+            refused = (KafkaError.invalid_request, ())
+            answers = [refused for _ in asks]
+        else:
+            answers = await bounded(one(*ask) for ask in asks)
         if version >= 8:
             group_class = nested(cls, "OffsetFetchResponseGroup")
             return build(
@@ -620,10 +658,11 @@ class GroupApis:
         request = call.body
         cls = response_class(LIST_GROUPS, call.version)
         states = {name.lower(): state for state, name in _STATES.items()}
-        wanted = [states[s.lower()] for s in getattr(request, "states_filter", ()) if s.lower() in states]
+        asked_states = [s.lower() for s in getattr(request, "states_filter", ())]
+        wanted = [states[s] for s in asked_states if s in states]
         types = {t.lower() for t in getattr(request, "types_filter", ())}
-        if types and not types & {"consumer", "classic"}:
-            return build(cls)
+        if (types and "consumer" not in types) or (asked_states and not wanted):
+            return build(cls)  # (every Lanes group is of type "consumer"; no group is in a state Lanes has not)
         caller = (call.caller.principal, call.caller.host, call.caller.client_id)
         answers = await self._groups.ask_each("ListGroups", coordinator_pb2.ListGroupsRequest(states=wanted), caller)
         expected = len(self._node.image.live_coordinators())
@@ -698,7 +737,10 @@ class GroupApis:
             answer = await self._ask(call, group_id, "DeleteGroups", asked, refusal)
             return kafka_code(answer.results[0].error) if answer.results else KafkaError.unknown_server_error
 
-        codes = await asyncio.gather(*(one(name) for name in names))
+        if too_many(names):
+            codes = [KafkaError.invalid_request for _ in names]
+        else:
+            codes = await bounded(one(name) for name in names)
         result_class = nested(cls, "DeletableGroupResult")
         return build(
             cls, results=tuple(build(result_class, group_id=n, error_code=c) for n, c in zip(names, codes, strict=True))
@@ -725,7 +767,7 @@ def _error_of(answer: Any) -> common_pb2.Error:
 
 
 def _classic_code(error: common_pb2.Error) -> KafkaError:
-    """A heartbeat's refusal as a classic member is told it."""
+    """A heartbeat's refusal as a classic member is told it (a stale epoch: ILLEGAL_GENERATION)."""
     code = kafka_code(error)
     if code in (KafkaError.fenced_member_epoch, KafkaError.stale_member_epoch):
         return KafkaError.illegal_generation

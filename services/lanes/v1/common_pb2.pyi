@@ -31,6 +31,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NOT_ENOUGH_REPLICAS: _ClassVar[ErrorCode]
     NOT_ENOUGH_REPLICAS_AFTER_APPEND: _ClassVar[ErrorCode]
     INVALID_REQUIRED_ACKS: _ClassVar[ErrorCode]
+    ILLEGAL_GENERATION: _ClassVar[ErrorCode]
     INVALID_GROUP_ID: _ClassVar[ErrorCode]
     UNKNOWN_MEMBER_ID: _ClassVar[ErrorCode]
     INVALID_SESSION_TIMEOUT: _ClassVar[ErrorCode]
@@ -184,6 +185,7 @@ RECORD_LIST_TOO_LARGE: ErrorCode
 NOT_ENOUGH_REPLICAS: ErrorCode
 NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode
 INVALID_REQUIRED_ACKS: ErrorCode
+ILLEGAL_GENERATION: ErrorCode
 INVALID_GROUP_ID: ErrorCode
 UNKNOWN_MEMBER_ID: ErrorCode
 INVALID_SESSION_TIMEOUT: ErrorCode

@@ -86,7 +86,7 @@ class GroupMetadataValue(_message.Message):
     def __init__(self, group_epoch: _Optional[int] = ..., assignor: _Optional[str] = ..., empty_since_ms: _Optional[int] = ...) -> None: ...
 
 class GroupMemberValue(_message.Message):
-    __slots__ = ("instance_id", "rack_id", "client_id", "client_host", "subscription", "server_assignor", "rebalance_timeout_ms", "principal")
+    __slots__ = ("instance_id", "rack_id", "client_id", "client_host", "subscription", "server_assignor", "rebalance_timeout_ms", "principal", "classic")
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     RACK_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -95,6 +95,7 @@ class GroupMemberValue(_message.Message):
     SERVER_ASSIGNOR_FIELD_NUMBER: _ClassVar[int]
     REBALANCE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    CLASSIC_FIELD_NUMBER: _ClassVar[int]
     instance_id: str
     rack_id: str
     client_id: str
@@ -103,7 +104,8 @@ class GroupMemberValue(_message.Message):
     server_assignor: str
     rebalance_timeout_ms: int
     principal: str
-    def __init__(self, instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscription: _Optional[_Union[StoredSubscription, _Mapping]] = ..., server_assignor: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ..., principal: _Optional[str] = ...) -> None: ...
+    classic: bool
+    def __init__(self, instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscription: _Optional[_Union[StoredSubscription, _Mapping]] = ..., server_assignor: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ..., principal: _Optional[str] = ..., classic: _Optional[bool] = ...) -> None: ...
 
 class TargetAssignmentMetadataValue(_message.Message):
     __slots__ = ("assignment_epoch",)

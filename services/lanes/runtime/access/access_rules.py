@@ -577,10 +577,12 @@ FORWARDED: frozenset[str] = frozenset(
 
 #: What a node of each role may call, and nothing more (a node's certificate names its role:
 #: ``broker-1``, ``coordinator-1``, ``controller-0``): full method name -> None (any request) or
-#: which requests (and, on behalf of the Kafka clients it serves, what ``FORWARDED`` lists, with those
-#: clients' own ACLs). So one compromised pod is one role's reach, not the cluster's: no node may
-#: manage ACLs, users, quotas or topics, or read or write a user's records, and only a broker
-#: replicates. A node that also passes ``check_claim`` in the service may act only as itself.
+#: which requests. So one compromised pod is one role's reach, not the cluster's: no node may
+#: manage ACLs, users or quotas, or read or write a user's records as itself, and only a broker
+#: replicates. A node that also passes ``check_claim`` in the service may act only as itself. The
+#: exception is Kafka's (KIP-590): a broker may make the calls ``FORWARDED`` lists on behalf of any
+#: principal it names, authorized as that principal — a super user's name included — so a
+#: compromised broker reaches topics and groups as any user, as a compromised Kafka broker does.
 NODE_RULES: dict[str, dict[str, Callable[[Any], bool] | None]] = {
     "broker": {
         method_name("Broker", "ReplicaFetch"): None,

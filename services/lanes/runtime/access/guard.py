@@ -93,6 +93,9 @@ class Caller(NamedTuple):
 CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("lanes_caller", default=None)
 ANONYMOUS = "User:ANONYMOUS"
 
+#: The address of the Kafka client a broker forwards the current call for (None: the caller's own).
+FORWARDED_HOST: contextvars.ContextVar[str | None] = contextvars.ContextVar("lanes_forwarded_host", default=None)
+
 #: The current call's access when ACLs apply to it, set by the guard for the handler's context:
 #: a face that resolves resources the request did not name (the topics a group committed, what a
 #: pattern matches) authorizes each with it. None: everything passes (a node, a super user, no
@@ -124,6 +127,8 @@ class RequestContext:
     verified: bool
     #: what the caller may do, when ACLs apply to it (None: everything; see ``ACCESS``)
     access: Access | None = None
+    #: where the Kafka client a broker forwards this call for calls from (None: the peer itself)
+    forwarded_host: str | None = None
 
     @property
     def on_certificate_listener(self) -> bool:
@@ -141,7 +146,9 @@ def request_context(context: ServicerContext | None) -> RequestContext:
     """The context of the call the guard admitted (``context`` None: a call made in process, as
     tests make them, with the caller the test set)."""
     identity = caller_identity(context) if context is not None else None
-    return RequestContext(CALLER.get(), LISTENER.get(), identity, callers_verified(), ACCESS.get())
+    return RequestContext(
+        CALLER.get(), LISTENER.get(), identity, callers_verified(), ACCESS.get(), FORWARDED_HOST.get()
+    )
 
 
 async def _client_id(context: ServicerContext) -> str:
@@ -321,6 +328,7 @@ class Guard(CallInterceptor):
         UNAVAILABLE otherwise."""
         LISTENER.set(self._listener)
         ACCESS.set(None)
+        FORWARDED_HOST.set(None)
         _SESSION_REFUSAL.set(None)
         if self._listener == "internal" or not self._authorize:
             name = caller_identity(context)
@@ -328,6 +336,7 @@ class Guard(CallInterceptor):
             forwarded = _forwarded_for(name, method, context) if node else None
             if forwarded is not None:  # a Kafka client's group request, through a broker
                 CALLER.set(Caller(forwarded[0], await _client_id(context)))
+                FORWARDED_HOST.set(forwarded[1] or None)
                 if not self._authorize:
                     return None
                 return await self._user_access(*forwarded, request, rule=rule, method=method, context=context)
@@ -349,6 +358,7 @@ class Guard(CallInterceptor):
         host = peer_host(context)
         if node and (forwarded := _forwarded_for(principal.removeprefix("User:"), method, context)) is not None:
             (principal, host), node = forwarded, False
+            FORWARDED_HOST.set(host or None)
         CALLER.set(None if node else Caller(principal, await _client_id(context)))
         if not node:
             max_ends_s = time.time() + self._max_session_s if self._max_session_s > 0 else None
