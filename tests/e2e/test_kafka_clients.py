@@ -213,10 +213,10 @@ def test_confluent_kafka_group_reads_back_exactly_what_it_wrote(kafka: KafkaAcce
     assert committed == ends, "the group committed every record it read"
 
 
-def _committed(access: KafkaAccess, group: str, topic: str) -> dict[int, int]:
+def _committed(access: KafkaAccess, group: str, topic: str, partitions: int = PARTITIONS) -> dict[int, int]:
     consumer = Consumer(_confluent(access, **{"group.id": group}))
     try:
-        found = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
     finally:
         consumer.close()
     return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
@@ -390,9 +390,10 @@ def test_kafkas_own_java_tools(kafka: KafkaAccess, tmp_path: Path) -> None:
     rows = [line.split() for line in lags.splitlines() if line.startswith("kafka-java-group")]
     assert sum(int(row[3]) for row in rows) == 30, lags  # CURRENT-OFFSET: everything read
     assert all(row[5] == "0" for row in rows), lags  # LAG
-    tool(
+    reset = tool(
         groups, "--reset-offsets", "--group", "kafka-java-group", "--topic", "kafka-java", "--to-earliest", "--execute"
     )
-    rows = [line.split() for line in tool(groups, "--describe", "--group", "kafka-java-group").splitlines()
-            if line.startswith("kafka-java-group")]  # fmt: skip
-    assert sum(int(row[5]) for row in rows) == 30, rows  # all of it to read again
+    rows = [line.split() for line in reset.splitlines() if line.startswith("kafka-java-group")]
+    assert sorted((row[2], row[3]) for row in rows) == [(str(p), "0") for p in range(3)], reset  # NEW-OFFSET
+    committed = _committed(kafka, "kafka-java-group", "kafka-java", partitions=3)  # (as another client reads it)
+    assert committed == {0: 0, 1: 0, 2: 0}

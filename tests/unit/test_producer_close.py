@@ -76,7 +76,13 @@ def _asyncio_complaints(caplog: pytest.LogCaptureFixture, coroutine: object) -> 
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         asyncio.run(coroutine)  # type: ignore[arg-type]
         gc.collect()
-    return [record.getMessage() for record in caplog.records if record.name == "asyncio"]
+    return [
+        record.getMessage()
+        for record in caplog.records
+        # (gRPC's poller thread may hand one last event to the loop as asyncio.run closes it: gRPC's,
+        # not the producer's, and harmless; what this test is about are tasks left pending)
+        if record.name == "asyncio" and "PollerCompletionQueue._handle_events" not in record.getMessage()
+    ]
 
 
 def test_a_producer_whose_streams_the_broker_ends_closes_leaving_nothing_pending(
