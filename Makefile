@@ -45,15 +45,17 @@ test: lint pytest
 pytest: $(STAMP)-dev test-deps
 	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2 chromium=chromium kcat=kcat
 	@mkdir -p build
-	@# the Spark tests in a process of their own, beside the workers (the two workers leave a third
-	@# of the two cores idle: tests that wait); their output follows the others'
-	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=10 -p no:xdist \
-	  -p no:cacheprovider tests/spark > build/spark-tests.log 2>&1 & spark=$$!; \
+	@# the Spark tests, then the e2e tests (one lanes up cluster), in a process of their own beside the
+	@# workers (the two workers leave a third of the two cores idle: tests that wait); its output
+	@# follows the others'
+	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=15 -p no:xdist \
+	  -p no:cacheprovider tests/spark tests/e2e > build/beside-tests.log 2>&1 & beside=$$!; \
 	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=25 \
-	  -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/spark tests; status=$$?; \
-	wait $$spark; spark_status=$$?; \
-	echo "--- tests/spark (run beside the others, exit $$spark_status):"; cat build/spark-tests.log; \
-	test $$status -eq 0 && test $$spark_status -eq 0
+	  -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/spark --ignore=tests/e2e tests; status=$$?; \
+	wait $$beside; beside_status=$$?; \
+	echo "--- tests/spark and tests/e2e (run beside the others, exit $$beside_status):"; \
+	cat build/beside-tests.log; \
+	test $$status -eq 0 && test $$beside_status -eq 0
 
 lint: $(STAMP)-dev
 	$(BIN)/ruff check services operator spark-apps tests tools

@@ -11,10 +11,10 @@
   must not overlap one another share an xdist group and so run one after the other on one
   worker (``_GROUPS``): the fault scenarios (each a cluster whose timing they measure, some in
   network namespaces), the Kubernetes tests (one control plane per worker that runs them), the
-  e2e tests (one ``lanes up``), the simulations (which use one core each under a worker:
-  ``tests/simulation/harness.py``). Every other module is a group of its own. The long groups
-  are collected first (``_FIRST``), so that they start at once. The Spark tests run after them,
-  in one process of their own (the Makefile).
+  e2e tests (one ``lanes up``, when run on workers), the simulations (which use one core each
+  under a worker: ``tests/simulation/harness.py``). Every other module is a group of its own. The
+  long groups are collected first (``_FIRST``), so that they start at once. ``make test`` runs the
+  Spark tests and then the e2e tests beside the workers, in one process of their own (the Makefile).
 - Hypothesis prints a reproduction blob for every failure.
 - Services the tests start by hand serve no metrics endpoint (``LANES_METRICS_PORT=-1``): their
   default ports would collide, and a free port picked by the kernel could take a port another
