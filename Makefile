@@ -17,6 +17,8 @@ PYTHON ?= python3
 #: the Spark tests run beside them in one process of their own (in a worker, a streaming query's
 #: foreachBatch callback has hung for good: PySpark's callback server was gone from the worker process)
 TEST_WORKERS ?= 2
+#: what make test runs in one process beside the workers (in this order)
+BESIDE := tests/spark tests/e2e tests/k8s/test_images.py
 VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
@@ -45,15 +47,15 @@ test: lint pytest
 pytest: $(STAMP)-dev test-deps
 	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2 chromium=chromium kcat=kcat
 	@mkdir -p build
-	@# the Spark tests, then the e2e tests (one lanes up cluster), in a process of their own beside the
-	@# workers (the two workers leave a third of the two cores idle: tests that wait); its output
-	@# follows the others'
+	@# the Spark tests, the e2e tests (one lanes up cluster) and the image builds, in a process of their
+	@# own beside the workers (the two workers leave a third of the two cores idle: tests that wait),
+	@# about as long as the workers' share; its output follows the others'
 	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=15 -p no:xdist \
-	  -p no:cacheprovider tests/spark tests/e2e > build/beside-tests.log 2>&1 & beside=$$!; \
+	  -p no:cacheprovider $(BESIDE) > build/beside-tests.log 2>&1 & beside=$$!; \
 	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=25 \
-	  -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/spark --ignore=tests/e2e tests; status=$$?; \
+	  -n $(TEST_WORKERS) --dist loadgroup $(BESIDE:%=--ignore=%) tests; status=$$?; \
 	wait $$beside; beside_status=$$?; \
-	echo "--- tests/spark and tests/e2e (run beside the others, exit $$beside_status):"; \
+	echo "--- $(BESIDE) (run beside the others, exit $$beside_status):"; \
 	cat build/beside-tests.log; \
 	test $$status -eq 0 && test $$beside_status -eq 0
 

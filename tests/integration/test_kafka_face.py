@@ -10,6 +10,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+import confluent_kafka
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kio.index import load_request_schema
@@ -196,3 +197,44 @@ def test_produce_refuses_what_kafka_refuses(cluster: LocalCluster) -> None:
         silent.sendall(_request(0, 9, 6, **_produce("no-such-topic", 0)))  # acks=0 that failed: closed
         with pytest.raises(ConnectionError):
             _exactly(silent, 1)
+
+
+def test_what_lanes_writes_a_kafka_consumer_reads_identically(cluster: LocalCluster) -> None:
+    """Records written through the gRPC face (Lanes' idempotent producer: keys, headers, its own
+    timestamps) are read through the Kafka face by librdkafka, which checks each batch's CRC,
+    with the same offsets, keys, values, headers and timestamps Lanes' consumer sees."""
+    with lanes.Admin(str(cluster.describe()["bootstrap"])) as admin:
+        admin.create_topic("from-lanes", partitions=2, replication_factor=2)
+    with lanes.Producer(str(cluster.describe()["bootstrap"])) as producer:
+        for i in range(200):
+            producer.send("from-lanes", b"value-%d" % i, b"k%d" % (i % 5), headers=[("n", str(i).encode())])
+        producer.flush()
+    with lanes.Consumer(str(cluster.describe()["bootstrap"])) as lanes_consumer:
+        lanes_consumer.assign([lanes.TopicPartition("from-lanes", p) for p in range(2)])
+        lanes_consumer.seek_to_beginning()
+        truth: list[lanes.ConsumerRecord] = []
+        while len(truth) < 200:
+            truth.extend(lanes_consumer.poll(timeout_ms=1_000))
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": cluster.describe()["kafka_bootstrap"],
+            "group.id": "crc",
+            "check.crcs": True,
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign(
+            [confluent_kafka.TopicPartition("from-lanes", p, confluent_kafka.OFFSET_BEGINNING) for p in range(2)]
+        )
+        read = []
+        while len(read) < 200:
+            message = consumer.poll(10)
+            assert message is not None, "librdkafka read nothing more"
+            assert message.error() is None, message.error()
+            read.append(message)
+    finally:
+        consumer.close()
+    assert sorted(
+        (m.partition(), m.offset(), m.key(), m.value(), tuple(m.headers() or ()), m.timestamp()[1]) for m in read
+    ) == sorted((r.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp) for r in truth)
