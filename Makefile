@@ -17,8 +17,8 @@ PYTHON ?= python3
 #: the Spark tests run beside them in one process of their own (in a worker, a streaming query's
 #: foreachBatch callback has hung for good: PySpark's callback server was gone from the worker process)
 TEST_WORKERS ?= 2
-#: what make test runs in one process beside the workers (in this order)
-BESIDE := tests/spark tests/e2e tests/k8s/test_images.py
+#: what make test runs beside the workers, after the Spark tests
+BESIDE := tests/e2e tests/k8s/test_images.py
 VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
@@ -47,15 +47,18 @@ test: lint pytest
 pytest: $(STAMP)-dev test-deps
 	tools/ensure-debian-packages.sh "the tests" promtool=prometheus java=default-jre-headless iptables=iptables ip=iproute2 tc=iproute2 chromium=chromium kcat=kcat
 	@mkdir -p build
-	@# the Spark tests, the e2e tests (one lanes up cluster) and the image builds, in a process of their
-	@# own beside the workers (the two workers leave a third of the two cores idle: tests that wait),
-	@# about as long as the workers' share; its output follows the others'
-	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=15 -p no:xdist \
-	  -p no:cacheprovider $(BESIDE) > build/beside-tests.log 2>&1 & beside=$$!; \
+	@# beside the two workers (they leave a third of the two cores idle: tests that wait), one process
+	@# after another: the Spark tests (their JVM started before anything else in that process), then
+	@# the e2e tests (one lanes up cluster) and the image builds; about as long as the workers' share,
+	@# their output follows the others'
+	(SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=10 -p no:xdist \
+	  -p no:cacheprovider tests/spark; spark=$$?; \
+	  $(BIN)/pytest -q --durations=10 -p no:xdist -p no:cacheprovider $(BESIDE); exit $$(( spark | $$? ))) \
+	  > build/beside-tests.log 2>&1 & beside=$$!; \
 	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=25 \
-	  -n $(TEST_WORKERS) --dist loadgroup $(BESIDE:%=--ignore=%) tests; status=$$?; \
+	  -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/spark $(BESIDE:%=--ignore=%) tests; status=$$?; \
 	wait $$beside; beside_status=$$?; \
-	echo "--- $(BESIDE) (run beside the others, exit $$beside_status):"; \
+	echo "--- tests/spark, then $(BESIDE) (run beside the others, exit $$beside_status):"; \
 	cat build/beside-tests.log; \
 	test $$status -eq 0 && test $$beside_status -eq 0
 
