@@ -14,8 +14,8 @@
   e2e tests (one ``lanes up``, when run on workers), the simulations (which use one core each
   under a worker: ``tests/simulation/harness.py``). Every other module is a group of its own. The
   long groups are collected first (``_FIRST``), so that they start at once. ``make test`` runs the
-  Spark tests, then the e2e tests and the image builds, beside the workers, in processes of their
-  own (``BESIDE`` in the Makefile).
+  Spark tests, then the e2e tests, beside the workers, in processes of their own (``BESIDE`` in the
+  Makefile).
 - Hypothesis prints a reproduction blob for every failure.
 - Services the tests start by hand serve no metrics endpoint (``LANES_METRICS_PORT=-1``): their
   default ports would collide, and a free port picked by the kernel could take a port another
