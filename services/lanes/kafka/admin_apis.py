@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode as KafkaError
 from lanes.broker.node import BrokerNode
 from lanes.kafka.access import allows, broker_rule
 from lanes.kafka.answers import KafkaCall
-from lanes.kafka.codec import build, nested, response_class
+from lanes.kafka.codec import OPERATIONS_OMITTED, build, kafka_brokers, nested, response_class, whole_ms
 from lanes.kafka.group_apis import kafka_code
 from lanes.security.acls import Operation
 from lanes.v1 import common_pb2, controller_pb2
@@ -66,10 +66,6 @@ class AdminCalls(Protocol):
     ) -> Any: ...
 
 
-def _ms(value: datetime.timedelta) -> int:
-    return int(value.total_seconds() * 1000)
-
-
 class AdminApis:
     """The admin APIs of one broker's Kafka face (see the module docstring)."""
 
@@ -89,7 +85,7 @@ class AdminApis:
         request = call.body
         cls = response_class(CREATE_TOPICS, call.version)
         asked = controller_pb2.CreateTopicsRequest(
-            timeout_ms=max(_ms(request.timeout), 0), validate_only=bool(getattr(request, "validate_only", False))
+            timeout_ms=max(whole_ms(request.timeout), 0), validate_only=bool(getattr(request, "validate_only", False))
         )
         for topic in request.topics:
             created = asked.topics.add(
@@ -132,7 +128,7 @@ class AdminApis:
         """Topics deleted by name or (v6) id."""
         request = call.body
         cls = response_class(DELETE_TOPICS, call.version)
-        asked = controller_pb2.DeleteTopicsRequest(timeout_ms=max(_ms(request.timeout), 0))
+        asked = controller_pb2.DeleteTopicsRequest(timeout_ms=max(whole_ms(request.timeout), 0))
         if call.version >= 6:
             for topic in request.topics:
                 if topic.name:
@@ -169,7 +165,7 @@ class AdminApis:
         request = call.body
         cls = response_class(CREATE_PARTITIONS, call.version)
         asked = controller_pb2.CreatePartitionsRequest(
-            timeout_ms=max(_ms(request.timeout), 0), validate_only=bool(request.validate_only)
+            timeout_ms=max(whole_ms(request.timeout), 0), validate_only=bool(request.validate_only)
         )
         for topic in request.topics:
             grown = asked.topics.add(name=topic.name, count=topic.count)
@@ -320,7 +316,7 @@ class AdminApis:
         cls = response_class(DESCRIBE_CLUSTER, call.version)
         image = self._node.image
         broker_class = nested(cls, "DescribeClusterBroker")
-        brokers = [b for _, b in sorted(image.brokers.items()) if not b.fenced and b.kafka_port]
+        brokers = kafka_brokers(image)
         listed = {b.broker_id for b in brokers}
         return build(
             cls,
@@ -331,7 +327,7 @@ class AdminApis:
                 build(broker_class, broker_id=b.broker_id, host=b.host, port=b.kafka_port, rack=b.rack or None)
                 for b in brokers
             ),
-            cluster_authorized_operations=-2147483648,
+            cluster_authorized_operations=OPERATIONS_OMITTED,
         )
 
     async def delete_records(self, call: KafkaCall) -> Any:

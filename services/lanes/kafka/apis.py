@@ -35,7 +35,17 @@ from lanes.kafka import admin_apis as admin_api
 from lanes.kafka import group_apis as groups_api
 from lanes.kafka.access import KafkaAccess, KafkaCaller, allows
 from lanes.kafka.answers import Answer, KafkaCall, Reply
-from lanes.kafka.codec import build, decode, encode, nested, refusal, request_class, response_class
+from lanes.kafka.codec import (
+    OPERATIONS_OMITTED,
+    build,
+    decode,
+    encode,
+    kafka_brokers,
+    nested,
+    refusal,
+    request_class,
+    response_class,
+)
 from lanes.kafka.frames import RequestKey
 from lanes.kafka.records_apis import FETCH, INIT_PRODUCER_ID, LIST_OFFSETS, PRODUCE, RecordApis, init_producer_id
 from lanes.kafka.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, KafkaAuthentication, KafkaConnection
@@ -203,8 +213,7 @@ class KafkaApis:
                 port=b.kafka_port,
                 rack=b.rack or None,
             )
-            for _, b in sorted(image.brokers.items())
-            if not b.fenced and b.kafka_port
+            for b in kafka_brokers(image)
         )
         listed = {b.node_id for b in brokers}
         if request.topics is None:
@@ -237,7 +246,7 @@ class KafkaApis:
             topic_id=uuid.UUID(topic.topic_id),
             is_internal=topic.internal,
             partitions=self._partitions(cls, image, topic, listed),
-            topic_authorized_operations=-2147483648,  # not asked for (Kafka's "omitted")
+            topic_authorized_operations=OPERATIONS_OMITTED,
         )
 
     def _topic_by_id(

@@ -24,6 +24,25 @@ from kio.serial import entity_reader, entity_writer
 
 from lanes.kafka.frames import framed
 
+#: an ``*_authorized_operations`` field's value when the caller did not ask for them (Kafka's INT32_MIN)
+OPERATIONS_OMITTED = -(2**31)
+
+
+def milliseconds(value: int) -> datetime.timedelta:
+    """A duration field (``throttle_time``, ``session_lifetime``...) of ``value`` ms."""
+    return datetime.timedelta(milliseconds=value)
+
+
+def whole_ms(value: datetime.timedelta) -> int:
+    """A duration field's value in whole milliseconds."""
+    return int(value.total_seconds() * 1000)
+
+
+def kafka_brokers(image: Any) -> list[Any]:
+    """The live brokers with a Kafka listener, by id: what Metadata, DescribeCluster and
+    FindCoordinator name."""
+    return [b for _, b in sorted(image.brokers.items()) if not b.fenced and b.kafka_port]
+
 
 class MalformedRequestError(ValueError):
     """A request whose bytes do not parse as its API and version say."""

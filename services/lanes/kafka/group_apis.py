@@ -24,7 +24,6 @@ Owned by the broker's event loop.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import io
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -43,8 +42,15 @@ from kio.static.primitive import i32
 
 from lanes.broker.node import BrokerNode
 from lanes.kafka.answers import KafkaCall
-from lanes.kafka.codec import build, nested, response_class
-from lanes.metadata.image import MetadataImage
+from lanes.kafka.codec import (
+    OPERATIONS_OMITTED,
+    build,
+    kafka_brokers,
+    milliseconds,
+    nested,
+    response_class,
+    whole_ms,
+)
 from lanes.protocol.partitioner import partition_for_key
 from lanes.runtime.access.access_rules import RULES, first_refused, method_name
 from lanes.v1 import common_pb2, coordinator_pb2
@@ -102,10 +108,6 @@ def kafka_code(error: common_pb2.Error) -> KafkaError:
         return KafkaError(int(error.code))
     except ValueError:
         return KafkaError.unknown_server_error
-
-
-def _ms(value: int) -> datetime.timedelta:
-    return datetime.timedelta(milliseconds=value)
 
 
 async def bounded(calls: Iterable[Awaitable[T]], limit: int = _CALLS_PER_REQUEST) -> list[T]:
@@ -175,10 +177,10 @@ class GroupApis:
         if not key:
             return refused(KafkaError.invalid_group_id, "a group id is not empty")
         image = self._node.image
-        brokers = live_group_brokers(image)
+        brokers = kafka_brokers(image)
         if not brokers or self._groups.coordinator_address(key) is None:
             return refused(KafkaError.coordinator_not_available, f"no coordinator serves group {key!r} now")
-        broker = image.brokers[brokers[partition_for_key(key.encode(), len(brokers))]]
+        broker = brokers[partition_for_key(key.encode(), len(brokers))]
         return {"error_code": KafkaError.none, "error_message": None, "node_id": broker.broker_id,
                 "host": broker.host, "port": broker.kafka_port}  # fmt: skip
 
@@ -197,7 +199,7 @@ class GroupApis:
             member_epoch=request.member_epoch,
             instance_id=request.instance_id or "",
             rack_id=request.rack_id or "",
-            rebalance_timeout_ms=max(_whole_ms(request.rebalance_timeout), 0),
+            rebalance_timeout_ms=max(whole_ms(request.rebalance_timeout), 0),
             server_assignor=request.server_assignor or "",
             client_id=call.caller.client_id,
         )
@@ -233,7 +235,7 @@ class GroupApis:
             error_message=answer.error.message or None,
             member_id=answer.member_id or member_id or None,
             member_epoch=answer.member_epoch,
-            heartbeat_interval=_ms(answer.heartbeat_interval_ms),
+            heartbeat_interval=milliseconds(answer.heartbeat_interval_ms),
             assignment=assignment,
         )
 
@@ -270,7 +272,7 @@ class GroupApis:
                 group_epoch=group.group_epoch,
                 assignment_epoch=group.assignment_epoch,
                 assignor_name=group.assignor,
-                authorized_operations=-2147483648,
+                authorized_operations=OPERATIONS_OMITTED,
                 members=tuple(
                     build(
                         member_class,
@@ -357,7 +359,7 @@ class GroupApis:
             member_epoch=0,
             instance_id=request.group_instance_id or "",
             rack_id=getattr(subscription, "rack_id", None) or "",
-            rebalance_timeout_ms=max(_whole_ms(getattr(request, "rebalance_timeout", request.session_timeout)), 0),
+            rebalance_timeout_ms=max(whole_ms(getattr(request, "rebalance_timeout", request.session_timeout)), 0),
             subscription=coordinator_pb2.Subscription(topic_names=subscription.topics),
             server_assignor=_ASSIGNORS.get(protocol.name, ""),
             owned_partitions=owned,
@@ -696,7 +698,7 @@ class GroupApis:
             code = kafka_code(found.error)
             if code is KafkaError.group_id_not_found:
                 return build(
-                    group_class, group_id=found.group_id, group_state="Dead", authorized_operations=-2147483648
+                    group_class, group_id=found.group_id, group_state="Dead", authorized_operations=OPERATIONS_OMITTED
                 )
             return build(
                 group_class,
@@ -705,7 +707,7 @@ class GroupApis:
                 group_state=_STATES.get(found.state, "Dead"),
                 protocol_type=CONSUMER_PROTOCOL,
                 protocol_data=found.assignor,
-                authorized_operations=-2147483648,
+                authorized_operations=OPERATIONS_OMITTED,
                 members=tuple(
                     build(
                         member_class,
@@ -774,10 +776,6 @@ def _classic_code(error: common_pb2.Error) -> KafkaError:
     return code
 
 
-def _whole_ms(value: datetime.timedelta) -> int:
-    return int(value.total_seconds() * 1000)
-
-
 def _subscription(metadata: bytes) -> Any | None:
     """A classic member's ConsumerProtocolSubscription (a version, then its fields; a version
     above 3 read as 3, as Kafka reads newer ones); None when it does not parse."""
@@ -812,8 +810,3 @@ def _encoded_assignment(assignment: coordinator_pb2.Assignment) -> bytes:
         buffer, ConsumerProtocolAssignment(assigned_partitions=topics, user_data=None)
     )
     return buffer.getvalue()
-
-
-def live_group_brokers(image: MetadataImage) -> list[int]:
-    """The brokers FindCoordinator may name (unfenced, with a Kafka listener), by id."""
-    return [b.broker_id for _, b in sorted(image.brokers.items()) if not b.fenced and b.kafka_port]

@@ -26,7 +26,7 @@ from lanes.broker.replica_manager import Writer
 from lanes.errors import ErrorCode
 from lanes.kafka.access import allows, broker_rule, topic_operation
 from lanes.kafka.answers import Answer, KafkaCall
-from lanes.kafka.codec import build, nested, response_class
+from lanes.kafka.codec import build, milliseconds, nested, response_class, whole_ms
 from lanes.metadata.image import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from lanes.runtime.access.access_rules import answer_refused, first_refused, refusal_code
 from lanes.security.quotas import window_bytes
@@ -136,7 +136,7 @@ class RecordApis:
             )
         if acks == common_pb2.ACKS_NONE:
             return Answer(None, close=failed)
-        return Answer(build(cls, responses=tuple(responses), throttle_time=_ms(throttle_ms)))
+        return Answer(build(cls, responses=tuple(responses), throttle_time=milliseconds(throttle_ms)))
 
     async def fetch(self, call: KafkaCall) -> Answer:
         """Long-poll reads through the engine's ``ConsumerFetches`` (the same memory bound, waits
@@ -148,7 +148,7 @@ class RecordApis:
         request, access = call.body, call.access
         refused = [topic for topic in request.topics if not allows(access, _READ, topic.topic)]
         wanted = broker_pb2.FetchRequest(
-            max_wait_ms=int(request.max_wait.total_seconds() * 1000),
+            max_wait_ms=whole_ms(request.max_wait),
             min_bytes=int(request.min_bytes),
             max_bytes=int(getattr(request, "max_bytes", self._fetch_max_bytes) or self._fetch_max_bytes),
             topics=[
@@ -223,7 +223,7 @@ class RecordApis:
         except BaseException:
             answer.release()
             raise
-        return Answer(build(cls, responses=responses, throttle_time=_ms(owed_ms)), release=answer.release)
+        return Answer(build(cls, responses=responses, throttle_time=milliseconds(owed_ms)), release=answer.release)
 
     async def list_offsets(self, call: KafkaCall) -> Any:
         """The earliest, latest, or first offset at or after a time, per partition (topics the
@@ -307,10 +307,6 @@ async def init_producer_id(node: BrokerNode, call: KafkaCall) -> Any:
 def _message(error: common_pb2.Error) -> str | None:
     """An error's message for a Kafka client (none for what Kafka answers as success)."""
     return (error.message or None) if _code(error.code) is not KafkaError.none else None
-
-
-def _ms(value: int) -> datetime.timedelta:
-    return datetime.timedelta(milliseconds=value)
 
 
 def _time(ms: int) -> datetime.datetime | None:

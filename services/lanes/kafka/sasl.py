@@ -29,7 +29,6 @@ Owned by the broker's event loop (one ``KafkaConnection`` per connection).
 
 from __future__ import annotations
 
-import datetime
 import logging
 import time
 from collections.abc import Callable
@@ -39,7 +38,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode as KafkaError
 
 from lanes.kafka.answers import Answer
-from lanes.kafka.codec import build, response_class
+from lanes.kafka.codec import build, milliseconds, response_class
 from lanes.runtime.access.password_sessions import LoginRefusedError, PasswordSessions, SessionRefusedError
 from lanes.runtime.access.tokens import MAX_TOKEN_BYTES, InvalidTokenError, TokenVerifier
 from lanes.security.acls import NODE_NAME, user_principal
@@ -226,7 +225,7 @@ class KafkaAuthentication:
         connection.authenticated_with, connection.mechanism = mechanism, None
         ends_s = connection.expires_s
         lifetime_ms = 0 if ends_s is None else max(int((ends_s - self._now_s()) * 1000), 1)
-        return Answer(build(cls, auth_bytes=reply, session_lifetime=_ms(lifetime_ms)))
+        return Answer(build(cls, auth_bytes=reply, session_lifetime=milliseconds(lifetime_ms)))
 
     async def _bearer(self, token: str) -> tuple[str, float | None]:
         """(the user a bearer token names, when it expires)."""
@@ -255,7 +254,3 @@ def _bearer_token(message: bytes) -> str:
         if part[:12].lower() == "auth=bearer ":
             return part[12:].strip()
     raise InvalidTokenError("no 'auth=Bearer <token>' in the OAUTHBEARER message")
-
-
-def _ms(value: int) -> datetime.timedelta:
-    return datetime.timedelta(milliseconds=value)
