@@ -5,7 +5,9 @@
   broker session timeout plus 3 s, nothing acknowledged lost (the workload's checkers);
 - a controller whose data directory is wiped rejoins from its peers without a vote until it
   holds the committed log, and no broker deletes anything;
-- a rolling restart of the three controllers under load: no failed request, no partition offline;
+- a rolling restart of the three controllers under load, then the active controller paused
+  (SIGSTOP past its election timeout) three times: no failed request, no partition offline, and
+  no broker or coordinator fenced (each finds the new active controller within its session);
 - membership changes (KIP-853) under acks=all load: a fourth controller joins as an observer and
   is added, the active controller is removed (it hands over), the new member is elected when the
   active one is killed, and the quorum survives a rolling restart as changed;
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -179,7 +182,19 @@ def test_a_controller_that_lost_its_directory_rejoins_from_its_peers_and_no_brok
             assert not lost, f"broker {broker_id} lost or shrank {sorted(lost)[:5]}"
 
 
-def test_a_rolling_restart_of_the_controllers_under_load_fails_no_request(tmp_path: Path) -> None:
+def fencings(cluster: LocalCluster) -> list[str]:
+    """The lines in which a controller fenced a broker or coordinator."""
+    return [
+        line
+        for path in sorted((cluster.data_dir / "logs").glob("controller-*.log"))
+        for line in path.read_text(errors="replace").splitlines()
+        if "lanes.controller.duties fencing" in line
+    ]
+
+
+def test_a_rolling_restart_and_pauses_of_the_controllers_under_load_fail_no_request_and_fence_nobody(
+    tmp_path: Path,
+) -> None:
     with running_cluster(tmp_path, brokers=3, controllers=3) as cluster:
         bootstrap, workload = ledger_under_load(cluster)
         offline: list[str] = []
@@ -195,11 +210,25 @@ def test_a_rolling_restart_of_the_controllers_under_load_fails_no_request(tmp_pa
                         f"ledger-{p.partition}" for p in admin.describe_topic("ledger").partitions if p.leader < 0
                     ]
                     admin.create_topic(f"made-during-restart-{controller_id}", partitions=1, replication_factor=3)
+            epoch = 0
+            for _ in range(3):
+                wait_for(lambda: caught_up(cluster), "every controller caught up", timeout_s=60)
+                found = active_controller(cluster, epoch)
+                assert found is not None
+                paused, epoch = found
+                process = cluster.controller_processes[paused].process
+                process.send_signal(signal.SIGSTOP)
+                try:
+                    wait_for(lambda e=epoch: active_controller(cluster, e) is not None, "a new active controller")
+                finally:
+                    process.send_signal(signal.SIGCONT)
             wait_for(lambda: caught_up(cluster), "every controller caught up", timeout_s=60)
+            time.sleep(SESSION_TIMEOUT_S)  # a node the failovers left without a controller is fenced by now
         finally:
             workload.stop()
         assert not workload.failed(), f"requests failed: {[s.error for s in workload.failed()][:3]}"
         assert not offline, offline
+        assert not fencings(cluster), fencings(cluster)
         workload.check(workload.read_partition())
         with lanes.Admin(bootstrap) as admin:
             names = set(admin.list_topics())

@@ -605,10 +605,11 @@ class LocalCluster:
         )
         try:
             async for _ in attempts(Deadline(timeout_s), 0.1):
+                address, stub = controllers.target()
                 try:
-                    return await call(controllers.stub)
+                    return await call(stub)
                 except grpc.aio.AioRpcError as exc:
-                    controllers.failed(exc)
+                    controllers.failed(exc, address)
             raise RuntimeError(f"no active controller among {self.controller_addresses} within {timeout_s:.0f} s")
         finally:
             await controllers.close()

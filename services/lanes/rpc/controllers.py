@@ -56,26 +56,39 @@ class ControllerEndpoints:
         """The controller calls go to now."""
         return self.addresses[self._current]
 
-    @property
-    def stub(self) -> controller_pb2_grpc.ControllerStub:
-        channel = self._channels.get(self.address)
-        return controller_pb2_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
+    def target(self) -> tuple[str, controller_pb2_grpc.ControllerStub]:
+        """The controller calls go to now and a stub for it; a failure of the call is reported
+        with that address (``failed``)."""
+        address = self.address
+        return address, controller_pb2_grpc.ControllerStub(self._channels.get(address))  # type: ignore[no-untyped-call]
 
-    def failed(self, exc: grpc.aio.AioRpcError) -> bool:
-        """A call to the current controller failed: follow the active controller it named, or
-        move on to the next known one. Whether it named one (then retrying at once is right)."""
+    def failed(self, exc: grpc.aio.AioRpcError, address: str) -> bool:
+        """A call to ``address`` failed: follow the active controller it named, or move on to the
+        next known one. Whether a call should be retried at once (a controller was named, or
+        another call already moved on from ``address``).
+
+        Only the failed call's own controller is judged. Several tasks share the endpoints (a
+        node's heartbeats and its metadata stream): judged against the current target instead, a
+        refusal naming the active controller, arriving after the other task had already followed
+        the same name, looked like the active controller refusing, and moved off it; the two
+        tasks then pushed each other off the active controller every second until the node was
+        fenced (seen under controller failovers)."""
         named = active_controller_named(exc) if is_not_controller(exc) else None
-        if named is not None and named != self.address:
+        if named is not None and named != address:
             if named not in self.addresses:
                 self.addresses.append(named)
             self._current = self.addresses.index(named)
             return True
-        self.move_on()
+        if address != self.address:
+            return True
+        self.move_on(address)
         return False
 
-    def move_on(self) -> None:
-        """The current controller went silent: calls go to the next known one."""
-        self._current = (self._current + 1) % len(self.addresses)
+    def move_on(self, address: str) -> None:
+        """``address`` went silent: calls go to the next known controller (unless another call
+        already moved them on from it)."""
+        if address == self.address:
+            self._current = (self._current + 1) % len(self.addresses)
 
     async def close(self) -> None:
         await self._channels.close()

@@ -265,10 +265,11 @@ class ControllerLink:
         """``call`` on the active controller, following NOT_CONTROLLER's pointer once per known
         controller; None when none answered."""
         for _ in range(len(self.controllers.addresses) + 1):
+            address, stub = self.controllers.target()
             try:
-                return await call(self.controllers.stub)
+                return await call(stub)
             except grpc.aio.AioRpcError as exc:
-                if not self.controllers.failed(exc):
+                if not self.controllers.failed(exc, address):
                     return None
         return None
 
@@ -280,12 +281,11 @@ class ControllerLink:
             want_shut_down=want_shut_down,
             **{rpcs.id_field: self.node_id, rpcs.epoch_field: self.node_epoch},
         )
+        address, stub = self.controllers.target()
         try:
-            return await getattr(self.controllers.stub, rpcs.heartbeat)(
-                request, timeout=heartbeat_timeout_s(self.session_timeout_s)
-            )
+            return await getattr(stub, rpcs.heartbeat)(request, timeout=heartbeat_timeout_s(self.session_timeout_s))
         except grpc.aio.AioRpcError as exc:
-            self.controllers.failed(exc)
+            self.controllers.failed(exc, address)
             raise
 
     async def _register_once(self) -> tuple[common_pb2.Error, int, str]:
@@ -297,10 +297,11 @@ class ControllerLink:
             endpoint=self.endpoint,
             **{rpcs.id_field: self.node_id},
         )
+        address, stub = self.controllers.target()
         try:
-            answer = await getattr(self.controllers.stub, rpcs.register)(request, timeout=5)
+            answer = await getattr(stub, rpcs.register)(request, timeout=5)
         except grpc.aio.AioRpcError as exc:
-            self.controllers.failed(exc)
+            self.controllers.failed(exc, address)
             raise
         return answer.error, getattr(answer, rpcs.epoch_field), answer.cluster_id
 
@@ -345,7 +346,9 @@ class ControllerLink:
                     if answer.session_timeout_ms:
                         self.session_timeout_s = answer.session_timeout_ms / 1000
             except grpc.aio.AioRpcError as exc:
-                _log.debug("heartbeat to %s failed: %s", self.controllers.address, exc.code().name)
+                _log.debug(
+                    "heartbeat failed (%s: %s); next to %s", exc.code().name, exc.details(), self.controllers.address
+                )
                 await failures.pause()
                 continue
             failures.reset()
@@ -356,8 +359,9 @@ class ControllerLink:
     async def _watch(self) -> None:
         backoff = Backoff(_RETRY_MIN_S, _RETRY_MAX_S)
         while True:
+            address, stub = self.controllers.target()
             try:
-                stream = self.controllers.stub.WatchMetadata(
+                stream = stub.WatchMetadata(
                     controller_pb2.WatchMetadataRequest(
                         node_id=self.node_id,
                         node_epoch=self.node_epoch,
@@ -375,7 +379,7 @@ class ControllerLink:
                         update = await asyncio.wait_for(stream.read(), silence_s)
                     except TimeoutError:
                         stream.cancel()
-                        self.controllers.move_on()
+                        self.controllers.move_on(address)
                         backoff.reset()
                         _log.info(
                             "metadata stream silent for %.1f s; trying %s, resuming from %d",
@@ -390,13 +394,15 @@ class ControllerLink:
                     first = False
                     backoff.reset()
             except grpc.aio.AioRpcError as exc:
-                if self.controllers.failed(exc):
+                if self.controllers.failed(exc, address):
                     backoff.reset()  # redirected to the active controller: go there at once
                 _log.info(
-                    "metadata stream from %s broke (%s); resuming from %d",
-                    self.controllers.address,
+                    "metadata stream from %s broke (%s: %s); resuming from %d at %s",
+                    address,
                     exc.code().name,
+                    exc.details(),
                     self.image.last_offset + 1,
+                    self.controllers.address,
                 )
             except MetadataRefusedError as exc:
                 _log.error("refusing the controller's metadata: %s; keeping everything as it is", exc)
