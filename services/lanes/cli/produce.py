@@ -106,7 +106,6 @@ def produce(options: argparse.Namespace) -> int:
     producer = Producer(
         bootstrap_of(options),
         acks=options.acks,
-        enable_idempotence=options.acks == "all",
         compression_type=options.compression,
         linger_ms=options.linger_ms,
         tls=resolve_tls(),

@@ -23,7 +23,9 @@ import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import Protocol
+
+from mmh3 import hash as _murmur3
 
 from lanes.client._record_future import BatchOutcome, RecordFuture
 from lanes.clock import Clock
@@ -33,18 +35,6 @@ from lanes.protocol.partitioner import Partitioner
 from lanes.topic_partition import TopicPartition
 
 RecordTuple = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
-
-
-class Outgoing(NamedTuple):
-    """A record checked by ``send``, with its estimated encoded size."""
-
-    topic: str
-    value: bytes | None
-    key: bytes | None
-    partition: int | None
-    headers: tuple[tuple[str, bytes | None], ...]
-    timestamp: int
-    size_bytes: int
 
 
 class Batch:
@@ -104,6 +94,7 @@ class RecordAccumulator:
         self.linger_s = linger_s
         self.buffer_limit = buffer_memory
         self._partitioner = partitioner
+        self._keys_by_hash = partitioner.keys_by_hash  # keyed records need no call to it (``append``)
         self._partition_count = partition_count
         self._signals = signals
         self._on_loop = on_loop
@@ -123,27 +114,41 @@ class RecordAccumulator:
     # -----------------------------------------------------------------------------------------
     # adding records (any thread)
 
-    def append(self, record: Outgoing, num_partitions: int) -> RecordFuture | None:
-        """Add one record to its partition's open batch; None when the buffer has no room for it."""
+    def append(  # noqa: PLR0917 - the hot path of every send: positional arguments cost least
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int | None,
+        headers: tuple[tuple[str, bytes | None], ...],
+        timestamp: int,
+        size_bytes: int,
+        num_partitions: int,
+    ) -> RecordFuture | None:
+        """Add one record to its partition's open batch; None when the buffer has no room for it.
+        The hot path of every ``send``: positional fields (no record object), one lock."""
         with self.lock:
             if self.closed:
                 raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
-            if not self.has_room(record.size_bytes):
+            if self._buffered + size_bytes > self.buffer_limit and self._buffered:
                 return None
-            chosen = self._partitioner.partition(record.topic, record.key, num_partitions, record.partition)
-            self._buffered += record.size_bytes
-            key = (record.topic, chosen)
-            batch = self.open.get(key)
+            if key is not None and partition is None and self._keys_by_hash and num_partitions > 0:
+                chosen = (_murmur3(key, 0, False) & 0x7FFFFFFF) % num_partitions  # = partition_for_key
+            else:
+                chosen = self._partitioner.partition(topic, key, num_partitions, partition)
+            self._buffered += size_bytes
+            batch = self.open.get((topic, chosen))
             if batch is None:
-                batch = self.open[key] = Batch(record.topic, chosen, self._clock.monotonic_ms())
-                if key not in self.sending:  # a busy sender looks at the open batch when it is done
+                batch = self.open[(topic, chosen)] = Batch(topic, chosen, self._clock.monotonic_ms())
+                if (topic, chosen) not in self.sending:  # a busy sender looks at the open batch when done
                     self._on_loop(self._signals.batch_opened, batch)
-            index = len(batch.records)
-            batch.records.append((index, record.timestamp, record.key, record.value, record.headers))
-            batch.size_bytes += record.size_bytes
+            records = batch.records
+            index = len(records)
+            records.append((index, timestamp, key, value, headers))
+            batch.size_bytes += size_bytes
             if batch.size_bytes >= self.batch_size:
                 self._close_locked(batch)
-        return RecordFuture(batch.outcome, record.topic, chosen, index, record.timestamp)
+        return RecordFuture(batch.outcome, topic, chosen, index, timestamp)
 
     def has_room(self, size: int) -> bool:
         """Whether ``size`` more bytes fit the buffer (a record larger than it fits an empty one);

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from lanes.client import _loop
-from lanes.client._accumulator import Batch, Outgoing, RecordAccumulator
+from lanes.client._accumulator import Batch, RecordAccumulator
 from lanes.client._cluster import ClusterView
 from lanes.client._record_future import RecordFuture, RecordMetadata
 from lanes.client._sender import Sender
@@ -86,7 +86,7 @@ class AsyncProducer:
         batch_size: int = 64 * 1024,
         max_request_size: int = 1024 * 1024,
         max_in_flight_requests_per_partition: int = MAX_CACHED_BATCHES,
-        enable_idempotence: bool = True,
+        enable_idempotence: bool | None = None,
         compression_type: str = "none",
         partitioner: PartitionerFn | None = None,
         request_timeout_ms: int = 30_000,
@@ -104,7 +104,12 @@ class AsyncProducer:
         if str(acks) not in _ACKS:
             raise LanesError(f"acks={acks!r} is not one of 0, 1, all", ErrorCode.INVALID_REQUIRED_ACKS)
         self.acks = _ACKS[str(acks)]
-        if enable_idempotence and self.acks != common_pb2.ACKS_ALL:
+        if enable_idempotence is None:
+            # Kafka's default (KIP-679): on, unless a setting the user chose conflicts with it
+            enable_idempotence = (
+                self.acks == common_pb2.ACKS_ALL and max_in_flight_requests_per_partition <= MAX_CACHED_BATCHES
+            )
+        elif enable_idempotence and self.acks != common_pb2.ACKS_ALL:
             raise LanesError(
                 "enable_idempotence needs acks='all'; set acks='all' or enable_idempotence=False",
                 ErrorCode.INVALID_REQUEST,
@@ -187,18 +192,13 @@ class AsyncProducer:
 
     def _prepare(
         self,
-        topic: str,
         value: bytes | None,
         key: bytes | None,
-        *,
-        partition: int | None,
         headers: HeadersArg,
         timestamp: int | None,
-    ) -> Outgoing:
-        """Check the record's types (a TypeError is a bug in the caller: raised, not deferred)."""
-        if headers is None and timestamp is None and type(value) is bytes and (key is None or type(key) is bytes):
-            size = len(value) + (len(key) if key else 0) + _RECORD_OVERHEAD_BYTES  # the common case, quickly
-            return Outgoing(topic, value, key, partition, (), self._clock.now_ms(), size)
+    ) -> tuple[tuple[tuple[str, bytes | None], ...], int, int]:
+        """Check a record's types (a TypeError is a bug in the caller: raised, not deferred): its
+        headers as pairs, its timestamp and its estimated encoded size."""
         _check_bytes("value", value)
         _check_bytes("key", key)
         if timestamp is not None and (not isinstance(timestamp, int) or isinstance(timestamp, bool)):
@@ -207,8 +207,7 @@ class AsyncProducer:
         size = len(key or b"") + len(value or b"") + _RECORD_OVERHEAD_BYTES
         for name, header_value in pairs:
             size += len(name) + len(header_value or b"")
-        stamp = self._clock.now_ms() if timestamp is None else timestamp
-        return Outgoing(topic, value, key, partition, pairs, stamp, size)
+        return pairs, self._clock.now_ms() if timestamp is None else timestamp, size
 
     async def send(
         self,
@@ -222,12 +221,13 @@ class AsyncProducer:
     ) -> RecordFuture:
         """Add a record to its partition's batch; the returned future (awaitable) resolves when it
         is written. Waits up to ``max_block_ms`` while the buffer is full."""
-        record = self._prepare(topic, value, key, partition=partition, headers=headers, timestamp=timestamp)
+        pairs, stamp, size = self._prepare(value, key, headers, timestamp)
         self._bind_loop()
         try:
             count = self._cluster.partition_counts.get(topic) or await self._partition_count(topic)
             deadline = Deadline(self._max_block_s, self._clock)
-            while (future := self._accumulator.append(record, count)) is None:
+            append = self._accumulator.append
+            while (future := append(topic, value, key, partition, pairs, stamp, size, count)) is None:
                 if not await self._accumulator.wait_for_room(deadline):
                     raise self._buffer_full()
             return future
@@ -241,16 +241,34 @@ class AsyncProducer:
             "the cluster is slower than the sends, or unreachable"
         )
 
-    def _send_blocking(self, record: Outgoing) -> RecordFuture:
-        """``send`` for threads other than the loop's: blocks (up to ``max_block_ms``) while full."""
-        topic, partition = record.topic, record.partition
+    def send_blocking(  # noqa: PLR0917 - the hot path of every send: positional arguments cost least
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int | None,
+        headers: HeadersArg,
+        timestamp: int | None,
+    ) -> RecordFuture:
+        """``send`` for threads other than the loop's: blocks (up to ``max_block_ms``) while full.
+        The common record (bytes, no headers or timestamp, a partition count known) takes the
+        short way: one call to the accumulator."""
+        if headers is None and timestamp is None and type(value) is bytes and (key is None or type(key) is bytes):
+            count = self._cluster.partition_counts.get(topic)
+            if count is not None:
+                size = len(value) + (len(key) if key else 0) + _RECORD_OVERHEAD_BYTES
+                future = self._accumulator.append(topic, value, key, partition, (), self._clock.now_ms(), size, count)
+                if future is not None:
+                    return future
+        pairs, stamp, size = self._prepare(value, key, headers, timestamp)
         try:
             count = self._cluster.partition_counts.get(topic) or _loop.run(self._partition_count(topic))
             deadline = Deadline(self._max_block_s, self._clock)
-            while (future := self._accumulator.append(record, count)) is None:
+            append = self._accumulator.append
+            while (future := append(topic, value, key, partition, pairs, stamp, size, count)) is None:
                 if threading.get_ident() == self._loop_thread:  # only the loop frees room
                     raise self._buffer_full()
-                if not self._accumulator.wait_for_room_blocking(record.size_bytes, deadline):
+                if not self._accumulator.wait_for_room_blocking(size, deadline):
                     raise self._buffer_full()
             return future
         except LanesError as exc:
@@ -304,10 +322,7 @@ class Producer:
     ) -> RecordFuture:
         """Queue a record; the future resolves to its RecordMetadata (or raises the typed error).
         Blocks up to ``max_block_ms`` while the buffer is full."""
-        producer = self._producer
-        return producer._send_blocking(
-            producer._prepare(topic, value, key, partition=partition, headers=headers, timestamp=timestamp)
-        )
+        return self._producer.send_blocking(topic, value, key, partition, headers, timestamp)
 
     def flush(self) -> None:
         """Wait until every record sent before is written or failed."""

@@ -70,6 +70,12 @@ class Partitioner:
         self._sticky = StickyPartitioner(rng)
         self._user = user_partitioner
 
+    @property
+    def keys_by_hash(self) -> bool:
+        """Whether a keyed record without an explicit partition goes to ``partition_for_key``
+        (no user partitioner): the producer's accumulator then computes it inline."""
+        return self._user is None
+
     def partition(
         self, topic: str, key: bytes | None, num_partitions: int, explicit_partition: int | None = None
     ) -> int:
