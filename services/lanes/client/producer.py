@@ -209,6 +209,32 @@ class AsyncProducer:
             size += len(name) + len(header_value or b"")
         return pairs, self._clock.now_ms() if timestamp is None else timestamp, size
 
+    def _append_at_once(  # noqa: PLR0917 - the hot path of every send: positional arguments cost least
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int | None,
+        headers: HeadersArg,
+        timestamp: int | None,
+    ) -> RecordFuture | None:
+        """The common record (bytes, no headers or timestamp, its topic's partition count known)
+        in one call to the accumulator; None when it takes the long way (checks, a metadata
+        lookup, waiting for room). No object per record but its future: this is where a send's
+        time goes."""
+        if headers is not None or timestamp is not None or type(value) is not bytes:
+            return None
+        if key is not None and type(key) is not bytes:
+            return None
+        count = self._cluster.partition_counts.get(topic)
+        if count is None:
+            return None
+        size = len(value) + (len(key) if key else 0) + _RECORD_OVERHEAD_BYTES
+        try:
+            return self._accumulator.append(topic, value, key, partition, (), self._clock.now_ms(), size, count)
+        except LanesError as exc:
+            return RecordFuture.failed(exc, topic, -1 if partition is None else partition)
+
     async def send(
         self,
         topic: str,
@@ -221,8 +247,10 @@ class AsyncProducer:
     ) -> RecordFuture:
         """Add a record to its partition's batch; the returned future (awaitable) resolves when it
         is written. Waits up to ``max_block_ms`` while the buffer is full."""
-        pairs, stamp, size = self._prepare(value, key, headers, timestamp)
         self._bind_loop()
+        if (future := self._append_at_once(topic, value, key, partition, headers, timestamp)) is not None:
+            return future
+        pairs, stamp, size = self._prepare(value, key, headers, timestamp)
         try:
             count = self._cluster.partition_counts.get(topic) or await self._partition_count(topic)
             deadline = Deadline(self._max_block_s, self._clock)
@@ -252,14 +280,9 @@ class AsyncProducer:
     ) -> RecordFuture:
         """``send`` for threads other than the loop's: blocks (up to ``max_block_ms``) while full.
         The common record (bytes, no headers or timestamp, a partition count known) takes the
-        short way: one call to the accumulator."""
-        if headers is None and timestamp is None and type(value) is bytes and (key is None or type(key) is bytes):
-            count = self._cluster.partition_counts.get(topic)
-            if count is not None:
-                size = len(value) + (len(key) if key else 0) + _RECORD_OVERHEAD_BYTES
-                future = self._accumulator.append(topic, value, key, partition, (), self._clock.now_ms(), size, count)
-                if future is not None:
-                    return future
+        short way (``_append_at_once``)."""
+        if (future := self._append_at_once(topic, value, key, partition, headers, timestamp)) is not None:
+            return future
         pairs, stamp, size = self._prepare(value, key, headers, timestamp)
         try:
             count = self._cluster.partition_counts.get(topic) or _loop.run(self._partition_count(topic))
