@@ -1,8 +1,11 @@
-"""Lanes side by side with Redis Streams and NATS JetStream, and against the machine's limits
-(issue #7; run by ``make bench``, never by ``make test``; docs/performance.md explains it).
+"""Lanes side by side with Apache Kafka, Redis Streams and NATS JetStream, and against the
+machine's limits (issues #7 and #39; run by ``make bench``, never by ``make test``;
+docs/performance.md explains it).
 
 Every server is started here on its own loopback port and stopped by PID; this one driver process
-runs the same workloads with the same record counts and sizes against each system:
+runs the same workloads with the same record counts and sizes against each system, each from the
+Python client its users would pick (Kafka: confluent-kafka; Kafka runs acks=1 on one KRaft node and
+acks=all on three, RF 3, as Lanes does):
 
 1. produce throughput (``tests/perf/peers/produce.py``), 100 B and 1 KiB values;
 2. consume throughput of the records each produce run wrote (``consume.py``);
@@ -37,6 +40,7 @@ from lanes.errors import LanesError
 from lanes.local.cluster import LocalCluster
 from tests.integration.processes import consecutive_free_ports, free_port
 from tests.perf.peers import consume, latency, limits, produce, scaling
+from tests.perf.peers.kafka import start_kafka_cluster
 from tests.perf.peers.report import Figure, chart, save, table
 from tests.perf.peers.servers import Server, start_grpc_sink, start_nats, start_redis
 
@@ -54,6 +58,8 @@ PERCENTILES = ((50, 0.5), (99, 0.99), (99.9, 0.999))
 
 LANES_ACKS_1 = "acks=1, 1 broker, page cache (no fsync)"
 LANES_ACKS_ALL = "acks=all, 3 brokers RF 3, min.insync=2, idempotent, no fsync"
+KAFKA_ACKS_1 = "acks=1, 1 KRaft node, page cache (no fsync)"
+KAFKA_ACKS_ALL = "acks=all, 3 KRaft nodes RF 3, min.insync=2, idempotent, no fsync"
 REDIS = "XADD pipelined x1000, AOF appendfsync everysec"
 NATS = "publish_async, each acked by the stream, file storage"
 
@@ -188,6 +194,52 @@ def throughput_figures(
             )
         )
         delete([stream(n) for n in (WARM_UP, *range(RUNS))])
+    return figures
+
+
+@contextmanager
+def kafka_cluster(data_dir: Path, nodes: int) -> Iterator[str]:
+    servers = start_kafka_cluster(data_dir, [(free_port(), free_port()) for _ in range(nodes)])
+    try:
+        yield ",".join(server.address for server in servers)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def bench_kafka(root: Path, nodes: int) -> list[Figure]:
+    """Apache Kafka through confluent-kafka: acks=1 on one node, acks=all on three (RF 3)."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # noqa: PLC0415 - the bench's peer only
+
+    acks, settings = ("1", KAFKA_ACKS_1) if nodes == 1 else ("all", KAFKA_ACKS_ALL)
+    system = f"kafka acks={acks}"
+    with kafka_cluster(root / f"kafka-{nodes}", nodes) as bootstrap:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        replicas = min(3, nodes)
+
+        def topic(name: str, partitions: int = 1) -> str:
+            config = {"min.insync.replicas": str(min(2, replicas))}
+            admin.create_topics([NewTopic(name, partitions, replicas, config=config)])[name].result(60)
+            return name
+
+        def delete_topics(names: list[str]) -> None:
+            for future in admin.delete_topics(names).values():
+                future.result(60)
+
+        figures = throughput_figures(
+            system,
+            (settings, "group consumer x1000, commit per batch"),
+            lambda name, count, value: produce.kafka_produce(bootstrap, topic(name), count, value, acks=acks),
+            lambda name, count, group: consume.kafka_consume(bootstrap, name, count, group),
+            delete_topics,
+        )
+        figures += latency_figures(
+            system,
+            f"{settings.split(',')[0]}, linger 0 ms; free consumer",
+            lambda n: latency.kafka_latency(
+                bootstrap, topic(f"latency-{n}"), LATENCY_RATE_PER_S, latency_seconds(n), LATENCY_VALUE_BYTES, acks=acks
+            ),
+        )
     return figures
 
 
@@ -357,7 +409,7 @@ def bench_limits(root: Path) -> list[Figure]:
 
 
 @pytest.mark.timeout(1800)
-def test_lanes_against_redis_jetstream_and_the_machine() -> None:
+def test_lanes_against_kafka_redis_jetstream_and_the_machine() -> None:
     started = time.monotonic()
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="lanes-peers-", dir=os.environ.get("LANES_BENCH_DIR")) as scratch:
@@ -365,9 +417,18 @@ def test_lanes_against_redis_jetstream_and_the_machine() -> None:
         figures += bench_limits(root / "limits")
         figures += bench_lanes(root, brokers=1)
         figures += bench_lanes(root, brokers=3)
+        figures += bench_kafka(root, nodes=1)
+        figures += bench_kafka(root, nodes=3)
         figures += bench_redis(root)
         figures += bench_nats(root)
-    order = {"lanes acks=1": 0, "lanes acks=all": 1, "redis streams": 2, "nats jetstream": 3}
+    order = {
+        "lanes acks=1": 0,
+        "lanes acks=all": 1,
+        "kafka acks=1": 2,
+        "kafka acks=all": 3,
+        "redis streams": 4,
+        "nats jetstream": 5,
+    }
     workloads = list(dict.fromkeys(f.workload for f in figures))
     figures.sort(key=lambda f: (workloads.index(f.workload), order.get(f.system, 4)))
     lanes_1k = next(f for f in figures if f.system == "lanes acks=1" and f.workload.endswith("x 1024 B"))
@@ -381,8 +442,12 @@ def test_lanes_against_redis_jetstream_and_the_machine() -> None:
         "lanes_acks_1_produce_1k_mib_s": lanes_mib_s,
         "elapsed_s": round(time.monotonic() - started),
     }
-    print(f"\n\nLanes against Redis Streams, NATS JetStream and the machine (median of {RUNS} runs after a warm-up)")
-    print("lanes/this: Lanes acks=1 (throughput: higher is better; latency: lower is better) over the row;")
+    print(
+        f"\n\nLanes against Apache Kafka, Redis Streams, NATS JetStream and the machine (median of {RUNS} runs "
+        "after a warm-up)"
+    )
+    print("lanes/this: Lanes acks=1 (acks=all for an acks=all row; throughput: higher is better; latency: lower")
+    print("is better) over the row;")
     print(f"for limits, Lanes acks=1 produce of 1 KiB values ({lanes_mib_s:,.0f} MiB/s of values) over the limit\n")
     print(table(figures, lanes_mib_s))
     json_path = save(figures, settings)

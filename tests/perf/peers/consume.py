@@ -8,7 +8,10 @@ acknowledgement of the last one, and raises unless exactly ``records`` records a
   ``BATCH_RECORDS``, an asynchronous commit after every poll, a synchronous one at the end;
 - Redis: XREADGROUP COUNT ``BATCH_RECORDS`` then one XACK with the batch's ids;
 - JetStream: a durable pull consumer with ``AckPolicy.ALL``, ``fetch(BATCH_RECORDS)``, the last
-  message of each batch acknowledged (which acknowledges the batch), the final one synchronously.
+  message of each batch acknowledged (which acknowledges the batch), the final one synchronously;
+- Kafka: a confluent-kafka group consumer subscribed to the topic, ``consume(BATCH_RECORDS)``
+  (each message checked for an error, as its users must), an asynchronous commit after every
+  batch but the last, whose commit is synchronous.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import confluent_kafka
 import nats
 import redis
 from nats.js.api import AckPolicy, ConsumerConfig
@@ -56,6 +60,40 @@ def lanes_consume(bootstrap: str, topic: str, records: int, group: str) -> float
         consumer.commit()
         elapsed = time.perf_counter() - started
     _check("lanes", received, records)
+    return elapsed
+
+
+def kafka_consume(bootstrap: str, topic: str, records: int, group: str) -> float:
+    """A confluent-kafka group consumer from the earliest offset, committing after every batch."""
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        received, started, last_seen = 0, 0.0, time.monotonic()
+        while received < records:
+            batch = consumer.consume(BATCH_RECORDS, 1.0)
+            if not batch:
+                if time.monotonic() - last_seen > _IDLE_TIMEOUT_S:
+                    break
+                continue
+            if not received:
+                started = time.perf_counter()
+            last_seen = time.monotonic()
+            errors = [message.error() for message in batch if message.error() is not None]
+            if errors:
+                raise RuntimeError(f"kafka consumer: {errors[0]}")
+            received += len(batch)
+            consumer.commit(asynchronous=received < records)  # the last one waits for its answer
+        elapsed = time.perf_counter() - started
+    finally:
+        consumer.close()
+    _check("kafka", received, records)
     return elapsed
 
 

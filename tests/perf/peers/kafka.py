@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.perf.peers.servers import Server, _start, _wait_for_port
+from tests.perf.peers.servers import Server, launch, wait_for_port
 
 _REPOSITORY = Path(__file__).resolve().parents[3]
 HEAP = "-Xmx1g"
@@ -37,39 +37,67 @@ def _java(libs: str, main: str, *args: str, heap: str = "-Xmx512m") -> list[str]
 
 def start_kafka(data_dir: Path, port: int, controller_port: int) -> Server:
     """A single-node Kafka (KRaft, combined roles) listening on 127.0.0.1:``port``."""
+    return start_kafka_cluster(data_dir, [(port, controller_port)])[0]
+
+
+def start_kafka_cluster(data_dir: Path, ports: list[tuple[int, int]]) -> list[Server]:
+    """A Kafka of ``len(ports)`` nodes, each a broker and a voter of the KRaft controller quorum
+    (combined roles, as one node is), node ``i + 1`` listening on 127.0.0.1:``ports[i][0]`` for
+    clients and ``ports[i][1]`` for the quorum. Several nodes: replication factor 3 and
+    ``min.insync.replicas=2`` by default (also for the offsets topic), as Lanes' three-broker peer."""
     libs = kafka_libs()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    settings = data_dir / "server.properties"
-    settings.write_text(
-        "\n".join(
-            [
-                "process.roles=broker,controller",
-                "node.id=1",
-                f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
-                f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-                f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
-                "controller.listener.names=CONTROLLER",
-                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-                "inter.broker.listener.name=PLAINTEXT",
-                f"log.dirs={data_dir / 'logs'}",
-                "num.partitions=1",
-                "offsets.topic.replication.factor=1",
-                "transaction.state.log.replication.factor=1",
-                "transaction.state.log.min.isr=1",
-                "group.initial.rebalance.delay.ms=0",
-                "",
-            ]
-        )
-    )
+    nodes = len(ports)
+    replicas = min(3, nodes)
+    voters = ",".join(f"{node + 1}@127.0.0.1:{quorum}" for node, (_client, quorum) in enumerate(ports))
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    subprocess.run(
-        _java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(settings)),
-        capture_output=True,
-        check=True,
-        timeout=120,
-    )
-    server = _start("kafka", _java(libs, "kafka.Kafka", str(settings), heap=HEAP), port, data_dir)
-    return _wait_for_port(server, timeout_s=60)
+    configured = []
+    for node, (port, controller_port) in enumerate(ports):
+        directory = data_dir if nodes == 1 else data_dir / f"node-{node + 1}"
+        directory.mkdir(parents=True, exist_ok=True)
+        settings = directory / "server.properties"
+        settings.write_text(
+            "\n".join(
+                [
+                    "process.roles=broker,controller",
+                    f"node.id={node + 1}",
+                    f"controller.quorum.voters={voters}",
+                    f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+                    "controller.listener.names=CONTROLLER",
+                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    "inter.broker.listener.name=PLAINTEXT",
+                    f"log.dirs={directory / 'logs'}",
+                    "num.partitions=1",
+                    f"default.replication.factor={replicas}",
+                    f"min.insync.replicas={min(2, replicas)}",
+                    f"offsets.topic.replication.factor={replicas}",
+                    f"transaction.state.log.replication.factor={replicas}",
+                    f"transaction.state.log.min.isr={min(2, replicas)}",
+                    "group.initial.rebalance.delay.ms=0",
+                    "",
+                ]
+            )
+        )
+        subprocess.run(
+            _java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(settings)),
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
+        configured.append((directory, settings, port))
+    # every node started before any is waited for: a broker listens once the quorum has a leader
+    servers = [
+        launch(f"kafka-{node + 1}", _java(libs, "kafka.Kafka", str(settings), heap=HEAP), port, directory)
+        for node, (directory, settings, port) in enumerate(configured)
+    ]
+    try:
+        for server in servers:
+            wait_for_port(server, timeout_s=90)
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+    return servers
 
 
 @dataclass(frozen=True)

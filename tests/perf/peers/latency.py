@@ -10,8 +10,10 @@ a stalled system is charged for the records it made wait (no coordinated omissio
 
 A record's value carries its sequence number in its first 8 bytes. Consumers: Lanes, a free
 consumer assigned the partition at its end; Redis, XREAD BLOCK from ``$``; JetStream, a pull
-consumer (``AckPolicy.NONE``: the consumer side does not ack, as XREAD and a free consumer). The
-producer settings are the throughput ones, except Lanes' ``linger_ms=0``: Redis sends each
+consumer (``AckPolicy.NONE``: the consumer side does not ack, as XREAD and a free consumer); Kafka,
+a confluent-kafka consumer assigned the partition at its end offset, its producer's delivery reports
+served by a thread of their own (librdkafka calls back only from ``poll``). The
+producer settings are the throughput ones, except Lanes' and Kafka's ``linger_ms=0``: Redis sends each
 tick's pipeline at once and JetStream publishes each record at once, so Lanes sends a batch as
 soon as the partition's previous request is answered (records that arrive meanwhile join it).
 The floor under every Lanes figure is a Python gRPC round trip: ``limits.grpc_round_trip_ms``.
@@ -27,11 +29,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import confluent_kafka
 import nats
 import redis
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 
 import lanes
+from tests.perf.peers.produce import kafka_producer
 
 _SEQUENCE = struct.Struct(">q")
 _DRAIN_TIMEOUT_S = 30
@@ -145,6 +149,79 @@ def lanes_latency(
     finally:
         stop.set()
         reader.join()
+    return schedule.result()
+
+
+def kafka_latency(
+    bootstrap: str, topic: str, rate_per_s: int, seconds: float, value_bytes: int, *, acks: str
+) -> Latencies:
+    schedule = _Schedule(rate_per_s, seconds, value_bytes)
+    stop = threading.Event()
+    ready = threading.Event()
+    failures: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            consumer = confluent_kafka.Consumer(
+                {"bootstrap.servers": bootstrap, "group.id": f"latency-{topic}", "enable.auto.commit": False}
+            )
+            deadline = time.monotonic() + 30
+            while True:  # a topic just created reaches every node's metadata a moment later
+                try:
+                    _low, end = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, 0), timeout=5)
+                    break
+                except confluent_kafka.KafkaException:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            consumer.assign([confluent_kafka.TopicPartition(topic, 0, end)])  # at the end, resolved now
+            ready.set()
+            while not stop.is_set() and not schedule.all_seen.is_set():
+                # poll returns as soon as a record is there (consume(n) waits for n or its timeout),
+                # then whatever else is there joins it
+                first = consumer.poll(0.1)
+                if first is None:
+                    continue
+                batch = [first, *consumer.consume(1000, 0)]
+                schedule.on_seen([m.value() for m in batch if m.error() is None and m.value()])
+            consumer.close()
+        except BaseException as exc:
+            failures.append(exc)
+            ready.set()
+
+    reader = threading.Thread(target=consume, name="latency-consumer")
+    reader.start()
+    producer = kafka_producer(bootstrap, acks=acks, **{"linger.ms": 0})
+
+    def serve_reports() -> None:
+        while not stop.is_set():
+            producer.poll(0.05)
+
+    reports = threading.Thread(target=serve_reports, name="kafka-delivery-reports")
+    try:
+        ready.wait(30)
+        if failures:
+            raise RuntimeError(f"the latency consumer failed: {failures[0]!r}") from failures[0]
+        producer.produce(topic, schedule.value(-1))
+        producer.flush(30)  # warm: metadata, producer id
+        reports.start()
+
+        def send_tick(sequences: range) -> None:
+            for sequence in sequences:
+                producer.produce(
+                    topic,
+                    schedule.value(sequence),
+                    on_delivery=lambda error, _m, sequence=sequence: error is None and schedule.on_ack(sequence),
+                )
+
+        _run_schedule(schedule, send_tick)
+        schedule.all_seen.wait(_DRAIN_TIMEOUT_S)
+        producer.flush(30)
+    finally:
+        stop.set()
+        reader.join()
+        if reports.is_alive():
+            reports.join()
     return schedule.result()
 
 

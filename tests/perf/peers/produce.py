@@ -6,7 +6,10 @@ Durability per system (stated next to every figure):
 - Lanes: acks=1 on one broker, or acks=all (idempotent) on three brokers with RF 3; the
   producer's defaults otherwise (batch_size 64 KiB, linger 5 ms, max_request_size 1 MiB);
 - Redis: XADD pipelined 1,000 commands per round trip, acknowledged by the server (AOF everysec);
-- JetStream: async publish, every publish acknowledged by the stream (file storage).
+- JetStream: async publish, every publish acknowledged by the stream (file storage);
+- Kafka: confluent-kafka (librdkafka), the producer a Python user of Kafka would pick, with
+  Lanes' producer defaults (``KAFKA_PRODUCER``): acks=1 on one node, or acks=all (idempotent) on
+  three with RF 3; delivery reports for failures only (Lanes' figure checks futures, not callbacks).
 
 Every record is checked: the consume workload reads each run's records back and fails unless the
 count is exact. ``redis_delete`` and ``nats_delete`` free a run's streams afterwards.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import confluent_kafka
 import nats
 import redis
 from nats.js.api import StorageType, StreamConfig
@@ -25,6 +29,47 @@ import lanes
 
 REDIS_PIPELINE = 1_000
 NATS_MAX_PENDING = 4_000
+#: confluent-kafka's settings that differ from librdkafka's defaults: Lanes' producer defaults
+#: (batch 64 KiB, linger 5 ms, a 32 MiB buffer, requests up to 1 MiB, 5 in flight)
+KAFKA_PRODUCER = {
+    "linger.ms": 5,
+    "batch.size": 64 * 1024,
+    "queue.buffering.max.kbytes": 32 * 1024,
+    "message.max.bytes": 1024 * 1024,
+    "max.in.flight.requests.per.connection": 5,
+}
+
+
+def kafka_producer(bootstrap: str, *, acks: str, **settings: object) -> confluent_kafka.Producer:
+    """A confluent-kafka producer with ``KAFKA_PRODUCER``'s settings, idempotent with acks=all."""
+    config = {"bootstrap.servers": bootstrap, "acks": acks, "enable.idempotence": acks == "all"}
+    return confluent_kafka.Producer(config | KAFKA_PRODUCER | settings)
+
+
+def kafka_produce(bootstrap: str, topic: str, records: int, value: bytes, *, acks: str) -> float:
+    """``Producer.produce`` per record (a full queue is served with ``poll`` and retried), then
+    ``flush``; any failed delivery raises."""
+    failures: list[object] = []
+
+    def failed(error: object, _message: object) -> None:
+        if error is not None:
+            failures.append(error)
+
+    producer = kafka_producer(bootstrap, acks=acks, on_delivery=failed, **{"delivery.report.only.error": True})
+    send = producer.produce
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                send(topic, value)
+                break
+            except BufferError:  # the queue is full (librdkafka's max.block.ms is the caller's)
+                producer.poll(0.001)
+    left = producer.flush(120)
+    elapsed = time.perf_counter() - started
+    if left or failures:
+        raise RuntimeError(f"kafka produce failed: {left} undelivered, {failures[:1]}")
+    return elapsed
 
 
 def lanes_produce(bootstrap: str, topic: str, records: int, value: bytes, *, acks: str) -> float:

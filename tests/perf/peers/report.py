@@ -3,9 +3,9 @@ as a table with Lanes' ratio to each peer and to the machine's limits, saved as 
 (``tests/perf/results/latest.json``) and drawn as a PNG chart (``latest.png``).
 
 Ratios: ``lanes/this`` divides Lanes' figure (acks=1 on one broker, the peers' single-node
-setting, unless the row says otherwise) by the row's; for throughput higher is better, for latency
-lower is better. ``lanes/limit`` divides Lanes acks=1 produce throughput (MiB/s of values) by a
-limit's MiB/s.
+setting; Lanes acks=all on three brokers for a peer's acks=all row) by the row's; for throughput
+higher is better, for latency lower is better. ``lanes/limit`` divides Lanes acks=1 produce
+throughput (MiB/s of values) by a limit's MiB/s.
 """
 
 from __future__ import annotations
@@ -42,9 +42,11 @@ class Figure:
         return (max(self.runs) - min(self.runs)) / self.median if self.median else 0.0
 
 
-def _lanes_reference(rows: list[Figure]) -> Figure | None:
+def _lanes_reference(rows: list[Figure], row: Figure) -> Figure | None:
+    """The Lanes figure ``row`` is compared with: the same acks where Lanes has it, else acks=1."""
     lanes = [f for f in rows if f.system.startswith("lanes")]
-    return next((f for f in lanes if f.system == LANES_REFERENCE), lanes[0] if lanes else None)
+    wanted = "lanes acks=all" if row.system.endswith("acks=all") else LANES_REFERENCE
+    return next((f for f in lanes if f.system == wanted), next((f for f in lanes if f.system == LANES_REFERENCE), None))
 
 
 def _number(value: float) -> str:
@@ -57,8 +59,8 @@ def table(figures: list[Figure], lanes_mib_s: float | None = None) -> str:
     lines = [header, "-" * len(header)]
     for workload in dict.fromkeys(f.workload for f in figures):
         rows = [f for f in figures if f.workload == workload]
-        reference = _lanes_reference(rows)
         for f in rows:
+            reference = _lanes_reference(rows, f)
             if f.unit == "MiB/s" and f.workload.startswith("limit"):
                 ratio = f"{lanes_mib_s / f.median:10.2f}x" if lanes_mib_s else ""
             elif reference is None or f is reference or f.system.startswith("lanes"):
@@ -110,7 +112,7 @@ def chart(figures: list[Figure], lanes_mib_s: float | None = None, directory: Pa
     }
     groups = {title: rows for title, rows in groups.items() if rows}
     fig, axes = plt.subplots(len(groups), 1, figsize=(14, 5.5 * len(groups)), squeeze=False)
-    colours = {"lanes": "#2a7ab9", "redis": "#c8423b", "nats": "#3a9a5b"}
+    colours = {"lanes": "#2a7ab9", "kafka": "#e0a030", "redis": "#c8423b", "nats": "#3a9a5b"}
     for axis, (title, rows) in zip(axes[:, 0], groups.items(), strict=True):
         labels = [f"{f.workload}\n{f.system}" for f in rows]
         medians = [f.median for f in rows]

@@ -55,7 +55,7 @@ def _binary(name: str) -> str:
     return found
 
 
-def _wait_for_port(server: Server, timeout_s: float = 20) -> Server:
+def wait_for_port(server: Server, timeout_s: float = 20) -> Server:
     deadline = time.monotonic() + timeout_s
     while True:
         if server.process.poll() is not None:
@@ -75,13 +75,18 @@ def _wait_for_port(server: Server, timeout_s: float = 20) -> Server:
 _REPOSITORY = Path(__file__).resolve().parents[3]
 
 
-def _start(name: str, command: list[str], port: int, data_dir: Path) -> Server:
+def launch(name: str, command: list[str], port: int, data_dir: Path) -> Server:
+    """``command`` started with its output in ``data_dir/server.log`` (not waited for)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(data_dir / "server.log", "wb") as log:
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=_REPOSITORY
         )
-    return _wait_for_port(Server(name, process, port, data_dir))
+    return Server(name, process, port, data_dir)
+
+
+def _start(name: str, command: list[str], port: int, data_dir: Path) -> Server:
+    return wait_for_port(launch(name, command, port, data_dir))
 
 
 def start_redis(data_dir: Path, port: int) -> Server:
