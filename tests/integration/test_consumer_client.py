@@ -3,9 +3,12 @@ offset lookups, pause/resume, auto_offset_reset, and a long poll that wakes up f
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +103,38 @@ def test_the_next_fetch_continues_where_the_buffer_ends(cluster: LocalCluster) -
     assert [r.offset for r in first] == list(range(len(first)))
     assert [r.offset for r in rest] == list(range(500, 3000))
     assert [r.value for r in rest] == [b"record-%04d" % i for i in range(500, 3000)]
+
+
+_LEFT_OPEN = """
+import sys
+import lanes
+
+bootstrap, topic = sys.argv[1], sys.argv[2]
+producer = lanes.Producer(bootstrap, linger_ms=60_000)  # nothing leaves before the exit
+for index in range(5_000):
+    producer.send(topic, b"left-open-%d" % index)
+consumer = lanes.Consumer(bootstrap, group_id="left-open", auto_offset_reset="earliest")
+consumer.subscribe([topic])
+consumer.poll(timeout_ms=200)
+lanes.Admin(bootstrap).list_topics()
+print("exiting without close()", flush=True)
+"""
+
+
+def test_clients_left_open_deliver_and_exit_quietly(cluster: LocalCluster, tmp_path: Path) -> None:
+    """Issue #39: a producer, consumer and admin never closed: at interpreter exit the producer
+    delivers what it was given (as kafka-python's) and nothing is printed (no task destroyed
+    pending, no traceback)."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("left-open", partitions=2, replication_factor=2)
+    script = tmp_path / "left_open.py"
+    script.write_text(_LEFT_OPEN)
+    done = subprocess.run(
+        [sys.executable, str(script), bootstrap, "left-open"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "exiting without close()"
+    assert done.stderr == "", done.stderr
+    with lanes.Consumer(bootstrap) as consumer:
+        ends = consumer.end_offsets([TopicPartition("left-open", p) for p in range(2)])
+    assert sum(ends.values()) == 5_000

@@ -713,6 +713,7 @@ class Admin:
         self._admin = AsyncAdmin(
             bootstrap, request_timeout_ms=request_timeout_ms, tls=tls, credentials=credentials, client_id=client_id
         )
+        _loop.close_at_exit(self._admin)  # its channels closed at exit without close()
 
     def create_topic(
         self, name: str, partitions: int = -1, replication_factor: int = -1, config: Mapping[str, str] | None = None
@@ -833,6 +834,7 @@ class Admin:
 
     def close(self) -> None:
         """Release connections."""
+        _loop.closed(self._admin)
         _loop.run(self._admin.close())
 
     def __enter__(self) -> Admin:

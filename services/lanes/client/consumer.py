@@ -539,6 +539,7 @@ class Consumer:
 
     def __init__(self, bootstrap: str, **settings: object) -> None:
         self._consumer = _loop.run(_create(bootstrap, settings))
+        _loop.close_at_exit(self._consumer)  # leaves its group at exit without close()
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """See ``AsyncConsumer.assign``."""
@@ -624,6 +625,7 @@ class Consumer:
         return _loop.run(self._consumer.offsets_for_times(timestamps))
 
     def close(self) -> None:
+        _loop.closed(self._consumer)
         _loop.run(self._consumer.close())
 
     def __enter__(self) -> Consumer:

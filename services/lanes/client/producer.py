@@ -332,6 +332,7 @@ class Producer:
 
     def __init__(self, bootstrap: str, **settings: object) -> None:
         self._producer = _loop.run(_create(bootstrap, settings))
+        _loop.close_at_exit(self._producer)  # what was sent is delivered at exit without close()
 
     def send(
         self,
@@ -353,6 +354,7 @@ class Producer:
 
     def close(self) -> None:
         """Flush and release connections."""
+        _loop.closed(self._producer)
         _loop.run(self._producer.close())
 
     def __enter__(self) -> Producer:
