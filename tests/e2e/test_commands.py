@@ -188,3 +188,28 @@ def test_status_watch_summarizes_the_metrics_of_every_process(lanes: Workdir) ->
     refused = lanes.run("status", "--watch", "--interval", "0")
     assert refused.returncode == 2
     assert "must be above 0 seconds" in refused.stderr
+
+
+def test_bench_produces_and_consumes_with_kafkas_perf_test_flags(lanes: Workdir) -> None:
+    """``lanes bench`` (issue #39): Kafka's perf tools' flags and summaries; keyed records land on
+    their keys' partitions only; a Kafka property Lanes does not take is a usage error."""
+    lanes.ok("topics", "create", "bench", "--partitions", "6")
+    produced = lanes.json(
+        "bench", "produce", "--topic", "bench", "--num-records", "3000", "--record-size", "100",
+        "--keys", "2", "--throughput", "5000", "--producer-props", "acks=all", "linger.ms=2", "batch.size=16384",
+    )  # fmt: skip
+    assert produced["records"] == 3000
+    assert produced["records_per_s"] <= 5000 * 1.2, "the throttle holds the rate"
+    assert 0 < produced["p50_ms"] <= produced["p99_ms"] <= produced["max_latency_ms"]
+    details = lanes.json("topics", "describe", "bench")["partition_details"]
+    written = {p["partition"]: p["high_watermark"] for p in details if p["high_watermark"]}
+    assert sum(written.values()) == 3000
+    assert len(written) <= 2, f"two keys, at most two partitions: {written}"
+    consumed = lanes.json("bench", "consume", "--topic", "bench", "--messages", "3000")
+    assert consumed["records"] == 3000
+    assert consumed["megabytes"] == 3000 * 100 / 2**20
+    assert "data.consumed.in.MB, MB.sec" in lanes.ok("bench", "consume", "--topic", "bench", "--messages", "10")
+    refused = lanes.run("bench", "produce", "--topic", "bench", "--num-records", "1", "--record-size", "1",
+                        "--producer-props", "transactional.id=t")  # fmt: skip
+    assert refused.returncode == 2
+    assert "unknown producer property 'transactional.id'" in refused.stderr
