@@ -188,6 +188,8 @@ def test_every_command_has_examples_and_the_common_flags() -> None:
         "lanes quotas list",
         "lanes console",
         "lanes completion",
+        "lanes bench produce",
+        "lanes bench consume",
     } == set(leaves)
     for name, parser in leaves.items():
         help_text = parser.format_help()

@@ -384,3 +384,38 @@ def test_truncating_at_the_log_end_drops_an_epoch_that_never_wrote(tmp_path: Pat
     assert log.truncate_to(log.log_end_offset) == 5
     assert log.epochs.latest_epoch == 0, "the empty epoch would make the next fetch diverge again"
     assert log.epochs.end_offset_for(0, log.log_end_offset) == (0, 5)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"segment_bytes": 2_000},
+        {"segment_ms": 5_000},
+        {"flush_messages": 7},
+        {"segment_bytes": 3_000, "flush_messages": 4, "message_timestamp_type": "LogAppendTime"},
+    ],
+)
+def test_append_is_light_foretells_exactly_the_appends_that_roll_or_fsync(
+    tmp_path: Path, overrides: dict[str, object]
+) -> None:
+    """Decision 0041: the broker appends on its event loop only what ``append_is_light`` calls
+    light, so it must say "light" exactly when the append neither rolls a segment nor flushes."""
+    import random  # noqa: PLC0415 - this test's only use
+
+    rng = random.Random(39)
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(**overrides), clock=clock)
+    light_seen = heavy_seen = 0
+    for _ in range(300):
+        clock.advance(rng.randrange(0, 1_500))
+        values = [b"v" * rng.randrange(1, 200) for _ in range(rng.randrange(1, 4))]
+        batch = producer_batch(values, clock.now_ms() if rng.random() < 0.9 else -1)
+        light = log.append_is_light(len(batch), log.validate_produce(batch))
+        segments, durable = log.segment_count, log.recovery_point
+        log.append_as_leader(batch, 0)
+        rolled_or_flushed = log.segment_count != segments or log.recovery_point != durable
+        assert light is not rolled_or_flushed
+        light_seen += light
+        heavy_seen += not light
+    assert light_seen > 0
+    assert heavy_seen > 0

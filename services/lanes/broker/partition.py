@@ -247,14 +247,17 @@ class Partition:
     # as leader
 
     def append_as_leader(
-        self, records: bytes, headers: list[BatchHeader], *, leader_epoch: int, acks_all: bool
-    ) -> AppendInfo | Verdict:
+        self, records: bytes, headers: list[BatchHeader], *, leader_epoch: int, acks_all: bool, wait: bool = True
+    ) -> AppendInfo | Verdict | None:
         """Append validated producer batches if this broker still leads at ``leader_epoch``
         (NOT_LEADER_OR_FOLLOWER otherwise) and, for ``acks_all``, the ISR has
         ``min.insync.replicas`` members (NOT_ENOUGH_REPLICAS otherwise). Returns what was appended,
         or the producer-state verdict against it (a retry of an earlier batch, or a refusal)
-        (worker thread)."""
-        with self._lock:
+        (a worker thread; or the event loop with ``wait=False``: None, nothing done, when another
+        thread holds the partition or its log, decision 0041)."""
+        if not self._lock.acquire(blocking=wait):
+            return None
+        try:
             leading = self._leading_at(leader_epoch)
             if acks_all and leading.replica.check_acks_all() is not ErrorCode.NONE:
                 isr = leading.replica.isr
@@ -267,11 +270,15 @@ class Partition:
                 verdict = self._producers.check(header)
                 if not verdict.append:
                     return verdict
-            info = self.log.append_as_leader(records, leader_epoch, validated=headers)
+            info = self.log.append_as_leader(records, leader_epoch, validated=headers, wait=wait)
+            if info is None:
+                return None
             self._record_producers(info)
             leading.replica.on_append(self.log.log_end_offset)
             self._sync_high_watermark(leading)
             return info
+        finally:
+            self._lock.release()
 
     def delete_records_before(self, leader_epoch: int, offset: int) -> int:
         """DeleteRecords at the leader of ``leader_epoch``: the new log start (worker thread).

@@ -69,6 +69,11 @@ class Writer:
     verified: bool
 
 
+#: Appends of requests up to this many bytes of records run on the event loop; larger ones in a
+#: worker thread (decision 0041).
+INLINE_APPEND_BYTES = 64 * 1024
+
+
 async def finish_in_thread(work: Callable[[], T]) -> T:
     """Run ``work`` in a worker thread to its end: a cancellation of the caller waits for the
     thread to finish and is raised after it, so a lock the caller holds is never released while
@@ -252,10 +257,9 @@ class ReplicaManager:
         acks_all = acks == common_pb2.ACKS_ALL
         try:
             async with led.append_queue:
-                appended = await finish_in_thread(
-                    functools.partial(
-                        self._validate_and_append, led, leader_epoch, topic, data, acks_all=acks_all, writer=writer
-                    )
+                # (each read of a bytes field copies it: read once)
+                appended = await self._validate_and_append(
+                    led, leader_epoch, data.records, acks_all=acks_all, writer=writer
                 )
         except LanesError as exc:
             response.error.CopyFrom(wire_error(exc.code, exc.message))
@@ -286,22 +290,47 @@ class ReplicaManager:
                 response.error.CopyFrom(wire_error(outcome, f"{topic}-{data.partition}: {outcome.hint}"))
         return response
 
-    def _validate_and_append(
-        self,
-        partition: Partition,
-        leader_epoch: int,
-        topic: str,
-        data: broker_pb2.PartitionProduceData,
-        *,
-        acks_all: bool,
-        writer: Writer,
+    async def _validate_and_append(
+        self, partition: Partition, leader_epoch: int, records: bytes, *, acks_all: bool, writer: Writer
     ) -> AppendInfo | Verdict:
         """Validate the batches and check their writer, then append them at ``leader_epoch``
-        (``Partition.append_as_leader``): one hop off the event loop per request."""
-        records = data.records  # each read of a bytes field copies it: read once
-        headers = partition.log.validate_produce(records)
-        self._check_internal_writer(topic, data.partition, headers, writer)
+        (``Partition.append_as_leader``). A request of at most ``INLINE_APPEND_BYTES`` is
+        validated on the loop (C checksums of a few kilobytes) and, when the append is light (no
+        segment roll, no fsync: ``PartitionLog.append_is_light``), appended there too; anything
+        else takes one hop to a worker thread (decision 0041)."""
+        if len(records) > INLINE_APPEND_BYTES:
+            return await self._appended_in_thread(
+                functools.partial(self._append_validated, partition, leader_epoch, records, acks_all, writer)
+            )
+        headers = self._validated(partition, records, writer)
+        append = functools.partial(
+            partition.append_as_leader, records, headers, leader_epoch=leader_epoch, acks_all=acks_all
+        )
+        if partition.log.append_is_light(len(records), headers):
+            appended = append(wait=False)  # never waits for a thread holding the partition or its log
+            if appended is not None:
+                return appended
+        return await self._appended_in_thread(append)
+
+    @staticmethod
+    async def _appended_in_thread(append: Callable[[], AppendInfo | Verdict | None]) -> AppendInfo | Verdict:
+        appended = await finish_in_thread(append)
+        assert appended is not None  # (a waiting append always appends or refuses)
+        return appended
+
+    def _append_validated(
+        self, partition: Partition, leader_epoch: int, records: bytes, acks_all: bool, writer: Writer
+    ) -> AppendInfo | Verdict | None:
+        """``_validate_and_append`` in a worker thread."""
+        headers = self._validated(partition, records, writer)
         return partition.append_as_leader(records, headers, leader_epoch=leader_epoch, acks_all=acks_all)
+
+    def _validated(self, partition: Partition, records: bytes, writer: Writer) -> list[BatchHeader]:
+        """The headers of a produce request's batches, validated against the partition's log,
+        and their writer checked."""
+        headers = partition.log.validate_produce(records)
+        self._check_internal_writer(partition.key.topic, partition.key.partition, headers, writer)
+        return headers
 
     def _check_internal_writer(self, topic: str, partition: int, headers: list[BatchHeader], writer: Writer) -> None:
         """Only a shard's coordinator writes ``__consumer_offsets``: with the shard's producer id

@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from lanes.clock import Clock
 from lanes.errors import (
@@ -320,18 +321,36 @@ class PartitionLog:
         clock (``lanes.storage.produce_validation``); its batch's header."""
         return validate_produce(data, self._config, self._clock.now_ms())
 
+    @overload
     def append_as_leader(
         self, data: bytes | bytearray, leader_epoch: int, *, validated: Sequence[BatchHeader] | None = None
-    ) -> AppendInfo:
+    ) -> AppendInfo: ...
+
+    @overload
+    def append_as_leader(
+        self, data: bytes | bytearray, leader_epoch: int, *, validated: Sequence[BatchHeader] | None = None, wait: bool
+    ) -> AppendInfo | None: ...
+
+    def append_as_leader(
+        self,
+        data: bytes | bytearray,
+        leader_epoch: int,
+        *,
+        validated: Sequence[BatchHeader] | None = None,
+        wait: bool = True,
+    ) -> AppendInfo | None:
         """Validate producer batches, give them offsets and ``leader_epoch``, append them.
 
         ``validated``: the headers ``validate_produce(data)`` returned, when the caller already
         validated (the broker does, to check idempotent producers first). Raises what
         ``validate_produce`` raises (nothing written), and StorageError when the disk fails
-        (nothing is written, the log stays readable).
+        (nothing is written, the log stays readable). With ``wait=False``: None, nothing done,
+        when another thread holds the log (the broker's event loop never waits for one).
         """
         headers = list(validated) if validated is not None else self.validate_produce(data)
-        with self._lock:
+        if not self._lock.acquire(blocking=wait):
+            return None
+        try:
             self._check_open()
             first_offset = self._log_end_offset
             append_time = -1
@@ -346,6 +365,8 @@ class PartitionLog:
             self.epochs.assign(leader_epoch, first_offset)  # before the data: recovery relies on it
             self._append_locked(buffers, headers, len(data))
             info = self._append_info(headers, append_time, len(data))
+        finally:
+            self._lock.release()
         self._maybe_flush_by_count()
         return info
 
@@ -393,23 +414,49 @@ class PartitionLog:
             self._first_unflushed_ms = self._clock.monotonic_ms()
 
     def _maybe_roll(self, incoming_bytes: int, headers: Sequence[BatchHeader]) -> LogSegment:
-        """Roll when the active segment is full, spans more than segment.ms, or offsets would
-        overflow its index. As in Kafka, segment.ms compares the incoming batch's timestamp with
-        the segment's first batch's, and falls back to the segment's age on the broker's clock
-        when records carry no timestamps."""
+        """Roll when ``_roll_due`` for these batches (their offsets assigned)."""
+        max_timestamp = max(header.max_timestamp for header in headers)
+        if self._roll_due(incoming_bytes, max_timestamp, headers[-1].last_offset):
+            return self._roll_locked()
+        return self._segments[-1]
+
+    def _roll_due(self, incoming_bytes: int, max_timestamp: int, last_offset: int) -> bool:
+        """Whether batches ending at ``last_offset`` need a new segment: the active one is full,
+        spans more than segment.ms, or offsets would overflow its index. As in Kafka, segment.ms
+        compares the incoming batch's timestamp with the segment's first batch's, and falls back
+        to the segment's age on the broker's clock when records carry no timestamps."""
         active = self._segments[-1]
         config = self._config
         first_timestamp = active.first_batch_timestamp()
         if first_timestamp is not None and first_timestamp >= 0:
-            waited_ms = max(header.max_timestamp for header in headers) - first_timestamp
+            waited_ms = max_timestamp - first_timestamp
         else:
             waited_ms = self._clock.monotonic_ms() - self._active_since_ms
         full = active.size_bytes > 0 and active.size_bytes + incoming_bytes > config.segment_bytes
         old = waited_ms > config.segment_ms
-        overflow = headers[-1].last_offset - active.base_offset > MAX_RELATIVE_OFFSET
-        if active.size_bytes and (full or old or overflow):
-            return self._roll_locked()
-        return active
+        overflow = last_offset - active.base_offset > MAX_RELATIVE_OFFSET
+        return bool(active.size_bytes) and (full or old or overflow)
+
+    def append_is_light(self, incoming_bytes: int, headers: Sequence[BatchHeader]) -> bool:
+        """Whether appending these validated producer batches would write to the page cache only:
+        no segment roll (which fsyncs the full segment) and no fsync by flush.messages. Such an
+        append takes microseconds; the broker runs it on its event loop (decision 0041). False
+        also while another thread holds the log."""
+        records = sum(header.records_count for header in headers)
+        if not self._lock.acquire(blocking=False):
+            return False  # another thread holds the log: the append waits for it in a thread
+        try:
+            if self._config.log_append_time:
+                max_timestamp = self._clock.now_ms()
+            else:
+                max_timestamp = max(header.max_timestamp for header in headers)
+            last_offset = self._log_end_offset + records - 1
+            return (
+                not self._roll_due(incoming_bytes, max_timestamp, last_offset)
+                and self._unflushed_records + records < self._config.flush_messages
+            )
+        finally:
+            self._lock.release()
 
     def _roll_locked(self) -> LogSegment:
         active = self._segments[-1]
