@@ -21,7 +21,9 @@ from lanes.errors import LanesError
         ({"acks": "all", "enable_idempotence": False}, False),
     ],
 )
-def test_idempotence_by_default_unless_a_chosen_setting_conflicts(settings: dict[str, object], idempotent: bool) -> None:
+def test_idempotence_by_default_unless_a_chosen_setting_conflicts(
+    settings: dict[str, object], idempotent: bool
+) -> None:
     assert Producer("127.0.0.1:1", **settings).idempotent is idempotent  # type: ignore[arg-type]
 
 
