@@ -7,7 +7,8 @@ runs the same workloads with the same record counts and sizes against each syste
 Python client its users would pick (Kafka: confluent-kafka; Kafka runs acks=1 on one KRaft node and
 acks=all on three, RF 3, as Lanes does):
 
-1. produce throughput (``tests/perf/peers/produce.py``), 100 B and 1 KiB values;
+1. produce throughput (``tests/perf/peers/produce.py``), 100 B and 1 KiB values; and 100 B values
+   keyed over 97 keys into 6 partitions (Lanes and Kafka acks=1; Redis with the key as a field);
 2. consume throughput of the records each produce run wrote (``consume.py``);
 3. produce and end-to-end latency at a fixed offered rate (``latency.py``);
 4. Lanes only: 1, 6 and 24 partitions; 1 and 3 producer processes (``scaling.py``);
@@ -49,6 +50,9 @@ RUNS = int(os.environ.get("LANES_BENCH_RUNS", "3"))
 LATENCY_RATE_PER_S = int(os.environ.get("LANES_BENCH_LATENCY_RATE", "10000"))
 LATENCY_SECONDS = float(os.environ.get("LANES_BENCH_LATENCY_SECONDS", "5"))
 VALUE_SIZES = (100, 1024)
+#: the keyed workload (issue #39's measurement): 100 B values over 97 keys into 6 partitions
+KEYS = tuple(f"ticker-{index}".encode() for index in range(97))
+KEYED_PARTITIONS = 6
 LATENCY_VALUE_BYTES = 100
 PARTITION_COUNTS = (1, 6, 24)
 PRODUCER_PROCESSES = (1, 3)
@@ -233,6 +237,15 @@ def bench_kafka(root: Path, nodes: int) -> list[Figure]:
             lambda name, count, group: consume.kafka_consume(bootstrap, name, count, group),
             delete_topics,
         )
+        if nodes == 1:
+            figures += keyed_figures(
+                system,
+                (settings, "group consumer x1000, commit per batch"),
+                lambda name, count, value: produce.kafka_produce(
+                    bootstrap, topic(name, KEYED_PARTITIONS), count, value, acks=acks, keys=KEYS
+                ),
+                lambda name, count, group: consume.kafka_consume(bootstrap, name, count, group),
+            )
         figures += latency_figures(
             system,
             f"{settings.split(',')[0]}, linger 0 ms; free consumer",
@@ -243,21 +256,53 @@ def bench_kafka(root: Path, nodes: int) -> list[Figure]:
     return figures
 
 
+def keyed_figures(
+    system: str,
+    settings: tuple[str, str],
+    produce_run: Callable[[str, int, bytes], float],
+    consume_run: Callable[[str, int, str], float],
+) -> list[Figure]:
+    """The keyed workload: ``produce_run(stream, count, value)`` sends 100 B values keyed over
+    ``KEYS`` in turn (``KEYED_PARTITIONS`` partitions where the system has them); the consume run
+    reads them back as a group."""
+    value = os.urandom(100)
+    workload = f"{RECORDS:,} x 100 B keyed, {len(KEYS)} keys"
+    return [
+        measure(
+            Figure(f"produce {workload}", system, settings[0], "rec/s"),
+            lambda n: records_for(n) / produce_run(f"keyed-{n}", records_for(n), value),
+        ),
+        measure(
+            Figure(f"consume {workload}", system, settings[1], "rec/s"),
+            lambda n: records_for(n) / consume_run(f"keyed-{n}", records_for(n), f"g-keyed-{n}"),
+        ),
+    ]
+
+
 def bench_redis(root: Path) -> list[Figure]:
     with peer(start_redis(root / "redis", free_port())) as server:
         address = server.address
-        return throughput_figures(
-            "redis streams",
-            (REDIS, "XREADGROUP x1000 + XACK"),
-            lambda name, count, value: produce.redis_produce(address, name, count, value),
-            lambda name, count, group: consume.redis_consume(address, name, count, group),
-            lambda names: produce.redis_delete(address, names),
-        ) + latency_figures(
-            "redis streams",
-            "XADD pipelined per 1 ms tick; XREAD BLOCK",
-            lambda n: latency.redis_latency(
-                address, f"latency-{n}", LATENCY_RATE_PER_S, latency_seconds(n), LATENCY_VALUE_BYTES
-            ),
+        return (
+            throughput_figures(
+                "redis streams",
+                (REDIS, "XREADGROUP x1000 + XACK"),
+                lambda name, count, value: produce.redis_produce(address, name, count, value),
+                lambda name, count, group: consume.redis_consume(address, name, count, group),
+                lambda names: produce.redis_delete(address, names),
+            )
+            + keyed_figures(
+                "redis streams",
+                (REDIS + "; the key a field", "XREADGROUP x1000 + XACK"),
+                lambda name, count, value: produce.redis_produce(address, name, count, value, KEYS),
+                lambda name, count, group: consume.redis_consume(address, name, count, group),
+            )
+            + latency_figures(
+                "redis streams",
+                "XADD pipelined per 1 ms tick; XREAD BLOCK",
+                lambda n: latency.redis_latency(
+                    address, f"latency-{n}", LATENCY_RATE_PER_S, latency_seconds(n), LATENCY_VALUE_BYTES
+                ),
+            )
         )
 
 
@@ -315,6 +360,14 @@ def bench_lanes(root: Path, brokers: int) -> list[Figure]:
             ),
         )
         if brokers == 1:
+            figures += keyed_figures(
+                system,
+                (settings, "group consumer x1000, commit per poll"),
+                lambda name, count, value: produce.lanes_produce(
+                    bootstrap, topic(name, KEYED_PARTITIONS), count, value, acks=acks, keys=KEYS
+                ),
+                lambda name, count, group: consume.lanes_consume(bootstrap, name, count, group),
+            )
             figures += scaling_figures(bootstrap, topic)
     return figures
 

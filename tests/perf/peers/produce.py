@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 import confluent_kafka
 import nats
@@ -46,9 +47,11 @@ def kafka_producer(bootstrap: str, *, acks: str, **settings: object) -> confluen
     return confluent_kafka.Producer(config | KAFKA_PRODUCER | settings)
 
 
-def kafka_produce(bootstrap: str, topic: str, records: int, value: bytes, *, acks: str) -> float:
-    """``Producer.produce`` per record (a full queue is served with ``poll`` and retried), then
-    ``flush``; any failed delivery raises."""
+def kafka_produce(
+    bootstrap: str, topic: str, records: int, value: bytes, *, acks: str, keys: Sequence[bytes] = ()
+) -> float:
+    """``Producer.produce`` per record (keyed over ``keys`` in turn, if any; a full queue is
+    served with ``poll`` and retried), then ``flush``; any failed delivery raises."""
     failures: list[object] = []
 
     def failed(error: object, _message: object) -> None:
@@ -58,10 +61,11 @@ def kafka_produce(bootstrap: str, topic: str, records: int, value: bytes, *, ack
     producer = kafka_producer(bootstrap, acks=acks, on_delivery=failed, **{"delivery.report.only.error": True})
     send = producer.produce
     started = time.perf_counter()
-    for _ in range(records):
+    for index in range(records):
+        key = keys[index % len(keys)] if keys else None
         while True:
             try:
-                send(topic, value)
+                send(topic, value, key)
                 break
             except BufferError:  # the queue is full (librdkafka's max.block.ms is the caller's)
                 producer.poll(0.001)
@@ -72,14 +76,21 @@ def kafka_produce(bootstrap: str, topic: str, records: int, value: bytes, *, ack
     return elapsed
 
 
-def lanes_produce(bootstrap: str, topic: str, records: int, value: bytes, *, acks: str) -> float:
-    """``lanes.Producer.send`` per record, then ``flush``."""
+def lanes_produce(
+    bootstrap: str, topic: str, records: int, value: bytes, *, acks: str, keys: Sequence[bytes] = ()
+) -> float:
+    """``lanes.Producer.send`` per record (keyed over ``keys`` in turn, if any), then ``flush``."""
     with lanes.Producer(bootstrap, acks=acks, enable_idempotence=acks == "all") as producer:
         failures: list[BaseException] = []
+        send = producer.send
         started = time.perf_counter()
         last = None
-        for _ in range(records):
-            last = producer.send(topic, value)
+        if keys:
+            for index in range(records):
+                last = send(topic, value, keys[index % len(keys)])
+        else:
+            for _ in range(records):
+                last = send(topic, value)
         producer.flush()
         elapsed = time.perf_counter() - started
         if last is not None and last.exception() is not None:
@@ -89,16 +100,17 @@ def lanes_produce(bootstrap: str, topic: str, records: int, value: bytes, *, ack
     return elapsed
 
 
-def redis_produce(address: str, stream: str, records: int, value: bytes) -> float:
-    """XADD in pipelines of ``REDIS_PIPELINE`` commands (no MULTI), each pipeline's replies checked."""
+def redis_produce(address: str, stream: str, records: int, value: bytes, keys: Sequence[bytes] = ()) -> float:
+    """XADD in pipelines of ``REDIS_PIPELINE`` commands (no MULTI), each pipeline's replies
+    checked; with ``keys``, each entry carries its key as a field (a stream has no partitions)."""
     host, port = address.split(":")
     client = redis.Redis(host=host, port=int(port))
     started = time.perf_counter()
     sent = 0
     while sent < records:
         pipe = client.pipeline(transaction=False)
-        for _ in range(min(REDIS_PIPELINE, records - sent)):
-            pipe.xadd(stream, {b"v": value})
+        for index in range(sent, min(sent + REDIS_PIPELINE, records)):
+            pipe.xadd(stream, {b"k": keys[index % len(keys)], b"v": value} if keys else {b"v": value})
         replies = pipe.execute()
         sent += len(replies)
     elapsed = time.perf_counter() - started
