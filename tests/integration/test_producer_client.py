@@ -70,20 +70,30 @@ def test_records_land_where_the_partitioner_says_in_send_order(cluster: LocalClu
         # ~27 KiB of keyless records close at least 6 batches by size wherever they stick, so the
         # sticky partitioner (the next partition after each such batch) visits all 3 partitions
         keyless = [producer.send("orders", b"keyless-%d" % i) for i in range(1500)]
+        # the batch path (issue #39): the same placement and order as send, one call for many
+        batched = producer.send_batch(
+            "orders", [b"value-%d" % i for i in range(3000, 4000)], [b"key-%d" % (i % 10) for i in range(3000, 4000)]
+        )
         results = [f.result(timeout=60) for f in futures + keyless]
+        batched_results = [f.result(timeout=60) for f in batched]
+        with pytest.raises(ValueError, match="one key per value"):
+            producer.send_batch("orders", [b"a", b"b"], [b"k"])
     for index, metadata in enumerate(results[:3000]):
         assert metadata.partition == partition_for_key(b"key-%d" % (index % 10), 3)
+    for index, metadata in enumerate(batched_results, start=3000):
+        assert metadata.partition == partition_for_key(b"key-%d" % (index % 10), 3)
+    results += batched_results
     by_partition: dict[int, list[int]] = defaultdict(list)
     for metadata in results:
         by_partition[metadata.partition].append(metadata.offset)
     assert all(offsets == sorted(offsets) for offsets in by_partition.values()), "offsets follow send order"
-    assert {m.partition for m in results[3000:]} == {0, 1, 2}, "keyless records spread over every partition"
+    assert {m.partition for m in results[3000:4500]} == {0, 1, 2}, "keyless records spread over every partition"
     stored = {p: read_partition(cluster, "orders", p) for p in range(3)}
-    assert sum(len(records) for records in stored.values()) == 4500
+    assert sum(len(records) for records in stored.values()) == 5500
     for key_index in range(10):
         key = b"key-%d" % key_index
         values = [v for k, v in stored[partition_for_key(key, 3)] if k == key]
-        assert values == [b"value-%d" % i for i in range(key_index, 3000, 10)], "one key's records in send order"
+        assert values == [b"value-%d" % i for i in range(key_index, 4000, 10)], "one key's records in send order"
 
 
 def test_a_send_waits_a_moment_for_a_topic_that_is_being_created(cluster: LocalCluster) -> None:
@@ -118,7 +128,10 @@ def test_the_async_producer_resolves_awaitable_futures(cluster: LocalCluster) ->
     async def produce() -> list[lanes.RecordMetadata]:
         producer = lanes.aio.Producer(bootstrap, linger_ms=1)
         try:
-            futures = [await producer.send("events", b"e%d" % i, key=b"k%d" % (i % 4)) for i in range(500)]
+            futures = [await producer.send("events", b"e%d" % i, key=b"k%d" % (i % 4)) for i in range(250)]
+            futures += await producer.send_batch(
+                "events", [b"e%d" % i for i in range(250, 500)], [b"k%d" % (i % 4) for i in range(250, 500)]
+            )
             return list(await asyncio.gather(*(_awaited(f) for f in futures)))
         finally:
             await producer.close()
@@ -150,9 +163,16 @@ def test_a_full_buffer_blocks_send_then_fails_it_and_loses_nothing_sent_before(c
             with pytest.raises(RequestTimedOutError, match="buffer"):
                 refused.result(timeout=0)
             assert blocked_s >= 0.25, "send blocked for max_block_ms before failing"
+            batch = producer.send_batch("slow", [b"v" * 500] * 2)  # no room for either: both fail
+            with pytest.raises(RequestTimedOutError, match="buffer"):
+                batch[1].result(timeout=0)
         finally:
             leader.process.send_signal(signal.SIGCONT)
         offsets = [future.result(timeout=60).offset for future in accepted]
+        # a batch larger than the buffer goes in as room is freed
+        assert [f.result(timeout=60).offset for f in producer.send_batch("slow", [b"w" * 500] * 20)] == list(
+            range(8, 28)
+        )
     assert offsets == list(range(1, 8)), "what was accepted before the buffer filled is written, in order"
 
 

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from mmh3 import hash as _murmur3
@@ -35,6 +35,9 @@ from lanes.protocol.partitioner import Partitioner
 from lanes.topic_partition import TopicPartition
 
 RecordTuple = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+#: varints and attributes of one encoded record, roughly (a record's size in the buffer is this
+#: plus its key, value and headers)
+RECORD_OVERHEAD_BYTES = 20
 
 
 class Batch:
@@ -149,6 +152,57 @@ class RecordAccumulator:
             if batch.size_bytes >= self.batch_size:
                 self._close_locked(batch)
         return RecordFuture(batch.outcome, topic, chosen, index, timestamp)
+
+    def append_many(  # noqa: PLR0917 - the batch path of send_batch: positional arguments cost least
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
+        partition: int | None,
+        timestamp: int,
+        num_partitions: int,
+        start: int = 0,
+    ) -> list[RecordFuture]:
+        """``append`` for records ``start``.. of ``values`` (with ``keys``, one per value; None:
+        keyless), under one lock: their futures, fewer than asked when the buffer filled up (the
+        caller waits for room and goes on from there). A value or key that is not bytes (or None)
+        is a TypeError; the records before it are in."""
+        futures: list[RecordFuture] = []
+        append_future = futures.append
+        with self.lock:
+            if self.closed:
+                raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
+            hash_keys = keys is not None and partition is None and self._keys_by_hash and num_partitions > 0
+            buffered, limit, batch_size, opened = self._buffered, self.buffer_limit, self.batch_size, self.open
+            try:
+                for position in range(start, len(values)):
+                    value = values[position]
+                    key = keys[position] if keys is not None else None
+                    if (value is not None and type(value) is not bytes) or (key is not None and type(key) is not bytes):
+                        raise TypeError(f"record {position}: values and keys are bytes or None; encode them first")
+                    size = (len(value) if value else 0) + (len(key) if key else 0) + RECORD_OVERHEAD_BYTES
+                    if buffered + size > limit and buffered:
+                        break
+                    if hash_keys and key is not None:
+                        chosen = (_murmur3(key, 0, False) & 0x7FFFFFFF) % num_partitions  # = partition_for_key
+                    else:
+                        chosen = self._partitioner.partition(topic, key, num_partitions, partition)
+                    buffered += size
+                    batch = opened.get((topic, chosen))
+                    if batch is None:
+                        batch = opened[(topic, chosen)] = Batch(topic, chosen, self._clock.monotonic_ms())
+                        if (topic, chosen) not in self.sending:
+                            self._on_loop(self._signals.batch_opened, batch)
+                    records = batch.records
+                    index = len(records)
+                    records.append((index, timestamp, key, value, ()))
+                    batch.size_bytes += size
+                    if batch.size_bytes >= batch_size:
+                        self._close_locked(batch)
+                    append_future(RecordFuture(batch.outcome, topic, chosen, index, timestamp))
+            finally:
+                self._buffered = buffered
+        return futures
 
     def has_room(self, size: int) -> bool:
         """Whether ``size`` more bytes fit the buffer (a record larger than it fits an empty one);

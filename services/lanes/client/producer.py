@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from lanes.client import _loop
-from lanes.client._accumulator import Batch, RecordAccumulator
+from lanes.client._accumulator import RECORD_OVERHEAD_BYTES, Batch, RecordAccumulator
 from lanes.client._cluster import ClusterView
 from lanes.client._record_future import RecordFuture, RecordMetadata
 from lanes.client._sender import Sender
@@ -48,7 +48,6 @@ from lanes.v1 import common_pb2
 
 HeadersArg = Mapping[str, bytes | None] | Sequence[tuple[str, bytes | None]] | None
 _ACKS = {"0": common_pb2.ACKS_NONE, "1": common_pb2.ACKS_LEADER, "all": common_pb2.ACKS_ALL, "-1": common_pb2.ACKS_ALL}
-_RECORD_OVERHEAD_BYTES = 20  # varints and attributes of one encoded record, roughly
 #: The broker answers REQUEST_TIMED_OUT itself after the request's timeout_ms; the client waits
 #: this much longer before it gives up on the answer (and on the stream, whose answers are ordered).
 _ANSWER_GRACE_S = 1.0
@@ -70,6 +69,18 @@ def _headers(headers: HeadersArg) -> tuple[tuple[str, bytes | None], ...]:
 def _check_bytes(what: str, data: object) -> None:
     if data is not None and not isinstance(data, bytes):
         raise TypeError(f"the record's {what} must be bytes or None, not {type(data).__name__}; encode it first")
+
+
+def _batch_timestamp(
+    values: Sequence[bytes | None], keys: Sequence[bytes | None] | None, timestamp: int | None, clock: Clock
+) -> int:
+    """The timestamp of a ``send_batch``'s records, its arguments checked (a mistake is the
+    caller's bug: raised, not deferred)."""
+    if keys is not None and len(keys) != len(values):
+        raise ValueError(f"{len(keys)} keys for {len(values)} values: one key per value (or keys=None)")
+    if timestamp is not None and (not isinstance(timestamp, int) or isinstance(timestamp, bool)):
+        raise TypeError(f"the records' timestamp is milliseconds since the epoch (int), not {timestamp!r}")
+    return clock.now_ms() if timestamp is None else timestamp
 
 
 class AsyncProducer:
@@ -204,7 +215,7 @@ class AsyncProducer:
         if timestamp is not None and (not isinstance(timestamp, int) or isinstance(timestamp, bool)):
             raise TypeError(f"the record's timestamp is milliseconds since the epoch (int), not {timestamp!r}")
         pairs = _headers(headers)
-        size = len(key or b"") + len(value or b"") + _RECORD_OVERHEAD_BYTES
+        size = len(key or b"") + len(value or b"") + RECORD_OVERHEAD_BYTES
         for name, header_value in pairs:
             size += len(name) + len(header_value or b"")
         return pairs, self._clock.now_ms() if timestamp is None else timestamp, size
@@ -229,7 +240,7 @@ class AsyncProducer:
         count = self._cluster.partition_counts.get(topic)
         if count is None:
             return None
-        size = len(value) + (len(key) if key else 0) + _RECORD_OVERHEAD_BYTES
+        size = len(value) + (len(key) if key else 0) + RECORD_OVERHEAD_BYTES
         try:
             return self._accumulator.append(topic, value, key, partition, (), self._clock.now_ms(), size, count)
         except LanesError as exc:
@@ -261,6 +272,77 @@ class AsyncProducer:
             return future
         except LanesError as exc:
             return RecordFuture.failed(exc, topic, -1 if partition is None else partition)
+
+    async def send_batch(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None = None,
+        *,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> list[RecordFuture]:
+        """``send`` for many records of one topic at once (``keys``: one per value, or None):
+        their futures, in order. One call to the accumulator per run of records that fits the
+        buffer, no Python call per record: the producer's batch path (issue #39). While the
+        buffer is full it waits for room, up to ``max_block_ms`` each time; then the records not
+        yet in fail with RequestTimedOutError. A value or key that is not bytes raises TypeError
+        (the records before it are sent)."""
+        self._bind_loop()
+        stamp = _batch_timestamp(values, keys, timestamp, self._clock)
+        futures: list[RecordFuture] = []
+        try:
+            count = self._cluster.partition_counts.get(topic) or await self._partition_count(topic)
+            while not self._append_batch(topic, values, keys, partition, stamp, count, futures):
+                deadline = Deadline(self._max_block_s, self._clock)  # each wait for room, as a send's
+                if not await self._accumulator.wait_for_room(deadline):
+                    raise self._buffer_full()
+        except LanesError as exc:
+            futures += [RecordFuture.failed(exc, topic, -1 if partition is None else partition)] * (
+                len(values) - len(futures)
+            )
+        return futures
+
+    def send_batch_blocking(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
+        partition: int | None,
+        timestamp: int | None,
+    ) -> list[RecordFuture]:
+        """``send_batch`` for threads other than the loop's: blocks while the buffer is full."""
+        stamp = _batch_timestamp(values, keys, timestamp, self._clock)
+        futures: list[RecordFuture] = []
+        try:
+            count = self._cluster.partition_counts.get(topic) or _loop.run(self._partition_count(topic))
+            while not self._append_batch(topic, values, keys, partition, stamp, count, futures):
+                deadline = Deadline(self._max_block_s, self._clock)  # each wait for room, as a send's
+                if threading.get_ident() == self._loop_thread:  # only the loop frees room
+                    raise self._buffer_full()
+                room = len(values[len(futures)] or b"") + RECORD_OVERHEAD_BYTES
+                if not self._accumulator.wait_for_room_blocking(room, deadline):
+                    raise self._buffer_full()
+        except LanesError as exc:
+            futures += [RecordFuture.failed(exc, topic, -1 if partition is None else partition)] * (
+                len(values) - len(futures)
+            )
+        return futures
+
+    def _append_batch(  # noqa: PLR0917 - shared by both send_batch paths
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
+        partition: int | None,
+        stamp: int,
+        count: int,
+        futures: list[RecordFuture],
+    ) -> bool:
+        """Append the records after ``futures``' to the accumulator, adding their futures; whether
+        all are in (else the buffer is full: wait for room and call again)."""
+        futures += self._accumulator.append_many(topic, values, keys, partition, stamp, count, len(futures))
+        return len(futures) == len(values)
 
     def _buffer_full(self) -> LanesError:
         return RequestTimedOutError(
@@ -347,6 +429,19 @@ class Producer:
         """Queue a record; the future resolves to its RecordMetadata (or raises the typed error).
         Blocks up to ``max_block_ms`` while the buffer is full."""
         return self._producer.send_blocking(topic, value, key, partition, headers, timestamp)
+
+    def send_batch(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None = None,
+        *,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> list[RecordFuture]:
+        """``send`` for many records of one topic at once, without a Python call per record (see
+        ``lanes.aio.Producer.send_batch``); their futures, in order."""
+        return self._producer.send_batch_blocking(topic, values, keys, partition, timestamp)
 
     def flush(self) -> None:
         """Wait until every record sent before is written or failed."""
