@@ -285,16 +285,18 @@ class AsyncProducer:
         """``send`` for many records of one topic at once (``keys``: one per value, or None):
         their futures, in order. One call to the accumulator per run of records that fits the
         buffer, no Python call per record: the producer's batch path (issue #39). While the
-        buffer is full it waits for room, up to ``max_block_ms`` each time; then the records not
-        yet in fail with RequestTimedOutError. A value or key that is not bytes raises TypeError
+        buffer is full it waits for room: ``max_block_ms`` without a record getting in, and the
+        records not yet in fail with RequestTimedOutError. A value or key that is not bytes raises TypeError
         (the records before it are sent)."""
         self._bind_loop()
         stamp = _batch_timestamp(values, keys, timestamp, self._clock)
         futures: list[RecordFuture] = []
         try:
             count = self._cluster.partition_counts.get(topic) or await self._partition_count(topic)
+            deadline, waited_at = Deadline(self._max_block_s, self._clock), 0
             while not self._append_batch(topic, values, keys, partition, stamp, count, futures):
-                deadline = Deadline(self._max_block_s, self._clock)  # each wait for room, as a send's
+                if len(futures) > waited_at:  # records went in since the last wait: a new max_block_ms
+                    deadline, waited_at = Deadline(self._max_block_s, self._clock), len(futures)
                 if not await self._accumulator.wait_for_room(deadline):
                     raise self._buffer_full()
         except LanesError as exc:
@@ -316,8 +318,10 @@ class AsyncProducer:
         futures: list[RecordFuture] = []
         try:
             count = self._cluster.partition_counts.get(topic) or _loop.run(self._partition_count(topic))
+            deadline, waited_at = Deadline(self._max_block_s, self._clock), 0
             while not self._append_batch(topic, values, keys, partition, stamp, count, futures):
-                deadline = Deadline(self._max_block_s, self._clock)  # each wait for room, as a send's
+                if len(futures) > waited_at:  # records went in since the last wait: a new max_block_ms
+                    deadline, waited_at = Deadline(self._max_block_s, self._clock), len(futures)
                 if threading.get_ident() == self._loop_thread:  # only the loop frees room
                     raise self._buffer_full()
                 room = len(values[len(futures)] or b"") + RECORD_OVERHEAD_BYTES
