@@ -38,6 +38,8 @@ RecordTuple = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes
 #: varints and attributes of one encoded record, roughly (a record's size in the buffer is this
 #: plus its key, value and headers)
 RECORD_OVERHEAD_BYTES = 20
+#: records ``append_many`` adds under one hold of the lock: the sender waits for it meanwhile
+APPEND_MANY_RECORDS = 500
 
 
 class Batch:
@@ -164,8 +166,9 @@ class RecordAccumulator:
         start: int = 0,
     ) -> list[RecordFuture]:
         """``append`` for records ``start``.. of ``values`` (with ``keys``, one per value; None:
-        keyless), under one lock: their futures, fewer than asked when the buffer filled up (the
-        caller waits for room and goes on from there). A value or key that is not bytes (or None)
+        keyless), at most ``APPEND_MANY_RECORDS`` under one lock (the sender takes batches in
+        between): their futures; none when the buffer is full (the caller waits for room and goes
+        on from there). A value or key that is not bytes (or None)
         is a TypeError; the records before it are in."""
         futures: list[RecordFuture] = []
         append_future = futures.append
@@ -175,7 +178,7 @@ class RecordAccumulator:
             hash_keys = keys is not None and partition is None and self._keys_by_hash and num_partitions > 0
             buffered, limit, batch_size, opened = self._buffered, self.buffer_limit, self.batch_size, self.open
             try:
-                for position in range(start, len(values)):
+                for position in range(start, min(len(values), start + APPEND_MANY_RECORDS)):
                     value = values[position]
                     key = keys[position] if keys is not None else None
                     if (value is not None and type(value) is not bytes) or (key is not None and type(key) is not bytes):

@@ -345,8 +345,13 @@ class AsyncProducer:
     ) -> bool:
         """Append the records after ``futures``' to the accumulator, adding their futures; whether
         all are in (else the buffer is full: wait for room and call again)."""
-        futures += self._accumulator.append_many(topic, values, keys, partition, stamp, count, len(futures))
-        return len(futures) == len(values)
+        append_many = self._accumulator.append_many
+        while len(futures) < len(values):
+            added = append_many(topic, values, keys, partition, stamp, count, len(futures))
+            if not added:
+                return False
+            futures += added
+        return True
 
     def _buffer_full(self) -> LanesError:
         return RequestTimedOutError(
