@@ -162,3 +162,22 @@ def test_a_denial_ends_when_the_denying_broker_itself_names_itself_leader_at_tha
             await view.close()
 
     asyncio.run(scenario())
+
+
+def test_concurrent_refreshes_of_a_topic_share_one_metadata_call() -> None:
+    """Issue #39: a producer retrying many leaderless partitions asked the broker for the whole
+    topic's metadata once per partition and retry; a refresh under way is now shared."""
+
+    async def scenario() -> None:
+        server = MetadataServer(leader=1, epoch=0)
+        async with serving(server):
+            view = view_of(server)
+            view.brokers = {1: server.address}
+            answers = await asyncio.gather(*(view.refresh(["t"]) for _ in range(200)))
+            assert server.asked == 1
+            assert all(answer == answers[0] for answer in answers)
+            await view.refresh(["t"])  # once it is over, the next refresh asks again
+            assert server.asked == 2
+            await view.close()
+
+    asyncio.run(scenario())

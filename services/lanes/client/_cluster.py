@@ -87,6 +87,8 @@ class ClusterView:
         self._retired_topic_ids: set[str] = set()  # ids of topics seen deleted and made again
         self.partition_counts: dict[str, int] = {}
         self._timeout_s = request_timeout_s
+        #: the metadata refresh under way per set of topics: later askers share it (``refresh``)
+        self._refreshes: dict[tuple[str, ...], asyncio.Future[dict[str, common_pb2.Error]]] = {}
         self._channels = ChannelCache(tls=tls, credentials=client_credentials(credentials), client_id=client_id)
 
     def stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
@@ -187,7 +189,26 @@ class ClusterView:
         the first answer's per-topic errors are returned (a topic the caller may not see raises
         AuthorizationError). A partition whose answer names a leader
         that denied leading it (at no newer epoch) is asked of the next broker too. Raises a
-        retriable BROKER_NOT_AVAILABLE error when none answers."""
+        retriable BROKER_NOT_AVAILABLE error when none answers.
+
+        A refresh of the same topics already under way is shared, not repeated (as Kafka's
+        clients request one metadata update for everyone waiting): a producer retrying 1,000
+        leaderless partitions otherwise sent 1,000 Metadata calls of the whole topic every retry
+        pause, and a broker taking the partitions over answered them instead of taking over."""
+        key = tuple(sorted(set(topics)))
+        shared = self._refreshes.get(key)
+        if shared is None:
+            shared = self._refreshes[key] = asyncio.ensure_future(self._refresh(key))
+            shared.add_done_callback(lambda done: self._forget_refresh(key, done))
+        return await asyncio.shield(shared)
+
+    def _forget_refresh(self, key: tuple[str, ...], done: asyncio.Future[dict[str, common_pb2.Error]]) -> None:
+        if self._refreshes.get(key) is done:
+            del self._refreshes[key]
+        if not done.cancelled():
+            done.exception()  # retrieved: an asker that left must not leave it unreported
+
+    async def _refresh(self, topics: Sequence[str]) -> dict[str, common_pb2.Error]:
         problems = []
         errors: dict[str, common_pb2.Error] | None = None
         for address in self.metadata_sources():
