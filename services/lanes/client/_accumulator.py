@@ -135,25 +135,7 @@ class RecordAccumulator:
         with self.lock:
             if self.closed:
                 raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
-            if self._buffered + size_bytes > self.buffer_limit and self._buffered:
-                return None
-            if key is not None and partition is None and self._keys_by_hash and num_partitions > 0:
-                chosen = (_murmur3(key, 0, False) & 0x7FFFFFFF) % num_partitions  # = partition_for_key
-            else:
-                chosen = self._partitioner.partition(topic, key, num_partitions, partition)
-            self._buffered += size_bytes
-            batch = self.open.get((topic, chosen))
-            if batch is None:
-                batch = self.open[(topic, chosen)] = Batch(topic, chosen, self._clock.monotonic_ms())
-                if (topic, chosen) not in self.sending:  # a busy sender looks at the open batch when done
-                    self._on_loop(self._signals.batch_opened, batch)
-            records = batch.records
-            index = len(records)
-            records.append((index, timestamp, key, value, headers))
-            batch.size_bytes += size_bytes
-            if batch.size_bytes >= self.batch_size:
-                self._close_locked(batch)
-        return RecordFuture(batch.outcome, topic, chosen, index, timestamp)
+            return self._add_locked(topic, value, key, partition, headers, timestamp, size_bytes, num_partitions)
 
     def append_many(  # noqa: PLR0917 - the batch path of send_batch: positional arguments cost least
         self,
@@ -168,44 +150,56 @@ class RecordAccumulator:
         """``append`` for records ``start``.. of ``values`` (with ``keys``, one per value; None:
         keyless), at most ``APPEND_MANY_RECORDS`` under one lock (the sender takes batches in
         between): their futures; none when the buffer is full (the caller waits for room and goes
-        on from there). A value or key that is not bytes (or None)
-        is a TypeError; the records before it are in."""
+        on from there). A value or key that is not bytes (or None) is a TypeError; the records
+        before it are in."""
         futures: list[RecordFuture] = []
-        append_future = futures.append
         with self.lock:
             if self.closed:
                 raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
-            hash_keys = keys is not None and partition is None and self._keys_by_hash and num_partitions > 0
-            buffered, limit, batch_size, opened = self._buffered, self.buffer_limit, self.batch_size, self.open
-            try:
-                for position in range(start, min(len(values), start + APPEND_MANY_RECORDS)):
-                    value = values[position]
-                    key = keys[position] if keys is not None else None
-                    if (value is not None and type(value) is not bytes) or (key is not None and type(key) is not bytes):
-                        raise TypeError(f"record {position}: values and keys are bytes or None; encode them first")
-                    size = (len(value) if value else 0) + (len(key) if key else 0) + RECORD_OVERHEAD_BYTES
-                    if buffered + size > limit and buffered:
-                        break
-                    if hash_keys and key is not None:
-                        chosen = (_murmur3(key, 0, False) & 0x7FFFFFFF) % num_partitions  # = partition_for_key
-                    else:
-                        chosen = self._partitioner.partition(topic, key, num_partitions, partition)
-                    buffered += size
-                    batch = opened.get((topic, chosen))
-                    if batch is None:
-                        batch = opened[(topic, chosen)] = Batch(topic, chosen, self._clock.monotonic_ms())
-                        if (topic, chosen) not in self.sending:
-                            self._on_loop(self._signals.batch_opened, batch)
-                    records = batch.records
-                    index = len(records)
-                    records.append((index, timestamp, key, value, ()))
-                    batch.size_bytes += size
-                    if batch.size_bytes >= batch_size:
-                        self._close_locked(batch)
-                    append_future(RecordFuture(batch.outcome, topic, chosen, index, timestamp))
-            finally:
-                self._buffered = buffered
+            for position in range(start, min(len(values), start + APPEND_MANY_RECORDS)):
+                value = values[position]
+                key = keys[position] if keys is not None else None
+                if (value is not None and type(value) is not bytes) or (key is not None and type(key) is not bytes):
+                    raise TypeError(f"record {position}: values and keys are bytes or None; encode them first")
+                size = (len(value) if value else 0) + (len(key) if key else 0) + RECORD_OVERHEAD_BYTES
+                future = self._add_locked(topic, value, key, partition, (), timestamp, size, num_partitions)
+                if future is None:
+                    break
+                futures.append(future)
         return futures
+
+    def _add_locked(  # noqa: PLR0917 - called once per record: positional arguments cost least
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int | None,
+        headers: tuple[tuple[str, bytes | None], ...],
+        timestamp: int,
+        size_bytes: int,
+        num_partitions: int,
+    ) -> RecordFuture | None:
+        """Pick the record's partition and add it to that partition's open batch (closing the
+        batch once full); None when the buffer has no room for it. The caller holds the lock."""
+        if not self.has_room(size_bytes):
+            return None
+        if key is not None and partition is None and self._keys_by_hash and num_partitions > 0:
+            chosen = (_murmur3(key, 0, False) & 0x7FFFFFFF) % num_partitions  # = partition_for_key
+        else:
+            chosen = self._partitioner.partition(topic, key, num_partitions, partition)
+        self._buffered += size_bytes
+        batch = self.open.get((topic, chosen))
+        if batch is None:
+            batch = self.open[(topic, chosen)] = Batch(topic, chosen, self._clock.monotonic_ms())
+            if (topic, chosen) not in self.sending:  # a busy sender looks at the open batch when done
+                self._on_loop(self._signals.batch_opened, batch)
+        records = batch.records
+        index = len(records)
+        records.append((index, timestamp, key, value, headers))
+        batch.size_bytes += size_bytes
+        if batch.size_bytes >= self.batch_size:
+            self._close_locked(batch)
+        return RecordFuture(batch.outcome, topic, chosen, index, timestamp)
 
     def has_room(self, size: int) -> bool:
         """Whether ``size`` more bytes fit the buffer (a record larger than it fits an empty one);

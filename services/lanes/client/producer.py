@@ -71,6 +71,13 @@ def _check_bytes(what: str, data: object) -> None:
         raise TypeError(f"the record's {what} must be bytes or None, not {type(data).__name__}; encode it first")
 
 
+def _fail_the_rest(
+    futures: list[RecordFuture], total: int, error: LanesError, topic: str, partition: int | None
+) -> None:
+    """The records of a ``send_batch`` not yet in (``futures`` has those that are) fail with ``error``."""
+    futures += [RecordFuture.failed(error, topic, -1 if partition is None else partition)] * (total - len(futures))
+
+
 def _batch_timestamp(
     values: Sequence[bytes | None], keys: Sequence[bytes | None] | None, timestamp: int | None, clock: Clock
 ) -> int:
@@ -264,7 +271,7 @@ class AsyncProducer:
         pairs, stamp, size = self._prepare(value, key, headers, timestamp)
         try:
             count = self._cluster.partition_counts.get(topic) or await self._partition_count(topic)
-            deadline = Deadline(self._max_block_s, self._clock)
+            deadline = self._block_deadline()
             append = self._accumulator.append
             while (future := append(topic, value, key, partition, pairs, stamp, size, count)) is None:
                 if not await self._accumulator.wait_for_room(deadline):
@@ -286,23 +293,19 @@ class AsyncProducer:
         their futures, in order. One call to the accumulator per run of records that fits the
         buffer, no Python call per record: the producer's batch path (issue #39). While the
         buffer is full it waits for room: ``max_block_ms`` without a record getting in, and the
-        records not yet in fail with RequestTimedOutError. A value or key that is not bytes raises TypeError
-        (the records before it are sent)."""
+        records not yet in fail with RequestTimedOutError. A value or key that is not bytes
+        raises TypeError (the records before it are sent)."""
         self._bind_loop()
         stamp = _batch_timestamp(values, keys, timestamp, self._clock)
         futures: list[RecordFuture] = []
         try:
             count = self._cluster.partition_counts.get(topic) or await self._partition_count(topic)
-            deadline, waited_at = Deadline(self._max_block_s, self._clock), 0
-            while not self._append_batch(topic, values, keys, partition, stamp, count, futures):
-                if len(futures) > waited_at:  # records went in since the last wait: a new max_block_ms
-                    deadline, waited_at = Deadline(self._max_block_s, self._clock), len(futures)
+            deadline = None
+            while deadline := self._append_batch(topic, values, keys, partition, stamp, count, futures, deadline):
                 if not await self._accumulator.wait_for_room(deadline):
                     raise self._buffer_full()
         except LanesError as exc:
-            futures += [RecordFuture.failed(exc, topic, -1 if partition is None else partition)] * (
-                len(values) - len(futures)
-            )
+            _fail_the_rest(futures, len(values), exc, topic, partition)
         return futures
 
     def send_batch_blocking(
@@ -318,19 +321,15 @@ class AsyncProducer:
         futures: list[RecordFuture] = []
         try:
             count = self._cluster.partition_counts.get(topic) or _loop.run(self._partition_count(topic))
-            deadline, waited_at = Deadline(self._max_block_s, self._clock), 0
-            while not self._append_batch(topic, values, keys, partition, stamp, count, futures):
-                if len(futures) > waited_at:  # records went in since the last wait: a new max_block_ms
-                    deadline, waited_at = Deadline(self._max_block_s, self._clock), len(futures)
+            deadline = None
+            while deadline := self._append_batch(topic, values, keys, partition, stamp, count, futures, deadline):
                 if threading.get_ident() == self._loop_thread:  # only the loop frees room
                     raise self._buffer_full()
                 room = len(values[len(futures)] or b"") + RECORD_OVERHEAD_BYTES
                 if not self._accumulator.wait_for_room_blocking(room, deadline):
                     raise self._buffer_full()
         except LanesError as exc:
-            futures += [RecordFuture.failed(exc, topic, -1 if partition is None else partition)] * (
-                len(values) - len(futures)
-            )
+            _fail_the_rest(futures, len(values), exc, topic, partition)
         return futures
 
     def _append_batch(  # noqa: PLR0917 - shared by both send_batch paths
@@ -342,16 +341,21 @@ class AsyncProducer:
         stamp: int,
         count: int,
         futures: list[RecordFuture],
-    ) -> bool:
-        """Append the records after ``futures``' to the accumulator, adding their futures; whether
-        all are in (else the buffer is full: wait for room and call again)."""
-        append_many = self._accumulator.append_many
+        deadline: Deadline | None,
+    ) -> Deadline | None:
+        """Append the records after ``futures``' to the accumulator, adding their futures. None
+        when all are in; else the buffer is full and the caller waits for room until the deadline
+        returned: ``deadline`` again, or a new ``max_block_ms`` when records went in since it."""
+        before = len(futures)
         while len(futures) < len(values):
-            added = append_many(topic, values, keys, partition, stamp, count, len(futures))
+            added = self._accumulator.append_many(topic, values, keys, partition, stamp, count, len(futures))
             if not added:
-                return False
+                return deadline if deadline is not None and len(futures) == before else self._block_deadline()
             futures += added
-        return True
+        return None
+
+    def _block_deadline(self) -> Deadline:
+        return Deadline(self._max_block_s, self._clock)
 
     def _buffer_full(self) -> LanesError:
         return RequestTimedOutError(
@@ -377,7 +381,7 @@ class AsyncProducer:
         pairs, stamp, size = self._prepare(value, key, headers, timestamp)
         try:
             count = self._cluster.partition_counts.get(topic) or _loop.run(self._partition_count(topic))
-            deadline = Deadline(self._max_block_s, self._clock)
+            deadline = self._block_deadline()
             append = self._accumulator.append
             while (future := append(topic, value, key, partition, pairs, stamp, size, count)) is None:
                 if threading.get_ident() == self._loop_thread:  # only the loop frees room
