@@ -26,7 +26,6 @@ import asyncio
 import json
 import os
 import random
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -43,7 +42,7 @@ from lanes.local.cluster import LocalCluster
 from tests.integration.processes import consecutive_free_ports, free_port
 from tests.perf.peers import scaling
 from tests.perf.peers.kafka import start_kafka
-from tests.perf.peers.servers import Server, wait_for_port
+from tests.perf.peers.servers import Server, launch, wait_for_port
 from tests.perf.test_idle_brokers import cpu_seconds
 
 PARTITIONS = [int(n) for n in os.environ.get("LANES_SCALE_PARTITIONS", "100,1000,10000").split(",")]
@@ -73,6 +72,15 @@ def idle_cpu_percent(pid: int, seconds: float) -> float:
 def topic_sizes(partitions: int) -> list[int]:
     """``partitions`` split into topics of at most ``PER_TOPIC``."""
     return [min(PER_TOPIC, partitions - start) for start in range(0, partitions, PER_TOPIC)]
+
+
+def keyed_plan(topics: dict[str, int], records: int) -> list[tuple[str, bytes]]:
+    """(topic, key) per record, spread at random (a fixed seed) over ``topics`` and at least as
+    many keys as partitions: the same sends for both systems."""
+    names = list(topics)
+    keys = [f"key-{i}".encode() for i in range(max(1000, sum(topics.values())))]
+    rng = random.Random(39)
+    return [(names[rng.randrange(len(names))], keys[rng.randrange(len(keys))]) for _ in range(records)]
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 600) -> float:
@@ -126,11 +134,7 @@ class LanesSystem:
             return False
 
     def produce_keyed(self, topics: dict[str, int], records: int) -> float:
-        names = list(topics)
-        keys = [f"key-{i}".encode() for i in range(max(1000, sum(topics.values())))]
-        value = b"v" * 100
-        rng = random.Random(39)
-        plan = [(names[rng.randrange(len(names))], keys[rng.randrange(len(keys))]) for _ in range(records)]
+        plan, value = keyed_plan(topics, records), b"v" * 100
         with lanes.Producer(self.bootstrap, acks="1") as producer:
             began = time.perf_counter()
             for topic, key in plan:
@@ -179,11 +183,7 @@ class KafkaSystem:
         return not left and not failed
 
     def produce_keyed(self, topics: dict[str, int], records: int) -> float:
-        names = list(topics)
-        keys = [f"key-{i}".encode() for i in range(max(1000, sum(topics.values())))]
-        value = b"v" * 100
-        rng = random.Random(39)
-        plan = [(names[rng.randrange(len(names))], keys[rng.randrange(len(keys))]) for _ in range(records)]
+        plan, value = keyed_plan(topics, records), b"v" * 100
         producer = confluent_kafka.Producer({"bootstrap.servers": self.bootstrap, "acks": "1", "linger.ms": 5,
                                              "batch.size": 65536, "enable.idempotence": False})  # fmt: skip
         began = time.perf_counter()
@@ -210,9 +210,8 @@ class KafkaSystem:
 
 def start_kafka_again(server: Server) -> Server:
     """The same node started again on its data directory (formatted once already)."""
-    with open(server.data_dir / "server.log", "ab") as log:
-        process = subprocess.Popen(server.process.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    return wait_for_port(Server(server.name, process, server.port, server.data_dir), timeout_s=600)
+    command = [str(argument) for argument in server.process.args]
+    return wait_for_port(launch(server.name, command, server.port, server.data_dir), timeout_s=600)
 
 
 @contextmanager

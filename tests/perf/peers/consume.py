@@ -5,7 +5,8 @@ group is not measured: it is a one-off cost that differs in kind between systems
 acknowledgement of the last one, and raises unless exactly ``records`` records arrived.
 
 - Lanes: ``lanes.Consumer(group_id=...)`` subscribed to the topic, ``max_poll_records`` =
-  ``BATCH_RECORDS``, an asynchronous commit after every poll, a synchronous one at the end;
+  ``BATCH_RECORDS``, an asynchronous commit after every poll but the last, whose commit is
+  synchronous;
 - Redis: XREADGROUP COUNT ``BATCH_RECORDS`` then one XACK with the batch's ids;
 - JetStream: a durable pull consumer with ``AckPolicy.ALL``, ``fetch(BATCH_RECORDS)``, the last
   message of each batch acknowledged (which acknowledges the batch), the final one synchronously;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import confluent_kafka
 import nats
@@ -35,8 +37,28 @@ def _check(system: str, received: int, records: int) -> None:
         raise RuntimeError(f"{system} consumer received {received:,} records, expected {records:,}")
 
 
+def _read_timed(poll: Callable[[], int], records: int, acknowledge: Callable[[bool], None]) -> tuple[int, float]:
+    """``poll()`` (how many records it brought) until ``records`` arrived, or none did for
+    ``_IDLE_TIMEOUT_S``; ``acknowledge(last)`` after each batch (``last``: the final one). The
+    records received, and the seconds from the first delivered to the last acknowledgement."""
+    received, started, last_seen = 0, 0.0, time.monotonic()
+    while received < records:
+        count = poll()
+        if not count:
+            if time.monotonic() - last_seen > _IDLE_TIMEOUT_S:
+                break
+            continue
+        if not received:
+            started = time.perf_counter()
+        last_seen = time.monotonic()
+        received += count
+        acknowledge(received >= records)
+    return received, time.perf_counter() - started
+
+
 def lanes_consume(bootstrap: str, topic: str, records: int, group: str) -> float:
-    """A group consumer from the earliest offset, committing after every poll."""
+    """A group consumer from the earliest offset, committing after every poll (the last commit
+    waits for its answer)."""
     with lanes.Consumer(
         bootstrap,
         group_id=group,
@@ -45,20 +67,11 @@ def lanes_consume(bootstrap: str, topic: str, records: int, group: str) -> float
         max_poll_records=BATCH_RECORDS,
     ) as consumer:
         consumer.subscribe([topic])
-        received, started, last_seen = 0, 0.0, time.monotonic()
-        while received < records:
-            batch = consumer.poll(timeout_ms=1000)
-            if not batch:
-                if time.monotonic() - last_seen > _IDLE_TIMEOUT_S:
-                    break
-                continue
-            if not received:
-                started = time.perf_counter()
-            last_seen = time.monotonic()
-            received += len(batch)
-            consumer.commit(asynchronous=True)
-        consumer.commit()
-        elapsed = time.perf_counter() - started
+        received, elapsed = _read_timed(
+            lambda: len(consumer.poll(timeout_ms=1000)),
+            records,
+            lambda last: consumer.commit(asynchronous=not last),
+        )
     _check("lanes", received, records)
     return elapsed
 
@@ -73,24 +86,17 @@ def kafka_consume(bootstrap: str, topic: str, records: int, group: str) -> float
             "enable.auto.commit": False,
         }
     )
+
+    def poll() -> int:
+        batch = consumer.consume(BATCH_RECORDS, 1.0)
+        errors = [message.error() for message in batch if message.error() is not None]
+        if errors:
+            raise RuntimeError(f"kafka consumer: {errors[0]}")
+        return len(batch)
+
     try:
         consumer.subscribe([topic])
-        received, started, last_seen = 0, 0.0, time.monotonic()
-        while received < records:
-            batch = consumer.consume(BATCH_RECORDS, 1.0)
-            if not batch:
-                if time.monotonic() - last_seen > _IDLE_TIMEOUT_S:
-                    break
-                continue
-            if not received:
-                started = time.perf_counter()
-            last_seen = time.monotonic()
-            errors = [message.error() for message in batch if message.error() is not None]
-            if errors:
-                raise RuntimeError(f"kafka consumer: {errors[0]}")
-            received += len(batch)
-            consumer.commit(asynchronous=received < records)  # the last one waits for its answer
-        elapsed = time.perf_counter() - started
+        received, elapsed = _read_timed(poll, records, lambda last: consumer.commit(asynchronous=not last))
     finally:
         consumer.close()
     _check("kafka", received, records)

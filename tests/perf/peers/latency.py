@@ -26,7 +26,8 @@ import math
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import confluent_kafka
@@ -108,33 +109,49 @@ def _run_schedule(schedule: _Schedule, send_tick: Callable[[range], None]) -> No
         send_tick(schedule.tick_records(first))
 
 
-def lanes_latency(
-    bootstrap: str, topic: str, rate_per_s: int, seconds: float, value_bytes: int, *, acks: str
-) -> Latencies:
-    schedule = _Schedule(rate_per_s, seconds, value_bytes)
-    stop = threading.Event()
-    ready = threading.Event()
+@contextmanager
+def _reading(schedule: _Schedule, read: Callable[[Callable[[], None], Callable[[], bool]], None]) -> Iterator[None]:
+    """``read(ready, reading)`` on a thread of its own: it places its consumer at the partition's
+    end, calls ``ready()``, then reads while ``reading()``. The block runs once it is ready (its
+    failure raised instead); afterwards the reader is stopped and joined."""
+    stop, ready = threading.Event(), threading.Event()
     failures: list[BaseException] = []
 
-    def consume() -> None:
+    def run() -> None:
         try:
-            with lanes.Consumer(bootstrap, fetch_max_wait_ms=100) as consumer:
-                consumer.assign([lanes.TopicPartition(topic, 0)])
-                consumer.seek_to_end()
-                consumer.position(lanes.TopicPartition(topic, 0))
-                ready.set()
-                while not stop.is_set() and not schedule.all_seen.is_set():
-                    schedule.on_seen([record.value for record in consumer.poll(timeout_ms=100) if record.value])
+            read(ready.set, lambda: not stop.is_set() and not schedule.all_seen.is_set())
         except BaseException as exc:
             failures.append(exc)
+        finally:
             ready.set()
 
-    reader = threading.Thread(target=consume, name="latency-consumer")
+    reader = threading.Thread(target=run, name="latency-consumer")
     reader.start()
     try:
         ready.wait(30)
         if failures:
             raise RuntimeError(f"the latency consumer failed: {failures[0]!r}") from failures[0]
+        yield
+    finally:
+        stop.set()
+        reader.join()
+
+
+def lanes_latency(
+    bootstrap: str, topic: str, rate_per_s: int, seconds: float, value_bytes: int, *, acks: str
+) -> Latencies:
+    schedule = _Schedule(rate_per_s, seconds, value_bytes)
+
+    def read(ready: Callable[[], None], reading: Callable[[], bool]) -> None:
+        with lanes.Consumer(bootstrap, fetch_max_wait_ms=100) as consumer:
+            consumer.assign([lanes.TopicPartition(topic, 0)])
+            consumer.seek_to_end()
+            consumer.position(lanes.TopicPartition(topic, 0))
+            ready()
+            while reading():
+                schedule.on_seen([record.value for record in consumer.poll(timeout_ms=100) if record.value])
+
+    with _reading(schedule, read):
         with lanes.Producer(bootstrap, acks=acks, enable_idempotence=acks == "all", linger_ms=0) as producer:
             producer.send(topic, schedule.value(-1)).result(timeout=30)  # warm: metadata, producer id
 
@@ -146,9 +163,6 @@ def lanes_latency(
 
             _run_schedule(schedule, send_tick)
         schedule.all_seen.wait(_DRAIN_TIMEOUT_S)
-    finally:
-        stop.set()
-        reader.join()
     return schedule.result()
 
 
@@ -156,15 +170,12 @@ def kafka_latency(
     bootstrap: str, topic: str, rate_per_s: int, seconds: float, value_bytes: int, *, acks: str
 ) -> Latencies:
     schedule = _Schedule(rate_per_s, seconds, value_bytes)
-    stop = threading.Event()
-    ready = threading.Event()
-    failures: list[BaseException] = []
 
-    def consume() -> None:
+    def read(ready: Callable[[], None], reading: Callable[[], bool]) -> None:
+        consumer = confluent_kafka.Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"latency-{topic}", "enable.auto.commit": False}
+        )
         try:
-            consumer = confluent_kafka.Consumer(
-                {"bootstrap.servers": bootstrap, "group.id": f"latency-{topic}", "enable.auto.commit": False}
-            )
             deadline = time.monotonic() + 30
             while True:  # a topic just created reaches every node's metadata a moment later
                 try:
@@ -175,52 +186,44 @@ def kafka_latency(
                         raise
                     time.sleep(0.1)
             consumer.assign([confluent_kafka.TopicPartition(topic, 0, end)])  # at the end, resolved now
-            ready.set()
-            while not stop.is_set() and not schedule.all_seen.is_set():
+            ready()
+            while reading():
                 # poll returns as soon as a record is there (consume(n) waits for n or its timeout),
                 # then whatever else is there joins it
                 first = consumer.poll(0.1)
-                if first is None:
-                    continue
-                batch = [first, *consumer.consume(1000, 0)]
-                schedule.on_seen([m.value() for m in batch if m.error() is None and m.value()])
+                if first is not None:
+                    batch = [first, *consumer.consume(1000, 0)]
+                    schedule.on_seen([m.value() for m in batch if m.error() is None and m.value()])
+        finally:
             consumer.close()
-        except BaseException as exc:
-            failures.append(exc)
-            ready.set()
 
-    reader = threading.Thread(target=consume, name="latency-consumer")
-    reader.start()
     producer = kafka_producer(bootstrap, acks=acks, **{"linger.ms": 0})
+    reporting = threading.Event()
 
-    def serve_reports() -> None:
-        while not stop.is_set():
+    def serve_reports() -> None:  # librdkafka calls back only from poll
+        while not reporting.is_set():
             producer.poll(0.05)
 
     reports = threading.Thread(target=serve_reports, name="kafka-delivery-reports")
-    try:
-        ready.wait(30)
-        if failures:
-            raise RuntimeError(f"the latency consumer failed: {failures[0]!r}") from failures[0]
+    with _reading(schedule, read):
         producer.produce(topic, schedule.value(-1))
         producer.flush(30)  # warm: metadata, producer id
         reports.start()
+        try:
 
-        def send_tick(sequences: range) -> None:
-            for sequence in sequences:
-                producer.produce(
-                    topic,
-                    schedule.value(sequence),
-                    on_delivery=lambda error, _m, sequence=sequence: error is None and schedule.on_ack(sequence),
-                )
+            def send_tick(sequences: range) -> None:
+                for sequence in sequences:
+                    producer.produce(
+                        topic,
+                        schedule.value(sequence),
+                        on_delivery=lambda error, _m, sequence=sequence: error is None and schedule.on_ack(sequence),
+                    )
 
-        _run_schedule(schedule, send_tick)
-        schedule.all_seen.wait(_DRAIN_TIMEOUT_S)
-        producer.flush(30)
-    finally:
-        stop.set()
-        reader.join()
-        if reports.is_alive():
+            _run_schedule(schedule, send_tick)
+            schedule.all_seen.wait(_DRAIN_TIMEOUT_S)
+            producer.flush(30)
+        finally:
+            reporting.set()
             reports.join()
     return schedule.result()
 
