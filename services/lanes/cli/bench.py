@@ -123,16 +123,18 @@ def produce(options: argparse.Namespace) -> int:
     interval_s = 1 / options.throughput if options.throughput > 0 else 0.0
     try:
         send, topic, sampling = producer.send, options.topic, stats.sampling
-        for chunk_start in range(0, records, 1000):  # the clock and the schedule are looked at per chunk
+        # the clock and the schedule are looked at per chunk: 1,000 records, or 10 ms of a throttled rate
+        chunk = min(1000, max(1, options.throughput // 100)) if interval_s else 1000
+        for chunk_start in range(0, records, chunk):
             if interval_s:  # Kafka's throttler: sleep back onto the schedule
                 ahead_s = started + chunk_start * interval_s - time.perf_counter()
                 if ahead_s > 0:
                     time.sleep(ahead_s)
-            for index in range(chunk_start, min(chunk_start + 1000, records)):
+            for index in range(chunk_start, min(chunk_start + chunk, records)):
                 future = send(topic, value, keys[index % len(keys)] if keys else None)
                 if index % sampling == 0:
                     future.add_done_callback(stats.sampled(time.perf_counter()))
-            window_sent += min(1000, records - chunk_start)
+            window_sent += min(chunk, records - chunk_start)
             now = time.perf_counter()
             if now - window_start >= REPORT_INTERVAL_S:
                 with stats.lock:
