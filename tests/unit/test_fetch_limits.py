@@ -6,12 +6,13 @@ every append; issue #35: waiting fetches held the whole budget and starved other
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lanes.broker.batched_reads import SharedReads
+from lanes.broker.batched_reads import BatchedReads, LoopReads, NotLightError, SharedReads
 from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_limits import MAX_WAIT_MS_CAP, FetchLimits, FetchMemory
 from lanes.broker.partition import Partition
@@ -193,3 +194,43 @@ async def _keyed_signals() -> None:
         signals.notify_all()
         assert await waiter
     assert signals.waiting_keys() == 0
+
+
+def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a_trip(tmp_path: Path) -> None:
+    """Decision 0042: a fetch at a recent append's end is measured and read on the event loop;
+    one that is not is run again from the start off the loop, and answers the same as if it had
+    gone there at once (a half-done run on the loop leaves nothing behind)."""
+    partition = open_partition(tmp_path)
+    lead(partition, 1)
+    fill(partition, end=40)  # 10 batches of 4
+    partition.log.update_high_watermark(partition.log.log_end_offset)
+
+    def answered(offset: int, reads: Any) -> tuple[int, bytes]:
+        fetch = ConsumerFetch(fetch_request(offset), default_partition_max_bytes=1 << 20)
+        fetch.measure(lambda *_: partition, reads)
+        read = fetch.read(lambda *_: partition, 1 << 20, reads)
+        return read, fetch.answer()[0].topics[0].partitions[0].records
+
+    caught_up = 36  # the start of the last batch: where the append before it ended
+    assert answered(caught_up, LoopReads()) == answered(caught_up, SharedReads())
+    with pytest.raises(NotLightError):
+        answered(2, LoopReads())  # inside a batch: an index lookup and a scan of headers
+
+    async def both_ways() -> list[tuple[int, bytes]]:
+        reads = BatchedReads()
+        fetch = ConsumerFetch(fetch_request(0), default_partition_max_bytes=1 << 20)
+        await reads.run(lambda shared: fetch.measure(lambda *_: partition, shared), light=True)
+        assert fetch.available_bytes() > 0
+        results = []
+        for then in (None, 0):  # the second reads its first slot on the loop, meets the second, reads both again
+            fetch = ConsumerFetch(fetch_request(caught_up), default_partition_max_bytes=1 << 20)
+            if then is not None:
+                fetch.slots.append(ConsumerFetch(fetch_request(then), 1 << 20).slots[0])
+            read = await reads.run(partial(fetch.read, lambda *_: partition, 1 << 20), light=True)
+            results.append((read, b"".join(slot.records for slot in fetch.slots)))
+        return results
+
+    (light_read, light_bytes), (mixed_read, mixed_bytes) = asyncio.run(both_ways())
+    assert light_read == len(light_bytes) > 0
+    assert mixed_read == len(mixed_bytes), "the run on the loop left no bytes counted twice"
+    assert mixed_bytes == answered(caught_up, SharedReads())[1] + answered(0, SharedReads())[1]

@@ -419,3 +419,53 @@ def test_append_is_light_foretells_exactly_the_appends_that_roll_or_fsync(
         heavy_seen += not light
     assert light_seen > 0
     assert heavy_seen > 0
+
+
+def test_a_light_read_answers_what_the_waiting_read_answers_or_nothing(tmp_path: Path) -> None:
+    """Decision 0042: the broker reads on its event loop only when the read is light (from a
+    recent append's end, in the active segment, the log's lock free); a light read must return
+    exactly what the read that waits returns, and decline everything else."""
+    import random  # noqa: PLC0415 - this test's only use
+
+    rng = random.Random(42)
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_bytes=3_000), clock=clock)
+    ends = [0]
+    light_seen = declined = 0
+    for _ in range(200):
+        clock.advance(10)
+        log.append_as_leader(producer_batch([b"v" * rng.randrange(1, 200)] * rng.randrange(1, 4), clock.now_ms()), 0)
+        ends.append(log.log_end_offset)
+        log.update_high_watermark(ends[-1 - rng.randrange(0, 2)] if len(ends) > 2 else log.log_end_offset)
+        recent = ends[-1 - rng.randrange(0, 3)]
+        offset = rng.choice([recent, rng.choice(ends), rng.randrange(0, log.log_end_offset + 1)])
+        max_bytes = rng.choice([1, 300, 1 << 16])
+        light = log.read(offset, max_bytes, upper_bound_offset=log.high_watermark, wait=False)
+        if light is None:
+            declined += 1
+            continue
+        light_seen += 1
+        assert offset in ends
+        assert offset >= log.active_segment_base_offset
+        assert light == log.read(offset, max_bytes, upper_bound_offset=log.high_watermark)
+        assert log.recent_position(offset) is not None
+    assert light_seen > 20
+    assert declined > 20
+    assert log.read(ends[-1], 1 << 16, wait=False) is not None
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold_the_log() -> None:
+        with log._lock:  # another thread inside the log (an append, a roll's fsync)
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_the_log)
+    holder.start()
+    held.wait(10)
+    try:
+        assert log.read(ends[-1], 1 << 16, wait=False) is None, "the event loop never waits for a thread"
+    finally:
+        release.set()
+        holder.join()
+    log.close()

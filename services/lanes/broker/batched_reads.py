@@ -12,6 +12,11 @@ between them instead of after all of them.
 A shared read is safe: the bytes below a high-water mark never change while a trip runs (only
 records above it are ever truncated), and a trip's reads are all bounded by the mark.
 
+A job run ``light`` is first tried on the event loop with ``LoopReads``: reads and positions that
+need neither the wait for a log's lock nor an index lookup (a consumer caught up at the end of a
+log: one ``pread`` of what was just appended, decision 0042). When one would, the job is run again,
+from the start, in the next trip: such jobs must be safe to run again.
+
 Owned by the broker's event loop; jobs run in a worker thread, one after another.
 """
 
@@ -20,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from lanes.runtime.quotas.loop_time import service_task
 from lanes.storage.log import PartitionLog, ReadResult
@@ -32,6 +37,41 @@ T = TypeVar("T")
 MAX_JOBS_PER_TRIP = 512
 #: results handed over per turn of the event loop
 RESULTS_PER_TURN = 16
+
+
+class Reads(Protocol):
+    """How a job reads logs: ``PartitionLog.read`` and ``PartitionLog.position``."""
+
+    def read(
+        self, log: PartitionLog, offset: int, max_bytes: int, upper_bound_offset: int | None, min_one_batch: bool
+    ) -> ReadResult: ...
+
+    def position(self, log: PartitionLog, offset: int) -> LogPosition: ...
+
+
+class NotLightError(Exception):
+    """A read on the event loop would wait for a lock or look into an index."""
+
+
+class LoopReads:
+    """Reads on the event loop: only light ones (``PartitionLog.read(wait=False)``,
+    ``PartitionLog.recent_position``); any other raises ``NotLightError``."""
+
+    def read(
+        self, log: PartitionLog, offset: int, max_bytes: int, upper_bound_offset: int | None, min_one_batch: bool
+    ) -> ReadResult:
+        found = log.read(
+            offset, max_bytes, upper_bound_offset=upper_bound_offset, min_one_batch=min_one_batch, wait=False
+        )
+        if found is None:
+            raise NotLightError
+        return found
+
+    def position(self, log: PartitionLog, offset: int) -> LogPosition:
+        found = log.recent_position(offset)
+        if found is None:
+            raise NotLightError
+        return found
 
 
 class SharedReads:
@@ -62,7 +102,7 @@ class SharedReads:
         return found
 
 
-Job = Callable[[SharedReads], Any]
+Job = Callable[[Reads], Any]
 
 
 class BatchedReads:
@@ -75,8 +115,14 @@ class BatchedReads:
         self._done: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
         self._handing_over: asyncio.Task[None] | None = None
 
-    async def run(self, job: Callable[[SharedReads], T]) -> T:
-        """``job(shared)``'s result (or exception), run in the next trip."""
+    async def run(self, job: Callable[[Reads], T], *, light: bool = False) -> T:
+        """``job(reads)``'s result (or exception), run in the next trip; ``light``: tried on the
+        loop first (see the module docstring)."""
+        if light:
+            try:
+                return job(LoopReads())
+            except NotLightError:
+                pass  # run again, whole, off the loop
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._pending.append((job, future))

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from lanes.broker.batched_reads import BatchedReads, SharedReads
+from lanes.broker.batched_reads import BatchedReads, Reads
 from lanes.broker.fetch_limits import FetchLimits, FetchMemory
 from lanes.broker.partition import Partition
 from lanes.broker.purgatory import Purgatory
@@ -39,6 +39,9 @@ from lanes.runtime.broadcast import Broadcast
 from lanes.storage.positions import LogPosition
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2
+
+#: A fetch granted at most this many bytes tries to read on the event loop (decision 0042)
+INLINE_READ_BYTES = 64 * 1024
 
 #: The partition a fetch may read ``key`` from, or the error to answer: given the key, the
 #: consumer's leader epoch and the offset it reads next.
@@ -94,9 +97,10 @@ class ConsumerFetch:
     # -----------------------------------------------------------------------------------------
     # measuring (what a read would return, without reading)
 
-    def measure(self, resolve: Resolve, shared: SharedReads) -> None:
+    def measure(self, resolve: Resolve, shared: Reads) -> None:
         """Where each partition's offset is and how many bytes lie between it and the high-water
-        mark (a worker thread: index lookups)."""
+        mark (index lookups: a worker thread, unless ``shared`` reads on the loop). Safe to run
+        again: each run measures every partition anew."""
         for slot in self.slots:
             led = self._resolved(slot, resolve)
             if led is None:
@@ -143,10 +147,15 @@ class ConsumerFetch:
     # -----------------------------------------------------------------------------------------
     # reading and answering
 
-    def read(self, resolve: Resolve, max_bytes: int, shared: SharedReads) -> int:
+    def read(self, resolve: Resolve, max_bytes: int, shared: Reads) -> int:
         """Read each partition from its offset, at most ``max_bytes`` in all (the first batch of
         the whole fetch even when larger, so a consumer always makes progress); the bytes read.
-        A worker thread."""
+        A worker thread, unless ``shared`` reads on the loop. Safe to run again: each run starts
+        from nothing read."""
+        self.read_bytes = 0
+        for slot in self.slots:
+            if not slot.closed:
+                slot.records, slot.records_count = b"", 0
         for slot in self.slots:
             led = self._resolved(slot, resolve)
             if led is None:
@@ -241,7 +250,7 @@ class ConsumerFetches:
         deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the waits below
         ticket = purgatory.watch(fetch.keys, consumer=True)  # before measuring: a move meanwhile wakes us
         try:
-            await self.reads.run(lambda shared: fetch.measure(resolve, shared))
+            await self.reads.run(lambda shared: fetch.measure(resolve, shared), light=True)
             while not fetch.satisfied(limits.min_bytes) and not deadline.expired():
                 await ticket.wait(deadline.remaining_s())
                 ticket.close()
@@ -280,7 +289,9 @@ class ConsumerFetches:
             await Broadcast.wait(freed, deadline.remaining_s())
         read = 0
         try:
-            read = await self.reads.run(lambda shared: fetch.read(resolve, granted, shared))
+            read = await self.reads.run(
+                lambda shared: fetch.read(resolve, granted, shared), light=granted <= INLINE_READ_BYTES
+            )
         finally:
             self._memory.settle(granted, read, holder)
             if read < granted:

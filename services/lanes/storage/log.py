@@ -541,6 +541,12 @@ class PartitionLog:
     # -----------------------------------------------------------------------------------------
     # reads
 
+    @overload
+    def read(
+        self, offset: int, max_bytes: int, *, upper_bound_offset: int | None = None, min_one_batch: bool = True
+    ) -> ReadResult: ...
+
+    @overload
     def read(
         self,
         offset: int,
@@ -548,13 +554,32 @@ class PartitionLog:
         *,
         upper_bound_offset: int | None = None,
         min_one_batch: bool = True,
-    ) -> ReadResult:
+        wait: bool,
+    ) -> ReadResult | None: ...
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        upper_bound_offset: int | None = None,
+        min_one_batch: bool = True,
+        wait: bool = True,
+    ) -> ReadResult | None:
         """Whole batches from the one containing ``offset`` (it may start before ``offset``).
 
         At most ``max_bytes`` unless the first batch alone is larger (then it alone, when
         ``min_one_batch``); only batches whose last offset is below ``upper_bound_offset`` (the
         high-water mark). OffsetOutOfRangeError outside [log start, log end].
+
+        With ``wait=False`` (the broker's event loop): None, nothing read, unless the read is
+        light: ``offset`` is where a recent append ended, in the active segment (its position is
+        known: no index lookup, no scan of batch headers), and no other thread holds the log.
+        What it reads then is one ``pread`` from the end of the active segment, as a rule still
+        in the page cache.
         """
+        if not wait:
+            return self._read_light(offset, max_bytes, upper_bound_offset, min_one_batch)
         with self._lock:
             self._check_open()
             if not self._log_start_offset <= offset <= self._log_end_offset:
@@ -570,6 +595,30 @@ class PartitionLog:
                 if upper_bound_offset is not None and segment.next_offset >= upper_bound_offset:
                     break
             return ReadResult(b"", offset, self._log_start_offset, self._log_end_offset)
+
+    def _read_light(
+        self, offset: int, max_bytes: int, upper_bound_offset: int | None, min_one_batch: bool
+    ) -> ReadResult | None:
+        start = self._recent_ends.find(offset)
+        if start is None or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self._closed or start.segment is not self._segments[-1]:
+                return None
+            if not self._log_start_offset <= offset <= self._log_end_offset:
+                return None  # (the read that waits says why)
+            data, next_offset, records = start.segment.read(
+                offset, max_bytes, upper_bound_offset, min_one_batch, position=start.position
+            )
+            return ReadResult(data, next_offset, self._log_start_offset, self._log_end_offset, records)
+        finally:
+            self._lock.release()
+
+    def recent_position(self, offset: int) -> LogPosition | None:
+        """Where ``offset`` is when a recent append ended there (a consumer or follower caught
+        up), without the lock and without I/O, so on an event loop; None otherwise (``position``
+        finds it)."""
+        return self._recent_ends.find(offset)
 
     def position(self, offset: int) -> LogPosition:
         """Where a read from ``offset`` starts (the batch holding it; the log end's segment end

@@ -215,15 +215,23 @@ class LogSegment:
         return self.size_bytes
 
     def read(
-        self, offset: int, max_bytes: int, upper_bound_offset: int | None, min_one_batch: bool
+        self,
+        offset: int,
+        max_bytes: int,
+        upper_bound_offset: int | None,
+        min_one_batch: bool,
+        position: int | None = None,
     ) -> tuple[bytes, int, int]:
         """Whole batches from the one containing ``offset``: at most ``max_bytes`` (except one
         batch when ``min_one_batch``), only batches ending below ``upper_bound_offset``.
+        ``position``: where that batch starts, when the caller knows it (else the index and the
+        batch headers tell).
 
         Returns the bytes, the offset after the last batch returned (``offset`` if none) and the
         records in those batches (from their headers).
         """
-        position = self.position_of(offset)
+        if position is None:
+            position = self.position_of(offset)
         available = self.size_bytes - position
         if available <= 0:
             return b"", offset, 0
