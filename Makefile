@@ -6,6 +6,7 @@
 #   make proto   regenerate services/lanes/v1 from proto/lanes/v1
 #   make bench   run the benchmarks in tests/perf and print results (never part of make test)
 #   make up      install and run the local cluster (lanes up: a controller and 3 brokers) until Ctrl-C
+#   make demo    install Spark and run the seeds' trading pipeline with a live summary until Ctrl-C
 #   make images  build the lanes and lanes-spark images with podman (LOCAL_BASE=1: bases made here
 #                from Debian packages; IMAGE_REPOSITORY, IMAGE_TAG, PUSH=1: docs/kubernetes.md#images)
 #   make test-node  a one-node Kubernetes cluster here and the chart on it (root, not in make test)
@@ -28,7 +29,7 @@ STAMP  := $(VENV)/.stamp
 # What an install depends on: the project metadata and the C fast path it compiles.
 INSTALL_INPUTS := pyproject.toml services/lanes/protocol/_records_c.c
 
-.PHONY: test pytest lint proto bench up clean images test-deps test-node container-tools
+.PHONY: test pytest lint proto bench up demo clean images test-deps test-node container-tools
 
 $(PY):
 	tools/ensure-build-deps.sh $(PYTHON)
@@ -37,7 +38,7 @@ $(PY):
 
 $(STAMP)-dev: $(INSTALL_INPUTS) | $(PY)
 	$(PY) -m pip install --quiet -e ".[dev]"
-	@touch $@ $(STAMP)-run
+	@touch $@ $(STAMP)-run $(STAMP)-demo
 
 $(STAMP)-run: $(INSTALL_INPUTS) | $(PY)
 	$(PY) -m pip install --quiet -e .
@@ -105,6 +106,16 @@ images: container-tools
 
 up: $(STAMP)-run
 	$(BIN)/lanes up
+
+# The seeds' trading pipeline (docs/demo.md): the spark extra and a Java runtime, then the demo on
+# the cluster of ./.lanes (started in the background when none runs; lanes down stops it).
+$(STAMP)-demo: $(INSTALL_INPUTS) | $(PY)
+	$(PY) -m pip install --quiet -e ".[spark]"
+	@touch $@ $(STAMP)-run
+
+demo: $(STAMP)-demo
+	tools/ensure-debian-packages.sh "the demo's Spark jobs" java=default-jre-headless
+	$(BIN)/lanes demo trading
 
 clean:
 	rm -rf $(VENV) build *.egg-info services/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -20,48 +20,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from lanes_spark.trading import job_arguments, read_prices, run_job, trades, write_records
-
-
-def candles(prices: DataFrame, window: str = "1 minute", watermark: str = "30 seconds") -> DataFrame:
-    """OHLC, volume and trade count per ticker per event-time ``window``."""
-    return (
-        trades(prices)
-        .withWatermark("event_time", watermark)
-        .groupBy(F.window("event_time", window).alias("window"), "ticker")
-        .agg(
-            F.min_by("price", "event_time").alias("open"),
-            F.max("price").alias("high"),
-            F.min("price").alias("low"),
-            F.max_by("price", "event_time").alias("close"),
-            F.sum("size").alias("volume"),
-            F.count(F.lit(1)).alias("trades"),
-        )
-    )
-
-
-def as_records(frame: DataFrame) -> DataFrame:
-    """Candles as records: key ticker, value JSON."""
-    return frame.select(
-        F.col("ticker").alias("key"),
-        F.to_json(
-            F.struct(
-                "ticker",
-                F.date_format("window.start", "yyyy-MM-dd'T'HH:mm:ss'Z'").alias("window_start"),
-                F.date_format("window.end", "yyyy-MM-dd'T'HH:mm:ss'Z'").alias("window_end"),
-                "open",
-                "high",
-                "low",
-                "close",
-                "volume",
-                "trades",
-            )
-        ).alias("value"),
-    )
+from lanes_spark.candles import candle_records, candles
+from lanes_spark.trading import job_arguments, read_prices, run_job, write_records
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -74,7 +37,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def start(spark: SparkSession, options: argparse.Namespace) -> StreamingQuery:
     """Start the streaming query; returns it."""
     frame = candles(read_prices(spark, options), options.window, options.watermark)
-    return write_records(as_records(frame), options, options.candles, "candles")
+    return write_records(candle_records(frame), options, options.candles, "candles")
 
 
 def main(argv: list[str] | None = None) -> int:

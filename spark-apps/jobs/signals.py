@@ -16,90 +16,13 @@ Output records keyed by ticker: ``{"ticker", "side", "price", "ts", "short_ma", 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Iterator
-from typing import Any
 
-import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from lanes_spark.trading import job_arguments, read_prices, run_job, trades, write_records
-
-ORDER_SCHEMA = "ticker string, side string, price double, ts timestamp, short_ma double, long_ma double"
-#: The window travels as JSON text: pyspark 4.3 cannot read an array in this state's schema back
-#: (KeyError 'elementType' in the Python worker).
-STATE_SCHEMA = "prices string, above boolean"
-
-
-def crossovers(
-    prices: list[float], above: bool | None, new: list[tuple[float, Any]], short: int, long: int
-) -> tuple[list[tuple[str, float, Any, float, float]], list[float], bool | None]:
-    """The pure core: feed ``new`` (price, time) trades in order to the window ``prices`` and the
-    side ``above``; returns the orders (side, price, time, short_ma, long_ma) and the new state."""
-    orders = []
-    window = list(prices)
-    for price, moment in new:
-        window = [*window, price][-long:]
-        if len(window) < long:
-            continue
-        short_ma = sum(window[-short:]) / short
-        long_ma = sum(window) / long
-        if short_ma == long_ma:
-            continue
-        now_above = short_ma > long_ma
-        if above is not None and now_above != above:
-            orders.append(("BUY" if now_above else "SELL", price, moment, short_ma, long_ma))
-        above = now_above
-    return orders, window, above
-
-
-def signals(prices: DataFrame, short: int = 5, long: int = 20) -> DataFrame:
-    """Order requests from the crossovers of each ticker's short and long moving averages."""
-
-    def per_ticker(key: tuple[str], batches: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-        window, above = (json.loads(state.get[0]), state.get[1]) if state.exists else ([], None)
-        trades_in_order = pd.concat(list(batches)).sort_values("event_time", kind="stable")
-        orders, window, above = crossovers(
-            window, above, list(zip(trades_in_order["price"], trades_in_order["event_time"], strict=True)), short, long
-        )
-        state.update((json.dumps(window), above))
-        yield pd.DataFrame(
-            {
-                "ticker": [key[0]] * len(orders),
-                "side": [o[0] for o in orders],
-                "price": [o[1] for o in orders],
-                "ts": [o[2] for o in orders],
-                "short_ma": [o[3] for o in orders],
-                "long_ma": [o[4] for o in orders],
-            }
-        )
-
-    return (
-        trades(prices)
-        .groupBy("ticker")
-        .applyInPandasWithState(per_ticker, ORDER_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
-    )
-
-
-def as_records(orders: DataFrame, strategy: str) -> DataFrame:
-    return orders.select(
-        F.col("ticker").alias("key"),
-        F.to_json(
-            F.struct(
-                "ticker",
-                "side",
-                "price",
-                F.date_format("ts", "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").alias("ts"),
-                F.round("short_ma", 6).alias("short_ma"),
-                F.round("long_ma", 6).alias("long_ma"),
-                F.lit(strategy).alias("strategy"),
-            )
-        ).alias("value"),
-    )
+from lanes_spark.signals import order_records, signals
+from lanes_spark.trading import job_arguments, read_prices, run_job, write_records
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -116,7 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def start(spark: SparkSession, options: argparse.Namespace) -> StreamingQuery:
     """Start the streaming query; returns it."""
     orders = signals(read_prices(spark, options), options.short, options.long)
-    return write_records(as_records(orders, options.strategy), options, options.orders, "signals")
+    return write_records(order_records(orders, options.strategy), options, options.orders, "signals")
 
 
 def main(argv: list[str] | None = None) -> int:

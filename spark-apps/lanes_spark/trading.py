@@ -1,10 +1,17 @@
 """The seeds' trading example as Spark sees it: the ``prices`` records' format, parsed into trades.
 
 A price record is keyed by ticker with a JSON value such as
-``{"ticker": "AAPL", "price": 190.25, "size": 100, "ts": "2026-11-23T16:00:01.250Z"}``; ``ts`` (the
-trade's event time) defaults to the record's timestamp, ``size`` to 0, ``ticker`` to the key.
-Values that are not such JSON are dropped. Also the jobs' shared plumbing (their common
-options, reading the prices stream, writing records, ``main``). Used by spark-apps/jobs/.
+``{"ticker": "AAPL", "price": 190.25, "size": 100, "ts": "2026-11-23T16:00:01.250Z"}``
+(``lanes.demo.prices`` writes them). ``ts``, the trade's event time, is an ISO-8601 string
+(without a zone: UTC) or a JSON integer of epoch milliseconds; it defaults to the record's
+timestamp, ``size`` to 0, ``ticker`` to the key. A ``ts`` that is neither, or a number more than
+``TS_BOUND_DAYS`` from the record's timestamp (epoch *seconds*, microseconds: the year 57868
+otherwise), fails the query with a message naming the record, as a record that cannot be read
+fails a Kafka Streams application by default: event times silently wrong would be worse. Values
+that are not JSON with a price are dropped. Also the jobs' shared plumbing (their common options,
+reading the prices stream, writing records, running a query until it ends or, with
+``--available-now``, until what is there is processed: ``drain``). Used by spark-apps/jobs/ and
+``lanes_spark.demo``.
 """
 
 from __future__ import annotations
@@ -13,11 +20,14 @@ import argparse
 import os
 from collections.abc import Callable
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.streaming.query import StreamingQuery
 
-PRICE_SCHEMA = "ticker string, price double, size long, ts timestamp"
+PRICE_SCHEMA = "ticker string, price double, size long, ts string"
+#: how far a ``ts`` in epoch milliseconds may be from its record's timestamp
+TS_BOUND_DAYS = 365
+_EPOCH_MS = r"^-?[0-9]{1,18}$"
 
 
 def trades(prices: DataFrame) -> DataFrame:
@@ -26,13 +36,48 @@ def trades(prices: DataFrame) -> DataFrame:
         F.from_json(F.col("value").cast("string"), PRICE_SCHEMA).alias("p"),
         F.col("key").cast("string").alias("key"),
         F.col("timestamp").alias("appended"),
+        F.format_string("%s-%d@%d", "topic", "partition", "offset").alias("record"),
     )
     return parsed.select(
         F.coalesce(F.col("p.ticker"), F.col("key")).alias("ticker"),
         F.col("p.price").alias("price"),
         F.coalesce(F.col("p.size"), F.lit(0)).alias("size"),
-        F.coalesce(F.col("p.ts"), F.col("appended")).alias("event_time"),
+        F.coalesce(event_time(F.col("p.ts"), F.col("appended"), F.col("record")), F.col("appended")).alias(
+            "event_time"
+        ),
     ).where(F.col("price").isNotNull() & F.col("ticker").isNotNull())
+
+
+def event_time(ts: Column, appended: Column, record: Column) -> Column:
+    """``ts`` (the JSON text of the field: a string's content, a number's digits) as a timestamp:
+    epoch milliseconds within ``TS_BOUND_DAYS`` of ``appended``, or ISO-8601; null when absent;
+    anything else raises an error naming ``record`` and what ``ts`` may be."""
+    millis = F.timestamp_millis(F.when(ts.rlike(_EPOCH_MS), ts.cast("long")))
+    iso = F.try_to_timestamp(ts)
+    off_by_s = F.abs(F.unix_seconds(millis) - F.unix_seconds(appended))
+
+    def refused(why: str) -> Column:
+        return F.raise_error(
+            F.concat(
+                F.lit("price record "),
+                record,
+                F.lit(": ts "),
+                ts,
+                F.lit(f" {why}; "),
+                F.lit("ts is an ISO-8601 string such as 2026-11-23T16:00:01.250Z or epoch milliseconds"),
+            )
+        )
+
+    return (
+        F.when(ts.isNull(), F.lit(None).cast("timestamp"))
+        .when(
+            millis.isNotNull() & (off_by_s > TS_BOUND_DAYS * 86_400),
+            refused(f"is more than {TS_BOUND_DAYS} days from the record's timestamp (epoch seconds?)"),
+        )
+        .when(millis.isNotNull(), millis)
+        .when(iso.isNotNull(), iso)
+        .otherwise(refused("is neither"))
+    )
 
 
 def job_arguments(name: str, description: str, output: str) -> argparse.ArgumentParser:
@@ -57,7 +102,7 @@ def job_arguments(name: str, description: str, output: str) -> argparse.Argument
     parser.add_argument(
         "--available-now",
         action="store_true",
-        help="process what is there, then stop (event-time windows the last watermark closed come out on the next run)",
+        help="process what is there, emit every window it closes, then stop",
     )
     return parser
 
@@ -100,15 +145,31 @@ def write_records(records: DataFrame, options: argparse.Namespace, topic: str, n
         .outputMode("append")
         .queryName(name)
     )
-    if options.available_now:
-        writer = writer.trigger(availableNow=True)
     return writer.start()
 
 
 def run_job(
     name: str, start: Callable[[SparkSession, argparse.Namespace], StreamingQuery], options: argparse.Namespace
 ) -> int:
-    """A job's ``main``: a session in UTC, the query started, waited for until it ends."""
+    """A job's ``main``: a session in UTC, the query started, waited for until it ends (with
+    ``--available-now``: until what is there is processed, ``drain``)."""
     spark = SparkSession.builder.appName(f"lanes-{name}").config("spark.sql.session.timeZone", "UTC").getOrCreate()
-    start(spark, options).awaitTermination()
+    query = start(spark, options)
+    if options.available_now:
+        drain(query)
+    else:
+        query.awaitTermination()
     return 0
+
+
+def drain(query: StreamingQuery) -> None:
+    """Process every record there is (and what arrives meanwhile), then stop the query.
+
+    Not Spark's ``trigger(availableNow=True)``: that stops after the last batch with data, so
+    windows that batch's watermark closes would come out only on the next run (an append-mode
+    aggregation emits a window in the batch *after* the one that moves the watermark past it).
+    ``processAllAvailable`` returns once Spark constructs no further batch, which is after the
+    batch without data that such a watermark calls for; the query then stops between batches.
+    """
+    query.processAllAvailable()
+    query.stop()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lanes.client import Admin
+from lanes.client import Admin, Consumer
 from lanes.rpc.credentials import UserPassword
 from lanes.rpc.tls import TlsFiles
 
@@ -46,16 +46,26 @@ class Workdir:
             check=False,
         )
 
-    def admin(self) -> Admin:
-        """An in-process Admin on this directory's cluster, found as its commands find it (its
-        ``.lanes/cluster.json``: bootstrap, CA and the admin user; paths relative to here)."""
+    def _access(self) -> tuple[str, TlsFiles, UserPassword]:
+        """Bootstrap, CA and the admin user of this directory's cluster, found as its commands
+        find them (its ``.lanes/cluster.json``; paths relative to here)."""
         cluster = json.loads((self.path / ".lanes" / "cluster.json").read_text())
         user = cluster["user"]
-        return Admin(
+        return (
             cluster["bootstrap"],
-            tls=TlsFiles(self.path / cluster["tls"]["ca"]),
-            credentials=UserPassword(user["name"], (self.path / user["password_file"]).read_text().strip()),
+            TlsFiles(self.path / cluster["tls"]["ca"]),
+            UserPassword(user["name"], (self.path / user["password_file"]).read_text().strip()),
         )
+
+    def admin(self) -> Admin:
+        """An in-process Admin on this directory's cluster, as its admin user."""
+        bootstrap, tls, credentials = self._access()
+        return Admin(bootstrap, tls=tls, credentials=credentials)
+
+    def consumer(self) -> Consumer:
+        """An in-process Consumer (no group) on this directory's cluster, as its admin user."""
+        bootstrap, tls, credentials = self._access()
+        return Consumer(bootstrap, tls=tls, credentials=credentials)
 
     def ok(self, *args: str, input: str | None = None) -> str:
         """stdout of a command that must succeed."""

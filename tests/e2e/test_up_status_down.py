@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
-from lanes.cli.local import _is_lanes_process
+from lanes.cli.local import is_lanes_process
 from lanes.local.cluster import LocalCluster
 from tests.e2e.cli import Workdir, wait_for
 from tests.integration.processes import consecutive_free_ports
@@ -51,8 +52,32 @@ def test_status_and_down_follow_the_processes(tmp_path: Path) -> None:
         done = lanes.run("down", timeout=120)
     assert done.returncode == 0, done.stderr
     assert "stopped the cluster" in done.stdout
-    assert not [pid for pid in pids if _is_lanes_process(pid)]
+    assert not [pid for pid in pids if is_lanes_process(pid)]
     assert not (tmp_path / ".lanes" / "cluster.json").exists()
     assert lanes.ok("down").strip() == "no cluster is running from .lanes"
     unreachable = lanes.run("status", "--bootstrap", cluster["bootstrap"])
     assert unreachable.returncode == 4
+
+
+def test_ctrl_c_stops_a_foreground_cluster_in_order_without_warnings(tmp_path: Path) -> None:
+    """Issue #40: Ctrl-C in a terminal signals the whole foreground process group. The services
+    run in process groups of their own, so only ``lanes up`` gets it and stops them in order
+    (coordinators, brokers, then controllers): every broker's controlled shutdown is confirmed by
+    a controller still running, instead of waiting 10 s for one and warning."""
+    lanes = Workdir(tmp_path)
+    base = consecutive_free_ports(LocalCluster.ports_for(2, 1, 3))
+    up = lanes.start(f"lanes up --brokers 2 --no-console --no-kafka --port-base {base}")
+    cluster_file = tmp_path / ".lanes" / "cluster.json"
+    cluster = wait_for(lambda: cluster_file.exists() and json.loads(cluster_file.read_text()), "the cluster", 60)
+    pids = [n["pid"] for n in cluster["controllers"] + cluster["brokers"] + cluster["coordinators"]]
+    lanes.ok("topics", "create", "led", "--partitions", "4", "--replication-factor", "2")
+    started = time.monotonic()
+    os.killpg(up.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    out, err = up.communicate(timeout=60)
+    stopped_s = time.monotonic() - started
+    assert up.returncode == 0, err
+    assert "stopped" in out
+    assert not [pid for pid in pids if is_lanes_process(pid)]
+    logs = "".join(log.read_text() for log in (tmp_path / ".lanes" / "logs").glob("*.log"))
+    assert "controlled shutdown not confirmed" not in logs
+    assert stopped_s < 8, f"stopped in {stopped_s:.1f} s: a controlled shutdown waited for a controller"

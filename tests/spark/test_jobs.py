@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 import lanes
-from tests.e2e.cli import wait_for
+from lanes.demo.strategies import crossovers
+from lanes_spark.trading import drain, trades
+from tests.spark.access import access_options
 from tests.spark.test_source import everything
 
 pytestmark = pytest.mark.slow
@@ -50,9 +52,11 @@ def iso(moment: datetime) -> str:
 
 
 def produce_prices(bootstrap: str, topic: str, trades: list[dict[str, Any]]) -> None:
+    """Every other trade's ts as epoch milliseconds (a JSON integer), the others ISO-8601."""
     with lanes.Producer(bootstrap) as producer:
-        for trade in trades:
-            producer.send(topic, json.dumps({**trade, "ts": iso(trade["ts"])}).encode(), trade["ticker"].encode())
+        for n, trade in enumerate(trades):
+            ts = iso(trade["ts"]) if n % 2 else int(trade["ts"].timestamp() * 1000)
+            producer.send(topic, json.dumps({**trade, "ts": ts}).encode(), trade["ticker"].encode())
         producer.flush()
 
 
@@ -84,16 +88,10 @@ def test_candles_match_a_plain_python_computation(spark: Any, bootstrap: str, tm
     late = START + timedelta(minutes=12)  # moves the watermark past every window of the stream
     produce_prices(bootstrap, "prices", [*trades, {"ticker": "AAPL", "price": 1.0, "size": 1, "ts": late}])
 
-    candles = job("candles")
-    options = candles.parse_args(["--bootstrap", bootstrap, "--checkpoint", str(tmp_path / "candles")])
     expected = expected_candles(trades, closed_before=late - timedelta(seconds=30))
     assert len(expected) == 18  # 3 tickers x 6 minutes
-    query = candles.start(spark, options)
-    try:
-        query.processAllAvailable()  # then a batch without data emits the windows the watermark closed
-        wait_for(lambda: len(everything(bootstrap, "candles")) >= len(expected), "the closed windows", 120)
-    finally:
-        query.stop()
+    # the job as a user runs it: every window the input closes comes out before it stops
+    job("candles").main(["--bootstrap", bootstrap, "--checkpoint", str(tmp_path / "candles"), "--available-now"])
 
     got = {}
     for record in everything(bootstrap, "candles"):
@@ -116,14 +114,14 @@ def test_signals_emit_the_crossovers_of_each_ticker_across_restarts(spark: Any, 
         ["--bootstrap", bootstrap, "--prices", "quotes", "--checkpoint", str(tmp_path / "signals"), "--available-now"]
     )
     produce_prices(bootstrap, "quotes", trades[:half])
-    signals.start(spark, options).awaitTermination(300)
+    drain(signals.start(spark, options))
     produce_prices(bootstrap, "quotes", trades[half:])  # the second run goes on from the state of the first
-    signals.start(spark, options).awaitTermination(300)
+    drain(signals.start(spark, options))
 
     expected = []
     for ticker in ("AAPL", "MSFT"):
         mine = [(t["price"], t["ts"]) for t in trades if t["ticker"] == ticker]
-        orders, _, _ = signals.crossovers([], None, mine, 5, 20)
+        orders, _, _ = crossovers([], None, mine, 5, 20)
         expected += [(ticker, side, price, iso(moment)) for side, price, moment, _, _ in orders]
     got = [json.loads(r.value) for r in everything(bootstrap, "orders")]
     assert sorted((o["ticker"], o["side"], o["price"], o["ts"]) for o in got) == sorted(expected)
@@ -131,11 +129,29 @@ def test_signals_emit_the_crossovers_of_each_ticker_across_restarts(spark: Any, 
     assert all(o["strategy"] == "ma-crossover" for o in got)
 
 
-def test_the_crossover_core() -> None:
-    crossovers = job("signals").crossovers
-    falling_then_rising = [(float(p), n) for n, p in enumerate([*range(30, 10, -1), *range(11, 40)])]
-    orders, window, above = crossovers([], None, falling_then_rising, 3, 10)
-    assert [side for side, *_ in orders] == ["BUY"]
-    assert (len(window), above) == (10, True)
-    orders, _, _ = crossovers(window, above, [(1.0, 100), (1.0, 101), (1.0, 102)], 3, 10)
-    assert [side for side, *_ in orders] == ["SELL"]
+def test_ts_is_iso_8601_or_epoch_milliseconds_and_a_number_far_from_the_record_is_refused(
+    spark: Any, bootstrap: str
+) -> None:
+    """Issue #40: epoch milliseconds (the Kafka habit) were read as seconds (candles in the year
+    57868). Both forms are read; a number more than a year from the record's timestamp (epoch
+    seconds, microseconds) or a ts that is neither fails the query naming the record."""
+    moment = datetime.now(UTC).replace(microsecond=250_000)
+    epoch_ms = int(moment.timestamp() * 1000)
+
+    def read_trades(topic: str, *ts_values: object) -> list[Any]:
+        lanes.Admin(bootstrap).create_topic(topic, partitions=1, replication_factor=1)
+        with lanes.Producer(bootstrap) as producer:
+            for ts in ts_values:
+                producer.send(topic, json.dumps({"ticker": "AAPL", "price": 1.5, "ts": ts}).encode())
+        reader = spark.read.format("lanes").option("bootstrap", bootstrap).options(**access_options())
+        frame = reader.option("subscribe", topic).load()
+        return trades(frame).orderBy("event_time").collect()
+
+    rows = read_trades("ticks", iso(moment), epoch_ms, None)
+    assert [row.event_time.replace(tzinfo=UTC) for row in rows[:2]] == [moment, moment]
+    assert rows[2].event_time.replace(tzinfo=UTC) >= moment, "without ts: the record's timestamp"
+    for topic, bad, why in (("ticks-s", epoch_ms // 1000, "more than 365 days"), ("ticks-w", "soon", "is neither")):
+        with pytest.raises(Exception, match=why) as refused:
+            read_trades(topic, iso(moment), bad)
+        assert f"{topic}-0@1" in str(refused.value), "the message names the record"
+        assert "epoch milliseconds" in str(refused.value), "and says what ts may be"

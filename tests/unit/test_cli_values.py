@@ -190,6 +190,8 @@ def test_every_command_has_examples_and_the_common_flags() -> None:
         "lanes completion",
         "lanes bench produce",
         "lanes bench consume",
+        "lanes demo prices",
+        "lanes demo trading",
     } == set(leaves)
     for name, parser in leaves.items():
         help_text = parser.format_help()

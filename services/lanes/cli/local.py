@@ -27,7 +27,7 @@ from lanes.local.cluster import CLUSTER_FILE, LocalCluster
 from lanes.runtime.access.tokens import TokenSettings
 
 
-def _read_cluster_file(data_dir: Path) -> dict[str, Any] | None:
+def read_cluster_file(data_dir: Path) -> dict[str, Any] | None:
     try:
         document: dict[str, Any] = json.loads((data_dir / CLUSTER_FILE).read_text())
     except (OSError, ValueError):
@@ -35,7 +35,7 @@ def _read_cluster_file(data_dir: Path) -> dict[str, Any] | None:
     return document
 
 
-def _is_lanes_process(pid: int) -> bool:
+def is_lanes_process(pid: int) -> bool:
     """Whether ``pid`` is alive and a Lanes process (not an unrelated one that reused the pid)."""
     try:
         command_line = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -90,8 +90,8 @@ def _render_up(d: dict[str, Any]) -> str:
 
 def up(options: argparse.Namespace) -> int:
     """Run a controller, N brokers and M group coordinators (until Ctrl-C, or detached)."""
-    running = _read_cluster_file(options.data_dir)
-    if running and _is_lanes_process(int(running["pid"])):
+    running = read_cluster_file(options.data_dir)
+    if running and is_lanes_process(int(running["pid"])):
         print(
             f"lanes: a cluster is already running from {options.data_dir} (pid {running['pid']}, "
             f"bootstrap {running['bootstrap']}); stop it with: lanes down --data-dir {options.data_dir}",
@@ -179,7 +179,7 @@ def _up_detached(options: argparse.Namespace) -> int:
         supervisor = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     description = None
     for _ in attempts_blocking(Deadline(options.timeout), 0.1):
-        description = _read_cluster_file(options.data_dir)
+        description = read_cluster_file(options.data_dir)
         if (description and description.get("pid") == supervisor.pid) or supervisor.poll() is not None:
             break
     if not description or description.get("pid") != supervisor.pid:
@@ -198,13 +198,13 @@ def _up_detached(options: argparse.Namespace) -> int:
 
 def down(options: argparse.Namespace) -> int:
     """Stop the cluster started from ``--data-dir`` and wait until every process exited."""
-    description = _read_cluster_file(options.data_dir)
+    description = read_cluster_file(options.data_dir)
     if description is None:
         emit(options, {"stopped": False}, lambda _: f"no cluster is running from {options.data_dir}")
         return 0
     supervisor = int(description["pid"])
-    services = [pid for pid in _service_pids(description) if _is_lanes_process(pid)]
-    if _is_lanes_process(supervisor):
+    services = [pid for pid in _service_pids(description) if is_lanes_process(pid)]
+    if is_lanes_process(supervisor):
         os.kill(supervisor, signal.SIGTERM)
     else:  # the supervisor died without cleaning up: stop what it left behind
         for pid in services:
@@ -212,7 +212,7 @@ def down(options: argparse.Namespace) -> int:
     waiting = [supervisor, *services]
     reported = 0
     for _ in attempts_blocking(Deadline(options.timeout), 0.2):
-        waiting = [pid for pid in waiting if _is_lanes_process(pid)]
+        waiting = [pid for pid in waiting if is_lanes_process(pid)]
         if not waiting:
             break
         if len(waiting) != reported:

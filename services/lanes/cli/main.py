@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from lanes.cli import bench, cluster, completion, console, consume, groups, local, produce, security, topics
+from lanes.cli import bench, cluster, completion, console, consume, demo, groups, local, produce, security, topics
 from lanes.cli.common import Parser, run_command
 
 SERVICES = {"controller", "broker", "coordinator"}
@@ -34,6 +34,7 @@ def build_parser() -> Parser:
     security.register(commands)
     console.register(commands)
     bench.register(commands)
+    demo.register(commands)
     completion.register(commands, build_parser)
     for service in sorted(SERVICES):
         commands.add_parser(

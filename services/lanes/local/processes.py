@@ -102,8 +102,9 @@ class LaunchedService:
 
 
 def launch_service(module: str, args: list[str], log_path: Path, *, launcher: Sequence[str] = ()) -> LaunchedService:
-    """Start ``python -m module args``, its stderr appended to ``log_path``. ``launcher`` is a
-    command that execs the rest in place (``ip netns exec NS``: the process is the service)."""
+    """Start ``python -m module args`` in a process group of its own, its stderr appended to
+    ``log_path``. ``launcher`` is a command that execs the rest in place (``ip netns exec NS``: the
+    process is the service)."""
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with open(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a") as log:
         process = subprocess.Popen(
@@ -115,6 +116,9 @@ def launch_service(module: str, args: list[str], log_path: Path, *, launcher: Se
                 **{k: v for k, v in os.environ.items() if not k.startswith(_SECURITY_ENVIRONMENT)},
                 "PYTHONUNBUFFERED": "1",
             },
+            # A group of its own: a terminal's Ctrl-C (SIGINT to the foreground process group)
+            # reaches the supervisor only, which stops the services in order (``LocalCluster.stop``).
+            process_group=0,
         )
     return LaunchedService(module, process, log_path)
 

@@ -1,0 +1,117 @@
+"""The Spark side of ``lanes demo trading``: the candles job and strategy ``abc`` (the signals job)
+as two streaming queries of one Spark application (one JVM on a laptop instead of two).
+
+    python -m lanes_spark.demo --bootstrap HOST:PORT --checkpoints DIR
+
+Access comes from the environment as for every Lanes client (``LANES_TLS_CA``, ``LANES_USERNAME``,
+``LANES_PASSWORD_FILE``). The strategy's query commits its progress to the consumer group
+``--group`` (``groupId``), so its lag shows beside the Python strategy's. Prints one line,
+``running``, once both queries are started. SIGTERM or SIGINT stop it in order: both queries
+process what is there (``drain``), the strategy's last batch is committed to its group (Spark
+commits a batch's offsets to a source only when it plans the next one), and the application
+exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+import lanes
+from lanes_spark.candles import candle_records, candles
+from lanes_spark.signals import order_records, signals
+from lanes_spark.trading import drain, read_prices, write_records
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="lanes_spark.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--checkpoints", type=Path, required=True, help="a directory: one checkpoint per query")
+    parser.add_argument("--prices", default="prices")
+    parser.add_argument("--candles", default="candles")
+    parser.add_argument("--orders", default="orders")
+    parser.add_argument("--group", default="trading-strategy.abc", help="the strategy's consumer group")
+    parser.add_argument("--strategy", default="abc", help="named in its order requests")
+    parser.add_argument("--window", default="1 minute", help="the candles' event-time window")
+    parser.add_argument("--watermark", default="30 seconds")
+    parser.add_argument("--short", type=int, default=5)
+    parser.add_argument("--long", type=int, default=20)
+    parser.add_argument("--starting-offsets", default="latest")
+    return parser.parse_args(argv)
+
+
+def _job_options(options: argparse.Namespace, query: str, **extra: object) -> argparse.Namespace:
+    """What ``lanes_spark.trading``'s helpers take of a job's options, for one query."""
+    return argparse.Namespace(
+        bootstrap=options.bootstrap,
+        tls_ca=None,  # from the environment, as every client
+        username=None,
+        password_file=None,
+        prices=options.prices,
+        starting_offsets=options.starting_offsets,
+        max_records_per_trigger=None,
+        checkpoint=str(options.checkpoints / query),
+        **extra,
+    )
+
+
+def start(spark: SparkSession, options: argparse.Namespace) -> tuple[StreamingQuery, StreamingQuery]:
+    """Start the candles query and the strategy's; returns them."""
+    candle_options = _job_options(options, "candles")
+    candle_frame = candles(read_prices(spark, candle_options), options.window, options.watermark)
+    candle_query = write_records(candle_records(candle_frame), candle_options, options.candles, "candles")
+    strategy_options = _job_options(options, "signals")
+    prices = read_prices(spark, strategy_options)
+    orders = signals(prices, options.short, options.long)
+    strategy_query = write_records(order_records(orders, options.strategy), strategy_options, options.orders, "signals")
+    return candle_query, strategy_query
+
+
+def commit_progress(query: StreamingQuery, group: str, bootstrap: str) -> None:
+    """Commit the end of ``query``'s last processed batch to ``group``."""
+    progress = query.lastProgress
+    if progress is None or not progress["sources"]:
+        return
+    end = json.loads(progress["sources"][0]["endOffset"])
+    offsets = {lanes.TopicPartition(topic, int(p)): int(o) for topic, ps in end.items() for p, o in ps.items()}
+    with lanes.Consumer(bootstrap, group_id=group, enable_auto_commit=False) as committer:
+        committer.commit(offsets)
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_args(argv)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    spark = (
+        SparkSession.builder.appName("lanes-demo-trading")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "6")  # a laptop's worth of state-store partitions
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    queries = start(spark, options)
+    print("running", flush=True)
+    while not stop.wait(0.5):
+        for query in queries:
+            if not query.isActive:
+                failure = query.exception()
+                print(f"the {query.name} query stopped: {failure or 'no error'}", file=sys.stderr, flush=True)
+                return 1
+    for query in queries:
+        drain(query)
+    commit_progress(queries[1], options.group, options.bootstrap)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
