@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from lanes.broker import batched_reads
 from lanes.broker.batched_reads import BatchedReads, LoopReads, NotLightError, SharedReads
 from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_limits import MAX_WAIT_MS_CAP, FetchLimits, FetchMemory
@@ -196,7 +197,9 @@ async def _keyed_signals() -> None:
     assert signals.waiting_keys() == 0
 
 
-def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a_trip(tmp_path: Path) -> None:
+def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a_trip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Decision 0042: a fetch at a recent append's end is measured and read on the event loop;
     one that is not is run again from the start off the loop, and answers the same as if it had
     gone there at once (a half-done run on the loop leaves nothing behind)."""
@@ -216,11 +219,21 @@ def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a
     with pytest.raises(NotLightError):
         answered(2, LoopReads())  # inside a batch: an index lookup and a scan of headers
 
+    trips: list[int] = []
+    run_all = batched_reads._run_all
+
+    def counted(jobs: list[Any]) -> list[tuple[bool, Any]]:
+        trips.append(len(jobs))
+        return run_all(jobs)
+
+    monkeypatch.setattr(batched_reads, "_run_all", counted)
+
     async def both_ways() -> list[tuple[int, bytes]]:
         reads = BatchedReads()
-        fetch = ConsumerFetch(fetch_request(0), default_partition_max_bytes=1 << 20)
+        fetch = ConsumerFetch(fetch_request(caught_up), default_partition_max_bytes=1 << 20)
         await reads.run(lambda shared: fetch.measure(lambda *_: partition, shared), light=True)
         assert fetch.available_bytes() > 0
+        assert trips == [], "measured on the loop"
         results = []
         for then in (None, 0):  # the second reads its first slot on the loop, meets the second, reads both again
             fetch = ConsumerFetch(fetch_request(caught_up), default_partition_max_bytes=1 << 20)
@@ -231,6 +244,31 @@ def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a
         return results
 
     (light_read, light_bytes), (mixed_read, mixed_bytes) = asyncio.run(both_ways())
+    assert trips == [1], "the caught-up read on the loop, the mixed one in one trip"
     assert light_read == len(light_bytes) > 0
     assert mixed_read == len(mixed_bytes), "the run on the loop left no bytes counted twice"
     assert mixed_bytes == answered(caught_up, SharedReads())[1] + answered(0, SharedReads())[1]
+
+
+def test_one_turn_of_the_loop_runs_only_a_few_light_jobs_the_rest_go_to_a_trip(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Thousands of long-polls woken by one append: after ``LIGHT_RUNS_PER_TURN`` in one turn,
+    the others share worker-thread trips (their results handed over a few per turn), so the
+    loop's other work runs between them."""
+    trips: list[int] = []
+    run_all = batched_reads._run_all
+    monkeypatch.setattr(batched_reads, "_run_all", lambda jobs: (trips.append(len(jobs)), run_all(jobs))[1])
+    on_loop: list[bool] = []
+
+    def job(reads: Any) -> None:
+        on_loop.append(isinstance(reads, LoopReads))
+
+    async def woken_at_once() -> None:
+        reads = BatchedReads()
+        await asyncio.gather(*(reads.run(job, light=True) for _ in range(100)))
+        await reads.run(job, light=True)  # a later turn: on the loop again
+
+    asyncio.run(woken_at_once())
+    assert on_loop.count(True) == batched_reads.LIGHT_RUNS_PER_TURN + 1
+    assert sum(trips) == 100 - batched_reads.LIGHT_RUNS_PER_TURN

@@ -469,3 +469,39 @@ def test_a_light_read_answers_what_the_waiting_read_answers_or_nothing(tmp_path:
         release.set()
         holder.join()
     log.close()
+
+
+def test_a_light_read_takes_no_batch_larger_than_asked_and_no_position_a_truncation_moved(tmp_path: Path) -> None:
+    """Decision 0042's bounds: the event loop never reads more than it asked for (a first batch
+    larger than ``max_bytes`` goes to a worker thread), and a position remembered before a
+    truncation and re-append is not trusted; at a segment roll, the position is the new
+    segment's start, as ``position`` says."""
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_bytes=3_000), clock=clock)
+    log.append_as_leader(producer_batch([b"s"], clock.now_ms()), 0)
+    start = log.log_end_offset
+    log.append_as_leader(producer_batch([b"x" * 5_000], clock.now_ms()), 0)  # one large batch
+    log.update_high_watermark(log.log_end_offset)
+    assert log.read(start, 1_000, upper_bound_offset=log.high_watermark, wait=False) is None
+    assert log.read(start, 1 << 16, upper_bound_offset=log.high_watermark, wait=False) == log.read(
+        start, 1 << 16, upper_bound_offset=log.high_watermark
+    )
+
+    segments = log.segment_count
+    log.append_as_leader(producer_batch([b"a", b"b"], clock.now_ms()), 0)  # rolls: the last segment was full
+    assert log.segment_count == segments + 1
+    base = log.active_segment_base_offset
+    position = log.recent_position(base)
+    assert position is not None
+    assert position == log.position(base), "the new segment's start, not the old one's end"
+    log.update_high_watermark(log.log_end_offset)
+    assert log.read(base, 1 << 16, wait=False) == log.read(base, 1 << 16)
+
+    end = log.log_end_offset
+    log.append_as_leader(producer_batch([b"c", b"d", b"e"], clock.now_ms()), 0)
+    log.truncate_to(base)  # a new leader's log: cut back, then other batches
+    log.append_as_leader(producer_batch([b"f"] * 5, clock.now_ms()), 1)
+    assert end in range(base, log.log_end_offset), "the old end now lies inside a batch"
+    assert log.recent_position(end) is None
+    assert log.read(end, 1 << 16, wait=False) is None, "no position from before the truncation"
+    log.close()

@@ -15,7 +15,9 @@ records above it are ever truncated), and a trip's reads are all bounded by the 
 A job run ``light`` is first tried on the event loop with ``LoopReads``: reads and positions that
 need neither the wait for a log's lock nor an index lookup (a consumer caught up at the end of a
 log: one ``pread`` of what was just appended, decision 0042). When one would, the job is run again,
-from the start, in the next trip: such jobs must be safe to run again.
+from the start, in the next trip: such jobs must be safe to run again. At most
+``LIGHT_RUNS_PER_TURN`` run on the loop per turn of it: the thousands of long-polls one append
+wakes go to trips (shared reads, results handed over a few per turn) after the first few.
 
 Owned by the broker's event loop; jobs run in a worker thread, one after another.
 """
@@ -37,6 +39,8 @@ T = TypeVar("T")
 MAX_JOBS_PER_TRIP = 512
 #: results handed over per turn of the event loop
 RESULTS_PER_TURN = 16
+#: light jobs run on the event loop per turn of it (the rest go to trips)
+LIGHT_RUNS_PER_TURN = 16
 
 
 class Reads(Protocol):
@@ -114,22 +118,30 @@ class BatchedReads:
         #: results back from trips, handed over ``RESULTS_PER_TURN`` per turn by one task
         self._done: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
         self._handing_over: asyncio.Task[None] | None = None
+        #: light jobs run on the loop in this turn of it
+        self._light_runs = 0
 
     async def run(self, job: Callable[[Reads], T], *, light: bool = False) -> T:
         """``job(reads)``'s result (or exception), run in the next trip; ``light``: tried on the
         loop first (see the module docstring)."""
-        if light:
+        loop = asyncio.get_running_loop()
+        if light and self._light_runs < LIGHT_RUNS_PER_TURN:
+            if self._light_runs == 0:
+                loop.call_soon(self._next_turn)
+            self._light_runs += 1
             try:
                 return job(LoopReads())
             except NotLightError:
                 pass  # run again, whole, off the loop
-        loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._pending.append((job, future))
         if not self._flush_scheduled:
             self._flush_scheduled = True
             loop.call_soon(self._flush)
         return await future
+
+    def _next_turn(self) -> None:
+        self._light_runs = 0
 
     def _flush(self) -> None:
         self._flush_scheduled = False

@@ -123,7 +123,15 @@ class TradingDemo:
     # -----------------------------------------------------------------------------------------
 
     def run(self) -> int:
-        """The whole run; 0 when every part ended cleanly."""
+        """The whole run; 0 when every part ended cleanly. The Spark application runs in a
+        process group of its own (out of the terminal's Ctrl-C): whatever ends the run, it is not
+        left behind."""
+        try:
+            return self._run()
+        finally:
+            self.abandon()  # (after an orderly stop it has exited already)
+
+    def _run(self) -> int:
         settings, access = self._settings, self._access
         self._started_s = time.monotonic()
         with access.admin() as admin:

@@ -574,9 +574,9 @@ class PartitionLog:
 
         With ``wait=False`` (the broker's event loop): None, nothing read, unless the read is
         light: ``offset`` is where a recent append ended, in the active segment (its position is
-        known: no index lookup, no scan of batch headers), and no other thread holds the log.
-        What it reads then is one ``pread`` from the end of the active segment, as a rule still
-        in the page cache.
+        known: no index lookup, no scan of batch headers), the batch there is at most
+        ``max_bytes`` (a light read never reads more), and no other thread holds the log. What
+        it reads then is one ``pread`` of recent appends in the active segment.
         """
         if not wait:
             return self._read_light(offset, max_bytes, upper_bound_offset, min_one_batch)
@@ -599,14 +599,20 @@ class PartitionLog:
     def _read_light(
         self, offset: int, max_bytes: int, upper_bound_offset: int | None, min_one_batch: bool
     ) -> ReadResult | None:
-        start = self._recent_ends.find(offset)
-        if start is None or not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(blocking=False):
             return None
-        try:
-            if self._closed or start.segment is not self._segments[-1]:
+        try:  # under the lock: no truncation or new segment between finding the position and reading
+            start = self.recent_position(offset)
+            if self._closed or start is None or start.segment is not self._segments[-1]:
                 return None
             if not self._log_start_offset <= offset <= self._log_end_offset:
                 return None  # (the read that waits says why)
+            first_end = self._recent_ends.following(offset)
+            if first_end is not None and first_end.segment is start.segment:
+                if first_end.position - start.position > max_bytes:
+                    return None  # the first batch alone is more than a light read takes
+            elif offset != self._log_end_offset:
+                return None  # where the first batch ends is not remembered
             data, next_offset, records = start.segment.read(
                 offset, max_bytes, upper_bound_offset, min_one_batch, position=start.position
             )
@@ -617,7 +623,12 @@ class PartitionLog:
     def recent_position(self, offset: int) -> LogPosition | None:
         """Where ``offset`` is when a recent append ended there (a consumer or follower caught
         up), without the lock and without I/O, so on an event loop; None otherwise (``position``
-        finds it)."""
+        finds it). The active segment's base offset is the start of that segment, as
+        ``position`` has it (not the end of the rolled one, which may be deleted while a fetch
+        waits)."""
+        active = self._segments[-1]
+        if offset == active.base_offset:
+            return LogPosition(offset, active, 0)
         return self._recent_ends.find(offset)
 
     def position(self, offset: int) -> LogPosition:
