@@ -5,11 +5,12 @@ as two streaming queries of one Spark application (one JVM on a laptop instead o
 
 Access comes from the environment as for every Lanes client (``LANES_TLS_CA``, ``LANES_USERNAME``,
 ``LANES_PASSWORD_FILE``). The strategy's query commits its progress to the consumer group
-``--group`` (``groupId``), so its lag shows beside the Python strategy's. Prints one line,
-``running``, once both queries are started. SIGTERM or SIGINT stop it in order: both queries
-process what is there (``drain``), the strategy's last batch is committed to its group (Spark
-commits a batch's offsets to a source only when it plans the next one), and the application
-exits 0.
+``--group`` (``groupId``: each micro-batch's end, as Spark plans the next), so its lag shows
+beside the Python strategy's. Prints one line, ``running``, once both queries are started.
+SIGTERM or SIGINT, or its standard input closing (the demo that started it is gone), stop it in
+order: both queries process what is there (``drain``), the strategy's last batch is committed to
+its group (Spark hands a source a batch's end only when it plans the next one), and the
+application exits 0.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _job_options(options: argparse.Namespace, query: str, **extra: object) -> argparse.Namespace:
+def _job_options(options: argparse.Namespace, query: str, group_id: str | None = None) -> argparse.Namespace:
     """What ``lanes_spark.trading``'s helpers take of a job's options, for one query."""
     return argparse.Namespace(
         bootstrap=options.bootstrap,
@@ -58,7 +59,7 @@ def _job_options(options: argparse.Namespace, query: str, **extra: object) -> ar
         starting_offsets=options.starting_offsets,
         max_records_per_trigger=None,
         checkpoint=str(options.checkpoints / query),
-        **extra,
+        group_id=group_id,
     )
 
 
@@ -67,7 +68,7 @@ def start(spark: SparkSession, options: argparse.Namespace) -> tuple[StreamingQu
     candle_options = _job_options(options, "candles")
     candle_frame = candles(read_prices(spark, candle_options), options.window, options.watermark)
     candle_query = write_records(candle_records(candle_frame), candle_options, options.candles, "candles")
-    strategy_options = _job_options(options, "signals")
+    strategy_options = _job_options(options, "signals", options.group)
     prices = read_prices(spark, strategy_options)
     orders = signals(prices, options.short, options.long)
     strategy_query = write_records(order_records(orders, options.strategy), strategy_options, options.orders, "signals")
@@ -88,8 +89,6 @@ def commit_progress(query: StreamingQuery, group: str, bootstrap: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
     stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
     spark = (
         SparkSession.builder.appName("lanes-demo-trading")
         .config("spark.sql.session.timeZone", "UTC")
@@ -98,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # after the session: PySpark sets SIGINT's
+        signal.signal(signum, lambda *_: stop.set())
+
+    def stop_when_stdin_closes() -> None:
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=stop_when_stdin_closes, name="stdin-closed", daemon=True).start()
     queries = start(spark, options)
     print("running", flush=True)
     while not stop.wait(0.5):

@@ -31,7 +31,7 @@ def signals(prices: DataFrame, short: int = 5, long: int = 20) -> DataFrame:
 
     def per_ticker(key: tuple[str], batches: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         window, above = (json.loads(state.get[0]), state.get[1]) if state.exists else ([], None)
-        trades_in_order = pd.concat(list(batches)).sort_values("event_time", kind="stable")
+        trades_in_order = pd.concat(list(batches)).sort_values("offset", kind="stable")  # the log's order
         orders, window, above = crossovers(
             window, above, list(zip(trades_in_order["price"], trades_in_order["event_time"], strict=True)), short, long
         )

@@ -3,7 +3,8 @@
 A price record is keyed by ticker with a JSON value such as
 ``{"ticker": "AAPL", "price": 190.25, "size": 100, "ts": "2026-11-23T16:00:01.250Z"}``
 (``lanes.demo.prices`` writes them). ``ts``, the trade's event time, is an ISO-8601 string
-(without a zone: UTC) or a JSON integer of epoch milliseconds; it defaults to the record's
+(without a zone: in the session's time zone, UTC in the jobs) or epoch milliseconds (a JSON integer
+or a string of digits); it defaults to the record's
 timestamp, ``size`` to 0, ``ticker`` to the key. A ``ts`` that is neither, or a number more than
 ``TS_BOUND_DAYS`` from the record's timestamp (epoch *seconds*, microseconds: the year 57868
 otherwise), fails the query with a message naming the record, as a record that cannot be read
@@ -31,12 +32,14 @@ _EPOCH_MS = r"^-?[0-9]{1,18}$"
 
 
 def trades(prices: DataFrame) -> DataFrame:
-    """Records of ``prices`` (the data source's columns) as (ticker, price, size, event_time)."""
+    """Records of ``prices`` (the data source's columns) as (ticker, price, size, event_time,
+    offset); a ticker's records share a partition, so ``offset`` is their order in the log."""
     parsed = prices.select(
         F.from_json(F.col("value").cast("string"), PRICE_SCHEMA).alias("p"),
         F.col("key").cast("string").alias("key"),
         F.col("timestamp").alias("appended"),
         F.format_string("%s-%d@%d", "topic", "partition", "offset").alias("record"),
+        F.col("offset"),
     )
     return parsed.select(
         F.coalesce(F.col("p.ticker"), F.col("key")).alias("ticker"),
@@ -45,6 +48,7 @@ def trades(prices: DataFrame) -> DataFrame:
         F.coalesce(event_time(F.col("p.ts"), F.col("appended"), F.col("record")), F.col("appended")).alias(
             "event_time"
         ),
+        F.col("offset"),
     ).where(F.col("price").isNotNull() & F.col("ticker").isNotNull())
 
 
@@ -98,11 +102,14 @@ def job_arguments(name: str, description: str, output: str) -> argparse.Argument
     parser.add_argument(f"--{output}", default=output, help="the topic written")
     parser.add_argument("--checkpoint", required=True, help="where Spark keeps the query's progress and state")
     parser.add_argument("--starting-offsets", default="earliest")
+    parser.add_argument(
+        "--group-id", default=None, help="commit the query's progress to this consumer group (its lag shows there)"
+    )
     parser.add_argument("--max-records-per-trigger", type=int, default=None)
     parser.add_argument(
         "--available-now",
         action="store_true",
-        help="process what is there, emit every window it closes, then stop",
+        help="process what is there (and what arrives meanwhile), emit every window it closes, then stop",
     )
     return parser
 
@@ -131,6 +138,8 @@ def read_prices(spark: SparkSession, options: argparse.Namespace) -> DataFrame:
     )
     if options.max_records_per_trigger:
         reader = reader.option("maxRecordsPerTrigger", str(options.max_records_per_trigger))
+    if getattr(options, "group_id", None):
+        reader = reader.option("groupId", options.group_id)
     return reader.load()
 
 
@@ -163,7 +172,9 @@ def run_job(
 
 
 def drain(query: StreamingQuery) -> None:
-    """Process every record there is (and what arrives meanwhile), then stop the query.
+    """Process every record there is, then stop the query. Records that keep arriving while it
+    runs are processed too (``processAllAvailable`` waits for what is there each time it looks):
+    against a topic that is always written it stops only once the writers pause.
 
     Not Spark's ``trigger(availableNow=True)``: that stops after the last batch with data, so
     windows that batch's watermark closes would come out only on the next run (an append-mode

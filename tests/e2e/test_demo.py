@@ -1,11 +1,12 @@
-"""``lanes demo trading`` headless for a bounded time on the shared e2e cluster (issue #40): it
-prints candles and orders of both strategies; every price was consumed by both strategy groups;
+"""``lanes demo trading`` headless for a bounded time (25 s after Spark started) on the shared e2e
+cluster (issue #40): it prints candles and orders of both strategies; every price was consumed by both strategy groups;
 each ticker's prices are in order in one partition; and the orders on the orders topic are exactly
 what each strategy's rule gives over the prices, computed again here in plain Python."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import defaultdict
 
@@ -42,7 +43,7 @@ def test_the_trading_demo_runs_headless_and_both_strategies_follow_their_rules(l
         "demo",
         "trading",
         "--duration",
-        "40",
+        "25",
         "--rate",
         "60",
         "--tickers",
@@ -64,6 +65,12 @@ def test_the_trading_demo_runs_headless_and_both_strategies_follow_their_rules(l
     assert "  order  xyz " in out
     assert "final:" in out
     assert "lag abc 0, xyz 0" in out.split("final:")[1], "both groups consumed every price"
+    assert "out of order" not in out, "strategy xyz saw each ticker's prices in order"
+    running = [
+        (int(m["prices"].replace(",", "")), int(m["lag"].replace(",", "")))
+        for m in re.finditer(r"\] prices in (?P<prices>[\d,]+) .* lag abc (?P<lag>[\d,]+),", out.split("final:")[0])
+    ]
+    assert any(lag < prices for prices, lag in running), f"the Spark strategy commits as it goes: {running}"
 
     with lanes.admin() as admin, lanes.consumer() as consumer:
         prices = everything(admin, consumer, TOPICS["prices"])
@@ -100,3 +107,25 @@ def test_the_trading_demo_runs_headless_and_both_strategies_follow_their_rules(l
         assert expected[name], f"the rule of {name} orders something over {sum(map(len, series.values()))} prices"
         assert len(got[name]) == len(set(got[name])), f"{name}: no order twice"
         assert set(got[name]) == expected[name], name
+
+
+def test_the_price_feed_publishes_a_random_walk_keyed_by_ticker(lanes: Workdir) -> None:
+    """``lanes demo prices``: the demo's feed alone (a load generator): N records over the tickers,
+    each on its ticker's partition, ``ts`` as asked, the topic created when missing."""
+    out = lanes.ok(
+        "demo", "prices", "--topic", "feed-e2e", "--count", "300", "--rate", "1000", "--tickers", "5",
+        "--ts-format", "epoch-ms", "--seed", "3",
+    )  # fmt: skip
+    assert "sent 300 prices of 5 tickers to feed-e2e" in out
+    with lanes.admin() as admin, lanes.consumer() as consumer:
+        records = everything(admin, consumer, "feed-e2e")
+    partition_of: dict[str, int] = {}
+    trades = []
+    for partition, values in records.items():
+        for value in values:
+            document = json.loads(value)
+            assert isinstance(document["ts"], int), "epoch milliseconds"
+            assert partition_of.setdefault(document["ticker"], partition) == partition
+            trades.append(parse_price(value))
+    assert len(trades) == 300
+    assert len(partition_of) == 5

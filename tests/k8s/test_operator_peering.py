@@ -72,4 +72,5 @@ def test_one_replica_is_active_and_the_other_takes_over_when_it_dies(
     wait_for(lambda: "Resuming operations" in standby.log_path.read_text(), "the standby resumes", timeout_s=30)
     kube.create("topics", "ha-second", {"partitions": 1})
     wait_for(lambda: "ha-second" in admin.list_topics(), "the former standby creates the next topic")
-    assert handled(standby, kube.namespace, "ha-second")
+    # its handler logs success once it returns, a moment after the topic exists (the active one is dead)
+    wait_for(lambda: handled(standby, kube.namespace, "ha-second"), "handled by the former standby", timeout_s=10)

@@ -23,7 +23,8 @@ from tests.spark.test_source import everything
 pytestmark = pytest.mark.slow
 
 JOBS = Path(__file__).resolve().parents[2] / "spark-apps" / "jobs"
-START = datetime(2026, 11, 23, 16, 0, tzinfo=UTC)
+#: the streams' start: a day ago (their records are written now; ts as epoch ms must be within a year)
+START = (datetime.now(UTC) - timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
 
 
 def job(name: str) -> ModuleType:
@@ -135,7 +136,7 @@ def test_ts_is_iso_8601_or_epoch_milliseconds_and_a_number_far_from_the_record_i
     """Issue #40: epoch milliseconds (the Kafka habit) were read as seconds (candles in the year
     57868). Both forms are read; a number more than a year from the record's timestamp (epoch
     seconds, microseconds) or a ts that is neither fails the query naming the record."""
-    moment = datetime.now(UTC).replace(microsecond=250_000)
+    moment = (datetime.now(UTC) - timedelta(seconds=5)).replace(microsecond=250_000)  # before the records
     epoch_ms = int(moment.timestamp() * 1000)
 
     def read_trades(topic: str, *ts_values: object) -> list[Any]:

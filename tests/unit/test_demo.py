@@ -8,7 +8,18 @@ import random
 
 import pytest
 
-from lanes.demo.prices import FLOOR, STEP, PriceWalk, Trade, iso_ms, parse_price, price_record, tickers
+from lanes.demo.prices import (
+    FLOOR,
+    STEP,
+    NotAPriceError,
+    PriceWalk,
+    RefusedTsError,
+    Trade,
+    iso_ms,
+    parse_price,
+    price_record,
+    tickers,
+)
 from lanes.demo.strategies import breakouts, crossovers
 
 MOMENT_MS = 1_764_000_001_250  # 2025-11-24T16:00:01.250Z
@@ -43,10 +54,20 @@ def test_a_price_record_is_keyed_by_ticker_and_reads_back_in_either_ts_format(ts
     assert iso_ms(MOMENT_MS) == "2025-11-24T16:00:01.250Z"
 
 
-def test_a_value_that_is_not_a_price_is_refused() -> None:
-    for value in (b"{}", b'{"ticker": "A", "price": 1, "ts": 1.5}', b'{"ticker": "A", "price": 1, "ts": "soon"}'):
-        with pytest.raises((ValueError, KeyError)):
-            parse_price(value)
+def test_prices_read_by_the_rules_the_spark_jobs_read_them_with() -> None:
+    """``lanes_spark.trading.trades``'s rules (tests/spark/test_jobs.py checks Spark's side), so the
+    Python strategy and the Spark one see the same trades."""
+    key = b"MSFT"
+    assert parse_price(b'{"price": 2}', key, MOMENT_MS) == Trade("MSFT", 2.0, 0, MOMENT_MS), "defaults"
+    assert parse_price(b'{"price": 2, "ts": "1764000001250"}', key, MOMENT_MS).ts_ms == MOMENT_MS
+    assert parse_price(b'{"price": 2, "ts": "2025-11-24T16:00:01.250999Z"}', key).ts_ms == MOMENT_MS, "cut, not rounded"
+    assert parse_price(b'{"price": 2, "ts": "2025-11-24T16:00:01.250"}', key).ts_ms == MOMENT_MS, "no zone: UTC"
+    for value in (b"[1]", b"nope", b'{"ticker": "A"}', b'{"ticker": "A", "price": "1"}', b'{"price": 1}'):
+        with pytest.raises(NotAPriceError):
+            parse_price(value, None, MOMENT_MS)  # dropped, as Spark drops them
+    for ts in (b"1.5", b'"soon"', b"true", str(MOMENT_MS // 1000).encode()):
+        with pytest.raises(RefusedTsError):
+            parse_price(b'{"ticker": "A", "price": 1, "ts": ' + ts + b"}", None, MOMENT_MS)  # fails, as Spark fails
 
 
 def test_crossovers_buy_when_the_short_average_crosses_above_and_sell_below() -> None:

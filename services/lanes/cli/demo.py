@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -40,9 +41,13 @@ from lanes.demo.feed import FeedSettings, PriceFeed
 from lanes.demo.prices import TS_FORMATS
 from lanes.demo.trading import Access, DemoSettings, TradingDemo
 from lanes.errors import TopicAlreadyExistsError
+from lanes.rpc.credentials import Credentials, UserPassword
+from lanes.rpc.tls import TlsFiles
 
 #: partitions of topics the demo creates
 PARTITIONS = 6
+#: the oldest Java Spark 4 runs on
+MIN_JAVA = 17
 
 
 def _positive_float(text: str) -> float:
@@ -95,9 +100,28 @@ def _spark_missing() -> str | None:
     """What the demo's Spark application needs and this machine lacks, if anything."""
     if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("lanes_spark") is None:
         return "pyspark is not installed: pip install 'lanes[spark]' (make demo installs it)"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "Spark needs a Java runtime (17 or 21) on the PATH (make demo installs Debian's default-jre-headless)"
+    java = shutil.which("java") or str(Path(os.environ.get("JAVA_HOME", "/nonexistent")) / "bin" / "java")
+    version = _java_major_version(java)
+    if version is None or version < MIN_JAVA:
+        found = "none found" if version is None else f"found Java {version}"
+        return (
+            f"Spark needs a Java runtime, {MIN_JAVA} or later ({found}; "
+            "make demo installs Debian's default-jre-headless)"
+        )
     return None
+
+
+def _java_major_version(java: str) -> int | None:
+    """The major version ``java -version`` reports (``openjdk version "17.0.9"``: 17), if it runs."""
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr)
+    if found is None:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major  # "1.8.0": Java 8
 
 
 def _cluster_here() -> dict[str, Any] | None:
@@ -114,20 +138,29 @@ def _start_cluster() -> bool:
     return done.returncode == 0
 
 
-def _spark_environment(description: dict[str, Any] | None) -> dict[str, str]:
-    """How the Spark application reaches the cluster: the process's own LANES_* settings, else
-    the CA and user of ./.lanes/cluster.json (absolute paths: it runs elsewhere)."""
-    if os.environ.get("LANES_TLS_CA") or description is None:
-        return {}
-    environment = {}
-    tls = description.get("tls") or {}
-    if tls.get("ca"):
-        environment["LANES_TLS_CA"] = str(Path(tls["ca"]).absolute())
-    user = description.get("user") or {}
-    if user.get("name") and user.get("password_file") and not os.environ.get("LANES_USERNAME"):
-        environment["LANES_USERNAME"] = user["name"]
-        environment["LANES_PASSWORD_FILE"] = str(Path(user["password_file"]).absolute())
+def _spark_environment(tls: TlsFiles | None, credentials: Credentials | None) -> dict[str, str]:
+    """The environment that tells the Spark application (and its executors) what the demo's own
+    clients use: the CA and client certificate (absolute paths: it runs elsewhere) and the user,
+    by its password file when ``./.lanes/cluster.json`` names one, else by the password itself."""
+    environment: dict[str, str] = {}
+    if tls is not None:
+        environment["LANES_TLS_CA"] = str(tls.ca_file.absolute())
+        if tls.cert_file is not None and tls.key_file is not None:
+            environment["LANES_TLS_CERT"] = str(tls.cert_file.absolute())
+            environment["LANES_TLS_KEY"] = str(tls.key_file.absolute())
+    if isinstance(credentials, UserPassword):
+        environment["LANES_USERNAME"] = credentials.username
+        password_file = os.environ.get("LANES_PASSWORD_FILE") or _cluster_password_file(credentials.username)
+        if password_file:
+            environment["LANES_PASSWORD_FILE"] = str(Path(password_file).absolute())
+        else:
+            environment["LANES_PASSWORD"] = credentials.password
     return environment
+
+
+def _cluster_password_file(username: str) -> str | None:
+    user = (read_cluster_file(CLUSTER_FILE.parent) or {}).get("user") or {}
+    return str(user["password_file"]) if user.get("name") == username and user.get("password_file") else None
 
 
 def trading(options: argparse.Namespace) -> int:
@@ -139,12 +172,8 @@ def trading(options: argparse.Namespace) -> int:
     given = options.bootstrap or os.environ.get("LANES_BOOTSTRAP")
     if not given and _cluster_here() is None and not _start_cluster():
         return EXIT_REFUSED
-    access = Access(
-        bootstrap_of(options),
-        resolve_tls(),
-        resolve_credentials(),
-        _spark_environment(None if given else _cluster_here()),
-    )
+    tls, credentials = resolve_tls(), resolve_credentials()
+    access = Access(bootstrap_of(options), tls, credentials, _spark_environment(tls, credentials))
     demo = TradingDemo(
         access,
         DemoSettings(
@@ -170,7 +199,7 @@ def trading(options: argparse.Namespace) -> int:
         print("\nstopping in order (Ctrl-C again to abandon it)", flush=True)
         demo.stop()
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal closed
         signal.signal(signum, on_signal)
     try:
         return demo.run()

@@ -115,7 +115,7 @@ def up(options: argparse.Namespace) -> int:
         kafka=not options.no_kafka,
     )
     stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal closed
         signal.signal(signum, lambda *_: stop.set())
     try:
         description = cluster.start()

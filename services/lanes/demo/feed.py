@@ -63,9 +63,16 @@ class PriceFeed:
         self.failure: BaseException | None = None
 
     def start(self) -> None:
-        """Run on a thread of its own."""
-        self._thread = threading.Thread(target=self.run, name="lanes-demo-feed", daemon=True)
+        """Run on a thread of its own (what stops it early is in ``failure``)."""
+        self._thread = threading.Thread(target=self._run_caught, name="lanes-demo-feed", daemon=True)
         self._thread.start()
+
+    def _run_caught(self) -> None:
+        try:
+            self.run()
+        except Exception as exc:  # the caller reads it
+            if self.failure is None:
+                self.failure = exc
 
     def finished(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for ``run`` to end by itself (``count`` sent); whether it did."""

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 #: largest move of a price per trade
@@ -84,19 +85,59 @@ def price_record(trade: Trade, ts_format: TsFormat = "iso") -> tuple[bytes, byte
     return trade.ticker.encode(), json.dumps(value, separators=(",", ":")).encode()
 
 
-def parse_price(value: bytes) -> Trade:
-    """A ``prices`` record's value as a Trade (``ts`` ISO-8601 or epoch milliseconds). ValueError
-    when it is not one."""
-    document = json.loads(value)
-    ts = document["ts"]
-    if isinstance(ts, bool) or not isinstance(ts, (int, str)):
-        raise ValueError(f"ts {ts!r} is neither an ISO-8601 string nor epoch milliseconds")
-    ts_ms = ts if isinstance(ts, int) else _iso_to_ms(ts)
-    return Trade(str(document["ticker"]), float(document["price"]), int(document.get("size", 0)), ts_ms)
+class NotAPriceError(ValueError):
+    """A value that is not a price record: readers drop it (the Spark jobs do too)."""
 
 
-def _iso_to_ms(text: str) -> int:
-    moment = datetime.fromisoformat(text)
+class RefusedTsError(ValueError):
+    """A price whose ``ts`` readers refuse: it fails them, naming why (the Spark jobs fail too)."""
+
+
+def parse_price(value: bytes, key: bytes | None = None, timestamp_ms: int | None = None) -> Trade:
+    """A ``prices`` record as a Trade, by the rules the Spark jobs read it with
+    (``lanes_spark.trading.trades``): ``ticker`` defaults to the key, ``size`` to 0, ``ts`` to
+    the record's timestamp; ``ts`` is ISO-8601 (without a zone: UTC; below a millisecond cut) or
+    epoch milliseconds, a JSON integer or a string of digits, within ``TS_BOUND_MS`` of the
+    record's timestamp. NotAPriceError (to drop) or RefusedTsError (to fail)."""
+    try:
+        document = json.loads(value)
+    except ValueError:
+        raise NotAPriceError("not JSON") from None
+    if not isinstance(document, dict):
+        raise NotAPriceError("not a JSON object")
+    price, ticker = document.get("price"), document.get("ticker")
+    if ticker is None and key is not None:
+        ticker = key.decode(errors="replace")
+    if isinstance(price, bool) or not isinstance(price, (int, float)) or ticker is None:
+        raise NotAPriceError("no price or no ticker")
+    size = document.get("size")
+    size = size if isinstance(size, int) and not isinstance(size, bool) else 0
+    return Trade(str(ticker), float(price), size, _ts_ms(document.get("ts"), timestamp_ms))
+
+
+#: how far a ``ts`` in epoch milliseconds may be from its record's timestamp
+TS_BOUND_MS = 365 * 86_400_000
+_DIGITS = re.compile(r"-?[0-9]{1,18}")
+
+
+def _ts_ms(ts: object, timestamp_ms: int | None) -> int:
+    if ts is None:
+        if timestamp_ms is None:
+            raise RefusedTsError("no ts and no record timestamp")
+        return timestamp_ms
+    text = ts if isinstance(ts, str) else json.dumps(ts)
+    if _DIGITS.fullmatch(text):
+        ts_ms = int(text)
+        if timestamp_ms is not None and abs(ts_ms - timestamp_ms) > TS_BOUND_MS:
+            raise RefusedTsError(f"ts {text} is more than 365 days from the record's timestamp (epoch seconds?)")
+        return ts_ms
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise RefusedTsError(f"ts {text} is neither ISO-8601 nor epoch milliseconds") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return round(moment.timestamp() * 1000)
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

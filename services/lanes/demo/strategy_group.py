@@ -19,7 +19,7 @@ import threading
 
 from lanes.client.consumer import Consumer
 from lanes.client.producer import Producer
-from lanes.demo.prices import iso_ms, parse_price
+from lanes.demo.prices import NotAPriceError, iso_ms, parse_price
 from lanes.demo.strategies import Order, breakouts
 
 _log = logging.getLogger(__name__)
@@ -99,20 +99,22 @@ class BreakoutStrategy:
                 for record in records:
                     if record.value is None:
                         continue
-                    for key, value in self._feed(record.value):
+                    for key, value in self._feed(record.value, record.key, record.timestamp):
                         pending.append(self._producer.send(self._orders, value, key))
                 for future in pending:
                     future.result()
                 self._consumer.commit()
         finally:
             self._consumer.close()
+            self._producer.close()
 
-    def _feed(self, value: bytes) -> list[tuple[bytes, bytes]]:
-        """The orders one price triggers, as (key, value)."""
+    def _feed(self, value: bytes, key: bytes | None, timestamp_ms: int) -> list[tuple[bytes, bytes]]:
+        """The orders one price triggers, as (key, value). A price whose ts is refused stops the
+        strategy (RefusedTsError), as it fails the Spark jobs."""
         try:
-            trade = parse_price(value)
-        except (ValueError, KeyError, TypeError):
-            return []  # not a price: the Spark jobs drop it too
+            trade = parse_price(value, key, timestamp_ms)
+        except NotAPriceError:
+            return []  # the Spark jobs drop it too
         self.prices_seen += 1
         if trade.ts_ms < self._last_ts_ms.get(trade.ticker, trade.ts_ms):
             self.out_of_order += 1

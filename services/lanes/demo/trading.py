@@ -66,9 +66,16 @@ class Access:
         return Admin(self.bootstrap, tls=self.tls, credentials=self.credentials)
 
     def consumer(self, group_id: str | None = None) -> Consumer:
-        """A consumer that commits only when told (``group_id``: of that group)."""
+        """A consumer that commits only when told (``group_id``: of that group; a partition it
+        has no offset for, one added to the topic meanwhile, is read from its start, as Spark's
+        queries read new partitions)."""
         return Consumer(
-            self.bootstrap, group_id=group_id, enable_auto_commit=False, tls=self.tls, credentials=self.credentials
+            self.bootstrap,
+            group_id=group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            tls=self.tls,
+            credentials=self.credentials,
         )
 
     def producer(self) -> Producer:
@@ -137,6 +144,9 @@ class TradingDemo:
         with access.admin() as admin:
             self._create_topics(admin)
             start = self._end_offsets(admin, settings.prices)
+            if not start:
+                self._say(f"the topic {settings.prices} is not served yet: try again in a moment")
+                return 1
             for name in STRATEGIES:
                 self._start_group_at(admin, settings.group(name), start)
             watch_from = {**self._end_offsets(admin, settings.candles), **self._end_offsets(admin, settings.orders)}
@@ -147,7 +157,7 @@ class TradingDemo:
             )
             self._say("starting Spark (candles and strategy abc): its first start takes a while...")
             self._spark = self._start_spark(start)
-            if not self._spark_ready():
+            if not self._spark_ready() or self._stop.is_set():
                 return 1
             feed_producer = access.producer()
             feed = PriceFeed(
@@ -180,7 +190,9 @@ class TradingDemo:
                 self._say(f"stopping: the feed sent {feed.acknowledged:,} prices; the strategies finish them")
                 end = self._end_offsets(admin, settings.prices)
                 xyz = settings.group("xyz")
-                caught_up = self._wait_for(lambda: self._committed(admin, xyz) == end, CATCH_UP_TIMEOUT_S)
+                caught_up = self._wait_for(
+                    lambda: strategy.failure is not None or self._committed(admin, xyz) == end, CATCH_UP_TIMEOUT_S
+                )
                 strategy.stop()
                 spark_ok = self._stop_spark()
                 self._drain_watcher(watcher)
@@ -281,7 +293,7 @@ class TradingDemo:
         try:
             return subprocess.Popen(
                 command,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,  # closed when the demo is gone, however it ends: the application stops
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
@@ -292,15 +304,38 @@ class TradingDemo:
             log.close()
 
     def _spark_ready(self) -> bool:
-        assert self._spark is not None
-        assert self._spark.stdout is not None
-        line = self._spark.stdout.readline()  # "running", or nothing when it exits
-        if line.strip() == "running":
+        """Wait until the application says ``running`` (or exits, or the demo is stopped, or
+        ``SPARK_READY_TIMEOUT_S`` pass); its later output goes to its log."""
+        spark = self._spark
+        assert spark is not None
+        assert spark.stdout is not None
+        ready = threading.Event()
+        stdout = spark.stdout
+        log_path = self._settings.state_dir / "spark.log"
+
+        def read_output() -> None:
+            with open(log_path, "a") as log:
+                for line in stdout:
+                    if line.strip() == "running":
+                        ready.set()
+                    else:
+                        log.write(line)
+                        log.flush()
+
+        threading.Thread(target=read_output, name="lanes-demo-spark-output", daemon=True).start()
+        deadline = time.monotonic() + SPARK_READY_TIMEOUT_S
+        while not ready.wait(0.2):
+            if spark.poll() is not None or self._stop.is_set() or time.monotonic() > deadline:
+                break
+        if ready.is_set():
             return True
-        self._spark.wait()
-        log = self._settings.state_dir / "spark.log"
-        tail = log.read_text(errors="replace").strip().splitlines()[-5:]
-        self._say(f"Spark did not start (exit {self._spark.returncode}); the end of {log}:")
+        if self._stop.is_set():
+            return False
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]
+        if spark.poll() is None:
+            self._say(f"Spark did not start within {SPARK_READY_TIMEOUT_S} s; the end of {log_path}:")
+        else:
+            self._say(f"Spark did not start (exit {spark.returncode}); the end of {log_path}:")
         for text in tail:
             self._say(f"  {text}")
         return False

@@ -109,6 +109,7 @@ def launch_service(module: str, args: list[str], log_path: Path, *, launcher: Se
     with open(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a") as log:
         process = subprocess.Popen(
             [*launcher, sys.executable, "-m", module, *args],
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
