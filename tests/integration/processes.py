@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import socket
 import time
 from collections.abc import Iterator, Sequence
@@ -41,11 +42,32 @@ __all__ = [
 ]
 
 
+def _ephemeral_start() -> int:
+    """Where the kernel's range of ports for outgoing connections begins."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+#: Ports tests give services: below the ephemeral range, so a service restarted on its port never
+#: finds it taken by some client's outgoing connection, to which the kernel gives ephemeral ports
+#: (a killed broker's metrics port was: "Address already in use" on its restart).
+_SERVICE_PORTS = (10_000, _ephemeral_start() - 100)  # room for a block of consecutive ones
+
+
 def free_port() -> int:
-    """A TCP port nobody listens on right now (the kernel picked it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A TCP port nobody listens on right now, outside the kernel's ephemeral range."""
+    pick = random.SystemRandom()
+    for _ in range(200):
+        port = pick.randrange(*_SERVICE_PORTS)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port below the ephemeral range")
 
 
 def consecutive_free_ports(count: int) -> int:
