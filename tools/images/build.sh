@@ -39,3 +39,7 @@ for image in "${images[@]}"; do
   fi
   echo "$name"
 done
+# Each build leaves the images it superseded (the previous build's, untagged now) and its builder
+# stages' finals behind: some 4.5 GB per run of the image tests. Drop those of earlier builds; the
+# layers this build reused have children and stay, so the next build still finds its cache.
+podman image prune -f --filter until=15m >/dev/null
