@@ -221,8 +221,7 @@ class RecordAccumulator:
         if deadline.expired():
             return False
         with self._room:  # the same lock as append's check: no release is missed
-            self._room.wait_for(lambda: self.has_room(size), deadline.remaining_s())
-        return True
+            return self._room.wait_for(lambda: self.has_room(size), deadline.remaining_s())
 
     def release(self, size: int) -> None:
         """``size`` bytes were written or failed: room for waiting senders (call on the loop)."""
