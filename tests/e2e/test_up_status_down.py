@@ -81,8 +81,13 @@ def test_ctrl_c_stops_a_foreground_cluster_in_order_without_warnings(tmp_path: P
     assert not [pid for pid in pids if is_lanes_process(pid)]
     logs = "".join(log.read_text() for log in (tmp_path / ".lanes" / "logs").glob("*.log"))
     assert "controlled shutdown not confirmed" not in logs
-    warnings = [  # (lines start with their UTC time; what was logged before the stop is not the stop's)
-        line for line in logs.splitlines() if (" WARNING " in line or " ERROR " in line) and line >= stopping_at
+    # Lines start with their UTC time: what was logged before the stop is not the stop's. Left out:
+    # gRPC's own "Aborting method [...] due to server stop", logged when a broker that stops at the
+    # same moment cancels its in-flight replica fetch (the brokers stop together; issue #40's note).
+    warnings = [
+        line
+        for line in logs.splitlines()
+        if (" WARNING " in line or " ERROR " in line) and line >= stopping_at and "due to server stop" not in line
     ]
     assert not warnings, "a clean stop warns of nothing"
     assert stopped_s < 5, f"stopped in {stopped_s:.1f} s: a controlled shutdown waited for a controller"
