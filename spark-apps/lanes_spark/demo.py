@@ -28,7 +28,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 import lanes
 from lanes_spark.candles import candle_records, candles
 from lanes_spark.signals import order_records, signals
-from lanes_spark.trading import drain, read_prices, write_records
+from lanes_spark.trading import drain, job_arguments, read_prices, write_records
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -49,18 +49,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _job_options(options: argparse.Namespace, query: str, group_id: str | None = None) -> argparse.Namespace:
-    """What ``lanes_spark.trading``'s helpers take of a job's options, for one query."""
-    return argparse.Namespace(
-        bootstrap=options.bootstrap,
-        tls_ca=None,  # from the environment, as every client
-        username=None,
-        password_file=None,
-        prices=options.prices,
-        starting_offsets=options.starting_offsets,
-        max_records_per_trigger=None,
-        checkpoint=str(options.checkpoints / query),
-        group_id=group_id,
-    )
+    """One query's options, parsed as the trading jobs parse theirs (``job_arguments``: access from
+    the environment, as every client), so the two never drift apart."""
+    argv = ["--bootstrap", options.bootstrap, "--prices", options.prices]
+    argv += ["--checkpoint", str(options.checkpoints / query), "--starting-offsets", options.starting_offsets]
+    argv += ["--group-id", group_id] if group_id else []
+    return job_arguments(f"lanes_spark.demo {query}", "", "unused").parse_args(argv)
 
 
 def start(spark: SparkSession, options: argparse.Namespace) -> tuple[StreamingQuery, StreamingQuery]:

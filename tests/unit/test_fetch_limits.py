@@ -197,8 +197,22 @@ async def _keyed_signals() -> None:
     assert signals.waiting_keys() == 0
 
 
+@pytest.fixture
+def trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The worker-thread trips ``BatchedReads`` makes: the jobs in each, in order."""
+    made: list[int] = []
+    run_all = batched_reads._run_all
+
+    def counted(jobs: list[Any]) -> list[tuple[bool, Any]]:
+        made.append(len(jobs))
+        return run_all(jobs)
+
+    monkeypatch.setattr(batched_reads, "_run_all", counted)
+    return made
+
+
 def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a_trip(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, trips: list[int]
 ) -> None:
     """Decision 0042: a fetch at a recent append's end is measured and read on the event loop;
     one that is not is run again from the start off the loop, and answers the same as if it had
@@ -218,15 +232,6 @@ def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a
     assert answered(caught_up, LoopReads()) == answered(caught_up, SharedReads())
     with pytest.raises(NotLightError):
         answered(2, LoopReads())  # inside a batch: an index lookup and a scan of headers
-
-    trips: list[int] = []
-    run_all = batched_reads._run_all
-
-    def counted(jobs: list[Any]) -> list[tuple[bool, Any]]:
-        trips.append(len(jobs))
-        return run_all(jobs)
-
-    monkeypatch.setattr(batched_reads, "_run_all", counted)
 
     async def both_ways() -> list[tuple[int, bytes]]:
         reads = BatchedReads()
@@ -251,14 +256,11 @@ def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a
 
 
 def test_one_turn_of_the_loop_runs_only_a_few_light_jobs_the_rest_go_to_a_trip(
-    monkeypatch: pytest.MonkeyPatch,
+    trips: list[int],
 ) -> None:
     """Thousands of long-polls woken by one append: after ``LIGHT_RUNS_PER_TURN`` in one turn,
     the others share worker-thread trips (their results handed over a few per turn), so the
     loop's other work runs between them."""
-    trips: list[int] = []
-    run_all = batched_reads._run_all
-    monkeypatch.setattr(batched_reads, "_run_all", lambda jobs: (trips.append(len(jobs)), run_all(jobs))[1])
     on_loop: list[bool] = []
 
     def job(reads: Any) -> None:

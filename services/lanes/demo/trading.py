@@ -113,6 +113,7 @@ class TradingDemo:
         self._out = out
         self._stop = threading.Event()
         self._spark: subprocess.Popen[str] | None = None
+        self._lookups: Consumer | None = None
         self._started_s = 0.0
         self.candles_out = 0
         self.orders_out: Counter[str] = Counter()
@@ -141,7 +142,8 @@ class TradingDemo:
     def _run(self) -> int:
         settings, access = self._settings, self._access
         self._started_s = time.monotonic()
-        with access.admin() as admin:
+        with access.admin() as admin, access.consumer() as lookups:
+            self._lookups = lookups  # end offsets, for the whole run: one client, not one per lookup
             self._create_topics(admin)
             start = self._end_offsets(admin, settings.prices)
             if not start:
@@ -223,8 +225,8 @@ class TradingDemo:
         """Where each partition of ``topic`` ends now ({} while a new topic is not yet served)."""
         try:
             partitions = [TopicPartition(topic, p.partition) for p in admin.describe_topic(topic).partitions]
-            with self._access.consumer() as consumer:
-                return consumer.end_offsets(partitions)
+            assert self._lookups is not None  # (set by _run)
+            return self._lookups.end_offsets(partitions)
         except LanesError as exc:
             if exc.retriable or exc.code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 return {}
