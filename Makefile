@@ -27,7 +27,7 @@ PY     := $(BIN)/python
 STAMP  := $(VENV)/.stamp
 
 # What an install depends on: the project metadata and the C fast path it compiles.
-INSTALL_INPUTS := pyproject.toml services/lanes/protocol/_records_c.c
+INSTALL_INPUTS := pyproject.toml services/lanes/protocol/_records_c.c services/lanes/client/_open_batches_c.c
 
 .PHONY: test pytest lint proto bench up demo clean images test-deps test-node container-tools
 

@@ -30,7 +30,7 @@ def full_accumulator() -> RecordAccumulator:
         on_loop=lambda call, batch: call(batch),
         clock=ManualClock(),
     )
-    accumulator._buffered = 100  # what queued batches hold, until they are sent
+    accumulator.append("t", b"x" * 80, None, 0, (), 1, 100, 1)  # what batches hold, until they are sent
     return accumulator
 
 

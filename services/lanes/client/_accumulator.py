@@ -11,8 +11,12 @@ partition, until the sender (``_sender``) takes them.
   whose sender waits with room in its window; both change only under ``lock``, together with the
   queues, so no closed batch is ever missed between a sender's last look and its exit.
 
-Threads: everything here is guarded by ``lock`` and may be used from any thread, except the
-async room waiters, which belong to the client's loop. What the sender must act on is told to it
+The hot half (open batches, buffered bytes, the closed flag, the lock) is ``OpenBatches``
+(``_open_batches``: in C when built), which calls back here once per batch (``choose_partition``,
+``new_batch``, ``batch_full``: the ``BatchHooks``).
+
+Threads: everything here is guarded by ``lock`` (the core's) and may be used from any thread,
+except the async room waiters, which belong to the client's loop. What the sender must act on is told to it
 through ``SenderSignals``, whose methods the producer runs on the loop.
 """
 
@@ -22,39 +26,33 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Protocol
 
-from mmh3 import hash as _murmur3
-
+from lanes.client._open_batches import APPEND_MANY_RECORDS, RECORD_OVERHEAD_BYTES, BatchFields, OpenBatches
 from lanes.client._record_future import BatchOutcome, RecordFuture
 from lanes.clock import Clock
 from lanes.deadline import Deadline
-from lanes.errors import ErrorCode, LanesError
 from lanes.protocol.partitioner import Partitioner
 from lanes.topic_partition import TopicPartition
 
-RecordTuple = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
-#: varints and attributes of one encoded record, roughly (a record's size in the buffer is this
-#: plus its key, value and headers)
-RECORD_OVERHEAD_BYTES = 20
-#: records ``append_many`` adds under one hold of the lock: the sender waits for it meanwhile
-APPEND_MANY_RECORDS = 500
+__all__ = ["APPEND_MANY_RECORDS", "RECORD_OVERHEAD_BYTES", "Batch", "RecordAccumulator", "SenderSignals"]
 
 
-class Batch:
+class Batch(BatchFields):
     """One partition's records on their way: ``(index, timestamp, key, value, headers)`` tuples
-    (what ``encode_batch`` takes), and the outcome their futures share. ``created_ms`` is on the
+    (what ``encode_batch`` takes), their bytes, and the outcome their futures share (those three
+    are ``BatchFields``': the core appends without a Python call). ``created_ms`` is on the
     producer's monotonic clock."""
 
-    __slots__ = ("created_ms", "outcome", "partition", "records", "size_bytes", "topic")
+    __slots__ = ("created_ms", "partition", "topic")
+
+    outcome: BatchOutcome
 
     def __init__(self, topic: str, partition: int, created_ms: int) -> None:
         self.topic = topic
         self.partition = partition
-        self.records: list[RecordTuple] = []
         self.outcome = BatchOutcome()
-        self.size_bytes = 0
         self.created_ms = created_ms
 
     @property
@@ -94,117 +92,75 @@ class RecordAccumulator:
         on_loop: Callable[[Callable[[Batch], None], Batch], None],
         clock: Clock,
     ) -> None:
-        self.batch_size = batch_size
         self.max_request_size = max_request_size
         self.linger_s = linger_s
-        self.buffer_limit = buffer_memory
         self._partitioner = partitioner
-        self._keys_by_hash = partitioner.keys_by_hash  # keyed records need no call to it (``append``)
         self._partition_count = partition_count
         self._signals = signals
         self._on_loop = on_loop
         self._clock = clock
-        self.lock = threading.Lock()
+        self._core: OpenBatches[Batch, RecordFuture] = OpenBatches(
+            batch_size, buffer_memory, partitioner.keys_by_hash, self, RecordFuture
+        )
+        self.lock = self._core.lock
         self._room = threading.Condition(self.lock)
-        self._buffered = 0
-        # Keyed by (topic, partition): ``append`` builds its key as a plain tuple, once per record
-        # (a TopicPartition, equal to it, costs ten times as much to build).
-        self.open: dict[tuple[str, int], Batch] = {}
+        # Keyed by (topic, partition), as plain tuples (a TopicPartition, equal to it, costs ten
+        # times as much to build): the open batches are the core's, the queues are here.
+        self.open = self._core.open
         self.queues: dict[tuple[str, int], deque[Batch]] = {}
         self.sending: set[tuple[str, int]] = set()  # partitions whose sender runs or is starting
         self.awaiting_batches: set[tuple[str, int]] = set()  # senders with room for a request
-        self.closed = False
         self._room_waiters: list[asyncio.Future[None]] = []  # the loop's
+        #: ``append(topic, value, key, partition, headers, timestamp, size_bytes, num_partitions)``:
+        #: add one record to its partition's open batch; its RecordFuture, or None when the buffer
+        #: has no room for it. The hot path of every ``send``: one call into the core, one lock.
+        self.append = self._core.append
+        #: ``append_many(topic, values, keys, partition, timestamp, num_partitions, start)``: records
+        #: ``start``.. of ``values`` (``keys`` one per value, or None), at most
+        #: ``APPEND_MANY_RECORDS`` under one hold of the lock: their futures; fewer when the buffer
+        #: is full (the caller waits for room and goes on). A value or key that is not bytes (or
+        #: None) is a TypeError; the records before it are in.
+        self.append_many = self._core.append_many
+
+    @property
+    def batch_size(self) -> int:
+        return self._core.batch_size
+
+    @property
+    def buffer_limit(self) -> int:
+        return self._core.buffer_limit
+
+    @property
+    def closed(self) -> bool:
+        """Whether sends are refused (the producer is closing); set under ``lock``."""
+        return self._core.closed
+
+    @closed.setter
+    def closed(self, closed: bool) -> None:
+        self._core.closed = closed
 
     # -----------------------------------------------------------------------------------------
-    # adding records (any thread)
+    # the core's hooks (``BatchHooks``; ``lock`` held)
 
-    def append(  # noqa: PLR0917 - the hot path of every send: positional arguments cost least
-        self,
-        topic: str,
-        value: bytes | None,
-        key: bytes | None,
-        partition: int | None,
-        headers: tuple[tuple[str, bytes | None], ...],
-        timestamp: int,
-        size_bytes: int,
-        num_partitions: int,
-    ) -> RecordFuture | None:
-        """Add one record to its partition's open batch; None when the buffer has no room for it.
-        The hot path of every ``send``: positional fields (no record object), one lock."""
-        with self.lock:
-            if self.closed:
-                raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
-            return self._add_locked(topic, value, key, partition, headers, timestamp, size_bytes, num_partitions)
+    def choose_partition(self, topic: str, key: bytes | None, num_partitions: int, partition: int | None) -> int:
+        return self._partitioner.partition(topic, key, num_partitions, partition)
 
-    def append_many(  # noqa: PLR0917 - the batch path of send_batch: positional arguments cost least
-        self,
-        topic: str,
-        values: Sequence[bytes | None],
-        keys: Sequence[bytes | None] | None,
-        partition: int | None,
-        timestamp: int,
-        num_partitions: int,
-        start: int = 0,
-    ) -> list[RecordFuture]:
-        """``append`` for records ``start``.. of ``values`` (with ``keys``, one per value; None:
-        keyless), at most ``APPEND_MANY_RECORDS`` under one lock (the sender takes batches in
-        between): their futures; none when the buffer is full (the caller waits for room and goes
-        on from there). A value or key that is not bytes (or None) is a TypeError; the records
-        before it are in."""
-        futures: list[RecordFuture] = []
-        with self.lock:
-            if self.closed:
-                raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
-            for position in range(start, min(len(values), start + APPEND_MANY_RECORDS)):
-                value = values[position]
-                key = keys[position] if keys is not None else None
-                if (value is not None and type(value) is not bytes) or (key is not None and type(key) is not bytes):
-                    raise TypeError(f"record {position}: values and keys are bytes or None; encode them first")
-                size = (len(value) if value else 0) + (len(key) if key else 0) + RECORD_OVERHEAD_BYTES
-                future = self._add_locked(topic, value, key, partition, (), timestamp, size, num_partitions)
-                if future is None:
-                    break
-                futures.append(future)
-        return futures
+    def new_batch(self, topic: str, partition: int) -> Batch:
+        batch = Batch(topic, partition, self._clock.monotonic_ms())
+        if (topic, partition) not in self.sending:  # a busy sender looks at the open batch when done
+            self._on_loop(self._signals.batch_opened, batch)
+        return batch
 
-    def _add_locked(  # noqa: PLR0917 - called once per record: positional arguments cost least
-        self,
-        topic: str,
-        value: bytes | None,
-        key: bytes | None,
-        partition: int | None,
-        headers: tuple[tuple[str, bytes | None], ...],
-        timestamp: int,
-        size_bytes: int,
-        num_partitions: int,
-    ) -> RecordFuture | None:
-        """Pick the record's partition and add it to that partition's open batch (closing the
-        batch once full); None when the buffer has no room for it. The caller holds the lock."""
-        if not self.has_room(size_bytes):
-            return None
-        if key is not None and partition is None and self._keys_by_hash and num_partitions > 0:
-            chosen = (_murmur3(key, 0, False) & 0x7FFFFFFF) % num_partitions  # = partition_for_key
-        else:
-            chosen = self._partitioner.partition(topic, key, num_partitions, partition)
-        self._buffered += size_bytes
-        batch = self.open.get((topic, chosen))
-        if batch is None:
-            batch = self.open[(topic, chosen)] = Batch(topic, chosen, self._clock.monotonic_ms())
-            if (topic, chosen) not in self.sending:  # a busy sender looks at the open batch when done
-                self._on_loop(self._signals.batch_opened, batch)
-        records = batch.records
-        index = len(records)
-        records.append((index, timestamp, key, value, headers))
-        batch.size_bytes += size_bytes
-        if batch.size_bytes >= self.batch_size:
-            self._close_locked(batch)
-        return RecordFuture(batch.outcome, topic, chosen, index, timestamp)
+    def batch_full(self, batch: Batch) -> None:
+        self._close_locked(batch)
+
+    # -----------------------------------------------------------------------------------------
+    # room in the buffer
 
     def has_room(self, size: int) -> bool:
         """Whether ``size`` more bytes fit the buffer (a record larger than it fits an empty one);
         the caller holds the lock."""
-        return self._buffered + size <= self.buffer_limit or self._buffered == 0
+        return self._core.has_room(size)
 
     async def wait_for_room(self, deadline: Deadline) -> bool:
         """Wait (on the loop) until some bytes are released or ``deadline`` passes; False then."""
@@ -226,7 +182,7 @@ class RecordAccumulator:
     def release(self, size: int) -> None:
         """``size`` bytes were written or failed: room for waiting senders (call on the loop)."""
         with self.lock:
-            self._buffered -= size
+            self._core.release(size)
             self._room.notify_all()
         waiters, self._room_waiters = self._room_waiters, []
         for waiter in waiters:

@@ -18,6 +18,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
+from lanes.client._open_batches import FutureFields
+
 
 @dataclass(frozen=True)
 class RecordMetadata:
@@ -89,17 +91,14 @@ def _wake(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-class RecordFuture:
-    """The outcome of one ``send``: ``RecordMetadata``, or the typed error that failed it."""
+class RecordFuture(FutureFields):
+    """The outcome of one ``send``: ``RecordMetadata``, or the typed error that failed it.
+    ``RecordFuture(outcome: BatchOutcome, topic, partition, index, timestamp)``; the fields are
+    ``FutureFields``' (the producer's C core makes futures without a Python call)."""
 
-    __slots__ = ("_index", "_outcome", "_partition", "_timestamp", "_topic")
+    __slots__ = ()
 
-    def __init__(self, outcome: BatchOutcome, topic: str, partition: int, index: int, timestamp: int) -> None:
-        self._outcome = outcome
-        self._topic = topic
-        self._partition = partition
-        self._index = index
-        self._timestamp = timestamp
+    _outcome: BatchOutcome
 
     @classmethod
     def failed(cls, error: BaseException, topic: str = "", partition: int = -1) -> RecordFuture:
