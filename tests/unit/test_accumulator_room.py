@@ -25,7 +25,7 @@ def full_accumulator() -> RecordAccumulator:
         linger_s=0.0,
         buffer_memory=100,
         partitioner=Partitioner(random.Random(1)),
-        partition_count=lambda _topic: 1,
+        partition_counts={"t": 1},
         signals=_NoSender(),
         on_loop=lambda call, batch: call(batch),
         clock=ManualClock(),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from typing import Any
 
 import mmh3
@@ -70,15 +71,22 @@ def future(outcome: object, topic: str, partition: int, index: int, timestamp: i
     return (outcome, topic, partition, index, timestamp)
 
 
-def make(implementation: Any, *, keys_by_hash: bool = True, batch_size: int = 400, buffer: int = 5000) -> Any:
+COUNTS = {"t": 3, "u": 3}
+NOW_MS = 1_700_000_000_000
+
+
+def make(
+    implementation: Any, *, keys_by_hash: bool = True, batch_size: int = 400, buffer: int = 5000, now: Any = None
+) -> Any:
     hooks = Hooks(BATCH_TYPES[implementation])
-    core = implementation(batch_size, buffer, keys_by_hash, hooks, future)
+    clock = now if now is not None else (lambda: NOW_MS)
+    core = implementation(batch_size, buffer, keys_by_hash, hooks, future, COUNTS, None if now == "system" else clock)
     hooks.core = core
     return core, hooks
 
 
 def state(core: Any, hooks: Hooks, results: list[Any]) -> Any:
-    def batch(b: Batch) -> Any:
+    def batch(b: Any) -> Any:
         return (b.topic, b.partition, b.records, b.size_bytes)
 
     def plain(result: Any) -> Any:  # outcomes are per-run objects: their batch instead
@@ -108,8 +116,13 @@ def run(implementation: Any, seed: int, *, keys_by_hash: bool) -> Any:
         partition = rng.choice([None, None, None, 0, 2, 9])
         size = len(value or b"") + len(key or b"") + 20
         try:
-            if choice < 0.6:
+            if choice < 0.3:
                 results.append(core.append(topic, value, key, partition, (), step, size, 3))
+            elif choice < 0.6:
+                headers = rng.choice([None, None, None, {"h": b"v"}])
+                stamp = rng.choice([None, None, None, 5])
+                odd = rng.choice([value, value, value, "text"])
+                results.append(core.send_at_once(rng.choice([topic, "unknown"]), odd, key, partition, headers, stamp))
             elif choice < 0.8:
                 values: list[Any] = [rng.choice([b"x" * 30, None, b"y"]) for _ in range(rng.randrange(0, 30))]
                 batch_keys: list[Any] | None = [rng.choice(keys) for _ in values] if rng.random() < 0.5 else None
@@ -142,6 +155,18 @@ def test_the_c_hash_is_mmh3s_murmur3_32() -> None:
     for length in range(64):
         data = rng.randbytes(length)
         assert _open_batches_c.murmur3_32(data) == mmh3.hash(data, 0, False)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_send_at_once_is_stamped_by_the_injected_clock_or_the_systems(implementation: Any) -> None:
+    core, _ = make(implementation)
+    assert core.send_at_once("t", b"v", None, 1, None, None)[4] == NOW_MS
+    core, _ = make(implementation, now="system")
+    before = time.time_ns() // 1_000_000
+    stamped = core.send_at_once("t", b"v", None, 1, None, None)[4]
+    assert before <= stamped <= time.time_ns() // 1_000_000
+    core.closed = True
+    assert core.send_at_once("t", b"v", None, 1, None, None) is None, "the long way raises the closed error"
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)

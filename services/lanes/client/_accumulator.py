@@ -31,7 +31,7 @@ from typing import Protocol
 
 from lanes.client._open_batches import APPEND_MANY_RECORDS, RECORD_OVERHEAD_BYTES, BatchFields, OpenBatches
 from lanes.client._record_future import BatchOutcome, RecordFuture
-from lanes.clock import Clock
+from lanes.clock import Clock, SystemClock
 from lanes.deadline import Deadline
 from lanes.protocol.partitioner import Partitioner
 from lanes.topic_partition import TopicPartition
@@ -87,7 +87,7 @@ class RecordAccumulator:
         linger_s: float,
         buffer_memory: int,
         partitioner: Partitioner,
-        partition_count: Callable[[str], int],
+        partition_counts: dict[str, int],
         signals: SenderSignals,
         on_loop: Callable[[Callable[[Batch], None], Batch], None],
         clock: Clock,
@@ -95,12 +95,19 @@ class RecordAccumulator:
         self.max_request_size = max_request_size
         self.linger_s = linger_s
         self._partitioner = partitioner
-        self._partition_count = partition_count
+        self._partition_counts = partition_counts
         self._signals = signals
         self._on_loop = on_loop
         self._clock = clock
+        system_clock = type(clock) is SystemClock  # then the core reads the time itself
         self._core: OpenBatches[Batch, RecordFuture] = OpenBatches(
-            batch_size, buffer_memory, partitioner.keys_by_hash, self, RecordFuture
+            batch_size,
+            buffer_memory,
+            partitioner.keys_by_hash,
+            self,
+            RecordFuture,
+            partition_counts,
+            None if system_clock else clock.now_ms,
         )
         self.lock = self._core.lock
         self._room = threading.Condition(self.lock)
@@ -114,6 +121,10 @@ class RecordAccumulator:
         #: ``append(topic, value, key, partition, headers, timestamp, size_bytes, num_partitions)``:
         #: add one record to its partition's open batch; its RecordFuture, or None when the buffer
         #: has no room for it. The hot path of every ``send``: one call into the core, one lock.
+        #: ``send_at_once(topic, value, key, partition, headers, timestamp)``: ``send``'s common
+        #: record (bytes, no headers or timestamp, a known topic, room) in one call: its
+        #: RecordFuture; None: the long way (``append`` after the caller's checks).
+        self.send_at_once = self._core.send_at_once
         self.append = self._core.append
         #: ``append_many(topic, values, keys, partition, timestamp, num_partitions, start)``: records
         #: ``start``.. of ``values`` (``keys`` one per value, or None), at most
@@ -232,7 +243,7 @@ class RecordAccumulator:
     def _detach_locked(self, batch: Batch) -> None:
         """No more records join ``batch`` (the caller holds the lock)."""
         del self.open[batch.key]
-        self._partitioner.batch_completed(batch.topic, batch.partition, self._partition_count(batch.topic))
+        self._partitioner.batch_completed(batch.topic, batch.partition, self._partition_counts.get(batch.topic, 1))
 
     # -----------------------------------------------------------------------------------------
     # the sender's side

@@ -19,6 +19,7 @@
 #include <Python.h>
 #include <pythread.h>
 #include <stdint.h>
+#include <time.h>
 #include <structmember.h>
 
 /* ------------------------------------------------------------------------------------------ */
@@ -375,6 +376,8 @@ typedef struct {
     PyObject *open; /* dict: (topic, partition) -> batch */
     PyObject *hooks;
     PyObject *future_type;
+    PyObject *partition_counts; /* dict: topic -> partition count (the producer's metadata) */
+    PyObject *now_ms;           /* callable, or None: the system's clock, read here */
     Py_ssize_t batch_size;
     Py_ssize_t buffer_limit;
     Py_ssize_t buffered;
@@ -554,6 +557,55 @@ static PyObject *future_of(OpenBatchesObject *self, Placed *placed, PyObject *to
     return future;
 }
 
+static PyObject *OpenBatches_send_at_once(OpenBatchesObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "send_at_once takes 6 positional arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *topic = args[0], *value = args[1], *key = args[2], *partition = args[3];
+    if (args[4] != Py_None || args[5] != Py_None || !PyBytes_CheckExact(value) ||
+        (key != Py_None && !PyBytes_CheckExact(key))) {
+        Py_RETURN_NONE;
+    }
+    PyObject *count_object = PyDict_GetItemWithError(self->partition_counts, topic);
+    if (count_object == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t num_partitions = PyLong_AsSsize_t(count_object);
+    if (num_partitions == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(value) + (key == Py_None ? 0 : PyBytes_GET_SIZE(key)) + RECORD_OVERHEAD_BYTES;
+    PyObject *timestamp;
+    if (self->now_ms == Py_None) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        timestamp = PyLong_FromLongLong((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    } else {
+        timestamp = PyObject_CallNoArgs(self->now_ms);
+    }
+    if (timestamp == NULL) {
+        return NULL;
+    }
+    PyObject *headers = PyTuple_New(0);
+    if (headers == NULL || lock_take(self->lock, -1) < 0) {
+        Py_XDECREF(headers);
+        Py_DECREF(timestamp);
+        return NULL;
+    }
+    Placed placed = {NULL, 0, 0};
+    int status = self->closed ? 0 : add_locked(self, topic, value, key, partition, headers, timestamp, size,
+                                                num_partitions, &placed);
+    lock_drop(self->lock);
+    Py_DECREF(headers);
+    PyObject *future = status < 0 ? NULL : status == 0 ? Py_NewRef(Py_None) : future_of(self, &placed, topic, timestamp);
+    Py_DECREF(timestamp);
+    return future;
+}
+
 static PyObject *OpenBatches_append(OpenBatchesObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 8) {
         PyErr_Format(PyExc_TypeError, "append takes 8 positional arguments (%zd given)", nargs);
@@ -689,13 +741,17 @@ static PyObject *OpenBatches_release(OpenBatchesObject *self, PyObject *arg) {
 static PyObject *OpenBatches_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     Py_ssize_t batch_size, buffer_limit;
     int keys_by_hash;
-    PyObject *hooks, *future_type;
+    PyObject *hooks, *future_type, *partition_counts, *now_ms;
     if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0) {
         PyErr_SetString(PyExc_TypeError, "OpenBatches() takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "nnpOO:OpenBatches", &batch_size, &buffer_limit, &keys_by_hash, &hooks,
-                          &future_type)) {
+    if (!PyArg_ParseTuple(args, "nnpOOO!O:OpenBatches", &batch_size, &buffer_limit, &keys_by_hash, &hooks,
+                          &future_type, &PyDict_Type, &partition_counts, &now_ms)) {
+        return NULL;
+    }
+    if (now_ms != Py_None && !PyCallable_Check(now_ms)) {
+        PyErr_SetString(PyExc_TypeError, "now_ms must be callable or None");
         return NULL;
     }
     OpenBatchesObject *self = (OpenBatchesObject *)type->tp_alloc(type, 0);
@@ -710,6 +766,8 @@ static PyObject *OpenBatches_new(PyTypeObject *type, PyObject *args, PyObject *k
     }
     self->hooks = Py_NewRef(hooks);
     self->future_type = Py_NewRef(future_type);
+    self->partition_counts = Py_NewRef(partition_counts);
+    self->now_ms = Py_NewRef(now_ms);
     self->batch_size = batch_size;
     self->buffer_limit = buffer_limit;
     self->keys_by_hash = keys_by_hash;
@@ -721,6 +779,8 @@ static int OpenBatches_traverse(OpenBatchesObject *self, visitproc visit, void *
     Py_VISIT(self->open);
     Py_VISIT(self->hooks);
     Py_VISIT(self->future_type);
+    Py_VISIT(self->partition_counts);
+    Py_VISIT(self->now_ms);
     return 0;
 }
 
@@ -729,6 +789,8 @@ static int OpenBatches_clear(OpenBatchesObject *self) {
     Py_CLEAR(self->open);
     Py_CLEAR(self->hooks);
     Py_CLEAR(self->future_type);
+    Py_CLEAR(self->partition_counts);
+    Py_CLEAR(self->now_ms);
     return 0;
 }
 
@@ -783,6 +845,8 @@ static PyGetSetDef OpenBatches_getset[] = {
 };
 
 static PyMethodDef OpenBatches_methods[] = {
+    {"send_at_once", (PyCFunction)(void (*)(void))OpenBatches_send_at_once, METH_FASTCALL,
+     "send_at_once(topic, value, key, partition, headers, timestamp) -> future | None (the long way)"},
     {"append", (PyCFunction)(void (*)(void))OpenBatches_append, METH_FASTCALL,
      "append(topic, value, key, partition, headers, timestamp, size_bytes, num_partitions) -> future | None"},
     {"append_many", (PyCFunction)(void (*)(void))OpenBatches_append_many, METH_FASTCALL,
@@ -796,7 +860,8 @@ static PyTypeObject OpenBatchesType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lanes.client._open_batches_c.OpenBatches",
     .tp_basicsize = sizeof(OpenBatchesObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "OpenBatches(batch_size, buffer_limit, keys_by_hash, hooks, future_type): see _open_batches_py.",
+    .tp_doc = "OpenBatches(batch_size, buffer_limit, keys_by_hash, hooks, future_type, partition_counts, now_ms): see "
+               "_open_batches_py.",
     .tp_new = OpenBatches_new,
     .tp_dealloc = (destructor)OpenBatches_dealloc,
     .tp_traverse = (traverseproc)OpenBatches_traverse,

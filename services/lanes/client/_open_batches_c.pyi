@@ -1,6 +1,6 @@
 """Type stub of the C implementation; the contract is documented in ``_open_batches_py``."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Generic
 
 from lanes.client._open_batches_py import BatchHooks, BatchT, FutureT, FutureType, Headers, RecordTuple
@@ -42,8 +42,20 @@ class OpenBatches(Generic[BatchT, FutureT]):
         keys_by_hash: bool,
         hooks: BatchHooks[BatchT],
         future_type: FutureType[FutureT],
+        partition_counts: dict[str, int],
+        now_ms: Callable[[], int] | None,
         /,
     ) -> None: ...
+    def send_at_once(
+        self,
+        topic: str,
+        value: object,
+        key: object,
+        partition: int | None,
+        headers: object,
+        timestamp: int | None,
+        /,
+    ) -> FutureT | None: ...
     def has_room(self, size: int, /) -> bool: ...
     def release(self, size: int, /) -> None: ...
     def append(

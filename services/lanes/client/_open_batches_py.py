@@ -21,7 +21,8 @@ headers)`` tuples with index = their position; a record goes to the partition
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 from mmh3 import hash as _murmur3
@@ -97,14 +98,18 @@ class FutureType(Protocol[FutureT_co]):
 class OpenBatches(Generic[BatchT, FutureT]):
     """Open batches, buffered bytes, the closed flag and the lock (see the module docstring)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - as the C type's constructor, which takes positional arguments
         self,
         batch_size: int,
         buffer_limit: int,
         keys_by_hash: bool,
         hooks: BatchHooks[BatchT],
         future_type: FutureType[FutureT],
+        partition_counts: dict[str, int],
+        now_ms: Callable[[], int] | None,
     ) -> None:
+        """``partition_counts``: the producer's metadata, topic -> partition count (read, never
+        written here); ``now_ms``: the records' clock (None: the system's)."""
         self.lock = threading.Lock()
         self.open: dict[tuple[str, int], BatchT] = {}
         self.closed = False
@@ -114,6 +119,8 @@ class OpenBatches(Generic[BatchT, FutureT]):
         self._keys_by_hash = keys_by_hash
         self._hooks = hooks
         self._future = future_type
+        self._partition_counts: Mapping[str, int] = partition_counts
+        self._now_ms = now_ms
 
     @property
     def buffered(self) -> int:
@@ -128,6 +135,33 @@ class OpenBatches(Generic[BatchT, FutureT]):
     def release(self, size: int) -> None:
         """``size`` bytes were written or failed; the caller holds the lock."""
         self._buffered -= size
+
+    def send_at_once(  # noqa: PLR0917 - the hot path of every send: positional arguments cost least
+        self,
+        topic: str,
+        value: object,
+        key: object,
+        partition: int | None,
+        headers: object,
+        timestamp: int | None,
+    ) -> FutureT | None:
+        """``send``'s common record (a bytes value, a bytes key or none, no headers, no timestamp,
+        its topic's partition count known, room in the buffer, the producer open) in one call:
+        its future. None sends it the long way (the caller's checks, a metadata lookup, waiting
+        for room, the closed producer's error), before any partition was chosen. An error
+        choosing the partition (a bad explicit one) raises."""
+        if headers is not None or timestamp is not None or type(value) is not bytes:
+            return None
+        if key is not None and type(key) is not bytes:
+            return None
+        count = self._partition_counts.get(topic)
+        if count is None:
+            return None
+        size = len(value) + (len(key) if key is not None else 0) + RECORD_OVERHEAD_BYTES
+        stamp = self._now_ms() if self._now_ms is not None else time.time_ns() // 1_000_000
+        with self.lock:
+            placed = None if self.closed else self._add_locked(topic, value, key, partition, (), stamp, size, count)
+        return None if placed is None else self._future(*placed)
 
     def append(  # noqa: PLR0917 - the hot path of every send: positional arguments cost least
         self,

@@ -169,7 +169,7 @@ class AsyncProducer:
             linger_s=self.linger_s,
             buffer_memory=buffer_memory,
             partitioner=Partitioner(random.Random(), partitioner),
-            partition_count=lambda topic: self._cluster.partition_counts.get(topic, 1),
+            partition_counts=self._cluster.partition_counts,
             signals=self._sender,
             on_loop=self._on_loop,
             clock=clock,
@@ -236,20 +236,12 @@ class AsyncProducer:
         headers: HeadersArg,
         timestamp: int | None,
     ) -> RecordFuture | None:
-        """The common record (bytes, no headers or timestamp, its topic's partition count known)
-        in one call to the accumulator; None when it takes the long way (checks, a metadata
-        lookup, waiting for room). No object per record but its future: this is where a send's
-        time goes."""
-        if headers is not None or timestamp is not None or type(value) is not bytes:
-            return None
-        if key is not None and type(key) is not bytes:
-            return None
-        count = self._cluster.partition_counts.get(topic)
-        if count is None:
-            return None
-        size = len(value) + (len(key) if key else 0) + RECORD_OVERHEAD_BYTES
+        """The common record (bytes, no headers or timestamp, its topic's partition count known,
+        room in the buffer) in one call into the accumulator's C core (``send_at_once``); None
+        when it takes the long way (checks, a metadata lookup, waiting for room). No Python code
+        runs per record but this: this is where a send's time goes."""
         try:
-            return self._accumulator.append(topic, value, key, partition, (), self._clock.now_ms(), size, count)
+            return self._accumulator.send_at_once(topic, value, key, partition, headers, timestamp)
         except LanesError as exc:
             return RecordFuture.failed(exc, topic, -1 if partition is None else partition)
 
@@ -441,7 +433,11 @@ class Producer:
     ) -> RecordFuture:
         """Queue a record; the future resolves to its RecordMetadata (or raises the typed error).
         Blocks up to ``max_block_ms`` while the buffer is full."""
-        return self._producer.send_blocking(topic, value, key, partition, headers, timestamp)
+        producer = self._producer
+        future = producer._append_at_once(topic, value, key, partition, headers, timestamp)
+        return (
+            future if future is not None else producer.send_blocking(topic, value, key, partition, headers, timestamp)
+        )
 
     def send_batch(
         self,
