@@ -84,7 +84,10 @@ def test_the_lanes_image_is_small_non_root_and_has_no_compiler(lanes_image: str)
     assert inspected["Config"]["Entrypoint"] == ["lanes"]
     found = shell(lanes_image, f"id -u; for c in {' '.join(COMPILERS)}; do command -v $c || true; done")
     assert found.split() == ["10001"], f"a compiler in the runtime image: {found}"
-    codec = shell(lanes_image, "python -c 'import lanes.protocol._records_c, lanes_operator.main; print(1)'")
+    codec = shell(
+        lanes_image,
+        "python -c 'import lanes.protocol._records_c, lanes.client._open_batches_c, lanes_operator.main; print(1)'",
+    )
     assert codec.strip() == "1", "the compiled codec and the operator are in the image"
     console = shell(
         lanes_image,
@@ -264,5 +267,6 @@ def test_the_spark_image_runs_spark_with_the_data_source_and_no_compiler() -> No
     assert re.search(r"version 4\.\d+\.\d+", version), version
     found = shell(image, f"for c in {' '.join(COMPILERS)}; do command -v $c || true; done")
     assert found.strip() == "", f"a compiler in the runtime image: {found}"
-    imported = shell(image, "$PYSPARK_PYTHON -c 'import lanes_spark, lanes.protocol._records_c, pyarrow; print(1)'")
+    modules = "lanes_spark, lanes.protocol._records_c, lanes.client._open_batches_c, pyarrow"
+    imported = shell(image, f"$PYSPARK_PYTHON -c 'import {modules}; print(1)'")
     assert imported.strip() == "1"

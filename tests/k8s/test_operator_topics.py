@@ -59,7 +59,9 @@ def test_partitions_grow_and_never_shrink(kube: Kube, admin: Admin, operator: Op
     kube.patch("topics", "trades", {"spec": {"partitions": 4}})
     wait_for(lambda: partitions(admin, "trades") == 4, "4 partitions")
     wait_for(lambda: (kube.get("topics", "trades") or {}).get("status", {}).get("partitions") == 4, "status: 4")
-    assert "PartitionsAdded" in reasons(kube, "trades")
+    wait_for(
+        lambda: "PartitionsAdded" in reasons(kube, "trades"), "the PartitionsAdded event"
+    )  # kopf posts events after the patch
 
     # The API server's CEL rule refuses a shrink of the spec...
     with pytest.raises(ApiException) as shrink:
@@ -112,7 +114,9 @@ def test_a_topic_deleted_directly_is_recreated(kube: Kube, admin: Admin, operato
     wait_for(recreated, "orders recreated")
     wait_for(lambda: (ready(kube, "orders") or {}).get("status", {}).get("topicId") not in (None, first), "new id")
     assert partitions(admin, "orders") == 2
-    assert "Recreating" in reasons(kube, "orders")
+    wait_for(
+        lambda: "Recreating" in reasons(kube, "orders"), "the Recreating event"
+    )  # kopf posts events after the patch
 
 
 def test_an_existing_topic_is_adopted_only_when_the_resource_asks(
@@ -131,7 +135,9 @@ def test_an_existing_topic_is_adopted_only_when_the_resource_asks(
     assert overrides(admin, "legacy") == {"retention.ms": "1000000"}
     kube.delete("topics", "legacy-claim")
     wait_for(lambda: kube.get("topics", "legacy-claim") is None, "the resource that never managed the topic gone")
-    assert "Retained" in reasons(kube, "legacy-claim")
+    wait_for(
+        lambda: "Retained" in reasons(kube, "legacy-claim"), "the Retained event"
+    )  # kopf posts events after the patch
     assert admin.describe_topic("legacy").topic_id == topic_id, "deleting it kept the topic despite Delete"
     kube.create("topics", "legacy", {"partitions": 3, "deletionPolicy": "Delete"})
     wait_for(lambda: kube.condition("topics", "legacy").get("reason") == "NotAdopted", "NotAdopted again")
@@ -140,7 +146,7 @@ def test_an_existing_topic_is_adopted_only_when_the_resource_asks(
     assert found["status"]["topicId"] == topic_id  # the same topic, not a new one
     assert partitions(admin, "legacy") == 3
     assert overrides(admin, "legacy") == {}  # the spec names no config: the override goes
-    assert "Adopted" in reasons(kube, "legacy")
+    wait_for(lambda: "Adopted" in reasons(kube, "legacy"), "the Adopted event")  # kopf posts events after the patch
     assert "lanes.dev/adopt" not in found["metadata"].get("annotations", {}), "leave to adopt this topic only"
 
 

@@ -368,6 +368,26 @@ def bench_lanes(root: Path, brokers: int) -> list[Figure]:
                 ),
                 lambda name, count, group: consume.lanes_consume(bootstrap, name, count, group),
             )
+            value = os.urandom(100)
+            figures.append(
+                measure(
+                    Figure(
+                        f"produce {RECORDS:,} x 100 B keyed, {len(KEYS)} keys, send_batch", system, settings, "rec/s"
+                    ),
+                    lambda n: (
+                        records_for(n)
+                        / produce.lanes_produce(
+                            bootstrap,
+                            topic(f"keyed-batch-{n}", KEYED_PARTITIONS),
+                            records_for(n),
+                            value,
+                            acks=acks,
+                            keys=KEYS,
+                            batch=True,
+                        )
+                    ),
+                )
+            )
             figures += scaling_figures(bootstrap, topic)
     return figures
 

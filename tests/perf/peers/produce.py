@@ -76,16 +76,38 @@ def kafka_produce(
     return elapsed
 
 
+#: records per ``send_batch`` call in the batch runs
+SEND_BATCH_RECORDS = 10_000
+
+
 def lanes_produce(
-    bootstrap: str, topic: str, records: int, value: bytes, *, acks: str, keys: Sequence[bytes] = ()
+    bootstrap: str,
+    topic: str,
+    records: int,
+    value: bytes,
+    *,
+    acks: str,
+    keys: Sequence[bytes] = (),
+    batch: bool = False,
 ) -> float:
-    """``lanes.Producer.send`` per record (keyed over ``keys`` in turn, if any), then ``flush``."""
+    """``lanes.Producer.send`` per record (keyed over ``keys`` in turn, if any), then ``flush``;
+    ``batch``: ``send_batch`` of ``SEND_BATCH_RECORDS`` records per call instead (the lists built
+    before the clock starts)."""
     with lanes.Producer(bootstrap, acks=acks, enable_idempotence=acks == "all") as producer:
         failures: list[BaseException] = []
         send = producer.send
+        values = [value] * min(records, SEND_BATCH_RECORDS)
+        batch_keys = [keys[index % len(keys)] for index in range(len(values))] if keys else None
         started = time.perf_counter()
         last = None
-        if keys:
+        if batch:
+            for start in range(0, records, len(values)):
+                count = min(len(values), records - start)
+                futures = producer.send_batch(
+                    topic, values[:count], batch_keys[:count] if batch_keys is not None else None
+                )
+                last = futures[-1]
+        elif keys:
             for index in range(records):
                 last = send(topic, value, keys[index % len(keys)])
         else:
