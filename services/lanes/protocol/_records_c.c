@@ -552,36 +552,28 @@ static int walk_records(Reader *reader, Py_ssize_t count, long long base_offset,
         if (!build) {
             continue;
         }
-        PyObject *fields = PyTuple_New(5 + trailer_size);
-        if (fields == NULL) {
+        /* The record_type instance (a tuple subclass) allocated and filled here, as
+         * tuple.__new__(record_type, fields) would build it (type->tp_alloc, then the items),
+         * without the intermediate fields and arguments tuples. */
+        PyObject *record = ((PyTypeObject *)record_type)->tp_alloc((PyTypeObject *)record_type, 5 + trailer_size);
+        if (record == NULL) {
             Py_DECREF(key);
             Py_DECREF(value);
             Py_DECREF(headers);
             return -1;
         }
-        PyTuple_SET_ITEM(fields, 0, PyLong_FromLongLong(offset));
-        PyTuple_SET_ITEM(fields, 1, PyLong_FromLongLong(timestamp));
-        PyTuple_SET_ITEM(fields, 2, key);
-        PyTuple_SET_ITEM(fields, 3, value);
-        PyTuple_SET_ITEM(fields, 4, headers);
+        PyTuple_SET_ITEM(record, 0, PyLong_FromLongLong(offset));
+        PyTuple_SET_ITEM(record, 1, PyLong_FromLongLong(timestamp));
+        PyTuple_SET_ITEM(record, 2, key);
+        PyTuple_SET_ITEM(record, 3, value);
+        PyTuple_SET_ITEM(record, 4, headers);
         for (Py_ssize_t t = 0; t < trailer_size; t++) {
             PyObject *item = PyTuple_GET_ITEM(trailer, t);
             Py_INCREF(item);
-            PyTuple_SET_ITEM(fields, 5 + t, item);
+            PyTuple_SET_ITEM(record, 5 + t, item);
         }
-        if (PyTuple_GET_ITEM(fields, 0) == NULL || PyTuple_GET_ITEM(fields, 1) == NULL) {
-            Py_DECREF(fields);
-            return -1;
-        }
-        /* tuple.__new__(record_type, fields): builds the subclass without a Python frame. */
-        PyObject *new_args = PyTuple_Pack(1, fields);
-        Py_DECREF(fields);
-        if (new_args == NULL) {
-            return -1;
-        }
-        PyObject *record = PyTuple_Type.tp_new((PyTypeObject *)record_type, new_args, NULL);
-        Py_DECREF(new_args);
-        if (record == NULL) {
+        if (PyTuple_GET_ITEM(record, 0) == NULL || PyTuple_GET_ITEM(record, 1) == NULL) {
+            Py_DECREF(record);
             return -1;
         }
         PyList_SET_ITEM(records, index, record);
