@@ -16,12 +16,13 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3.11 python3.11-venv python3.11-dev gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml ./
 # The dependencies (with the arrow extra) in a layer of their own, before the code: a build after a
 # change to the code alone takes them from the layer cache.
 RUN python3.11 -m venv /opt/lanes \
  && python3.11 -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(p["dependencies"] + p["optional-dependencies"]["arrow"]))' > /tmp/requirements.txt \
  && /opt/lanes/bin/pip install --no-cache-dir -r /tmp/requirements.txt
+COPY README.md ./
 COPY services ./services
 COPY operator ./operator
 COPY spark-apps ./spark-apps

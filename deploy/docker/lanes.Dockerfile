@@ -14,12 +14,13 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev $(test -f "$headers/Python.h" || echo python3-dev) \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml ./
 # The dependencies (pyproject.toml's, with the operator's extra) in a layer of their own, before
 # the code: a build after a change to the code alone takes them from the layer cache.
 RUN python -m venv /opt/lanes \
  && python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(p["dependencies"] + p["optional-dependencies"]["operator"]))' > /tmp/requirements.txt \
  && /opt/lanes/bin/pip install --no-cache-dir -r /tmp/requirements.txt
+COPY README.md ./
 COPY services ./services
 COPY operator ./operator
 COPY spark-apps ./spark-apps
