@@ -557,6 +557,25 @@ static PyObject *future_of(OpenBatchesObject *self, Placed *placed, PyObject *to
     return future;
 }
 
+/* One record under the lock: its future; None when the buffer has no room (or, with
+ * closed_is_none, the producer is closed: the caller's long way raises); NULL with an error. */
+static PyObject *append_one(OpenBatchesObject *self, PyObject *topic, PyObject *value, PyObject *key,
+                            PyObject *partition, PyObject *headers, PyObject *timestamp, Py_ssize_t size,
+                            Py_ssize_t num_partitions, int closed_is_none) {
+    if (lock_take(self->lock, -1) < 0) {
+        return NULL;
+    }
+    if (self->closed && !closed_is_none) {
+        lock_drop(self->lock);
+        return closed_error();
+    }
+    Placed placed = {NULL, 0, 0};
+    int status = self->closed ? 0 : add_locked(self, topic, value, key, partition, headers, timestamp, size,
+                                                num_partitions, &placed);
+    lock_drop(self->lock);
+    return status < 0 ? NULL : status == 0 ? Py_NewRef(Py_None) : future_of(self, &placed, topic, timestamp);
+}
+
 static PyObject *OpenBatches_send_at_once(OpenBatchesObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6) {
         PyErr_Format(PyExc_TypeError, "send_at_once takes 6 positional arguments (%zd given)", nargs);
@@ -591,17 +610,10 @@ static PyObject *OpenBatches_send_at_once(OpenBatchesObject *self, PyObject *con
         return NULL;
     }
     PyObject *headers = PyTuple_New(0);
-    if (headers == NULL || lock_take(self->lock, -1) < 0) {
-        Py_XDECREF(headers);
-        Py_DECREF(timestamp);
-        return NULL;
-    }
-    Placed placed = {NULL, 0, 0};
-    int status = self->closed ? 0 : add_locked(self, topic, value, key, partition, headers, timestamp, size,
-                                                num_partitions, &placed);
-    lock_drop(self->lock);
-    Py_DECREF(headers);
-    PyObject *future = status < 0 ? NULL : status == 0 ? Py_NewRef(Py_None) : future_of(self, &placed, topic, timestamp);
+    PyObject *future = headers == NULL ? NULL
+                                       : append_one(self, topic, value, key, partition, headers, timestamp, size,
+                                                    num_partitions, 1);
+    Py_XDECREF(headers);
     Py_DECREF(timestamp);
     return future;
 }
@@ -618,24 +630,7 @@ static PyObject *OpenBatches_append(OpenBatchesObject *self, PyObject *const *ar
     if ((size == -1 || num_partitions == -1) && PyErr_Occurred()) {
         return NULL;
     }
-    if (lock_take(self->lock, -1) < 0) {
-        return NULL;
-    }
-    if (self->closed) {
-        lock_drop(self->lock);
-        return closed_error();
-    }
-    Placed placed = {NULL, 0, 0};
-    int status = add_locked(self, topic, value, key, partition, headers, timestamp, size, num_partitions, &placed);
-    lock_drop(self->lock);
-    if (status <= 0) {
-        Py_XDECREF(placed.outcome);
-        if (status == 0) {
-            Py_RETURN_NONE;
-        }
-        return NULL;
-    }
-    return future_of(self, &placed, topic, timestamp);
+    return append_one(self, topic, value, key, partition, headers, timestamp, size, num_partitions, 0);
 }
 
 static int check_blob(PyObject *blob, Py_ssize_t position) {

@@ -197,23 +197,20 @@ class OpenBatches(Generic[BatchT, FutureT]):
         when the buffer is full (the caller waits for room and goes on from there). A value or key
         that is not bytes (or None) is a TypeError; the records before it are in."""
         placed: list[tuple[Any, str, int, int, int]] = []
-        try:
-            with self.lock:
-                if self.closed:
-                    raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
-                for position in range(start, min(len(values), start + APPEND_MANY_RECORDS)):
-                    value = values[position]
-                    key = keys[position] if keys is not None else None
-                    if (value is not None and type(value) is not bytes) or (key is not None and type(key) is not bytes):
-                        raise TypeError(f"record {position}: values and keys are bytes or None; encode them first")
-                    size = (len(value) if value else 0) + (len(key) if key else 0) + RECORD_OVERHEAD_BYTES
-                    one = self._add_locked(topic, value, key, partition, (), timestamp, size, num_partitions)
-                    if one is None:
-                        break
-                    placed.append(one)
-        finally:
-            futures = [self._future(*one) for one in placed]
-        return futures
+        with self.lock:
+            if self.closed:
+                raise LanesError("the producer is closed", ErrorCode.INVALID_REQUEST)
+            for position in range(start, min(len(values), start + APPEND_MANY_RECORDS)):
+                value = values[position]
+                key = keys[position] if keys is not None else None
+                if (value is not None and type(value) is not bytes) or (key is not None and type(key) is not bytes):
+                    raise TypeError(f"record {position}: values and keys are bytes or None; encode them first")
+                size = (len(value) if value else 0) + (len(key) if key else 0) + RECORD_OVERHEAD_BYTES
+                one = self._add_locked(topic, value, key, partition, (), timestamp, size, num_partitions)
+                if one is None:
+                    break
+                placed.append(one)
+        return [self._future(*one) for one in placed]
 
     def _add_locked(  # noqa: PLR0917 - called once per record: positional arguments cost least
         self,

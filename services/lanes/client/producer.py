@@ -365,11 +365,9 @@ class AsyncProducer:
         headers: HeadersArg,
         timestamp: int | None,
     ) -> RecordFuture:
-        """``send`` for threads other than the loop's: blocks (up to ``max_block_ms``) while full.
-        The common record (bytes, no headers or timestamp, a partition count known) takes the
-        short way (``_append_at_once``)."""
-        if (future := self._append_at_once(topic, value, key, partition, headers, timestamp)) is not None:
-            return future
+        """``send``'s long way for threads other than the loop's (``Producer.send`` tries
+        ``_append_at_once`` first): checks the record, looks the topic up, and blocks (up to
+        ``max_block_ms``) while the buffer is full."""
         pairs, stamp, size = self._prepare(value, key, headers, timestamp)
         try:
             count = self._cluster.partition_counts.get(topic) or _loop.run(self._partition_count(topic))

@@ -102,10 +102,10 @@ def lanes_produce(
         last = None
         if batch:
             for start in range(0, records, len(values)):
-                count = min(len(values), records - start)
-                futures = producer.send_batch(
-                    topic, values[:count], batch_keys[:count] if batch_keys is not None else None
-                )
+                count = min(len(values), records - start)  # the lists are cut for the last call only
+                chunk_values = values if count == len(values) else values[:count]
+                chunk_keys = batch_keys if batch_keys is None or count == len(values) else batch_keys[:count]
+                futures = producer.send_batch(topic, chunk_values, chunk_keys)
                 last = futures[-1]
         elif keys:
             for index in range(records):
