@@ -11,6 +11,9 @@ SIGTERM or SIGINT, or its standard input closing (the demo that started it is go
 order: both queries process what is there (``drain``), the strategy's last batch is committed to
 its group (Spark hands a source a batch's end only when it plans the next one), and the
 application exits 0.
+
+A query that stops because one of its Python workers did not connect back in time is started
+again from its checkpoint (``Supervised``); any other failure ends the application with 1.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -57,16 +61,76 @@ def _job_options(options: argparse.Namespace, query: str, group_id: str | None =
     return job_arguments(f"lanes_spark.demo {query}", "", "unused").parse_args(argv)
 
 
-def start(spark: SparkSession, options: argparse.Namespace) -> tuple[StreamingQuery, StreamingQuery]:
-    """Start the candles query and the strategy's; returns them."""
+def starters(spark: SparkSession, options: argparse.Namespace) -> dict[str, Callable[[], StreamingQuery]]:
+    """How to start the candles query and the strategy's (``signals``), by name; each starts from
+    its checkpoint when it has one."""
     candle_options = _job_options(options, "candles")
-    candle_frame = candles(read_prices(spark, candle_options), options.window, options.watermark)
-    candle_query = write_records(candle_records(candle_frame), candle_options, options.candles, "candles")
     strategy_options = _job_options(options, "signals", options.group)
-    prices = read_prices(spark, strategy_options)
-    orders = signals(prices, options.short, options.long)
-    strategy_query = write_records(order_records(orders, options.strategy), strategy_options, options.orders, "signals")
-    return candle_query, strategy_query
+
+    def start_candles() -> StreamingQuery:
+        candle_frame = candles(read_prices(spark, candle_options), options.window, options.watermark)
+        return write_records(candle_records(candle_frame), candle_options, options.candles, "candles")
+
+    def start_signals() -> StreamingQuery:
+        orders = signals(read_prices(spark, strategy_options), options.short, options.long)
+        return write_records(order_records(orders, options.strategy), strategy_options, options.orders, "signals")
+
+    return {"candles": start_candles, "signals": start_signals}
+
+
+WORKER_START_TIMEOUT = "Python worker failed to connect back"
+"""Spark's failure when a Python worker it spawned (the planner of a Python data source, among
+others) has not connected back within 10 s: a fixed wait in ``PythonWorkerFactory``, not a
+setting, which a laptop or CI machine under load can miss while nothing is wrong with the query."""
+
+RESTARTS_PER_QUERY = 3
+
+
+class Supervised:
+    """One streaming query of the application and how to start it again.
+
+    Invariant: ``query`` is the query's latest run; a run that failed with ``WORKER_START_TIMEOUT``
+    (at its start or while running) is replaced by a new run from the same checkpoint, at most
+    ``RESTARTS_PER_QUERY`` times, which resumes where the last committed batch ended (Spark's own
+    recovery: the sink may see that batch's records again, at least once as always). Owned by the
+    main thread.
+    """
+
+    def __init__(self, name: str, start: Callable[[], StreamingQuery]) -> None:
+        self.name = name
+        self.restarts = 0
+        self._start = start
+        self.query = self._start_run()
+
+    def _start_run(self) -> StreamingQuery:
+        while True:
+            try:
+                return self._start()
+            except Exception as error:  # Spark's errors come through py4j as several types
+                if not self._may_restart(error):
+                    raise
+
+    def _may_restart(self, failure: object) -> bool:
+        if failure is None or WORKER_START_TIMEOUT not in str(failure) or self.restarts >= RESTARTS_PER_QUERY:
+            return False
+        self.restarts += 1
+        print(
+            f"the {self.name} query stopped: a Python worker did not start within Spark's 10 s;"
+            f" starting it again from its checkpoint ({self.restarts} of {RESTARTS_PER_QUERY})",
+            file=sys.stderr,
+            flush=True,
+        )
+        return True
+
+    def failure(self) -> str | None:
+        """None while the query runs (after starting it again if it may be); why it stopped otherwise."""
+        if self.query.isActive:
+            return None
+        failure = self.query.exception()
+        if self._may_restart(failure):
+            self.query = self._start_run()
+            return None
+        return str(failure or "no error")
 
 
 def commit_progress(query: StreamingQuery, group: str, bootstrap: str) -> None:
@@ -99,17 +163,17 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
 
     threading.Thread(target=stop_when_stdin_closes, name="stdin-closed", daemon=True).start()
-    queries = start(spark, options)
+    queries = {name: Supervised(name, start) for name, start in starters(spark, options).items()}
     print("running", flush=True)
     while not stop.wait(0.5):
-        for query in queries:
-            if not query.isActive:
-                failure = query.exception()
-                print(f"the {query.name} query stopped: {failure or 'no error'}", file=sys.stderr, flush=True)
+        for name, supervised in queries.items():
+            failure = supervised.failure()
+            if failure is not None:
+                print(f"the {name} query stopped: {failure}", file=sys.stderr, flush=True)
                 return 1
-    for query in queries:
-        drain(query)
-    commit_progress(queries[1], options.group, options.bootstrap)
+    for supervised in queries.values():
+        drain(supervised.query)
+    commit_progress(queries["signals"].query, options.group, options.bootstrap)
     spark.stop()
     return 0
 
