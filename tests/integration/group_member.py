@@ -2,10 +2,11 @@
 
 ``python -m tests.integration.group_member --bootstrap B --group G --topic T [options]`` joins
 the group and prints one JSON line per event on stdout: ``{"event": "assigned" | "revoked" |
-"lost", "partitions": [...]}``, ``{"event": "record", "partition": p, "offset": o}`` when it
-processes a record, ``{"event": "committed"}`` after a commit (``commit-failed`` when the member was fenced),
-``closed`` after a clean close on SIGTERM; every event carries its wall-clock time ``t``. Options choose when it commits
-(after processing: at-least-once; before: at-most-once) and how it misbehaves.
+"lost", "partitions": [...]}``, ``{"event": "record", "partition": p, "offset": o, "polled": t0}``
+when it processes a record (``t0``: when the poll that returned it began), ``{"event":
+"committed"}`` after a commit (``commit-failed`` when the member was fenced), ``closed`` after a
+clean close on SIGTERM; every event carries its wall-clock time ``t``. Options choose when it
+commits (after processing: at-least-once; before: at-most-once) and how it misbehaves.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     processed = 0
     while not stopping:
+        polled_at = time.time()  # before poll checked that the member still vouches for its partitions
         records = consumer.poll(100)
         if 0 <= options.stop_polling_after_records <= processed and consumer.assignment():
             emit(event="stopped-polling")
@@ -74,7 +76,7 @@ def main() -> int:
             if 0 <= options.exit_after_commit_at_records <= processed + len(records):
                 os._exit(1)  # committed, never processed: at-most-once
         for record in records:
-            emit(event="record", partition=record.partition, offset=record.offset)
+            emit(event="record", partition=record.partition, offset=record.offset, polled=polled_at)
         processed += len(records)
         if options.commit == "after" and not 0 <= options.stop_committing_after_records < processed:
             try:

@@ -4,7 +4,9 @@ Afterwards an observer checks, from every member's own timestamped events:
 
 - exclusive ownership: per partition, the intervals during which members owned it (from the
   assigned callback to the revoked/lost callback, or to the SIGKILL; a paused member that comes
-  back to find its partitions lost owned them at least until its pause began) never overlap;
+  back to find its partitions lost owned them at least until its pause began, and one that lost
+  them without a pause of the test's, starved of CPU for a session on a loaded machine, at least
+  until the poll that last gave it a record of them began) never overlap;
 - every record a member processed outside such an interval (here ending at the latest a lost
   member could still vouch for its partitions: a session timeout after its pause began) is a
   zombie's, and no commit of its succeeded afterwards (commit-failed, or lost before any commit);
@@ -50,13 +52,20 @@ def ownership_intervals(life: Life, latest: bool = False) -> dict[int, list[tupl
     A member whose partitions were lost after a freeze owned them at least until the freeze began
     and at most until a session timeout after that (the last heartbeat that got through was sent
     before the freeze; the member may hand out records until that heartbeat is a session old).
-    ``latest`` picks the upper bound (for judging zombie work), else the lower one (for overlaps).
+    A member that lost them without a pause of the test's was frozen all the same (starved of CPU
+    by a loaded machine for a session): it owned them at least until the poll that last gave it a
+    record of them began (that poll found the member still vouching for them; the record's own
+    time may come later, after the starvation). ``latest`` picks the upper bound (for judging
+    zombie work), else the lower one (for overlaps).
     """
     intervals: dict[int, list[tuple[float, float]]] = {}
     started: dict[int, float] = {}
+    last_record: dict[int, float] = {}
     for event in list(life.member.events):
         kind, at = event["event"], float(event["t"])  # type: ignore[arg-type]
-        if kind == "assigned":
+        if kind == "record":
+            last_record[event["partition"]] = float(event["polled"])  # type: ignore[arg-type, index]
+        elif kind == "assigned":
             for p in event["partitions"]:  # type: ignore[attr-defined]
                 started[p] = at
         elif kind in ("revoked", "lost"):
@@ -66,8 +75,11 @@ def ownership_intervals(life: Life, latest: bool = False) -> dict[int, list[tupl
                     continue
                 end = at
                 if kind == "lost":  # it stopped owning when it last froze (the freeze that lapsed its session)
-                    froze = max([pause_start for pause_start, _ in life.pauses if begin <= pause_start <= at] or [at])
-                    end = min(at, froze + SESSION_TIMEOUT_S) if latest else froze
+                    paused = [pause_start for pause_start, _ in life.pauses if begin <= pause_start <= at]
+                    if paused:
+                        end = min(at, max(paused) + SESSION_TIMEOUT_S) if latest else max(paused)
+                    elif not latest:  # frozen by the machine, not the test: since when, only its polls say
+                        end = max(begin, last_record.get(p, begin))
                 intervals.setdefault(p, []).append((begin, end))
     for p, begin in started.items():
         end = life.killed_at if life.killed_at is not None else float("inf")

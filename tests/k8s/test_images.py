@@ -2,8 +2,8 @@
 built by ``tools/images/build.sh`` (``make images``) on local bases made from Debian packages
 (``LOCAL_BASE=1``: no public registry can be reached), the ``lanes`` image run as a cluster (a
 controller, a broker and a coordinator, each a non-root container with a read-only root in one
-pod) that serves gRPC health, a produce, a fetch and a consumer group through the pod's published
-ports, and as the operator reconciling a Topic against the real API server; the ``lanes-spark``
+pod on the host's network) that serves gRPC health, a produce, a fetch and a consumer group, and
+as the operator reconciling a Topic against the real API server; the ``lanes-spark``
 image running Spark and importing the data source. The Dockerfiles are also checked for what a
 build cannot show (pinned public bases, numeric users)."""
 
@@ -74,7 +74,19 @@ def lanes_image() -> str:
 
 
 def shell(image: str, script: str, user: str | None = None) -> str:
-    return podman("run", "--rm", *(["--user", user] if user else []), "--entrypoint", "/bin/sh", image, "-c", script)
+    # no network: a container's own would add a virtual interface to the host, which the browser
+    # of the console tests running beside takes for a network change (net::ERR_NETWORK_CHANGED)
+    return podman(
+        "run",
+        "--rm",
+        "--network=none",
+        *(["--user", user] if user else []),
+        "--entrypoint",
+        "/bin/sh",
+        image,
+        "-c",
+        script,
+    )
 
 
 def test_the_lanes_image_is_small_non_root_and_has_no_compiler(lanes_image: str) -> None:
@@ -99,8 +111,9 @@ def test_the_lanes_image_is_small_non_root_and_has_no_compiler(lanes_image: str)
 
 class PodCluster:
     """A controller, a broker and a coordinator of the ``lanes`` image, each a container of one
-    podman pod (they reach each other on the pod's localhost, as a chart's pods would by DNS),
-    plaintext, its client ports published on 127.0.0.1 under the same numbers."""
+    podman pod, plaintext, on the host's network and its loopback address (a pod network of its
+    own would add a virtual interface to the host while the browser of the console tests runs
+    beside, which it takes for a network change: net::ERR_NETWORK_CHANGED)."""
 
     def __init__(self, image: str) -> None:
         self.image = image
@@ -111,9 +124,8 @@ class PodCluster:
         self.bootstrap = f"127.0.0.1:{self.broker_port}"
 
     def start(self) -> PodCluster:
-        published = [self.controller_port, self.broker_port, self.coordinator_port]
-        podman("pod", "create", "--name", self.name, *[f"--publish=127.0.0.1:{p}:{p}" for p in published])
-        common = ["--host", "0.0.0.0", "--advertised-host", "127.0.0.1", "--metrics-port", "-1"]
+        podman("pod", "create", "--name", self.name, "--network=host")
+        common = ["--host", "127.0.0.1", "--advertised-host", "127.0.0.1", "--metrics-port", "-1"]
         controllers = f"127.0.0.1:{self.controller_internal}"
         self.run(
             "controller",
