@@ -115,6 +115,27 @@ def test_what_cannot_be_counted_without_reading_completes_the_fetch(
     assert fetch.read(lambda *_: partition, 1 << 20, SharedReads()) > 0
 
 
+def test_what_cannot_be_counted_is_granted_the_partitions_limit_not_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log reopened after a restart remembers no append's position: a consumer reading it from
+    the start used to be granted one byte of fetch memory, and so got one batch per fetch."""
+    monkeypatch.setattr(positions, "RECENT_ENDS", 2)
+    partition = open_partition(tmp_path)
+    lead(partition, 1, isr=[1, 2])
+    fill(partition, end=40)  # 10 batches of 4
+    partition.log.update_high_watermark(12)  # long forgotten
+    fetch = ConsumerFetch(fetch_request(0), default_partition_max_bytes=1 << 20)
+    fetch.measure(lambda *_: partition, SharedReads())
+    assert fetch.urgent
+    assert fetch.available_bytes() == 1 << 20, "as much as the partition may return"
+    granted = min(1 << 20, fetch.available_bytes())  # as ConsumerFetches._read asks the fetch memory
+    fetch.read(lambda *_: partition, granted, SharedReads())
+    response, _ = fetch.answer()
+    offsets = [r.offset for b in decode_batches(response.topics[0].partitions[0].records) for r in b.records]
+    assert offsets == list(range(12))
+
+
 def test_a_partition_that_moves_away_answers_its_error_at_once(tmp_path: Path) -> None:
     partition = open_partition(tmp_path)
     lead(partition, 1)

@@ -51,7 +51,10 @@ Resolve = Callable[[TopicPartition, int, int], "Partition | common_pb2.Error"]
 @dataclass
 class FetchSlot:
     """One partition of the fetch. ``available_bytes`` is what lies between ``start`` (the
-    position of ``offset``) and the high-water mark in ``seen``, capped at ``limit_bytes``."""
+    position of ``offset``) and the high-water mark in ``seen``, capped at ``limit_bytes``; when
+    the log cannot count it without reading (it remembers only its recent appends' positions: a
+    log reopened, a consumer far behind), ``limit_bytes``, so that the read is granted what the
+    partition may return, not one batch."""
 
     key: TopicPartition
     result: broker_pb2.FetchPartitionResponse
@@ -131,10 +134,10 @@ class ConsumerFetch:
         high_watermark = led.log.high_watermark
         slot.seen = (led.leader_epoch, high_watermark)
         available = led.log.bytes_until(slot.start, high_watermark)
-        if available is None:
-            self.urgent = True  # not countable without reading: read what is there
-        else:
-            slot.available_bytes = min(available, slot.limit_bytes)
+        if available is None:  # not countable without reading: read what is there, up to the limit
+            self.urgent = True
+            available = slot.limit_bytes if high_watermark > slot.offset else 0
+        slot.available_bytes = min(available, slot.limit_bytes)
 
     def available_bytes(self) -> int:
         """What a read would return now, as measured (at most each partition's limit)."""
