@@ -4,6 +4,7 @@ corruption, patching. Every record-level test runs against both section codecs."
 from __future__ import annotations
 
 import array
+import gc
 import os
 import struct
 from typing import NamedTuple
@@ -129,6 +130,18 @@ def test_decode_builds_the_callers_record_type_with_the_batch_fields(
     decoded = codec.decode(encoded, record_type=_Tagged, trailer=lambda header: ("t", header.partition_leader_epoch))
     assert decoded.records == [_Tagged(*record, "t", 4) for record in batch]
     assert all(type(record) is _Tagged for record in decoded.records)
+
+
+@pytest.mark.skipif(_records_c is None, reason="the C codec is not built")
+def test_c_decoded_records_of_values_only_are_left_to_reference_counting() -> None:
+    """The cyclic collector does not walk records that cannot be in a cycle (values only in the
+    trailer); records whose trailer holds a container stay tracked."""
+    assert C_CODEC is not None
+    encoded = C_CODEC.encode([Record(0, 1, b"k", b"v", (("h", b"x"),)), Record(1, 2, None, None)])
+    plain = C_CODEC.decode(encoded, record_type=_Tagged, trailer=lambda header: ("t", 4)).records
+    assert not any(gc.is_tracked(record) for record in plain)
+    boxed = C_CODEC.decode(encoded, record_type=_Tagged, trailer=lambda header: ("t", [])).records
+    assert all(gc.is_tracked(record) for record in boxed)
 
 
 def test_null_and_empty_keys_values_and_headers_are_distinct(codec: BatchCodec) -> None:

@@ -6,8 +6,10 @@ partitions and fetched-but-unreturned records, and fetches from each partition's
   it; the consumer changes ownership through ``assign``/``seek``/``release``.
 - A fetch runs as one task (``_prefetch``) while the caller works through what the last one
   brought; a partition with at most one poll's (or one fetch's) worth of records left is
-  fetched ahead, from where its buffer ends. Any change of ownership or position drops the
-  buffer and the fetch under way (``drop_prefetch``).
+  fetched ahead, from where its buffer ends. Fetched batches are buffered as their wire bytes
+  and decoded a batch at a time as polls take records (``_Buffered``), so the broker reads the
+  next fetch while polls decode this one. Any change of ownership or position drops the buffer
+  and the fetch under way (``drop_prefetch``).
 - A moved leader is found again through metadata; OFFSET_OUT_OF_RANGE resets the position.
 
 Owned by the client's event loop.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -26,8 +29,16 @@ import grpc
 from lanes.client._cluster import ClusterView
 from lanes.clock import Clock
 from lanes.deadline import Deadline, attempts
-from lanes.errors import ErrorCode, LogTruncationError, OffsetOutOfRangeError, RetriableError, error_code, error_for
-from lanes.protocol.records import BatchHeader, TimestampType, decode_batches
+from lanes.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    LogTruncationError,
+    OffsetOutOfRangeError,
+    RetriableError,
+    error_code,
+    error_for,
+)
+from lanes.protocol.records import BatchHeader, TimestampType, decode_batch, validate_batch
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2
 
@@ -52,50 +63,124 @@ class ConsumerRecord(NamedTuple):
     leader_epoch: int
 
 
-def _consumer_records(topic: str, partition: int, data: bytes, start: int) -> list[ConsumerRecord]:
-    """The records of fetched batches from offset ``start`` on, built by the codec with the
-    batch's topic, partition, timestamp type and leader epoch appended."""
+class _Fetched(NamedTuple):
+    """One fetch's bytes for a partition: whole batches, the first possibly starting before
+    ``start`` (records before it are skipped)."""
 
-    def trailer(header: BatchHeader) -> tuple[str, int, TimestampType, int]:
-        return (topic, partition, header.timestamp_type, header.partition_leader_epoch)
+    data: bytes
+    start: int
 
-    records: list[ConsumerRecord] = []
-    for batch in decode_batches(data, record_type=ConsumerRecord, trailer=trailer):
-        decoded: list[ConsumerRecord] = batch.records  # type: ignore[assignment]  # decoded as ConsumerRecord
-        if batch.header.base_offset < start:  # only a fetch's first batch may begin before the position
-            decoded = [record for record in decoded if record.offset >= start]
-        if batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME:  # the broker's time, for every record
-            decoded = [record._replace(timestamp=batch.header.max_timestamp) for record in decoded]
-        records.extend(decoded)
-    return records
+
+def _records_from(header: BatchHeader, start: int) -> int:
+    """How many of the batch's records are at or after ``start``, by its header: exact unless
+    compaction left gaps in its offsets after ``start`` (then at most that)."""
+    return max(0, min(header.records_count, header.last_offset - max(header.base_offset, start) + 1))
 
 
 class _Buffered:
-    """A partition's fetched records not yet returned by ``poll``: taken from the front without
-    copying the rest. ``end_offset`` is where the next fetch of the partition continues."""
+    """A partition's fetched records not yet returned by ``poll``: records decoded already (taken
+    from the front without copying the rest), then fetched batches still in their wire bytes,
+    decoded a batch at a time as polls need records. A fetch costs its bytes until then, not a
+    Python object per record, and the next fetch, sent while polls decode this one, is read by the
+    broker meanwhile.
 
-    __slots__ = ("_next", "_records", "end_offset", "last_fetch_records")
+    ``end_offset`` is where the next fetch of the partition continues (after the last batch);
+    ``len`` counts the records left by the batch headers, exact once everything is decoded (a
+    compacted batch holds fewer records than its offsets span). Owned by the client's loop.
+    """
 
-    def __init__(self, records: list[ConsumerRecord], end_offset: int, last_fetch_records: int) -> None:
-        self._records = records
+    __slots__ = (
+        "_decoded",
+        "_fetched",
+        "_next",
+        "_partition",
+        "_position",
+        "_topic",
+        "_undecoded",
+        "end_offset",
+    )
+
+    def __init__(self, topic: str, partition: int, end_offset: int) -> None:
+        self._topic = topic
+        self._partition = partition
+        self._decoded: list[ConsumerRecord] = []
         self._next = 0
+        self._fetched: deque[_Fetched] = deque()
+        self._position = 0  # of the next batch to decode in the first fetched data
+        self._undecoded = 0  # records left in ``_fetched``, by their batch headers
         self.end_offset = end_offset
-        self.last_fetch_records = last_fetch_records
 
     def __bool__(self) -> bool:
-        return self._next < len(self._records)
+        return self._next < len(self._decoded) or bool(self._fetched)
 
     def __len__(self) -> int:
-        return len(self._records) - self._next
+        return len(self._decoded) - self._next + self._undecoded
 
-    def extended(self, records: list[ConsumerRecord], end_offset: int) -> _Buffered:
-        """The records left, then ``records`` (fetched from ``self.end_offset`` on)."""
-        return _Buffered(self._records[self._next :] + records, end_offset, len(records))
+    def add(self, data: bytes, start: int) -> int:
+        """Queue a fetch's batches (their records from ``start`` on) behind what is buffered.
+        Each batch is checked whole (lengths, CRC, offsets that only grow) before its header is
+        trusted to say where the next fetch continues; records are decoded when taken. Returns
+        how many records it added (by the headers). Raises CorruptRecordError (nothing of this
+        fetch is kept)."""
+        records = 0
+        position = 0
+        end_offset = self.end_offset if self else start
+        previous_end = -1
+        while position < len(data):
+            try:
+                header = validate_batch(data, position)
+            except CorruptRecordError as exc:
+                raise CorruptRecordError(f"{self._topic}-{self._partition}: {exc}") from exc
+            if header.base_offset < previous_end:
+                raise CorruptRecordError(
+                    f"{self._topic}-{self._partition}: batch at byte {position} begins at offset "
+                    f"{header.base_offset}, before the previous batch's end {previous_end}"
+                )
+            previous_end = header.next_offset
+            records += _records_from(header, start)
+            end_offset = max(end_offset, header.next_offset)
+            position += header.size_bytes
+        if position:
+            self._fetched.append(_Fetched(data, start))
+            self._undecoded += records
+        self.end_offset = end_offset
+        return records
 
     def take(self, count: int) -> list[ConsumerRecord]:
-        chunk = self._records[self._next : self._next + count]
+        """Up to ``count`` records from the front, decoding batches as needed: fewer only once
+        nothing is left."""
+        while len(self._decoded) - self._next < count and self._fetched:
+            try:
+                self._decode_batch()
+            except Exception:
+                if self._next < len(self._decoded):
+                    break  # the records before the batch first; it raises at the next take
+                raise
+        chunk = self._decoded[self._next : self._next + count]
         self._next += len(chunk)
         return chunk
+
+    def _decode_batch(self) -> None:
+        fetched = self._fetched[0]
+        batch = decode_batch(fetched.data, self._position, record_type=ConsumerRecord, trailer=self._trailer)
+        header = batch.header
+        self._position += header.size_bytes
+        if self._position >= len(fetched.data):
+            self._fetched.popleft()
+            self._position = 0
+        self._undecoded -= _records_from(header, fetched.start)
+        decoded: list[ConsumerRecord] = batch.records  # type: ignore[assignment]  # decoded as ConsumerRecord
+        if header.base_offset < fetched.start:  # only a fetch's first batch may begin before its start
+            decoded = [record for record in decoded if record.offset >= fetched.start]
+        if header.timestamp_type is TimestampType.LOG_APPEND_TIME:  # the broker's time, for every record
+            decoded = [record._replace(timestamp=header.max_timestamp) for record in decoded]
+        if self._next:
+            del self._decoded[: self._next]
+            self._next = 0
+        self._decoded.extend(decoded)
+
+    def _trailer(self, header: BatchHeader) -> tuple[str, int, TimestampType, int]:
+        return (self._topic, self._partition, header.timestamp_type, header.partition_leader_epoch)
 
 
 class Fetcher:
@@ -134,6 +219,8 @@ class Fetcher:
         self._checked_epochs: dict[TopicPartition, int] = {}
         self.paused: set[TopicPartition] = set()
         self._buffer: dict[TopicPartition, _Buffered] = {}
+        #: records the latest fetch brought (all partitions): the next starts when about that many are left
+        self._last_fetch_records = 0
         self._prefetch: asyncio.Task[None] | None = None
 
     # -----------------------------------------------------------------------------------------
@@ -290,32 +377,59 @@ class Fetcher:
     async def records(self, deadline: Deadline) -> list[ConsumerRecord]:
         """Up to ``max_poll_records`` buffered or fetched records of owned, unpaused partitions,
         waiting for a fetch until ``deadline``; positions move past what is returned. The next
-        fetch starts before returning, so it runs while the caller works."""
+        fetch starts before returning, so it runs while the caller works (and while later polls
+        decode what the last one brought)."""
         while True:
-            if not self._buffered() and self._prefetch is None:
-                self._start_fetch(int(deadline.remaining_s() * 1000))
-            if not self._buffered() and self._prefetch is not None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(self._prefetch), deadline.remaining_s())
-                if self._prefetch is not None and self._prefetch.done():
-                    done, self._prefetch = self._prefetch, None
-                    done.result()  # raises what the fetch raised
+            if not self._buffered():
+                self._collect_prefetch()
+                if self._prefetch is None:
+                    self._start_fetch(int(deadline.remaining_s() * 1000))
+                if self._prefetch is not None:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(self._prefetch), deadline.remaining_s())
+                    self._collect_prefetch()
+                else:  # nothing to fetch (every partition paused): not a busy wait until the deadline
+                    await asyncio.sleep(min(deadline.remaining_s(), _RETRY_PAUSE_S))
             records = self._take()
             if records or deadline.expired():
+                prefetch = self._prefetch
+                if prefetch is not None and prefetch.done() and not prefetch.cancelled() and not prefetch.exception():
+                    self._prefetch = None  # fetched: its records are buffered (a failure is raised next time)
                 if self._prefetch is None:
-                    self._start_fetch(self._max_wait_ms)  # the next fetch runs while the caller works
+                    self._start_fetch(self._max_wait_ms)
                 return records
+
+    def _collect_prefetch(self) -> None:
+        """Forget the fetch under way once it finished, raising what it raised."""
+        if self._prefetch is not None and self._prefetch.done():
+            done, self._prefetch = self._prefetch, None
+            done.result()
 
     def _buffered(self) -> bool:
         return any(self._buffer.values())
 
     def _take(self) -> list[ConsumerRecord]:
+        """Up to ``max_poll_records`` records from the buffers, a partition at a time; each
+        partition taken from goes to the back, so that every partition with records gets its
+        turn. A batch that does not decode raises, unless records were taken before it: those
+        are returned and its partition goes first, to raise at the next poll (the position
+        stays before the batch)."""
         taken: list[ConsumerRecord] = []
         for partition in list(self._buffer):
             room = self._max_poll_records - len(taken)
             if room <= 0:
                 break
-            chunk = self._buffer[partition].take(room)
+            buffered = self._buffer[partition]
+            if not buffered:
+                continue
+            try:
+                chunk = buffered.take(room)
+            except Exception:
+                if not taken:
+                    raise
+                self._buffer = {partition: self._buffer.pop(partition), **self._buffer}
+                break
+            self._buffer[partition] = self._buffer.pop(partition)
             if chunk and partition in self.positions and partition not in self.paused:
                 taken.extend(chunk)
                 self.positions[partition] = chunk[-1].offset + 1
@@ -323,23 +437,27 @@ class Fetcher:
         return taken
 
     def _start_fetch(self, max_wait_ms: int) -> None:
-        """Fetch the partitions with at most one poll's (or one fetch's) worth of records
-        buffered, from where their buffer ends: the broker reads the next records while the
-        caller works through those. A partition's buffer holds at most about two fetches."""
-        fetchable = [tp for tp in self.positions if tp not in self.paused and self._wants_records(tp)]
+        """Once at most one fetch's (or one poll's) worth of records is buffered in all, fetch
+        every owned, unpaused partition from where its buffer ends: the broker reads the next
+        records while polls decode and the caller works through these. The buffers hold about
+        two fetches at most; one fetch asks for every partition (not one after another as each
+        runs dry, a round trip each)."""
+        if sum(len(buffered) for buffered in self._buffer.values()) > max(
+            self._max_poll_records, self._last_fetch_records
+        ):
+            return
+        fetchable = [tp for tp in self.positions if tp not in self.paused]
         if fetchable:
             self._prefetch = asyncio.get_running_loop().create_task(self._fetch(fetchable, max_wait_ms))
 
-    def _wants_records(self, partition: TopicPartition) -> bool:
-        buffered = self._buffer.get(partition)
-        return not buffered or len(buffered) <= max(self._max_poll_records, buffered.last_fetch_records)
-
     def _fetch_offset(self, partition: TopicPartition) -> int:
-        """Where the partition's next fetch starts: after what is buffered, else its position."""
+        """Where the partition's next fetch starts: after what was fetched since the position last
+        changed (past a compacted batch's trailing gap, too), else at the position."""
         buffered = self._buffer.get(partition)
-        return buffered.end_offset if buffered else self.positions[partition] or 0
+        return buffered.end_offset if buffered is not None else self.positions[partition] or 0
 
     async def _fetch(self, partitions: list[TopicPartition], max_wait_ms: int) -> None:
+        self._last_fetch_records = 0  # counted as its answers are buffered
         await self.ensure_positions(partitions)
         unknown = {tp.topic for tp in partitions if self._cluster.leader_address(tp.topic, tp.partition) is None}
         await self._refresh(sorted(unknown))
@@ -351,7 +469,13 @@ class Fetcher:
             by_leader.setdefault(self._cluster.leader_address(partition.topic, partition.partition), []).append(
                 partition
             )
-        await asyncio.gather(*(self._fetch_from(leader, group, max_wait_ms) for leader, group in by_leader.items()))
+        outcomes = await asyncio.gather(
+            *(self._fetch_from(leader, group, max_wait_ms) for leader, group in by_leader.items()),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:  # raised once every leader's fetch ended: none writes the buffer after
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     def _leader_changed(self, partition: TopicPartition, epoch: int | None = None) -> bool:
         """Whether the partition's position came from an older leader than the one known now (or
@@ -459,6 +583,9 @@ class Fetcher:
             for part in topic.partitions:
                 partition = TopicPartition(topic.topic, part.partition)
                 code = error_code(part.error.code)
+                if code is ErrorCode.OFFSET_OUT_OF_RANGE and fetched.get(partition) != self.positions.get(partition):
+                    self._buffer.pop(partition, None)  # a fetch ahead of the position: read again from it
+                    continue
                 if code is ErrorCode.OFFSET_OUT_OF_RANGE:
                     self.positions[partition] = None  # reset per auto_offset_reset at the next fetch
                     self._buffer.pop(partition, None)  # read ahead of a log that was cut back
@@ -478,14 +605,11 @@ class Fetcher:
     def _buffer_fetched(
         self, partition: TopicPartition, offset: int, topic: str, part: broker_pb2.FetchPartitionResponse
     ) -> None:
-        """Buffer the records fetched from ``offset``, behind the partition's buffered ones."""
-        records = _consumer_records(topic, part.partition, part.records, offset)
-        end_offset = records[-1].offset + 1 if records else offset
+        """Buffer the batches fetched from ``offset``, behind the partition's buffered ones."""
         buffered = self._buffer.get(partition)
-        if buffered:
-            self._buffer[partition] = buffered.extended(records, end_offset)
-        elif records:
-            self._buffer[partition] = _Buffered(records, end_offset, len(records))
+        if buffered is None:
+            buffered = self._buffer[partition] = _Buffered(topic, part.partition, offset)
+        self._last_fetch_records += buffered.add(part.records, offset)
 
     def _forget_leaders(self, partitions: Iterable[TopicPartition], suspect: str | None = None) -> None:
         for partition in partitions:

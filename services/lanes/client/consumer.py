@@ -157,6 +157,9 @@ class AsyncConsumer:
         self._next_auto_commit_ms = clock.monotonic_ms() + auto_commit_interval_ms
         self._listener = RebalanceListener()
         self._pending_commits: set[asyncio.Task[None]] = set()
+        #: commits waiting for the one in flight, and the task sending them (``_commit_positions``)
+        self._commits_waiting: list[tuple[dict[TopicPartition, Offset], asyncio.Future[None]]] = []
+        self._commit_sender: asyncio.Task[None] | None = None
         self._group = (
             GroupMembership(
                 self._cluster,
@@ -276,16 +279,27 @@ class AsyncConsumer:
         with the offset (shown by ``Admin.describe_group``). Synchronous by default: returns once durable, raises
         CommitFailedError when the member was fenced. With ``asynchronous``, returns at once and
         calls ``callback(offsets, error_or_None)`` when done."""
-        wanted: dict[TopicPartition, Offset] = (
-            dict(offsets)
-            if offsets is not None
-            else {tp: p for tp, p in self._fetcher.positions.items() if p is not None}
-        )
-        if not asynchronous:
-            await self._commit_positions(wanted)
-            if callback is not None:
-                callback(wanted, None)
+        if asynchronous:
+            self._commit_later(offsets, callback)
             return
+        wanted = self._commit_offsets(offsets)
+        await self._commit_positions(wanted)
+        if callback is not None:
+            callback(wanted, None)
+
+    def _commit_offsets(self, offsets: Mapping[TopicPartition, Offset] | None) -> dict[TopicPartition, Offset]:
+        """``offsets``, or the position of every owned partition."""
+        if offsets is not None:
+            return dict(offsets)
+        return {tp: p for tp, p in self._fetcher.positions.items() if p is not None}
+
+    def _commit_later(
+        self, offsets: Mapping[TopicPartition, Offset] | None = None, callback: CommitCallback | None = None
+    ) -> None:
+        """``commit(offsets, asynchronous=True, callback=callback)`` without a coroutine: the
+        offsets are taken now (on the loop) and committed in order after the earlier commits."""
+        self._require_group("commit")
+        wanted = self._commit_offsets(offsets)
 
         async def run() -> None:
             error: BaseException | None = None
@@ -301,10 +315,52 @@ class AsyncConsumer:
         task.add_done_callback(self._pending_commits.discard)
 
     async def _commit_positions(self, offsets: Mapping[TopicPartition, Offset | None]) -> None:
-        group = self._require_group("commit")
+        """Commit ``offsets`` after every commit this consumer made before, one request at a time:
+        the commits made while one is in flight wait and then go as one request (a partition's
+        later offset replacing its earlier one), each told the outcome of the request that
+        carried it. No commit overtakes an earlier one at the coordinator (Kafka's consumer keeps
+        them in order too), and a consumer committing after every poll sends as many requests as
+        the coordinator answers, not one per poll."""
+        self._require_group("commit")
         entries = {tp: o for tp, o in offsets.items() if o is not None}
         if not entries:
             return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._commits_waiting.append((entries, done))
+        if self._commit_sender is None or self._commit_sender.done():
+            self._commit_sender = asyncio.get_running_loop().create_task(self._send_waiting_commits())
+        await done
+
+    async def _send_waiting_commits(self) -> None:
+        """Send the waiting commits, merged, until none waits (``_commit_positions``)."""
+        batch: list[tuple[dict[TopicPartition, Offset], asyncio.Future[None]]] = []
+        try:
+            while self._commits_waiting:
+                batch, self._commits_waiting = self._commits_waiting, []
+                merged: dict[TopicPartition, Offset] = {}
+                for entries, _ in batch:
+                    merged.update(entries)
+                failure: Exception | None = None
+                try:
+                    await self._send_commit(merged)
+                except Exception as exc:  # every waiter of this request learns it
+                    failure = exc
+                for _, done in batch:
+                    if done.done():
+                        continue  # its caller stopped waiting
+                    if failure is None:
+                        done.set_result(None)
+                    else:
+                        done.set_exception(failure)
+                batch = []
+        finally:  # cancelled (the client closes): nobody waits forever
+            for _, done in [*batch, *self._commits_waiting]:
+                done.cancel()
+            self._commits_waiting = []
+
+    async def _send_commit(self, entries: Mapping[TopicPartition, Offset]) -> None:
+        """One CommitOffsets request."""
+        group = self._require_group("commit")
         by_topic: dict[str, list[coordinator_pb2.CommitOffsetsPartition]] = {}
         for tp, value in sorted(entries.items()):
             offset, metadata = value if isinstance(value, tuple) else (value, "")
@@ -606,8 +662,14 @@ class Consumer:
         asynchronous: bool = False,
         callback: CommitCallback | None = None,
     ) -> None:
-        """See ``AsyncConsumer.commit``."""
-        _loop.run(self._consumer.commit(offsets, asynchronous=asynchronous, callback=callback))
+        """See ``AsyncConsumer.commit``. With ``asynchronous``, the commit is handed to the
+        client's loop without waiting for it to take the positions (it takes them before any
+        later call of this consumer runs there); the callback runs on that loop's thread."""
+        if asynchronous:
+            self._consumer._require_group("commit")  # the group is fixed at construction: readable here
+            _loop.background_loop().call_soon_threadsafe(self._consumer._commit_later, offsets, callback)
+            return
+        _loop.run(self._consumer.commit(offsets, callback=callback))
 
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """See ``AsyncConsumer.committed``."""

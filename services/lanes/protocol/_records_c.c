@@ -469,6 +469,28 @@ static PyObject *read_headers(Reader *reader, int build) {
     return headers;
 }
 
+/* Whether records of ``record_type`` with these trailer items are left out of the cyclic garbage
+ * collector, which would otherwise walk every one of the hundreds of thousands a fetch brings at
+ * each collection while they are alive (exact tuples it untracks by itself, a subclass's instances
+ * never). A record is a tuple subclass without a __dict__ holding ints, bytes, None, a tuple of
+ * (str, bytes) header pairs and the trailer's items: strings, bytes, None and ints, an int
+ * subclass included (the timestamp type, an IntEnum member). Such a record can be part of a
+ * reference cycle only through an attribute set on such an int subclass instance; the cost would
+ * be a leak, never a crash. Any other trailer item keeps the records tracked. */
+static int untrackable(PyObject *record_type, PyObject *trailer) {
+    if (((PyTypeObject *)record_type)->tp_dictoffset != 0) {
+        return 0;
+    }
+    Py_ssize_t size = trailer == NULL ? 0 : PyTuple_GET_SIZE(trailer);
+    for (Py_ssize_t t = 0; t < size; t++) {
+        PyObject *item = PyTuple_GET_ITEM(trailer, t);
+        if (!(PyLong_Check(item) || PyUnicode_CheckExact(item) || PyBytes_CheckExact(item) || item == Py_None)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Read count records from the reader's section. With record_type, each becomes a record_type tuple
    (offset, timestamp, key, value, headers, *trailer) put in records; without (NULL), the records are
    only checked, as a producer must have written them: offset deltas 0, 1, 2, ... and, with
@@ -477,6 +499,7 @@ static int walk_records(Reader *reader, Py_ssize_t count, long long base_offset,
                         PyObject *record_type, PyObject *trailer, int require_keys, PyObject *records) {
     int build = record_type != NULL;
     Py_ssize_t trailer_size = trailer == NULL ? 0 : PyTuple_GET_SIZE(trailer);
+    int untrack = build && untrackable(record_type, trailer);
     for (Py_ssize_t index = 0; index < count; index++) {
         reader->index = index;
         reader->record_start = reader->position;
@@ -575,6 +598,9 @@ static int walk_records(Reader *reader, Py_ssize_t count, long long base_offset,
         if (PyTuple_GET_ITEM(record, 0) == NULL || PyTuple_GET_ITEM(record, 1) == NULL) {
             Py_DECREF(record);
             return -1;
+        }
+        if (untrack) {
+            PyObject_GC_UnTrack(record);
         }
         PyList_SET_ITEM(records, index, record);
     }
