@@ -72,6 +72,37 @@ def test_asynchronous_commit_calls_back(cluster: LocalCluster) -> None:
     assert (described[0].committed_offset, described[0].metadata) == (3, "batch-17"), "metadata kept with the offset"
 
 
+def test_an_asynchronous_commit_right_before_close_is_made_by_the_member_and_kept(cluster: LocalCluster) -> None:
+    """close() waits for the commits made before it, as Kafka's does, while the member is still
+    in the group (a commit sent after it left would be refused while others are members)."""
+    bootstrap = cluster.describe()["bootstrap"]
+    lanes.Admin(bootstrap).create_topic("closing", partitions=2, replication_factor=1)
+    produce(bootstrap, "closing", 40)
+    stayer = lanes.Consumer(bootstrap, group_id="closers", auto_offset_reset="earliest", enable_auto_commit=False)
+    stayer.subscribe(["closing"])
+    try:
+        with lanes.Consumer(
+            bootstrap, group_id="closers", auto_offset_reset="earliest", enable_auto_commit=False
+        ) as leaver:
+            leaver.subscribe(["closing"])
+            wait_until(lambda: (poll_for(stayer, 0.1), len(leaver.poll(100)))[1] > 0, 30, "records for the leaver")
+            owned = sorted(leaver.assignment())
+            positions = {tp: leaver.position(tp) for tp in owned}
+            leaver.commit(asynchronous=True)
+        assert stayer.committed(owned) == positions
+    finally:
+        stayer.close()
+
+
+def test_bad_offsets_are_refused_to_their_own_committer_at_once(cluster: LocalCluster) -> None:
+    bootstrap = cluster.describe()["bootstrap"]
+    with lanes.Consumer(bootstrap, group_id="careless") as consumer:
+        for bad in ({TP("clicks", 0): "5"}, {TP("clicks", 0): (1, 2)}, {("clicks", 0): 5}):
+            with pytest.raises(LanesError, match="not an offset") as refused:
+                consumer.commit(bad, asynchronous=True)  # type: ignore[arg-type]
+            assert refused.value.code is ErrorCode.INVALID_REQUEST
+
+
 def test_reset_none_raises_a_clear_error_without_a_committed_offset(cluster: LocalCluster) -> None:
     bootstrap = cluster.describe()["bootstrap"]
     lanes.Admin(bootstrap).create_topic("strict", partitions=1, replication_factor=1)

@@ -1,8 +1,9 @@
 """A consumer's commits go one request at a time, in the order they were made: the ones made
 while a request is in flight wait and go together as the next (a partition's later offset
 replacing its earlier one), and each caller learns the outcome of the request that carried its
-offsets. The coordinator is replaced by a recorder of requests (``_send_commit``), whose answers
-the test releases."""
+offsets (the partitions the coordinator refused fail only the commits that named them). The
+coordinator is replaced by a recorder of requests (``_send_commit``), whose answers the test
+releases."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 import pytest
 
 from lanes.client.consumer import AsyncConsumer, CommitFailedError
-from lanes.errors import ErrorCode
+from lanes.errors import ErrorCode, LanesError
 from lanes.topic_partition import TopicPartition
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -23,17 +24,18 @@ class Coordinator:
 
     def __init__(self) -> None:
         self.requests: list[dict[TopicPartition, object]] = []
-        self.answers: asyncio.Queue[Exception | None] = asyncio.Queue()
+        self.answers: asyncio.Queue[Exception | dict[TopicPartition, Exception] | None] = asyncio.Queue()
         self.in_flight = 0
 
-    async def send(self, entries: Mapping[TopicPartition, object]) -> None:
+    async def send(self, entries: Mapping[TopicPartition, object]) -> dict[TopicPartition, Exception]:
         self.in_flight += 1
         assert self.in_flight == 1, "one request at a time"
         self.requests.append(dict(entries))
-        failure = await self.answers.get()
+        answer = await self.answers.get()
         self.in_flight -= 1
-        if failure is not None:
-            raise failure
+        if isinstance(answer, Exception):
+            raise answer
+        return answer or {}
 
 
 def consumer_with(coordinator: Coordinator) -> AsyncConsumer:
@@ -119,5 +121,75 @@ def test_a_caller_that_stops_waiting_stops_neither_its_commit_nor_the_others() -
         await patient
         assert coordinator.requests == [{A: 1}, {A: 2, B: 2}]
         assert impatient.cancelled()
+
+    asyncio.run(scenario())
+
+
+def test_a_partition_the_coordinator_refused_fails_only_the_commits_that_named_it() -> None:
+    async def scenario() -> None:
+        coordinator = Coordinator()
+        consumer = consumer_with(coordinator)
+        first = asyncio.ensure_future(consumer.commit({A: 1}))
+        await settle()
+        bad = asyncio.ensure_future(consumer.commit({A: (2, "x" * 10)}))
+        good = asyncio.ensure_future(consumer.commit({B: 3}))
+        await settle()
+        await coordinator.answers.put(None)
+        await settle()
+        too_large = LanesError("metadata too large", ErrorCode.OFFSET_METADATA_TOO_LARGE)
+        await coordinator.answers.put({A: too_large})
+        await first
+        with pytest.raises(LanesError, match="metadata too large"):
+            await bad
+        await good
+
+    asyncio.run(scenario())
+
+
+def test_an_asynchronous_commit_then_a_synchronous_one_keep_their_order() -> None:
+    async def scenario() -> None:
+        coordinator = Coordinator()
+        consumer = consumer_with(coordinator)
+        await consumer.commit({A: 10}, asynchronous=True)
+        synchronous = asyncio.ensure_future(consumer.commit({A: 5}))
+        await settle()
+        await coordinator.answers.put(None)
+        await settle()
+        await coordinator.answers.put(None)
+        await synchronous
+        assert [request[A] for request in coordinator.requests][-1] == 5, "the later commit is the last word"
+
+    asyncio.run(scenario())
+
+
+def test_offsets_that_are_not_offsets_are_refused_to_their_committer_before_anything_is_queued() -> None:
+    async def scenario() -> None:
+        coordinator = Coordinator()
+        consumer = consumer_with(coordinator)
+        for bad in ({A: "5"}, {A: (1, 2)}, {A: True}):
+            with pytest.raises(LanesError, match="not an offset"):
+                await consumer.commit(bad, asynchronous=True)  # type: ignore[arg-type]
+        assert coordinator.requests == []
+
+    asyncio.run(scenario())
+
+
+def test_commits_not_yet_sent_for_lost_partitions_fail_and_the_others_go() -> None:
+    async def scenario() -> None:
+        coordinator = Coordinator()
+        consumer = consumer_with(coordinator)
+        first = asyncio.ensure_future(consumer.commit({A: 1}))
+        await settle()
+        stale = asyncio.ensure_future(consumer.commit({A: 2}))
+        other = asyncio.ensure_future(consumer.commit({B: 2}))
+        await settle()
+        consumer._fail_waiting_commits({A})
+        with pytest.raises(CommitFailedError, match="lost before the commit was sent"):
+            await stale
+        await coordinator.answers.put(None)
+        await coordinator.answers.put(None)
+        await first
+        await other
+        assert coordinator.requests == [{A: 1}, {B: 2}]
 
     asyncio.run(scenario())

@@ -18,7 +18,6 @@ Owned by the client's event loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Iterable
@@ -385,9 +384,8 @@ class Fetcher:
                 if self._prefetch is None:
                     self._start_fetch(int(deadline.remaining_s() * 1000))
                 if self._prefetch is not None:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(asyncio.shield(self._prefetch), deadline.remaining_s())
-                    self._collect_prefetch()
+                    await asyncio.wait([self._prefetch], timeout=deadline.remaining_s())
+                    self._collect_prefetch()  # raises once what it raised
                 else:  # nothing to fetch (every partition paused): not a busy wait until the deadline
                     await asyncio.sleep(min(deadline.remaining_s(), _RETRY_PAUSE_S))
             records = self._take()

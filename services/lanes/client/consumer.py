@@ -24,7 +24,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import re
@@ -37,7 +36,7 @@ from lanes.client._fetcher import ConsumerRecord, Fetcher
 from lanes.client._membership import GroupMembership, Step
 from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.deadline import Deadline
-from lanes.errors import ErrorCode, LanesError, RetriableError, error_for
+from lanes.errors import ErrorCode, LanesError, RetriableError, error_code, error_for
 from lanes.protocol.names import validate_group_id, validate_topic_name
 from lanes.rpc.addresses import parse_addresses
 from lanes.rpc.credentials import ClientCredentials
@@ -66,13 +65,23 @@ class CommitFailedError(LanesError):
     default_code = ErrorCode.FENCED_MEMBER_EPOCH
 
 
-def _first_partition_error(answer: coordinator_pb2.CommitOffsetsResponse) -> common_pb2.Error:
-    """The first per-partition error of a commit's answer (an Error with code NONE if none)."""
+def _first_retriable_partition_error(answer: coordinator_pb2.CommitOffsetsResponse) -> common_pb2.Error:
+    """The first retriable per-partition error of a commit's answer (an Error with code NONE if
+    none): the coordinator moved or is loading, and the request is sent again; the others are
+    the answer for their partitions."""
     for topic in answer.topics:
         for part in topic.partitions:
-            if part.error.code:
+            code = error_code(part.error.code) if part.error.code else None
+            if code is not None and code.retriable:
                 return part.error
     return common_pb2.Error()
+
+
+def _commit_failure(group_id: str, error: LanesError) -> LanesError:
+    """What a commit's caller is told: CommitFailedError when the member was fenced."""
+    if error.code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
+        return CommitFailedError(f"group {group_id!r}: {error.message}", error.code)
+    return error
 
 
 class RebalanceListener:
@@ -245,6 +254,8 @@ class AsyncConsumer:
         """The listener has run: release what was revoked or lost, and tell the coordinator."""
         if step.kind != "assign":
             self._fetcher.release(step.partitions)
+        if step.kind == "lost":
+            self._fail_waiting_commits(set(step.partitions))
         assert self._group is not None
         self._group.step_done(step)
 
@@ -278,61 +289,79 @@ class AsyncConsumer:
         the last record ``poll`` returned); a value may be ``(offset, metadata)`` to store a string
         with the offset (shown by ``Admin.describe_group``). Synchronous by default: returns once durable, raises
         CommitFailedError when the member was fenced. With ``asynchronous``, returns at once and
-        calls ``callback(offsets, error_or_None)`` when done."""
+        calls ``callback(offsets, error_or_None)`` when done. A consumer's commits reach the
+        coordinator in the order they were made (``_queue_commit``)."""
+        wanted = self._commit_entries(offsets)
         if asynchronous:
-            self._commit_later(offsets, callback)
+            self._commit_later(wanted, callback)
             return
-        wanted = self._commit_offsets(offsets)
-        await self._commit_positions(wanted)
+        await self._queue_commit(wanted)
         if callback is not None:
-            callback(wanted, None)
+            callback(dict(wanted), None)
 
-    def _commit_offsets(self, offsets: Mapping[TopicPartition, Offset] | None) -> dict[TopicPartition, Offset]:
-        """``offsets``, or the position of every owned partition."""
-        if offsets is not None:
-            return dict(offsets)
-        return {tp: p for tp, p in self._fetcher.positions.items() if p is not None}
-
-    def _commit_later(
-        self, offsets: Mapping[TopicPartition, Offset] | None = None, callback: CommitCallback | None = None
-    ) -> None:
-        """``commit(offsets, asynchronous=True, callback=callback)`` without a coroutine: the
-        offsets are taken now (on the loop) and committed in order after the earlier commits."""
+    def _commit_entries(self, offsets: Mapping[TopicPartition, Offset] | None) -> dict[TopicPartition, Offset]:
+        """A copy of ``offsets`` checked value by value (an int, or an (int, str) pair), or the
+        position of every owned partition; raises LanesError INVALID_REQUEST to the committer."""
         self._require_group("commit")
-        wanted = self._commit_offsets(offsets)
+        if offsets is None:
+            return {tp: p for tp, p in self._fetcher.positions.items() if p is not None}
+        entries = dict(offsets)
+        for partition, value in entries.items():
+            offset, metadata = value if isinstance(value, tuple) and len(value) == 2 else (value, "")
+            if not (
+                isinstance(partition, TopicPartition)
+                and isinstance(offset, int)
+                and not isinstance(offset, bool)
+                and isinstance(metadata, str)
+            ):
+                raise LanesError(
+                    f"commit: {partition!r}: {value!r} is not an offset or an (offset, metadata) pair",
+                    ErrorCode.INVALID_REQUEST,
+                )
+        return entries
+
+    def _commit_later(self, entries: dict[TopicPartition, Offset], callback: CommitCallback | None) -> None:
+        """Queue the commit of ``entries`` (checked by ``_commit_entries``) now, in order, and
+        call ``callback`` with its outcome (on the loop)."""
+        done = self._queue_commit(entries)
 
         async def run() -> None:
             error: BaseException | None = None
             try:
-                await self._commit_positions(wanted)
-            except LanesError as exc:
+                await done
+            except Exception as exc:  # whatever it was, the callback learns it
                 error = exc
             if callback is not None:
-                callback(wanted, error)
+                callback(dict(entries), error)
 
         task = asyncio.get_running_loop().create_task(run())
         self._pending_commits.add(task)
         task.add_done_callback(self._pending_commits.discard)
 
-    async def _commit_positions(self, offsets: Mapping[TopicPartition, Offset | None]) -> None:
-        """Commit ``offsets`` after every commit this consumer made before, one request at a time:
-        the commits made while one is in flight wait and then go as one request (a partition's
-        later offset replacing its earlier one), each told the outcome of the request that
-        carried it. No commit overtakes an earlier one at the coordinator (Kafka's consumer keeps
-        them in order too), and a consumer committing after every poll sends as many requests as
-        the coordinator answers, not one per poll."""
+    async def _commit_positions(self, offsets: Mapping[TopicPartition, int | None]) -> None:
+        """Commit the known ones of ``offsets`` (positions) in order (``_queue_commit``)."""
         self._require_group("commit")
-        entries = {tp: o for tp, o in offsets.items() if o is not None}
-        if not entries:
-            return
+        await self._queue_commit({tp: offset for tp, offset in offsets.items() if offset is not None})
+
+    def _queue_commit(self, entries: dict[TopicPartition, Offset]) -> asyncio.Future[None]:
+        """Commit ``entries`` after every commit this consumer made before, one request at a time:
+        the commits made while one is in flight wait and then go as one request (a partition's
+        later offset replacing its earlier one); each learns the outcome of what that request
+        did with its partitions. No commit overtakes an earlier one at the coordinator (Kafka's
+        consumer keeps them in order too), and a consumer committing after every poll sends as
+        many requests as the coordinator answers, not one per poll. Queued at once (no await
+        before), so the order is the order of the calls."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if not entries:
+            done.set_result(None)
+            return done
         self._commits_waiting.append((entries, done))
         if self._commit_sender is None or self._commit_sender.done():
             self._commit_sender = asyncio.get_running_loop().create_task(self._send_waiting_commits())
-        await done
+        return done
 
     async def _send_waiting_commits(self) -> None:
-        """Send the waiting commits, merged, until none waits (``_commit_positions``)."""
+        """Send the waiting commits, merged, until none waits (``_queue_commit``)."""
         batch: list[tuple[dict[TopicPartition, Offset], asyncio.Future[None]]] = []
         try:
             while self._commits_waiting:
@@ -340,26 +369,52 @@ class AsyncConsumer:
                 merged: dict[TopicPartition, Offset] = {}
                 for entries, _ in batch:
                     merged.update(entries)
+                refused: dict[TopicPartition, Exception] = {}
                 failure: Exception | None = None
                 try:
-                    await self._send_commit(merged)
-                except Exception as exc:  # every waiter of this request learns it
+                    refused = await self._send_commit(merged)
+                except Exception as exc:  # the request as a whole: every waiter of it learns it
                     failure = exc
-                for _, done in batch:
+                for entries, done in batch:
                     if done.done():
                         continue  # its caller stopped waiting
-                    if failure is None:
+                    own = failure or next((refused[tp] for tp in entries if tp in refused), None)
+                    if own is None:
                         done.set_result(None)
                     else:
-                        done.set_exception(failure)
+                        done.set_exception(own)
                 batch = []
         finally:  # cancelled (the client closes): nobody waits forever
             for _, done in [*batch, *self._commits_waiting]:
                 done.cancel()
             self._commits_waiting = []
 
-    async def _send_commit(self, entries: Mapping[TopicPartition, Offset]) -> None:
-        """One CommitOffsets request."""
+    def _fail_waiting_commits(self, lost: set[TopicPartition]) -> None:
+        """The commits not yet sent that name a lost partition fail (CommitFailedError): another
+        member may own it now, and the member's next epoch must not commit for it."""
+        kept = []
+        for entries, done in self._commits_waiting:
+            if lost.isdisjoint(entries):
+                kept.append((entries, done))
+            elif not done.done():
+                done.set_exception(
+                    CommitFailedError(
+                        f"group {self.group_id!r}: partitions {sorted(lost & entries.keys())} were lost before "
+                        "the commit was sent",
+                        ErrorCode.FENCED_MEMBER_EPOCH,
+                    )
+                )
+        self._commits_waiting = kept
+
+    async def _wait_for_commits(self) -> None:
+        """Until every commit made so far (and those their callbacks made) got its answer."""
+        while self._pending_commits or (self._commit_sender is not None and not self._commit_sender.done()):
+            waiting = [*self._pending_commits, *([self._commit_sender] if self._commit_sender else [])]
+            await asyncio.gather(*waiting, return_exceptions=True)
+
+    async def _send_commit(self, entries: Mapping[TopicPartition, Offset]) -> dict[TopicPartition, Exception]:
+        """One CommitOffsets request; the partitions it refused, with why (the coordinator
+        commits the others). Raises what refused the request as a whole."""
         group = self._require_group("commit")
         by_topic: dict[str, list[coordinator_pb2.CommitOffsetsPartition]] = {}
         for tp, value in sorted(entries.items()):
@@ -380,19 +435,25 @@ class AsyncConsumer:
             )
 
         try:
-            await group.coordinators.ask(
+            answer = await group.coordinators.ask(
                 group.group_id,
                 lambda stub: stub.CommitOffsets(request(), timeout=self._timeout_s),
-                _first_partition_error,
+                _first_retriable_partition_error,
             )
         except RetriableError as exc:  # still retriable when the request timeout ran out
             raise error_for(
                 ErrorCode.REQUEST_TIMED_OUT, f"commit to group {group.group_id!r} did not get through: {exc.message}"
             ) from exc
         except LanesError as exc:
-            if exc.code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
-                raise CommitFailedError(f"group {group.group_id!r}: {exc.message}", exc.code) from exc
-            raise
+            raise _commit_failure(group.group_id, exc) from exc
+        return {
+            TopicPartition(topic.topic, part.partition): _commit_failure(
+                group.group_id, error_for(part.error.code, part.error.message)
+            )
+            for topic in answer.topics
+            for part in topic.partitions
+            if part.error.code
+        }
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offset of each partition (None when it has none)."""
@@ -560,8 +621,9 @@ class AsyncConsumer:
         return records
 
     async def close(self) -> None:
-        """Commit (auto-commit), release owned partitions to the listener, leave the group
-        promptly, stop fetching and release connections."""
+        """Commit (auto-commit), release owned partitions to the listener, wait for the commits
+        made before (sent while the member is still in the group), leave the group promptly,
+        stop fetching and release connections."""
         try:
             if self._group is not None and self._group.active:
                 if self._auto_commit:
@@ -574,10 +636,9 @@ class AsyncConsumer:
                     outcome: object = self._listener_call(Step("revoke", frozenset(owned)))()
                     if asyncio.iscoroutine(outcome):
                         await outcome
+                await self._wait_for_commits()  # sent by a member of the group, as Kafka's close does
                 await self._group.leave()
-            for task in list(self._pending_commits):
-                with contextlib.suppress(Exception):
-                    await task
+            await self._wait_for_commits()
         finally:
             self._fetcher.close()
             await self._cluster.close()
@@ -665,11 +726,17 @@ class Consumer:
         """See ``AsyncConsumer.commit``. With ``asynchronous``, the commit is handed to the
         client's loop without waiting for it to take the positions (it takes them before any
         later call of this consumer runs there); the callback runs on that loop's thread."""
-        if asynchronous:
-            self._consumer._require_group("commit")  # the group is fixed at construction: readable here
-            _loop.background_loop().call_soon_threadsafe(self._consumer._commit_later, offsets, callback)
+        consumer = self._consumer
+        if asynchronous:  # checked here (given offsets copied), queued on the loop in call order
+            entries = consumer._commit_entries(offsets) if offsets is not None else None
+            consumer._require_group("commit")  # (the group is fixed at construction: readable here)
+
+            def queue() -> None:  # positions are read on the loop, before any later call of this consumer
+                consumer._commit_later(entries if entries is not None else consumer._commit_entries(None), callback)
+
+            _loop.background_loop().call_soon_threadsafe(queue)
             return
-        _loop.run(self._consumer.commit(offsets, callback=callback))
+        _loop.run(consumer.commit(offsets, callback=callback))
 
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """See ``AsyncConsumer.committed``."""
