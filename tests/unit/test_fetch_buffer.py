@@ -7,6 +7,7 @@ it were returned; polls take from every partition with records in turn."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import struct
 from typing import cast
@@ -28,6 +29,7 @@ from lanes.protocol.records import (
     stamp_log_append_time,
 )
 from lanes.topic_partition import TopicPartition
+from lanes.v1 import broker_pb2
 
 
 def batch(first: int, count: int, *, step: int = 1, epoch: int = 3, **options: object) -> bytes:
@@ -181,3 +183,45 @@ def test_a_partition_that_fails_to_decode_raises_from_the_next_poll_on_as_kafkas
             polls._take()
     assert polls.positions[bad] == 0
     assert len(polls._buffer[later]) == 30
+
+
+def test_a_fetch_that_brought_records_starts_the_next_until_fetch_max_bytes_wait_and_an_empty_one_does_not() -> None:
+    """The read-ahead (``_start_fetch``, ``_fetched``), with fetches that buffer what a broker's
+    answers would: 30 records each, five times, then nothing (caught up)."""
+
+    async def scenario() -> None:
+        polls = fetcher(max_poll_records=30)
+        size = len(batch(0, 30))
+        polls._max_bytes = 3 * size  # three fetches may wait to be decoded
+        key = TopicPartition("t", 0)
+        polls.positions[key] = 0
+        sizes: list[int] = []
+
+        async def fetch(partitions: list[TopicPartition], max_wait_ms: int) -> None:
+            polls._last_fetch_records = 0
+            offset = polls._fetch_offset(key)
+            data = batch(offset, 30) if len(sizes) < 5 else b""
+            sizes.append(len(data))
+            polls._buffer_fetched(key, offset, "t", broker_pb2.FetchPartitionResponse(records=data))
+
+        async def settle() -> None:
+            for _ in range(20):
+                await asyncio.sleep(0)
+
+        polls._fetch = fetch  # type: ignore[method-assign]
+        polls._start_fetch(0)
+        await settle()
+        assert len(sizes) == 3, "each fetch started the next until three waited"
+        assert [r.offset for r in polls._take()] == list(range(30))
+        polls._start_fetch(0)  # as a poll does when it returns
+        await settle()
+        assert len(sizes) == 4
+        assert len(polls._take()) + len(polls._take()) == 60
+        polls._start_fetch(0)
+        await settle()
+        assert len(sizes) == 6
+        assert sizes[-1] == 0, "the empty answer (caught up) started no other"
+        assert polls._prefetch is not None
+        assert polls._prefetch.done()
+
+    asyncio.run(scenario())

@@ -4,11 +4,11 @@ partitions and fetched-but-unreturned records, and fetches from each partition's
 - ``positions``: the offset of the next record ``records`` returns per owned partition (None:
   not yet known, looked up per ``auto_offset_reset`` at the next fetch). Only this object writes
   it; the consumer changes ownership through ``assign``/``seek``/``release``.
-- A fetch runs as one task (``_prefetch``) while the caller works through what the last one
-  brought; a partition with at most one poll's (or one fetch's) worth of records left is
-  fetched ahead, from where its buffer ends. Fetched batches are buffered as their wire bytes
-  and decoded a batch at a time as polls take records (``_Buffered``), so the broker reads the
-  next fetch while polls decode this one. Any change of ownership or position drops the buffer
+- A fetch runs as one task (``_prefetch``) while the caller works through what the earlier
+  ones brought; each asks for every owned partition from where its buffer ends. Fetched batches are buffered as their wire bytes
+  and decoded a batch at a time as polls take records (``_Buffered``); a fetch that brought
+  records starts the next when it lands, until ``fetch_max_bytes`` wait to be decoded, so the
+  broker reads ahead while polls decode. Any change of ownership or position drops the buffer
   and the fetch under way (``drop_prefetch``).
 - A moved leader is found again through metadata; OFFSET_OUT_OF_RANGE resets the position.
 
@@ -97,6 +97,7 @@ class _Buffered:
         "_topic",
         "_undecoded",
         "end_offset",
+        "fetched_bytes",
     )
 
     def __init__(self, topic: str, partition: int, end_offset: int) -> None:
@@ -107,6 +108,8 @@ class _Buffered:
         self._fetched: deque[_Fetched] = deque()
         self._position = 0  # of the next batch to decode in the first fetched data
         self._undecoded = 0  # records left in ``_fetched``, by their batch headers
+        #: bytes of the fetches in ``_fetched`` (the decoded records left are at most a poll's and a batch's)
+        self.fetched_bytes = 0
         self.end_offset = end_offset
 
     def __bool__(self) -> bool:
@@ -142,6 +145,7 @@ class _Buffered:
         if position:
             self._fetched.append(_Fetched(data, start))
             self._undecoded += records
+            self.fetched_bytes += len(data)
         self.end_offset = end_offset
         return records
 
@@ -167,6 +171,7 @@ class _Buffered:
         if self._position >= len(fetched.data):
             self._fetched.popleft()
             self._position = 0
+            self.fetched_bytes -= len(fetched.data)
         self._undecoded -= _records_from(header, fetched.start)
         decoded: list[ConsumerRecord] = batch.records  # type: ignore[assignment]  # decoded as ConsumerRecord
         if header.base_offset < fetched.start:  # only a fetch's first batch may begin before its start
@@ -218,7 +223,7 @@ class Fetcher:
         self._checked_epochs: dict[TopicPartition, int] = {}
         self.paused: set[TopicPartition] = set()
         self._buffer: dict[TopicPartition, _Buffered] = {}
-        #: records the latest fetch brought (all partitions): the next starts when about that many are left
+        #: records the latest fetch brought (all partitions): if any, it starts the next when it lands
         self._last_fetch_records = 0
         self._prefetch: asyncio.Task[None] | None = None
 
@@ -435,18 +440,29 @@ class Fetcher:
         return taken
 
     def _start_fetch(self, max_wait_ms: int) -> None:
-        """Once at most one fetch's (or one poll's) worth of records is buffered in all, fetch
-        every owned, unpaused partition from where its buffer ends: the broker reads the next
-        records while polls decode and the caller works through these. The buffers hold about
-        two fetches at most; one fetch asks for every partition (not one after another as each
-        runs dry, a round trip each)."""
-        if sum(len(buffered) for buffered in self._buffer.values()) > max(
-            self._max_poll_records, self._last_fetch_records
-        ):
+        """Fetch every owned, unpaused partition from where its buffer ends, unless
+        ``fetch_max_bytes`` of fetched batches wait to be decoded already (the buffers hold at
+        most about twice that). One fetch asks for every partition (not one after another as
+        each runs dry); a fetch that brought records starts the next when it lands
+        (``_fetched``), so the broker reads ahead while polls decode and the caller works, as
+        librdkafka's prefetch does: a partition's fetches are not bounded by one round trip
+        per poll."""
+        if sum(buffered.fetched_bytes for buffered in self._buffer.values()) >= self._max_bytes:
             return
         fetchable = [tp for tp in self.positions if tp not in self.paused]
         if fetchable:
             self._prefetch = asyncio.get_running_loop().create_task(self._fetch(fetchable, max_wait_ms))
+            self._prefetch.add_done_callback(self._fetched)
+
+    def _fetched(self, fetch: asyncio.Task[None]) -> None:
+        """A fetch ended (the loop): if it brought records, the next one starts now. A failed
+        one stays for ``records`` to raise; an empty one (caught up) leaves the next, a long
+        poll, to the next poll."""
+        if fetch is not self._prefetch or fetch.cancelled() or fetch.exception() is not None:
+            return
+        if self._last_fetch_records > 0:
+            self._prefetch = None
+            self._start_fetch(self._max_wait_ms)
 
     def _fetch_offset(self, partition: TopicPartition) -> int:
         """Where the partition's next fetch starts: after what was fetched since the position last
