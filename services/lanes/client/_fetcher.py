@@ -5,11 +5,11 @@ partitions and fetched-but-unreturned records, and fetches from each partition's
   not yet known, looked up per ``auto_offset_reset`` at the next fetch). Only this object writes
   it; the consumer changes ownership through ``assign``/``seek``/``release``.
 - A fetch runs as one task (``_prefetch``) while the caller works through what the earlier
-  ones brought; each asks for every owned partition from where its buffer ends. Fetched batches are buffered as their wire bytes
-  and decoded a batch at a time as polls take records (``_Buffered``); a fetch that brought
-  records starts the next when it lands, until ``fetch_max_bytes`` wait to be decoded, so the
-  broker reads ahead while polls decode. Any change of ownership or position drops the buffer
-  and the fetch under way (``drop_prefetch``).
+  ones brought; each asks for every owned partition from where its buffer ends. Fetched
+  batches are buffered as their wire bytes and decoded a batch at a time as polls take records
+  (``_Buffered``); a fetch that brought records starts the next when it lands, until
+  ``fetch_max_bytes`` wait to be decoded, so the broker reads ahead while polls decode. Any
+  change of ownership or position drops the buffer and the fetch under way (``drop_prefetch``).
 - A moved leader is found again through metadata; OFFSET_OUT_OF_RANGE resets the position.
 
 Owned by the client's event loop.
