@@ -37,7 +37,7 @@ from lanes.errors import (
     error_code,
     error_for,
 )
-from lanes.protocol.records import BatchHeader, TimestampType, decode_batch, validate_batch
+from lanes.protocol.records import BatchHeader, TimestampType, decode_checked_batch, validate_batch
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2
 
@@ -63,11 +63,13 @@ class ConsumerRecord(NamedTuple):
 
 
 class _Fetched(NamedTuple):
-    """One fetch's bytes for a partition: whole batches, the first possibly starting before
-    ``start`` (records before it are skipped)."""
+    """One fetch's bytes for a partition: whole batches, each checked when it arrived (``batches``:
+    its position and header), the first possibly starting before ``start`` (records before it
+    are skipped)."""
 
     data: bytes
     start: int
+    batches: list[tuple[int, BatchHeader]]
 
 
 def _records_from(header: BatchHeader, start: int) -> int:
@@ -92,8 +94,8 @@ class _Buffered:
         "_decoded",
         "_fetched",
         "_next",
+        "_next_batch",
         "_partition",
-        "_position",
         "_topic",
         "_undecoded",
         "end_offset",
@@ -106,7 +108,7 @@ class _Buffered:
         self._decoded: list[ConsumerRecord] = []
         self._next = 0
         self._fetched: deque[_Fetched] = deque()
-        self._position = 0  # of the next batch to decode in the first fetched data
+        self._next_batch = 0  # index of the next batch to decode in the first fetch
         self._undecoded = 0  # records left in ``_fetched``, by their batch headers
         #: bytes of the fetches in ``_fetched`` (the decoded records left are at most a poll's and a batch's)
         self.fetched_bytes = 0
@@ -128,6 +130,7 @@ class _Buffered:
         position = 0
         end_offset = self.end_offset if self else start
         previous_end = -1
+        batches = []
         while position < len(data):
             try:
                 header = validate_batch(data, position)
@@ -139,11 +142,12 @@ class _Buffered:
                     f"{header.base_offset}, before the previous batch's end {previous_end}"
                 )
             previous_end = header.next_offset
+            batches.append((position, header))
             records += _records_from(header, start)
             end_offset = max(end_offset, header.next_offset)
             position += header.size_bytes
-        if position:
-            self._fetched.append(_Fetched(data, start))
+        if batches:
+            self._fetched.append(_Fetched(data, start, batches))
             self._undecoded += records
             self.fetched_bytes += len(data)
         self.end_offset = end_offset
@@ -165,12 +169,12 @@ class _Buffered:
 
     def _decode_batch(self) -> None:
         fetched = self._fetched[0]
-        batch = decode_batch(fetched.data, self._position, record_type=ConsumerRecord, trailer=self._trailer)
-        header = batch.header
-        self._position += header.size_bytes
-        if self._position >= len(fetched.data):
+        position, header = fetched.batches[self._next_batch]
+        batch = decode_checked_batch(fetched.data, position, header, record_type=ConsumerRecord, trailer=self._trailer)
+        self._next_batch += 1
+        if self._next_batch == len(fetched.batches):
             self._fetched.popleft()
-            self._position = 0
+            self._next_batch = 0
             self.fetched_bytes -= len(fetched.data)
         self._undecoded -= _records_from(header, fetched.start)
         decoded: list[ConsumerRecord] = batch.records  # type: ignore[assignment]  # decoded as ConsumerRecord

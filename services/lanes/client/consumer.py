@@ -728,8 +728,8 @@ class Consumer:
         later call of this consumer runs there); the callback runs on that loop's thread."""
         consumer = self._consumer
         if asynchronous:  # checked here (given offsets copied), queued on the loop in call order
-            entries = consumer._commit_entries(offsets) if offsets is not None else None
             consumer._require_group("commit")  # (the group is fixed at construction: readable here)
+            entries = consumer._commit_entries(offsets) if offsets is not None else None
 
             def queue() -> None:  # positions are read on the loop, before any later call of this consumer
                 consumer._commit_later(entries if entries is not None else consumer._commit_entries(None), callback)

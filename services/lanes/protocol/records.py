@@ -599,6 +599,19 @@ class BatchCodec:
         ``(offset, timestamp, key, value, headers)`` followed by ``trailer(header)``, fields the
         caller derives once per batch."""
         header = validate_batch(buffer, position)
+        return self.decode_checked(buffer, position, header, record_type=record_type, trailer=trailer)
+
+    def decode_checked(
+        self,
+        buffer: bytes | bytearray | memoryview,
+        position: int,
+        header: BatchHeader,
+        *,
+        record_type: type[tuple[Any, ...]] = Record,
+        trailer: Callable[[BatchHeader], tuple[Any, ...]] | None = None,
+    ) -> RecordBatch:
+        """``decode`` of a batch ``validate_batch`` checked already (``header`` is what it
+        returned): the records section is decoded without reading the header or the CRC again."""
         raw = memoryview(buffer)[position + HEADER_BYTES : position + header.size_bytes]
         section = raw if header.compression is Compression.NONE else decompress(header.compression, bytes(raw))
         count = header.records_count
@@ -666,4 +679,5 @@ encode_batch = DEFAULT_CODEC.encode
 encode_runs = DEFAULT_CODEC.encode_runs
 decode_batch = DEFAULT_CODEC.decode
 decode_batches = DEFAULT_CODEC.decode_all
+decode_checked_batch = DEFAULT_CODEC.decode_checked
 check_produced_records = DEFAULT_CODEC.check_produced
