@@ -264,7 +264,32 @@ def test_leader_epoch_cache_answers_where_each_epoch_ends(tmp_path: Path) -> Non
     assert cache.entries == [(1, 0), (3, 10)]
     cache.truncate_from_start(12)
     assert cache.entries == [(3, 12)]
-    assert LeaderEpochCache(tmp_path / "epochs").entries == [(3, 12)], "persisted on every change"
+    assert LeaderEpochCache(tmp_path / "epochs").entries == [(3, 12)], "a truncation is written at once"
+
+
+def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_taken(tmp_path: Path) -> None:
+    """Decision 0045: taking a leadership (``epochs.assign`` at the log end, on the broker's event
+    loop) writes no file; the first append of the epoch writes the checkpoint before its data, so
+    recovery still knows the epoch of every batch on disk; closing writes an epoch with no record."""
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(), clock=clock)
+    checkpoint = tmp_path / "leader-epoch-checkpoint"
+    batch = producer_batch([b"first"], clock.now_ms())
+    log.epochs.assign(3, log.log_end_offset)  # as Partition.make_leader does
+    assert not checkpoint.exists(), "a leadership taken writes nothing"
+    assert not log.append_is_light(len(batch), log.validate_produce(batch)), "the first append writes the epoch"
+    log.append_as_leader(batch, leader_epoch=3)
+    assert LeaderEpochCache(checkpoint).entries == [(3, 0)], "written before the data"
+    log.epochs.assign(4, log.log_end_offset)  # a leadership taken, then the process dies
+    for segment in log.segments():
+        segment.release_files()
+    recovered = PartitionLog.open(tmp_path, config(), clock=clock)
+    assert recovered.recovered_bytes_cut == 0
+    assert [r.value for r in read_all(recovered)] == [b"first"]
+    assert recovered.epochs.entries == [(3, 0)], "an epoch with no record may be forgotten, nothing else"
+    recovered.epochs.assign(5, recovered.log_end_offset)
+    recovered.close()
+    assert LeaderEpochCache(checkpoint).entries == [(3, 0), (5, 1)], "closing writes it"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,16 @@
 
 Entries ``(epoch, start_offset)``: epoch E's leader appended offsets from start_offset up to the
 next entry's start offset (or the log end). Epochs and start offsets strictly increase. Persisted
-in ``leader-epoch-checkpoint`` (lanes.storage.checkpoint format) whenever it changes.
+in ``leader-epoch-checkpoint`` (lanes.storage.checkpoint format, written whole with fsync) so that
+the file always knows the epoch of every batch on disk (recovery cuts a log at a batch whose epoch
+it contradicts, lanes.storage.loader):
+
+- a truncation (from the end or the start, or clearing) is written at once;
+- a new epoch (``assign``) is only noted; the owning log writes it (``flush``) before appending
+  the first batch after it, and when it closes. A leadership taken without a record written
+  costs no write: a broker becoming leader of thousands of partitions on its event loop does not
+  fsync thousands of files there (decision 0045). A crash may lose such an entry, and with it
+  nothing but the knowledge that an epoch began with no record.
 
 Replication uses it to answer OffsetForLeaderEpoch ("where does epoch E end?"), which is how a
 follower finds the point where its log diverged from the new leader's and truncates there.
@@ -20,15 +29,16 @@ UNDEFINED_OFFSET = -1
 
 
 class LeaderEpochCache:
-    """Epoch -> start offset entries, persisted on every change."""
+    """Epoch -> start offset entries; see the module docstring for when they reach the disk."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
         loaded = read_checkpoint(path, 2)
-        #: Whether the checkpoint was read intact: then it knows the epoch of every batch on disk
-        #: (it is written before the data); otherwise recovery rebuilds it from the batches.
+        #: Whether the checkpoint was read intact: then it knows the epoch of every batch on disk;
+        #: otherwise recovery rebuilds it from the batches.
         self.trusted = loaded is not None
         self._entries: list[tuple[int, int]] = [(e[0], e[1]) for e in loaded or []]
+        self._unwritten = False  # entries were assigned since the file was last written
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -41,14 +51,15 @@ class LeaderEpochCache:
         return self._entries[-1][0] if self._entries else UNDEFINED_EPOCH
 
     def assign(self, epoch: int, start_offset: int) -> None:
-        """Record that ``epoch`` starts at ``start_offset`` (ignored unless newer than the latest)."""
+        """Record that ``epoch`` starts at ``start_offset`` (ignored unless newer than the latest);
+        written by the next ``flush``."""
         if epoch < 0 or (self._entries and epoch <= self._entries[-1][0]):
             return
         # A new epoch starting at or before an older epoch's start supersedes that entry.
         while self._entries and self._entries[-1][1] >= start_offset:
             self._entries.pop()
         self._entries.append((epoch, start_offset))
-        self._persist()
+        self._unwritten = True
 
     def epoch_for(self, offset: int) -> int | None:
         """The epoch whose leader wrote ``offset``, or None when the cache does not cover it."""
@@ -103,5 +114,17 @@ class LeaderEpochCache:
             self._entries = []
             self._persist()
 
+    @property
+    def unwritten(self) -> bool:
+        """Whether an epoch was assigned since the file was last written (``flush`` writes it)."""
+        return self._unwritten
+
+    def flush(self) -> None:
+        """Write the entries if an epoch was assigned since they were last written (before a
+        batch of that epoch is appended)."""
+        if self._unwritten:
+            self._persist()
+
     def _persist(self) -> None:
         write_checkpoint(self._path, [(epoch, offset) for epoch, offset in self._entries])
+        self._unwritten = False

@@ -362,7 +362,8 @@ class PartitionLog:
             headers, buffers = assign_offsets_vectored(
                 data, headers, first_offset=first_offset, partition_leader_epoch=leader_epoch
             )
-            self.epochs.assign(leader_epoch, first_offset)  # before the data: recovery relies on it
+            self.epochs.assign(leader_epoch, first_offset)
+            self.epochs.flush()  # before the data: recovery relies on it
             self._append_locked(buffers, headers, len(data))
             info = self._append_info(headers, append_time, len(data))
         finally:
@@ -383,8 +384,9 @@ class PartitionLog:
                         "truncate the follower first"
                     )
                 expected = header.next_offset
-            for header in headers:  # before the data: recovery relies on it
+            for header in headers:
                 self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+            self.epochs.flush()  # before the data: recovery relies on it
             self._append_locked([data], headers, len(data))
             info = self._append_info(headers, -1, len(data))
         self._maybe_flush_by_count()
@@ -439,7 +441,8 @@ class PartitionLog:
 
     def append_is_light(self, incoming_bytes: int, headers: Sequence[BatchHeader]) -> bool:
         """Whether appending these validated producer batches would write to the page cache only:
-        no segment roll (which fsyncs the full segment) and no fsync by flush.messages. Such an
+        no segment roll (which fsyncs the full segment), no fsync by flush.messages, no epoch
+        checkpoint to write first. Such an
         append takes microseconds; the broker runs it on its event loop (decision 0041). False
         also while another thread holds the log."""
         records = sum(header.records_count for header in headers)
@@ -454,6 +457,7 @@ class PartitionLog:
             return (
                 not self._roll_due(incoming_bytes, max_timestamp, last_offset)
                 and self._unflushed_records + records < self._config.flush_messages
+                and not self.epochs.unwritten  # the first append of a leadership writes its epoch
             )
         finally:
             self._lock.release()
@@ -876,6 +880,7 @@ class PartitionLog:
         self.flush()
         with self._maintenance_lock, self._lock:
             self._segments[-1].flush()  # with its indexes: a clean restart trusts them
+            self.epochs.flush()  # an epoch taken since the last append, with no record of its own
             self._write_checkpoints()
             if self._own_marker:
                 (self.directory / CLEAN_SHUTDOWN_FILE).touch()
