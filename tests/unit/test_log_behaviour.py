@@ -12,6 +12,7 @@ import pytest
 from lanes.clock import ManualClock
 from lanes.errors import CorruptRecordError, ErrorCode, LanesError, MessageTooLargeError, OffsetOutOfRangeError
 from lanes.protocol.records import Record, TimestampType, decode_batches, encode_batch
+from lanes.storage.checkpoint import write_checkpoint
 from lanes.storage.epochs import LeaderEpochCache
 from lanes.storage.files import pwritev_all
 from lanes.storage.log import PartitionLog
@@ -267,29 +268,77 @@ def test_leader_epoch_cache_answers_where_each_epoch_ends(tmp_path: Path) -> Non
     assert LeaderEpochCache(tmp_path / "epochs").entries == [(3, 12)], "a truncation is written at once"
 
 
-def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_taken(tmp_path: Path) -> None:
+def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Decision 0045: taking a leadership (``epochs.assign`` at the log end, on the broker's event
-    loop) writes no file; the first append of the epoch writes the checkpoint before its data, so
-    recovery still knows the epoch of every batch on disk; closing writes an epoch with no record."""
+    loop) writes no file; the first append of the epoch, as leader or as follower, writes the
+    checkpoint before its data, so recovery still knows the epoch of every batch on disk; closing
+    writes an epoch with no record."""
     clock = ManualClock()
     log = PartitionLog.open(tmp_path, config(), clock=clock)
     checkpoint = tmp_path / "leader-epoch-checkpoint"
+    on_disk_at_append: list[list[tuple[int, int]]] = []
+    append_locked = PartitionLog._append_locked
+
+    def watched(self: PartitionLog, *args: object) -> None:
+        on_disk_at_append.append(LeaderEpochCache(checkpoint).entries)
+        append_locked(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PartitionLog, "_append_locked", watched)
     batch = producer_batch([b"first"], clock.now_ms())
     log.epochs.assign(3, log.log_end_offset)  # as Partition.make_leader does
     assert not checkpoint.exists(), "a leadership taken writes nothing"
     assert not log.append_is_light(len(batch), log.validate_produce(batch)), "the first append writes the epoch"
     log.append_as_leader(batch, leader_epoch=3)
-    assert LeaderEpochCache(checkpoint).entries == [(3, 0)], "written before the data"
-    log.epochs.assign(4, log.log_end_offset)  # a leadership taken, then the process dies
+    assert on_disk_at_append == [[(3, 0)]], "written before the data"
+    assert log.append_is_light(len(batch), log.validate_produce(batch)), "later appends of the epoch are light"
+    replicated = bytearray(producer_batch([b"replicated"], clock.now_ms()))
+    replicated[:8] = (1).to_bytes(8, "big")  # base offset 1
+    replicated[12:16] = (4).to_bytes(4, "big")  # partition leader epoch 4
+    log.append_as_follower(bytes(replicated))
+    assert on_disk_at_append[-1] == [(3, 0), (4, 1)], "a follower writes a new epoch before its data too"
+    log.epochs.assign(5, log.log_end_offset)  # a leadership taken, then the process dies
     for segment in log.segments():
         segment.release_files()
     recovered = PartitionLog.open(tmp_path, config(), clock=clock)
     assert recovered.recovered_bytes_cut == 0
-    assert [r.value for r in read_all(recovered)] == [b"first"]
-    assert recovered.epochs.entries == [(3, 0)], "an epoch with no record may be forgotten, nothing else"
-    recovered.epochs.assign(5, recovered.log_end_offset)
+    assert [r.value for r in read_all(recovered)] == [b"first", b"replicated"]
+    assert recovered.epochs.entries == [(3, 0), (4, 1)], "an epoch with no record may be forgotten, nothing else"
+    recovered.epochs.assign(6, recovered.log_end_offset)
     recovered.close()
-    assert LeaderEpochCache(checkpoint).entries == [(3, 0), (5, 1)], "closing writes it"
+    assert LeaderEpochCache(checkpoint).entries == [(3, 0), (4, 1), (6, 2)], "closing writes it"
+
+
+def test_an_epoch_assigned_while_a_truncation_is_written_is_not_taken_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop assigns (holding no log lock) while a worker thread writes a truncation: the
+    assignment must stay unwritten until a flush writes it, or its first batch would reach the
+    disk before the checkpoint knows its epoch (and recovery would cut it)."""
+    cache = LeaderEpochCache(tmp_path / "epochs")
+    cache.assign(1, 0)
+    cache.assign(2, 10)
+    cache.flush()
+    writing, release = threading.Event(), threading.Event()
+
+    def slow_write(path: Path, entries: list[tuple[int, ...]]) -> None:
+        writing.set()
+        assert release.wait(10)
+        write_checkpoint(path, entries)
+
+    monkeypatch.setattr("lanes.storage.epochs.write_checkpoint", slow_write)
+    truncation = threading.Thread(target=cache.truncate_from_start, args=(5,))
+    truncation.start()
+    assert writing.wait(10)
+    cache.assign(3, 20)  # the loop, meanwhile: returns at once (no I/O, no wait for the write)
+    release.set()
+    truncation.join(10)
+    assert cache.unwritten, "the assignment made during the write is still to be written"
+    assert LeaderEpochCache(tmp_path / "epochs").entries == [(1, 5), (2, 10)]
+    cache.flush()
+    assert LeaderEpochCache(tmp_path / "epochs").entries == [(1, 5), (2, 10), (3, 20)]
+    assert not cache.unwritten
 
 
 # ---------------------------------------------------------------------------------------------

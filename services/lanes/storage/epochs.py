@@ -15,11 +15,17 @@ it contradicts, lanes.storage.loader):
 
 Replication uses it to answer OffsetForLeaderEpoch ("where does epoch E end?"), which is how a
 follower finds the point where its log diverged from the new leader's and truncates there.
-Not thread-safe: the owning ``PartitionLog`` serialises access.
+
+Thread safety: ``Partition.make_leader`` assigns on the broker's event loop holding only the
+partition's lock, while the log's worker threads truncate it (retention, a follower's truncation)
+and flush it; so the entries and change counts have a lock of their own, never held across I/O,
+and writes of the file are serialised by a second one.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from lanes.storage.checkpoint import read_checkpoint, write_checkpoint
@@ -37,34 +43,41 @@ class LeaderEpochCache:
         #: Whether the checkpoint was read intact: then it knows the epoch of every batch on disk;
         #: otherwise recovery rebuilds it from the batches.
         self.trusted = loaded is not None
+        self._lock = threading.Lock()  # the entries and the counts; never held across I/O
+        self._file_lock = threading.Lock()  # one writer of the file at a time
         self._entries: list[tuple[int, int]] = [(e[0], e[1]) for e in loaded or []]
-        self._unwritten = False  # entries were assigned since the file was last written
+        self._changes = 0  # changes made to the entries
+        self._written_changes = 0  # of which the file holds (only grows: writes are serialised)
 
     @property
     def entries(self) -> list[tuple[int, int]]:
         """(epoch, start offset) pairs, oldest first."""
-        return list(self._entries)
+        with self._lock:
+            return list(self._entries)
 
     @property
     def latest_epoch(self) -> int:
         """The newest epoch, or -1 when empty."""
-        return self._entries[-1][0] if self._entries else UNDEFINED_EPOCH
+        with self._lock:
+            return self._entries[-1][0] if self._entries else UNDEFINED_EPOCH
 
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` starts at ``start_offset`` (ignored unless newer than the latest);
-        written by the next ``flush``."""
-        if epoch < 0 or (self._entries and epoch <= self._entries[-1][0]):
-            return
-        # A new epoch starting at or before an older epoch's start supersedes that entry.
-        while self._entries and self._entries[-1][1] >= start_offset:
-            self._entries.pop()
-        self._entries.append((epoch, start_offset))
-        self._unwritten = True
+        written by the next ``flush``. No I/O: safe on an event loop."""
+        with self._lock:
+            entries = self._entries
+            if epoch < 0 or (entries and epoch <= entries[-1][0]):
+                return
+            # A new epoch starting at or before an older epoch's start supersedes that entry.
+            while entries and entries[-1][1] >= start_offset:
+                entries.pop()
+            entries.append((epoch, start_offset))
+            self._changes += 1
 
     def epoch_for(self, offset: int) -> int | None:
         """The epoch whose leader wrote ``offset``, or None when the cache does not cover it."""
         found = None
-        for epoch, start in self._entries:
+        for epoch, start in self.entries:
             if start > offset:
                 break
             found = epoch
@@ -78,53 +91,67 @@ class LeaderEpochCache:
         (answered with the epoch asked: nothing of it is here). (-1, -1) when no epoch is asked
         or nothing is cached.
         """
-        if epoch == UNDEFINED_EPOCH or not self._entries:
+        entries = self.entries
+        if epoch == UNDEFINED_EPOCH or not entries:
             return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-        if epoch == self.latest_epoch:
+        if epoch == entries[-1][0]:
             return epoch, log_end_offset
-        if epoch < self._entries[0][0]:
-            return epoch, self._entries[0][1]
+        if epoch < entries[0][0]:
+            return epoch, entries[0][1]
         found = UNDEFINED_EPOCH
-        for index, (entry_epoch, _) in enumerate(self._entries):
+        for index, (entry_epoch, _) in enumerate(entries):
             if entry_epoch > epoch:
-                return found, self._entries[index][1]
+                return found, entries[index][1]
             found = entry_epoch
         return found, log_end_offset
 
     def truncate_from_end(self, end_offset: int) -> None:
-        """Forget epochs starting at or after ``end_offset`` (the log was truncated there)."""
-        kept = [entry for entry in self._entries if entry[1] < end_offset]
-        if kept != self._entries:
-            self._entries = kept
-            self._persist()
+        """Forget epochs starting at or after ``end_offset`` (the log was truncated there);
+        written at once."""
+        self._replace(lambda entries: [entry for entry in entries if entry[1] < end_offset])
 
     def truncate_from_start(self, start_offset: int) -> None:
-        """The log now starts at ``start_offset``: drop wholly earlier epochs, clamp the first."""
-        kept = [entry for entry in self._entries if entry[1] >= start_offset]
-        earlier = [entry for entry in self._entries if entry[1] < start_offset]
-        if earlier and (not kept or kept[0][1] > start_offset):
-            kept.insert(0, (earlier[-1][0], start_offset))
-        if kept != self._entries:
-            self._entries = kept
-            self._persist()
+        """The log now starts at ``start_offset``: drop wholly earlier epochs, clamp the first;
+        written at once."""
+
+        def truncated(entries: list[tuple[int, int]]) -> list[tuple[int, int]]:
+            kept = [entry for entry in entries if entry[1] >= start_offset]
+            earlier = [entry for entry in entries if entry[1] < start_offset]
+            if earlier and (not kept or kept[0][1] > start_offset):
+                kept.insert(0, (earlier[-1][0], start_offset))
+            return kept
+
+        self._replace(truncated)
 
     def clear(self) -> None:
-        """Forget every epoch (the log was emptied to start at a new offset)."""
-        if self._entries:
-            self._entries = []
-            self._persist()
+        """Forget every epoch (the log was emptied to start at a new offset); written at once."""
+        self._replace(lambda entries: [])
 
     @property
     def unwritten(self) -> bool:
-        """Whether an epoch was assigned since the file was last written (``flush`` writes it)."""
-        return self._unwritten
+        """Whether the entries changed since the file was last written (``flush`` writes them)."""
+        with self._lock:
+            return self._changes != self._written_changes
 
     def flush(self) -> None:
-        """Write the entries if an epoch was assigned since they were last written (before a
-        batch of that epoch is appended)."""
-        if self._unwritten:
-            self._persist()
+        """Write the entries if they changed since they were last written (with fsync; before a
+        batch of a new epoch is appended). An ``assign`` made while the file is written is left
+        for the next flush, never taken as written."""
+        with self._file_lock:
+            with self._lock:
+                if self._changes == self._written_changes:
+                    return
+                entries, changes = list(self._entries), self._changes
+            write_checkpoint(self._path, [(epoch, offset) for epoch, offset in entries])
+            with self._lock:
+                self._written_changes = changes
 
-    def _persist(self) -> None:
-        write_checkpoint(self._path, [(epoch, offset) for epoch, offset in self._entries])
-        self._unwritten = False
+    def _replace(self, change: Callable[[list[tuple[int, int]]], list[tuple[int, int]]]) -> None:
+        """Apply a truncation and write it, if it changed anything."""
+        with self._lock:
+            kept = change(self._entries)
+            if kept == self._entries:
+                return
+            self._entries = kept
+            self._changes += 1
+        self.flush()

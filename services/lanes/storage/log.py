@@ -363,7 +363,7 @@ class PartitionLog:
                 data, headers, first_offset=first_offset, partition_leader_epoch=leader_epoch
             )
             self.epochs.assign(leader_epoch, first_offset)
-            self.epochs.flush()  # before the data: recovery relies on it
+            self._write_epochs()  # before the data: recovery relies on it
             self._append_locked(buffers, headers, len(data))
             info = self._append_info(headers, append_time, len(data))
         finally:
@@ -386,7 +386,7 @@ class PartitionLog:
                 expected = header.next_offset
             for header in headers:
                 self.epochs.assign(header.partition_leader_epoch, header.base_offset)
-            self.epochs.flush()  # before the data: recovery relies on it
+            self._write_epochs()  # before the data: recovery relies on it
             self._append_locked([data], headers, len(data))
             info = self._append_info(headers, -1, len(data))
         self._maybe_flush_by_count()
@@ -864,6 +864,13 @@ class PartitionLog:
             self._check_open()
             self._write_checkpoints()
 
+    def _write_epochs(self) -> None:
+        """Write the leader-epoch checkpoint if an epoch was noted since (decision 0045)."""
+        try:
+            self.epochs.flush()
+        except OSError as exc:
+            raise storage_error("writing the leader-epoch checkpoint in", self.directory, exc) from exc
+
     def _write_checkpoints(self, *, urgent: bool = False) -> None:
         """Hand the offsets to the store (``OffsetStore``: ``urgent`` after a truncation lowered
         the recovery point, or DeleteRecords raised the log start)."""
@@ -880,7 +887,7 @@ class PartitionLog:
         self.flush()
         with self._maintenance_lock, self._lock:
             self._segments[-1].flush()  # with its indexes: a clean restart trusts them
-            self.epochs.flush()  # an epoch taken since the last append, with no record of its own
+            self._write_epochs()  # an epoch taken since the last append, with no record of its own
             self._write_checkpoints()
             if self._own_marker:
                 (self.directory / CLEAN_SHUTDOWN_FILE).touch()
