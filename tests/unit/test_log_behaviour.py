@@ -273,8 +273,9 @@ def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_t
 ) -> None:
     """Decision 0045: taking a leadership (``epochs.assign`` at the log end, on the broker's event
     loop) writes no file; the first append of the epoch, as leader or as follower, writes the
-    checkpoint before its data, so recovery still knows the epoch of every batch on disk; closing
-    writes an epoch with no record."""
+    checkpoint before its data (without fsync), so recovery still knows the epoch of every batch on
+    disk; a flush fsyncs it before the recovery point passes those batches; closing writes an
+    epoch with no record."""
     clock = ManualClock()
     log = PartitionLog.open(tmp_path, config(), clock=clock)
     checkpoint = tmp_path / "leader-epoch-checkpoint"
@@ -286,6 +287,13 @@ def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_t
         append_locked(self, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(PartitionLog, "_append_locked", watched)
+    writes: list[tuple[bool, list[tuple[int, ...]], int]] = []  # (fsynced, entries, recovery point then)
+
+    def recorded(path: Path, entries: list[tuple[int, ...]], *, durable: bool = True) -> None:
+        writes.append((durable, list(entries), log.recovery_point))
+        write_checkpoint(path, entries, durable=durable)
+
+    monkeypatch.setattr("lanes.storage.epochs.write_checkpoint", recorded)
     batch = producer_batch([b"first"], clock.now_ms())
     log.epochs.assign(3, log.log_end_offset)  # as Partition.make_leader does
     assert not checkpoint.exists(), "a leadership taken writes nothing"
@@ -298,10 +306,21 @@ def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_t
     replicated[12:16] = (4).to_bytes(4, "big")  # partition leader epoch 4
     log.append_as_follower(bytes(replicated))
     assert on_disk_at_append[-1] == [(3, 0), (4, 1)], "a follower writes a new epoch before its data too"
+    log.flush()
+    assert log.recovery_point == 2
+    assert writes == [
+        (False, [(3, 0)], 0),  # before the first batch of epoch 3: no fsync
+        (False, [(3, 0), (4, 1)], 0),
+        (True, [(3, 0), (4, 1)], 0),  # fsynced before the recovery point passed their batches
+    ]
     log.epochs.assign(5, log.log_end_offset)  # a leadership taken, then the process dies
     for segment in log.segments():
         segment.release_files()
+    writes.clear()
     recovered = PartitionLog.open(tmp_path, config(), clock=clock)
+    assert [write[:2] for write in writes] == [(True, [(3, 0), (4, 1)])], (
+        "what the crash left may not have been fsynced: recovery fsyncs it"
+    )
     assert recovered.recovered_bytes_cut == 0
     assert [r.value for r in read_all(recovered)] == [b"first", b"replicated"]
     assert recovered.epochs.entries == [(3, 0), (4, 1)], "an epoch with no record may be forgotten, nothing else"
@@ -319,13 +338,13 @@ def test_an_epoch_assigned_while_a_truncation_is_written_is_not_taken_as_written
     cache = LeaderEpochCache(tmp_path / "epochs")
     cache.assign(1, 0)
     cache.assign(2, 10)
-    cache.flush()
+    cache.save()
     writing, release = threading.Event(), threading.Event()
 
-    def slow_write(path: Path, entries: list[tuple[int, ...]]) -> None:
+    def slow_write(path: Path, entries: list[tuple[int, ...]], *, durable: bool = True) -> None:
         writing.set()
         assert release.wait(10)
-        write_checkpoint(path, entries)
+        write_checkpoint(path, entries, durable=durable)
 
     monkeypatch.setattr("lanes.storage.epochs.write_checkpoint", slow_write)
     truncation = threading.Thread(target=cache.truncate_from_start, args=(5,))
@@ -334,11 +353,11 @@ def test_an_epoch_assigned_while_a_truncation_is_written_is_not_taken_as_written
     cache.assign(3, 20)  # the loop, meanwhile: returns at once (no I/O, no wait for the write)
     release.set()
     truncation.join(10)
-    assert cache.unwritten, "the assignment made during the write is still to be written"
+    assert cache.unsaved, "the assignment made during the write is still to be written"
     assert LeaderEpochCache(tmp_path / "epochs").entries == [(1, 5), (2, 10)]
-    cache.flush()
+    cache.save()
     assert LeaderEpochCache(tmp_path / "epochs").entries == [(1, 5), (2, 10), (3, 20)]
-    assert not cache.unwritten
+    assert not cache.unsaved
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,10 +28,10 @@ from lanes.storage.files import write_atomically
 VERSION = 0
 
 
-def _write_entries(path: Path, entries: list[str]) -> None:
+def _write_entries(path: Path, entries: list[str], *, durable: bool = True) -> None:
     """Replace the checkpoint at ``path``: the version, the count, one line per entry."""
     lines = [str(VERSION), str(len(entries)), *entries]
-    write_atomically(path, ("\n".join(lines) + "\n").encode())
+    write_atomically(path, ("\n".join(lines) + "\n").encode(), durable=durable)
 
 
 def _read_entries(path: Path) -> list[list[str]] | None:
@@ -48,9 +48,9 @@ def _read_entries(path: Path) -> list[list[str]] | None:
     return [line.split() for line in lines[2:]]
 
 
-def write_checkpoint(path: Path, entries: list[tuple[int, ...]]) -> None:
-    """Replace the checkpoint at ``path`` with ``entries``."""
-    _write_entries(path, [" ".join(str(v) for v in entry) for entry in entries])
+def write_checkpoint(path: Path, entries: list[tuple[int, ...]], *, durable: bool = True) -> None:
+    """Replace the checkpoint at ``path`` with ``entries`` (``durable``: with fsync)."""
+    _write_entries(path, [" ".join(str(v) for v in entry) for entry in entries], durable=durable)
 
 
 def read_checkpoint(path: Path, width: int) -> list[tuple[int, ...]] | None:

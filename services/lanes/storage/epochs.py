@@ -2,16 +2,19 @@
 
 Entries ``(epoch, start_offset)``: epoch E's leader appended offsets from start_offset up to the
 next entry's start offset (or the log end). Epochs and start offsets strictly increase. Persisted
-in ``leader-epoch-checkpoint`` (lanes.storage.checkpoint format, written whole with fsync) so that
-the file always knows the epoch of every batch on disk (recovery cuts a log at a batch whose epoch
-it contradicts, lanes.storage.loader):
+in ``leader-epoch-checkpoint`` (lanes.storage.checkpoint format, replaced whole) so that the file
+always knows the epoch of every batch on disk (recovery cuts a log at a batch whose epoch it
+contradicts, lanes.storage.loader), and knows it durably below the log's recovery point:
 
-- a truncation (from the end or the start, or clearing) is written at once;
-- a new epoch (``assign``) is only noted; the owning log writes it (``flush``) before appending
-  the first batch after it, and when it closes. A leadership taken without a record written
-  costs no write: a broker becoming leader of thousands of partitions on its event loop does not
-  fsync thousands of files there (decision 0045). A crash may lose such an entry, and with it
-  nothing but the knowledge that an epoch began with no record.
+- a truncation (from the end or the start, or clearing) is written at once, with fsync;
+- a new epoch (``assign``) is only noted: no I/O, so a broker taking over thousands of partitions
+  on its event loop writes nothing there. The owning log saves it (``save()``: written, no fsync)
+  before appending the first batch after it, and makes it durable (``save(durable=True)``) before
+  its recovery point passes that batch (a flush, a roll) and when it closes (decision 0045).
+
+So a process crash always finds the epochs of the batches on disk; a machine crash may lose the
+newest epochs with the unflushed batches that carry them (recovery cuts those, which a machine
+crash may lose anyway: replication is the durability), never an epoch below the recovery point.
 
 Replication uses it to answer OffsetForLeaderEpoch ("where does epoch E end?"), which is how a
 follower finds the point where its log diverged from the new leader's and truncates there.
@@ -46,8 +49,9 @@ class LeaderEpochCache:
         self._lock = threading.Lock()  # the entries and the counts; never held across I/O
         self._file_lock = threading.Lock()  # one writer of the file at a time
         self._entries: list[tuple[int, int]] = [(e[0], e[1]) for e in loaded or []]
-        self._changes = 0  # changes made to the entries
-        self._written_changes = 0  # of which the file holds (only grows: writes are serialised)
+        # Changes made to the entries; of which the file holds; of which durably (the counts only
+        # grow: writes are serialised by the file lock).
+        self._changes = self._saved_changes = self._durable_changes = 0
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -63,7 +67,7 @@ class LeaderEpochCache:
 
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` starts at ``start_offset`` (ignored unless newer than the latest);
-        written by the next ``flush``. No I/O: safe on an event loop."""
+        written by the next ``save``. No I/O: safe on an event loop."""
         with self._lock:
             entries = self._entries
             if epoch < 0 or (entries and epoch <= entries[-1][0]):
@@ -128,23 +132,28 @@ class LeaderEpochCache:
         self._replace(lambda entries: [])
 
     @property
-    def unwritten(self) -> bool:
-        """Whether the entries changed since the file was last written (``flush`` writes them)."""
+    def unsaved(self) -> bool:
+        """Whether the entries changed since the file was last written (``save`` writes them)."""
         with self._lock:
-            return self._changes != self._written_changes
+            return self._changes != self._saved_changes
 
-    def flush(self) -> None:
-        """Write the entries if they changed since they were last written (with fsync; before a
-        batch of a new epoch is appended). An ``assign`` made while the file is written is left
-        for the next flush, never taken as written."""
+    def save(self, *, durable: bool = False, even_unchanged: bool = False) -> None:
+        """Write the entries if they changed since last written (before a batch of a new epoch is
+        appended), and with ``durable`` make them durable (before the log's recovery point passes
+        such a batch). An ``assign`` made while the file is written stays unsaved (a count of
+        changes, not a flag, says what the file holds). ``even_unchanged``: write them anyway
+        (after a crash, the file read may have been saved without fsync)."""
         with self._file_lock:
             with self._lock:
-                if self._changes == self._written_changes:
+                changes = self._changes
+                if changes == (self._durable_changes if durable else self._saved_changes) and not even_unchanged:
                     return
-                entries, changes = list(self._entries), self._changes
-            write_checkpoint(self._path, [(epoch, offset) for epoch, offset in entries])
+                entries = list(self._entries)
+            write_checkpoint(self._path, [(epoch, offset) for epoch, offset in entries], durable=durable)
             with self._lock:
-                self._written_changes = changes
+                self._saved_changes = changes
+                if durable:
+                    self._durable_changes = changes
 
     def _replace(self, change: Callable[[list[tuple[int, int]]], list[tuple[int, int]]]) -> None:
         """Apply a truncation and write it, if it changed anything."""
@@ -154,4 +163,4 @@ class LeaderEpochCache:
                 return
             self._entries = kept
             self._changes += 1
-        self.flush()
+        self.save(durable=True)

@@ -153,14 +153,20 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content, whole."""
+def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content, whole.
+
+    ``durable=False`` skips both fsyncs: a process crash still sees the new content (the page
+    cache survives it); a machine crash may leave the old one, or none (readers of such files
+    treat a missing or malformed file as unknown)."""
     temporary = path.with_name(path.name + ".tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
         pwrite_all(fd, data, 0)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(temporary, path)
-    fsync_directory(path.parent)
+    if durable:
+        fsync_directory(path.parent)

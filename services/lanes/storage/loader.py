@@ -104,10 +104,12 @@ class LogLoader:
         log_start_offset = min(start, log_end_offset)
         stored_high_watermark = self._stored.high_watermark or 0
         self.epochs.truncate_from_end(log_end_offset)
-        self.epochs.flush()  # the epochs recovery learnt from the batches of a lost cache
         if recovery_point is None:  # after recovery everything left is validated: make it durable
             for segment in self._segments:
                 segment.flush()
+            # with the epochs: learnt from the batches (a lost cache), or read from a file that
+            # may have been saved without fsync before the crash (decision 0045)
+            self.epochs.save(durable=True, even_unchanged=not clean and self.epochs.trusted)
             recovery_point = log_end_offset
         return LoadedLog(
             segments=self._segments,

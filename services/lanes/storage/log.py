@@ -363,7 +363,7 @@ class PartitionLog:
                 data, headers, first_offset=first_offset, partition_leader_epoch=leader_epoch
             )
             self.epochs.assign(leader_epoch, first_offset)
-            self._write_epochs()  # before the data: recovery relies on it
+            self._save_epochs()  # before the data: recovery relies on it
             self._append_locked(buffers, headers, len(data))
             info = self._append_info(headers, append_time, len(data))
         finally:
@@ -386,7 +386,7 @@ class PartitionLog:
                 expected = header.next_offset
             for header in headers:
                 self.epochs.assign(header.partition_leader_epoch, header.base_offset)
-            self._write_epochs()  # before the data: recovery relies on it
+            self._save_epochs()  # before the data: recovery relies on it
             self._append_locked([data], headers, len(data))
             info = self._append_info(headers, -1, len(data))
         self._maybe_flush_by_count()
@@ -457,7 +457,7 @@ class PartitionLog:
             return (
                 not self._roll_due(incoming_bytes, max_timestamp, last_offset)
                 and self._unflushed_records + records < self._config.flush_messages
-                and not self.epochs.unwritten  # the first append of a leadership writes its epoch
+                and not self.epochs.unsaved  # the first append of a leadership writes its epoch
             )
         finally:
             self._lock.release()
@@ -467,6 +467,7 @@ class PartitionLog:
         try:
             active.close_for_appends()
             active.flush()
+            self.epochs.save(durable=True)  # before the recovery point passes their batches
             segment = LogSegment.create(
                 self.directory, self._log_end_offset, self._files, self._config.index_interval_bytes
             )
@@ -514,6 +515,7 @@ class PartitionLog:
             started_s = time.perf_counter()
             for segment in segments:  # rolled segments' indexes were flushed at the roll
                 segment.flush(include_indexes=False)
+            self.epochs.save(durable=True)  # before the recovery point passes their batches
             if self.on_flush_s is not None and segments:
                 self.on_flush_s(time.perf_counter() - started_s)
             flushed_to = end
@@ -864,10 +866,11 @@ class PartitionLog:
             self._check_open()
             self._write_checkpoints()
 
-    def _write_epochs(self) -> None:
-        """Write the leader-epoch checkpoint if an epoch was noted since (decision 0045)."""
+    def _save_epochs(self, *, durable: bool = False) -> None:
+        """Write the leader-epoch checkpoint if an epoch was noted since, with ``durable`` also
+        fsync it (decision 0045)."""
         try:
-            self.epochs.flush()
+            self.epochs.save(durable=durable)
         except OSError as exc:
             raise storage_error("writing the leader-epoch checkpoint in", self.directory, exc) from exc
 
@@ -887,7 +890,7 @@ class PartitionLog:
         self.flush()
         with self._maintenance_lock, self._lock:
             self._segments[-1].flush()  # with its indexes: a clean restart trusts them
-            self._write_epochs()  # an epoch taken since the last append, with no record of its own
+            self._save_epochs(durable=True)  # a clean restart trusts it without a scan
             self._write_checkpoints()
             if self._own_marker:
                 (self.directory / CLEAN_SHUTDOWN_FILE).touch()
