@@ -14,7 +14,7 @@ from lanes.errors import CorruptRecordError, ErrorCode, LanesError, MessageTooLa
 from lanes.protocol.records import Record, TimestampType, decode_batches, encode_batch
 from lanes.storage.checkpoint import write_checkpoint
 from lanes.storage.epochs import LeaderEpochCache
-from lanes.storage.files import pwritev_all
+from lanes.storage.files import fsync_file, pwritev_all
 from lanes.storage.log import PartitionLog
 from lanes.storage.manager import LogManager, parse_log_directory_name
 from tests.unit.log_helpers import config, producer_batch, read_all
@@ -327,6 +327,55 @@ def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_t
     recovered.epochs.assign(6, recovered.log_end_offset)
     recovered.close()
     assert LeaderEpochCache(checkpoint).entries == [(3, 0), (4, 1), (6, 2)], "closing writes it"
+
+
+def test_a_roll_makes_the_epochs_durable_before_the_recovery_point_passes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_bytes=200), clock=clock)
+    durable_at: list[int] = []  # the recovery point when each durable write of the epochs happened
+
+    def fsynced(path: Path) -> None:
+        durable_at.append(log.recovery_point)
+        fsync_file(path)
+
+    monkeypatch.setattr("lanes.storage.epochs.fsync_file", fsynced)
+    log.append_as_leader(producer_batch([b"x" * 150], clock.now_ms()), leader_epoch=7)
+    assert log.recovery_point == 0
+    log.append_as_leader(producer_batch([b"y" * 150], clock.now_ms()), leader_epoch=7)  # rolls
+    assert log.recovery_point == 1, "the roll made the first segment durable"
+    assert durable_at == [0], "the epochs were made durable first (an fsync of the saved file)"
+
+
+def test_a_light_append_on_the_loop_never_waits_for_a_flush_making_the_epochs_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decision 0041: a light append runs on the event loop, so it must not wait for the fsync a
+    flush does of the epoch checkpoint (outside the log's lock)."""
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(), clock=clock)
+    log.append_as_leader(producer_batch([b"first"], clock.now_ms()), leader_epoch=1)
+    fsyncing, release = threading.Event(), threading.Event()
+
+    def slow_fsync(path: Path) -> None:
+        fsyncing.set()
+        assert release.wait(10)
+        fsync_file(path)
+
+    monkeypatch.setattr("lanes.storage.epochs.fsync_file", slow_fsync)
+    flush = threading.Thread(target=log.flush)
+    flush.start()
+    try:
+        assert fsyncing.wait(10)
+        batch = producer_batch([b"light"], clock.now_ms())
+        headers = log.validate_produce(batch)
+        assert log.append_is_light(len(batch), headers)
+        appended = log.append_as_leader(batch, leader_epoch=1, validated=headers, wait=False)
+        assert appended is not None, "appended at once while the flush fsyncs the epochs"
+    finally:
+        release.set()
+        flush.join(10)
 
 
 def test_an_epoch_assigned_while_a_truncation_is_written_is_not_taken_as_written(

@@ -153,6 +153,16 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def fsync_file(path: Path) -> None:
+    """Make ``path``'s content and its directory entry durable (a file written without fsync)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_directory(path.parent)
+
+
 def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves the old or the new content, whole.
 

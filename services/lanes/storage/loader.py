@@ -3,7 +3,7 @@ interrupted compaction, recovery after an unclean stop, and the offsets the log 
 
 Recovery scans from the segment holding the recovery point and cuts the log at the first batch
 that is invalid or whose leader epoch the epoch cache contradicts; segments after the cut are
-deleted. Indexes are derived data: any that look damaged are rebuilt. After recovery everything
+deleted. A lost or damaged epoch cache is rebuilt from the batch headers (decision 0045). Indexes are derived data: any that look damaged are rebuilt. After recovery everything
 left is validated, so it is flushed and becomes the new recovery point. The loader runs once, in
 the thread that opens the log, before the ``PartitionLog`` it builds is shared.
 
@@ -87,7 +87,10 @@ class LogLoader:
         if clean and self._clean_shutdown is None:  # the log's own marker
             marker.unlink()
             fsync_directory(self.directory)  # a crash from now on must be seen as unclean
-        elif not clean:
+        if not self.epochs.trusted:  # a lost or damaged checkpoint: learn what recovery does not scan
+            scanned_from = len(self._segments) if clean else self._first_to_recover(self._stored.recovery_point or 0)
+            self._learn_epochs(self._segments[:scanned_from], stored_start or 0)
+        if not clean:
             recovery_from = self._stored.recovery_point or 0
             recovered = self._recover(recovery_from, stored_start or 0)
         for segment in self._segments:  # indexes are derived: rebuild any that a crash damaged
@@ -107,10 +110,10 @@ class LogLoader:
         if recovery_point is None:  # after recovery everything left is validated: make it durable
             for segment in self._segments:
                 segment.flush()
-            # with the epochs: learnt from the batches (a lost cache), or read from a file that
-            # may have been saved without fsync before the crash (decision 0045)
-            self.epochs.save(durable=True, even_unchanged=not clean and self.epochs.trusted)
+            if not clean and self.epochs.trusted and self.epochs.latest_epoch >= 0:
+                self.epochs.make_durable()  # read as the crash left it: maybe saved without fsync
             recovery_point = log_end_offset
+        self.epochs.save(durable=True)  # what was learnt (decision 0045)
         return LoadedLog(
             segments=self._segments,
             log_start_offset=log_start_offset,
@@ -121,12 +124,24 @@ class LogLoader:
             checkpoints_stale=not clean and not fresh,  # recovery changed what the checkpoints describe
         )
 
+    def _first_to_recover(self, recovery_point: int) -> int:
+        """The index of the segment holding ``recovery_point``, where recovery starts."""
+        return max(0, bisect.bisect_right([s.base_offset for s in self._segments], recovery_point) - 1)
+
+    def _learn_epochs(self, segments: list[LogSegment], log_start_offset: int) -> None:
+        """A lost or damaged epoch checkpoint: learn the epochs of ``segments`` (valid ones: below
+        the recovery point, or all after a clean stop) from their batch headers."""
+        for segment in segments:
+            for _, header in segment.batch_headers(0):
+                if header.last_offset >= log_start_offset:
+                    self.epochs.assign(header.partition_leader_epoch, max(header.base_offset, log_start_offset))
+
     def _recover(self, recovery_point: int, log_start_offset: int) -> set[int]:
         """Scan segments from the one holding ``recovery_point``; cut at the first invalid batch.
 
         Returns the base offsets of the segments scanned.
         """
-        first = max(0, bisect.bisect_right([s.base_offset for s in self._segments], recovery_point) - 1)
+        first = self._first_to_recover(recovery_point)
         expected = self._segments[first - 1].next_offset if first else 0
         scanned = set()
 
