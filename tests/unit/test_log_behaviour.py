@@ -287,12 +287,19 @@ def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_t
         append_locked(self, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(PartitionLog, "_append_locked", watched)
-    writes: list[tuple[bool, list[tuple[int, ...]], int]] = []  # (fsynced, entries, recovery point then)
+    # what happened to the file: ("saved", entries) without fsync, ("fsynced", recovery point then),
+    # ("saved and fsynced", entries)
+    writes: list[tuple[str, object]] = []
 
     def recorded(path: Path, entries: list[tuple[int, ...]], *, durable: bool = True) -> None:
-        writes.append((durable, list(entries), log.recovery_point))
+        writes.append(("saved and fsynced" if durable else "saved", list(entries)))
         write_checkpoint(path, entries, durable=durable)
 
+    def fsynced(path: Path) -> None:
+        writes.append(("fsynced", log.recovery_point))
+        fsync_file(path)
+
+    monkeypatch.setattr("lanes.storage.epochs.fsync_file", fsynced)
     monkeypatch.setattr("lanes.storage.epochs.write_checkpoint", recorded)
     batch = producer_batch([b"first"], clock.now_ms())
     log.epochs.assign(3, log.log_end_offset)  # as Partition.make_leader does
@@ -309,24 +316,23 @@ def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_t
     log.flush()
     assert log.recovery_point == 2
     assert writes == [
-        (False, [(3, 0)], 0),  # before the first batch of epoch 3: no fsync
-        (False, [(3, 0), (4, 1)], 0),
-        (True, [(3, 0), (4, 1)], 0),  # fsynced before the recovery point passed their batches
+        ("saved", [(3, 0)]),  # before the first batch of epoch 3
+        ("saved", [(3, 0), (4, 1)]),
+        ("fsynced", 0),  # before the recovery point passed their batches
     ]
     log.epochs.assign(5, log.log_end_offset)  # a leadership taken, then the process dies
     for segment in log.segments():
         segment.release_files()
     writes.clear()
     recovered = PartitionLog.open(tmp_path, config(), clock=clock)
-    assert [write[:2] for write in writes] == [(True, [(3, 0), (4, 1)])], (
-        "what the crash left may not have been fsynced: recovery fsyncs it"
-    )
+    assert [kind for kind, _ in writes] == ["fsynced"], "what the crash left may not have been fsynced"
     assert recovered.recovered_bytes_cut == 0
     assert [r.value for r in read_all(recovered)] == [b"first", b"replicated"]
     assert recovered.epochs.entries == [(3, 0), (4, 1)], "an epoch with no record may be forgotten, nothing else"
     recovered.epochs.assign(6, recovered.log_end_offset)
     recovered.close()
-    assert LeaderEpochCache(checkpoint).entries == [(3, 0), (4, 1), (6, 2)], "closing writes it"
+    assert writes[-1] == ("saved and fsynced", [(3, 0), (4, 1), (6, 2)]), "closing writes it"
+    assert LeaderEpochCache(checkpoint).entries == [(3, 0), (4, 1), (6, 2)]
 
 
 def test_a_roll_makes_the_epochs_durable_before_the_recovery_point_passes_them(
