@@ -3,9 +3,10 @@ interrupted compaction, recovery after an unclean stop, and the offsets the log 
 
 Recovery scans from the segment holding the recovery point and cuts the log at the first batch
 that is invalid or whose leader epoch the epoch cache contradicts; segments after the cut are
-deleted. A lost or damaged epoch cache is rebuilt from the batch headers (decision 0045). Indexes are derived data: any that look damaged are rebuilt. After recovery everything
-left is validated, so it is flushed and becomes the new recovery point. The loader runs once, in
-the thread that opens the log, before the ``PartitionLog`` it builds is shared.
+deleted. A lost or damaged epoch cache is rebuilt from the batch headers (decision 0045).
+Indexes are derived data: any that look damaged are rebuilt. After recovery everything left is
+validated, so it is flushed and becomes the new recovery point. The loader runs once, in the
+thread that opens the log, before the ``PartitionLog`` it builds is shared.
 
 The files of a log directory are listed in ``lanes.storage.log``; their names are defined here.
 """
