@@ -9,8 +9,9 @@ contradicts, lanes.storage.loader), and knows it durably below the log's recover
 - a truncation (from the end or the start, or clearing) is written at once, with fsync;
 - a new epoch (``assign``) is only noted: no I/O, so a broker taking over thousands of partitions
   on its event loop writes nothing there. The owning log saves it (``save()``: written, no fsync)
-  before appending the first batch after it, and makes it durable (``save(durable=True)``) before
-  its recovery point passes that batch (a flush, a roll) and when it closes (decision 0045).
+  before appending the first batch after it, and makes what was saved durable (``sync_saved()``:
+  an fsync) before its recovery point passes that batch (a flush, a roll) and when it closes
+  (decision 0045). An epoch with no record is never written (nothing needs it after a restart).
 
 So a process crash always finds the epochs of the batches on disk; a machine crash may lose the
 newest epochs with the unflushed batches that carry them (recovery cuts those, which a machine
@@ -166,6 +167,23 @@ class LeaderEpochCache:
         """Whether ``save(durable=durable)`` has something to do."""
         with self._lock:
             return self._changes != (self._durable_changes if durable else self._saved_changes)
+
+    def sync_saved(self) -> None:
+        """Make durable what was saved: the epochs of every batch appended so far (each was saved
+        before its first batch). An epoch noted with no record yet waits for its first batch
+        (before a flush or a roll moves the recovery point; at close it is simply not written:
+        no batch carries it)."""
+        with self._lock:
+            if self._saved_changes == self._durable_changes:
+                return  # (the common case: never waits for a write under way)
+        with self._file_lock:
+            with self._lock:
+                saved = self._saved_changes
+                if saved == self._durable_changes:
+                    return
+            fsync_file(self._path)
+            with self._lock:
+                self._durable_changes = saved
 
     def make_durable(self) -> None:
         """fsync the file as read (after a crash, it may have been saved without fsync)."""

@@ -467,7 +467,7 @@ class PartitionLog:
         try:
             active.close_for_appends()
             active.flush()
-            self.epochs.save(durable=True)  # before the recovery point passes their batches
+            self.epochs.sync_saved()  # before the recovery point passes their batches
             segment = LogSegment.create(
                 self.directory, self._log_end_offset, self._files, self._config.index_interval_bytes
             )
@@ -515,7 +515,7 @@ class PartitionLog:
             started_s = time.perf_counter()
             for segment in segments:  # rolled segments' indexes were flushed at the roll
                 segment.flush(include_indexes=False)
-            self.epochs.save(durable=True)  # before the recovery point passes their batches
+            self.epochs.sync_saved()  # before the recovery point passes their batches
             if self.on_flush_s is not None and segments:
                 self.on_flush_s(time.perf_counter() - started_s)
             flushed_to = end
@@ -866,13 +866,19 @@ class PartitionLog:
             self._check_open()
             self._write_checkpoints()
 
-    def _save_epochs(self, *, durable: bool = False) -> None:
-        """Write the leader-epoch checkpoint if an epoch was noted since, with ``durable`` also
-        fsync it (decision 0045)."""
+    def _save_epochs(self) -> None:
+        """Write the leader-epoch checkpoint if an epoch was noted since (decision 0045)."""
         try:
-            self.epochs.save(durable=durable)
+            self.epochs.save()
         except OSError as exc:
             raise storage_error("writing the leader-epoch checkpoint in", self.directory, exc) from exc
+
+    def _sync_epochs(self) -> None:
+        """fsync the leader-epoch checkpoint if it was saved since (decision 0045)."""
+        try:
+            self.epochs.sync_saved()
+        except OSError as exc:
+            raise storage_error("syncing the leader-epoch checkpoint in", self.directory, exc) from exc
 
     def _write_checkpoints(self, *, urgent: bool = False) -> None:
         """Hand the offsets to the store (``OffsetStore``: ``urgent`` after a truncation lowered
@@ -890,7 +896,7 @@ class PartitionLog:
         self.flush()
         with self._maintenance_lock, self._lock:
             self._segments[-1].flush()  # with its indexes: a clean restart trusts them
-            self._save_epochs(durable=True)  # a clean restart trusts it without a scan
+            self._sync_epochs()  # a clean restart trusts it without a scan
             self._write_checkpoints()
             if self._own_marker:
                 (self.directory / CLEAN_SHUTDOWN_FILE).touch()
