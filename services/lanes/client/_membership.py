@@ -15,7 +15,9 @@ partition is never used by two members at once:
    the listener, forgets their positions and buffered records, and only then reports them
    released on an immediate heartbeat;
 3. *assign* — partitions assigned but not yet owned (the coordinator hands out a partition only
-   after its previous owner reported it released): positions come from committed offsets.
+   after its previous owner reported it released): positions come from committed offsets. Not
+   while the session may have lapsed: an answer read after the process was frozen for a session
+   may name partitions the coordinator has since given to another member (it fenced this one).
 
 Owned by the client's event loop.
 """
@@ -147,6 +149,12 @@ class GroupMembership:
             self._wake.set()
             return None
         if self.assigned is None:
+            return None
+        if self._session_lapsed():
+            # The coordinator's word came in an answer to a heartbeat sent over a session ago (the
+            # process was frozen meanwhile): the member may have been fenced and the partitions
+            # given to another. It takes nothing until a heartbeat gets through again.
+            self._wake.set()
             return None
         revoke = self.owned - self.assigned
         if revoke:
