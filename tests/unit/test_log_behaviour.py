@@ -300,6 +300,7 @@ def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_t
         fsync_file(path)
 
     monkeypatch.setattr("lanes.storage.epochs.fsync_file", fsynced)
+    monkeypatch.setattr("lanes.storage.loader.fsync_file", fsynced)
     monkeypatch.setattr("lanes.storage.epochs.write_checkpoint", recorded)
     batch = producer_batch([b"first"], clock.now_ms())
     log.epochs.assign(3, log.log_end_offset)  # as Partition.make_leader does

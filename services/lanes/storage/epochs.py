@@ -137,36 +137,26 @@ class LeaderEpochCache:
     def unsaved(self) -> bool:
         """Whether the entries changed since the file was last written (``save`` writes them)."""
         with self._lock:
-            return self._changes != self._saved_changes
+            return self._behind(durable=False)
 
     def save(self, *, durable: bool = False) -> None:
         """Write the entries if they changed since last written (before a batch of a new epoch is
-        appended), and with ``durable`` make them durable (before the log's recovery point passes
-        such a batch; an fsync of the file when only that is missing). An ``assign`` made while
-        the file is written stays unsaved (a count of changes, not a flag, says what the file
-        holds)."""
-        if not self.unsaved_for(durable=durable):
-            return  # (the common case, on the loop too: never waits for a write under way)
+        appended); ``durable``: with fsync (truncations, epochs recovery learnt). An ``assign``
+        made while the file is written stays unsaved (a count of changes, not a flag, says what
+        the file holds)."""
+        with self._lock:
+            if not self._behind(durable=durable):
+                return  # (the common case, on the loop too: never waits for a write under way)
         with self._file_lock:
             with self._lock:
-                changes = self._changes
-                if changes == (self._durable_changes if durable else self._saved_changes):
+                if not self._behind(durable=durable):
                     return
-                entries = list(self._entries)
-                saved = changes == self._saved_changes  # only the fsync is missing
-            if saved:
-                fsync_file(self._path)
-            else:
-                write_checkpoint(self._path, [(epoch, offset) for epoch, offset in entries], durable=durable)
+                changes, entries = self._changes, list(self._entries)
+            write_checkpoint(self._path, [(epoch, offset) for epoch, offset in entries], durable=durable)
             with self._lock:
                 self._saved_changes = changes
                 if durable:
                     self._durable_changes = changes
-
-    def unsaved_for(self, *, durable: bool) -> bool:
-        """Whether ``save(durable=durable)`` has something to do."""
-        with self._lock:
-            return self._changes != (self._durable_changes if durable else self._saved_changes)
 
     def sync_saved(self) -> None:
         """Make durable what was saved: the epochs of every batch appended so far (each was saved
@@ -185,11 +175,9 @@ class LeaderEpochCache:
             with self._lock:
                 self._durable_changes = saved
 
-    def make_durable(self) -> None:
-        """fsync the file as read (after a crash, it may have been saved without fsync)."""
-        with self._file_lock:
-            if self._path.exists():
-                fsync_file(self._path)
+    def _behind(self, *, durable: bool) -> bool:
+        """Whether the file (made durable, with ``durable``) lacks changes (under ``_lock``)."""
+        return self._changes != (self._durable_changes if durable else self._saved_changes)
 
     def _replace(self, change: Callable[[list[tuple[int, int]]], list[tuple[int, int]]]) -> None:
         """Apply a truncation and write it, if it changed anything."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from lanes.protocol.records import BatchHeader
 from lanes.storage.checkpoint import LogOffsets
 from lanes.storage.epochs import LeaderEpochCache
-from lanes.storage.files import FileCache, fsync_directory
+from lanes.storage.files import FileCache, fsync_directory, fsync_file
 from lanes.storage.segment import LOG_SUFFIX, LogSegment
 
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
@@ -112,7 +112,7 @@ class LogLoader:
             for segment in self._segments:
                 segment.flush()
             if not clean and self.epochs.trusted and self.epochs.latest_epoch >= 0:
-                self.epochs.make_durable()  # read as the crash left it: maybe saved without fsync
+                fsync_file(self.directory / LEADER_EPOCH_FILE)  # as read: maybe saved without fsync
             recovery_point = log_end_offset
         self.epochs.save(durable=True)  # what was learnt (decision 0045)
         return LoadedLog(

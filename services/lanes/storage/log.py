@@ -363,7 +363,7 @@ class PartitionLog:
                 data, headers, first_offset=first_offset, partition_leader_epoch=leader_epoch
             )
             self.epochs.assign(leader_epoch, first_offset)
-            self._save_epochs()  # before the data: recovery relies on it
+            self._epochs_to_disk(self.epochs.save)  # before the data: recovery relies on it
             self._append_locked(buffers, headers, len(data))
             info = self._append_info(headers, append_time, len(data))
         finally:
@@ -386,7 +386,7 @@ class PartitionLog:
                 expected = header.next_offset
             for header in headers:
                 self.epochs.assign(header.partition_leader_epoch, header.base_offset)
-            self._save_epochs()  # before the data: recovery relies on it
+            self._epochs_to_disk(self.epochs.save)  # before the data: recovery relies on it
             self._append_locked([data], headers, len(data))
             info = self._append_info(headers, -1, len(data))
         self._maybe_flush_by_count()
@@ -866,19 +866,12 @@ class PartitionLog:
             self._check_open()
             self._write_checkpoints()
 
-    def _save_epochs(self) -> None:
-        """Write the leader-epoch checkpoint if an epoch was noted since (decision 0045)."""
+    def _epochs_to_disk(self, write: Callable[[], None]) -> None:
+        """``epochs.save`` or ``epochs.sync_saved`` (decision 0045), a disk failure as StorageError."""
         try:
-            self.epochs.save()
+            write()
         except OSError as exc:
             raise storage_error("writing the leader-epoch checkpoint in", self.directory, exc) from exc
-
-    def _sync_epochs(self) -> None:
-        """fsync the leader-epoch checkpoint if it was saved since (decision 0045)."""
-        try:
-            self.epochs.sync_saved()
-        except OSError as exc:
-            raise storage_error("syncing the leader-epoch checkpoint in", self.directory, exc) from exc
 
     def _write_checkpoints(self, *, urgent: bool = False) -> None:
         """Hand the offsets to the store (``OffsetStore``: ``urgent`` after a truncation lowered
@@ -896,7 +889,7 @@ class PartitionLog:
         self.flush()
         with self._maintenance_lock, self._lock:
             self._segments[-1].flush()  # with its indexes: a clean restart trusts them
-            self._sync_epochs()  # a clean restart trusts it without a scan
+            self._epochs_to_disk(self.epochs.sync_saved)  # a clean restart trusts it without a scan
             self._write_checkpoints()
             if self._own_marker:
                 (self.directory / CLEAN_SHUTDOWN_FILE).touch()
