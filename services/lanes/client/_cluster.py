@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import grpc
 
+from lanes.allocator import keep_freed_memory
 from lanes.errors import ErrorCode, LanesError, error_for
 from lanes.rpc.channels import ChannelCache
 from lanes.rpc.credentials import ClientCredentials, client_credentials
@@ -73,6 +74,7 @@ class ClusterView:
             raise ValueError("bootstrap needs at least one host:port")
         if client_id is not None:
             checked_client_id(client_id)
+        keep_freed_memory()  # megabyte fetch answers reused, not faulted in anew (decision 0046)
         self.bootstrap = list(bootstrap)
         self.brokers: dict[int, str] = {}
         self.coordinators: dict[int, str] = {}

@@ -29,6 +29,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
+from lanes.allocator import keep_freed_memory
 from lanes.errors import LanesError
 from lanes.metadata.image import MetadataImage
 from lanes.rpc.channels import MAX_MESSAGE_BYTES
@@ -640,6 +641,7 @@ def run_service(
     # Everything a service writes is its own: the metadata log and snapshots (users' stored keys),
     # segments, checkpoints: files 0600, directories 0700.
     os.umask(0o077)
+    keep_freed_memory()  # megabyte fetch and produce buffers reused, not faulted in anew (decision 0046)
     node_id = next(
         (getattr(options, name) for name in ("broker_id", "coordinator_id", "node_id") if hasattr(options, name)), None
     )
