@@ -467,6 +467,35 @@ def test_segment_ms_falls_back_to_the_segment_age_without_timestamps(tmp_path: P
     assert log.segment_count == 2
 
 
+def test_after_a_restart_the_first_append_reads_the_segments_first_timestamp_off_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """segment.ms needs the active segment's first batch timestamp, read from the file after a
+    restart: that append is not light (10,000 such reads on the loop stalled a broker's start),
+    and once read the next ones are, with the same roll decision as before the restart."""
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_ms=HOUR_MS), clock=clock)
+    first = clock.now_ms() - 2 * HOUR_MS
+    log.append_as_leader(producer_batch([b"v"], first), 0)
+    log.close()
+    log = PartitionLog.open(tmp_path, config(segment_ms=HOUR_MS), clock=clock)
+    reads: list[int] = []
+    real = log._segments[-1].batch_headers
+    monkeypatch.setattr(log._segments[-1], "batch_headers", lambda position: reads.append(position) or real(position))
+    batch = producer_batch([b"v"], first + HOUR_MS)
+    assert not log.append_is_light(len(batch), log.validate_produce(batch))
+    assert reads == [], "the loop's question reads nothing"
+    log.append_as_leader(batch, 0)
+    assert reads == [0]
+    assert log.segment_count == 1
+    late = producer_batch([b"v"], first + HOUR_MS + 1)  # segment.ms after the first batch: rolls
+    assert not log.append_is_light(len(late), log.validate_produce(late))
+    light = producer_batch([b"v"], first + 1)
+    assert log.append_is_light(len(light), log.validate_produce(light))
+    log.append_as_leader(late, 0)
+    assert log.segment_count == 2
+
+
 def test_vectored_writes_finish_after_short_writes_and_beyond_iov_max(tmp_path: Path) -> None:
     path = tmp_path / "vectored"
     fd = os.open(path, os.O_RDWR | os.O_CREAT)

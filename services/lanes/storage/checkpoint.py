@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from lanes.storage.files import write_atomically
+from lanes.storage.files import overwrite_small, write_atomically
 
 VERSION = 0
 
@@ -31,7 +31,11 @@ VERSION = 0
 def _write_entries(path: Path, entries: list[str], *, durable: bool = True) -> None:
     """Replace the checkpoint at ``path``: the version, the count, one line per entry."""
     lines = [str(VERSION), str(len(entries)), *entries]
-    write_atomically(path, ("\n".join(lines) + "\n").encode(), durable=durable)
+    data = ("\n".join(lines) + "\n").encode()
+    if durable:
+        write_atomically(path, data)
+    else:
+        overwrite_small(path, data)
 
 
 def _read_entries(path: Path) -> list[list[str]] | None:

@@ -2,7 +2,8 @@
 
 Entries ``(epoch, start_offset)``: epoch E's leader appended offsets from start_offset up to the
 next entry's start offset (or the log end). Epochs and start offsets strictly increase. Persisted
-in ``leader-epoch-checkpoint`` (lanes.storage.checkpoint format, replaced whole) so that the file
+in ``leader-epoch-checkpoint`` (lanes.storage.checkpoint format, replaced whole; a file that
+only gained an epoch is written over in place, ``files.overwrite_small``) so that the file
 always knows the epoch of every batch on disk (recovery cuts a log at a batch whose epoch it
 contradicts, lanes.storage.loader), and knows it durably below the log's recovery point:
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 from lanes.storage.checkpoint import read_checkpoint, write_checkpoint
@@ -39,12 +41,19 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
 
 
+def _increasing(entries: list[tuple[int, ...]]) -> bool:
+    """Whether epochs and start offsets both strictly increase, as every cache writes them."""
+    return all(a[0] < b[0] and a[1] < b[1] for a, b in pairwise(entries))
+
+
 class LeaderEpochCache:
     """Epoch -> start offset entries; see the module docstring for when they reach the disk."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
         loaded = read_checkpoint(path, 2)
+        if loaded is not None and not _increasing(loaded):
+            loaded = None  # (a file a machine crash cut: see files.overwrite_small)
         #: Whether the checkpoint was read intact: then it knows the epoch of every batch on disk;
         #: otherwise recovery rebuilds it from the batches.
         self.trusted = loaded is not None

@@ -442,7 +442,8 @@ class PartitionLog:
     def append_is_light(self, incoming_bytes: int, headers: Sequence[BatchHeader]) -> bool:
         """Whether appending these validated producer batches would write to the page cache only:
         no segment roll (which fsyncs the full segment), no fsync by flush.messages, no epoch
-        checkpoint to write first. Such an
+        checkpoint to write first, no read of the active segment's first batch (after a restart,
+        segment.ms needs its timestamp). Such an
         append takes microseconds; the broker runs it on its event loop (decision 0041). False
         also while another thread holds the log."""
         records = sum(header.records_count for header in headers)
@@ -455,7 +456,8 @@ class PartitionLog:
                 max_timestamp = max(header.max_timestamp for header in headers)
             last_offset = self._log_end_offset + records - 1
             return (
-                not self._roll_due(incoming_bytes, max_timestamp, last_offset)
+                self._segments[-1].first_batch_timestamp_known  # (else a read: in a thread)
+                and not self._roll_due(incoming_bytes, max_timestamp, last_offset)
                 and self._unflushed_records + records < self._config.flush_messages
                 and not self.epochs.unsaved  # the first append of a leadership writes its epoch
             )

@@ -96,6 +96,11 @@ class LogSegment:
         self._load_tail()
         return self._max_timestamp
 
+    @property
+    def first_batch_timestamp_known(self) -> bool:
+        """Whether ``first_batch_timestamp`` answers without reading the file."""
+        return self._first_batch_timestamp is not None or not self.size_bytes
+
     def first_batch_timestamp(self) -> int | None:
         """Largest timestamp of the first batch (what segment.ms measures from), None when empty."""
         if self._first_batch_timestamp is None and self.size_bytes:
