@@ -40,16 +40,24 @@ class FileCache:
 
     @contextmanager
     def lease(self, path: Path, *, create: bool = False) -> Iterator[int]:
-        """A read-write descriptor for ``path`` (created if ``create``), valid inside the block."""
+        """A read-write descriptor for ``path`` (created if ``create``), valid inside the block.
+        Opening and closing happen outside the cache's lock: thousands of logs touched at once (a
+        broker's start) would otherwise queue every thread, and the event loop, behind each
+        system call."""
         with self._lock:
-            fd = self._open.get(path)
-            if fd is None:
-                flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
-                fd = os.open(path, flags, 0o644)
-                self._open[path] = fd
-                self._evict_locked()
-            self._open.move_to_end(path)
-            self._leases[path] = self._leases.get(path, 0) + 1
+            fd = self._take_locked(path)
+        if fd is None:
+            opened = os.open(path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o644)
+            with self._lock:
+                if path not in self._open:  # (else another thread opened it meanwhile: theirs is kept)
+                    self._open[path] = opened
+                fd = self._take_locked(path)
+                evicted = self._evict_locked()
+            assert fd is not None
+            if fd != opened:
+                evicted.append(opened)
+            for stale in evicted:
+                os.close(stale)
         try:
             yield fd
         finally:
@@ -59,7 +67,17 @@ class FileCache:
                     self._leases[path] = remaining
                 else:
                     del self._leases[path]
-                self._evict_locked()
+                evicted = self._evict_locked()
+            for stale in evicted:
+                os.close(stale)
+
+    def _take_locked(self, path: Path) -> int | None:
+        """Lease ``path``'s open descriptor, the most recently used now; None when not open."""
+        fd = self._open.get(path)
+        if fd is not None:
+            self._open.move_to_end(path)
+            self._leases[path] = self._leases.get(path, 0) + 1
+        return fd
 
     def forget(self, path: Path) -> None:
         """Close ``path``'s descriptor (before the file is renamed or deleted)."""
@@ -81,16 +99,19 @@ class FileCache:
             for path in [p for p in self._open if not self._leases.get(p)]:
                 os.close(self._open.pop(path))
 
-    def _evict_locked(self) -> None:
+    def _evict_locked(self) -> list[int]:
+        """Forget the least recently used descriptors no one leases beyond ``max_open_files``;
+        those to close (outside the lock)."""
         excess = len(self._open) - self._max_open_files
         if excess <= 0:
-            return
-        for path in list(self._open):
-            if excess <= 0:
-                break
+            return []
+        victims = []
+        for path in self._open:  # oldest first: usually the first one will do
             if not self._leases.get(path):
-                os.close(self._open.pop(path))
-                excess -= 1
+                victims.append(path)
+                if len(victims) == excess:
+                    break
+        return [self._open.pop(path) for path in victims]
 
 
 def storage_error(action: str, path: Path, exc: OSError) -> StorageError:

@@ -122,6 +122,8 @@ class LogSegment:
             self._offset_of_max_timestamp = self.base_offset + last_time_entry[1]
         self._bytes_since_index = 0
         for batch_position, header in self.batch_headers(position):
+            if batch_position == 0 and self._first_batch_timestamp is None:
+                self._first_batch_timestamp = header.max_timestamp  # (no read of its own later)
             self._next_offset = header.next_offset
             if header.max_timestamp > self._max_timestamp:
                 self._max_timestamp = header.max_timestamp
