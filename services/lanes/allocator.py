@@ -7,9 +7,10 @@ free there, so each fetch mapped and unmapped megabytes: measured on the broker,
 (2.8 MiB) per 1 MiB fetch, and a quarter of its CPU in the kernel zeroing and freeing those pages
 (decision 0046). glibc raises both thresholds itself as it sees large buffers freed, up to an
 ``mmap`` threshold of 32 MiB and a trim threshold of twice that; ``keep_freed_memory`` starts
-the process there: buffers under 32 MiB come from the heaps and up to 64 MiB may stay free in a
-heap for the next ones (never more memory in use at once than before: the peak is the same, what
-changes is that freed megabytes are reused instead of returned and faulted in again).
+the process at that ``mmap`` threshold (buffers under 32 MiB come from the heaps) with a trim
+threshold of 16 MiB, below glibc's own ceiling: up to 16 MiB may stay free at the top of each heap
+for the next buffers (each of glibc's arenas, up to eight per core, has its own heap), reused
+instead of returned and faulted in again.
 
 Left alone when the allocator is not glibc's (musl, macOS), when the user set glibc's malloc
 tunables themselves (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``,
@@ -28,9 +29,10 @@ from collections.abc import Mapping
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 
-#: glibc's own ceiling for its dynamic mmap threshold on 64-bit machines, and its trim rule (2x)
+#: glibc's own ceiling for its dynamic mmap threshold on 64-bit machines
 MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
-TRIM_THRESHOLD_BYTES = 2 * MMAP_THRESHOLD_BYTES
+#: what each heap may keep free: several 1 MiB fetches' buffers, a quarter of glibc's own ceiling
+TRIM_THRESHOLD_BYTES = 16 * 1024 * 1024
 
 _USER_TUNABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")
 _lock = threading.Lock()

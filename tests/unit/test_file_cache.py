@@ -8,6 +8,8 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from lanes.storage.files import FileCache
 
 
@@ -57,3 +59,30 @@ def test_threads_racing_over_more_files_than_the_bound_leak_nothing(tmp_path: Pa
     assert cache.open_count() <= 5
     cache.close()
     assert _open_descriptors() == before
+
+
+def test_a_path_being_opened_cannot_be_forgotten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The review's race: a lease opens outside the lock while another thread forgets the path
+    (before deleting the file); had ``forget`` passed, the lease would cache a descriptor of the
+    deleted file and a segment created again at that path would write into it."""
+    cache = FileCache(max_open_files=4)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"")
+    real_open = os.open
+    refused: list[str] = []
+
+    def open_while_forgotten(name: object, *args: object, **kwargs: object) -> int:
+        fd = real_open(name, *args, **kwargs)  # type: ignore[arg-type]
+        try:
+            cache.forget(path)  # as LogSegment.delete does, from another thread
+        except RuntimeError as exc:
+            refused.append(str(exc))
+        return fd
+
+    monkeypatch.setattr("lanes.storage.files.os.open", open_while_forgotten)
+    with cache.lease(path) as fd:
+        os.pwrite(fd, b"x", 0)
+    monkeypatch.undo()
+    assert refused, "forget refuses a path a lease is opening"
+    cache.forget(path)  # once the lease ended, forgotten
+    assert cache.open_count() == 0

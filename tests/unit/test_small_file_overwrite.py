@@ -68,3 +68,21 @@ def test_entries_that_do_not_increase_are_not_trusted(tmp_path: Path) -> None:
         assert not LeaderEpochCache(path).trusted
     write_checkpoint(path, [(0, 0), (1, 10), (5, 11)])
     assert LeaderEpochCache(path).trusted
+
+
+def test_a_replaced_last_epoch_cut_by_a_machine_crash_is_not_trusted(tmp_path: Path) -> None:
+    """The review's case: a new epoch at the same start offset replaces the last entry (the count
+    stays, the file grows); the new data with the old length parsed as increasing but wrong
+    entries ([(1, 5), (100, 10)]) until a file must end with its last line's newline."""
+    path = tmp_path / "leader-epoch-checkpoint"
+    cache = LeaderEpochCache(path)
+    cache.assign(1, 0)
+    cache.save()
+    cache.assign(9, 100)  # led at the log end 100, nothing produced yet
+    cache.truncate_from_start(5)  # written durably: "1 5", "9 100"
+    old_size = path.stat().st_size
+    cache.assign(100, 100)  # replaces (9, 100): same count, two characters longer
+    cache.save()
+    assert LeaderEpochCache(path).entries == [(1, 5), (100, 100)]
+    os.truncate(path, old_size)  # the data reached the disk, the new size did not
+    assert not LeaderEpochCache(path).trusted

@@ -41,9 +41,12 @@ def _write_entries(path: Path, entries: list[str], *, durable: bool = True) -> N
 def _read_entries(path: Path) -> list[list[str]] | None:
     """The entries at ``path``, each split into its words; None if missing or malformed."""
     try:
-        lines = path.read_text().splitlines()
+        text = path.read_text()
     except FileNotFoundError:
         return None
+    if not text.endswith("\n"):  # every writer ends with one: a file a machine crash cut does not
+        return None
+    lines = text.splitlines()
     try:
         if int(lines[0]) != VERSION or int(lines[1]) != len(lines) - 2:
             return None

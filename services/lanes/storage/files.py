@@ -43,22 +43,21 @@ class FileCache:
         """A read-write descriptor for ``path`` (created if ``create``), valid inside the block.
         Opening and closing happen outside the cache's lock: thousands of logs touched at once (a
         broker's start) would otherwise queue every thread, and the event loop, behind each
-        system call."""
+        system call. The lease counts from the start, so ``forget`` refuses a path being opened
+        (it would otherwise cache a descriptor of a file renamed or deleted meanwhile)."""
         with self._lock:
-            fd = self._take_locked(path)
-        if fd is None:
-            opened = os.open(path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o644)
-            with self._lock:
-                if path not in self._open:  # (else another thread opened it meanwhile: theirs is kept)
-                    self._open[path] = opened
-                fd = self._take_locked(path)
-                evicted = self._evict_locked()
-            assert fd is not None
-            if fd != opened:
-                evicted.append(opened)
-            for stale in evicted:
-                os.close(stale)
+            fd = self._open.get(path)
+            self._leases[path] = self._leases.get(path, 0) + 1
+            if fd is not None:
+                self._open.move_to_end(path)
         try:
+            if fd is None:
+                opened = os.open(path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o644)
+                with self._lock:
+                    fd = self._open.setdefault(path, opened)  # (another thread's, if it opened first)
+                    self._open.move_to_end(path)
+                    evicted = self._evict_locked()
+                _close_all([*evicted, opened] if fd != opened else evicted)
             yield fd
         finally:
             with self._lock:
@@ -68,16 +67,7 @@ class FileCache:
                 else:
                     del self._leases[path]
                 evicted = self._evict_locked()
-            for stale in evicted:
-                os.close(stale)
-
-    def _take_locked(self, path: Path) -> int | None:
-        """Lease ``path``'s open descriptor, the most recently used now; None when not open."""
-        fd = self._open.get(path)
-        if fd is not None:
-            self._open.move_to_end(path)
-            self._leases[path] = self._leases.get(path, 0) + 1
-        return fd
+            _close_all(evicted)
 
     def forget(self, path: Path) -> None:
         """Close ``path``'s descriptor (before the file is renamed or deleted)."""
@@ -112,6 +102,18 @@ class FileCache:
                 if len(victims) == excess:
                     break
         return [self._open.pop(path) for path in victims]
+
+
+def _close_all(descriptors: list[int]) -> None:
+    """Close each descriptor; the first failure is raised once all were closed."""
+    failure: OSError | None = None
+    for fd in descriptors:
+        try:
+            os.close(fd)
+        except OSError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def storage_error(action: str, path: Path, exc: OSError) -> StorageError:
