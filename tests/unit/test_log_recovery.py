@@ -15,6 +15,7 @@ from lanes.clock import ManualClock
 from lanes.protocol.records import Record
 from lanes.storage.loader import CLEAN_SHUTDOWN_FILE
 from lanes.storage.log import PartitionLog
+from lanes.storage.manager import LogManager
 from tests.unit.log_helpers import assert_indexes_agree_with_a_full_scan, config, producer_batch, read_all
 
 CONFIG = config(segment_bytes=4000, index_interval_bytes=200)
@@ -207,3 +208,33 @@ def test_a_lost_epoch_checkpoint_after_a_clean_stop_is_learnt_from_every_batch(t
 def reopen_after(log: PartitionLog, directory: Path, clock: ManualClock) -> PartitionLog:
     crash(log)
     return reopen(directory, clock)
+
+
+def test_a_log_not_opened_since_an_unclean_stop_is_still_recovered_after_a_clean_close(tmp_path: Path) -> None:
+    """After a crash, a broker stopped before it opened every log (it opens them as the metadata
+    names them) must not mark the data directory clean: the logs it never opened were never
+    recovered, and a torn write in one would be trusted at the next start."""
+    clock = ManualClock()
+    manager = LogManager(tmp_path, clock=clock)
+    opened = manager.open_log("a", 0, CONFIG)
+    untouched = manager.open_log("b", 0, CONFIG)
+    for log in (opened, untouched):
+        log.append_as_leader(producer_batch([b"v"] * 3, clock.now_ms()), leader_epoch=0)
+    valid_bytes = untouched.segments()[-1].size_bytes
+    crash(opened)
+    crash(untouched)  # the process dies: no marker
+    segment_file = next((tmp_path / "b-0").glob("*.log"))
+    with segment_file.open("ab") as torn:
+        torn.write(b"\x00\x00\x00\x00\x00\x00\x00\x09half a batch")  # a write the crash tore
+    after_crash = LogManager(tmp_path, clock=clock)
+    assert not after_crash.clean_shutdown
+    after_crash.open_log("a", 0, CONFIG)  # recovered; b is not opened in this run
+    after_crash.close()
+    assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists(), "b was never recovered"
+    next_start = LogManager(tmp_path, clock=clock)
+    recovered = next_start.open_log("b", 0, CONFIG)
+    assert recovered.log_end_offset == 3
+    assert segment_file.stat().st_size == valid_bytes, "the torn tail cut by recovery"
+    next_start.open_log("a", 0, CONFIG)
+    next_start.close()
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists(), "every log opened: clean"

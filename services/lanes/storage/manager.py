@@ -97,6 +97,11 @@ class LogManager:
         if self.clean_shutdown:
             marker.unlink()
             fsync_directory(data_dir)
+        #: After an unclean stop, the logs on disk not yet opened (so not yet recovered) in this
+        #: run: while any is left, closing does not mark the data directory clean.
+        self._unrecovered: set[str] = (
+            set() if self.clean_shutdown else {log_directory_name(*key) for key in self.discover()}
+        )
 
     def discover(self) -> list[TopicPartition]:
         """(topic, partition) of every partition directory on disk."""
@@ -143,6 +148,7 @@ class LogManager:
                     directory, config, clock=self._clock, files=self.files, clean_shutdown=clean, offsets=self.offsets
                 )
                 log.on_flush_s = self._on_flush_s
+                self._unrecovered.discard(directory.name)
                 self._retire_partition_files(log)
                 self._logs[key] = log
                 self._topic_ids[key] = stored
@@ -212,7 +218,8 @@ class LogManager:
         self.offsets.flush()
 
     def close(self) -> None:
-        """Close every log cleanly (the next start skips recovery)."""
+        """Close every log cleanly; the next start skips recovery unless a log on disk was not
+        opened since an unclean stop (it was never recovered)."""
         with self._lock:
             logs = list(self._logs.values())
             self._logs.clear()
@@ -221,5 +228,9 @@ class LogManager:
             log.close()
         self.offsets.flush()
         self.files.close()
+        unrecovered = [name for name in self._unrecovered if (self.data_dir / name).exists()]
+        if unrecovered:  # (a stop before every log was opened after a crash: recovered next time)
+            _log.info("%d logs were not opened since an unclean stop: the next start recovers them", len(unrecovered))
+            return
         (self.data_dir / CLEAN_SHUTDOWN_FILE).touch()
         fsync_directory(self.data_dir)
