@@ -53,7 +53,7 @@ class LeaderEpochCache:
         self._path = path
         loaded = read_checkpoint(path, 2)
         if loaded is not None and not _increasing(loaded):
-            loaded = None  # (a file a machine crash cut: see files.overwrite_small)
+            loaded = None  # (well-formed but not what any cache writes: not to be trusted)
         #: Whether the checkpoint was read intact: then it knows the epoch of every batch on disk;
         #: otherwise recovery rebuilds it from the batches.
         self.trusted = loaded is not None

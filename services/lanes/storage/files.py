@@ -202,9 +202,9 @@ def overwrite_small(path: Path, data: bytes) -> None:
     (``auto_da_alloc``): 1.35 ms per file measured here, 13.5 s for the 10,000 leader-epoch
     checkpoints a 10,000-partition broker writes after a restart; an overwrite is one ``pwrite``.
     A process crash sees the new content (one write to one page); a machine crash may leave the
-    old content, the new one, or a malformed one (the new content cut at the old length: a count
-    that no longer matches), which readers of such files treat as unknown, as the missing file a
-    rename without fsync may leave."""
+    old content, the new one, or a cut one (the new content at the old length, or the old content
+    with zeros to the new length): the file then lacks its final newline, and the checkpoint
+    reader treats it as unknown, as the missing file a rename without fsync may leave."""
     if len(data) > OVERWRITE_MAX_BYTES:
         write_atomically(path, data, durable=False)
         return
