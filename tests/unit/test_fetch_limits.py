@@ -235,9 +235,10 @@ def trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a_trip(
     tmp_path: Path, trips: list[int]
 ) -> None:
-    """Decision 0042: a fetch at a recent append's end is measured and read on the event loop;
-    one that is not is run again from the start off the loop, and answers the same as if it had
-    gone there at once (a half-done run on the loop leaves nothing behind)."""
+    """Decisions 0042 and 0048: a fetch from where a recent append (or read) ended is measured
+    and read on the event loop; one that is not is run again from the start off the loop, and
+    answers the same as if it had gone there at once (a half-done run on the loop leaves nothing
+    behind)."""
     partition = open_partition(tmp_path)
     lead(partition, 1)
     fill(partition, end=40)  # 10 batches of 4
@@ -261,7 +262,7 @@ def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a
         assert fetch.available_bytes() > 0
         assert trips == [], "measured on the loop"
         results = []
-        for then in (None, 0):  # the second reads its first slot on the loop, meets the second, reads both again
+        for then in (None, 2):  # the second reads its first slot on the loop, meets the second, reads both again
             fetch = ConsumerFetch(fetch_request(caught_up), default_partition_max_bytes=1 << 20)
             if then is not None:
                 fetch.slots.append(ConsumerFetch(fetch_request(then), 1 << 20).slots[0])
@@ -273,7 +274,30 @@ def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a
     assert trips == [1], "the caught-up read on the loop, the mixed one in one trip"
     assert light_read == len(light_bytes) > 0
     assert mixed_read == len(mixed_bytes), "the run on the loop left no bytes counted twice"
-    assert mixed_bytes == answered(caught_up, SharedReads())[1] + answered(0, SharedReads())[1]
+    assert mixed_bytes == answered(caught_up, SharedReads())[1] + answered(2, SharedReads())[1]
+
+
+def test_one_turn_of_the_loop_reads_at_most_light_bytes_per_turn_the_rest_go_to_a_trip(
+    trips: list[int],
+) -> None:
+    """Decision 0048: light reads copy from the page cache on the loop, at most
+    ``LIGHT_BYTES_PER_TURN`` in one turn of it; a job that would read more waits for a trip (and a
+    job larger than that never runs on the loop)."""
+    on_loop: list[bool] = []
+    budget = batched_reads.LIGHT_BYTES_PER_TURN
+
+    def job(reads: Any) -> None:
+        on_loop.append(isinstance(reads, LoopReads))
+
+    async def woken_at_once() -> None:
+        reads = BatchedReads()
+        await asyncio.gather(*(reads.run(job, light=True, light_bytes=budget // 3) for _ in range(5)))
+        await reads.run(job, light=True, light_bytes=budget + 1)  # a later turn, too large
+        await reads.run(job, light=True, light_bytes=budget)  # a later turn: on the loop again
+
+    asyncio.run(woken_at_once())
+    assert on_loop == [True, True, True, False, False, False, True]
+    assert sum(trips) == 3
 
 
 def test_one_turn_of_the_loop_runs_only_a_few_light_jobs_the_rest_go_to_a_trip(

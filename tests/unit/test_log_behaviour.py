@@ -14,7 +14,7 @@ from lanes.errors import CorruptRecordError, ErrorCode, LanesError, MessageTooLa
 from lanes.protocol.records import Record, TimestampType, decode_batches, encode_batch
 from lanes.storage.checkpoint import write_checkpoint
 from lanes.storage.epochs import LeaderEpochCache
-from lanes.storage.files import fsync_file, pwritev_all
+from lanes.storage.files import FileCache, fsync_file, pread_cached, pwritev_all
 from lanes.storage.log import PartitionLog
 from lanes.storage.manager import LogManager, parse_log_directory_name
 from tests.unit.log_helpers import config, producer_batch, read_all
@@ -607,35 +607,44 @@ def test_append_is_light_foretells_exactly_the_appends_that_roll_or_fsync(
 
 
 def test_a_light_read_answers_what_the_waiting_read_answers_or_nothing(tmp_path: Path) -> None:
-    """Decision 0042: the broker reads on its event loop only when the read is light (from a
-    recent append's end, in the active segment, the log's lock free); a light read must return
-    exactly what the read that waits returns, and decline everything else."""
+    """Decisions 0042 and 0048: the broker reads on its event loop only when the read is light
+    (its position known without I/O: a segment's start, where a recent append or read ended; the
+    log's lock free; its bytes in the page cache); a light read must return exactly what the
+    read that waits returns, and decline everything else."""
     import random  # noqa: PLC0415 - this test's only use
 
     rng = random.Random(42)
     clock = ManualClock()
     log = PartitionLog.open(tmp_path, config(segment_bytes=3_000), clock=clock)
     ends = [0]
-    light_seen = declined = 0
-    for _ in range(200):
+    read_on = 0
+    light_seen = declined = older_segments = 0
+    for _ in range(300):
         clock.advance(10)
         log.append_as_leader(producer_batch([b"v" * rng.randrange(1, 200)] * rng.randrange(1, 4), clock.now_ms()), 0)
         ends.append(log.log_end_offset)
         log.update_high_watermark(ends[-1 - rng.randrange(0, 2)] if len(ends) > 2 else log.log_end_offset)
         recent = ends[-1 - rng.randrange(0, 3)]
-        offset = rng.choice([recent, rng.choice(ends), rng.randrange(0, log.log_end_offset + 1)])
+        offset = rng.choice([recent, rng.choice(ends), rng.randrange(0, log.log_end_offset + 1), read_on, read_on])
         max_bytes = rng.choice([1, 300, 1 << 16])
-        light = log.read(offset, max_bytes, upper_bound_offset=log.high_watermark, wait=False)
+        min_one_batch = rng.random() < 0.8
+        known = log.known_position(offset)
+        light = log.read(
+            offset, max_bytes, upper_bound_offset=log.high_watermark, min_one_batch=min_one_batch, wait=False
+        )
+        waiting = log.read(offset, max_bytes, upper_bound_offset=log.high_watermark, min_one_batch=min_one_batch)
+        read_on = waiting.next_offset
         if light is None:
             declined += 1
             continue
         light_seen += 1
-        assert offset in ends
-        assert offset >= log.active_segment_base_offset
-        assert light == log.read(offset, max_bytes, upper_bound_offset=log.high_watermark)
-        assert log.recent_position(offset) is not None
-    assert light_seen > 20
+        assert light == waiting
+        assert known is not None
+        assert known == log.position(offset)
+        older_segments += offset < log.active_segment_base_offset
+    assert light_seen > 50
     assert declined > 20
+    assert older_segments > 10, "a consumer reading on through older segments reads on the loop too"
     assert log.read(ends[-1], 1 << 16, wait=False) is not None
     held = threading.Event()
     release = threading.Event()
@@ -657,7 +666,7 @@ def test_a_light_read_answers_what_the_waiting_read_answers_or_nothing(tmp_path:
 
 
 def test_a_light_read_takes_no_batch_larger_than_asked_and_no_position_a_truncation_moved(tmp_path: Path) -> None:
-    """Decision 0042's bounds: the event loop never reads more than it asked for (a first batch
+    """Decisions 0042 and 0048's bounds: the event loop never reads more than it asked for (a first batch
     larger than ``max_bytes`` goes to a worker thread), and a position remembered before a
     truncation and re-append is not trusted; at a segment roll, the position is the new
     segment's start, as ``position`` says."""
@@ -676,7 +685,7 @@ def test_a_light_read_takes_no_batch_larger_than_asked_and_no_position_a_truncat
     log.append_as_leader(producer_batch([b"a", b"b"], clock.now_ms()), 0)  # rolls: the last segment was full
     assert log.segment_count == segments + 1
     base = log.active_segment_base_offset
-    position = log.recent_position(base)
+    position = log.known_position(base)
     assert position is not None
     assert position == log.position(base), "the new segment's start, not the old one's end"
     log.update_high_watermark(log.log_end_offset)
@@ -687,6 +696,58 @@ def test_a_light_read_takes_no_batch_larger_than_asked_and_no_position_a_truncat
     log.truncate_to(base)  # a new leader's log: cut back, then other batches
     log.append_as_leader(producer_batch([b"f"] * 5, clock.now_ms()), 1)
     assert end in range(base, log.log_end_offset), "the old end now lies inside a batch"
-    assert log.recent_position(end) is None
+    assert log.known_position(end) is None
     assert log.read(end, 1 << 16, wait=False) is None, "no position from before the truncation"
+    log.close()
+
+
+def test_a_batch_too_large_for_a_read_that_may_return_nothing_is_not_skipped(tmp_path: Path) -> None:
+    """A read that may return nothing (``min_one_batch=False``: a fetch's later partitions, once
+    the first returned records) and meets a first batch larger than what is left answers nothing
+    from that batch on: it never goes on to the next segment, whose batches come after the one
+    left out (a consumer taking them would skip its records without a trace)."""
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(segment_bytes=3_000), clock=clock)
+    log.append_as_leader(producer_batch([b"s"], clock.now_ms()), 0)
+    large = log.log_end_offset
+    log.append_as_leader(producer_batch([b"x" * 5_000], clock.now_ms()), 0)  # a segment of its own
+    log.append_as_leader(producer_batch([b"a", b"b"], clock.now_ms()), 0)  # in the next segment
+    log.update_high_watermark(log.log_end_offset)
+    assert log.segment_count == 3
+    read = log.read(large, 1_000, upper_bound_offset=log.high_watermark, min_one_batch=False)
+    assert (read.records, read.next_offset, read.records_count) == (b"", large, 0)
+    whole = log.read(large, 1_000, upper_bound_offset=log.high_watermark)
+    assert [batch.header.base_offset for batch in decode_batches(whole.records)] == [large]
+    log.close()
+
+
+def test_a_light_read_never_waits_for_the_disk_nor_opens_a_file(tmp_path: Path) -> None:
+    """Decision 0048: the event loop reads only bytes in the page cache (``preadv2`` with
+    ``RWF_NOWAIT``) through a descriptor open already; bytes the kernel dropped, or a segment
+    whose file the cache closed, go to a read that waits (which brings them back)."""
+    clock = ManualClock()
+    files = FileCache()
+    log = PartitionLog.open(tmp_path / "orders-0", config(segment_bytes=3_000), clock=clock, files=files)
+    fill(log, clock, 30, size=300)  # several segments
+    log.flush()  # clean pages: the kernel may drop them
+    assert log.segment_count > 3
+    first = log.read(3, 1_500)  # notes where it ended
+    second_offset = first.next_offset
+    known = log.known_position(second_offset)
+    assert known is not None
+    assert known.position > 0, "inside a segment, where a read ended"
+    expected = log.read(second_offset, 1 << 16)
+
+    with files.lease(known.segment.log_path) as fd:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        if pread_cached(fd, 100, 0) is not None:
+            pytest.skip("this file system keeps its pages in memory (tmpfs): nothing to drop")
+    assert log.read(second_offset, 1 << 16, wait=False) is None, "not in the page cache: not on the loop"
+    assert log.read(second_offset, 1 << 16) == expected  # reads it back into the cache
+    assert log.read(second_offset, 1 << 16, wait=False) == expected
+
+    files.close()  # (as an eviction by other logs' reads would)
+    assert log.read(second_offset, 1 << 16, wait=False) is None, "its file is closed: opening it may wait"
+    assert log.read(second_offset, 1 << 16) == expected
     log.close()

@@ -40,9 +40,6 @@ from lanes.storage.positions import LogPosition
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2
 
-#: A fetch granted at most this many bytes tries to read on the event loop (decision 0042)
-INLINE_READ_BYTES = 64 * 1024
-
 #: The partition a fetch may read ``key`` from, or the error to answer: given the key, the
 #: consumer's leader epoch and the offset it reads next.
 Resolve = Callable[[TopicPartition, int, int], "Partition | common_pb2.Error"]
@@ -293,7 +290,7 @@ class ConsumerFetches:
         read = 0
         try:
             read = await self.reads.run(
-                lambda shared: fetch.read(resolve, granted, shared), light=granted <= INLINE_READ_BYTES
+                lambda shared: fetch.read(resolve, granted, shared), light=True, light_bytes=granted
             )
         finally:
             self._memory.settle(granted, read, holder)

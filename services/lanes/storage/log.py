@@ -69,7 +69,7 @@ from lanes.storage.loader import (
 from lanes.storage.positions import LogPosition, RecentEnds, bytes_between
 from lanes.storage.produce_validation import validate_produce
 from lanes.storage.retention import retention_candidates, segments_below_start
-from lanes.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
+from lanes.storage.segment import MAX_RELATIVE_OFFSET, LogSegment, SegmentRead
 from lanes.topic_configs import topic_config_values
 
 
@@ -581,10 +581,11 @@ class PartitionLog:
         high-water mark). OffsetOutOfRangeError outside [log start, log end].
 
         With ``wait=False`` (the broker's event loop): None, nothing read, unless the read is
-        light: ``offset`` is where a recent append ended, in the active segment (its position is
-        known: no index lookup, no scan of batch headers), the batch there is at most
-        ``max_bytes`` (a light read never reads more), and no other thread holds the log. What
-        it reads then is one ``pread`` of recent appends in the active segment.
+        light: no other thread holds the log, ``offset``'s position is known without I/O
+        (``known_position``: a segment's start, where a recent append or read ended), the
+        batches are in that segment, the first is at most ``max_bytes`` (a light read never
+        reads more) and every byte read is in the page cache (``LogSegment.read_cached``). What
+        it reads then is one ``preadv2`` that waits for no disk.
         """
         if not wait:
             return self._read_light(offset, max_bytes, upper_bound_offset, min_one_batch)
@@ -597,9 +598,11 @@ class PartitionLog:
             position = max(0, bisect.bisect_right(self._bases, offset) - 1)
             for segment in self._segments[position:]:
                 start = max(offset, segment.base_offset)
-                data, next_offset, records = segment.read(start, max_bytes, upper_bound_offset, min_one_batch)
-                if data:
-                    return ReadResult(data, next_offset, self._log_start_offset, self._log_end_offset, records)
+                found = segment.read(start, max_bytes, upper_bound_offset, min_one_batch)
+                if found.records:
+                    return self._read_result(found)
+                if not found.past_end:
+                    break  # a bound stopped it before the first batch: nothing after it may be returned
                 if upper_bound_offset is not None and segment.next_offset >= upper_bound_offset:
                     break
             return ReadResult(b"", offset, self._log_start_offset, self._log_end_offset)
@@ -610,34 +613,37 @@ class PartitionLog:
         if not self._lock.acquire(blocking=False):
             return None
         try:  # under the lock: no truncation or new segment between finding the position and reading
-            start = self.recent_position(offset)
-            if self._closed or start is None or start.segment is not self._segments[-1]:
+            start = self._known_position(offset)
+            if start is None:
                 return None
-            if not self._log_start_offset <= offset <= self._log_end_offset:
-                return None  # (the read that waits says why)
-            first_end = self._recent_ends.following(offset)
-            if first_end is not None and first_end.segment is start.segment:
-                if first_end.position - start.position > max_bytes:
-                    return None  # the first batch alone is more than a light read takes
-            elif offset != self._log_end_offset:
-                return None  # where the first batch ends is not remembered
-            data, next_offset, records = start.segment.read(
-                offset, max_bytes, upper_bound_offset, min_one_batch, position=start.position
-            )
-            return ReadResult(data, next_offset, self._log_start_offset, self._log_end_offset, records)
+            found = start.segment.read_cached(offset, max_bytes, upper_bound_offset, min_one_batch, start.position)
+            if found is None or (found.past_end and start.segment is not self._segments[-1]):
+                return None  # not all cached, or the batches are in the next segment: a read that waits
+            if not found.records:
+                return ReadResult(b"", offset, self._log_start_offset, self._log_end_offset)
+            return self._read_result(found)
         finally:
             self._lock.release()
 
-    def recent_position(self, offset: int) -> LogPosition | None:
-        """Where ``offset`` is when a recent append ended there (a consumer or follower caught
-        up), without the lock and without I/O, so on an event loop; None otherwise (``position``
-        finds it). The active segment's base offset is the start of that segment, as
-        ``position`` has it (not the end of the rolled one, which may be deleted while a fetch
-        waits)."""
-        active = self._segments[-1]
-        if offset == active.base_offset:
-            return LogPosition(offset, active, 0)
-        return self._recent_ends.find(offset)
+    def _read_result(self, found: SegmentRead) -> ReadResult:
+        return ReadResult(
+            found.records, found.next_offset, self._log_start_offset, self._log_end_offset, found.records_count
+        )
+
+    def _known_position(self, offset: int) -> LogPosition | None:
+        """Where ``offset``'s batch starts when that is known without I/O (under the lock): a
+        segment's base offset, where a recent append or read ended. None otherwise, or when
+        ``offset`` is outside the log or the log is closed."""
+        if self._closed or not self._log_start_offset <= offset <= self._log_end_offset:
+            return None
+        segment = self._segments[max(0, bisect.bisect_right(self._bases, offset) - 1)]
+        if offset == segment.base_offset:
+            return LogPosition(offset, segment, 0)
+        position = segment.read_end_position(offset)
+        if position is not None:
+            return LogPosition(offset, segment, position)
+        appended = self._recent_ends.find(offset)
+        return appended if appended is not None and appended.segment is segment else None
 
     def position(self, offset: int) -> LogPosition:
         """Where a read from ``offset`` starts (the batch holding it; the log end's segment end
@@ -651,6 +657,17 @@ class PartitionLog:
                 )
             segment = self._segments[max(0, bisect.bisect_right(self._bases, offset) - 1)]
             return LogPosition(offset, segment, segment.position_of(offset))
+
+    def known_position(self, offset: int) -> LogPosition | None:
+        """``position`` when it is known without I/O and no other thread holds the log (so on an
+        event loop): ``offset`` is a segment's base offset, or where a recent append or read
+        ended (a consumer or follower caught up, or reading on sequentially). None otherwise."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._known_position(offset)
+        finally:
+            self._lock.release()
 
     def bytes_until(self, start: LogPosition, end_offset: int) -> int | None:
         """Bytes of the batches from ``start`` up to ``end_offset`` (the high-water mark), without
@@ -918,7 +935,7 @@ def _first_record_at(
     segment: LogSegment, header: BatchHeader, timestamp_ms: int, log_start_offset: int
 ) -> TimestampOffset | None:
     """The first record of the batch ``header`` names with a timestamp >= ``timestamp_ms``."""
-    data, _, _ = segment.read(header.base_offset, header.size_bytes, None, True)
+    data = segment.read(header.base_offset, header.size_bytes, None, True).records
     batch = decode_batch(data)
     log_append_time = batch.header.timestamp_type is TimestampType.LOG_APPEND_TIME
     for record in batch.records:

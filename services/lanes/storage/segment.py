@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import NamedTuple
 
 from lanes.errors import LanesError
 from lanes.protocol.records import (
@@ -30,7 +31,7 @@ from lanes.protocol.records import (
     BatchHeader,
     validate_batch,
 )
-from lanes.storage.files import FileCache, pread_exact, pwritev_all, storage_error
+from lanes.storage.files import FileCache, pread_cached, pread_exact, pwritev_all, storage_error
 from lanes.storage.index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"
@@ -40,6 +41,20 @@ TIME_INDEX_SUFFIX = ".timeindex"
 MAX_RELATIVE_OFFSET = 2**31 - 1
 _SCAN_CHUNK_BYTES = 64 * 1024
 _RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
+#: where recent reads ended, remembered per segment (consumers of a few groups, followers)
+READ_ENDS = 8
+
+
+class SegmentRead(NamedTuple):
+    """Batches read from one segment: their bytes, the offset after the last one (the offset
+    asked for when none), the records in them (from their headers), and ``past_end``: the
+    segment holds no batch at or after the offset (a log's read goes on to the next segment;
+    otherwise an empty read means a limit stopped it, and nothing later may be returned)."""
+
+    records: bytes
+    next_offset: int
+    records_count: int
+    past_end: bool
 
 
 def segment_stem(base_offset: int) -> str:
@@ -67,8 +82,9 @@ class LogSegment:
         self._offset_of_max_timestamp = base_offset
         self._bytes_since_index = 0
         self._first_batch_timestamp: int | None = None
-        # Where the last read ended: consumers read sequentially, so the next read starts here.
-        self._read_cursor: tuple[int, int] | None = None
+        # offset -> position where the last ``READ_ENDS`` reads ended, oldest first: consumers and
+        # followers read on sequentially, so their next reads start there (no index lookup)
+        self._read_ends: dict[int, int] = {}
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, files: FileCache, index_interval_bytes: int) -> LogSegment:
@@ -212,9 +228,9 @@ class LogSegment:
 
     def position_of(self, offset: int) -> int:
         """Position of the first batch whose last offset is >= ``offset`` (size_bytes if none)."""
-        cursor = self._read_cursor
-        if cursor is not None and cursor[0] == offset:
-            return cursor[1]
+        known = self._read_ends.get(offset)
+        if known is not None:
+            return known
         _, position = self.index.lookup(offset)
         for batch_position, header in self.batch_headers(position):
             if header.last_offset >= offset:
@@ -228,40 +244,83 @@ class LogSegment:
         upper_bound_offset: int | None,
         min_one_batch: bool,
         position: int | None = None,
-    ) -> tuple[bytes, int, int]:
+    ) -> SegmentRead:
         """Whole batches from the one containing ``offset``: at most ``max_bytes`` (except one
         batch when ``min_one_batch``), only batches ending below ``upper_bound_offset``.
         ``position``: where that batch starts, when the caller knows it (else the index and the
-        batch headers tell).
-
-        Returns the bytes, the offset after the last batch returned (``offset`` if none) and the
-        records in those batches (from their headers).
-        """
+        batch headers tell)."""
         if position is None:
             position = self.position_of(offset)
+        with self._files.lease(self.log_path) as fd:
+            found = self._read_at(
+                fd, offset, max_bytes, upper_bound_offset, min_one_batch, position=position, cached=False
+            )
+        assert found is not None  # (only a cached read declines)
+        return found
+
+    def read_cached(
+        self, offset: int, max_bytes: int, upper_bound_offset: int | None, min_one_batch: bool, position: int
+    ) -> SegmentRead | None:
+        """``read`` from ``position`` (the batch holding ``offset``), only when it waits for nothing
+        and reads no more than asked: the file is open already, every byte it reads is in the page
+        cache (``pread_cached``) and a first batch larger than ``max_bytes`` is not to be
+        returned. None otherwise (nothing read; ``read`` would)."""
+        with self._files.lease_if_open(self.log_path) as fd:
+            if fd is None:
+                return None
+            return self._read_at(
+                fd, offset, max_bytes, upper_bound_offset, min_one_batch, position=position, cached=True
+            )
+
+    def _read_at(
+        self,
+        fd: int,
+        offset: int,
+        max_bytes: int,
+        upper_bound_offset: int | None,
+        min_one_batch: bool,
+        *,
+        position: int,
+        cached: bool,
+    ) -> SegmentRead | None:
         available = self.size_bytes - position
         if available <= 0:
-            return b"", offset, 0
+            return SegmentRead(b"", offset, 0, past_end=True)
+        size = min(max(max_bytes, HEADER_BYTES), available)
+        chunk = pread_cached(fd, size, position) if cached else pread_exact(fd, size, position)
+        if chunk is None:
+            return None
         taken = 0
         records = 0
         next_offset = offset
-        with self._files.lease(self.log_path) as fd:
-            chunk = pread_exact(fd, min(max(max_bytes, HEADER_BYTES), available), position)
-            while taken + HEADER_BYTES <= len(chunk):
-                header = BatchHeader._make(HEADER.unpack_from(chunk, taken))
-                if upper_bound_offset is not None and header.last_offset >= upper_bound_offset:
-                    break
-                if taken + header.size_bytes > len(chunk):
-                    if taken == 0 and min_one_batch:  # a first batch larger than max_bytes
-                        chunk = pread_exact(fd, header.size_bytes, position)
-                        taken, next_offset, records = len(chunk), header.next_offset, header.records_count
-                    break
-                taken += header.size_bytes
-                records += header.records_count
-                next_offset = header.next_offset
+        while taken + HEADER_BYTES <= len(chunk):
+            header = BatchHeader._make(HEADER.unpack_from(chunk, taken))
+            if upper_bound_offset is not None and header.last_offset >= upper_bound_offset:
+                break
+            if taken + header.size_bytes > len(chunk):
+                if taken == 0 and min_one_batch:  # a first batch larger than max_bytes
+                    if cached:
+                        return None
+                    chunk = pread_exact(fd, header.size_bytes, position)
+                    taken, next_offset, records = len(chunk), header.next_offset, header.records_count
+                break
+            taken += header.size_bytes
+            records += header.records_count
+            next_offset = header.next_offset
         if taken:
-            self._read_cursor = (next_offset, position + taken)
-        return chunk[:taken], next_offset, records  # the chunk itself (no copy) when all of it was taken
+            self._note_read_end(next_offset, position + taken)
+        # the chunk itself (no copy) when all of it was taken
+        return SegmentRead(chunk[:taken], next_offset, records, past_end=False)
+
+    def _note_read_end(self, offset: int, position: int) -> None:
+        ends = self._read_ends
+        if offset not in ends and len(ends) >= READ_ENDS:
+            del ends[next(iter(ends))]  # the oldest
+        ends[offset] = position
+
+    def read_end_position(self, offset: int) -> int | None:
+        """Where ``offset``'s batch starts when a recent read ended there (no I/O), else None."""
+        return self._read_ends.get(offset)
 
     # -----------------------------------------------------------------------------------------
     # recovery and truncation
@@ -286,7 +345,7 @@ class LogSegment:
         self._offset_of_max_timestamp = self.base_offset
         self._bytes_since_index = 0
         self._first_batch_timestamp = None
-        self._read_cursor = None
+        self._read_ends = {}
         file_size = self.log_path.stat().st_size
         position = 0  # file position of the next batch
         chunk, chunk_start = b"", 0
@@ -348,7 +407,7 @@ class LogSegment:
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose last offset is >= ``offset``; return the new next offset."""
         position = self.position_of(offset)
-        self._read_cursor = None
+        self._read_ends = {}
         if position < self.size_bytes:
             with self._files.lease(self.log_path) as fd:
                 os.ftruncate(fd, position)
