@@ -287,6 +287,12 @@ class LogSegment:
         if available <= 0:
             return SegmentRead(b"", offset, 0, past_end=True)
         size = min(max(max_bytes, HEADER_BYTES), available)
+        if cached and size < available:  # the first batch may not fit: its header says, before a copy
+            head = pread_cached(fd, HEADER_BYTES, position)
+            if head is None:
+                return None
+            if BatchHeader._make(HEADER.unpack_from(head)).size_bytes > size:
+                return None if min_one_batch else SegmentRead(b"", offset, 0, past_end=False)
         chunk = pread_cached(fd, size, position) if cached else pread_exact(fd, size, position)
         if chunk is None:
             return None
