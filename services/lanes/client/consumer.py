@@ -600,6 +600,12 @@ class AsyncConsumer:
             if records or deadline.expired():
                 return records
 
+    async def _next_step_or_records(self, deadline: Deadline) -> Step | list[ConsumerRecord]:
+        """The synchronous ``poll``'s one trip to the loop: the next rebalance step when there is
+        one (its listener then runs on the caller's thread), else ``_poll_records``."""
+        step = await self._next_group_step()
+        return step if step is not None else await self._poll_records(deadline)
+
     async def _poll_records(self, deadline: Deadline) -> list[ConsumerRecord]:
         """Records from owned partitions until ``deadline``; returns early (empty) when a group
         member owns nothing yet or the group's assignment changed."""
@@ -709,12 +715,13 @@ class Consumer:
         while True:
             if consumer._group is not None:
                 consumer._group.polled()
-            while (step := _loop.run(consumer._next_group_step())) is not None:
-                consumer._listener_call(step)()
-                _loop.run(_call(consumer._finish_group_step, step))
-            records = _loop.run(consumer._poll_records(deadline))
-            if records or deadline.expired():
-                return records
+            outcome = _loop.run(consumer._next_step_or_records(deadline))
+            if isinstance(outcome, Step):
+                consumer._listener_call(outcome)()
+                _loop.run(_call(consumer._finish_group_step, outcome))
+                continue  # the next step, if any, before records
+            if outcome or deadline.expired():
+                return outcome
 
     def commit(
         self,
