@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import grpc
 
 from lanes.allocator import keep_freed_memory
 from lanes.errors import ErrorCode, LanesError, error_for
-from lanes.rpc.channels import ChannelCache
+from lanes.rpc.channels import ChannelCache, StubT
 from lanes.rpc.credentials import ClientCredentials, client_credentials
 from lanes.rpc.tls import ClientTls
 from lanes.rpc.wire import security_refusal
@@ -95,7 +95,11 @@ class ClusterView:
 
     def stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         """A broker stub on the (cached) channel to ``address``."""
-        return broker_pb2_grpc.BrokerStub(self.channel(address))  # type: ignore[no-untyped-call]
+        return self._channels.stub(address, broker_pb2_grpc.BrokerStub)
+
+    def stub_of(self, address: str, stub_class: Callable[[grpc.aio.Channel], StubT]) -> StubT:
+        """A ``stub_class`` on the (cached) channel to ``address``, made once per channel."""
+        return self._channels.stub(address, stub_class)
 
     def channel(self, address: str) -> grpc.aio.Channel:
         """The (cached) channel to ``address``, for any service there."""

@@ -69,7 +69,7 @@ class Coordinators:
 
     def stub(self, address: str) -> coordinator_pb2_grpc.GroupCoordinatorStub:
         """A GroupCoordinator stub on the cached channel to ``address``."""
-        return coordinator_pb2_grpc.GroupCoordinatorStub(self.cluster.channel(address))  # type: ignore[no-untyped-call]
+        return self.cluster.stub_of(address, coordinator_pb2_grpc.GroupCoordinatorStub)
 
     async def addresses(self) -> list[str]:
         """Every live coordinator's address (asks a broker when none is known), starting with a

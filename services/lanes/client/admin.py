@@ -239,7 +239,7 @@ class AsyncAdmin:
         answered = False
         for address in self.bootstrap:
             try:
-                stub = broker_pb2_grpc.BrokerStub(self._channels.get(address))  # type: ignore[no-untyped-call]
+                stub = self._channels.stub(address, broker_pb2_grpc.BrokerStub)
                 metadata = await stub.Metadata(broker_pb2.MetadataRequest(cluster_only=True), timeout=self._timeout_s)
             except grpc.aio.AioRpcError as exc:
                 refused = security_refusal(exc)
@@ -280,8 +280,7 @@ class AsyncAdmin:
                     await backoff.pause()
                     continue
             try:
-                channel = self._channels.get(self._controller)
-                return await call(controller_pb2_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
+                return await call(self._channels.stub(self._controller, controller_pb2_grpc.ControllerStub))
             except grpc.aio.AioRpcError as exc:
                 refused = security_refusal(exc)
                 if refused is not None:
@@ -504,7 +503,7 @@ class AsyncAdmin:
         async def ask(broker: BrokerInfo) -> broker_pb2.DescribeLogsResponse:
             address = f"{broker.host}:{broker.port}"
             try:
-                stub = broker_pb2_grpc.BrokerStub(self._channels.get(address))  # type: ignore[no-untyped-call]
+                stub = self._channels.stub(address, broker_pb2_grpc.BrokerStub)
                 answer: broker_pb2.DescribeLogsResponse = await stub.DescribeLogs(
                     broker_pb2.DescribeLogsRequest(topics=list(topics)), timeout=self._timeout_s
                 )

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 import grpc
 
@@ -19,6 +21,8 @@ from lanes.rpc.call_metadata import CLIENT_ID_KEY, MetadataChannel, MetadataPair
 from lanes.rpc.credentials import Credentials, UserPassword
 from lanes.rpc.sessions import SessionChannel
 from lanes.rpc.tls import ClientTls, process_tls
+
+StubT = TypeVar("StubT")
 
 #: Largest message a Lanes channel or server sends or accepts.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -109,6 +113,8 @@ class ChannelCache:
         self._stamp: tuple[int, ...] = ()
         self._checked_at = -_TLS_CHECK_INTERVAL_S
         self._retiring: set[asyncio.Task[None]] = set()
+        #: (address, stub class) -> (the channel it was made on, the stub)
+        self._stubs: dict[tuple[str, object], tuple[grpc.aio.Channel, object]] = {}
 
     def _current_stamp(self) -> tuple[int, ...]:
         now = time.monotonic()
@@ -137,6 +143,16 @@ class ChannelCache:
         )
         self._channels[address] = (channel, stamp)
         return channel
+
+    def stub(self, address: str, stub_class: Callable[[grpc.aio.Channel], StubT]) -> StubT:
+        """A ``stub_class`` on the channel ``get`` gives, made once per channel: a generated stub
+        builds a callable per method of its service, too much for every request."""
+        channel = self.get(address)
+        key = (address, stub_class)
+        kept = self._stubs.get(key)
+        if kept is None or kept[0] is not channel:
+            kept = self._stubs[key] = (channel, stub_class(channel))
+        return cast(StubT, kept[1])
 
     def _retire(self, channel: grpc.aio.Channel) -> None:
         task = asyncio.get_running_loop().create_task(channel.close(grace=RETIRE_GRACE_S))
