@@ -325,3 +325,65 @@ async def read_back_all(address: str) -> list[bytes]:
         stub = broker_pb2_grpc.BrokerStub(channel)
         part = (await stub.Fetch(fetch("events", 0, 0))).topics[0].partitions[0]
         return [r.value or b"" for b in decode_batches(part.records) for r in b.records]
+
+
+def test_a_fetch_stream_reads_on_while_its_answers_come_back_full(tmp_path: Path) -> None:
+    """FetchStream: the first answer is Fetch's; while answers come back full the broker reads on
+    from where each ended (every record once, in order), at most 8 answers; a caught-up stream is
+    one long-poll, an error ends it."""
+    log = tmp_path / "services.log"
+    controller = start_controller(tmp_path / "controller", free_port(), log)
+    broker = start_broker(1, tmp_path / "broker-1", controller.address, free_port(), log)
+
+    def stream_request(offset: int, partition_max_bytes: int, partition: int = 0, max_wait_ms: int = 0):  # type: ignore[no-untyped-def]
+        request = fetch("backlog", partition, offset, max_wait_ms=max_wait_ms)
+        request.topics[0].partitions[0].partition_max_bytes = partition_max_bytes
+        return request
+
+    async def check() -> None:
+        await create_topic(controller.address, "backlog")
+        async with client_channel(broker.address) as channel:
+            stub = broker_pb2_grpc.BrokerStub(channel)
+            for first in range(0, 400, 10):
+                values = [b"%04d" % (first + i) + b"v" * 996 for i in range(10)]
+                answer = await wait_for(lambda v=values: _produced(stub, v), "the broker to lead the partition")
+                assert answer.error.code == ErrorCode.NONE, answer.error.message
+
+            async def answers_of(request: broker_pb2.FetchRequest) -> list[broker_pb2.FetchPartitionResponse]:
+                return [answer.topics[0].partitions[0] async for answer in stub.FetchStream(request)]
+
+            backlog = await answers_of(stream_request(0, 64 * 1024))
+            assert 1 < len(backlog) < 8
+            values = [
+                record.value[:4] for part in backlog for b in decode_batches(part.records) for record in b.records
+            ]
+            assert values == [b"%04d" % i for i in range(400)], "every record once, in order, across the answers"
+            assert all(len(part.records) >= 48 * 1024 for part in backlog[:-1]), "read on only after a full answer"
+            assert len(backlog[-1].records) < 48 * 1024, "the stream ends after one that is not full"
+
+            capped = await answers_of(stream_request(0, 12 * 1024))  # one batch each, full
+            assert len(capped) == 8, "at most 8 answers"
+            ends = [decode_batches(part.records)[-1].records[-1].offset for part in capped]
+            assert ends == sorted(ends)
+
+            started = time.monotonic()
+            caught_up = await answers_of(stream_request(400, 64 * 1024, max_wait_ms=300))
+            assert [part.records for part in caught_up] == [b""], "caught up: one long-poll"
+            assert time.monotonic() - started >= 0.25
+
+            refused = await answers_of(stream_request(0, 64 * 1024, partition=7))
+            assert [part.error.code for part in refused] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+
+    try:
+        asyncio.run(check())
+    finally:
+        broker.terminate()
+        controller.terminate()
+
+
+async def _produced(
+    stub: broker_pb2_grpc.BrokerStub, values: list[bytes]
+) -> broker_pb2.PartitionProduceResponse | None:
+    answer = (await stub.Produce(produce("backlog", 0, batch(values), common_pb2.ACKS_LEADER))).topics[0].partitions[0]
+    waiting = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE)
+    return None if answer.error.code in waiting else answer

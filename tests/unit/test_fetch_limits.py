@@ -319,3 +319,37 @@ def test_one_turn_of_the_loop_runs_only_a_few_light_jobs_the_rest_go_to_a_trip(
     asyncio.run(woken_at_once())
     assert on_loop.count(True) == batched_reads.LIGHT_RUNS_PER_TURN + 1
     assert sum(trips) == 100 - batched_reads.LIGHT_RUNS_PER_TURN
+
+
+def test_a_full_answer_reads_on_where_it_ended_and_a_short_or_failed_one_ends_the_stream(tmp_path: Path) -> None:
+    """``ConsumerFetch.read_on`` (FetchStream): after an answer with at least three quarters of
+    what the request lets it return, the next request continues from after its last batch,
+    without waiting; after a short answer (caught up) or an error, none."""
+    partition = open_partition(tmp_path)
+    lead(partition, 1)
+    fill(partition, end=40)  # 10 batches of 4
+    partition.log.update_high_watermark(partition.log.log_end_offset)
+    batch_bytes = len(partition.log.read(0, 1).records)
+
+    def answered(request: broker_pb2.FetchRequest) -> ConsumerFetch:
+        fetch = ConsumerFetch(request, default_partition_max_bytes=1 << 20)
+        fetch.measure(lambda *_: partition, SharedReads())
+        fetch.read(lambda *_: partition, 1 << 20, SharedReads())
+        return fetch
+
+    request = fetch_request(0, partition_max_bytes=3 * batch_bytes)
+    request.max_wait_ms = 500
+    full = answered(request)
+    continued = full.read_on(request, 1 << 20)
+    assert continued is not None
+    assert continued.topics[0].partitions[0].fetch_offset == 12, "after the three batches read"
+    assert continued.max_wait_ms == 0, "reads what is there, does not wait"
+    assert continued.topics[0].partitions[0].partition_max_bytes == 3 * batch_bytes
+
+    short = answered(fetch_request(36, partition_max_bytes=3 * batch_bytes))  # the last batch only
+    assert short.read_on(fetch_request(36, partition_max_bytes=3 * batch_bytes), 1 << 20) is None
+
+    failed = ConsumerFetch(fetch_request(99, partition_max_bytes=3 * batch_bytes), 1 << 20)
+    failed.measure(lambda *_: partition, SharedReads())
+    assert failed.errors
+    assert failed.read_on(fetch_request(99), 1 << 20) is None

@@ -60,6 +60,9 @@ class FetchSlot:
     limit_bytes: int
     records: bytes = b""
     records_count: int = 0
+    #: where the next fetch of the partition continues: after the last batch read (``offset``
+    #: when none was)
+    next_offset: int = 0
     #: answered with an error, or its log moved under the fetch: it reads no more
     closed: bool = False
     start: LogPosition | None = None
@@ -84,6 +87,7 @@ class ConsumerFetch:
                         wanted.current_leader_epoch,
                         wanted.fetch_offset,
                         wanted.partition_max_bytes if wanted.partition_max_bytes > 0 else default_partition_max_bytes,
+                        next_offset=wanted.fetch_offset,
                     )
                 )
         self.keys = [slot.key for slot in self.slots]
@@ -156,6 +160,7 @@ class ConsumerFetch:
         for slot in self.slots:
             if not slot.closed:
                 slot.records, slot.records_count = b"", 0
+            slot.next_offset = slot.offset
         for slot in self.slots:
             led = self._resolved(slot, resolve)
             if led is None:
@@ -171,8 +176,30 @@ class ConsumerFetch:
                 self._close(slot, wire_error(ErrorCode.OFFSET_OUT_OF_RANGE, exc.message))
                 continue
             slot.records, slot.records_count = read.records, read.records_count
+            if read.records:
+                slot.next_offset = read.next_offset
             self.read_bytes += len(read.records)
         return self.read_bytes
+
+    def read_on(self, request: broker_pb2.FetchRequest, max_bytes: int) -> broker_pb2.FetchRequest | None:
+        """``request`` (the one this fetch answers, capped at ``max_bytes``) continued where this
+        answer ended, without waiting (``FetchStream``): each partition from after its last
+        batch, the same offset when it returned none. None when this answer is the stream's last:
+        a partition answered an error, or the answer is not full (its records under three
+        quarters of what the request lets it return: the consumer is caught up)."""
+        if self.errors or not self.slots:
+            return None
+        allowed = min(max_bytes, sum(slot.limit_bytes for slot in self.slots))
+        if self.read_bytes * 4 < allowed * 3:
+            return None
+        continued = broker_pb2.FetchRequest()
+        continued.CopyFrom(request)
+        continued.max_wait_ms = 0
+        slots = iter(self.slots)  # (in request order)
+        for topic in continued.topics:
+            for wanted in topic.partitions:
+                wanted.fetch_offset = next(slots).next_offset
+        return continued
 
     def _resolved(self, slot: FetchSlot, resolve: Resolve) -> Partition | None:
         """The partition to read ``slot`` from, its answer's offsets set; None (and the slot

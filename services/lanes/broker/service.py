@@ -7,7 +7,8 @@ call at all is the server's guard, ``lanes.runtime.access.guard``), asks the bro
 - ``Metadata`` from the image (the controller is never on the data path);
 - ``Produce`` and ``ProduceStream``: appends with acks 0, 1 and all (``ReplicaManager.append``);
 - ``Fetch``: whole batches up to the high-water mark, long-polling for ``min_bytes`` up to
-  ``max_wait_ms`` within the broker's fetch memory (``ConsumerFetches``);
+  ``max_wait_ms`` within the broker's fetch memory (``ConsumerFetches``); ``FetchStream``: the
+  same, reading on where each full answer ended (the consumer decodes one while the next is read);
 - ``ListOffsets``, ``OffsetForLeaderEpoch``, ``DeleteRecords`` (``ReplicaManager``);
 - ``ReplicaFetch``: followers' long-polls (``ReplicaFetches``), from the broker they claim to be;
 - ``InitProducerId``: ids for idempotent producers (``ProducerIds``);
@@ -22,7 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import NamedTuple
 
 import grpc
 
@@ -42,6 +44,22 @@ from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 #: Produce requests one stream may have waiting for their answers (``ProduceStream``).
 STREAM_UNANSWERED_BYTES = 64 * 1024 * 1024
+#: answers of one ``FetchStream`` at most
+FETCH_STREAM_ANSWERS = 8
+
+
+class _ServedFetch(NamedTuple):
+    """A fetch's response, ``release`` (call once gRPC sent it: its records' memory goes back
+    to the broker's fetch memory) and the request reading on from where it ended, if any
+    (``ConsumerFetch.read_on``)."""
+
+    response: broker_pb2.FetchResponse
+    release: Callable[[], None]
+    read_on: broker_pb2.FetchRequest | None
+
+
+def _nothing_held() -> None:
+    """``release`` of a fetch that holds no memory."""
 
 
 def _writer(call: RequestContext) -> Writer:
@@ -266,16 +284,40 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Fetch(  # noqa: N802
         self, request: broker_pb2.FetchRequest, context: ServicerContext
     ) -> broker_pb2.FetchResponse:
+        """One fetch (``_fetch``); the memory its records hold goes back once gRPC sent it."""
+        served = await self._fetch(request, request_context(context))
+        release = served.release  # (the callback must not keep the response alive)
+        context.add_done_callback(lambda _: release())  # type: ignore[arg-type]
+        return served.response
+
+    async def FetchStream(  # noqa: N802
+        self, request: broker_pb2.FetchRequest, context: ServicerContext
+    ) -> AsyncIterator[broker_pb2.FetchResponse]:
+        """Fetches read on, each from where the last answer ended, while answers come back full
+        (``ConsumerFetch.read_on``), at most ``FETCH_STREAM_ANSWERS``; the next is read while
+        gRPC sends this one to the consumer, who decodes it meanwhile. Ends after a throttle."""
+        call = request_context(context)
+        next_request: broker_pb2.FetchRequest | None = request
+        for _ in range(FETCH_STREAM_ANSWERS):
+            if next_request is None:
+                return
+            served = await self._fetch(next_request, call)
+            try:
+                yield served.response
+            finally:
+                served.release()
+            next_request = served.read_on if not served.response.throttle_time_ms else None
+
+    async def _fetch(self, request: broker_pb2.FetchRequest, call: RequestContext) -> _ServedFetch:
         """Sizes and wait are capped (``lanes.broker.fetch_limits``; a quota caps the size to what
         its window allows); a caller under a quota is muted while it owes, then what it may read
         is reserved (so its concurrent fetches wait their turn too) and corrected by what was sent."""
-        call = request_context(context)
         limited = self._quota_of(call, CONSUMER_BYTE_RATE, [topic.topic for topic in request.topics])
         cap_bytes = self._fetch_max_bytes if limited is None else min(self._fetch_max_bytes, window_bytes(limited[1]))
         limits = FetchLimits.clamp(request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=cap_bytes)
         fetch = ConsumerFetch(request, limits.max_bytes)
         if not fetch.keys:
-            return fetch.response  # nothing to wait for (Kafka answers at once too)
+            return _ServedFetch(fetch.response, _nothing_held, None)  # nothing to wait for (Kafka answers at once too)
         reserved = limits.max_bytes if limited is not None else 0
         await self._quotas.admit(CONSUMER_BYTE_RATE, limited, reserved)
         sent_bytes = 0
@@ -283,8 +325,6 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             answer = await self._node.consumer_fetches.fetch(
                 fetch, limits, call.caller.principal if call.caller is not None else ""
             )
-            release = answer.release  # (the callback must not keep the response alive)
-            context.add_done_callback(lambda _: release())  # type: ignore[arg-type]  # memory held until sent
             response, sent = answer.response, answer.sent
             sent_bytes = sum(size for size, _ in sent.values())
         finally:
@@ -296,7 +336,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             self._metrics.partition_error("Fetch", code)
         for topic, (size, records) in sent.items():
             self._metrics.fetched(topic, size, records)
-        return response
+        return _ServedFetch(response, answer.release, fetch.read_on(request, limits.max_bytes))
 
     # -----------------------------------------------------------------------------------------
     # Replication (leader side)

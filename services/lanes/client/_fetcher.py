@@ -8,8 +8,11 @@ partitions and fetched-but-unreturned records, and fetches from each partition's
   ones brought; each asks for every owned partition from where its buffer ends. Fetched
   batches are buffered as their wire bytes and decoded a batch at a time as polls take records
   (``_Buffered``); a fetch that brought records starts the next when it lands, until
-  ``fetch_max_bytes`` wait to be decoded, so the broker reads ahead while polls decode. Any
-  change of ownership or position drops the buffer and the fetch under way (``drop_prefetch``).
+  ``fetch_max_bytes`` wait to be decoded, so the broker reads ahead while polls decode. A fetch
+  is a ``FetchStream`` call: while its answers come back full, the broker reads on from where
+  each ended and sends that too (decision 0050), each answer buffered as it arrives (a waiting
+  poll wakes at the first). Any change of ownership or position drops the buffer and the fetch
+  under way (``drop_prefetch``).
 - A moved leader is found again through metadata; OFFSET_OUT_OF_RANGE resets the position.
 
 Owned by the client's event loop.
@@ -20,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import NamedTuple
 
 import grpc
@@ -230,6 +233,10 @@ class Fetcher:
         #: records the latest fetch brought (all partitions): if any, it starts the next when it lands
         self._last_fetch_records = 0
         self._prefetch: asyncio.Task[None] | None = None
+        #: set when an answer of the fetch under way is buffered (a poll waiting for records wakes)
+        self._arrived: asyncio.Future[None] | None = None
+        #: brokers that do not offer FetchStream (an older version): asked with Fetch
+        self._unary_fetch_only: set[str] = set()
 
     # -----------------------------------------------------------------------------------------
     # ownership and positions
@@ -393,7 +400,7 @@ class Fetcher:
                 if self._prefetch is None:
                     self._start_fetch(int(deadline.remaining_s() * 1000))
                 if self._prefetch is not None:
-                    await asyncio.wait([self._prefetch], timeout=deadline.remaining_s())
+                    await self._wait_for_answer(self._prefetch, deadline)
                     self._collect_prefetch()  # raises once what it raised
                 else:  # nothing to fetch (every partition paused): not a busy wait until the deadline
                     await asyncio.sleep(min(deadline.remaining_s(), _RETRY_PAUSE_S))
@@ -405,6 +412,17 @@ class Fetcher:
                 if self._prefetch is None:
                     self._start_fetch(self._max_wait_ms)
                 return records
+
+    async def _wait_for_answer(self, fetch: asyncio.Task[None], deadline: Deadline) -> None:
+        """Until ``fetch`` buffers an answer (a stream's first: its later ones arrive while the
+        caller works) or ends, or ``deadline``."""
+        arrived: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._arrived = arrived
+        try:
+            await asyncio.wait([fetch, arrived], timeout=deadline.remaining_s(), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._arrived = None
+            arrived.cancel()
 
     def _collect_prefetch(self) -> None:
         """Forget the fetch under way once it finished, raising what it raised."""
@@ -590,11 +608,43 @@ class Fetcher:
         request = broker_pb2.FetchRequest(
             max_wait_ms=max_wait_ms, min_bytes=self._min_bytes, max_bytes=self._max_bytes, topics=list(topics.values())
         )
+        timeout_s = self._timeout_s + max_wait_ms / 1000
+        stub = self._cluster.stub(address)
+        stream = None if address in self._unary_fetch_only else stub.FetchStream(request, timeout=timeout_s)
+        answers: AsyncIterator[broker_pb2.FetchResponse] = (
+            _one(stub.Fetch(request, timeout=timeout_s)) if stream is None else stream
+        )
+        failed = False
         try:
-            answer = await self._cluster.stub(address).Fetch(request, timeout=self._timeout_s + max_wait_ms / 1000)
-        except grpc.aio.AioRpcError:
+            async for answer in answers:
+                failed = self._take_answer(answer, address, fetched, epochs) or failed
+                for partition in fetched:  # the stream's next answer reads on from there
+                    buffered = self._buffer.get(partition)
+                    if buffered is not None:
+                        fetched[partition] = buffered.end_offset
+                if sum(buffered.fetched_bytes for buffered in self._buffer.values()) >= self._max_bytes:
+                    break  # enough to decode: the rest waits for the next fetch
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() is grpc.StatusCode.UNIMPLEMENTED and address not in self._unary_fetch_only:
+                self._unary_fetch_only.add(address)  # asked again at the next fetch, with Fetch
+                return
             self._forget_leaders(partitions, suspect=address)
             return
+        finally:
+            if stream is not None:
+                stream.cancel()  # (nothing when it ended: a broken-off stream stops the broker reading)
+        if failed:
+            await asyncio.sleep(_RETRY_PAUSE_S)  # the next fetch looks the leaders up again
+
+    def _take_answer(
+        self,
+        answer: broker_pb2.FetchResponse,
+        address: str,
+        fetched: dict[TopicPartition, int],
+        epochs: dict[TopicPartition, int],
+    ) -> bool:
+        """Buffer one answer of a fetch from ``address`` that read each partition from
+        ``fetched``; whether a partition was refused (the leaders are looked up again)."""
         self._cluster.throttle(address, answer.throttle_time_ms)
         failed = False
         for topic in answer.topics:
@@ -616,9 +666,10 @@ class Fetcher:
                     continue
                 if partition in fetched:  # served by the leader of this epoch: positions hold there
                     self._checked_epochs[partition] = max(self._checked_epochs.get(partition, -1), epochs[partition])
-                self._buffer_fetched(partition, fetched[partition], topic.topic, part)
-        if failed:
-            await asyncio.sleep(_RETRY_PAUSE_S)  # the next fetch looks the leaders up again
+                    self._buffer_fetched(partition, fetched[partition], topic.topic, part)
+        if self._arrived is not None and not self._arrived.done():
+            self._arrived.set_result(None)
+        return failed
 
     def _buffer_fetched(
         self, partition: TopicPartition, offset: int, topic: str, part: broker_pb2.FetchPartitionResponse
@@ -656,3 +707,8 @@ class Fetcher:
                     f"{partition.topic} has partitions 0..{count - 1}; partition {partition.partition} does not exist "
                     "(assign an existing one, or add partitions with Admin.create_partitions)",
                 )
+
+
+async def _one(call: Awaitable[broker_pb2.FetchResponse]) -> AsyncIterator[broker_pb2.FetchResponse]:
+    """A unary call's answer as a stream of one."""
+    yield await call

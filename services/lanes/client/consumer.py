@@ -128,7 +128,7 @@ class AsyncConsumer:
         fetch_min_bytes: int = 1,
         fetch_max_wait_ms: int = 500,
         fetch_max_bytes: int = 50 * 1024 * 1024,
-        max_partition_fetch_bytes: int = 4 * 1024 * 1024,
+        max_partition_fetch_bytes: int = 1024 * 1024,
         max_poll_records: int = 500,
         request_timeout_ms: int = 30_000,
         clock: Clock = SYSTEM_CLOCK,

@@ -55,6 +55,11 @@ class BrokerStub:
                 request_serializer=lanes_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
                 response_deserializer=lanes_dot_v1_dot_broker__pb2.FetchResponse.FromString,
                 _registered_method=True)
+        self.FetchStream = channel.unary_stream(
+                '/lanes.v1.Broker/FetchStream',
+                request_serializer=lanes_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
+                response_deserializer=lanes_dot_v1_dot_broker__pb2.FetchResponse.FromString,
+                _registered_method=True)
         self.ListOffsets = channel.unary_unary(
                 '/lanes.v1.Broker/ListOffsets',
                 request_serializer=lanes_dot_v1_dot_broker__pb2.ListOffsetsRequest.SerializeToString,
@@ -123,6 +128,19 @@ class BrokerServicer:
 
     def Fetch(self, request, context):
         """Long-poll read of record batches up to the high-water mark (or last stable offset).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchStream(self, request, context):
+        """Fetch, read on: the first answer is Fetch's; while an answer comes back full (its records
+        at least three quarters of what the request lets it return: more is waiting), the broker
+        reads again from where each partition's answer ended, without waiting for more to arrive,
+        and sends that too, at most 8 answers in all. The stream ends after an answer that is not
+        full, carries an error or a throttle. A consumer takes each answer as that of a fetch from
+        where the previous one ended, and decodes one while the broker reads the next; it may cancel
+        the call when it holds enough. Needs READ on the topics, as Fetch does.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -201,6 +219,11 @@ def add_BrokerServicer_to_server(servicer, server):
             ),
             'Fetch': grpc.unary_unary_rpc_method_handler(
                     servicer.Fetch,
+                    request_deserializer=lanes_dot_v1_dot_broker__pb2.FetchRequest.FromString,
+                    response_serializer=lanes_dot_v1_dot_broker__pb2.FetchResponse.SerializeToString,
+            ),
+            'FetchStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.FetchStream,
                     request_deserializer=lanes_dot_v1_dot_broker__pb2.FetchRequest.FromString,
                     response_serializer=lanes_dot_v1_dot_broker__pb2.FetchResponse.SerializeToString,
             ),
@@ -347,6 +370,33 @@ class Broker:
             request,
             target,
             '/lanes.v1.Broker/Fetch',
+            lanes_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
+            lanes_dot_v1_dot_broker__pb2.FetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/lanes.v1.Broker/FetchStream',
             lanes_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
             lanes_dot_v1_dot_broker__pb2.FetchResponse.FromString,
             options,

@@ -6,7 +6,7 @@ A rule says what a call needs, from its request:
 - ``needs``: (operation, resource type, name) triples that must all be allowed, else the call
   ends with PERMISSION_DENIED naming the first refused one (a whole-call refusal: the request is
   about that resource, or about the cluster);
-- ``per_topic`` (Produce, ProduceStream, Fetch): the operation each named topic needs; topics
+- ``per_topic`` (Produce, ProduceStream, Fetch, FetchStream): the operation each named topic needs; topics
   refused are taken out of the request and answered with TOPIC_AUTHORIZATION_FAILED per
   partition, as Kafka does, so a producer writing two topics on one broker keeps the one it may;
 - ``per_resource`` (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
@@ -453,6 +453,7 @@ RULES: dict[str, Rule] = {
     method_name("Broker", "Produce"): Rule(per_topic=Operation.WRITE, kafka="Produce"),
     method_name("Broker", "ProduceStream"): Rule(per_topic=Operation.WRITE, kafka="Produce"),
     method_name("Broker", "Fetch"): Rule(per_topic=Operation.READ, kafka="Fetch"),
+    method_name("Broker", "FetchStream"): Rule(per_topic=Operation.READ, kafka="Fetch"),
     method_name("Broker", "ListOffsets"): Rule(per_topic=Operation.DESCRIBE, kafka="ListOffsets"),
     method_name("Broker", "ReplicaFetch"): _nodes_only("Fetch (a follower's)"),
     method_name("Broker", "OffsetForLeaderEpoch"): Rule(
