@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import lanes
+from lanes.cli.watch import scrape, total
 from lanes.client.consumer import TopicPartition
 from lanes.errors import LanesError
 from lanes.local.cluster import LocalCluster
@@ -138,3 +139,45 @@ def test_clients_left_open_deliver_and_exit_quietly(cluster: LocalCluster, tmp_p
     with lanes.Consumer(bootstrap) as consumer:
         ends = consumer.end_offsets([TopicPartition("left-open", p) for p in range(2)])
     assert sum(ends.values()) == 5_000
+
+
+def test_a_backlog_is_read_through_fetch_streams_every_record_once_in_order(cluster: LocalCluster) -> None:
+    """Decision 0050: a consumer behind reads through FetchStream calls (answers read on from where
+    each ended, a cancel when its buffers are full, a seek that cancels a stream under way): every
+    record once, in offset order, from where a seek put it."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("backlog", partitions=2, replication_factor=2)
+    with lanes.Producer(bootstrap) as producer:
+        for chunk in range(0, 6000, 40):  # batches of about 4 KiB (a request takes what waits: decision 0016)
+            sent = [
+                producer.send("backlog", b"%05d" % i + b"v" * 195, partition=i % 2) for i in range(chunk, chunk + 40)
+            ]
+            for future in sent:
+                future.result(timeout=30)
+    partitions = [TopicPartition("backlog", 0), TopicPartition("backlog", 1)]
+
+    def streams_answered() -> float:
+        samples, unreachable = scrape([str(broker["metrics"]) for broker in cluster.describe()["brokers"]])  # type: ignore[union-attr]
+        assert not unreachable
+        return total(samples, "lanes_rpc_duration_seconds_count", method="FetchStream")
+
+    before = streams_answered()
+    with lanes.Consumer(
+        bootstrap, max_poll_records=100, max_partition_fetch_bytes=16 * 1024, fetch_max_bytes=512 * 1024
+    ) as consumer:
+        consumer.assign(partitions)
+        consumer.seek_to_beginning()
+        first = poll_until(consumer, 2000)
+        consumer.seek(partitions[0], 10)  # while a stream is under way
+        rest = poll_until(consumer, 3000 - len([r for r in first if r.partition == 1]) + 2990)
+    assert streams_answered() - before >= 20, "the backlog came through FetchStream answers"
+    for number, partition in enumerate(partitions):
+        read = [r for r in first + rest if r.partition == partition.partition]
+        if number == 0:
+            before_seek = [r.offset for r in first if r.partition == 0]
+            assert before_seek == list(range(len(before_seek)))
+            read = [r for r in rest if r.partition == 0]
+            assert [r.offset for r in read] == list(range(10, 3000)), "from the seek on, once, in order"
+        else:
+            assert [r.offset for r in read] == list(range(3000)), "every record once, in order"
+        assert all(r.value[:5] == b"%05d" % (r.offset * 2 + number) for r in read)

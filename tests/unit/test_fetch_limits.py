@@ -322,9 +322,10 @@ def test_one_turn_of_the_loop_runs_only_a_few_light_jobs_the_rest_go_to_a_trip(
 
 
 def test_a_full_answer_reads_on_where_it_ended_and_a_short_or_failed_one_ends_the_stream(tmp_path: Path) -> None:
-    """``ConsumerFetch.read_on`` (FetchStream): after an answer with at least three quarters of
-    what the request lets it return, the next request continues from after its last batch,
-    without waiting; after a short answer (caught up) or an error, none."""
+    """``ConsumerFetch.read_on`` (FetchStream): after an answer where a partition brought at
+    least three quarters of its limit, the next request continues from after its last batch,
+    without waiting, within what is left of the request's budget; after a short answer (caught
+    up), an error, or with less than a partition's limit left, none."""
     partition = open_partition(tmp_path)
     lead(partition, 1)
     fill(partition, end=40)  # 10 batches of 4
@@ -345,6 +346,8 @@ def test_a_full_answer_reads_on_where_it_ended_and_a_short_or_failed_one_ends_th
     assert continued.topics[0].partitions[0].fetch_offset == 12, "after the three batches read"
     assert continued.max_wait_ms == 0, "reads what is there, does not wait"
     assert continued.topics[0].partitions[0].partition_max_bytes == 3 * batch_bytes
+    assert continued.max_bytes == (1 << 20) - 3 * batch_bytes, "the stream's answers share the request's budget"
+    assert full.read_on(request, 3 * batch_bytes + batch_bytes // 2) is None, "less than a partition's limit left"
 
     short = answered(fetch_request(36, partition_max_bytes=3 * batch_bytes))  # the last batch only
     assert short.read_on(fetch_request(36, partition_max_bytes=3 * batch_bytes), 1 << 20) is None

@@ -183,18 +183,24 @@ class ConsumerFetch:
 
     def read_on(self, request: broker_pb2.FetchRequest, max_bytes: int) -> broker_pb2.FetchRequest | None:
         """``request`` (the one this fetch answers, capped at ``max_bytes``) continued where this
-        answer ended, without waiting (``FetchStream``): each partition from after its last
-        batch, the same offset when it returned none. None when this answer is the stream's last:
-        a partition answered an error, or the answer is not full (its records under three
-        quarters of what the request lets it return: the consumer is caught up)."""
+        answer ended, without waiting, within what is left of ``max_bytes`` (a stream's answers
+        share the request's budget: the consumer's room; ``FetchStream``): each partition from
+        after its last batch, the same offset when it returned none. None when this answer is the
+        stream's last: a partition answered an error; the answer is not full (no partition
+        returned three quarters of its limit and the answer not three quarters of
+        ``max_bytes``: caught up); or less than one partition's limit is left."""
         if self.errors or not self.slots:
             return None
-        allowed = min(max_bytes, sum(slot.limit_bytes for slot in self.slots))
-        if self.read_bytes * 4 < allowed * 3:
+        behind = any(len(slot.records) * 4 >= slot.limit_bytes * 3 for slot in self.slots)
+        if not behind and self.read_bytes * 4 < max_bytes * 3:
+            return None
+        left = max_bytes - self.read_bytes
+        if left < min(slot.limit_bytes for slot in self.slots):
             return None
         continued = broker_pb2.FetchRequest()
         continued.CopyFrom(request)
         continued.max_wait_ms = 0
+        continued.max_bytes = left
         slots = iter(self.slots)  # (in request order)
         for topic in continued.topics:
             for wanted in topic.partitions:

@@ -294,19 +294,27 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, request: broker_pb2.FetchRequest, context: ServicerContext
     ) -> AsyncIterator[broker_pb2.FetchResponse]:
         """Fetches read on, each from where the last answer ended, while answers come back full
-        (``ConsumerFetch.read_on``), at most ``FETCH_STREAM_ANSWERS``; the next is read while
-        gRPC sends this one to the consumer, who decodes it meanwhile. Ends after a throttle."""
+        and the request's ``max_bytes`` (the consumer's room) is not spent (``ConsumerFetch.read_on``),
+        at most ``FETCH_STREAM_ANSWERS``; the next is read while gRPC sends this one to the
+        consumer, who decodes it meanwhile. Ends after a throttle. An answer's fetch memory is
+        given back once the next is read (until then gRPC and the interceptors still hold it).
+        Each answer is timed as a request (``lanes_rpc_duration_seconds{method="FetchStream"}``)."""
         call = request_context(context)
         next_request: broker_pb2.FetchRequest | None = request
-        for _ in range(FETCH_STREAM_ANSWERS):
-            if next_request is None:
-                return
-            served = await self._fetch(next_request, call)
-            try:
+        release_sent = _nothing_held  # the answer gRPC took last: still referenced while the next is read
+        try:
+            for _ in range(FETCH_STREAM_ANSWERS):
+                if next_request is None:
+                    return
+                started_s = time.perf_counter()
+                served = await self._fetch(next_request, call)
+                self._metrics.service.observe_rpc("FetchStream", time.perf_counter() - started_s)
+                release_sent()
+                release_sent = served.release
                 yield served.response
-            finally:
-                served.release()
-            next_request = served.read_on if not served.response.throttle_time_ms else None
+                next_request = served.read_on if not served.response.throttle_time_ms else None
+        finally:
+            release_sent()
 
     async def _fetch(self, request: broker_pb2.FetchRequest, call: RequestContext) -> _ServedFetch:
         """Sizes and wait are capped (``lanes.broker.fetch_limits``; a quota caps the size to what

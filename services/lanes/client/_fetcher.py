@@ -12,7 +12,8 @@ partitions and fetched-but-unreturned records, and fetches from each partition's
   is a ``FetchStream`` call: while its answers come back full, the broker reads on from where
   each ended and sends that too (decision 0050), each answer buffered as it arrives (a waiting
   poll wakes at the first). Any change of ownership or position drops the buffer and the fetch
-  under way (``drop_prefetch``).
+  under way (``drop_prefetch``). A consumer caught up at a broker (its last answer there was
+  not full) fetches from it with ``Fetch``: one long-poll, a stream's set-up not paid.
 - A moved leader is found again through metadata; OFFSET_OUT_OF_RANGE resets the position.
 
 Owned by the client's event loop.
@@ -235,6 +236,9 @@ class Fetcher:
         self._prefetch: asyncio.Task[None] | None = None
         #: set when an answer of the fetch under way is buffered (a poll waiting for records wakes)
         self._arrived: asyncio.Future[None] | None = None
+        #: brokers whose last answer was full (this consumer is behind there): fetched with
+        #: FetchStream, which reads on; a caught-up consumer's fetch is one long-poll (Fetch)
+        self._reading_on: set[str] = set()
         #: brokers that do not offer FetchStream (an older version): asked with Fetch
         self._unary_fetch_only: set[str] = set()
 
@@ -605,16 +609,18 @@ class Fetcher:
                     partition_max_bytes=self._partition_max_bytes,
                 )
             )
+        room = max(1, self._max_bytes - sum(buffered.fetched_bytes for buffered in self._buffer.values()))
         request = broker_pb2.FetchRequest(
-            max_wait_ms=max_wait_ms, min_bytes=self._min_bytes, max_bytes=self._max_bytes, topics=list(topics.values())
+            max_wait_ms=max_wait_ms, min_bytes=self._min_bytes, max_bytes=room, topics=list(topics.values())
         )
         timeout_s = self._timeout_s + max_wait_ms / 1000
         stub = self._cluster.stub(address)
-        stream = None if address in self._unary_fetch_only else stub.FetchStream(request, timeout=timeout_s)
+        behind = address in self._reading_on and address not in self._unary_fetch_only
+        stream = stub.FetchStream(request, timeout=timeout_s) if behind else None
         answers: AsyncIterator[broker_pb2.FetchResponse] = (
             _one(stub.Fetch(request, timeout=timeout_s)) if stream is None else stream
         )
-        failed = False
+        failed = full = False
         try:
             async for answer in answers:
                 failed = self._take_answer(answer, address, fetched, epochs) or failed
@@ -622,8 +628,15 @@ class Fetcher:
                     buffered = self._buffer.get(partition)
                     if buffered is not None:
                         fetched[partition] = buffered.end_offset
+                full = _full(answer, self._partition_max_bytes, room)
                 if sum(buffered.fetched_bytes for buffered in self._buffer.values()) >= self._max_bytes:
                     break  # enough to decode: the rest waits for the next fetch
+                if failed or answer.throttle_time_ms or not full:
+                    break  # the broker ends the stream here: the next fetch need not wait for its end
+            if full:
+                self._reading_on.add(address)
+            else:
+                self._reading_on.discard(address)
         except grpc.aio.AioRpcError as exc:
             if exc.code() is grpc.StatusCode.UNIMPLEMENTED and address not in self._unary_fetch_only:
                 self._unary_fetch_only.add(address)  # asked again at the next fetch, with Fetch
@@ -712,3 +725,11 @@ class Fetcher:
 async def _one(call: Awaitable[broker_pb2.FetchResponse]) -> AsyncIterator[broker_pb2.FetchResponse]:
     """A unary call's answer as a stream of one."""
     yield await call
+
+
+def _full(answer: broker_pb2.FetchResponse, partition_max_bytes: int, max_bytes: int) -> bool:
+    """Whether an answer says the consumer is behind: a partition brought three quarters of its
+    limit, or the answer three quarters of ``max_bytes`` (the broker's rule for reading on in a
+    FetchStream, ``ConsumerFetch.read_on``)."""
+    sizes = [len(part.records) for topic in answer.topics for part in topic.partitions]
+    return max(sizes, default=0) * 4 >= partition_max_bytes * 3 or sum(sizes) * 4 >= max_bytes * 3

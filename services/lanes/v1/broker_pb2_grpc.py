@@ -134,13 +134,14 @@ class BrokerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def FetchStream(self, request, context):
-        """Fetch, read on: the first answer is Fetch's; while an answer comes back full (its records
-        at least three quarters of what the request lets it return: more is waiting), the broker
-        reads again from where each partition's answer ended, without waiting for more to arrive,
-        and sends that too, at most 8 answers in all. The stream ends after an answer that is not
-        full, carries an error or a throttle. A consumer takes each answer as that of a fetch from
+        """Fetch, read on: the first answer is Fetch's; while an answer says the consumer is behind (a
+        partition brought three quarters of its limit, or the answer three quarters of max_bytes),
+        the broker reads again from where each partition's answer ended, without waiting for more
+        to arrive, and sends that too: at most 8 answers, sharing the request's max_bytes. The stream
+        ends after an answer that is not full, carries an error or a throttle, or leaves less than
+        one partition's limit of max_bytes. A consumer takes each answer as that of a fetch from
         where the previous one ended, and decodes one while the broker reads the next; it may cancel
-        the call when it holds enough. Needs READ on the topics, as Fetch does.
+        the call. Needs READ on the topics, as Fetch does.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
