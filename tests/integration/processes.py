@@ -50,10 +50,26 @@ def _ephemeral_start() -> int:
         return 32768
 
 
+#: slices of the service ports: one per pytest-xdist worker (gw0, gw1, ...), the last one for a
+#: process outside xdist (make test runs the Spark and e2e tests in one beside the workers)
+_PORT_SLICES = 8
+
+
+def _worker_slice(low: int, high: int) -> tuple[int, int]:
+    """This process's share of ``[low, high)``: the workers and the process beside them pick from
+    disjoint slices, so one never probes a port free that another's service is about to bind (a
+    controller failed with "Address already in use" that way)."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(name[2:]) % (_PORT_SLICES - 1) if name[2:].isdigit() else _PORT_SLICES - 1
+    size = (high - low) // _PORT_SLICES
+    return low + index * size, low + (index + 1) * size - 100  # room for a block of consecutive ones
+
+
 #: Ports tests give services: below the ephemeral range, so a service restarted on its port never
 #: finds it taken by some client's outgoing connection, to which the kernel gives ephemeral ports
-#: (a killed broker's metrics port was: "Address already in use" on its restart).
-_SERVICE_PORTS = (10_000, _ephemeral_start() - 100)  # room for a block of consecutive ones
+#: (a killed broker's metrics port was: "Address already in use" on its restart); one slice of it
+#: per xdist worker.
+_SERVICE_PORTS = _worker_slice(10_000, _ephemeral_start())
 
 
 def free_port() -> int:
