@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
 
 from lanes import AclBinding, Producer, TlsFiles, UserPassword
 from lanes.errors import LanesError
@@ -52,9 +53,22 @@ def browser() -> Iterator[Browser]:
             launched.close()
 
 
+def goto(page: Page, url: str) -> None:
+    """``page.goto``, again when Chromium aborted it for a change of network: the network-fault
+    tests make test runs beside these add and remove bridges and veths on the host, which Chromium
+    takes for a new network, failing the navigation under way with net::ERR_NETWORK_CHANGED."""
+    for attempt in range(3):
+        try:
+            page.goto(url)
+            return
+        except PlaywrightError as exc:
+            if "ERR_NETWORK_CHANGED" not in str(exc) or attempt == 2:
+                raise
+
+
 def logged_in(browser: Browser, url: str, user: str, password: str) -> Page:
     page = browser.new_context(ignore_https_errors=True).new_page()  # (the local CA's certificate)
-    page.goto(f"{url}/topics")
+    goto(page, f"{url}/topics")
     expect(page).to_have_url(f"{url}/login?next=%2Ftopics")
     page.fill("input[name=username]", user)
     page.fill("input[name=password]", password)
@@ -87,12 +101,12 @@ def test_the_seeds_first_walkthrough_in_the_browser(lanes: Workdir, console: dic
     url = console["url"]
     page = logged_in(browser, url, "admin", console["password"])
     shot(page, "topics-empty")
-    page.goto(url + "/")
+    goto(page, url + "/")
     expect(page.locator("h1")).to_contain_text("healthy")
     expect(page.locator("#brokers tbody tr")).to_have_count(3)
     shot(page, "cluster")
 
-    page.goto(url + "/topics")
+    goto(page, url + "/topics")
     page.click("#create summary")
     page.fill("#create input[name=name]", "streams-intro")
     page.fill("#create input[name=partitions]", "3")
@@ -105,7 +119,7 @@ def test_the_seeds_first_walkthrough_in_the_browser(lanes: Workdir, console: dic
         page.fill("#produce textarea[name=value]", value)
         page.click("#produce button[type=submit]")
         expect(page.locator(".flash")).to_contain_text("written to partition")
-    page.goto(url + "/topics/streams-intro")
+    goto(page, url + "/topics/streams-intro")
     for button in ("#produce", "#configure", "#grow", "#delete"):
         expect(page.locator(button)).to_have_count(1)
     foo, bar = partition_for_key(b"foo", 3), partition_for_key(b"bar", 3)
@@ -129,7 +143,7 @@ def test_the_seeds_first_walkthrough_in_the_browser(lanes: Workdir, console: dic
     shot(page, "messages")
 
     lanes.ok("consume", "streams-intro", "--group", "walkthrough", "--max-records", "1")
-    page.goto(url + "/groups/walkthrough")
+    goto(page, url + "/groups/walkthrough")
     expect(page.locator("h1 .state")).to_have_text("empty")
     page.click("#reset summary")
     page.fill("#reset input[name=to]", "earliest")
@@ -168,7 +182,7 @@ def test_json_values_are_pretty_printed_and_a_search_finds_one_record_among_1000
         producer.flush()
     url = console["url"]
     page = logged_in(browser, url, "admin", console["password"])
-    page.goto(f"{url}/topics/orders-100k/messages?partition=0&limit=5")
+    goto(page, f"{url}/topics/orders-100k/messages?partition=0&limit=5")
     expect(page.locator("#records tbody tr")).to_have_count(5)
     first_value = page.locator("#records tbody tr").first.locator("td.value")
     expect(first_value.locator("details summary").first).to_have_text("{2}")
@@ -177,7 +191,7 @@ def test_json_values_are_pretty_printed_and_a_search_finds_one_record_among_1000
     expect(first_value.locator("pre")).to_contain_text('{"order": ')
     shot(page, "messages-json")
 
-    page.goto(f"{url}/topics/orders-100k/messages?filter=" + "%24.note~needle")
+    goto(page, f"{url}/topics/orders-100k/messages?filter=" + "%24.note~needle")
     expect(page.locator("#progress")).to_contain_text("Done", timeout=30_000)
     expect(page.locator("#progress")).to_contain_text("100,000 records scanned")
     rows = page.locator("#records tbody tr")
@@ -199,15 +213,15 @@ def test_a_user_without_rights_does_not_see_a_topic(lanes: Workdir, console: dic
     page = logged_in(browser, url, "viewer", "viewer-password-1")
     expect(page.locator("#topics tbody tr[data-topic='visible-payments']")).to_have_count(1)
     expect(page.locator("#topics tbody tr[data-topic='hidden-salaries']")).to_have_count(0)
-    page.goto(f"{url}/topics/hidden-salaries")
+    goto(page, f"{url}/topics/hidden-salaries")
     expect(page.locator(".problem")).to_contain_text("may not")
     shot(page, "refused")
-    page.goto(f"{url}/topics/visible-payments")
+    goto(page, f"{url}/topics/visible-payments")
     expect(page.locator("#partitions tbody tr")).to_have_count(1)
     expect(page.locator(".hint").first).to_contain_text("not read its messages")
     for button in ("#produce", "#configure", "#grow", "#delete"):  # the buttons it may not use are not shown
         expect(page.locator(button)).to_have_count(0)
     shot(page, "topic-described-only")
-    page.goto(f"{url}/topics/visible-payments/messages")
+    goto(page, f"{url}/topics/visible-payments/messages")
     expect(page.locator("#progress")).to_contain_text("READ")  # describing is not reading
     page.context.close()
