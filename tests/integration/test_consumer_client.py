@@ -15,9 +15,21 @@ import pytest
 import lanes
 from lanes.cli.watch import scrape, total
 from lanes.client.consumer import TopicPartition
-from lanes.errors import LanesError
+from lanes.errors import ErrorCode, LanesError
 from lanes.local.cluster import LocalCluster
-from tests.integration.processes import running_cluster
+from lanes.protocol.records import Record, decode_batches, encode_batch
+from lanes.v1.broker_pb2 import (
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchTopic,
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from lanes.v1.broker_pb2_grpc import BrokerStub
+from lanes.v1.common_pb2 import ACKS_ALL
+from tests.integration.processes import blocking_client_channel, running_cluster
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +193,76 @@ def test_a_backlog_is_read_through_fetch_streams_every_record_once_in_order(clus
         else:
             assert [r.offset for r in read] == list(range(3000)), "every record once, in order"
         assert all(r.value[:5] == b"%05d" % (r.offset * 2 + number) for r in read)
+
+
+def test_a_fetch_stream_reads_on_while_its_answers_come_back_full(cluster: LocalCluster) -> None:
+    """FetchStream on the leader: the first answer is Fetch's; while answers come back full the
+    broker reads on from where each ended (every record once, in order), at most 8 answers; a
+    caught-up stream is one long-poll, an error ends it."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    with lanes.Admin(bootstrap) as admin:
+        admin.create_topic("streamed", partitions=1, replication_factor=2)
+        leader_id = admin.describe_topic("streamed").partitions[0].leader
+        leader = next(f"{b.host}:{b.port}" for b in admin.describe_cluster().brokers if b.broker_id == leader_id)
+
+    def request(offset: int, partition_max_bytes: int, *, partition: int = 0, max_wait_ms: int = 0) -> FetchRequest:
+        return FetchRequest(
+            max_wait_ms=max_wait_ms,
+            min_bytes=1,
+            max_bytes=10 * 1024 * 1024,
+            topics=[
+                FetchTopic(
+                    topic="streamed",
+                    partitions=[
+                        FetchPartition(
+                            partition=partition,
+                            fetch_offset=offset,
+                            current_leader_epoch=-1,
+                            partition_max_bytes=partition_max_bytes,
+                        )
+                    ],
+                )
+            ],
+        )
+
+    with blocking_client_channel(leader) as channel:
+        stub = BrokerStub(channel)  # type: ignore[no-untyped-call]
+        for first in range(0, 400, 10):  # 40 batches of 10 records of about 1 KB
+            batch = encode_batch(
+                [Record(i, int(time.time() * 1000), None, b"%04d" % (first + i) + b"v" * 996) for i in range(10)]
+            )
+            produced = stub.Produce(
+                ProduceRequest(
+                    acks=ACKS_ALL,  # (the high-water mark covers them when answered)
+                    timeout_ms=5000,
+                    topics=[
+                        TopicProduceData(
+                            topic="streamed", partitions=[PartitionProduceData(partition=0, records=batch)]
+                        )
+                    ],
+                )
+            )
+            assert produced.topics[0].partitions[0].error.code == 0, produced
+
+        def answers_of(asked: FetchRequest) -> list[FetchPartitionResponse]:
+            return [answer.topics[0].partitions[0] for answer in stub.FetchStream(asked)]
+
+        backlog = answers_of(request(0, 64 * 1024))
+        assert 1 < len(backlog) < 8
+        values = [record.value[:4] for part in backlog for b in decode_batches(part.records) for record in b.records]
+        assert values == [b"%04d" % i for i in range(400)], "every record once, in order, across the answers"
+        assert all(len(part.records) >= 48 * 1024 for part in backlog[:-1]), "read on only after a full answer"
+        assert len(backlog[-1].records) < 48 * 1024, "the stream ends after one that is not full"
+
+        capped = answers_of(request(0, 12 * 1024))  # one batch each, full
+        assert len(capped) == 8, "at most 8 answers"
+        ends = [decode_batches(part.records)[-1].records[-1].offset for part in capped]
+        assert ends == sorted(ends)
+
+        started = time.monotonic()
+        caught_up = answers_of(request(400, 64 * 1024, max_wait_ms=300))
+        assert [part.records for part in caught_up] == [b""], "caught up: one long-poll"
+        assert time.monotonic() - started >= 0.25, "it waited for records, as Fetch does"
+
+        refused = answers_of(request(0, 64 * 1024, partition=7))
+        assert [part.error.code for part in refused] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]

@@ -18,6 +18,7 @@ from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_limits import MAX_WAIT_MS_CAP, FetchLimits, FetchMemory
 from lanes.broker.partition import Partition
 from lanes.errors import ErrorCode
+from lanes.protocol.fetch_stream import answer_is_full
 from lanes.protocol.records import decode_batches
 from lanes.rpc.wire import wire_error
 from lanes.runtime.broadcast import KeyedBroadcast
@@ -356,3 +357,12 @@ def test_a_full_answer_reads_on_where_it_ended_and_a_short_or_failed_one_ends_th
     failed.measure(lambda *_: partition, SharedReads())
     assert failed.errors
     assert failed.read_on(fetch_request(99), 1 << 20) is None
+
+
+def test_an_answer_is_full_when_a_partition_or_the_whole_answer_is_near_its_limit() -> None:
+    """The one rule of decision 0050 both sides apply (broker: read on; consumer: the stream ends
+    at an answer that is not full)."""
+    assert answer_is_full([(0, 1000), (750, 1000)], 10_000), "one partition behind"
+    assert not answer_is_full([(740, 1000), (740, 1000)], 10_000), "none near its limit, the answer far from its own"
+    assert answer_is_full([(740, 1000), (740, 1000)], 1_900), "the answer near its max_bytes (the consumer's room)"
+    assert not answer_is_full([], 1_000)

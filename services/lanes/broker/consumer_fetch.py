@@ -34,6 +34,7 @@ from lanes.broker.purgatory import Purgatory
 from lanes.broker.replica_manager import ReplicaManager
 from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, OffsetOutOfRangeError
+from lanes.protocol.fetch_stream import answer_is_full
 from lanes.rpc.wire import wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.storage.positions import LogPosition
@@ -191,8 +192,7 @@ class ConsumerFetch:
         ``max_bytes``: caught up); or less than one partition's limit is left."""
         if self.errors or not self.slots:
             return None
-        behind = any(len(slot.records) * 4 >= slot.limit_bytes * 3 for slot in self.slots)
-        if not behind and self.read_bytes * 4 < max_bytes * 3:
+        if not answer_is_full(((len(slot.records), slot.limit_bytes) for slot in self.slots), max_bytes):
             return None
         left = max_bytes - self.read_bytes
         if left < min(slot.limit_bytes for slot in self.slots):

@@ -95,7 +95,7 @@ class ClusterView:
 
     def stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         """A broker stub on the (cached) channel to ``address``."""
-        return self._channels.stub(address, broker_pb2_grpc.BrokerStub)
+        return self.stub_of(address, broker_pb2_grpc.BrokerStub)
 
     def stub_of(self, address: str, stub_class: Callable[[grpc.aio.Channel], StubT]) -> StubT:
         """A ``stub_class`` on the (cached) channel to ``address``, made once per channel."""

@@ -41,6 +41,7 @@ from lanes.errors import (
     error_code,
     error_for,
 )
+from lanes.protocol.fetch_stream import answer_is_full
 from lanes.protocol.records import BatchHeader, TimestampType, decode_checked_batch, validate_batch
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2
@@ -437,6 +438,10 @@ class Fetcher:
     def _buffered(self) -> bool:
         return any(self._buffer.values())
 
+    def _buffered_bytes(self) -> int:
+        """Bytes of fetched batches waiting to be decoded (at most about ``fetch_max_bytes``)."""
+        return sum(buffered.fetched_bytes for buffered in self._buffer.values())
+
     def _take(self) -> list[ConsumerRecord]:
         """Up to ``max_poll_records`` records from the buffers, a partition at a time; each
         partition taken from goes to the back, so that every partition with records gets its
@@ -473,7 +478,7 @@ class Fetcher:
         (``_fetched``), so the broker reads ahead while polls decode and the caller works, as
         librdkafka's prefetch does: a partition's fetches are not bounded by one round trip
         per poll."""
-        if sum(buffered.fetched_bytes for buffered in self._buffer.values()) >= self._max_bytes:
+        if self._buffered_bytes() >= self._max_bytes:
             return
         fetchable = [tp for tp in self.positions if tp not in self.paused]
         if fetchable:
@@ -609,7 +614,7 @@ class Fetcher:
                     partition_max_bytes=self._partition_max_bytes,
                 )
             )
-        room = max(1, self._max_bytes - sum(buffered.fetched_bytes for buffered in self._buffer.values()))
+        room = max(1, self._max_bytes - self._buffered_bytes())
         request = broker_pb2.FetchRequest(
             max_wait_ms=max_wait_ms, min_bytes=self._min_bytes, max_bytes=room, topics=list(topics.values())
         )
@@ -628,8 +633,11 @@ class Fetcher:
                     buffered = self._buffer.get(partition)
                     if buffered is not None:
                         fetched[partition] = buffered.end_offset
-                full = _full(answer, self._partition_max_bytes, room)
-                if sum(buffered.fetched_bytes for buffered in self._buffer.values()) >= self._max_bytes:
+                full = answer_is_full(
+                    ((len(part.records), self._partition_max_bytes) for t in answer.topics for part in t.partitions),
+                    room,
+                )
+                if self._buffered_bytes() >= self._max_bytes:
                     break  # enough to decode: the rest waits for the next fetch
                 if failed or answer.throttle_time_ms or not full:
                     break  # the broker ends the stream here: the next fetch need not wait for its end
@@ -725,11 +733,3 @@ class Fetcher:
 async def _one(call: Awaitable[broker_pb2.FetchResponse]) -> AsyncIterator[broker_pb2.FetchResponse]:
     """A unary call's answer as a stream of one."""
     yield await call
-
-
-def _full(answer: broker_pb2.FetchResponse, partition_max_bytes: int, max_bytes: int) -> bool:
-    """Whether an answer says the consumer is behind: a partition brought three quarters of its
-    limit, or the answer three quarters of ``max_bytes`` (the broker's rule for reading on in a
-    FetchStream, ``ConsumerFetch.read_on``)."""
-    sizes = [len(part.records) for topic in answer.topics for part in topic.partitions]
-    return max(sizes, default=0) * 4 >= partition_max_bytes * 3 or sum(sizes) * 4 >= max_bytes * 3

@@ -619,9 +619,7 @@ class PartitionLog:
             found = start.segment.read_cached(offset, max_bytes, upper_bound_offset, min_one_batch, start.position)
             if found is None or (found.past_end and start.segment is not self._segments[-1]):
                 return None  # not all cached, or the batches are in the next segment: a read that waits
-            if not found.records:
-                return ReadResult(b"", offset, self._log_start_offset, self._log_end_offset)
-            return self._read_result(found)
+            return self._read_result(found)  # (nothing read: its next offset is ``offset``)
         finally:
             self._lock.release()
 

@@ -56,13 +56,6 @@ class RecentEnds:
         """Segments were rewritten or the log restarted: nothing remembered holds."""
         self._ends = []
 
-    def following(self, offset: int) -> LogPosition | None:
-        """The first remembered end after ``offset``: where the batch starting there ends, when
-        ``offset`` is itself a remembered end."""
-        ends = self._ends
-        index = bisect.bisect_right(ends, offset, key=lambda end: end.offset)
-        return ends[index] if index < len(ends) else None
-
     def find(self, offset: int) -> LogPosition | None:
         """The remembered end at ``offset``, if any."""
         ends = self._ends
