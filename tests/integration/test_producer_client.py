@@ -10,12 +10,12 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 import lanes
 import lanes.aio
+from lanes.cli.watch import scrape, total
 from lanes.client import _loop
 from lanes.errors import MessageTooLargeError, RequestTimedOutError, UnknownTopicOrPartitionError
 from lanes.local.cluster import LocalCluster
@@ -26,9 +26,11 @@ from tests.integration.processes import client_channel, running_cluster
 from tests.integration.test_broker_process import fetch
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path / "lanes", 3, session_timeout_ms=2000) as local:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One cluster for the module: each test writes topics of its own, and a leader it stops it
+    resumes before it ends."""
+    with running_cluster(tmp_path_factory.mktemp("producer") / "lanes", 3, session_timeout_ms=2000) as local:
         yield local
 
 
@@ -279,6 +281,29 @@ def test_batches_queued_behind_a_request_go_out_as_one(cluster: LocalCluster) ->
     assert [v for _k, v in read_partition(cluster, "backlog", 0)][2:] == values
 
 
+def test_a_producer_writing_many_partitions_sends_each_broker_few_requests(cluster: LocalCluster) -> None:
+    """Batches of partitions led by one broker that are ready together go out as one request per
+    broker (Kafka's drain), not one per partition: 120 partitions on 3 brokers, one record each,
+    in far fewer ProduceStream requests than partitions, each record at offset 0 of its own."""
+
+    def requests_answered() -> float:
+        addresses = [str(broker["metrics"]) for broker in cluster.describe()["brokers"]]  # type: ignore[union-attr]
+        samples, unreachable = scrape(addresses)
+        assert not unreachable
+        return total(samples, "lanes_rpc_duration_seconds_count", method="ProduceStream")
+
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("spread", partitions=120, replication_factor=2)
+    before = requests_answered()
+    with lanes.Producer(bootstrap, linger_ms=20) as producer:
+        futures = [producer.send("spread", b"to-%d" % partition, partition=partition) for partition in range(120)]
+        placed = [(future.result(timeout=30).partition, future.result().offset) for future in futures]
+    assert placed == [(partition, 0) for partition in range(120)]
+    sent = requests_answered() - before
+    assert sent <= 30, f"{sent} produce requests for 120 partitions of 3 brokers"
+    assert read_partition(cluster, "spread", 77) == [(None, b"to-77")]
+
+
 def test_a_coalesced_batch_too_large_for_the_topic_is_sent_batch_by_batch(cluster: LocalCluster) -> None:
     """A topic whose max.message.bytes is below max_request_size refuses the coalesced batch; the
     producer sends its batches one by one instead (renumbered: idempotence still holds)."""
@@ -363,14 +388,15 @@ def test_a_partition_keeps_its_window_of_requests_in_flight_in_order(cluster: Lo
     coalesced. The log holds them in send order."""
     bootstrap = str(cluster.describe()["bootstrap"])
     admin = lanes.Admin(bootstrap)
-    admin.create_topic("window", partitions=1, replication_factor=1)
-    leader = cluster.broker_processes[admin.describe_topic("window").partitions[0].leader]
+    topic = f"window-{in_flight}"
+    admin.create_topic(topic, partitions=1, replication_factor=1)
+    leader = cluster.broker_processes[admin.describe_topic(topic).partitions[0].leader]
     batches = [[b"%02d-%d" % (b, i) + b"v" * 996 for i in range(3)] for b in range(12)]  # 3 records close a batch
     with lanes.Producer(bootstrap, batch_size=2048, max_in_flight_requests_per_partition=in_flight) as producer:
-        futures = _send_while_stopped(cluster, producer, "window", batches, in_flight)
+        futures = _send_while_stopped(cluster, producer, topic, batches, in_flight)
         assert [f.result(timeout=30).offset for group in futures for f in group] == list(range(1, 37))
-    assert _stored_batch_sizes(leader.address, "window") == [1] + [3] * in_flight + [36 - 3 * in_flight]
-    assert [v for _k, v in read_partition(cluster, "window", 0)][1:] == [v for values in batches for v in values]
+    assert _stored_batch_sizes(leader.address, topic) == [1] + [3] * in_flight + [36 - 3 * in_flight]
+    assert [v for _k, v in read_partition(cluster, topic, 0)][1:] == [v for values in batches for v in values]
 
 
 def test_a_request_refused_mid_window_leaves_no_gap_for_the_requests_behind_it(cluster: LocalCluster) -> None:

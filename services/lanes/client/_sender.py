@@ -3,7 +3,8 @@ delivers them, on the client's event loop.
 
 - Per partition one task (``_drain``) keeps up to ``max_in_flight_requests_per_partition``
   requests in flight on the leader's ``ProduceStream`` (one per broker, answered in order), and
-  settles their answers oldest first.
+  settles their answers oldest first. The stream gathers what partitions give it meanwhile into
+  one wire request per broker (``_produce_stream``): a "request" here is one partition's.
 - Idempotence: the producer id and epoch (InitProducerId) and the per-partition sequence numbers
   live here. A retried request carries the same numbers and bytes, so the broker writes it once.
   When a request is not written at its first attempt, the window is recovered in order
@@ -40,7 +41,7 @@ from lanes.deadline import Deadline, attempts
 from lanes.errors import ErrorCode, LanesError, RequestTimedOutError, error_code, error_for
 from lanes.protocol.compression import Compression
 from lanes.protocol.records import MAX_PRODUCER_EPOCH, encode_runs, next_sequence
-from lanes.rpc.wire import produce_request, security_refusal
+from lanes.rpc.wire import security_refusal
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2
 
@@ -50,17 +51,17 @@ _ANSWER_GRACE_S = 1.0
 
 
 class Request:
-    """Batches of one partition sent as one record batch. ``message`` is encoded once per
+    """Batches of one partition sent as one record batch. ``encoded`` is made once per
     numbering, so retries resend the same bytes and sequence numbers; ``answer`` is its first
     attempt in flight."""
 
-    __slots__ = ("answer", "base_sequence", "batches", "message", "producer_epoch", "records", "size_bytes")
+    __slots__ = ("answer", "base_sequence", "batches", "encoded", "producer_epoch", "records", "size_bytes")
 
     def __init__(self, batches: list[Batch]) -> None:
         self.batches = batches
         self.records = sum(len(batch.records) for batch in batches)
         self.size_bytes = sum(batch.size_bytes for batch in batches)
-        self.message: broker_pb2.ProduceRequest | None = None
+        self.encoded: bytes | None = None
         self.base_sequence = -1
         self.producer_epoch = -1
         self.answer: asyncio.Task[broker_pb2.PartitionProduceResponse] | None = None
@@ -101,6 +102,7 @@ class Sender:
         idempotent: bool,
         compression: Compression,
         max_in_flight: int,
+        max_request_bytes: int,
         request_timeout_s: float,
         delivery_timeout_s: float,
         backoff_s: float,
@@ -112,6 +114,7 @@ class Sender:
         self._idempotent = idempotent
         self._compression = compression
         self._max_in_flight = max_in_flight
+        self._max_request_bytes = max_request_bytes
         self._request_timeout_s = request_timeout_s
         self._delivery_timeout_s = delivery_timeout_s
         self._backoff_s = backoff_s
@@ -126,7 +129,7 @@ class Sender:
         self._sequences: dict[TopicPartition, int] = {}
         self._epochs: dict[TopicPartition, int] = {}  # partitions that moved past the producer's first epoch
         self._abandoned_ms: dict[TopicPartition, int] = {}  # when an attempt's answer was last given up on
-        self._init_lock = asyncio.Lock()
+        self._asking_producer_id: asyncio.Task[None] | None = None
 
     def attach(self, accumulator: RecordAccumulator) -> None:
         """Send ``accumulator``'s batches (which signals this sender: the two are made together)."""
@@ -169,6 +172,8 @@ class Sender:
         closed = LanesError("the producer was closed before the batch was acknowledged", ErrorCode.INVALID_REQUEST)
         for sender in self._senders.values():
             sender.cancel()
+        if self._asking_producer_id is not None:
+            self._asking_producer_id.cancel()
         for attempt, request in list(self._attempts.items()):
             attempt.cancel()
             request.fail(closed)
@@ -183,11 +188,14 @@ class Sender:
     # delivery
 
     async def init_producer_id(self) -> None:
+        """One id for the producer's lifetime: partitions with first batches at once all wait for
+        the same request, and all go on in the same turn of the loop (their batches then leave
+        together: ``_produce_stream``); a failed request is made again by the next batch."""
         if not self._idempotent or self._producer_id >= 0:
             return
-        async with self._init_lock:  # concurrent first batches: one id for the producer's lifetime
-            if self._producer_id < 0:
-                await self._request_producer_id()
+        if self._asking_producer_id is None or self._asking_producer_id.done():
+            self._asking_producer_id = asyncio.get_running_loop().create_task(self._request_producer_id())
+        await asyncio.shield(self._asking_producer_id)  # a sender cancelled does not cancel the others' wait
 
     async def _request_producer_id(self) -> None:
         async for _ in attempts(Deadline(self._delivery_timeout_s, self._clock), self._backoff_s):
@@ -335,22 +343,15 @@ class Sender:
             epoch = self._epochs.get(key, self._producer_epoch)
             if request.base_sequence != expected or request.producer_epoch != epoch:
                 request.base_sequence, request.producer_epoch = expected, epoch
-                request.message = None
+                request.encoded = None
             self._sequences[key] = next_sequence(expected, request.records)
-        if request.message is None:
-            records = encode_runs(
+        if request.encoded is None:
+            request.encoded = encode_runs(
                 [batch.records for batch in request.batches],  # type: ignore[misc]  # Record-shaped tuples
                 compression=self._compression,
                 producer_id=self._producer_id,
                 producer_epoch=request.producer_epoch,
                 base_sequence=request.base_sequence,
-            )
-            request.message = produce_request(
-                request.topic,
-                request.partition,
-                records,
-                acks=self._acks,
-                timeout_ms=int(self._request_timeout_s * 1000),
             )
 
     def _unnumber(self, request: Request) -> None:
@@ -364,7 +365,12 @@ class Sender:
         stream = self.streams.get(address)
         if stream is None or stream.broken:
             stream = self.streams[address] = ProduceStream(
-                self._cluster.stub(address), address, lambda: self._cluster.throttle_remaining_s(address)
+                self._cluster.stub(address),
+                address,
+                acks=self._acks,
+                timeout_ms=int(self._request_timeout_s * 1000),
+                max_request_bytes=self._max_request_bytes,
+                pause_s=lambda: self._cluster.throttle_remaining_s(address),
             )
         return stream
 
@@ -373,12 +379,10 @@ class Sender:
         address = self._cluster.leader_address(request.topic, request.partition)
         if address is None:
             raise error_for(ErrorCode.LEADER_NOT_AVAILABLE, f"{request.topic}-{request.partition} has no leader now")
-        assert request.message is not None
-        epoch = self._cluster.leader_epoch(request.topic, request.partition)
-        if epoch >= 0:  # the broker tells whether it has heard of it (UNKNOWN_LEADER_EPOCH)
-            request.message.topics[0].partitions[0].current_leader_epoch = epoch
+        assert request.encoded is not None
         stream = self._stream(address)
-        sent = stream.send(request.message)
+        epoch = self._cluster.leader_epoch(request.topic, request.partition)
+        sent = stream.send(request.topic, request.partition, request.encoded, epoch)
         written: asyncio.Future[object] = asyncio.ensure_future(sent.written.wait())
         answered: asyncio.Future[object] = sent.answer  # type: ignore[assignment]  # only waited on here
         try:  # a throttled broker is not written to meanwhile: the answer's timeout starts once it is
@@ -386,14 +390,15 @@ class Sender:
         finally:
             written.cancel()
         try:
-            response = await asyncio.wait_for(sent.answer, self._request_timeout_s + _ANSWER_GRACE_S)
+            answer = await asyncio.wait_for(sent.answer, self._request_timeout_s + _ANSWER_GRACE_S)
         except TimeoutError:
-            stream.abort()  # answers come in order: a lost one holds up every later one
-            self._abandoned_ms[request.key] = self._clock.monotonic_ms()
+            abandoned_ms = self._clock.monotonic_ms()
+            for key in stream.abort():  # answers come in order: a lost one holds up every later one
+                self._abandoned_ms[TopicPartition(*key)] = abandoned_ms  # written: may still be appended
             self._cluster.forget_leader(request.topic, request.partition, suspect=address)
             raise RequestTimedOutError(f"{address} did not answer within request_timeout_ms") from None
-        self._cluster.throttle(address, response.throttle_time_ms)
-        result = response.topics[0].partitions[0]
+        self._cluster.throttle(address, answer.throttle_time_ms)
+        result = answer.result
         code = error_code(result.error.code)
         if code in NOT_THE_LEADER:
             self._cluster.refused(request.topic, request.partition, address, code)

@@ -158,6 +158,7 @@ class AsyncProducer:
             idempotent=enable_idempotence,
             compression=self.compression,
             max_in_flight=max_in_flight_requests_per_partition,
+            max_request_bytes=max_request_size,
             request_timeout_s=request_timeout_ms / 1000,
             delivery_timeout_s=delivery_timeout_ms / 1000,
             backoff_s=self._backoff_s,
