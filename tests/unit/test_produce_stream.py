@@ -125,7 +125,7 @@ async def _streams_end_every_way() -> None:
         aborted = _stream(stub, address)
         lost = aborted.send("silent", 0, b"x")
         await lost.written.wait()
-        assert aborted.abort() == {("silent", 0)}  # an answer took too long: what the broker may still append
+        aborted.abort()  # an answer took too long
         with pytest.raises(Exception, match="produce stream broke"):
             await lost.answer
         ended = _stream(stub, address)  # the broker ends it: the producer drops it

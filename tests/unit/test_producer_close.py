@@ -21,10 +21,10 @@ from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 class Broker(broker_pb2_grpc.BrokerServicer):
     """One broker leading partition 0 of every topic. ``ends_streams``: each produce stream ends
     after one answer (as a broker ends a stream whose session expired); ``silent``: produce
-    requests are read and never answered."""
+    requests are read and never answered; ``answer_after_s``: each answer that late."""
 
-    def __init__(self, *, ends_streams: bool = False, silent: bool = False) -> None:
-        self.ends_streams, self.silent = ends_streams, silent
+    def __init__(self, *, ends_streams: bool = False, silent: bool = False, answer_after_s: float = 0.0) -> None:
+        self.ends_streams, self.silent, self.answer_after_s = ends_streams, silent, answer_after_s
         self.address = ""
         self.offset = 0
         self.received = asyncio.Event()  # a produce request arrived
@@ -53,6 +53,7 @@ class Broker(broker_pb2_grpc.BrokerServicer):
             if self.silent:
                 continue
             self.offset += 1
+            await asyncio.sleep(self.answer_after_s)
             answered = broker_pb2.PartitionProduceResponse(partition=0, base_offset=self.offset)
             yield broker_pb2.ProduceResponse(topics=[{"topic": request.topics[0].topic, "partitions": [answered]}])
             if self.ends_streams:
@@ -127,5 +128,23 @@ def test_a_close_cancelled_midway_still_ends_every_stream(caplog: pytest.LogCapt
             closing.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await closing
+
+    assert _asyncio_complaints(caplog, scenario()) == []
+
+
+def test_a_flush_given_up_on_leaves_the_batches_on_their_way(caplog: pytest.LogCaptureFixture) -> None:
+    """A caller that stops waiting for a flush (``wait_for`` timed out) does not stop delivery:
+    before, the flush's gather cancelled the partitions' senders and their futures never
+    resolved."""
+
+    async def scenario() -> None:
+        async with (
+            _serving(Broker(answer_after_s=0.3)) as broker,
+            lanes.aio.Producer(broker.address, tls=None, credentials=None) as producer,
+        ):
+            future = await producer.send("t", b"slow")
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(producer.flush(), 0.05)
+            assert (await asyncio.wait_for(future, 10)).offset == 1
 
     assert _asyncio_complaints(caplog, scenario()) == []

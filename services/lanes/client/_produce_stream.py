@@ -207,13 +207,10 @@ class ProduceStream:
     def _broken_error(self, reason: str) -> LanesError:
         return error_for(ErrorCode.NETWORK_EXCEPTION, f"{self.address}: produce stream broke ({reason})")
 
-    def abort(self) -> set[tuple[str, int]]:
-        """Give up on the stream: every batch waiting for an answer fails (retriable). The
-        partitions of those that were written (the broker may still append them)."""
-        written = {(sent.topic, sent.partition) for sent in self._unanswered if sent.written.is_set()}
+    def abort(self) -> None:
+        """Give up on the stream: every batch waiting for an answer fails (retriable)."""
         self._stop_writing()
         self._call.cancel()
-        return written
 
     async def close(self) -> None:
         """End the stream after the batches already given are written and answered."""

@@ -160,9 +160,16 @@ class Sender:
     # lifecycle
 
     async def wait_idle(self) -> None:
-        """Until every partition's sender has sent what it was given."""
+        """Until every partition's sender has sent what it was given. A caller that stops
+        waiting (a flush cancelled, or timed out by ``wait_for``) leaves the senders running: their
+        batches are still delivered (a gather would have cancelled them, leaving their futures
+        unresolved)."""
         while pending := [task for task in self._senders.values() if not task.done()]:
-            await asyncio.gather(*pending)
+            done, _ = await asyncio.wait(pending)
+            for task in done:
+                failure = None if task.cancelled() else task.exception()
+                if failure is not None:
+                    raise failure  # a sender's bug, as gather raised it
 
     async def close(self) -> None:
         """End every stream: after the answers it owes, for at most a request timeout (a broker
@@ -195,6 +202,8 @@ class Sender:
             return
         if self._asking_producer_id is None or self._asking_producer_id.done():
             self._asking_producer_id = asyncio.get_running_loop().create_task(self._request_producer_id())
+            # retrieved even when every sender waiting for it was cancelled (a flush timed out)
+            self._asking_producer_id.add_done_callback(lambda asked: asked.cancelled() or asked.exception())
         await asyncio.shield(self._asking_producer_id)  # a sender cancelled does not cancel the others' wait
 
     async def _request_producer_id(self) -> None:
@@ -392,11 +401,14 @@ class Sender:
         try:
             answer = await asyncio.wait_for(sent.answer, self._request_timeout_s + _ANSWER_GRACE_S)
         except TimeoutError:
-            abandoned_ms = self._clock.monotonic_ms()
-            for key in stream.abort():  # answers come in order: a lost one holds up every later one
-                self._abandoned_ms[TopicPartition(*key)] = abandoned_ms  # written: may still be appended
+            stream.abort()  # answers come in order: a lost one holds up every later one
+            self._abandoned_ms[request.key] = self._clock.monotonic_ms()
             self._cluster.forget_leader(request.topic, request.partition, suspect=address)
             raise RequestTimedOutError(f"{address} did not answer within request_timeout_ms") from None
+        except LanesError:  # the stream broke (or was aborted for another partition's answer)
+            if sent.written.is_set():  # the broker may have read it, and may still append it
+                self._abandoned_ms[request.key] = self._clock.monotonic_ms()
+            raise
         self._cluster.throttle(address, answer.throttle_time_ms)
         result = answer.result
         code = error_code(result.error.code)
