@@ -209,6 +209,14 @@ def pread_cached(fd: int, size: int, position: int) -> bytes | None:
     return bytes(buffer) if count == size else None
 
 
+def size_or_zero(path: Path) -> int:
+    """``path``'s size in bytes, 0 when it does not exist (one ``stat``, not two)."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
 def fsync_directory(directory: Path) -> None:
     """Make entries created, renamed or deleted in ``directory`` durable."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

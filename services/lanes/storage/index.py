@@ -22,7 +22,7 @@ import os
 import struct
 from pathlib import Path
 
-from lanes.storage.files import FileCache, pread_exact, pwrite_all
+from lanes.storage.files import FileCache, pread_exact, pwrite_all, size_or_zero
 
 _MAX_FIELD = 2**64  # sorts after any second field, for bisecting on the first
 
@@ -42,7 +42,7 @@ class SortedIndex:
         self.path = path
         self.base_offset = base_offset
         self._files = files
-        self._written = path.stat().st_size // self.ENTRY.size if path.exists() else 0
+        self._written = size_or_zero(path) // self.ENTRY.size
         self._pending: list[tuple[int, ...]] = []
         self._last: tuple[int, ...] | None = None  # cached last entry (appends read it)
 
@@ -131,7 +131,7 @@ class SortedIndex:
 
     def is_plausible(self) -> bool:
         """Whether the file size is a whole number of entries and entries are sorted at the end."""
-        size = self.path.stat().st_size if self.path.exists() else 0
+        size = size_or_zero(self.path)
         if size % self.ENTRY.size:
             return False
         if self.entries >= 2:

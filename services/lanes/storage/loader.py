@@ -14,6 +14,7 @@ The files of a log directory are listed in ``lanes.storage.log``; their names ar
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,17 +72,13 @@ class LogLoader:
 
     def load(self) -> LoadedLog:
         """Open the directory's segments, recovering them if the last stop was unclean."""
-        self._finish_interrupted_compaction()
+        names = self._finish_interrupted_compaction(os.listdir(self.directory))  # one listing serves all below
         marker = self.directory / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists() if self._clean_shutdown is None else self._clean_shutdown
-        bases = sorted(
-            int(path.name[: -len(LOG_SUFFIX)])
-            for path in self.directory.glob(f"*{LOG_SUFFIX}")
-            if path.name[: -len(LOG_SUFFIX)].isdigit()
-        )
+        clean = CLEAN_SHUTDOWN_FILE in names if self._clean_shutdown is None else self._clean_shutdown
+        bases = sorted(_bases_with_suffix(names, LOG_SUFFIX))
         interval = self._index_interval_bytes
         self._segments = [LogSegment(self.directory, base, self._files, interval) for base in bases]
-        self._remove_orphan_indexes(set(bases))
+        self._remove_orphan_indexes(set(bases), names)
         stored_start = self._stored.log_start_offset
         recovery_point = self._stored.recovery_point if clean else None
         recovered: set[int] = set()
@@ -190,29 +187,30 @@ class LogLoader:
             self._segments.pop().delete()
         return scanned
 
-    def _finish_interrupted_compaction(self) -> None:
-        """Complete swaps that were committed (``.swap`` files), discard unfinished cleanings."""
+    def _finish_interrupted_compaction(self, names: list[str]) -> list[str]:
+        """Complete swaps that were committed (``.swap`` files), discard unfinished cleanings;
+        the directory's ``names`` after that."""
         changed = False
-        for path in self.directory.iterdir():
-            name = path.name
+        for name in names:
             if name.endswith(CLEANED_SUFFIX) or name.endswith(".tmp"):
-                path.unlink()
+                (self.directory / name).unlink()
                 changed = True
-        for path in sorted(self.directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
-            stem = path.name[: -len(LOG_SUFFIX + SWAP_SUFFIX)]
+        for name in sorted(name for name in names if name.endswith(LOG_SUFFIX + SWAP_SUFFIX)):
+            stem = name[: -len(LOG_SUFFIX + SWAP_SUFFIX)]
             for suffix in (".index", ".timeindex"):
                 (self.directory / f"{stem}{suffix}").unlink(missing_ok=True)  # derived: rebuilt
-            path.replace(self.directory / f"{stem}{LOG_SUFFIX}")
+            (self.directory / name).replace(self.directory / f"{stem}{LOG_SUFFIX}")
             changed = True
-        if changed:
-            fsync_directory(self.directory)
+        if not changed:
+            return names
+        fsync_directory(self.directory)
+        return os.listdir(self.directory)
 
-    def _remove_orphan_indexes(self, bases: set[int]) -> None:
-        for suffix in (".index", ".timeindex"):
-            for path in self.directory.glob(f"*{suffix}"):
-                stem = path.name[: -len(suffix)]
-                if stem.isdigit() and int(stem) not in bases:
-                    path.unlink()
+    def _remove_orphan_indexes(self, bases: set[int], names: list[str]) -> None:
+        for name in names:
+            stem, _, suffix = name.partition(".")
+            if suffix in ("index", "timeindex") and stem.isdigit() and int(stem) not in bases:
+                (self.directory / name).unlink()
 
 
 def swap_in_compacted(
@@ -248,3 +246,8 @@ def swap_in_compacted(
     replacement.close_for_appends()
     replacement.flush()
     return replacement
+
+
+def _bases_with_suffix(names: list[str], suffix: str) -> list[int]:
+    """The base offsets of the files named ``<digits><suffix>`` among ``names``."""
+    return [int(name[: -len(suffix)]) for name in names if name.endswith(suffix) and name[: -len(suffix)].isdigit()]

@@ -31,7 +31,7 @@ from lanes.protocol.records import (
     BatchHeader,
     validate_batch,
 )
-from lanes.storage.files import FileCache, pread_cached, pread_exact, pwritev_all, storage_error
+from lanes.storage.files import FileCache, pread_cached, pread_exact, pwritev_all, size_or_zero, storage_error
 from lanes.storage.index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"
@@ -74,7 +74,7 @@ class LogSegment:
         self.time_index = TimeIndex(directory / f"{stem}{TIME_INDEX_SUFFIX}", base_offset, files)
         self.index_interval_bytes = index_interval_bytes
         self._files = files
-        self.size_bytes = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.size_bytes = size_or_zero(self.log_path)
         # Tail state, computed lazily from the last index entry (see _load_tail).
         self._tail_loaded = False
         self._next_offset = base_offset
