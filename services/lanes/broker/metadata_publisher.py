@@ -10,7 +10,9 @@ applied in full.
 
 A pass, in order: partitions of deleted or recreated topics stop at once; the logs it lacks are
 opened, with their producer state, in a worker thread (a broker taking over thousands of
-partitions must go on heartbeating); roles change on the loop (cheap: a follower's producer
+partitions must go on heartbeating), ``OPEN_CHUNK_PARTITIONS`` at a time, the roles of each chunk's
+topics applied as it opens (a restarted broker serves its first partitions while it opens the
+rest); roles change on the loop (cheap: a follower's producer
 state is current, so a new leader serves at once); logs of deleted topics are removed in a worker
 thread. What failed (a log that would not open) is tried again shortly, in full.
 
@@ -42,6 +44,9 @@ from lanes.v1 import common_pb2, metadata_pb2
 _log = logging.getLogger(__name__)
 #: how soon a metadata pass that failed in part (a log that would not open) is tried again
 RETRY_S = 1.0
+#: logs opened per worker-thread call: a broker taking over 10,000 partitions serves each
+#: thousand as it opens (their roles applied in between), not all of them after the last one
+OPEN_CHUNK_PARTITIONS = 1000
 _BROKER_RECORDS = frozenset({"broker_registered", "broker_fenced", "broker_unfenced", "broker_unregistered"})
 
 
@@ -172,13 +177,19 @@ class MetadataPublisher:
         metadata changes meanwhile)."""
         self._drop_gone(changes, image)
         missing = self._partitions_to_open(changes, image)
-        opened = await asyncio.to_thread(self._open_partitions, missing) if missing else []
-        for partition in opened:
-            if partition.key not in self._partitions:  # (a pass in between cannot open it too)
-                self._partitions[partition.key] = partition
-                self._fetchers.roles_changed()
+        opened_count = 0
+        for start in range(0, len(missing), OPEN_CHUNK_PARTITIONS):
+            chunk = missing[start : start + OPEN_CHUNK_PARTITIONS]
+            opened = await asyncio.to_thread(self._open_partitions, chunk)
+            opened_count += len(opened)
+            for partition in opened:
+                if partition.key not in self._partitions:  # (a pass in between cannot open it too)
+                    self._partitions[partition.key] = partition
+                    self._fetchers.roles_changed()
+            if start + OPEN_CHUNK_PARTITIONS < len(missing):  # serve these while the rest open
+                self._apply_roles(LocalChanges(topic_ids={topic_id for _, _, topic_id in chunk}), self._replicas.image)
         image = self._replicas.image
-        complete = len(opened) == len(missing)
+        complete = opened_count == len(missing)
         complete &= self._apply_roles(changes, image)
         if image.last_offset >= 0 and (not self._strays_removed or changes.topics_deleted):
             # on the first image and when topics went away: remove their logs (listing the data
