@@ -88,9 +88,11 @@ class Member:
         self.process.wait(timeout=10)
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path, 3, **GROUP_SETTINGS) as running:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One cluster for the tests that share it: each uses topics and groups of its own, and the
+    member processes it starts it stops."""
+    with running_cluster(tmp_path_factory.mktemp("groups"), 3, **GROUP_SETTINGS) as running:
         yield running
 
 
