@@ -68,7 +68,7 @@ class Sent:
     partition: int
     records: bytes
     leader_epoch: int  # -1: none known
-    written: asyncio.Event = field(default_factory=asyncio.Event)
+    written: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     answer: asyncio.Future[PartitionAnswer] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     @property
@@ -156,7 +156,7 @@ class ProduceStream:
             data = partitions.add(partition=part.partition, records=part.records)
             if part.leader_epoch >= 0:  # the broker tells whether it has heard of it (UNKNOWN_LEADER_EPOCH)
                 data.current_leader_epoch = part.leader_epoch
-            part.written.set()
+            part.written.set_result(None)
         return request
 
     async def _read(self) -> None:

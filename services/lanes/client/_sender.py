@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from typing import Any
 
 import grpc
 
@@ -392,12 +393,9 @@ class Sender:
         stream = self._stream(address)
         epoch = self._cluster.leader_epoch(request.topic, request.partition)
         sent = stream.send(request.topic, request.partition, request.encoded, epoch)
-        written: asyncio.Future[object] = asyncio.ensure_future(sent.written.wait())
-        answered: asyncio.Future[object] = sent.answer  # type: ignore[assignment]  # only waited on here
-        try:  # a throttled broker is not written to meanwhile: the answer's timeout starts once it is
-            await asyncio.wait([written, answered], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            written.cancel()
+        # a throttled broker is not written to meanwhile: the answer's timeout starts once it is
+        either: list[asyncio.Future[Any]] = [sent.written, sent.answer]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         try:
             answer = await asyncio.wait_for(sent.answer, self._request_timeout_s + _ANSWER_GRACE_S)
         except TimeoutError:
@@ -406,7 +404,7 @@ class Sender:
             self._cluster.forget_leader(request.topic, request.partition, suspect=address)
             raise RequestTimedOutError(f"{address} did not answer within request_timeout_ms") from None
         except LanesError:  # the stream broke (or was aborted for another partition's answer)
-            if sent.written.is_set():  # the broker may have read it, and may still append it
+            if sent.written.done():  # the broker may have read it, and may still append it
                 self._abandoned_ms[request.key] = self._clock.monotonic_ms()
             raise
         self._cluster.throttle(address, answer.throttle_time_ms)
