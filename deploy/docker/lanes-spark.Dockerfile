@@ -9,7 +9,8 @@
 
 ARG SPARK_IMAGE=apache/spark:4.3.0-scala2.13-java17-python3-ubuntu
 
-# Build: Lanes (with its compiled codec) and pyarrow into a Python 3.11 virtual environment.
+# Build: the dependencies (pyarrow with them) in a Python 3.11 virtual environment, and Lanes as a
+# wheel with its compiled codec.
 FROM ${SPARK_IMAGE} AS build
 USER root
 RUN apt-get update \
@@ -26,8 +27,10 @@ COPY README.md ./
 COPY services ./services
 COPY operator ./operator
 COPY spark-apps ./spark-apps
-RUN /opt/lanes/bin/pip install --no-cache-dir --no-deps ".[arrow]" \
- && /opt/lanes/bin/python -c "import lanes.protocol._records_c, lanes.client._open_batches_c, lanes_spark, pyarrow"
+# Lanes itself as a wheel (with its compiled codec), installed in the final stage on top of the
+# dependencies: the environment copied there stays the dependencies' alone, so its layer is reused
+# after a change to the code, and only the wheel's small layer is new.
+RUN /opt/lanes/bin/pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 # Run: Spark's image, Python 3.11 without a compiler, the environment, the jobs.
 FROM ${SPARK_IMAGE}
@@ -36,6 +39,12 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3.11 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/lanes /opt/lanes
+# (a COPY, not a RUN --mount of the build stage: buildah's layer cache keys a COPY by what it
+# copies, but a RUN by its text alone, and would keep installing the first wheel it saw)
+COPY --from=build /wheels /tmp/wheels
+RUN /opt/lanes/bin/pip install --no-cache-dir --no-deps --no-index /tmp/wheels/*.whl \
+ && rm -rf /tmp/wheels \
+ && /opt/lanes/bin/python -c "import lanes.protocol._records_c, lanes.client._open_batches_c, lanes_spark, pyarrow"
 COPY spark-apps /opt/lanes-spark
 ENV PYSPARK_PYTHON=/opt/lanes/bin/python \
     PYSPARK_DRIVER_PYTHON=/opt/lanes/bin/python \

@@ -33,13 +33,18 @@ for image in "${images[@]}"; do
   esac
   name=$repository/$image:$tag
   echo "building $name" >&2
+  # The build stage first, tagged (IMAGE-build): the prune below drops untagged images, and with
+  # them the layers of an untagged build stage (its compiler, the dependencies): every build would
+  # then make those again. The full build takes that stage from the layer cache.
+  podman build --network host --layers "${args[@]}" -f "$root/deploy/docker/$image.Dockerfile" \
+    --target build -t "$repository/$image-build:$tag" "$root" >&2
   podman build --network host --layers "${args[@]}" -f "$root/deploy/docker/$image.Dockerfile" -t "$name" "$root" >&2
   if [[ ${PUSH:-0} == 1 ]]; then
     podman push "$name" >&2
   fi
   echo "$name"
 done
-# Each build leaves the images it superseded (the previous build's, untagged now) and its builder
-# stages' finals behind: some 4.5 GB per run of the image tests. Drop those of earlier builds; the
-# layers this build reused have children and stay, so the next build still finds its cache.
+# Each build leaves the images it superseded (the previous build's and build stage's, untagged now)
+# behind: some 4.5 GB per run of the image tests. Drop those of earlier builds; the layers this
+# build reused have tagged children and stay, so the next build still finds its cache.
 podman image prune -f --filter until=15m >/dev/null
