@@ -67,12 +67,21 @@ def goto(page: Page, url: str) -> None:
 
 
 def logged_in(browser: Browser, url: str, user: str, password: str) -> Page:
-    page = browser.new_context(ignore_https_errors=True).new_page()  # (the local CA's certificate)
-    goto(page, f"{url}/topics")
-    expect(page).to_have_url(f"{url}/login?next=%2Ftopics")
-    page.fill("input[name=username]", user)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
+    """A page of a new context, logged in as ``user``; the login is made again when Chromium
+    aborted its form's post for a change of network (``goto``), which leaves the page on
+    ``chrome-error://``: a login is safe to repeat."""
+    for attempt in range(3):
+        page = browser.new_context(ignore_https_errors=True).new_page()  # (the local CA's certificate)
+        goto(page, f"{url}/topics")
+        expect(page).to_have_url(f"{url}/login?next=%2Ftopics")
+        page.fill("input[name=username]", user)
+        page.fill("input[name=password]", password)
+        page.click("button[type=submit]")
+        with contextlib.suppress(PlaywrightError):  # (the expect below says what the page shows)
+            page.wait_for_url(lambda now: now == f"{url}/topics" or now.startswith("chrome-error://"), timeout=10_000)
+        if not page.url.startswith("chrome-error://") or attempt == 2:
+            break
+        page.context.close()
     expect(page).to_have_url(f"{url}/topics")
     return page
 
