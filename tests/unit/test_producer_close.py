@@ -21,13 +21,24 @@ from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 class Broker(broker_pb2_grpc.BrokerServicer):
     """One broker leading partition 0 of every topic. ``ends_streams``: each produce stream ends
     after one answer (as a broker ends a stream whose session expired); ``silent``: produce
-    requests are read and never answered; ``answer_after_s``: each answer that late."""
+    requests are read and never answered; ``answer_after_s``: each answer that late;
+    ``no_producer_ids``: InitProducerId is never answered."""
 
-    def __init__(self, *, ends_streams: bool = False, silent: bool = False, answer_after_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        ends_streams: bool = False,
+        silent: bool = False,
+        answer_after_s: float = 0.0,
+        no_producer_ids: bool = False,
+    ) -> None:
         self.ends_streams, self.silent, self.answer_after_s = ends_streams, silent, answer_after_s
+        self.no_producer_ids = no_producer_ids
         self.address = ""
         self.offset = 0
         self.received = asyncio.Event()  # a produce request arrived
+        self.produce_requests = 0
+        self.asked_for_producer_id = asyncio.Event()
 
     async def Metadata(self, request: broker_pb2.MetadataRequest, context: object) -> broker_pb2.MetadataResponse:
         host, port = self.address.split(":")
@@ -43,6 +54,9 @@ class Broker(broker_pb2_grpc.BrokerServicer):
     async def InitProducerId(
         self, request: broker_pb2.InitProducerIdRequest, context: object
     ) -> broker_pb2.InitProducerIdResponse:
+        self.asked_for_producer_id.set()
+        if self.no_producer_ids:
+            await asyncio.Event().wait()
         return broker_pb2.InitProducerIdResponse(producer_id=7, producer_epoch=0)
 
     async def ProduceStream(
@@ -50,6 +64,7 @@ class Broker(broker_pb2_grpc.BrokerServicer):
     ) -> AsyncIterator[broker_pb2.ProduceResponse]:
         async for request in requests:
             self.received.set()
+            self.produce_requests += 1
             if self.silent:
                 continue
             self.offset += 1
@@ -146,5 +161,51 @@ def test_a_flush_given_up_on_leaves_the_batches_on_their_way(caplog: pytest.LogC
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(producer.flush(), 0.05)
             assert (await asyncio.wait_for(future, 10)).offset == 1
+
+    assert _asyncio_complaints(caplog, scenario()) == []
+
+
+async def _interrupt_and_expect_failed(closing: asyncio.Future[None], future: lanes.RecordFuture) -> None:
+    """Cancel the ``closing`` producer's close; ``future`` then fails as closed."""
+    closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    with pytest.raises(lanes.errors.LanesError, match="closed"):
+        await asyncio.wait_for(future, 5)
+
+
+def test_a_close_cancelled_while_a_batch_waits_for_a_producer_id_fails_the_batch(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A batch the sender took from the accumulator before the producer id came (idempotence)
+    is failed by a close interrupted mid-flush; before, its future never resolved."""
+
+    async def scenario() -> None:
+        async with _serving(Broker(no_producer_ids=True)) as broker:
+            producer = lanes.aio.Producer(broker.address, tls=None, credentials=None, enable_idempotence=True)
+            future = await producer.send("t", b"no producer id yet")
+            closing = asyncio.ensure_future(producer.close())
+            await broker.asked_for_producer_id.wait()
+            await _interrupt_and_expect_failed(closing, future)
+
+    assert _asyncio_complaints(caplog, scenario()) == []
+
+
+def test_a_close_cancelled_while_a_batch_is_being_delivered_again_fails_the_batch(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A batch whose first attempt went unanswered is delivered again outside the first
+    attempts' bookkeeping (``_recover``); a close interrupted then fails it too."""
+
+    async def scenario() -> None:
+        async with _serving(Broker(silent=True)) as broker:
+            producer = lanes.aio.Producer(
+                broker.address, tls=None, credentials=None, request_timeout_ms=200, delivery_timeout_ms=60_000
+            )
+            future = await producer.send("t", b"never answered")
+            closing = asyncio.ensure_future(producer.close())
+            while broker.produce_requests < 2:  # the first attempt timed out, and it is sent again
+                await asyncio.sleep(0.05)
+            await _interrupt_and_expect_failed(closing, future)
 
     assert _asyncio_complaints(caplog, scenario()) == []

@@ -121,8 +121,12 @@ class Sender:
         self._backoff_s = backoff_s
         self._clock = clock
         self._senders: dict[TopicPartition, asyncio.Task[None]] = {}
-        #: first attempts in flight, and their requests (a close interrupted mid-flush fails them)
+        #: first attempts in flight (a close interrupted mid-flush cancels them)
         self._attempts: dict[asyncio.Task[broker_pb2.PartitionProduceResponse], Request] = {}
+        #: requests taken from the accumulator and not yet settled, wherever they are: waiting for
+        #: the producer id, in flight, or being delivered again by ``_recover`` (a close
+        #: interrupted mid-flush fails them: their futures would otherwise never resolve)
+        self._taken: set[Request] = set()
         self._wakes: dict[TopicPartition, asyncio.Event] = {}
         self.streams: dict[str, ProduceStream] = {}
         self._producer_id = -1
@@ -182,9 +186,11 @@ class Sender:
             sender.cancel()
         if self._asking_producer_id is not None:
             self._asking_producer_id.cancel()
-        for attempt, request in list(self._attempts.items()):
+        for attempt in list(self._attempts):
             attempt.cancel()
+        for request in list(self._taken):
             request.fail(closed)
+        self._taken.clear()
         self._accumulator.fail_all(closed)
         for stream in list(self.streams.values()):
             try:
@@ -257,11 +263,12 @@ class Sender:
                 batches := self._accumulator.take_request(key, idle=not window)
             ):
                 request = Request(batches)
+                self._taken.add(request)
                 try:
                     await self.init_producer_id()
                 except LanesError as exc:
                     request.fail(exc)
-                    self._accumulator.release(request.size_bytes)
+                    self._release(request)
                     continue
                 self._launch(request, wake)
                 window.append(request)
@@ -296,8 +303,13 @@ class Sender:
             return False
         if self._outcome(request, request.answer.result()) is not None:
             return False
-        self._accumulator.release(request.size_bytes)
+        self._release(request)
         return True
+
+    def _release(self, request: Request) -> None:
+        """``request`` is settled (written or failed): its bytes leave the buffer."""
+        self._taken.discard(request)
+        self._accumulator.release(request.size_bytes)
 
     async def _recover(self, key: TopicPartition, requests: list[Request]) -> None:
         """``requests[0]``, the oldest in flight, was not written at its first attempt; the later
@@ -326,7 +338,7 @@ class Sender:
                 request.fail(error)  # nothing of it was written: its numbers stay free
             else:
                 await self._deliver_batches(request)
-            self._accumulator.release(request.size_bytes)
+            self._release(request)
 
     async def _deliver_batches(self, request: Request) -> None:
         """Deliver ``request`` (retrying); if the broker finds the coalesced batch too large (a
