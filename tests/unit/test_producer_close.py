@@ -185,7 +185,7 @@ def test_a_close_cancelled_while_a_batch_waits_for_a_producer_id_fails_the_batch
             producer = lanes.aio.Producer(broker.address, tls=None, credentials=None, enable_idempotence=True)
             future = await producer.send("t", b"no producer id yet")
             closing = asyncio.ensure_future(producer.close())
-            await broker.asked_for_producer_id.wait()
+            await asyncio.wait_for(broker.asked_for_producer_id.wait(), 10)
             await _interrupt_and_expect_failed(closing, future)
 
     assert _asyncio_complaints(caplog, scenario()) == []
@@ -204,8 +204,32 @@ def test_a_close_cancelled_while_a_batch_is_being_delivered_again_fails_the_batc
             )
             future = await producer.send("t", b"never answered")
             closing = asyncio.ensure_future(producer.close())
-            while broker.produce_requests < 2:  # the first attempt timed out, and it is sent again
-                await asyncio.sleep(0.05)
+            async with asyncio.timeout(10):
+                while broker.produce_requests < 2:  # the first attempt timed out, and it is sent again
+                    await asyncio.sleep(0.05)
             await _interrupt_and_expect_failed(closing, future)
+
+    assert _asyncio_complaints(caplog, scenario()) == []
+
+
+def test_a_sender_that_stops_on_an_error_fails_the_batches_it_had_taken(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition's sender stopped by an error while delivering a batch again (an exhausted
+    producer epoch raises there) fails that batch with the error at once, rather than leaving
+    it to a close (or, before the close failed it, to never resolve)."""
+
+    async def broken_delivery(self: object, request: object) -> None:
+        raise RuntimeError("a bug while delivering again")
+
+    monkeypatch.setattr("lanes.client._sender.Sender._deliver", broken_delivery)
+
+    async def scenario() -> None:
+        async with _serving(Broker(silent=True)) as broker:
+            producer = lanes.aio.Producer(broker.address, tls=None, credentials=None, request_timeout_ms=200)
+            future = await producer.send("t", b"never answered")
+            with pytest.raises(lanes.errors.LanesError, match="a bug while delivering again"):
+                await asyncio.wait_for(future, 10)
+            await producer.close()
 
     assert _asyncio_complaints(caplog, scenario()) == []

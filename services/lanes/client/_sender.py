@@ -180,7 +180,9 @@ class Sender:
         """End every stream: after the answers it owes, for at most a request timeout (a broker
         that stopped answering must not hold a close forever), then by aborting it. A close
         interrupted during its flush also stops the partitions' senders, and fails what they had
-        not delivered (its futures would otherwise never resolve)."""
+        not delivered (its futures would otherwise never resolve), but for what the broker had
+        already acknowledged, whose answer the sender had not yet taken in order (``_recover``
+        settles a window oldest first)."""
         closed = LanesError("the producer was closed before the batch was acknowledged", ErrorCode.INVALID_REQUEST)
         for sender in self._senders.values():
             sender.cancel()
@@ -189,8 +191,11 @@ class Sender:
         for attempt in list(self._attempts):
             attempt.cancel()
         for request in list(self._taken):
+            answer = request.answer
+            if answer is not None and answer.done() and not answer.cancelled() and answer.exception() is None:
+                self._outcome(request, answer.result())  # acknowledged: completed (else failed below)
             request.fail(closed)
-        self._taken.clear()
+            self._release(request)  # wakes senders waiting for room, which then find it closed
         self._accumulator.fail_all(closed)
         for stream in list(self.streams.values()):
             try:
@@ -239,9 +244,11 @@ class Sender:
         wake = self._wakes[key] = asyncio.Event()
         try:
             await self._drain_window(key, wake)
-        except BaseException:
+        except BaseException as exc:
             with self._accumulator.lock:
                 self._accumulator.sending.discard(key)
+            if not isinstance(exc, asyncio.CancelledError):  # (a close fails what a cancel left)
+                self._fail_taken(key, exc)
             raise
         finally:
             with self._accumulator.lock:
@@ -305,6 +312,14 @@ class Sender:
             return False
         self._release(request)
         return True
+
+    def _fail_taken(self, key: TopicPartition, cause: BaseException) -> None:
+        """The partition's sender stopped on ``cause`` (an exhausted producer epoch, or a bug):
+        fail the requests it had taken with it, rather than leave them to a close."""
+        error = cause if isinstance(cause, LanesError) else LanesError(f"the producer's sender failed: {cause!r}")
+        for request in [request for request in self._taken if request.key == key]:
+            request.fail(error)
+            self._release(request)
 
     def _release(self, request: Request) -> None:
         """``request`` is settled (written or failed): its bytes leave the buffer."""
