@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import time
 from collections.abc import AsyncIterator
 
 import grpc
@@ -22,7 +23,8 @@ class Broker(broker_pb2_grpc.BrokerServicer):
     """One broker leading partition 0 of every topic. ``ends_streams``: each produce stream ends
     after one answer (as a broker ends a stream whose session expired); ``silent``: produce
     requests are read and never answered; ``answer_after_s``: each answer that late;
-    ``no_producer_ids``: InitProducerId is never answered."""
+    ``no_producer_ids``: InitProducerId is never answered; ``producer_ids_from``: before that
+    time (``time.monotonic()``), it is answered with a retriable error."""
 
     def __init__(
         self,
@@ -31,9 +33,10 @@ class Broker(broker_pb2_grpc.BrokerServicer):
         silent: bool = False,
         answer_after_s: float = 0.0,
         no_producer_ids: bool = False,
+        producer_ids_from: float = 0.0,
     ) -> None:
         self.ends_streams, self.silent, self.answer_after_s = ends_streams, silent, answer_after_s
-        self.no_producer_ids = no_producer_ids
+        self.no_producer_ids, self.producer_ids_from = no_producer_ids, producer_ids_from
         self.address = ""
         self.offset = 0
         self.received = asyncio.Event()  # a produce request arrived
@@ -57,6 +60,8 @@ class Broker(broker_pb2_grpc.BrokerServicer):
         self.asked_for_producer_id.set()
         if self.no_producer_ids:
             await asyncio.Event().wait()
+        if time.monotonic() < self.producer_ids_from:
+            return broker_pb2.InitProducerIdResponse(error=common_pb2.Error(code=15, message="not yet"))
         return broker_pb2.InitProducerIdResponse(producer_id=7, producer_epoch=0)
 
     async def ProduceStream(
@@ -231,5 +236,29 @@ def test_a_sender_that_stops_on_an_error_fails_the_batches_it_had_taken(
             with pytest.raises(lanes.errors.LanesError, match="a bug while delivering again"):
                 await asyncio.wait_for(future, 10)
             await producer.close()
+
+    assert _asyncio_complaints(caplog, scenario()) == []
+
+
+def test_a_batch_that_joined_a_producer_id_request_late_gets_its_own_delivery_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Partitions share one InitProducerId request, timed from the first batch that asked; a
+    batch that joined it later asks again when it gives up, rather than failing before its own
+    delivery timeout."""
+
+    async def scenario() -> None:
+        async with (
+            _serving(Broker(producer_ids_from=time.monotonic() + 3.8)) as broker,
+            lanes.aio.Producer(
+                broker.address, tls=None, credentials=None, enable_idempotence=True, delivery_timeout_ms=3000
+            ) as producer,
+        ):
+            early = await producer.send("early", b"asks first")
+            await asyncio.sleep(1.5)
+            late = await producer.send("late", b"joins the request 1.5 s later")
+            with pytest.raises(lanes.errors.LanesError):
+                await asyncio.wait_for(early, 10)  # its 3 s are over before ids are handed out
+            assert (await asyncio.wait_for(late, 10)).offset == 1  # ids from 3.8 s, its deadline 4.5 s
 
     assert _asyncio_complaints(caplog, scenario()) == []

@@ -206,17 +206,22 @@ class Sender:
     # -----------------------------------------------------------------------------------------
     # delivery
 
-    async def init_producer_id(self) -> None:
+    async def init_producer_id(self, deadline: Deadline) -> None:
         """One id for the producer's lifetime: partitions with first batches at once all wait for
         the same request, and all go on in the same turn of the loop (their batches then leave
-        together: ``_produce_stream``); a failed request is made again by the next batch."""
-        if not self._idempotent or self._producer_id >= 0:
-            return
-        if self._asking_producer_id is None or self._asking_producer_id.done():
-            self._asking_producer_id = asyncio.get_running_loop().create_task(self._request_producer_id())
-            # retrieved even when every sender waiting for it was cancelled (a flush timed out)
-            self._asking_producer_id.add_done_callback(lambda asked: asked.cancelled() or asked.exception())
-        await asyncio.shield(self._asking_producer_id)  # a sender cancelled does not cancel the others' wait
+        together: ``_produce_stream``). A request that found no broker within its own delivery
+        timeout (it started with the first batch that asked) is made again for a batch whose
+        ``deadline`` is not over; a failed request is made again by the next batch."""
+        while self._idempotent and self._producer_id < 0:
+            if self._asking_producer_id is None or self._asking_producer_id.done():
+                self._asking_producer_id = asyncio.get_running_loop().create_task(self._request_producer_id())
+                # retrieved even when every sender waiting for it was cancelled (a flush timed out)
+                self._asking_producer_id.add_done_callback(lambda asked: asked.cancelled() or asked.exception())
+            try:
+                await asyncio.shield(self._asking_producer_id)  # a sender cancelled leaves the others waiting
+            except RequestTimedOutError:
+                if deadline.expired():
+                    raise
 
     async def _request_producer_id(self) -> None:
         async for _ in attempts(Deadline(self._delivery_timeout_s, self._clock), self._backoff_s):
@@ -272,7 +277,7 @@ class Sender:
                 request = Request(batches)
                 self._taken.add(request)
                 try:
-                    await self.init_producer_id()
+                    await self.init_producer_id(self._delivery_deadline(request))
                 except LanesError as exc:
                     request.fail(exc)
                     self._release(request)
@@ -455,9 +460,7 @@ class Sender:
     async def _deliver(self, request: Request) -> LanesError | None:
         """Send ``request`` until it is written, retrying what may succeed later; resolve its
         futures, or return the error that stopped it."""
-        deadline = Deadline.at_monotonic_ms(
-            request.batches[0].created_ms + self._delivery_timeout_s * 1000, self._clock
-        )
+        deadline = self._delivery_deadline(request)
         self._number(request)
         last_error: LanesError = RequestTimedOutError(
             f"a batch of {request.records} records to {request.topic}-{request.partition} was never acknowledged "
@@ -482,6 +485,11 @@ class Sender:
                 return error
             await self._retry_pause(request.topic)
         return last_error
+
+    def _delivery_deadline(self, request: Request) -> Deadline:
+        """When ``request`` fails if it was not written: ``delivery_timeout_ms`` after its oldest
+        batch was made."""
+        return Deadline.at_monotonic_ms(request.batches[0].created_ms + self._delivery_timeout_s * 1000, self._clock)
 
     def _lost_numbers(self, error: BaseException) -> bool:
         """Whether ``error``, answering the oldest request of its partition, says the broker lacks
