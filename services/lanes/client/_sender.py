@@ -122,7 +122,7 @@ class Sender:
         self._clock = clock
         self._senders: dict[TopicPartition, asyncio.Task[None]] = {}
         #: first attempts in flight (a close interrupted mid-flush cancels them)
-        self._attempts: dict[asyncio.Task[broker_pb2.PartitionProduceResponse], Request] = {}
+        self._attempts: set[asyncio.Task[broker_pb2.PartitionProduceResponse]] = set()
         #: requests taken from the accumulator and not yet settled, wherever they are: waiting for
         #: the producer id, in flight, or being delivered again by ``_recover`` (a close
         #: interrupted mid-flush fails them: their futures would otherwise never resolve)
@@ -304,9 +304,9 @@ class Sender:
         answered."""
         self._number(request)
         request.answer = asyncio.get_running_loop().create_task(self._attempt(request))
-        self._attempts[request.answer] = request
+        self._attempts.add(request.answer)
         request.answer.add_done_callback(lambda _: wake.set())
-        request.answer.add_done_callback(self._attempts.pop)
+        request.answer.add_done_callback(self._attempts.discard)
 
     def _settle_first_answer(self, request: Request) -> bool:
         """Resolve ``request`` if its first attempt wrote it; False when ``_recover`` must."""
