@@ -24,7 +24,9 @@ class Broker(broker_pb2_grpc.BrokerServicer):
     after one answer (as a broker ends a stream whose session expired); ``silent``: produce
     requests are read and never answered; ``answer_after_s``: each answer that late;
     ``no_producer_ids``: InitProducerId is never answered; ``producer_ids_from``: before that
-    time (``time.monotonic()``), it is answered with a retriable error."""
+    time (``time.monotonic()``), it is answered with a retriable error; ``refuses_marked``:
+    records holding ``b"refused"`` are answered NOT_ENOUGH_REPLICAS (retriable), the others
+    written."""
 
     def __init__(
         self,
@@ -34,9 +36,11 @@ class Broker(broker_pb2_grpc.BrokerServicer):
         answer_after_s: float = 0.0,
         no_producer_ids: bool = False,
         producer_ids_from: float = 0.0,
+        refuses_marked: bool = False,
     ) -> None:
         self.ends_streams, self.silent, self.answer_after_s = ends_streams, silent, answer_after_s
         self.no_producer_ids, self.producer_ids_from = no_producer_ids, producer_ids_from
+        self.refuses_marked = refuses_marked
         self.address = ""
         self.offset = 0
         self.received = asyncio.Event()  # a produce request arrived
@@ -72,9 +76,12 @@ class Broker(broker_pb2_grpc.BrokerServicer):
             self.produce_requests += 1
             if self.silent:
                 continue
-            self.offset += 1
             await asyncio.sleep(self.answer_after_s)
-            answered = broker_pb2.PartitionProduceResponse(partition=0, base_offset=self.offset)
+            if self.refuses_marked and b"refused" in request.topics[0].partitions[0].records:
+                answered = broker_pb2.PartitionProduceResponse(partition=0, error=common_pb2.Error(code=19))
+            else:
+                self.offset += 1
+                answered = broker_pb2.PartitionProduceResponse(partition=0, base_offset=self.offset)
             yield broker_pb2.ProduceResponse(topics=[{"topic": request.topics[0].topic, "partitions": [answered]}])
             if self.ends_streams:
                 return
@@ -260,5 +267,30 @@ def test_a_batch_that_joined_a_producer_id_request_late_gets_its_own_delivery_ti
             with pytest.raises(lanes.errors.LanesError):
                 await asyncio.wait_for(early, 10)  # its 3 s are over before ids are handed out
             assert (await asyncio.wait_for(late, 10)).offset == 1  # ids from 3.8 s, its deadline 4.5 s
+
+    assert _asyncio_complaints(caplog, scenario()) == []
+
+
+def test_a_close_cancelled_while_an_earlier_batch_is_retried_completes_a_later_one_already_written(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Without idempotence a partition's later request can be written while an earlier one is
+    refused and retried (``_recover`` settles the window oldest first): a close interrupted then
+    completes the written one with its offset, and fails only the other."""
+
+    async def scenario() -> None:
+        async with _serving(Broker(refuses_marked=True, answer_after_s=0.2)) as broker:
+            producer = lanes.aio.Producer(
+                broker.address, tls=None, credentials=None, enable_idempotence=False, acks="1", linger_ms=0
+            )
+            refused = await producer.send("t", b"refused for now")
+            await asyncio.wait_for(broker.received.wait(), 10)
+            written = await producer.send("t", b"written")  # a second request in flight behind it
+            closing = asyncio.ensure_future(producer.close())
+            async with asyncio.timeout(10):
+                while broker.produce_requests < 3:  # both answered, the first sent again
+                    await asyncio.sleep(0.05)
+            await _interrupt_and_expect_failed(closing, refused)
+            assert (await asyncio.wait_for(written, 5)).offset == 1
 
     assert _asyncio_complaints(caplog, scenario()) == []
