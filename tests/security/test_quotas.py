@@ -38,6 +38,14 @@ WINDOW_S = 10
 RUN_S = 6
 
 
+def _held_at_most(seconds: float) -> int:
+    """The most a client held to ``QUOTA`` acknowledges in ``seconds``: the window's worth it may
+    owe at once, then the rate. A client not held must do several times that (under the whole
+    suite's load on two cores its produce round trips take several milliseconds: a bound taken
+    from a quiet machine's throughput would fail there)."""
+    return int(QUOTA * (WINDOW_S + seconds))
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with running_cluster(tmp_path_factory.mktemp("quotas"), brokers=1, tls=True, auth=True) as started:
@@ -118,7 +126,7 @@ def test_a_producer_over_its_quota_is_held_and_others_are_not(cluster: LocalClus
     assert held_s >= first.throttle_time_ms / 1000 * 0.8, "and its next request waits that long (muted)"
     assert second.topics[0].partitions[0].error.code == common_pb2.NONE
     fast = _produce_for(cluster, FAST, "fast-lane", RUN_S / 2)
-    assert fast > 4 * bound, f"a user without a quota produced only {fast:,} bytes"
+    assert fast > 4 * _held_at_most(RUN_S / 2), f"a user without a quota produced only {fast:,} bytes"
 
 
 def test_a_consumer_over_its_quota_is_held_and_others_are_not(cluster: LocalCluster) -> None:
@@ -252,7 +260,7 @@ def test_a_client_id_quota_holds_that_client_across_users_and_no_other_client(cl
     bound = QUOTA * (WINDOW_S + RUN_S) * 2
     assert 0 < sum(shared) <= bound, f"{shared} bytes in {RUN_S} s by two users as one client, quota {QUOTA:,} B/s"
     other = _produce_for(cluster, FAST, "fast-lane", RUN_S / 2, "web")
-    assert other > 4 * bound, f"another client of the same user produced only {other:,} bytes"
+    assert other > 4 * _held_at_most(RUN_S / 2), f"another client of the same user produced only {other:,} bytes"
 
 
 def test_a_request_time_quota_holds_back_a_client_that_takes_the_brokers_loop(cluster: LocalCluster) -> None:
