@@ -45,6 +45,7 @@ class Broker(broker_pb2_grpc.BrokerServicer):
         self.offset = 0
         self.received = asyncio.Event()  # a produce request arrived
         self.produce_requests = 0
+        self._counted = asyncio.Condition()  # produce_requests grew
         self.asked_for_producer_id = asyncio.Event()
 
     async def Metadata(self, request: broker_pb2.MetadataRequest, context: object) -> broker_pb2.MetadataResponse:
@@ -68,12 +69,19 @@ class Broker(broker_pb2_grpc.BrokerServicer):
             return broker_pb2.InitProducerIdResponse(error=common_pb2.Error(code=15, message="not yet"))
         return broker_pb2.InitProducerIdResponse(producer_id=7, producer_epoch=0)
 
+    async def read_requests(self, count: int) -> None:
+        """Until ``count`` produce requests arrived (at most 10 s)."""
+        async with asyncio.timeout(10), self._counted:
+            await self._counted.wait_for(lambda: self.produce_requests >= count)
+
     async def ProduceStream(
         self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: object
     ) -> AsyncIterator[broker_pb2.ProduceResponse]:
         async for request in requests:
             self.received.set()
-            self.produce_requests += 1
+            async with self._counted:
+                self.produce_requests += 1
+                self._counted.notify_all()
             if self.silent:
                 continue
             await asyncio.sleep(self.answer_after_s)
@@ -216,9 +224,7 @@ def test_a_close_cancelled_while_a_batch_is_being_delivered_again_fails_the_batc
             )
             future = await producer.send("t", b"never answered")
             closing = asyncio.ensure_future(producer.close())
-            async with asyncio.timeout(10):
-                while broker.produce_requests < 2:  # the first attempt timed out, and it is sent again
-                    await asyncio.sleep(0.05)
+            await broker.read_requests(2)  # the first attempt timed out, and it is sent again
             await _interrupt_and_expect_failed(closing, future)
 
     assert _asyncio_complaints(caplog, scenario()) == []
@@ -287,9 +293,7 @@ def test_a_close_cancelled_while_an_earlier_batch_is_retried_completes_a_later_o
             await asyncio.wait_for(broker.received.wait(), 10)
             written = await producer.send("t", b"written")  # a second request in flight behind it
             closing = asyncio.ensure_future(producer.close())
-            async with asyncio.timeout(10):
-                while broker.produce_requests < 3:  # both answered, the first sent again
-                    await asyncio.sleep(0.05)
+            await broker.read_requests(3)  # both answered, the first sent again
             await _interrupt_and_expect_failed(closing, refused)
             assert (await asyncio.wait_for(written, 5)).offset == 1
 
