@@ -146,5 +146,25 @@ def test_a_stream_closed_aborted_or_broken_leaves_no_task_or_generator_pending(
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         asyncio.run(_streams_end_every_way())
         gc.collect()
-    complaints = [record.getMessage() for record in caplog.records if record.name == "asyncio"]
+    complaints = [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "asyncio" and not _about_an_earlier_loop(record)
+    ]
     assert not complaints, complaints
+
+
+def _about_an_earlier_loop(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is gRPC's poller handing a completion to a loop already closed.
+
+    gRPC's aio poller runs on whichever loop is current and passes each completion to the loop
+    that started the call (``call_soon_threadsafe``); a call an earlier test's ``asyncio.run``
+    left behind in this worker completes here and fails with "Event loop is closed". It names
+    no object of this test's loop (seen once in CI at 97% of the suite).
+    """
+    error = record.exc_info[1] if record.exc_info else None
+    return (
+        "PollerCompletionQueue._handle_events" in record.getMessage()
+        and isinstance(error, RuntimeError)
+        and "Event loop is closed" in str(error)
+    )
