@@ -195,6 +195,111 @@ def test_a_backlog_is_read_through_fetch_streams_every_record_once_in_order(clus
         assert all(r.value[:5] == b"%05d" % (r.offset * 2 + number) for r in read)
 
 
+def _produce_one(stub: BrokerStub, topic: str, value: bytes) -> None:
+    """One record, answered once the high-water mark covers it."""
+    produced = stub.Produce(
+        ProduceRequest(
+            acks=ACKS_ALL,
+            timeout_ms=5000,
+            topics=[
+                TopicProduceData(
+                    topic=topic,
+                    partitions=[
+                        PartitionProduceData(
+                            partition=0, records=encode_batch([Record(0, int(time.time() * 1000), None, value)])
+                        )
+                    ],
+                )
+            ],
+        )
+    )
+    assert produced.topics[0].partitions[0].error.code == 0, produced
+
+
+def test_a_following_fetch_stream_answers_each_record_as_it_is_written_until_nothing_comes(
+    cluster: LocalCluster,
+) -> None:
+    """Decision 0052: a FetchStream that ``follow``s, at the end of the log, answers each record
+    as it is written (answers that are not full do not end it: the broker long-polls again from
+    where each ended), and ends with an empty answer once nothing came within ``max_wait_ms``."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    with lanes.Admin(bootstrap) as admin:
+        admin.create_topic("followed", partitions=1, replication_factor=2)
+        leader_id = admin.describe_topic("followed").partitions[0].leader
+        leader = next(f"{b.host}:{b.port}" for b in admin.describe_cluster().brokers if b.broker_id == leader_id)
+    asked = FetchRequest(
+        max_wait_ms=1500,
+        min_bytes=1,
+        max_bytes=10 * 1024 * 1024,
+        follow=True,
+        topics=[
+            FetchTopic(
+                topic="followed",
+                partitions=[
+                    FetchPartition(partition=0, fetch_offset=0, current_leader_epoch=-1, partition_max_bytes=1 << 20)
+                ],
+            )
+        ],
+    )
+    with blocking_client_channel(leader) as channel:
+        stub = BrokerStub(channel)  # type: ignore[no-untyped-call]
+        arrived: list[tuple[float, FetchPartitionResponse]] = []
+        written: list[float] = []
+
+        def read() -> None:
+            for answer in stub.FetchStream(asked, timeout=30):
+                arrived.append((time.monotonic(), answer.topics[0].partitions[0]))
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        for number in range(5):
+            time.sleep(0.2)
+            written.append(time.monotonic())
+            _produce_one(stub, "followed", b"record-%d" % number)
+        reader.join(timeout=30)
+        assert not reader.is_alive(), "the stream ended"
+    with_records = [part for _, part in arrived if part.records]
+    values = [record.value for part in with_records for b in decode_batches(part.records) for record in b.records]
+    assert values == [b"record-%d" % number for number in range(5)], "each record once, in order"
+    assert len(with_records) >= 3, "answers that were not full did not end the stream"
+    assert arrived[-1][1].records == b"", "it ends with an answer that waited for nothing"
+    assert arrived[-1][0] - written[-1] >= 1.2, "the last wait was a long-poll of max_wait_ms"
+    assert len(arrived) <= 8
+
+
+def test_a_caught_up_consumer_follows_through_fetch_streams_every_record_once_in_order(
+    cluster: LocalCluster,
+) -> None:
+    """A consumer at the end of a partition reads what is written next through following
+    FetchStream calls, not a unary Fetch per answer: every record once, in order."""
+    bootstrap = str(cluster.describe()["bootstrap"])
+    lanes.Admin(bootstrap).create_topic("tailed", partitions=1, replication_factor=2)
+
+    def served(method: str) -> float:
+        samples, unreachable = scrape([str(broker["metrics"]) for broker in cluster.describe()["brokers"]])  # type: ignore[union-attr]
+        assert not unreachable
+        return total(samples, "lanes_rpc_duration_seconds_count", method=method)
+
+    with (
+        lanes.Consumer(bootstrap, fetch_max_wait_ms=200) as consumer,
+        lanes.Producer(bootstrap, linger_ms=0) as producer,
+    ):
+        consumer.assign([TopicPartition("tailed", 0)])
+        consumer.seek_to_end()
+        assert consumer.poll(timeout_ms=300) == []
+        unary_before, streamed_before = served("Fetch"), served("FetchStream")
+        read: list[lanes.ConsumerRecord] = []
+        for number in range(200):
+            producer.send("tailed", b"%03d" % number, partition=0)
+            if number % 10 == 9:
+                producer.flush()
+                read.extend(consumer.poll(timeout_ms=0))
+        read.extend(poll_until(consumer, 200 - len(read)))
+    assert [r.value for r in read] == [b"%03d" % n for n in range(200)]
+    assert served("Fetch") == unary_before, "no unary fetch"
+    assert served("FetchStream") > streamed_before
+
+
 def test_a_fetch_stream_reads_on_while_its_answers_come_back_full(cluster: LocalCluster) -> None:
     """FetchStream on the leader: the first answer is Fetch's; while answers come back full the
     broker reads on from where each ended (every record once, in order), at most 8 answers; a

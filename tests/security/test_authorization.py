@@ -411,6 +411,53 @@ def test_acl_and_password_changes_apply_to_the_next_call(cluster: LocalCluster) 
         gone.list_topics()
 
 
+def test_a_consumer_following_a_topic_gets_nothing_written_after_its_read_acl_went(cluster: LocalCluster) -> None:
+    """A caught-up consumer reads through a FetchStream that long-polls again after each answer
+    (decision 0052); the guard checks the ACLs in force before each answer after the first, so
+    an ACL deleted while the stream waits stops it: no record written after that reaches the
+    consumer (as each Kafka fetch is authorized on its own), and its next fetch is refused."""
+    carol = lanes.UserPassword("carol", "carol-secret-3")
+    readable = lanes.AclBinding.of("carol", "read", topic="followed-by-carol")
+    with _admin(cluster) as admin:
+        admin.create_topic("followed-by-carol", partitions=1, replication_factor=2)
+        admin.set_user_password(carol.username, carol.password)
+        admin.create_acls([readable])
+    wait_until_brokers_apply_metadata(cluster)
+    partition = lanes.TopicPartition("followed-by-carol", 0)
+    with (
+        lanes.Consumer(
+            _bootstrap(cluster), tls=_ca_only(cluster), credentials=carol, fetch_max_wait_ms=5000
+        ) as consumer,
+        lanes.Producer(
+            _bootstrap(cluster), tls=cluster.client_tls, credentials=cluster.client_credentials, linger_ms=0
+        ) as producer,
+    ):
+        consumer.assign([partition])
+        consumer.seek_to_end()
+        values: list[bytes] = []
+        for number in range(3):  # caught up: each read through a following stream
+            producer.send("followed-by-carol", b"before-%d" % number).result(timeout=30)
+            deadline = time.monotonic() + 30
+            while len(values) <= number and time.monotonic() < deadline:
+                values.extend(record.value or b"" for record in consumer.poll(timeout_ms=200))
+        assert values == [b"before-0", b"before-1", b"before-2"]
+        consumer.poll(timeout_ms=100)  # a stream long-polls for what comes next
+        with _admin(cluster) as admin:
+            admin.delete_acls([readable])
+        wait_until_brokers_apply_metadata(cluster)
+        for number in range(3):
+            producer.send("followed-by-carol", b"after-%d" % number).result(timeout=30)
+
+        def read_for(seconds: float) -> None:
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                values.extend(record.value or b"" for record in consumer.poll(timeout_ms=200))
+
+        with pytest.raises(AuthorizationError):
+            read_for(10)
+        assert values == [b"before-0", b"before-1", b"before-2"], "nothing written after the ACL went"
+
+
 def test_admin_requests_are_answered_per_resource(cluster: LocalCluster) -> None:
     """As Kafka's admin requests: each named resource is authorized on its own, and a refused one
     is answered in its place (TOPIC_AUTHORIZATION_FAILED) while the others are done."""

@@ -245,16 +245,16 @@ def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a
     fill(partition, end=40)  # 10 batches of 4
     partition.log.update_high_watermark(partition.log.log_end_offset)
 
-    def answered(offset: int, reads: Any) -> tuple[int, bytes]:
+    def _answered(partition, offset: int, reads: Any) -> tuple[int, bytes]:
         fetch = ConsumerFetch(fetch_request(offset), default_partition_max_bytes=1 << 20)
         fetch.measure(lambda *_: partition, reads)
         read = fetch.read(lambda *_: partition, 1 << 20, reads)
         return read, fetch.answer()[0].topics[0].partitions[0].records
 
     caught_up = 36  # the start of the last batch: where the append before it ended
-    assert answered(caught_up, LoopReads()) == answered(caught_up, SharedReads())
+    assert _answered(partition, caught_up, LoopReads()) == _answered(partition, caught_up, SharedReads())
     with pytest.raises(NotLightError):
-        answered(2, LoopReads())  # inside a batch: an index lookup and a scan of headers
+        _answered(partition, 2, LoopReads())  # inside a batch: an index lookup and a scan of headers
 
     async def both_ways() -> list[tuple[int, bytes]]:
         reads = BatchedReads()
@@ -275,7 +275,7 @@ def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a
     assert trips == [1], "the caught-up read on the loop, the mixed one in one trip"
     assert light_read == len(light_bytes) > 0
     assert mixed_read == len(mixed_bytes), "the run on the loop left no bytes counted twice"
-    assert mixed_bytes == answered(caught_up, SharedReads())[1] + answered(2, SharedReads())[1]
+    assert mixed_bytes == _answered(partition, caught_up, SharedReads())[1] + _answered(partition, 2, SharedReads())[1]
 
 
 def test_one_turn_of_the_loop_reads_at_most_light_bytes_per_turn_the_rest_go_to_a_trip(
@@ -322,6 +322,14 @@ def test_one_turn_of_the_loop_runs_only_a_few_light_jobs_the_rest_go_to_a_trip(
     assert sum(trips) == 100 - batched_reads.LIGHT_RUNS_PER_TURN
 
 
+def _answered(partition: Partition, request: broker_pb2.FetchRequest) -> ConsumerFetch:
+    """``request`` measured and read against ``partition``, as a fetch woken with records is."""
+    fetch = ConsumerFetch(request, default_partition_max_bytes=1 << 20)
+    fetch.measure(lambda *_: partition, SharedReads())
+    fetch.read(lambda *_: partition, 1 << 20, SharedReads())
+    return fetch
+
+
 def test_a_full_answer_reads_on_where_it_ended_and_a_short_or_failed_one_ends_the_stream(tmp_path: Path) -> None:
     """``ConsumerFetch.read_on`` (FetchStream): after an answer where a partition brought at
     least three quarters of its limit, the next request continues from after its last batch,
@@ -333,15 +341,9 @@ def test_a_full_answer_reads_on_where_it_ended_and_a_short_or_failed_one_ends_th
     partition.log.update_high_watermark(partition.log.log_end_offset)
     batch_bytes = len(partition.log.read(0, 1).records)
 
-    def answered(request: broker_pb2.FetchRequest) -> ConsumerFetch:
-        fetch = ConsumerFetch(request, default_partition_max_bytes=1 << 20)
-        fetch.measure(lambda *_: partition, SharedReads())
-        fetch.read(lambda *_: partition, 1 << 20, SharedReads())
-        return fetch
-
     request = fetch_request(0, partition_max_bytes=3 * batch_bytes)
     request.max_wait_ms = 500
-    full = answered(request)
+    full = _answered(partition, request)
     continued = full.read_on(request, 1 << 20)
     assert continued is not None
     assert continued.topics[0].partitions[0].fetch_offset == 12, "after the three batches read"
@@ -350,13 +352,54 @@ def test_a_full_answer_reads_on_where_it_ended_and_a_short_or_failed_one_ends_th
     assert continued.max_bytes == (1 << 20) - 3 * batch_bytes, "the stream's answers share the request's budget"
     assert full.read_on(request, 3 * batch_bytes + batch_bytes // 2) is None, "less than a partition's limit left"
 
-    short = answered(fetch_request(36, partition_max_bytes=3 * batch_bytes))  # the last batch only
+    short = _answered(partition, fetch_request(36, partition_max_bytes=3 * batch_bytes))  # the last batch only
     assert short.read_on(fetch_request(36, partition_max_bytes=3 * batch_bytes), 1 << 20) is None
 
     failed = ConsumerFetch(fetch_request(99, partition_max_bytes=3 * batch_bytes), 1 << 20)
     failed.measure(lambda *_: partition, SharedReads())
     assert failed.errors
     assert failed.read_on(fetch_request(99), 1 << 20) is None
+
+
+def test_a_following_stream_long_polls_again_after_an_answer_with_records_and_ends_at_an_empty_one(
+    tmp_path: Path,
+) -> None:
+    """Decision 0052: a request that ``follow``s reads on after an answer that is not full but
+    brought records, long-polling with the request's ``max_wait_ms`` from where it ended, within
+    what is left of the budget; an empty answer (nothing came within the wait) or an error
+    still ends it, and a full answer reads on without waiting as before."""
+    partition = open_partition(tmp_path)
+    lead(partition, 1)
+    fill(partition, end=8)  # 2 batches of 4
+    partition.log.update_high_watermark(partition.log.log_end_offset)
+    batch_bytes = len(partition.log.read(0, 1).records)
+
+    def following(offset: int, partition_max_bytes: int = 64 * batch_bytes) -> broker_pb2.FetchRequest:
+        request = fetch_request(offset, partition_max_bytes=partition_max_bytes)
+        request.max_wait_ms, request.follow = 500, True
+        return request
+
+    short = following(4)  # the last batch: not full, but records came
+    continued = _answered(partition, short).read_on(short, 1 << 20)
+    assert continued is not None, "a caught-up consumer's stream goes on"
+    assert continued.topics[0].partitions[0].fetch_offset == 8, "from where the answer ended"
+    assert continued.max_wait_ms == 500, "long-polling for the next records"
+    assert continued.follow
+    assert continued.max_bytes == (1 << 20) - batch_bytes, "the stream's answers share the request's budget"
+    not_following = fetch_request(4, partition_max_bytes=64 * batch_bytes)
+    assert _answered(partition, not_following).read_on(not_following, 1 << 20) is None, "without follow: one answer"
+
+    empty = following(8)  # at the end: the wait ended with nothing
+    assert _answered(partition, empty).read_on(empty, 1 << 20) is None, "an empty answer ends it"
+
+    full = following(0, partition_max_bytes=batch_bytes)
+    read_on = _answered(partition, full).read_on(full, 1 << 20)
+    assert read_on is not None
+    assert read_on.max_wait_ms == 0, "behind: reads on at once"
+
+    failed = ConsumerFetch(following(99), 1 << 20)
+    failed.measure(lambda *_: partition, SharedReads())
+    assert failed.read_on(following(99), 1 << 20) is None, "an error ends it"
 
 
 def test_an_answer_is_full_when_a_partition_or_the_whole_answer_is_near_its_limit() -> None:

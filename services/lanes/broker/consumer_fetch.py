@@ -189,17 +189,20 @@ class ConsumerFetch:
         after its last batch, the same offset when it returned none. None when this answer is the
         stream's last: a partition answered an error; the answer is not full (no partition
         returned three quarters of its limit and the answer not three quarters of
-        ``max_bytes``: caught up); or less than one partition's limit is left."""
+        ``max_bytes``: caught up), unless the request ``follow``s and the answer brought records
+        (then the next long-polls with the request's ``max_wait_ms``); or less than one
+        partition's limit is left."""
         if self.errors or not self.slots:
             return None
-        if not answer_is_full(((len(slot.records), slot.limit_bytes) for slot in self.slots), max_bytes):
+        full = answer_is_full(((len(slot.records), slot.limit_bytes) for slot in self.slots), max_bytes)
+        if not full and not (request.follow and self.read_bytes):
             return None
         left = max_bytes - self.read_bytes
         if left < min(slot.limit_bytes for slot in self.slots):
             return None
         continued = broker_pb2.FetchRequest()
         continued.CopyFrom(request)
-        continued.max_wait_ms = 0
+        continued.max_wait_ms = 0 if full else request.max_wait_ms
         continued.max_bytes = left
         slots = iter(self.slots)  # (in request order)
         for topic in continued.topics:

@@ -8,7 +8,8 @@ call at all is the server's guard, ``lanes.runtime.access.guard``), asks the bro
 - ``Produce`` and ``ProduceStream``: appends with acks 0, 1 and all (``ReplicaManager.append``);
 - ``Fetch``: whole batches up to the high-water mark, long-polling for ``min_bytes`` up to
   ``max_wait_ms`` within the broker's fetch memory (``ConsumerFetches``); ``FetchStream``: the
-  same, reading on where each full answer ended (the consumer decodes one while the next is read);
+  same, reading on where each full answer ended (the consumer decodes one while the next is read),
+  and for a caught-up consumer that ``follow``s, long-polling again after each answer;
 - ``ListOffsets``, ``OffsetForLeaderEpoch``, ``DeleteRecords`` (``ReplicaManager``);
 - ``ReplicaFetch``: followers' long-polls (``ReplicaFetches``), from the broker they claim to be;
 - ``InitProducerId``: ids for idempotent producers (``ProducerIds``);
@@ -296,8 +297,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         """Fetches read on, each from where the last answer ended, while answers come back full
         and the request's ``max_bytes`` (the consumer's room) is not spent (``ConsumerFetch.read_on``),
         at most ``FETCH_STREAM_ANSWERS``; the next is read while gRPC sends this one to the
-        consumer, who decodes it meanwhile. Ends after a throttle. An answer's fetch memory is
-        given back once the next is read (until then gRPC and the interceptors still hold it).
+        consumer, who decodes it meanwhile. A request that ``follow``s reads on after an answer
+        that brought records though not full too, long-polling: a caught-up consumer gets each
+        record as it is written without a call per answer. Ends after a throttle. An answer's
+        fetch memory is given back once the next is read (until then gRPC and the interceptors
+        still hold it; a following stream holds its last answer's while it long-polls).
         Each answer is timed as a request (``lanes_rpc_duration_seconds{method="FetchStream"}``)."""
         call = request_context(context)
         next_request: broker_pb2.FetchRequest | None = request

@@ -13,7 +13,10 @@ partitions and fetched-but-unreturned records, and fetches from each partition's
   each ended and sends that too (decision 0050), each answer buffered as it arrives (a waiting
   poll wakes at the first). Any change of ownership or position drops the buffer and the fetch
   under way (``drop_prefetch``). A consumer caught up at a broker (its last answer there was
-  not full) fetches from it with ``Fetch``: one long-poll, a stream's set-up not paid.
+  not full) asks the stream to ``follow`` (decision 0052): the broker long-polls again after each
+  answer that brought records, so each record reaches the consumer as it is written, without a
+  call per answer; each answer is awaited within a request's time of the last. A broker
+  without ``FetchStream`` is asked with ``Fetch`` (one long-poll per answer).
 - A moved leader is found again through metadata; OFFSET_OUT_OF_RANGE resets the position.
 
 Owned by the client's event loop.
@@ -615,36 +618,47 @@ class Fetcher:
                 )
             )
         room = max(1, self._max_bytes - self._buffered_bytes())
+        streamed = address not in self._unary_fetch_only
+        follow = streamed and address not in self._reading_on  # caught up there: each record as it comes
         request = broker_pb2.FetchRequest(
-            max_wait_ms=max_wait_ms, min_bytes=self._min_bytes, max_bytes=room, topics=list(topics.values())
+            max_wait_ms=max_wait_ms,
+            min_bytes=self._min_bytes,
+            max_bytes=room,
+            topics=list(topics.values()),
+            follow=follow,
         )
+        # each answer within a request's time of the last (a following stream's length depends on
+        # the records that come); a unary fetch and a stream reading a backlog within it in all
         timeout_s = self._timeout_s + max_wait_ms / 1000
         stub = self._cluster.stub(address)
-        behind = address in self._reading_on and address not in self._unary_fetch_only
-        stream = stub.FetchStream(request, timeout=timeout_s) if behind else None
-        answers: AsyncIterator[broker_pb2.FetchResponse] = (
-            _one(stub.Fetch(request, timeout=timeout_s)) if stream is None else stream
-        )
+        stream = stub.FetchStream(request, timeout=None if follow else timeout_s) if streamed else None
+        answers = aiter(_one(stub.Fetch(request, timeout=timeout_s)) if stream is None else stream)
         failed = full = False
         try:
-            async for answer in answers:
+            while True:
+                try:
+                    async with asyncio.timeout(timeout_s):
+                        answer = await anext(answers)
+                except StopAsyncIteration:
+                    break
                 failed = self._take_answer(answer, address, fetched, epochs) or failed
                 for partition in fetched:  # the stream's next answer reads on from there
                     buffered = self._buffer.get(partition)
                     if buffered is not None:
                         fetched[partition] = buffered.end_offset
-                full = answer_is_full(
-                    ((len(part.records), self._partition_max_bytes) for t in answer.topics for part in t.partitions),
-                    room,
-                )
+                sizes = [len(part.records) for t in answer.topics for part in t.partitions]
+                full = answer_is_full(((size, self._partition_max_bytes) for size in sizes), room)
                 if self._buffered_bytes() >= self._max_bytes:
                     break  # enough to decode: the rest waits for the next fetch
-                if failed or answer.throttle_time_ms or not full:
+                if failed or answer.throttle_time_ms or not (full or (follow and any(sizes))):
                     break  # the broker ends the stream here: the next fetch need not wait for its end
             if full:
                 self._reading_on.add(address)
             else:
                 self._reading_on.discard(address)
+        except TimeoutError:  # no answer within a request's time: as a call past its deadline
+            self._forget_leaders(partitions, suspect=address)
+            return
         except grpc.aio.AioRpcError as exc:
             if exc.code() is grpc.StatusCode.UNIMPLEMENTED and address not in self._unary_fetch_only:
                 self._unary_fetch_only.add(address)  # asked again at the next fetch, with Fetch

@@ -57,6 +57,7 @@ from lanes.runtime.access.access_rules import (
     refusal_code,
     split_resources,
     split_topics,
+    still_allowed,
 )
 from lanes.runtime.access.authentication_service import AUTHENTICATE_METHOD
 from lanes.runtime.access.image_authorizer import ImageAuthorizer
@@ -229,8 +230,17 @@ class Guard(CallInterceptor):
                 assert rule is not None
                 answer = await self._authorized(request, rule, access, context)
             session = _STREAM_SESSION.get()
+            first = True
             async for response in inner(request, context):
                 await _within_session(session, context)
+                if (
+                    not first
+                    and access is not None
+                    and rule is not None
+                    and not still_allowed(request, rule, self._again(access))
+                ):
+                    return  # (FetchStream read on: the client's next call is authorized afresh)
+                first = False
                 yield answer(response)
 
         return unary_stream
