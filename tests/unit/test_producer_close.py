@@ -6,20 +6,19 @@ asynchronous producer is an asynchronous context manager. Against a real in-proc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import time
 from collections.abc import AsyncIterator
 
-import grpc
 import pytest
 
 import lanes.aio
-from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from lanes.v1 import broker_pb2, common_pb2
+from tests.unit.fake_broker import OneBroker, serving
 
 
-class Broker(broker_pb2_grpc.BrokerServicer):
+class Broker(OneBroker):
     """One broker leading partition 0 of every topic. ``ends_streams``: each produce stream ends
     after one answer (as a broker ends a stream whose session expired); ``silent``: produce
     requests are read and never answered; ``answer_after_s``: each answer that late;
@@ -41,23 +40,11 @@ class Broker(broker_pb2_grpc.BrokerServicer):
         self.ends_streams, self.silent, self.answer_after_s = ends_streams, silent, answer_after_s
         self.no_producer_ids, self.producer_ids_from = no_producer_ids, producer_ids_from
         self.refuses_marked = refuses_marked
-        self.address = ""
         self.offset = 0
         self.received = asyncio.Event()  # a produce request arrived
         self.produce_requests = 0
         self._counted = asyncio.Condition()  # produce_requests grew
         self.asked_for_producer_id = asyncio.Event()
-
-    async def Metadata(self, request: broker_pb2.MetadataRequest, context: object) -> broker_pb2.MetadataResponse:
-        host, port = self.address.split(":")
-        partition = broker_pb2.PartitionMetadata(partition=0, leader_id=1, leader_epoch=0)
-        topics = [
-            broker_pb2.TopicMetadata(name=name, topic_id=f"id-{name}", partitions=[partition])
-            for name in request.topics
-        ]
-        return broker_pb2.MetadataResponse(
-            brokers=[common_pb2.Node(node_id=1, host=host, port=int(port))], topics=topics
-        )
 
     async def InitProducerId(
         self, request: broker_pb2.InitProducerIdRequest, context: object
@@ -95,19 +82,6 @@ class Broker(broker_pb2_grpc.BrokerServicer):
                 return
 
 
-@contextlib.asynccontextmanager
-async def _serving(broker: Broker) -> AsyncIterator[Broker]:
-    """``broker`` served on a free port of 127.0.0.1 while held."""
-    server = grpc.aio.server()
-    broker_pb2_grpc.add_BrokerServicer_to_server(broker, server)
-    broker.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-    await server.start()
-    try:
-        yield broker
-    finally:
-        await server.stop(None)
-
-
 def _asyncio_complaints(caplog: pytest.LogCaptureFixture, coroutine: object) -> list[str]:
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         asyncio.run(coroutine)  # type: ignore[arg-type]
@@ -126,7 +100,7 @@ def test_a_producer_whose_streams_the_broker_ends_closes_leaving_nothing_pending
 ) -> None:
     async def scenario() -> None:
         async with (
-            _serving(Broker(ends_streams=True)) as broker,
+            serving(Broker(ends_streams=True)) as broker,
             lanes.aio.Producer(broker.address, tls=None, credentials=None) as producer,
         ):
             for index in range(5):  # each on a new stream: the one before was ended
@@ -141,7 +115,7 @@ def test_closing_a_producer_whose_broker_stopped_answering_returns_and_leaves_no
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def scenario() -> None:
-        async with _serving(Broker(silent=True)) as broker:
+        async with serving(Broker(silent=True)) as broker:
             producer = lanes.aio.Producer(
                 broker.address, tls=None, credentials=None, request_timeout_ms=500, delivery_timeout_ms=1500
             )
@@ -155,7 +129,7 @@ def test_closing_a_producer_whose_broker_stopped_answering_returns_and_leaves_no
 
 def test_a_close_cancelled_midway_still_ends_every_stream(caplog: pytest.LogCaptureFixture) -> None:
     async def scenario() -> None:
-        async with _serving(Broker(silent=True)) as broker:
+        async with serving(Broker(silent=True)) as broker:
             producer = lanes.aio.Producer(broker.address, tls=None, credentials=None, request_timeout_ms=500)
             await producer.send("t", b"never answered")
             closing = asyncio.ensure_future(producer.close())
@@ -174,7 +148,7 @@ def test_a_flush_given_up_on_leaves_the_batches_on_their_way(caplog: pytest.LogC
 
     async def scenario() -> None:
         async with (
-            _serving(Broker(answer_after_s=0.3)) as broker,
+            serving(Broker(answer_after_s=0.3)) as broker,
             lanes.aio.Producer(broker.address, tls=None, credentials=None) as producer,
         ):
             future = await producer.send("t", b"slow")
@@ -201,7 +175,7 @@ def test_a_close_cancelled_while_a_batch_waits_for_a_producer_id_fails_the_batch
     is failed by a close interrupted mid-flush; before, its future never resolved."""
 
     async def scenario() -> None:
-        async with _serving(Broker(no_producer_ids=True)) as broker:
+        async with serving(Broker(no_producer_ids=True)) as broker:
             producer = lanes.aio.Producer(broker.address, tls=None, credentials=None, enable_idempotence=True)
             future = await producer.send("t", b"no producer id yet")
             closing = asyncio.ensure_future(producer.close())
@@ -218,7 +192,7 @@ def test_a_close_cancelled_while_a_batch_is_being_delivered_again_fails_the_batc
     attempts' bookkeeping (``_recover``); a close interrupted then fails it too."""
 
     async def scenario() -> None:
-        async with _serving(Broker(silent=True)) as broker:
+        async with serving(Broker(silent=True)) as broker:
             producer = lanes.aio.Producer(
                 broker.address, tls=None, credentials=None, request_timeout_ms=200, delivery_timeout_ms=60_000
             )
@@ -243,7 +217,7 @@ def test_a_sender_that_stops_on_an_error_fails_the_batches_it_had_taken(
     monkeypatch.setattr("lanes.client._sender.Sender._deliver", broken_delivery)
 
     async def scenario() -> None:
-        async with _serving(Broker(silent=True)) as broker:
+        async with serving(Broker(silent=True)) as broker:
             producer = lanes.aio.Producer(broker.address, tls=None, credentials=None, request_timeout_ms=200)
             future = await producer.send("t", b"never answered")
             with pytest.raises(lanes.errors.LanesError, match="a bug while delivering again"):
@@ -262,7 +236,7 @@ def test_a_batch_that_joined_a_producer_id_request_late_gets_its_own_delivery_ti
 
     async def scenario() -> None:
         async with (
-            _serving(Broker(producer_ids_from=time.monotonic() + 3.8)) as broker,
+            serving(Broker(producer_ids_from=time.monotonic() + 3.8)) as broker,
             lanes.aio.Producer(
                 broker.address, tls=None, credentials=None, enable_idempotence=True, delivery_timeout_ms=3000
             ) as producer,
@@ -285,7 +259,7 @@ def test_a_close_cancelled_while_an_earlier_batch_is_retried_completes_a_later_o
     completes the written one with its offset, and fails only the other."""
 
     async def scenario() -> None:
-        async with _serving(Broker(refuses_marked=True, answer_after_s=0.2)) as broker:
+        async with serving(Broker(refuses_marked=True, answer_after_s=0.2)) as broker:
             producer = lanes.aio.Producer(
                 broker.address, tls=None, credentials=None, enable_idempotence=False, acks="1", linger_ms=0
             )
