@@ -45,8 +45,11 @@ from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 #: Produce requests one stream may have waiting for their answers (``ProduceStream``).
 STREAM_UNANSWERED_BYTES = 64 * 1024 * 1024
-#: answers of one ``FetchStream`` at most
+#: answers of one ``FetchStream`` at most (decision 0050)
 FETCH_STREAM_ANSWERS = 8
+#: answers of one ``FetchStream`` that ``follow``s at most: each is authorized, charged to quotas
+#: and awaited by the consumer on its own, so the cap only bounds how long a call lives (0052)
+FOLLOWING_STREAM_ANSWERS = 64
 
 
 class _ServedFetch(NamedTuple):
@@ -298,8 +301,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         and the request's ``max_bytes`` (the consumer's room) is not spent (``ConsumerFetch.read_on``),
         at most ``FETCH_STREAM_ANSWERS``; the next is read while gRPC sends this one to the
         consumer, who decodes it meanwhile. A request that ``follow``s reads on after an answer
-        that brought records though not full too, long-polling: a caught-up consumer gets each
-        record as it is written without a call per answer. Ends after a throttle. An answer's
+        that brought records though not full too, long-polling, at most
+        ``FOLLOWING_STREAM_ANSWERS``: a caught-up consumer gets each record as it is written
+        without a call per answer. Ends after a throttle. An answer's
         fetch memory is given back once the next is read (until then gRPC and the interceptors
         still hold it; a following stream holds its last answer's while it long-polls).
         Each answer is timed as a request (``lanes_rpc_duration_seconds{method="FetchStream"}``)."""
@@ -307,7 +311,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         next_request: broker_pb2.FetchRequest | None = request
         release_sent = _nothing_held  # the answer gRPC took last: still referenced while the next is read
         try:
-            for _ in range(FETCH_STREAM_ANSWERS):
+            for _ in range(FOLLOWING_STREAM_ANSWERS if request.follow else FETCH_STREAM_ANSWERS):
                 if next_request is None:
                     return
                 started_s = time.perf_counter()

@@ -141,7 +141,7 @@ class BrokerServicer:
         ends after an answer that is not full, carries an error or a throttle, or leaves less than
         one partition's limit of max_bytes. With `follow` set (a consumer caught up), an answer that
         is not full but brought records does not end it: the broker long-polls again (max_wait_ms,
-        min_bytes) from where it ended; an empty answer still ends it. A consumer takes each answer
+        min_bytes) from where it ended, up to 64 answers; an empty answer still ends it. A consumer takes each answer
         as that of a fetch from where the previous one ended, and decodes one while the broker reads
         the next; it may cancel the call. Needs READ on the topics, as Fetch does, checked again
         before each answer after the first: a caller that lost it gets no further answer.
