@@ -1,7 +1,11 @@
-"""A caught-up consumer's following FetchStream (decision 0052) against a real in-process gRPC
-broker: the call has no deadline of its own (its length depends on the records that come), so
-each answer is awaited within a request's time of the last; a broker that stops answering in the
-middle of a stream is given up on then, and the consumer fetches again."""
+"""A consumer's fetches against real in-process gRPC brokers:
+
+- a caught-up consumer's following FetchStream (decision 0052) has no deadline of its own (its
+  length depends on the records that come), so each answer is awaited within a request's time of
+  the last; a broker that stops answering in the middle of a stream is given up on then, and the
+  consumer fetches again;
+- one fetch per broker, each broker's next starting when its own last one ended: a broker where
+  nothing comes does not hold back the records of a busy one."""
 
 from __future__ import annotations
 
@@ -9,10 +13,12 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
+import grpc
+
 import lanes.aio
 from lanes.protocol.records import Record, encode_batch
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import broker_pb2
+from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 from tests.unit.fake_broker import OneBroker, serving
 
 
@@ -68,3 +74,71 @@ def test_a_following_stream_that_stops_answering_is_given_up_within_a_request_ti
     assert follows[:2] == [True, True], "each a following stream (the consumer was never behind)"
     assert took_s >= 0.5, "the silent stream was waited on for a request's time"
     assert took_s < 5, "and then given up"
+
+
+class _Leader(broker_pb2_grpc.BrokerServicer):
+    """One of two brokers: broker 1 leads partition 0 of topic ``t`` and answers each fetch with
+    the record asked for (one per call, then the call ends); broker 2 leads partition 1, where
+    nothing is ever written, and holds each fetch open (a long-poll). ``addresses``: both
+    brokers', shared (Metadata names them)."""
+
+    def __init__(self, node_id: int, addresses: dict[int, str]) -> None:
+        self.node_id, self.addresses = node_id, addresses
+        self.fetches = 0
+
+    async def Metadata(self, request: broker_pb2.MetadataRequest, context: object) -> broker_pb2.MetadataResponse:
+        nodes = []
+        for node_id, address in sorted(self.addresses.items()):
+            host, port = address.split(":")
+            nodes.append(common_pb2.Node(node_id=node_id, host=host, port=int(port)))
+        partitions = [broker_pb2.PartitionMetadata(partition=p, leader_id=p + 1, leader_epoch=0) for p in (0, 1)]
+        topics = [broker_pb2.TopicMetadata(name="t", topic_id="id-t", partitions=partitions)]
+        return broker_pb2.MetadataResponse(brokers=nodes, topics=topics)
+
+    async def FetchStream(
+        self, request: broker_pb2.FetchRequest, context: object
+    ) -> AsyncIterator[broker_pb2.FetchResponse]:
+        self.fetches += 1
+        if self.node_id == 2:
+            await asyncio.Event().wait()  # a long-poll nothing ends
+        offset = request.topics[0].partitions[0].fetch_offset
+        records = encode_batch([Record(offset, 0, None, b"%d" % offset)], base_offset=offset)
+        part = broker_pb2.FetchPartitionResponse(partition=0, high_watermark=offset + 1, records=records)
+        yield broker_pb2.FetchResponse(topics=[broker_pb2.FetchTopicResponse(topic="t", partitions=[part])])
+
+
+def test_a_broker_where_nothing_comes_does_not_hold_back_the_fetches_from_a_busy_one() -> None:
+    """As Kafka's fetcher, one fetch per broker, each broker's next fetch starting when its own
+    last one ended: records keep coming from broker 1 while broker 2 holds its long-poll open
+    (before, a fetch round waited for every broker's answer, so each record from a busy broker
+    waited for an idle one's long-poll to end)."""
+
+    async def scenario() -> tuple[list[bytes], int]:
+        addresses: dict[int, str] = {}
+        busy, idle = _Leader(1, addresses), _Leader(2, addresses)
+        servers = []
+        for node_id, servicer in ((1, busy), (2, idle)):
+            server = grpc.aio.server()
+            broker_pb2_grpc.add_BrokerServicer_to_server(servicer, server)
+            addresses[node_id] = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+            await server.start()
+            servers.append(server)
+        try:
+            async with lanes.aio.Consumer(
+                addresses[1], tls=None, credentials=None, request_timeout_ms=30_000, fetch_max_wait_ms=30_000
+            ) as consumer:
+                consumer.assign([TopicPartition("t", 0), TopicPartition("t", 1)])
+                consumer.seek(TopicPartition("t", 0), 0)
+                consumer.seek(TopicPartition("t", 1), 0)
+                values: list[bytes] = []
+                deadline = time.monotonic() + 5
+                while len(values) < 20 and time.monotonic() < deadline:
+                    values.extend(record.value or b"" for record in await consumer.poll(timeout_ms=200))
+                return values, idle.fetches
+        finally:
+            for server in servers:
+                await server.stop(None)
+
+    values, idle_fetches = asyncio.run(scenario())
+    assert values[:20] == [b"%d" % offset for offset in range(20)], "each from broker 1, while broker 2 long-polls"
+    assert idle_fetches == 1, "one long-poll at broker 2, held open all along"

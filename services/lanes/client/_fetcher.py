@@ -4,8 +4,11 @@ partitions and fetched-but-unreturned records, and fetches from each partition's
 - ``positions``: the offset of the next record ``records`` returns per owned partition (None:
   not yet known, looked up per ``auto_offset_reset`` at the next fetch). Only this object writes
   it; the consumer changes ownership through ``assign``/``seek``/``release``.
-- A fetch runs as one task (``_prefetch``) while the caller works through what the earlier
-  ones brought; each asks for every owned partition from where its buffer ends. Fetched
+- Fetching runs in rounds (``_prefetch``) while the caller works through what the earlier ones
+  brought: a round asks every owned partition no fetch holds, from where its buffer ends, each
+  leader's share a task of its own (one per broker, as Kafka's fetcher), and ends when the
+  first leader's fetch ends; the others go on into the next round, so a broker where nothing
+  comes (a long-poll) never holds back the next fetch from a busy one. Fetched
   batches are buffered as their wire bytes and decoded a batch at a time as polls take records
   (``_Buffered``); a fetch that brought records starts the next when it lands, until
   ``fetch_max_bytes`` wait to be decoded, so the broker reads ahead while polls decode. A fetch
@@ -237,11 +240,17 @@ class Fetcher:
         self._buffer: dict[TopicPartition, _Buffered] = {}
         #: records the latest fetch brought (all partitions): if any, it starts the next when it lands
         self._last_fetch_records = 0
+        #: the fetch round under way: it asks every owned, unpaused partition no leader's fetch
+        #: holds, and ends when the first leader's fetch ends (``_fetch``)
         self._prefetch: asyncio.Task[None] | None = None
+        #: the fetch under way at each leader (at most one per broker, as Kafka's fetcher), with
+        #: the partitions it asks for; it outlives the round that started it when another leader's
+        #: ended first (an idle broker's long-poll holds no busy broker's next fetch)
+        self._leader_fetches: dict[str | None, _LeaderFetch] = {}
         #: set when an answer of the fetch under way is buffered (a poll waiting for records wakes)
         self._arrived: asyncio.Future[None] | None = None
-        #: brokers whose last answer was full (this consumer is behind there): fetched with
-        #: FetchStream, which reads on; a caught-up consumer's fetch is one long-poll (Fetch)
+        #: brokers whose last answer was full (this consumer is behind there): their FetchStream
+        #: reads on; at the others it follows (decision 0052)
         self._reading_on: set[str] = set()
         #: brokers that do not offer FetchStream (an older version): asked with Fetch
         self._unary_fetch_only: set[str] = set()
@@ -282,10 +291,13 @@ class Fetcher:
         self.paused.difference_update(partitions)
 
     def drop_prefetch(self) -> None:
-        """Forget buffered records and cancel the fetch under way."""
+        """Forget buffered records and cancel the fetches under way."""
         if self._prefetch is not None:
             self._prefetch.cancel()
             self._prefetch = None
+        for fetch in self._leader_fetches.values():
+            fetch.task.cancel()
+        self._leader_fetches.clear()
         self._buffer.clear()
 
     def close(self) -> None:
@@ -483,8 +495,9 @@ class Fetcher:
         per poll."""
         if self._buffered_bytes() >= self._max_bytes:
             return
-        fetchable = [tp for tp in self.positions if tp not in self.paused]
-        if fetchable:
+        held = {tp for fetch in self._leader_fetches.values() if not fetch.task.done() for tp in fetch.partitions}
+        fetchable = [tp for tp in self.positions if tp not in self.paused and tp not in held]
+        if fetchable or self._leader_fetches:
             self._prefetch = asyncio.get_running_loop().create_task(self._fetch(fetchable, max_wait_ms))
             self._prefetch.add_done_callback(self._fetched)
 
@@ -505,7 +518,11 @@ class Fetcher:
         return buffered.end_offset if buffered is not None else self.positions[partition] or 0
 
     async def _fetch(self, partitions: list[TopicPartition], max_wait_ms: int) -> None:
-        self._last_fetch_records = 0  # counted as its answers are buffered
+        """One round: ``partitions`` (those no leader's fetch holds) are asked of their leaders,
+        each leader's fetch a task of its own; the round ends when the first of every leader's
+        fetch under way ends (raising what it raised), the others going on."""
+        self._last_fetch_records = 0  # counted as answers are buffered
+        self._collect_leader_fetches()
         await self.ensure_positions(partitions)
         unknown = {tp.topic for tp in partitions if self._cluster.leader_address(tp.topic, tp.partition) is None}
         await self._refresh(sorted(unknown))
@@ -517,13 +534,28 @@ class Fetcher:
             by_leader.setdefault(self._cluster.leader_address(partition.topic, partition.partition), []).append(
                 partition
             )
-        outcomes = await asyncio.gather(
-            *(self._fetch_from(leader, group, max_wait_ms) for leader, group in by_leader.items()),
-            return_exceptions=True,
-        )
-        for outcome in outcomes:  # raised once every leader's fetch ended: none writes the buffer after
-            if isinstance(outcome, BaseException):
-                raise outcome
+        self._collect_leader_fetches()  # (one may have ended while this round looked leaders up)
+        loop = asyncio.get_running_loop()
+        for leader, group in by_leader.items():
+            asked = group
+            under_way = self._leader_fetches.get(leader)
+            if under_way is not None:  # a partition moved to a broker fetched from already: one fetch
+                under_way.task.cancel()  # (between answers: what it buffered stays, the next reads on)
+                asked = sorted({*under_way.partitions, *group})
+            task = loop.create_task(self._fetch_from(leader, asked, max_wait_ms))
+            task.add_done_callback(_retrieve)
+            self._leader_fetches[leader] = _LeaderFetch(task, frozenset(asked))
+        if self._leader_fetches:
+            tasks = [fetch.task for fetch in self._leader_fetches.values()]
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        self._collect_leader_fetches()
+
+    def _collect_leader_fetches(self) -> None:
+        """Forget the leaders' fetches that ended, raising the first failure among them."""
+        ended = [leader for leader, fetch in self._leader_fetches.items() if fetch.task.done()]
+        for task in [self._leader_fetches.pop(leader).task for leader in ended]:
+            if not task.cancelled() and task.exception() is not None:
+                task.result()
 
     def _leader_changed(self, partition: TopicPartition, epoch: int | None = None) -> bool:
         """Whether the partition's position came from an older leader than the one known now (or
@@ -742,6 +774,20 @@ class Fetcher:
                     f"{partition.topic} has partitions 0..{count - 1}; partition {partition.partition} does not exist "
                     "(assign an existing one, or add partitions with Admin.create_partitions)",
                 )
+
+
+class _LeaderFetch(NamedTuple):
+    """A leader's fetch under way and the partitions it asks for."""
+
+    task: asyncio.Task[None]
+    partitions: frozenset[TopicPartition]
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """Mark a leader's fetch's failure seen (it is raised by the round that collects it; one
+    dropped by a seek is not reported as never retrieved)."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def _one(call: Awaitable[broker_pb2.FetchResponse]) -> AsyncIterator[broker_pb2.FetchResponse]:
