@@ -9,11 +9,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import lanes
 from lanes.cli.watch import scrape, total
+from lanes.client import _fetcher
 from lanes.client.consumer import TopicPartition
 from lanes.errors import ErrorCode, LanesError
 from lanes.local.cluster import LocalCluster
@@ -276,26 +278,38 @@ def test_a_following_fetch_stream_answers_each_record_as_it_is_written_until_not
 
 
 def test_a_caught_up_consumer_follows_through_fetch_streams_every_record_once_in_order(
-    cluster: LocalCluster,
+    cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A consumer at the end of a partition reads what is written next through following
-    FetchStream calls, not a unary Fetch per answer: every record once, in order."""
+    FetchStream calls, several answers per call, never a unary Fetch: every record once, in
+    order."""
     bootstrap = str(cluster.describe()["bootstrap"])
     lanes.Admin(bootstrap).create_topic("tailed", partitions=1, replication_factor=2)
+    calls, answers, unary = [0], [0], [0]
+    fetch_from, take_answer, one = _fetcher.Fetcher._fetch_from, _fetcher.Fetcher._take_answer, _fetcher._one
 
-    def served(method: str) -> float:
-        samples, unreachable = scrape([str(broker["metrics"]) for broker in cluster.describe()["brokers"]])  # type: ignore[union-attr]
-        assert not unreachable
-        return total(samples, "lanes_rpc_duration_seconds_count", method=method)
+    async def counted_call(self: _fetcher.Fetcher, *args: Any) -> None:
+        calls[0] += 1
+        await fetch_from(self, *args)
 
+    def counted_answer(self: _fetcher.Fetcher, *args: Any) -> bool:
+        answers[0] += 1
+        return take_answer(self, *args)
+
+    def counted_unary(call: Any) -> Any:
+        unary[0] += 1
+        return one(call)
+
+    monkeypatch.setattr(_fetcher.Fetcher, "_fetch_from", counted_call)
+    monkeypatch.setattr(_fetcher.Fetcher, "_take_answer", counted_answer)
+    monkeypatch.setattr(_fetcher, "_one", counted_unary)
     with (
-        lanes.Consumer(bootstrap, fetch_max_wait_ms=200) as consumer,
+        lanes.Consumer(bootstrap, fetch_max_wait_ms=2000) as consumer,
         lanes.Producer(bootstrap, linger_ms=0) as producer,
     ):
         consumer.assign([TopicPartition("tailed", 0)])
         consumer.seek_to_end()
         assert consumer.poll(timeout_ms=300) == []
-        unary_before, streamed_before = served("Fetch"), served("FetchStream")
         read: list[lanes.ConsumerRecord] = []
         for number in range(200):
             producer.send("tailed", b"%03d" % number, partition=0)
@@ -304,8 +318,8 @@ def test_a_caught_up_consumer_follows_through_fetch_streams_every_record_once_in
                 read.extend(consumer.poll(timeout_ms=0))
         read.extend(poll_until(consumer, 200 - len(read)))
     assert [r.value for r in read] == [b"%03d" % n for n in range(200)]
-    assert served("Fetch") == unary_before, "no unary fetch"
-    assert served("FetchStream") > streamed_before
+    assert unary[0] == 0, "no unary fetch"
+    assert answers[0] > calls[0], f"several answers per call: {answers[0]} answers in {calls[0]} calls"
 
 
 def test_a_fetch_stream_reads_on_while_its_answers_come_back_full(cluster: LocalCluster) -> None:

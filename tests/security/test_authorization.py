@@ -28,7 +28,7 @@ from lanes.client import _loop
 from lanes.errors import AuthenticationError, AuthorizationError, ErrorCode, LanesError
 from lanes.local.certificates import create_authority, issue
 from lanes.local.cluster import LocalCluster
-from lanes.protocol.records import Record, encode_batch
+from lanes.protocol.records import Record, decode_batches, encode_batch
 from lanes.rpc.tls import TlsFiles
 from lanes.rpc.wire import produce_request
 from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2, controller_pb2, coordinator_pb2, coordinator_pb2_grpc
@@ -411,51 +411,66 @@ def test_acl_and_password_changes_apply_to_the_next_call(cluster: LocalCluster) 
         gone.list_topics()
 
 
-def test_a_consumer_following_a_topic_gets_nothing_written_after_its_read_acl_went(cluster: LocalCluster) -> None:
-    """A caught-up consumer reads through a FetchStream that long-polls again after each answer
-    (decision 0052); the guard checks the ACLs in force before each answer after the first, so
-    an ACL deleted while the stream waits stops it: no record written after that reaches the
-    consumer (as each Kafka fetch is authorized on its own), and its next fetch is refused."""
+def test_a_following_fetch_stream_sends_nothing_written_after_its_read_acl_went(cluster: LocalCluster) -> None:
+    """A caught-up consumer's FetchStream long-polls again after each answer (decision 0052); the
+    guard checks the ACLs in force before each answer after the first, so a stream whose READ
+    was deleted while it waited ends with TOPIC_AUTHORIZATION_FAILED instead of sending what was
+    written after (as each Kafka fetch is authorized on its own), and the next call is refused
+    that topic."""
     carol = lanes.UserPassword("carol", "carol-secret-3")
     readable = lanes.AclBinding.of("carol", "read", topic="followed-by-carol")
     with _admin(cluster) as admin:
         admin.create_topic("followed-by-carol", partitions=1, replication_factor=2)
         admin.set_user_password(carol.username, carol.password)
         admin.create_acls([readable])
+        leader_id = admin.describe_topic("followed-by-carol").partitions[0].leader
+        leader = next(f"{b.host}:{b.port}" for b in admin.describe_cluster().brokers if b.broker_id == leader_id)
     wait_until_brokers_apply_metadata(cluster)
-    partition = lanes.TopicPartition("followed-by-carol", 0)
+    producer = lanes.Producer(_bootstrap(cluster), tls=cluster.client_tls, credentials=cluster.client_credentials)
+
+    def write(value: bytes) -> None:
+        producer.send("followed-by-carol", value, partition=0).result(timeout=30)
+
+    write(b"before")
+    asked = broker_pb2.FetchRequest(
+        max_wait_ms=20_000,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        follow=True,
+        topics=[
+            broker_pb2.FetchTopic(
+                topic="followed-by-carol",
+                partitions=[broker_pb2.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)],
+            )
+        ],
+    )
+    tls = _ca_only(cluster).channel_credentials()
     with (
-        lanes.Consumer(
-            _bootstrap(cluster), tls=_ca_only(cluster), credentials=carol, fetch_max_wait_ms=5000
-        ) as consumer,
-        lanes.Producer(
-            _bootstrap(cluster), tls=cluster.client_tls, credentials=cluster.client_credentials, linger_ms=0
-        ) as producer,
+        producer,
+        grpc.secure_channel(leader, grpc.composite_channel_credentials(tls, carol.call_credentials(tls))) as channel,
     ):
-        consumer.assign([partition])
-        consumer.seek_to_end()
-        values: list[bytes] = []
-        for number in range(3):  # caught up: each read through a following stream
-            producer.send("followed-by-carol", b"before-%d" % number).result(timeout=30)
-            deadline = time.monotonic() + 30
-            while len(values) <= number and time.monotonic() < deadline:
-                values.extend(record.value or b"" for record in consumer.poll(timeout_ms=200))
-        assert values == [b"before-0", b"before-1", b"before-2"]
-        consumer.poll(timeout_ms=100)  # a stream long-polls for what comes next
+        stub = broker_pb2_grpc.BrokerStub(channel)  # type: ignore[no-untyped-call]
+        answers = stub.FetchStream(asked, timeout=60)
+
+        def next_values() -> list[bytes]:
+            part = next(answers).topics[0].partitions[0]
+            assert part.error.code == 0, part.error
+            return [record.value or b"" for batch in decode_batches(part.records) for record in batch.records]
+
+        assert next_values() == [b"before"], "the first answer"
+        write(b"while-allowed")
+        assert next_values() == [b"while-allowed"], "the stream followed: a second answer, checked and allowed"
         with _admin(cluster) as admin:
             admin.delete_acls([readable])
         wait_until_brokers_apply_metadata(cluster)
-        for number in range(3):
-            producer.send("followed-by-carol", b"after-%d" % number).result(timeout=30)
-
-        def read_for(seconds: float) -> None:
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                values.extend(record.value or b"" for record in consumer.poll(timeout_ms=200))
-
-        with pytest.raises(AuthorizationError):
-            read_for(10)
-        assert values == [b"before-0", b"before-1", b"before-2"], "nothing written after the ACL went"
+        write(b"after")
+        with pytest.raises(grpc.RpcError) as ended:
+            next_values()
+        assert ended.value.code() is grpc.StatusCode.PERMISSION_DENIED  # type: ignore[attr-defined]
+        assert "TOPIC_AUTHORIZATION_FAILED" in str(ended.value.details())  # type: ignore[attr-defined]
+        asked.topics[0].partitions[0].fetch_offset = 2
+        refused = next(stub.FetchStream(asked, timeout=60)).topics[0].partitions[0]
+        assert refused.error.code == common_pb2.TOPIC_AUTHORIZATION_FAILED, "the next call is refused the topic"
 
 
 def test_admin_requests_are_answered_per_resource(cluster: LocalCluster) -> None:

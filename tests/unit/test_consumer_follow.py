@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 
@@ -107,6 +108,55 @@ class _Leader(broker_pb2_grpc.BrokerServicer):
         yield broker_pb2.FetchResponse(topics=[broker_pb2.FetchTopicResponse(topic="t", partitions=[part])])
 
 
+@contextlib.asynccontextmanager
+async def _two_brokers() -> AsyncIterator[tuple[_Leader, _Leader, lanes.aio.Consumer]]:
+    """The busy and the idle ``_Leader``, and a consumer of both partitions from offset 0 (long
+    request and wait times: only the behaviour under test ends a fetch)."""
+    addresses: dict[int, str] = {}
+    busy, idle = _Leader(1, addresses), _Leader(2, addresses)
+    servers = []
+    for node_id, servicer in ((1, busy), (2, idle)):
+        server = grpc.aio.server()
+        broker_pb2_grpc.add_BrokerServicer_to_server(servicer, server)
+        addresses[node_id] = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+        await server.start()
+        servers.append(server)
+    try:
+        async with lanes.aio.Consumer(
+            addresses[1], tls=None, credentials=None, request_timeout_ms=30_000, fetch_max_wait_ms=30_000
+        ) as consumer:
+            consumer.assign([TopicPartition("t", 0), TopicPartition("t", 1)])
+            consumer.seek(TopicPartition("t", 0), 0)
+            consumer.seek(TopicPartition("t", 1), 0)
+            yield busy, idle, consumer
+    finally:
+        for server in servers:
+            await server.stop(None)
+
+
+async def _poll_for(consumer: lanes.aio.Consumer, count: int, seconds: float) -> list[bytes]:
+    """Values polled until ``count`` came or ``seconds`` passed."""
+    values: list[bytes] = []
+    deadline = time.monotonic() + seconds
+    while len(values) < count and time.monotonic() < deadline:
+        values.extend(record.value or b"" for record in await consumer.poll(timeout_ms=200))
+    return values
+
+
+def test_a_partition_resumed_while_another_broker_long_polls_is_fetched_at_once() -> None:
+    """A resumed partition is asked for at the next poll, not once the fetch under way at another
+    broker (a long-poll, or a following stream that may last long) ends."""
+
+    async def scenario() -> list[bytes]:
+        async with _two_brokers() as (_busy, _idle, consumer):
+            consumer.pause(TopicPartition("t", 0))
+            assert await consumer.poll(timeout_ms=300) == [], "only the idle broker is asked"
+            consumer.resume(TopicPartition("t", 0))
+            return await _poll_for(consumer, 5, 5)
+
+    assert asyncio.run(scenario())[:5] == [b"%d" % offset for offset in range(5)]
+
+
 def test_a_broker_where_nothing_comes_does_not_hold_back_the_fetches_from_a_busy_one() -> None:
     """As Kafka's fetcher, one fetch per broker, each broker's next fetch starting when its own
     last one ended: records keep coming from broker 1 while broker 2 holds its long-poll open
@@ -114,30 +164,8 @@ def test_a_broker_where_nothing_comes_does_not_hold_back_the_fetches_from_a_busy
     waited for an idle one's long-poll to end)."""
 
     async def scenario() -> tuple[list[bytes], int]:
-        addresses: dict[int, str] = {}
-        busy, idle = _Leader(1, addresses), _Leader(2, addresses)
-        servers = []
-        for node_id, servicer in ((1, busy), (2, idle)):
-            server = grpc.aio.server()
-            broker_pb2_grpc.add_BrokerServicer_to_server(servicer, server)
-            addresses[node_id] = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-            await server.start()
-            servers.append(server)
-        try:
-            async with lanes.aio.Consumer(
-                addresses[1], tls=None, credentials=None, request_timeout_ms=30_000, fetch_max_wait_ms=30_000
-            ) as consumer:
-                consumer.assign([TopicPartition("t", 0), TopicPartition("t", 1)])
-                consumer.seek(TopicPartition("t", 0), 0)
-                consumer.seek(TopicPartition("t", 1), 0)
-                values: list[bytes] = []
-                deadline = time.monotonic() + 5
-                while len(values) < 20 and time.monotonic() < deadline:
-                    values.extend(record.value or b"" for record in await consumer.poll(timeout_ms=200))
-                return values, idle.fetches
-        finally:
-            for server in servers:
-                await server.stop(None)
+        async with _two_brokers() as (_busy, idle, consumer):
+            return await _poll_for(consumer, 20, 5), idle.fetches
 
     values, idle_fetches = asyncio.run(scenario())
     assert values[:20] == [b"%d" % offset for offset in range(20)], "each from broker 1, while broker 2 long-polls"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lanes.broker import batched_reads
+from lanes.broker import batched_reads, consumer_fetch
 from lanes.broker.batched_reads import BatchedReads, LoopReads, NotLightError, SharedReads
 from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_limits import MAX_WAIT_MS_CAP, FetchLimits, FetchMemory
@@ -362,12 +362,13 @@ def test_a_full_answer_reads_on_where_it_ended_and_a_short_or_failed_one_ends_th
 
 
 def test_a_following_stream_long_polls_again_after_an_answer_with_records_and_ends_at_an_empty_one(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Decision 0052: a request that ``follow``s reads on after an answer that is not full but
-    brought records, long-polling with the request's ``max_wait_ms`` from where it ended, within
-    what is left of the budget; an empty answer (nothing came within the wait) or an error
-    still ends it, and a full answer reads on without waiting as before."""
+    """Decision 0052: a stream that follows (``follow_wait_ms``: its consumer's wait) reads on
+    after an answer that is not full but brought records, long-polling that long from where it
+    ended, within what is left of the budget, also after a full answer read on without waiting;
+    an empty answer, an error, or an answer of more than ``FOLLOW_AFTER_BYTES_AT_MOST`` (its
+    memory is held while the next waits) still ends it."""
     partition = open_partition(tmp_path)
     lead(partition, 1)
     fill(partition, end=8)  # 2 batches of 4
@@ -380,26 +381,37 @@ def test_a_following_stream_long_polls_again_after_an_answer_with_records_and_en
         return request
 
     short = following(4)  # the last batch: not full, but records came
-    continued = _answered(partition, short).read_on(short, 1 << 20)
+    continued = _answered(partition, short).read_on(short, 1 << 20, follow_wait_ms=500)
     assert continued is not None, "a caught-up consumer's stream goes on"
     assert continued.topics[0].partitions[0].fetch_offset == 8, "from where the answer ended"
     assert continued.max_wait_ms == 500, "long-polling for the next records"
-    assert continued.follow
     assert continued.max_bytes == (1 << 20) - batch_bytes, "the stream's answers share the request's budget"
-    not_following = fetch_request(4, partition_max_bytes=64 * batch_bytes)
-    assert _answered(partition, not_following).read_on(not_following, 1 << 20) is None, "without follow: one answer"
+    assert _answered(partition, short).read_on(short, 1 << 20) is None, "not following: one answer"
+    tight = _answered(partition, short).read_on(short, 64 * batch_bytes + 1, follow_wait_ms=500)
+    assert tight is not None, "less than a partition's limit left: a following stream still reads on"
+    assert tight.max_bytes == 63 * batch_bytes + 1
+    assert _answered(partition, short).read_on(short, batch_bytes, follow_wait_ms=500) is None, "nothing left"
+
+    read_on_at_once = following(4)
+    read_on_at_once.max_wait_ms = 0  # (a request continued after a full answer)
+    after_full = _answered(partition, read_on_at_once).read_on(read_on_at_once, 1 << 20, follow_wait_ms=500)
+    assert after_full is not None
+    assert after_full.max_wait_ms == 500, "the wait the consumer asked for, not the read-on's"
 
     empty = following(8)  # at the end: the wait ended with nothing
-    assert _answered(partition, empty).read_on(empty, 1 << 20) is None, "an empty answer ends it"
+    assert _answered(partition, empty).read_on(empty, 1 << 20, follow_wait_ms=500) is None, "an empty answer ends it"
+
+    monkeypatch.setattr(consumer_fetch, "FOLLOW_AFTER_BYTES_AT_MOST", batch_bytes - 1)
+    assert _answered(partition, short).read_on(short, 1 << 20, follow_wait_ms=500) is None, "a large answer ends it"
 
     full = following(0, partition_max_bytes=batch_bytes)
-    read_on = _answered(partition, full).read_on(full, 1 << 20)
+    read_on = _answered(partition, full).read_on(full, 1 << 20, follow_wait_ms=500)
     assert read_on is not None
     assert read_on.max_wait_ms == 0, "behind: reads on at once"
 
     failed = ConsumerFetch(following(99), 1 << 20)
     failed.measure(lambda *_: partition, SharedReads())
-    assert failed.read_on(following(99), 1 << 20) is None, "an error ends it"
+    assert failed.read_on(following(99), 1 << 20, follow_wait_ms=500) is None, "an error ends it"
 
 
 def test_an_answer_is_full_when_a_partition_or_the_whole_answer_is_near_its_limit() -> None:

@@ -34,7 +34,7 @@ from lanes.broker.purgatory import Purgatory
 from lanes.broker.replica_manager import ReplicaManager
 from lanes.deadline import Deadline
 from lanes.errors import ErrorCode, OffsetOutOfRangeError
-from lanes.protocol.fetch_stream import answer_is_full
+from lanes.protocol.fetch_stream import FOLLOW_AFTER_BYTES_AT_MOST, answer_is_full
 from lanes.rpc.wire import wire_error
 from lanes.runtime.broadcast import Broadcast
 from lanes.storage.positions import LogPosition
@@ -182,27 +182,31 @@ class ConsumerFetch:
             self.read_bytes += len(read.records)
         return self.read_bytes
 
-    def read_on(self, request: broker_pb2.FetchRequest, max_bytes: int) -> broker_pb2.FetchRequest | None:
+    def read_on(
+        self, request: broker_pb2.FetchRequest, max_bytes: int, *, follow_wait_ms: int | None = None
+    ) -> broker_pb2.FetchRequest | None:
         """``request`` (the one this fetch answers, capped at ``max_bytes``) continued where this
         answer ended, without waiting, within what is left of ``max_bytes`` (a stream's answers
         share the request's budget: the consumer's room; ``FetchStream``): each partition from
         after its last batch, the same offset when it returned none. None when this answer is the
         stream's last: a partition answered an error; the answer is not full (no partition
         returned three quarters of its limit and the answer not three quarters of
-        ``max_bytes``: caught up), unless the request ``follow``s and the answer brought records
-        (then the next long-polls with the request's ``max_wait_ms``); or less than one
-        partition's limit is left."""
+        ``max_bytes``: caught up), unless the stream follows (``follow_wait_ms``: the wait its
+        consumer asked for, while the stream may still follow) and the answer brought records,
+        at most ``FOLLOW_AFTER_BYTES_AT_MOST`` (then the next long-polls that long); or less than
+        one partition's limit is left (following: nothing is left)."""
         if self.errors or not self.slots:
             return None
         full = answer_is_full(((len(slot.records), slot.limit_bytes) for slot in self.slots), max_bytes)
-        if not full and not (request.follow and self.read_bytes):
+        following = not full and follow_wait_ms is not None and 0 < self.read_bytes <= FOLLOW_AFTER_BYTES_AT_MOST
+        if not full and not following:
             return None
         left = max_bytes - self.read_bytes
-        if left < min(slot.limit_bytes for slot in self.slots):
-            return None
+        if left < (1 if following else min(slot.limit_bytes for slot in self.slots)):
+            return None  # (a following stream's answers are small: it reads on while any room is left)
         continued = broker_pb2.FetchRequest()
         continued.CopyFrom(request)
-        continued.max_wait_ms = 0 if full else request.max_wait_ms
+        continued.max_wait_ms = follow_wait_ms if following and follow_wait_ms is not None else 0
         continued.max_bytes = left
         slots = iter(self.slots)  # (in request order)
         for topic in continued.topics:

@@ -37,6 +37,7 @@ from lanes.broker.replica_fetch import ReplicaFetchAsk
 from lanes.broker.replica_manager import Writer
 from lanes.errors import ErrorCode
 from lanes.metadata.image import CONSUMER_BYTE_RATE, NO_LEADER, PRODUCER_BYTE_RATE, PartitionImage
+from lanes.protocol.fetch_stream import FOLLOW_FOR_S
 from lanes.rpc.tls import check_claim, node_identity
 from lanes.rpc.wire import ServicerContext, wire_error
 from lanes.runtime.access.guard import RequestContext, request_context
@@ -301,21 +302,25 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         and the request's ``max_bytes`` (the consumer's room) is not spent (``ConsumerFetch.read_on``),
         at most ``FETCH_STREAM_ANSWERS``; the next is read while gRPC sends this one to the
         consumer, who decodes it meanwhile. A request that ``follow``s reads on after an answer
-        that brought records though not full too, long-polling, at most
-        ``FOLLOWING_STREAM_ANSWERS``: a caught-up consumer gets each record as it is written
-        without a call per answer. Ends after a throttle. An answer's
+        that brought records though not full too (at most ``FOLLOW_AFTER_BYTES_AT_MOST`` of
+        them), long-polling with the wait it first asked for, at most ``FOLLOWING_STREAM_ANSWERS``
+        and while younger than ``FOLLOW_FOR_S`` (the consumer's deadline for the call is that
+        and a request's time): a caught-up consumer gets each record as it is written without a
+        call per answer. Ends after a throttle. An answer's
         fetch memory is given back once the next is read (until then gRPC and the interceptors
         still hold it; a following stream holds its last answer's while it long-polls).
         Each answer is timed as a request (``lanes_rpc_duration_seconds{method="FetchStream"}``)."""
         call = request_context(context)
         next_request: broker_pb2.FetchRequest | None = request
         release_sent = _nothing_held  # the answer gRPC took last: still referenced while the next is read
+        opened_s = time.monotonic()
         try:
             for _ in range(FOLLOWING_STREAM_ANSWERS if request.follow else FETCH_STREAM_ANSWERS):
                 if next_request is None:
                     return
                 started_s = time.perf_counter()
-                served = await self._fetch(next_request, call)
+                follows = request.follow and time.monotonic() - opened_s < FOLLOW_FOR_S
+                served = await self._fetch(next_request, call, request.max_wait_ms if follows else None)
                 self._metrics.service.observe_rpc("FetchStream", time.perf_counter() - started_s)
                 release_sent()
                 release_sent = served.release
@@ -324,10 +329,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         finally:
             release_sent()
 
-    async def _fetch(self, request: broker_pb2.FetchRequest, call: RequestContext) -> _ServedFetch:
+    async def _fetch(
+        self, request: broker_pb2.FetchRequest, call: RequestContext, follow_wait_ms: int | None = None
+    ) -> _ServedFetch:
         """Sizes and wait are capped (``lanes.broker.fetch_limits``; a quota caps the size to what
         its window allows); a caller under a quota is muted while it owes, then what it may read
-        is reserved (so its concurrent fetches wait their turn too) and corrected by what was sent."""
+        is reserved (so its concurrent fetches wait their turn too) and corrected by what was sent.
+        ``follow_wait_ms``: a stream that follows, its consumer's wait (``ConsumerFetch.read_on``)."""
         limited = self._quota_of(call, CONSUMER_BYTE_RATE, [topic.topic for topic in request.topics])
         cap_bytes = self._fetch_max_bytes if limited is None else min(self._fetch_max_bytes, window_bytes(limited[1]))
         limits = FetchLimits.clamp(request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=cap_bytes)
@@ -352,7 +360,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             self._metrics.partition_error("Fetch", code)
         for topic, (size, records) in sent.items():
             self._metrics.fetched(topic, size, records)
-        return _ServedFetch(response, answer.release, fetch.read_on(request, limits.max_bytes))
+        return _ServedFetch(
+            response, answer.release, fetch.read_on(request, limits.max_bytes, follow_wait_ms=follow_wait_ms)
+        )
 
     # -----------------------------------------------------------------------------------------
     # Replication (leader side)

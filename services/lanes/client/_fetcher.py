@@ -47,7 +47,7 @@ from lanes.errors import (
     error_code,
     error_for,
 )
-from lanes.protocol.fetch_stream import answer_is_full
+from lanes.protocol.fetch_stream import FOLLOW_FOR_S, answer_is_full
 from lanes.protocol.records import BatchHeader, TimestampType, decode_checked_batch, validate_batch
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2
@@ -288,7 +288,12 @@ class Fetcher:
         self.paused.update(partitions)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        """Fetch ``partitions`` again: the round under way ends (not the leaders' fetches), so
+        the next one asks for them at once, not when a following stream ends."""
         self.paused.difference_update(partitions)
+        if self._prefetch is not None:
+            self._prefetch.cancel()
+            self._prefetch = None
 
     def drop_prefetch(self) -> None:
         """Forget buffered records and cancel the fetches under way."""
@@ -659,11 +664,13 @@ class Fetcher:
             topics=list(topics.values()),
             follow=follow,
         )
-        # each answer within a request's time of the last (a following stream's length depends on
-        # the records that come); a unary fetch and a stream reading a backlog within it in all
+        # each answer within a request's time of the last; a unary fetch and a stream reading a
+        # backlog within it in all, a following stream (its length depends on the records that
+        # come) within the time the broker follows for and its last answer's
         timeout_s = self._timeout_s + max_wait_ms / 1000
         stub = self._cluster.stub(address)
-        stream = stub.FetchStream(request, timeout=None if follow else timeout_s) if streamed else None
+        call_timeout_s = timeout_s + FOLLOW_FOR_S if follow else timeout_s
+        stream = stub.FetchStream(request, timeout=call_timeout_s) if streamed else None
         answers = aiter(_one(stub.Fetch(request, timeout=timeout_s)) if stream is None else stream)
         failed = full = False
         try:

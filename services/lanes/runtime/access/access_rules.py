@@ -146,21 +146,18 @@ def first_refused(needs: Iterable[Need], access: Access) -> Need | None:
     return next((need for need in needs if not access.allows(*need)), None)
 
 
-def still_allowed(request: Any, rule: Rule, access: Access) -> bool:
-    """Whether ``access`` (the ACLs in force now) still allows all that ``request`` asks, once
-    its refused topics and resources were taken out at admission: a server stream checks this
-    before each answer after the first, so a caller that lost a permission mid-stream gets no
-    further answer (as each Kafka request is authorized on its own)."""
-    if first_refused(rule.needs(request, access), access) is not None:
-        return False
-    if rule.per_topic is not None:
-        operation = rule.per_topic
-        if not all(access.allows(operation, TOPIC, topic.topic) for topic in request.topics):
-            return False
-    if rule.per_resource is not None:
-        per = rule.per_resource
-        return all(per.need(field, entry, access) is None for field in per.fields for entry in getattr(request, field))
-    return True
+def refused_now(request: Any, rule: Rule, access: Access) -> Need | None:
+    """The first permission ``access`` (the ACLs in force now) no longer grants of what
+    ``request`` asks, once its refused topics and resources were taken out at admission; None
+    when it still grants all. A server stream checks this before each answer after the first, so
+    a caller that lost a permission mid-stream gets no further answer (as each Kafka request is
+    authorized on its own)."""
+    refused = first_refused(rule.needs(request, access), access)
+    if refused is not None or rule.per_topic is None:
+        return refused
+    operation = rule.per_topic
+    names = (topic.topic for topic in request.topics)
+    return next(((operation, TOPIC, name) for name in names if not access.allows(operation, TOPIC, name)), None)
 
 
 def _cluster(operation: Operation) -> Described:

@@ -31,6 +31,7 @@ Owned by the service's event loop; the authorizer is rebuilt when the image's AC
 from __future__ import annotations
 
 import collections
+import contextlib
 import contextvars
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -55,9 +56,9 @@ from lanes.runtime.access.access_rules import (
     first_refused,
     node_may,
     refusal_code,
+    refused_now,
     split_resources,
     split_topics,
-    still_allowed,
 )
 from lanes.runtime.access.authentication_service import AUTHENTICATE_METHOD
 from lanes.runtime.access.image_authorizer import ImageAuthorizer
@@ -231,19 +232,27 @@ class Guard(CallInterceptor):
                 answer = await self._authorized(request, rule, access, context)
             session = _STREAM_SESSION.get()
             first = True
-            async for response in inner(request, context):
-                await _within_session(session, context)
-                if (
-                    not first
-                    and access is not None
-                    and rule is not None
-                    and not still_allowed(request, rule, self._again(access))
-                ):
-                    return  # (FetchStream read on: the client's next call is authorized afresh)
-                first = False
-                yield answer(response)
+            async with contextlib.aclosing(inner(request, context)) as responses:
+                async for response in responses:
+                    await _within_session(session, context)
+                    if not first and access is not None and rule is not None:
+                        await self._still_authorized(request, rule, access, context)
+                    first = False
+                    yield answer(response)
 
         return unary_stream
+
+    async def _still_authorized(self, request: Any, rule: Rule, access: Access, context: ServicerContext) -> None:
+        """End a server stream (FetchStream reading on, Scan) with PERMISSION_DENIED before an
+        answer after its first when the ACLs in force now refuse what it was admitted to."""
+        refused = refused_now(request, rule, self._again(access))
+        if refused is not None:
+            operation, resource_type, name = refused
+            await _deny(
+                context,
+                f"{refusal_code(resource_type).name}: {access.principal} may no longer {operation.name} "
+                f"{resource_type.name.lower()} {name!r}: this stream ends; a new call is authorized afresh",
+            )
 
     def _stream_unary(self, inner: Any, rule: Rule | None, method: str) -> Any:
         async def stream_unary(requests: AsyncIterator[Any], context: ServicerContext) -> Any:
