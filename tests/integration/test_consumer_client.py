@@ -292,7 +292,7 @@ def test_a_caught_up_consumer_follows_through_fetch_streams_every_record_once_in
         calls[0] += 1
         await fetch_from(self, *args)
 
-    def counted_answer(self: _fetcher.Fetcher, *args: Any) -> bool:
+    def counted_answer(self: _fetcher.Fetcher, *args: Any) -> tuple[bool, list[int]]:
         answers[0] += 1
         return take_answer(self, *args)
 

@@ -8,7 +8,9 @@ after a short warm-up round each, and prints every round and the medians:
 - ``latency``: workload 3 at 10,000 records/s for 5 s, acks=1 (``peers.latency``): produce and
   end-to-end p50 / p99 / p99.9;
 - ``keyed``: 300,000 x 100 B keyed over the 97 keys into 6 partitions, acks=1
-  (``peers.produce``): records/s.
+  (``peers.produce``): records/s;
+- ``consume``: 300,000 x 1 KiB written to one partition (acks=1), then read back by a group
+  consumer committing after every poll or batch (``peers.consume``): records/s.
 
 Each round starts on a new topic. Both servers run for the whole measurement, so a slow phase
 of the machine touches both systems' rounds alike (the point of interleaving).
@@ -27,11 +29,12 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import lanes
-from tests.perf.peers import latency, produce
+from tests.perf.peers import consume, latency, produce
 from tests.perf.test_peers import KEYED_PARTITIONS, KEYS, kafka_cluster, lanes_cluster, wait_until_served
 
 LATENCY_SECONDS = 5.0
 KEYED_RECORDS = 300_000
+CONSUMED_RECORDS = 300_000
 
 
 def _percentile_ms(seconds: list[float], quantile: float) -> float:
@@ -58,9 +61,18 @@ def _keyed_round(system: str, bootstrap: str, topic: str, warm_up: bool) -> tupl
     return (count / run(bootstrap, topic, count, os.urandom(100), acks="1", keys=KEYS),)
 
 
+def _consume_round(system: str, bootstrap: str, topic: str, warm_up: bool) -> tuple[float, ...]:
+    write = produce.kafka_produce if system == "kafka" else produce.lanes_produce
+    read = consume.kafka_consume if system == "kafka" else consume.lanes_consume
+    count = 20_000 if warm_up else CONSUMED_RECORDS
+    write(bootstrap, topic, count, os.urandom(1024), acks="1")
+    return (count / read(bootstrap, topic, count, f"group-{topic}"),)
+
+
 WORKLOADS: dict[str, tuple[int, Callable[[str, str, str, bool], tuple[float, ...]], str]] = {
     "latency": (1, _latency_round, "produce p50, p99 | end to end p50, p99, p99.9 (ms)"),
     "keyed": (KEYED_PARTITIONS, _keyed_round, "records/s"),
+    "consume": (1, _consume_round, "records/s"),
 }
 
 

@@ -29,7 +29,6 @@ from lanes.protocol.records import (
     stamp_log_append_time,
 )
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import broker_pb2
 
 
 def batch(first: int, count: int, *, step: int = 1, epoch: int = 3, **options: object) -> bytes:
@@ -202,7 +201,7 @@ def test_a_fetch_that_brought_records_starts_the_next_until_fetch_max_bytes_wait
             offset = polls._fetch_offset(key)
             data = batch(offset, 30) if len(sizes) < 5 else b""
             sizes.append(len(data))
-            polls._buffer_fetched(key, offset, "t", broker_pb2.FetchPartitionResponse(records=data))
+            polls._buffer_fetched(key, offset, "t", data)
 
         async def settle() -> None:
             for _ in range(20):

@@ -680,12 +680,12 @@ class Fetcher:
                         answer = await anext(answers)
                 except StopAsyncIteration:
                     break
-                failed = self._take_answer(answer, address, fetched, epochs) or failed
+                refused, sizes = self._take_answer(answer, address, fetched, epochs)
+                failed |= refused
                 for partition in fetched:  # the stream's next answer reads on from there
                     buffered = self._buffer.get(partition)
                     if buffered is not None:
                         fetched[partition] = buffered.end_offset
-                sizes = [len(part.records) for t in answer.topics for part in t.partitions]
                 full = answer_is_full(((size, self._partition_max_bytes) for size in sizes), room)
                 if self._buffered_bytes() >= self._max_bytes:
                     break  # enough to decode: the rest waits for the next fetch
@@ -716,13 +716,17 @@ class Fetcher:
         address: str,
         fetched: dict[TopicPartition, int],
         epochs: dict[TopicPartition, int],
-    ) -> bool:
+    ) -> tuple[bool, list[int]]:
         """Buffer one answer of a fetch from ``address`` that read each partition from
-        ``fetched``; whether a partition was refused (the leaders are looked up again)."""
+        ``fetched``; whether a partition was refused (the leaders are looked up again), and the
+        record bytes each partition brought (a bytes field is copied at each read: read once)."""
         self._cluster.throttle(address, answer.throttle_time_ms)
         failed = False
+        sizes: list[int] = []
         for topic in answer.topics:
             for part in topic.partitions:
+                records = part.records
+                sizes.append(len(records))
                 partition = TopicPartition(topic.topic, part.partition)
                 code = error_code(part.error.code)
                 if code is ErrorCode.OFFSET_OUT_OF_RANGE and fetched.get(partition) != self.positions.get(partition):
@@ -740,19 +744,17 @@ class Fetcher:
                     continue
                 if partition in fetched:  # served by the leader of this epoch: positions hold there
                     self._checked_epochs[partition] = max(self._checked_epochs.get(partition, -1), epochs[partition])
-                    self._buffer_fetched(partition, fetched[partition], topic.topic, part)
+                    self._buffer_fetched(partition, fetched[partition], topic.topic, records)
         if self._arrived is not None and not self._arrived.done():
             self._arrived.set_result(None)
-        return failed
+        return failed, sizes
 
-    def _buffer_fetched(
-        self, partition: TopicPartition, offset: int, topic: str, part: broker_pb2.FetchPartitionResponse
-    ) -> None:
+    def _buffer_fetched(self, partition: TopicPartition, offset: int, topic: str, records: bytes) -> None:
         """Buffer the batches fetched from ``offset``, behind the partition's buffered ones."""
         buffered = self._buffer.get(partition)
         if buffered is None:
-            buffered = self._buffer[partition] = _Buffered(topic, part.partition, offset)
-        self._last_fetch_records += buffered.add(part.records, offset)
+            buffered = self._buffer[partition] = _Buffered(topic, partition.partition, offset)
+        self._last_fetch_records += buffered.add(records, offset)
 
     def _forget_leaders(self, partitions: Iterable[TopicPartition], suspect: str | None = None) -> None:
         for partition in partitions:
