@@ -39,7 +39,10 @@ async def send_one_by_one(address: str, values: list[bytes]) -> None:
         stub = broker_pb2_grpc.BrokerStub(channel)
         for value in values:
             while True:
-                result = (await stub.Produce(produce(TOPIC, 0, batch([value])))).topics[0].partitions[0]
+                # (wait_for_ready: a broker just restarted; this process's consumer may have left the
+                # shared connection to its address in reconnect backoff)
+                answer = await stub.Produce(produce(TOPIC, 0, batch([value])), wait_for_ready=True, timeout=30)
+                result = answer.topics[0].partitions[0]
                 if result.error.code not in RETRIABLE:
                     assert result.error.code == ErrorCode.NONE, result.error.message
                     break

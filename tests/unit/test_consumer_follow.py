@@ -80,11 +80,12 @@ def test_a_following_stream_that_stops_answering_is_given_up_within_a_request_ti
 class _Leader(broker_pb2_grpc.BrokerServicer):
     """One of two brokers: broker 1 leads partition 0 of topic ``t`` and answers each fetch with
     the record asked for (one per call, then the call ends); broker 2 leads partition 1, where
-    nothing is ever written, and holds each fetch open (a long-poll). ``addresses``: both
-    brokers', shared (Metadata names them)."""
+    nothing is ever written, and holds each fetch open (a long-poll), or with ``failing`` ends it
+    at once with UNAVAILABLE (a broker going away). ``addresses``: both brokers', shared
+    (Metadata names them)."""
 
-    def __init__(self, node_id: int, addresses: dict[int, str]) -> None:
-        self.node_id, self.addresses = node_id, addresses
+    def __init__(self, node_id: int, addresses: dict[int, str], *, failing: bool = False) -> None:
+        self.node_id, self.addresses, self.failing = node_id, addresses, failing
         self.fetches = 0
 
     async def Metadata(self, request: broker_pb2.MetadataRequest, context: object) -> broker_pb2.MetadataResponse:
@@ -100,6 +101,8 @@ class _Leader(broker_pb2_grpc.BrokerServicer):
         self, request: broker_pb2.FetchRequest, context: object
     ) -> AsyncIterator[broker_pb2.FetchResponse]:
         self.fetches += 1
+        if self.failing:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "going away")  # type: ignore[attr-defined]
         if self.node_id == 2:
             await asyncio.Event().wait()  # a long-poll nothing ends
         offset = request.topics[0].partitions[0].fetch_offset
@@ -109,11 +112,12 @@ class _Leader(broker_pb2_grpc.BrokerServicer):
 
 
 @contextlib.asynccontextmanager
-async def _two_brokers() -> AsyncIterator[tuple[_Leader, _Leader, lanes.aio.Consumer]]:
-    """The busy and the idle ``_Leader``, and a consumer of both partitions from offset 0 (long
-    request and wait times: only the behaviour under test ends a fetch)."""
+async def _two_brokers(*, failing: bool = False) -> AsyncIterator[tuple[_Leader, _Leader, lanes.aio.Consumer]]:
+    """The busy and the idle ``_Leader`` (``failing``: the idle one fails each fetch), and a
+    consumer of both partitions from offset 0 (long request and wait times: only the behaviour
+    under test ends a fetch)."""
     addresses: dict[int, str] = {}
-    busy, idle = _Leader(1, addresses), _Leader(2, addresses)
+    busy, idle = _Leader(1, addresses), _Leader(2, addresses, failing=failing)
     servers = []
     for node_id, servicer in ((1, busy), (2, idle)):
         server = grpc.aio.server()
@@ -170,3 +174,18 @@ def test_a_broker_where_nothing_comes_does_not_hold_back_the_fetches_from_a_busy
     values, idle_fetches = asyncio.run(scenario())
     assert values[:20] == [b"%d" % offset for offset in range(20)], "each from broker 1, while broker 2 long-polls"
     assert idle_fetches == 1, "one long-poll at broker 2, held open all along"
+
+
+def test_a_failing_broker_is_asked_again_after_a_pause_while_another_broker_is_busy() -> None:
+    """A fetch that failed at one broker holds its partitions for a retry pause, so the rounds
+    that a busy broker's records start one after another do not call the failing one (and look
+    its leaders up) in a tight loop."""
+
+    async def scenario() -> tuple[int, int]:
+        async with _two_brokers(failing=True) as (busy, idle, consumer):
+            await _poll_for(consumer, 10_000, 1.0)
+            return busy.fetches, idle.fetches
+
+    busy_fetches, failing_fetches = asyncio.run(scenario())
+    assert busy_fetches > 50, "the busy broker was read all along"
+    assert failing_fetches <= 15, f"{failing_fetches} fetches at the failing broker in 1 s (a pause of 0.1 s each)"

@@ -288,10 +288,12 @@ class Fetcher:
         self.paused.update(partitions)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
-        """Fetch ``partitions`` again: the round under way ends (not the leaders' fetches), so
-        the next one asks for them at once, not when a following stream ends."""
-        self.paused.difference_update(partitions)
-        if self._prefetch is not None:
+        """Fetch ``partitions`` again: a round still under way ends (not the leaders' fetches),
+        so the next one asks for them at once, not when a following stream ends (a round that
+        ended stays, to raise what it raised)."""
+        resumed = self.paused.intersection(partitions)
+        self.paused -= resumed
+        if resumed and self._prefetch is not None and not self._prefetch.done():
             self._prefetch.cancel()
             self._prefetch = None
 
@@ -422,8 +424,8 @@ class Fetcher:
         while True:
             if not self._buffered():
                 self._collect_prefetch()
-                if self._prefetch is None:
-                    self._start_fetch(int(deadline.remaining_s() * 1000))
+                if self._prefetch is None:  # (a long poll asks again after each wait, as Kafka's)
+                    self._start_fetch(min(int(deadline.remaining_s() * 1000), self._max_wait_ms))
                 if self._prefetch is not None:
                     await self._wait_for_answer(self._prefetch, deadline)
                     self._collect_prefetch()  # raises once what it raised
@@ -492,8 +494,9 @@ class Fetcher:
 
     def _start_fetch(self, max_wait_ms: int) -> None:
         """Fetch every owned, unpaused partition from where its buffer ends, unless
-        ``fetch_max_bytes`` of fetched batches wait to be decoded already (the buffers hold at
-        most about twice that). One fetch asks for every partition (not one after another as
+        ``fetch_max_bytes`` of fetched batches wait to be decoded already (each leader's fetch
+        asks for the room left when it starts: with fetches at N brokers the buffers hold at most
+        about N + 1 times that). One fetch asks for every partition (not one after another as
         each runs dry); a fetch that brought records starts the next when it lands
         (``_fetched``), so the broker reads ahead while polls decode and the caller works, as
         librdkafka's prefetch does: a partition's fetches are not bounded by one round trip
@@ -510,8 +513,8 @@ class Fetcher:
         """A fetch ended (the loop): if it brought records, the next one starts now. A failed
         one stays for ``records`` to raise; an empty one (caught up) leaves the next, a long
         poll, to the next poll."""
-        if fetch is not self._prefetch or fetch.cancelled() or fetch.exception() is not None:
-            return
+        if fetch.cancelled() or fetch.exception() is not None or fetch is not self._prefetch:
+            return  # (a dropped round's failure is seen here: not reported as never retrieved)
         if self._last_fetch_records > 0:
             self._prefetch = None
             self._start_fetch(self._max_wait_ms)
@@ -539,7 +542,9 @@ class Fetcher:
             by_leader.setdefault(self._cluster.leader_address(partition.topic, partition.partition), []).append(
                 partition
             )
-        self._collect_leader_fetches()  # (one may have ended while this round looked leaders up)
+        # a fetch that ended while this round looked leaders up and checked positions: its
+        # partitions are not in this round, so the round ends at once and the next asks for them
+        ended_meanwhile = self._collect_leader_fetches()
         loop = asyncio.get_running_loop()
         for leader, group in by_leader.items():
             asked = group
@@ -550,17 +555,20 @@ class Fetcher:
             task = loop.create_task(self._fetch_from(leader, asked, max_wait_ms))
             task.add_done_callback(_retrieve)
             self._leader_fetches[leader] = _LeaderFetch(task, frozenset(asked))
-        if self._leader_fetches:
+        if self._leader_fetches and not ended_meanwhile:
             tasks = [fetch.task for fetch in self._leader_fetches.values()]
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        self._collect_leader_fetches()
+            self._collect_leader_fetches()
 
-    def _collect_leader_fetches(self) -> None:
-        """Forget the leaders' fetches that ended, raising the first failure among them."""
+    def _collect_leader_fetches(self) -> bool:
+        """Forget the leaders' fetches that ended, raising the first failure among them (each
+        leader's fetch fails on its own; one failure at a time reaches the caller); whether any
+        ended."""
         ended = [leader for leader, fetch in self._leader_fetches.items() if fetch.task.done()]
         for task in [self._leader_fetches.pop(leader).task for leader in ended]:
             if not task.cancelled() and task.exception() is not None:
                 task.result()
+        return bool(ended)
 
     def _leader_changed(self, partition: TopicPartition, epoch: int | None = None) -> bool:
         """Whether the partition's position came from an older leader than the one known now (or
@@ -639,10 +647,12 @@ class Fetcher:
             partition: self._cluster.leader_epoch(partition.topic, partition.partition) for partition in partitions
         }
         # a leader that changed since the check in _fetch is checked at the next fetch first
-        partitions = [partition for partition in partitions if not self._leader_changed(partition, epochs[partition])]
-        if not partitions:
+        asked = [partition for partition in partitions if not self._leader_changed(partition, epochs[partition])]
+        if not asked:
             await asyncio.sleep(_RETRY_PAUSE_S)  # their check failed: not at once again
             return
+        # (this fetch holds the partitions it left out until it ends: it does not follow then)
+        all_asked, partitions = len(asked) == len(partitions), asked
         topics: dict[str, broker_pb2.FetchTopic] = {}
         fetched = {partition: self._fetch_offset(partition) for partition in partitions}
         for partition in partitions:
@@ -656,7 +666,7 @@ class Fetcher:
             )
         room = max(1, self._max_bytes - self._buffered_bytes())
         streamed = address not in self._unary_fetch_only
-        follow = streamed and address not in self._reading_on  # caught up there: each record as it comes
+        follow = streamed and all_asked and address not in self._reading_on  # caught up: each record as it comes
         request = broker_pb2.FetchRequest(
             max_wait_ms=max_wait_ms,
             min_bytes=self._min_bytes,
@@ -697,12 +707,14 @@ class Fetcher:
                 self._reading_on.discard(address)
         except TimeoutError:  # no answer within a request's time: as a call past its deadline
             self._forget_leaders(partitions, suspect=address)
+            await asyncio.sleep(_RETRY_PAUSE_S)  # (not at once again: other brokers' rounds go on)
             return
         except grpc.aio.AioRpcError as exc:
             if exc.code() is grpc.StatusCode.UNIMPLEMENTED and address not in self._unary_fetch_only:
                 self._unary_fetch_only.add(address)  # asked again at the next fetch, with Fetch
                 return
             self._forget_leaders(partitions, suspect=address)
+            await asyncio.sleep(_RETRY_PAUSE_S)
             return
         finally:
             if stream is not None:
