@@ -5,7 +5,8 @@
   the last; a broker that stops answering in the middle of a stream is given up on then, and the
   consumer fetches again;
 - one fetch per broker, each broker's next starting when its own last one ended: a broker where
-  nothing comes does not hold back the records of a busy one."""
+  nothing comes does not hold back the records of a busy one;
+- a position looked up while a seek set one keeps the seek's."""
 
 from __future__ import annotations
 
@@ -189,3 +190,42 @@ def test_a_failing_broker_is_asked_again_after_a_pause_while_another_broker_is_b
     busy_fetches, failing_fetches = asyncio.run(scenario())
     assert busy_fetches > 50, "the busy broker was read all along"
     assert failing_fetches <= 15, f"{failing_fetches} fetches at the failing broker in 1 s (a pause of 0.1 s each)"
+
+
+class _SlowOffsets(OneBroker):
+    """Answers ListOffsets with offset 0 after ``delay_s``."""
+
+    delay_s = 0.3
+
+    async def ListOffsets(
+        self, request: broker_pb2.ListOffsetsRequest, context: object
+    ) -> broker_pb2.ListOffsetsResponse:
+        await asyncio.sleep(self.delay_s)
+        topics = [
+            broker_pb2.ListOffsetsTopicResponse(
+                topic=topic.topic,
+                partitions=[
+                    broker_pb2.ListOffsetsPartitionResponse(partition=p.partition, offset=0) for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ]
+        return broker_pb2.ListOffsetsResponse(topics=topics)
+
+
+def test_a_position_looked_up_while_a_seek_set_one_keeps_the_seeks() -> None:
+    """The lookup's answer (offset 0) arrives after ``seek`` set offset 5: the seek stands (before,
+    the lookup wrote its older answer over it, and reading went on from there)."""
+
+    async def scenario() -> int:
+        async with (
+            serving(_SlowOffsets()) as broker,
+            lanes.aio.Consumer(broker.address, tls=None, credentials=None, auto_offset_reset="earliest") as consumer,
+        ):
+            consumer.assign([TopicPartition("t", 0)])
+            looked_up = asyncio.ensure_future(consumer.position(TopicPartition("t", 0)))
+            await asyncio.sleep(0.1)  # the lookup is under way
+            consumer.seek(TopicPartition("t", 0), 5)
+            return await looked_up
+
+    assert asyncio.run(scenario()) == 5

@@ -411,7 +411,8 @@ class Fetcher:
             broker_pb2.OFFSET_SPEC_EARLIEST if self.auto_offset_reset == "earliest" else broker_pb2.OFFSET_SPEC_LATEST
         )
         for partition, (offset, _) in (await self.list_offsets(missing, spec)).items():
-            self.positions[partition] = offset
+            if partition in self.positions and self.positions[partition] is None:  # (still owned, not
+                self.positions[partition] = offset  # set meanwhile by a seek, records or another lookup)
 
     # -----------------------------------------------------------------------------------------
     # fetching

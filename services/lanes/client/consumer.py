@@ -531,6 +531,7 @@ class AsyncConsumer:
         """The offset of the next record to read from ``partition``."""
         self._check_assigned(partition)
         await self._fetcher.ensure_positions([partition])
+        self._check_assigned(partition)  # (released while its position was looked up)
         position = self._fetcher.positions[partition]
         assert position is not None
         return position
