@@ -20,7 +20,7 @@ import grpc
 import lanes.aio
 from lanes.protocol.records import Record, encode_batch
 from lanes.topic_partition import TopicPartition
-from lanes.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from lanes.v1 import broker_pb2, common_pb2
 from tests.unit.fake_broker import OneBroker, serving
 
 
@@ -78,7 +78,7 @@ def test_a_following_stream_that_stops_answering_is_given_up_within_a_request_ti
     assert took_s < 5, "and then given up"
 
 
-class _Leader(broker_pb2_grpc.BrokerServicer):
+class _Leader(OneBroker):
     """One of two brokers: broker 1 leads partition 0 of topic ``t`` and answers each fetch with
     the record asked for (one per call, then the call ends); broker 2 leads partition 1, where
     nothing is ever written, and holds each fetch open (a long-poll), or with ``failing`` ends it
@@ -118,25 +118,18 @@ async def _two_brokers(*, failing: bool = False) -> AsyncIterator[tuple[_Leader,
     consumer of both partitions from offset 0 (long request and wait times: only the behaviour
     under test ends a fetch)."""
     addresses: dict[int, str] = {}
-    busy, idle = _Leader(1, addresses), _Leader(2, addresses, failing=failing)
-    servers = []
-    for node_id, servicer in ((1, busy), (2, idle)):
-        server = grpc.aio.server()
-        broker_pb2_grpc.add_BrokerServicer_to_server(servicer, server)
-        addresses[node_id] = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-        await server.start()
-        servers.append(server)
-    try:
+    async with (
+        serving(_Leader(1, addresses)) as busy,
+        serving(_Leader(2, addresses, failing=failing)) as idle,
+    ):
+        addresses.update({1: busy.address, 2: idle.address})
         async with lanes.aio.Consumer(
-            addresses[1], tls=None, credentials=None, request_timeout_ms=30_000, fetch_max_wait_ms=30_000
+            busy.address, tls=None, credentials=None, request_timeout_ms=30_000, fetch_max_wait_ms=30_000
         ) as consumer:
             consumer.assign([TopicPartition("t", 0), TopicPartition("t", 1)])
             consumer.seek(TopicPartition("t", 0), 0)
             consumer.seek(TopicPartition("t", 1), 0)
             yield busy, idle, consumer
-    finally:
-        for server in servers:
-            await server.stop(None)
 
 
 async def _poll_for(consumer: lanes.aio.Consumer, count: int, seconds: float) -> list[bytes]:
@@ -192,15 +185,17 @@ def test_a_failing_broker_is_asked_again_after_a_pause_while_another_broker_is_b
     assert failing_fetches <= 15, f"{failing_fetches} fetches at the failing broker in 1 s (a pause of 0.1 s each)"
 
 
-class _SlowOffsets(OneBroker):
-    """Answers ListOffsets with offset 0 after ``delay_s``."""
+class _HeldOffsets(OneBroker):
+    """Answers ListOffsets with offset 0 once ``answer`` is set (``asked``: a lookup arrived)."""
 
-    delay_s = 0.3
+    def __init__(self) -> None:
+        self.asked, self.answer = asyncio.Event(), asyncio.Event()
 
     async def ListOffsets(
         self, request: broker_pb2.ListOffsetsRequest, context: object
     ) -> broker_pb2.ListOffsetsResponse:
-        await asyncio.sleep(self.delay_s)
+        self.asked.set()
+        await self.answer.wait()
         topics = [
             broker_pb2.ListOffsetsTopicResponse(
                 topic=topic.topic,
@@ -219,13 +214,14 @@ def test_a_position_looked_up_while_a_seek_set_one_keeps_the_seeks() -> None:
 
     async def scenario() -> int:
         async with (
-            serving(_SlowOffsets()) as broker,
+            serving(_HeldOffsets()) as broker,
             lanes.aio.Consumer(broker.address, tls=None, credentials=None, auto_offset_reset="earliest") as consumer,
         ):
             consumer.assign([TopicPartition("t", 0)])
             looked_up = asyncio.ensure_future(consumer.position(TopicPartition("t", 0)))
-            await asyncio.sleep(0.1)  # the lookup is under way
+            await broker.asked.wait()  # the lookup is under way
             consumer.seek(TopicPartition("t", 0), 5)
+            broker.answer.set()
             return await looked_up
 
     assert asyncio.run(scenario()) == 5
