@@ -12,8 +12,9 @@ order: both queries process what is there (``drain``), the strategy's last batch
 its group (Spark hands a source a batch's end only when it plans the next one), and the
 application exits 0.
 
-A query that stops because one of its Python workers did not connect back in time is started
-again from its checkpoint (``Supervised``); any other failure ends the application with 1.
+A query that stops because one of its Python workers did not connect back in time, while it runs
+or while it is drained, is started again from its checkpoint (``Supervised``); any other failure
+ends the application with 1.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class Supervised:
     """One streaming query of the application and how to start it again.
 
     Invariant: ``query`` is the query's latest run; a run that failed with ``WORKER_START_TIMEOUT``
-    (at its start or while running) is replaced by a new run from the same checkpoint, at most
+    (at its start, while running or while drained) is replaced by a new run from the same checkpoint, at most
     ``RESTARTS_PER_QUERY`` times, which resumes where the last committed batch ended (Spark's own
     recovery: the sink may see that batch's records again, at least once as always). Owned by the
     main thread.
@@ -132,6 +133,19 @@ class Supervised:
             return None
         return str(failure or "no error")
 
+    def drain(self) -> None:
+        """``drain`` the query's latest run; a run that fails there as ``failure`` would start
+        it again (a restart left, Spark's worker start) is replaced and drained in turn, any
+        other failure is raised."""
+        while True:
+            try:
+                drain(self.query)
+                return
+            except Exception as error:  # Spark's errors come through py4j as several types
+                if not self._may_restart(error):
+                    raise
+                self.query = self._start_run()
+
 
 def commit_progress(query: StreamingQuery, group: str, bootstrap: str) -> None:
     """Commit the end of ``query``'s last processed batch to ``group``."""
@@ -172,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"the {name} query stopped: {failure}", file=sys.stderr, flush=True)
                 return 1
     for supervised in queries.values():
-        drain(supervised.query)
+        supervised.drain()
     commit_progress(queries["signals"].query, options.group, options.bootstrap)
     spark.stop()
     return 0

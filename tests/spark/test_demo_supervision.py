@@ -1,8 +1,8 @@
 """The demo's Spark application starts a query again from its checkpoint when Spark gave up on a
 Python worker's start (a fixed 10 s wait that a loaded machine misses: CI saw it once), a bounded
 number of times, and stops on any other failure. Query runs here are plain objects with the two
-members ``Supervised`` reads (``isActive``, ``exception()``); the real queries run in
-tests/e2e/test_demo.py."""
+members ``Supervised`` reads (``isActive``, ``exception()``) and the two ``drain`` calls
+(``processAllAvailable()``, ``stop()``); the real queries run in tests/e2e/test_demo.py."""
 
 from __future__ import annotations
 
@@ -21,11 +21,23 @@ WORKER_TIMEOUT = (
 
 
 class Run:
-    """One run of a query: active until ``fail``."""
+    """One run of a query: active until ``fail`` or ``stop``; ``processAllAvailable`` raises the
+    failure queued in ``fails_when_drained`` (as Spark raises a query's failure there)."""
 
     def __init__(self) -> None:
         self.isActive = True
         self._failure: Exception | None = None
+        self.fails_when_drained: str | None = None
+        self.drained = False
+
+    def processAllAvailable(self) -> None:
+        if self.fails_when_drained is not None:
+            self.fail(self.fails_when_drained)
+            raise RuntimeError(self.fails_when_drained)
+        self.drained = True
+
+    def stop(self) -> None:
+        self.isActive = False
 
     def fail(self, message: str) -> None:
         self.isActive = False
@@ -90,3 +102,30 @@ def test_any_other_failure_stops_the_application_at_once() -> None:
     assert len(runs) == 1
     with pytest.raises(RuntimeError, match="checkpoint is corrupt"):
         Supervised("candles", starter([], ["checkpoint is corrupt"]))
+
+
+def test_a_query_whose_worker_did_not_start_in_time_while_it_was_drained_runs_again_and_is_drained() -> None:
+    # CI saw it: a run still starting when the application was told to stop failed in its drain
+    runs: list[Run] = []
+    supervised = Supervised("signals", starter(runs))
+    runs[-1].fails_when_drained = WORKER_TIMEOUT
+    supervised.drain()
+    assert len(runs) == 2
+    assert supervised.query is runs[1]
+    assert runs[1].drained
+    assert not runs[1].isActive
+    assert supervised.restarts == 1
+
+
+def test_a_drain_gives_up_after_the_restarts_and_raises_any_other_failure_at_once() -> None:
+    runs: list[Run] = []
+    supervised = Supervised("signals", starter(runs))
+    supervised.restarts = RESTARTS_PER_QUERY
+    runs[-1].fails_when_drained = WORKER_TIMEOUT
+    with pytest.raises(RuntimeError, match=WORKER_START_TIMEOUT):
+        supervised.drain()
+    other = Supervised("candles", starter(runs))
+    runs[-1].fails_when_drained = "checkpoint is corrupt"
+    with pytest.raises(RuntimeError, match="checkpoint is corrupt"):
+        other.drain()
+    assert other.restarts == 0
