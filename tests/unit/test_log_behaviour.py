@@ -467,6 +467,33 @@ def test_segment_ms_falls_back_to_the_segment_age_without_timestamps(tmp_path: P
     assert log.segment_count == 2
 
 
+def test_a_log_prepared_for_appends_takes_its_first_append_of_a_leadership_on_the_loop(tmp_path: Path) -> None:
+    """After a restart and a new leadership, the first append would write the epoch checkpoint
+    and read the active segment's first timestamp (not light: a hop to a thread each, 10,000 of
+    them in a broker's start). ``prepare_for_appends`` does both beforehand (the broker, in one
+    worker-thread call per chunk of new leaders), and the epoch it wrote is what the append
+    would have written; a closed log refuses."""
+    clock = ManualClock()
+    indexed = config(segment_ms=HOUR_MS, index_interval_bytes=1)  # (reopened, the tail is read from the last batch)
+    log = PartitionLog.open(tmp_path, indexed, clock=clock)
+    for _ in range(3):
+        log.append_as_leader(producer_batch([b"v"], clock.now_ms()), 0)
+    log.close()
+    log = PartitionLog.open(tmp_path, indexed, clock=clock)
+    log.epochs.assign(1, log.log_end_offset)  # as Partition.make_leader does
+    batch = producer_batch([b"v"], clock.now_ms())
+    assert not log.append_is_light(len(batch), log.validate_produce(batch))
+    log.prepare_for_appends()
+    assert LeaderEpochCache(tmp_path / "leader-epoch-checkpoint").entries == [(0, 0), (1, 3)]
+    assert log.append_is_light(len(batch), log.validate_produce(batch))
+    log.prepare_for_appends()  # again: nothing to do
+    assert log.append_as_leader(batch, 1, wait=False) is not None
+    assert [record.offset for record in read_all(log)] == [0, 1, 2, 3]
+    log.close()
+    with pytest.raises(LanesError, match="closed"):
+        log.prepare_for_appends()
+
+
 def test_after_a_restart_the_first_append_reads_the_segments_first_timestamp_off_the_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

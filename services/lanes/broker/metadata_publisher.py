@@ -13,8 +13,11 @@ opened, with their producer state, in a worker thread (a broker taking over thou
 partitions must go on heartbeating), ``OPEN_CHUNK_PARTITIONS`` at a time, the roles of each chunk's
 topics applied as it opens (a restarted broker serves its first partitions while it opens the
 rest); roles change on the loop (cheap: a follower's producer
-state is current, so a new leader serves at once); logs of deleted topics are removed in a worker
-thread. What failed (a log that would not open) is tried again shortly, in full.
+state is current, so a new leader serves at once); the partitions a pass made this broker lead
+are then prepared for their first appends in a worker thread, a chunk per call (their new epoch
+written, ``PartitionLog.prepare_for_appends``: else each first append takes a hop to a thread of
+its own); logs of deleted topics are removed in a worker thread. What failed (a log that would
+not open) is tried again shortly, in full.
 
 Owned by the broker's event loop; one pass runs at a time (``lock``).
 """
@@ -47,6 +50,8 @@ RETRY_S = 1.0
 #: logs opened per worker-thread call: a broker taking over 10,000 partitions serves each
 #: thousand as it opens (their roles applied in between), not all of them after the last one
 OPEN_CHUNK_PARTITIONS = 1000
+#: a metadata pass that makes this broker lead more partitions logs a line per topic, not per partition
+LOGGED_LEADERSHIPS = 20
 _BROKER_RECORDS = frozenset({"broker_registered", "broker_fenced", "broker_unfenced", "broker_unregistered"})
 
 
@@ -139,6 +144,8 @@ class MetadataPublisher:
         self._changed = asyncio.Event()
         #: the data directory was cleaned of stray logs once (the first image: topics deleted while down)
         self._strays_removed = False
+        #: worker-thread calls preparing new leaders for their first appends (``_prepare_leaders``)
+        self._preparing: set[asyncio.Future[None]] = set()
 
     @property
     def _partitions(self) -> dict[TopicPartition, Partition]:
@@ -187,10 +194,13 @@ class MetadataPublisher:
                     self._partitions[partition.key] = partition
                     self._fetchers.roles_changed()
             if start + OPEN_CHUNK_PARTITIONS < len(missing):  # serve these while the rest open
-                self._apply_roles(LocalChanges(topic_ids={topic_id for _, _, topic_id in chunk}), self._replicas.image)
+                chunk_topics = LocalChanges(topic_ids={topic_id for _, _, topic_id in chunk})
+                self._prepare_leaders(self._apply_roles(chunk_topics, self._replicas.image).led)
         image = self._replicas.image
         complete = opened_count == len(missing)
-        complete &= self._apply_roles(changes, image)
+        applied = self._apply_roles(changes, image)
+        self._prepare_leaders(applied.led)
+        complete &= applied.complete
         if image.last_offset >= 0 and (not self._strays_removed or changes.topics_deleted):
             # on the first image and when topics went away: remove their logs (listing the data
             # directory finds those of topics deleted while this broker was down, too)
@@ -250,18 +260,31 @@ class MetadataPublisher:
                 _log.exception("opening the log of %s-%d failed; retrying", key.topic, key.partition)
         return opened
 
+    def _prepare_leaders(self, led: list[Partition]) -> None:
+        """Prepare ``led`` (partitions just led) for their first appends in a worker thread, not
+        awaited: an append arriving first does the same work itself."""
+        if not led:
+            return
+        preparing = asyncio.ensure_future(asyncio.to_thread(_prepare_for_appends, led))
+        self._preparing.add(preparing)
+        preparing.add_done_callback(self._preparing.discard)
+
+    async def wait_prepared(self) -> None:
+        """Until the new leaders of the passes so far are prepared for appends (tests)."""
+        await asyncio.gather(*self._preparing, return_exceptions=True)
+
     def _delete_stray_logs(self, existing: set[tuple[str, int]]) -> None:
         for topic_name, partition_index in self._logs.discover():
             if (topic_name, partition_index) not in existing:
                 self._logs.delete_log(topic_name, partition_index)
 
-    def _apply_roles(self, changes: LocalChanges, image: MetadataImage) -> bool:
-        """Roles and configs of the changed topics (on the loop); whether every replica they name
-        had an open partition (one still missing is opened at the next pass)."""
+    def _apply_roles(self, changes: LocalChanges, image: MetadataImage) -> _RolesApplied:
+        """Roles and configs of the changed topics (on the loop)."""
         broker_id = self._replicas.broker_id
         purgatory = self._replicas.purgatory
         complete = True
         changed = False
+        led: list[Partition] = []
         now_ms = self._clock.monotonic_ms()
         seen: set[TopicPartition] = set()
         for topic in changes.topics(image):
@@ -292,14 +315,8 @@ class MetadataPublisher:
                     replica_lag_time_max_ms=self._replica_lag_time_max_ms,
                 ):
                     changed = True
+                    led.append(partition)
                     purgatory.moved(key)
-                    _log.info(
-                        "leading %s-%d at epoch %d",
-                        topic.name,
-                        state.partition,
-                        state.leader_epoch,
-                        extra=fields(topic=topic.name, partition=state.partition),
-                    )
                 elif (partition.partition_epoch, partition.log.high_watermark) != before:
                     purgatory.moved(key)  # a newer ISR from the metadata may move the mark
         for key, partition in self._partitions.items():
@@ -310,4 +327,59 @@ class MetadataPublisher:
             purgatory.all_moved()  # whoever waits on an ended leadership answers NOT_LEADER_OR_FOLLOWER
         if changed or changes.brokers_changed:
             self._fetchers.sync(image)
-        return complete
+        _log_leaderships([(partition.key, partition.leader_epoch or 0) for partition in led])
+        return _RolesApplied(complete, led)
+
+
+@dataclass(frozen=True)
+class _RolesApplied:
+    """What ``_apply_roles`` did."""
+
+    #: every replica the changed topics name had an open partition (one still missing is opened
+    #: at the next pass)
+    complete: bool
+    #: the partitions it made this broker lead (a new leadership)
+    led: list[Partition]
+
+
+def _log_leaderships(led: list[tuple[TopicPartition, int]]) -> None:
+    """A line per new leadership (partition, leader epoch), or, when a pass took over more than
+    ``LOGGED_LEADERSHIPS`` (a restart), a line per topic naming its partitions and epochs."""
+    if len(led) <= LOGGED_LEADERSHIPS:
+        for (topic, index), epoch in led:
+            _log.info("leading %s-%d at epoch %d", topic, index, epoch, extra=fields(topic=topic, partition=index))
+        return
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for (topic, index), epoch in led:
+        by_topic.setdefault(topic, []).append((index, epoch))
+    for topic, partitions in by_topic.items():
+        epochs = sorted({epoch for _, epoch in partitions})
+        _log.info(
+            "leading %d partitions of %s (%s) at epoch %s",
+            len(partitions),
+            topic,
+            number_ranges(index for index, _ in partitions),
+            str(epochs[0]) if len(epochs) == 1 else f"{epochs[0]} to {epochs[-1]}",
+            extra=fields(topic=topic),
+        )
+
+
+def number_ranges(numbers: Iterable[int]) -> str:
+    """``0-3, 7, 9-12`` for 0, 1, 2, 3, 7, 9, 10, 11, 12 (in any order, repeats ignored)."""
+    ranges: list[list[int]] = []
+    for number in sorted(set(numbers)):
+        if ranges and ranges[-1][1] == number - 1:
+            ranges[-1][1] = number
+        else:
+            ranges.append([number, number])
+    return ", ".join(str(first) if first == last else f"{first}-{last}" for first, last in ranges)
+
+
+def _prepare_for_appends(led: list[Partition]) -> None:
+    """``PartitionLog.prepare_for_appends`` of each (worker thread); one that fails is left to its
+    first append, which does the same work and answers the producer with the error."""
+    for partition in led:
+        try:
+            partition.log.prepare_for_appends()
+        except (OSError, LanesError) as exc:
+            _log.debug("preparing %s for appends: %s", partition.key, exc)
