@@ -130,6 +130,37 @@ def test_a_clean_shutdown_reopens_without_scanning(tmp_path: Path) -> None:
     assert read_all(reopened) == records
 
 
+@pytest.mark.parametrize("damage", ["index missing", "time index missing", "index cut mid-entry", "index emptied"])
+def test_a_damaged_index_found_at_a_clean_open_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    """Indexes are derived: one missing, cut mid-entry or emptied when the log opens (as its
+    files were sized at the open: one ``stat`` each) is rebuilt from its segment, even after a
+    clean stop, lookups agree with a full scan, and the rebuilt index is on disk afterwards (a
+    closed segment's used to stay in memory only: every later open found it empty, and scanned)."""
+    log, records, clock = build(tmp_path)
+    closed_segments = [segment.base_offset for segment in log.segments()[:-1]]
+    log.close()
+    assert closed_segments, "the damage is done to a closed segment's indexes"
+    stem = f"{closed_segments[0]:020d}"
+    index, time_index = tmp_path / f"{stem}.index", tmp_path / f"{stem}.timeindex"
+    if damage == "index missing":
+        index.unlink()
+    elif damage == "time index missing":
+        time_index.unlink()
+    elif damage == "index cut mid-entry":
+        os.truncate(index, index.stat().st_size - 3)
+    else:
+        os.truncate(index, 0)
+    reopened = reopen(tmp_path, clock)
+    assert read_all(reopened) == records
+    assert_indexes_agree_with_a_full_scan(reopened)
+    reopened.close()
+    assert index.exists()
+    assert time_index.exists()
+    if damage != "index emptied":  # (an empty index is a valid one: lookups then scan from the start)
+        assert index.stat().st_size > 0, "rebuilt"
+        assert index.stat().st_size % 8 == 0
+
+
 def test_recovery_rescans_only_from_the_recovery_point(tmp_path: Path) -> None:
     log, records, clock = build(tmp_path, batches=100)
     segments = log.segments()

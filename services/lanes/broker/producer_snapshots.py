@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from lanes.broker.producer_state import ProducerStateTable, SnapshotError
@@ -40,13 +41,12 @@ def snapshot_path(directory: Path, offset: int) -> Path:
 class ProducerSnapshots:
     """The snapshot files of one partition directory; their offsets are listed once, at open."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, names: Iterable[str] | None = None) -> None:
+        """``names``: the directory's file names, when the caller just listed it (else listed here)."""
         self.directory = directory
-        self._offsets = sorted(
-            int(path.name[: -len(SNAPSHOT_SUFFIX)])
-            for path in directory.glob(f"*{SNAPSHOT_SUFFIX}")
-            if path.name[: -len(SNAPSHOT_SUFFIX)].isdigit()
-        )
+        listed = os.listdir(directory) if names is None else names
+        stems = (name[: -len(SNAPSHOT_SUFFIX)] for name in listed if name.endswith(SNAPSHOT_SUFFIX))
+        self._offsets = sorted(int(stem) for stem in stems if stem.isdigit())
 
     @property
     def offsets(self) -> list[int]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from lanes.storage.files import overwrite_small, write_atomically
+from lanes.storage.files import overwrite_small, read_small, write_atomically
 
 VERSION = 0
 
@@ -41,7 +41,7 @@ def _write_entries(path: Path, entries: list[str], *, durable: bool = True) -> N
 def _read_entries(path: Path) -> list[list[str]] | None:
     """The entries at ``path``, each split into its words; None if missing or malformed."""
     try:
-        text = path.read_text()
+        text = read_small(path).decode()
     except FileNotFoundError:
         return None
     if not text.endswith("\n"):  # every writer ends with one: a file a machine crash cut does not

@@ -22,7 +22,7 @@ import os
 import struct
 from pathlib import Path
 
-from lanes.storage.files import FileCache, pread_exact, pwrite_all, size_or_zero
+from lanes.storage.files import FileCache, pread_exact, pwrite_all
 
 _MAX_FIELD = 2**64  # sorts after any second field, for bisecting on the first
 
@@ -42,7 +42,14 @@ class SortedIndex:
         self.path = path
         self.base_offset = base_offset
         self._files = files
-        self._written = size_or_zero(path) // self.ENTRY.size
+        try:
+            size: int | None = os.stat(path).st_size
+        except FileNotFoundError:
+            size = None
+        #: the file's size when the index was opened, None when there was no file (what
+        #: ``plausible_at_open`` checks: one ``stat`` per index file at a log's open)
+        self.size_at_open = size
+        self._written = (size or 0) // self.ENTRY.size
         self._pending: list[tuple[int, ...]] = []
         self._last: tuple[int, ...] | None = None  # cached last entry (appends read it)
 
@@ -129,10 +136,10 @@ class SortedIndex:
         self._pending = []
         self._last = None
 
-    def is_plausible(self) -> bool:
-        """Whether the file size is a whole number of entries and entries are sorted at the end."""
-        size = size_or_zero(self.path)
-        if size % self.ENTRY.size:
+    def plausible_at_open(self) -> bool:
+        """Whether the file as it was opened is a whole number of entries, sorted at the end (a
+        log's open asks, before anything is written to the index)."""
+        if (self.size_at_open or 0) % self.ENTRY.size:
             return False
         if self.entries >= 2:
             return self.entry(self.entries - 2)[0] < self.entry(self.entries - 1)[0]

@@ -42,6 +42,10 @@ class LoadedLog:
     recovery_point: int
     recovered_bytes_cut: int  # bytes recovery cut off (for logs and tests)
     checkpoints_stale: bool  # recovery changed the log: write the checkpoints again
+    #: the directory's file names as listed at the start (after finishing an interrupted
+    #: compaction): those of files the loader does not own (producer snapshots, legacy offset
+    #: files) are still there, so their owners need no listing of their own
+    names: frozenset[str]
 
 
 class LogLoader:
@@ -94,6 +98,7 @@ class LogLoader:
         for segment in self._segments:  # indexes are derived: rebuild any that a crash damaged
             if segment.base_offset not in recovered and not segment.indexes_plausible():
                 segment.recover(segment.base_offset)
+                segment.flush()  # the rebuilt indexes on disk (a closed segment's are not written again)
         fresh = not self._segments
         if fresh:
             base = stored_start or 0
@@ -120,6 +125,7 @@ class LogLoader:
             recovery_point=min(recovery_point, log_end_offset),
             recovered_bytes_cut=self._recovered_bytes_cut,
             checkpoints_stale=not clean and not fresh,  # recovery changed what the checkpoints describe
+            names=frozenset(names),
         )
 
     def _first_to_recover(self, recovery_point: int) -> int:

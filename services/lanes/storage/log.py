@@ -191,6 +191,9 @@ class PartitionLog:
         self.epochs = LeaderEpochCache(directory / LEADER_EPOCH_FILE)
         #: Bytes the last open's recovery cut off (for logs and tests).
         self.recovered_bytes_cut = 0
+        #: The directory's file names when ``open`` listed it (``LoadedLog.names``): for a first
+        #: look at files the log does not own, right after the open (later it is out of date).
+        self.names_at_open: frozenset[str] = frozenset()
         #: Called with the seconds each fsync pass of ``flush`` took (metrics), if set.
         self.on_flush_s: Callable[[float], None] | None = None
 
@@ -215,7 +218,8 @@ class PartitionLog:
         ``offsets``: where the recovery point, log start and high-water mark are kept (a
         LogManager's data-directory files); by default, files in ``directory``.
         """
-        directory.mkdir(parents=True, exist_ok=True)
+        if not directory.is_dir():  # (one stat where the directory exists, as after a restart)
+            directory.mkdir(parents=True, exist_ok=True)
         store = offsets if offsets is not None else PartitionFiles()
         log = cls(directory, config, clock, files or FileCache(), own_marker=clean_shutdown is None, offsets=store)
         loaded = LogLoader(
@@ -235,6 +239,7 @@ class PartitionLog:
             log._high_watermark = loaded.high_watermark
             log._recovery_point = log._durable_offset = loaded.recovery_point
             log.recovered_bytes_cut = loaded.recovered_bytes_cut
+            log.names_at_open = loaded.names
             if loaded.checkpoints_stale:
                 log._write_checkpoints()
         return log

@@ -20,7 +20,6 @@ broker runs periodically: retention, flush.ms and checkpoints. Thread-safe.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from lanes.storage.checkpoint import (
     RECOVERY_POINT_FILE,
     DataDirectoryOffsets,
 )
-from lanes.storage.files import DEFAULT_MAX_OPEN_FILES, FileCache, fsync_directory, write_atomically
+from lanes.storage.files import DEFAULT_MAX_OPEN_FILES, FileCache, fsync_directory, read_small, write_atomically
 from lanes.storage.loader import CLEAN_SHUTDOWN_FILE
 from lanes.storage.log import LogConfig, PartitionLog
 from lanes.topic_partition import TopicPartition
@@ -48,7 +47,7 @@ PARTITION_METADATA_FILE = "partition.metadata"
 def log_topic_id(directory: Path) -> str:
     """The topic id a partition directory records ("" when it records none)."""
     try:
-        text = (directory / PARTITION_METADATA_FILE).read_text()
+        text = read_small(directory / PARTITION_METADATA_FILE).decode()
     except OSError:
         return ""
     for line in text.splitlines():
@@ -142,9 +141,10 @@ class LogManager:
                     shutil.rmtree(directory)
                     fsync_directory(self.data_dir)
                     stored = ""
-                if not directory.exists():  # a new log: no offsets of an earlier one of that name
+                existed = directory.exists()
+                if not existed:  # a new log: no offsets of an earlier one of that name
                     self.offsets.forget(directory)
-                clean = self.clean_shutdown and directory.exists()
+                clean = self.clean_shutdown and existed
                 log = PartitionLog.open(
                     directory, config, clock=self._clock, files=self.files, clean_shutdown=clean, offsets=self.offsets
                 )
@@ -163,7 +163,7 @@ class LogManager:
         own: once the data-directory files hold them, those go (stale, they would be read again if
         the data-directory files were ever lost)."""
         legacy = [log.directory / name for name in (RECOVERY_POINT_FILE, LOG_START_FILE, HIGH_WATERMARK_FILE)]
-        if not set(os.listdir(log.directory)).isdisjoint(path.name for path in legacy):  # one listing, not 3 stats
+        if not log.names_at_open.isdisjoint(path.name for path in legacy):  # the open's listing, not 3 stats
             log.checkpoint()
             self.offsets.flush()
             for path in legacy:

@@ -426,11 +426,12 @@ class LogSegment:
         return self.next_offset
 
     def indexes_plausible(self) -> bool:
-        """Whether both index files exist (for a non-empty segment), look intact and point
-        inside the log file."""
-        if self.size_bytes and not (self.index.path.exists() and self.time_index.path.exists()):
+        """Whether both index files existed when the segment was opened (for a non-empty
+        segment), looked intact and point inside the log file (a log's open asks, before
+        anything is written to the segment)."""
+        if self.size_bytes and (self.index.size_at_open is None or self.time_index.size_at_open is None):
             return False
-        if not (self.index.is_plausible() and self.time_index.is_plausible()):
+        if not (self.index.plausible_at_open() and self.time_index.plausible_at_open()):
             return False
         last = self.index.last()
         return last is None or last[1] < self.size_bytes
