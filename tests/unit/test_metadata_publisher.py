@@ -76,9 +76,9 @@ def test_partitions_a_pass_made_this_broker_lead_are_prepared_for_their_first_ap
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="lanes.broker.metadata_publisher")
-    replicas, logs = asyncio.run(publish(tmp_path, image_of({"orders": 25, "audit": 3}, leader_epoch=4)))
+    replicas, logs = asyncio.run(publish(tmp_path, image_of({"orders": 25, "audit": 3, "one": 1}, leader_epoch=4)))
     try:
-        assert len(replicas.partitions) == 28
+        assert len(replicas.partitions) == 29
         for partition in replicas.partitions.values():
             assert partition.leader_epoch == 4
             assert not partition.log.epochs.unsaved, f"{partition.key}: its epoch is written before any append"
@@ -86,6 +86,7 @@ def test_partitions_a_pass_made_this_broker_lead_are_prepared_for_their_first_ap
             assert partition.log.append_is_light(len(batch), partition.log.validate_produce(batch))
         leading = [record.getMessage() for record in caplog.records if record.getMessage().startswith("leading")]
         assert sorted(leading) == [
+            "leading 1 partition of one (0) at epoch 4",
             "leading 25 partitions of orders (0-24) at epoch 4",
             "leading 3 partitions of audit (0-2) at epoch 4",
         ]

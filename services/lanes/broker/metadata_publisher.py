@@ -355,8 +355,9 @@ def _log_leaderships(led: list[tuple[TopicPartition, int]]) -> None:
     for topic, partitions in by_topic.items():
         epochs = sorted({epoch for _, epoch in partitions})
         _log.info(
-            "leading %d partitions of %s (%s) at epoch %s",
+            "leading %d partition%s of %s (%s) at epoch %s",
             len(partitions),
+            "" if len(partitions) == 1 else "s",
             topic,
             number_ranges(index for index, _ in partitions),
             str(epochs[0]) if len(epochs) == 1 else f"{epochs[0]} to {epochs[-1]}",
