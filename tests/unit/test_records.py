@@ -469,3 +469,20 @@ def test_compaction_options_keep_the_offset_range_and_stamp_a_delete_horizon(cod
     assert batch.header.base_timestamp == 9_000
     with pytest.raises(ValueError, match="below the last record"):
         codec.encode(kept, base_offset=10, last_offset_delta=1)
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        (bytes([0x08, 0x00, 0x00, 0x00, 0x80]), "key length varint is truncated"),
+        (bytes([0x0A, 0x00, 0x00, 0x00, 0x01, 0x80]), "value length varint is truncated"),
+    ],
+)
+def test_a_truncated_length_names_its_field_in_both_codecs(section: bytes, message: str) -> None:
+    """The C parser joins a field's name and " length" only when it raises (it read both lengths
+    of every record with a formatted label before: 8% of a 1 KiB consumer's time)."""
+    for codec in (_records_py, _records_c):
+        if codec is None:
+            continue
+        with pytest.raises(ValueError, match=message):
+            codec.check_records(section, 1, 0, False)

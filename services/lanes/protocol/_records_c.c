@@ -340,24 +340,26 @@ static int reader_fail(const Reader *reader, const char *message) {
     return -1;
 }
 
-static int read_varint(Reader *reader, const char *what, int max_bytes, int64_t *out) {
+/* A zigzag varint of at most max_bytes; errors name it "<what><detail>" (the two parts are joined
+   only when an error is raised: a record's key and value lengths are read millions of times). */
+static int read_varint_of(Reader *reader, const char *what, const char *detail, int max_bytes, int64_t *out) {
     uint64_t result = 0;
     int shift = 0;
     char message[160];
     for (int i = 0; i < max_bytes; i++) {
         if (reader->position >= reader->end) {
-            snprintf(message, sizeof message, "%s varint is truncated", what);
+            snprintf(message, sizeof message, "%s%s varint is truncated", what, detail);
             return reader_fail(reader, message);
         }
         unsigned char byte = reader->data[reader->position++];
         if (i == 9 && (byte & 0x7e)) {
-            snprintf(message, sizeof message, "%s varint does not fit in 64 bits", what);
+            snprintf(message, sizeof message, "%s%s varint does not fit in 64 bits", what, detail);
             return reader_fail(reader, message);
         }
         result |= (uint64_t)(byte & 0x7f) << shift;
         if (!(byte & 0x80)) {
             if (max_bytes == 5 && result > 0xffffffffULL) {
-                snprintf(message, sizeof message, "%s varint does not fit in 32 bits", what);
+                snprintf(message, sizeof message, "%s%s varint does not fit in 32 bits", what, detail);
                 return reader_fail(reader, message);
             }
             *out = unzigzag(result);
@@ -365,18 +367,20 @@ static int read_varint(Reader *reader, const char *what, int max_bytes, int64_t 
         }
         shift += 7;
     }
-    snprintf(message, sizeof message, "%s varint is longer than %d bytes", what, max_bytes);
+    snprintf(message, sizeof message, "%s%s varint is longer than %d bytes", what, detail, max_bytes);
     return reader_fail(reader, message);
+}
+
+static int read_varint(Reader *reader, const char *what, int max_bytes, int64_t *out) {
+    return read_varint_of(reader, what, "", max_bytes, out);
 }
 
 /* A nullable byte field: *out is a new reference (bytes or None); with out NULL the field is only
    checked and skipped, and *is_null (when given) says whether it was null. */
 static int read_blob(Reader *reader, const char *what, int nullable, PyObject **out, int *is_null) {
     char message[200];
-    char label[80];
-    snprintf(label, sizeof label, "%s length", what);
     int64_t length;
-    if (read_varint(reader, label, 5, &length) < 0) {
+    if (read_varint_of(reader, what, " length", 5, &length) < 0) {
         return -1;
     }
     if (is_null != NULL) {
