@@ -305,7 +305,8 @@ def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_t
     batch = producer_batch([b"first"], clock.now_ms())
     log.epochs.assign(3, log.log_end_offset)  # as Partition.make_leader does
     assert not checkpoint.exists(), "a leadership taken writes nothing"
-    assert not log.append_is_light(len(batch), log.validate_produce(batch)), "the first append writes the epoch"
+    # the first append writes the epoch, in place (light: on the loop too, decision 0054)
+    assert log.append_is_light(len(batch), log.validate_produce(batch))
     log.append_as_leader(batch, leader_epoch=3)
     assert on_disk_at_append == [[(3, 0)]], "written before the data"
     assert log.append_is_light(len(batch), log.validate_produce(batch)), "later appends of the epoch are light"
@@ -467,12 +468,12 @@ def test_segment_ms_falls_back_to_the_segment_age_without_timestamps(tmp_path: P
     assert log.segment_count == 2
 
 
-def test_a_log_prepared_for_appends_takes_its_first_append_of_a_leadership_on_the_loop(tmp_path: Path) -> None:
-    """After a restart and a new leadership, the first append would write the epoch checkpoint
-    and read the active segment's first timestamp (not light: a hop to a thread each, 10,000 of
-    them in a broker's start). ``prepare_for_appends`` does both beforehand (the broker, in one
-    worker-thread call per chunk of new leaders), and the epoch it wrote is what the append
-    would have written; a closed log refuses."""
+def test_a_log_prepared_for_appends_after_a_restart_takes_its_next_append_on_the_loop(tmp_path: Path) -> None:
+    """After a restart the first append would read the active segment's first timestamp (not
+    light: a hop to a thread, 10,000 of them in a broker's start). ``prepare_for_appends`` reads
+    it beforehand (the broker, in one worker-thread call per chunk of new leaders) and writes
+    nothing: a new leadership's epoch waits for its first batch (written ahead, it would cost an
+    fsync at the clean stop and a durable rewrite at the next open); a closed log refuses."""
     clock = ManualClock()
     indexed = config(segment_ms=HOUR_MS, index_interval_bytes=1)  # (reopened, the tail is read from the last batch)
     log = PartitionLog.open(tmp_path, indexed, clock=clock)
@@ -480,14 +481,20 @@ def test_a_log_prepared_for_appends_takes_its_first_append_of_a_leadership_on_th
         log.append_as_leader(producer_batch([b"v"], clock.now_ms()), 0)
     log.close()
     log = PartitionLog.open(tmp_path, indexed, clock=clock)
-    log.epochs.assign(1, log.log_end_offset)  # as Partition.make_leader does
     batch = producer_batch([b"v"], clock.now_ms())
     assert not log.append_is_light(len(batch), log.validate_produce(batch))
     log.prepare_for_appends()
-    assert LeaderEpochCache(tmp_path / "leader-epoch-checkpoint").entries == [(0, 0), (1, 3)]
     assert log.append_is_light(len(batch), log.validate_produce(batch))
-    log.prepare_for_appends()  # again: nothing to do
+    log.epochs.assign(1, log.log_end_offset)  # a new leadership, as Partition.make_leader notes it
+    log.prepare_for_appends()
+    assert LeaderEpochCache(tmp_path / "leader-epoch-checkpoint").entries == [(0, 0)], "nothing written"
+    assert log.append_is_light(len(batch), log.validate_produce(batch)), "its first append writes it, in place"
+    with log.epochs._file_lock:  # another thread writing the epoch file: a loop's append is not made
+        assert log.append_as_leader(batch, 1, wait=False) is None
+    assert LeaderEpochCache(tmp_path / "leader-epoch-checkpoint").entries == [(0, 0)]
+    assert log.log_end_offset == 3
     assert log.append_as_leader(batch, 1, wait=False) is not None
+    assert LeaderEpochCache(tmp_path / "leader-epoch-checkpoint").entries == [(0, 0), (1, 3)]
     assert [record.offset for record in read_all(log)] == [0, 1, 2, 3]
     log.close()
     with pytest.raises(LanesError, match="closed"):

@@ -60,6 +60,16 @@ def fill(partition: Partition, end: int = 80, producer_id: int = 7) -> None:
         produce(partition, producer_id, sequence)
 
 
+def filled_and_closed(directory: Path) -> Path:
+    """A partition led at epoch 1, ``fill``ed (snapshots at its rolls), closed: its directory."""
+    partition = open_partition(directory)
+    lead(partition, 1)
+    fill(partition)
+    partition.close()
+    partition.log.close()
+    return directory
+
+
 def snapshots(directory: Path) -> list[int]:
     return sorted(int(p.name.split(".")[0]) for p in directory.glob(f"*{SNAPSHOT_SUFFIX}"))
 
@@ -149,16 +159,26 @@ def test_producers_outlive_their_deleted_batches_through_a_restart(tmp_path: Pat
 
 
 def test_a_torn_snapshot_falls_back_to_an_older_one(tmp_path: Path) -> None:
-    directory = tmp_path / "orders-0"
-    partition = open_partition(directory)
-    lead(partition, 1)
-    fill(partition)
-    partition.close()
-    partition.log.close()
+    directory = filled_and_closed(tmp_path / "orders-0")
     newest = directory / f"{snapshots(directory)[-1]:020d}{SNAPSHOT_SUFFIX}"
     newest.write_bytes(newest.read_bytes()[:-3])
     reopened = open_partition(directory)
     assert not newest.exists(), "the torn snapshot is deleted"
+    lead(reopened, 2)
+    assert getattr(produce(reopened, 7, 76, epoch=2), "duplicate_of", None) is not None
+
+
+def test_a_snapshot_listed_at_the_logs_open_and_gone_since_is_skipped(tmp_path: Path) -> None:
+    """The partition takes the log's own directory listing (one listing per open); a snapshot
+    in it that is gone when the partition loads (deleted by an earlier, failed attempt) is
+    skipped for an older one, not a failure at every retry. The listing is taken once: a later
+    partition over the same open log lists the directory itself."""
+    directory = filled_and_closed(tmp_path / "orders-0")
+    log = PartitionLog.open(directory, SMALL_SEGMENTS, clock=CLOCK)
+    assert log.names_at_open is not None
+    (directory / f"{snapshots(directory)[-1]:020d}{SNAPSHOT_SUFFIX}").unlink()
+    reopened = Partition(KEY, "topic-id", log)
+    assert log.names_at_open is None, "taken"
     lead(reopened, 2)
     assert getattr(produce(reopened, 7, 76, epoch=2), "duplicate_of", None) is not None
 

@@ -14,9 +14,10 @@ partitions must go on heartbeating), ``OPEN_CHUNK_PARTITIONS`` at a time, the ro
 topics applied as it opens (a restarted broker serves its first partitions while it opens the
 rest); roles change on the loop (cheap: a follower's producer
 state is current, so a new leader serves at once); the partitions a pass made this broker lead
-are then prepared for their first appends in a worker thread, a chunk per call (their new epoch
-written, ``PartitionLog.prepare_for_appends``: else each first append takes a hop to a thread of
-its own); logs of deleted topics are removed in a worker thread. What failed (a log that would
+are then prepared for their first appends in a worker thread, a chunk per call (the active
+segment's first timestamp read, ``PartitionLog.prepare_for_appends``: else each first append after
+a restart takes a hop to a thread of its own; the new epoch that append writes itself, in place);
+logs of deleted topics are removed in a worker thread. What failed (a log that would
 not open) is tried again shortly, in full.
 
 Owned by the broker's event loop; one pass runs at a time (``lock``).
@@ -287,47 +288,49 @@ class MetadataPublisher:
         led: list[Partition] = []
         now_ms = self._clock.monotonic_ms()
         seen: set[TopicPartition] = set()
-        for topic in changes.topics(image):
-            settings = _TopicSettings(image, topic.name)  # worked out once per topic, if needed
-            for state in topic.partitions.values():
-                if broker_id not in state.replicas or state.leader == NO_LEADER:
-                    continue
-                key = TopicPartition(topic.name, state.partition)
-                partition = self._partitions.get(key)
-                if partition is None or partition.topic_id != topic.topic_id:  # opened for a deleted topic
-                    complete = False
-                    continue
-                seen.add(key)
-                if partition.log.config != settings.log_config:  # configs altered meanwhile
-                    partition.log.update_config(settings.log_config)
-                if state.leader != broker_id:
-                    changed |= partition.make_follower(state.leader, state.leader_epoch)
-                    continue
-                before = (partition.partition_epoch, partition.log.high_watermark)
-                if partition.make_leader(
-                    leader_epoch=state.leader_epoch,
-                    partition_epoch=state.partition_epoch,
-                    replicas=state.replicas,
-                    isr=state.isr,
-                    min_insync_replicas=settings.min_insync_replicas,
-                    leader_id=broker_id,
-                    now_ms=now_ms,
-                    replica_lag_time_max_ms=self._replica_lag_time_max_ms,
-                ):
-                    changed = True
-                    led.append(partition)
-                    purgatory.moved(key)
-                elif (partition.partition_epoch, partition.log.high_watermark) != before:
-                    purgatory.moved(key)  # a newer ISR from the metadata may move the mark
-        for key, partition in self._partitions.items():
-            if key not in seen and changes.concerns(partition):  # no leader, or no longer a replica here
-                changed |= partition.make_offline()
-        if changed:
-            self._fetchers.roles_changed()
-            purgatory.all_moved()  # whoever waits on an ended leadership answers NOT_LEADER_OR_FOLLOWER
-        if changed or changes.brokers_changed:
-            self._fetchers.sync(image)
-        _log_leaderships([(partition.key, partition.leader_epoch or 0) for partition in led])
+        try:
+            for topic in changes.topics(image):
+                settings = _TopicSettings(image, topic.name)  # worked out once per topic, if needed
+                for state in topic.partitions.values():
+                    if broker_id not in state.replicas or state.leader == NO_LEADER:
+                        continue
+                    key = TopicPartition(topic.name, state.partition)
+                    partition = self._partitions.get(key)
+                    if partition is None or partition.topic_id != topic.topic_id:  # opened for a deleted topic
+                        complete = False
+                        continue
+                    seen.add(key)
+                    if partition.log.config != settings.log_config:  # configs altered meanwhile
+                        partition.log.update_config(settings.log_config)
+                    if state.leader != broker_id:
+                        changed |= partition.make_follower(state.leader, state.leader_epoch)
+                        continue
+                    before = (partition.partition_epoch, partition.log.high_watermark)
+                    if partition.make_leader(
+                        leader_epoch=state.leader_epoch,
+                        partition_epoch=state.partition_epoch,
+                        replicas=state.replicas,
+                        isr=state.isr,
+                        min_insync_replicas=settings.min_insync_replicas,
+                        leader_id=broker_id,
+                        now_ms=now_ms,
+                        replica_lag_time_max_ms=self._replica_lag_time_max_ms,
+                    ):
+                        changed = True
+                        led.append(partition)
+                        purgatory.moved(key)
+                    elif (partition.partition_epoch, partition.log.high_watermark) != before:
+                        purgatory.moved(key)  # a newer ISR from the metadata may move the mark
+            for key, partition in self._partitions.items():
+                if key not in seen and changes.concerns(partition):  # no leader, or no longer a replica here
+                    changed |= partition.make_offline()
+            if changed:
+                self._fetchers.roles_changed()
+                purgatory.all_moved()  # whoever waits on an ended leadership answers NOT_LEADER_OR_FOLLOWER
+            if changed or changes.brokers_changed:
+                self._fetchers.sync(image)
+        finally:  # (a pass that failed half way logs what it did)
+            _log_leaderships([(partition.key, partition.leader_epoch or 0) for partition in led])
         return _RolesApplied(complete, led)
 
 

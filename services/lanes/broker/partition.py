@@ -122,7 +122,7 @@ class Partition:
         self.append_queue = asyncio.Lock()
         self._lock = threading.Lock()
         self._on_isr_changed = on_isr_changed
-        self._snapshots = ProducerSnapshots(log.directory, log.names_at_open)  # (listed by the log's open)
+        self._snapshots = ProducerSnapshots(log.directory, log.take_names_at_open())  # (the open's listing)
         self._producers = self._snapshots.load(log)
         self._snapshot_segment = log.active_segment_base_offset  # snapshot written when it changes
 

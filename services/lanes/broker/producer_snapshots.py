@@ -73,9 +73,12 @@ class ProducerSnapshots:
         end (those above it, left by an unclean stop whose recovery cut the log, are deleted),
         then the headers of every batch after it."""
         self.delete_above(log.log_end_offset)
-        for offset in reversed(self._offsets):
+        for offset in reversed(list(self._offsets)):  # (entries removed on the way)
             try:
                 table = ProducerStateTable.from_snapshot(snapshot_path(self.directory, offset).read_bytes())
+            except FileNotFoundError:  # listed, and gone since (a listing taken at the log's open)
+                self._offsets.remove(offset)
+                continue
             except SnapshotError as exc:  # torn or corrupt: it never becomes readable
                 _log.warning("%s: deleting producer snapshot %d: %s", self.directory.name, offset, exc)
                 self._delete([offset])

@@ -148,24 +148,31 @@ class LeaderEpochCache:
         with self._lock:
             return self._behind(durable=False)
 
-    def save(self, *, durable: bool = False) -> None:
+    def save(self, *, durable: bool = False, wait: bool = True) -> bool:
         """Write the entries if they changed since last written (before a batch of a new epoch is
         appended); ``durable``: with fsync (truncations, epochs recovery learnt). An ``assign``
         made while the file is written stays unsaved (a count of changes, not a flag, says what
-        the file holds)."""
+        the file holds). With ``wait=False`` (an event loop's append): False, nothing written,
+        when another thread writes the file (maybe with an fsync) at that moment; True when the
+        file holds the entries."""
         with self._lock:
             if not self._behind(durable=durable):
-                return  # (the common case, on the loop too: never waits for a write under way)
-        with self._file_lock:
+                return True  # (the common case, on the loop too: never waits for a write under way)
+        if not self._file_lock.acquire(blocking=wait):
+            return False
+        try:
             with self._lock:
                 if not self._behind(durable=durable):
-                    return
+                    return True
                 changes, entries = self._changes, list(self._entries)
             write_checkpoint(self._path, [(epoch, offset) for epoch, offset in entries], durable=durable)
             with self._lock:
                 self._saved_changes = changes
                 if durable:
                     self._durable_changes = changes
+            return True
+        finally:
+            self._file_lock.release()
 
     def sync_saved(self) -> None:
         """Make durable what was saved: the epochs of every batch appended so far (each was saved

@@ -33,13 +33,14 @@ in progress instead of waiting for it.
 from __future__ import annotations
 
 import bisect
+import functools
 import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import overload
+from typing import TypeVar, overload
 
 from lanes.clock import Clock
 from lanes.errors import (
@@ -71,6 +72,8 @@ from lanes.storage.produce_validation import validate_produce
 from lanes.storage.retention import retention_candidates, segments_below_start
 from lanes.storage.segment import MAX_RELATIVE_OFFSET, LogSegment, SegmentRead
 from lanes.topic_configs import topic_config_values
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -191,9 +194,10 @@ class PartitionLog:
         self.epochs = LeaderEpochCache(directory / LEADER_EPOCH_FILE)
         #: Bytes the last open's recovery cut off (for logs and tests).
         self.recovered_bytes_cut = 0
-        #: The directory's file names when ``open`` listed it (``LoadedLog.names``): for a first
-        #: look at files the log does not own, right after the open (later it is out of date).
-        self.names_at_open: frozenset[str] = frozenset()
+        #: The directory's file names when ``open`` listed it (``LoadedLog.names``), for a first
+        #: look at files the log does not own right after the open; None once taken
+        #: (``take_names_at_open``): later it would be out of date, and it is not kept for life.
+        self.names_at_open: frozenset[str] | None = None
         #: Called with the seconds each fsync pass of ``flush`` took (metrics), if set.
         self.on_flush_s: Callable[[float], None] | None = None
 
@@ -368,7 +372,10 @@ class PartitionLog:
                 data, headers, first_offset=first_offset, partition_leader_epoch=leader_epoch
             )
             self.epochs.assign(leader_epoch, first_offset)
-            self._epochs_to_disk(self.epochs.save)  # before the data: recovery relies on it
+            # before the data: recovery relies on it (an in-place write of a small file, also on
+            # the loop; not while another thread writes it there: the append then goes to a thread)
+            if not self._epochs_to_disk(functools.partial(self.epochs.save, wait=wait)):
+                return None
             self._append_locked(buffers, headers, len(data))
             info = self._append_info(headers, append_time, len(data))
         finally:
@@ -444,29 +451,35 @@ class PartitionLog:
         overflow = last_offset - active.base_offset > MAX_RELATIVE_OFFSET
         return bool(active.size_bytes) and (full or old or overflow)
 
+    def take_names_at_open(self) -> frozenset[str] | None:
+        """``names_at_open``, once (None afterwards: the caller lists the directory itself)."""
+        names, self.names_at_open = self.names_at_open, None
+        return names
+
     def prepare_for_appends(self) -> None:
-        """Do the I/O that would keep the next append as leader from being light
-        (``append_is_light``), now: write the leader-epoch checkpoint of a new leadership and read
-        the active segment's first timestamp (unknown after a restart). Worker thread; the broker
-        calls it for the partitions a metadata pass made it lead, so that their first appends
-        run on its loop instead of each taking a hop to a thread (Kafka writes a new epoch when it
-        becomes leader, too). Nothing changes that the next append would not have done: harmless
-        when one did it meanwhile. Raises StorageError when the log is closed or the disk fails."""
+        """Read, now, what the next append as leader would otherwise read first: the active
+        segment's first batch timestamp (unknown after a restart; ``segment.ms`` measures from
+        it). Worker thread; the broker calls it for the partitions a metadata pass made it lead.
+        Writes nothing: the epoch of a new leadership is still written by its first append (an
+        epoch written ahead, of a partition that then receives nothing, would cost an fsync at
+        the clean stop and a durable rewrite at the next open, which drops it: decision 0054).
+        Raises StorageError when the log is closed or the disk fails."""
         with self._lock:
             self._check_open()
             try:
                 self._segments[-1].first_batch_timestamp()
             except OSError as exc:
                 raise storage_error("reading the active segment's first batch in", self.directory, exc) from exc
-            self._epochs_to_disk(self.epochs.save)
 
     def append_is_light(self, incoming_bytes: int, headers: Sequence[BatchHeader]) -> bool:
         """Whether appending these validated producer batches would write to the page cache only:
-        no segment roll (which fsyncs the full segment), no fsync by flush.messages, no epoch
-        checkpoint to write first, no read of the active segment's first batch (after a restart,
-        segment.ms needs its timestamp). Such an
-        append takes microseconds; the broker runs it on its event loop (decision 0041). False
-        also while another thread holds the log."""
+        no segment roll (which fsyncs the full segment), no fsync by flush.messages, no read of
+        the active segment's first batch (after a restart, segment.ms needs its timestamp). The
+        first append of a leadership writes its epoch checkpoint over the old one in place first
+        (a page-cache write of a few bytes, decision 0054), unless another thread writes that file
+        at the moment: then the append is not made (``wait=False`` returns None). Such an append
+        takes microseconds; the broker runs it on its event loop (decision 0041). False also
+        while another thread holds the log."""
         records = sum(header.records_count for header in headers)
         if not self._lock.acquire(blocking=False):
             return False  # another thread holds the log: the append waits for it in a thread
@@ -480,8 +493,7 @@ class PartitionLog:
                 self._segments[-1].first_batch_timestamp_known  # (else a read: in a thread)
                 and not self._roll_due(incoming_bytes, max_timestamp, last_offset)
                 and self._unflushed_records + records < self._config.flush_messages
-                and not self.epochs.unsaved  # the first append of a leadership writes its epoch
-            )
+            )  # (the first append of a leadership writes its epoch in place: decision 0054)
         finally:
             self._lock.release()
 
@@ -904,10 +916,10 @@ class PartitionLog:
             self._check_open()
             self._write_checkpoints()
 
-    def _epochs_to_disk(self, write: Callable[[], None]) -> None:
+    def _epochs_to_disk(self, write: Callable[[], T]) -> T:
         """``epochs.save`` or ``epochs.sync_saved`` (decision 0045), a disk failure as StorageError."""
         try:
-            write()
+            return write()
         except OSError as exc:
             raise storage_error("writing the leader-epoch checkpoint in", self.directory, exc) from exc
 
