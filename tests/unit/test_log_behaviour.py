@@ -291,9 +291,11 @@ def test_a_new_epoch_is_written_before_its_first_record_not_when_leadership_is_t
     # ("saved and fsynced", entries)
     writes: list[tuple[str, object]] = []
 
-    def recorded(path: Path, entries: list[tuple[int, ...]], *, durable: bool = True) -> None:
+    def recorded(
+        path: Path, entries: list[tuple[int, ...]], *, durable: bool = True, in_place_only: bool = False
+    ) -> bool:
         writes.append(("saved and fsynced" if durable else "saved", list(entries)))
-        write_checkpoint(path, entries, durable=durable)
+        return write_checkpoint(path, entries, durable=durable, in_place_only=in_place_only)
 
     def fsynced(path: Path) -> None:
         writes.append(("fsynced", log.recovery_point))
@@ -399,10 +401,12 @@ def test_an_epoch_assigned_while_a_truncation_is_written_is_not_taken_as_written
     cache.save()
     writing, release = threading.Event(), threading.Event()
 
-    def slow_write(path: Path, entries: list[tuple[int, ...]], *, durable: bool = True) -> None:
+    def slow_write(
+        path: Path, entries: list[tuple[int, ...]], *, durable: bool = True, in_place_only: bool = False
+    ) -> bool:
         writing.set()
         assert release.wait(10)
-        write_checkpoint(path, entries, durable=durable)
+        return write_checkpoint(path, entries, durable=durable, in_place_only=in_place_only)
 
     monkeypatch.setattr("lanes.storage.epochs.write_checkpoint", slow_write)
     truncation = threading.Thread(target=cache.truncate_from_start, args=(5,))
@@ -466,6 +470,33 @@ def test_segment_ms_falls_back_to_the_segment_age_without_timestamps(tmp_path: P
     clock.advance(1)
     log.append_as_leader(producer_batch([b"v"], -1), 0)
     assert log.segment_count == 2
+
+
+def test_a_loops_append_never_renames_an_epoch_checkpoint_grown_past_a_sector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first append of a leadership writes its epoch on the loop only in place: a checkpoint
+    of more than a sector (a compacted topic after many leaderships) is replaced by a rename,
+    which ext4 answers with a writeback, so the loop's append is not made and the one in a
+    thread writes it (review of decision 0054)."""
+    clock = ManualClock()
+    log = PartitionLog.open(tmp_path, config(), clock=clock)
+    for epoch in range(60):  # "0\n60\n" and 60 lines of "epoch offset": past 512 bytes
+        log.append_as_leader(producer_batch([b"v"], clock.now_ms()), leader_epoch=epoch * 100_000)
+    checkpoint = tmp_path / "leader-epoch-checkpoint"
+    assert checkpoint.stat().st_size > 512
+    log.epochs.assign(99_000_000, log.log_end_offset)
+    batch = producer_batch([b"new epoch"], clock.now_ms())
+    renames: list[object] = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda *args: renames.append(args) or real_replace(*args))
+    assert log.append_as_leader(batch, leader_epoch=99_000_000, wait=False) is None
+    assert renames == [], "nothing renamed on the loop"
+    assert log.log_end_offset == 60, "nor appended"
+    assert log.append_as_leader(batch, leader_epoch=99_000_000) is not None  # (in a thread: renames)
+    assert renames
+    assert LeaderEpochCache(checkpoint).entries[-1] == (99_000_000, 60)
+    log.close()
 
 
 def test_a_log_prepared_for_appends_after_a_restart_takes_its_next_append_on_the_loop(tmp_path: Path) -> None:

@@ -28,14 +28,16 @@ from lanes.storage.files import overwrite_small, read_small, write_atomically
 VERSION = 0
 
 
-def _write_entries(path: Path, entries: list[str], *, durable: bool = True) -> None:
-    """Replace the checkpoint at ``path``: the version, the count, one line per entry."""
+def _write_entries(path: Path, entries: list[str], *, durable: bool = True, in_place_only: bool = False) -> bool:
+    """Replace the checkpoint at ``path``: the version, the count, one line per entry. With
+    ``in_place_only`` (not ``durable``): False, nothing written, unless it can be written over
+    in place (``overwrite_small``)."""
     lines = [str(VERSION), str(len(entries)), *entries]
     data = ("\n".join(lines) + "\n").encode()
     if durable:
         write_atomically(path, data)
-    else:
-        overwrite_small(path, data)
+        return True
+    return overwrite_small(path, data, in_place_only=in_place_only)
 
 
 def _read_entries(path: Path) -> list[list[str]] | None:
@@ -55,9 +57,14 @@ def _read_entries(path: Path) -> list[list[str]] | None:
     return [line.split() for line in lines[2:]]
 
 
-def write_checkpoint(path: Path, entries: list[tuple[int, ...]], *, durable: bool = True) -> None:
-    """Replace the checkpoint at ``path`` with ``entries`` (``durable``: with fsync)."""
-    _write_entries(path, [" ".join(str(v) for v in entry) for entry in entries], durable=durable)
+def write_checkpoint(
+    path: Path, entries: list[tuple[int, ...]], *, durable: bool = True, in_place_only: bool = False
+) -> bool:
+    """Replace the checkpoint at ``path`` with ``entries`` (``durable``: with fsync); whether it
+    was written (False only with ``in_place_only``: see ``_write_entries``)."""
+    return _write_entries(
+        path, [" ".join(str(v) for v in entry) for entry in entries], durable=durable, in_place_only=in_place_only
+    )
 
 
 def read_checkpoint(path: Path, width: int) -> list[tuple[int, ...]] | None:

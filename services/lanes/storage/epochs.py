@@ -152,9 +152,10 @@ class LeaderEpochCache:
         """Write the entries if they changed since last written (before a batch of a new epoch is
         appended); ``durable``: with fsync (truncations, epochs recovery learnt). An ``assign``
         made while the file is written stays unsaved (a count of changes, not a flag, says what
-        the file holds). With ``wait=False`` (an event loop's append): False, nothing written,
-        when another thread writes the file (maybe with an fsync) at that moment; True when the
-        file holds the entries."""
+        the file holds). With ``wait=False`` (an event loop's append, decision 0054): False,
+        nothing written, when another thread writes the file (maybe with an fsync) at that moment
+        or the file cannot be written over in place (larger than a sector: a rename, which ext4
+        answers with a writeback); True when the file holds the entries."""
         with self._lock:
             if not self._behind(durable=durable):
                 return True  # (the common case, on the loop too: never waits for a write under way)
@@ -165,7 +166,9 @@ class LeaderEpochCache:
                 if not self._behind(durable=durable):
                     return True
                 changes, entries = self._changes, list(self._entries)
-            write_checkpoint(self._path, [(epoch, offset) for epoch, offset in entries], durable=durable)
+            pairs: list[tuple[int, ...]] = [(epoch, offset) for epoch, offset in entries]
+            if not write_checkpoint(self._path, pairs, durable=durable, in_place_only=not wait):
+                return False
             with self._lock:
                 self._saved_changes = changes
                 if durable:

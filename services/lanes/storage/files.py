@@ -257,7 +257,7 @@ def fsync_file(path: Path) -> None:
 OVERWRITE_MAX_BYTES = 512
 
 
-def overwrite_small(path: Path, data: bytes) -> None:
+def overwrite_small(path: Path, data: bytes, *, in_place_only: bool = False) -> bool:
     """Replace ``path``'s content with ``data``, without fsync, as ``write_atomically(durable=
     False)`` does, but by writing over the old content when both fit in ``OVERWRITE_MAX_BYTES``
     and ``data`` is not shorter (the common case: a checkpoint that gains an entry), else through
@@ -269,18 +269,26 @@ def overwrite_small(path: Path, data: bytes) -> None:
     A process crash sees the new content (one write to one page); a machine crash may leave the
     old content, the new one, or a cut one (the new content at the old length, or the old content
     with zeros to the new length): the file then lacks its final newline, and the checkpoint
-    reader treats it as unknown, as the missing file a rename without fsync may leave."""
+    reader treats it as unknown, as the missing file a rename without fsync may leave.
+
+    With ``in_place_only`` (an event loop's write, decision 0054): False, nothing written, where a
+    rename would be needed; True once written."""
     if len(data) > OVERWRITE_MAX_BYTES:
+        if in_place_only:
+            return False
         write_atomically(path, data, durable=False)
-        return
+        return True
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         if os.fstat(fd).st_size <= len(data):
             pwrite_all(fd, data, 0)
-            return
+            return True
     finally:
         os.close(fd)
+    if in_place_only:
+        return False
     write_atomically(path, data, durable=False)  # shorter: an overwrite would leave a stale tail
+    return True
 
 
 def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:

@@ -354,7 +354,8 @@ class PartitionLog:
         validated (the broker does, to check idempotent producers first). Raises what
         ``validate_produce`` raises (nothing written), and StorageError when the disk fails
         (nothing is written, the log stays readable). With ``wait=False``: None, nothing done,
-        when another thread holds the log (the broker's event loop never waits for one).
+        when another thread holds the log (the broker's event loop never waits for one), or when
+        a new epoch's checkpoint cannot be written at once in place (``LeaderEpochCache.save``).
         """
         headers = list(validated) if validated is not None else self.validate_produce(data)
         if not self._lock.acquire(blocking=wait):
@@ -476,8 +477,9 @@ class PartitionLog:
         no segment roll (which fsyncs the full segment), no fsync by flush.messages, no read of
         the active segment's first batch (after a restart, segment.ms needs its timestamp). The
         first append of a leadership writes its epoch checkpoint over the old one in place first
-        (a page-cache write of a few bytes, decision 0054), unless another thread writes that file
-        at the moment: then the append is not made (``wait=False`` returns None). Such an append
+        (a page-cache write of at most a sector, decision 0054), unless another thread writes that
+        file at the moment or it outgrew a sector: then the append is not made (``wait=False``
+        returns None) and goes to a thread. Such an append
         takes microseconds; the broker runs it on its event loop (decision 0041). False also
         while another thread holds the log."""
         records = sum(header.records_count for header in headers)
