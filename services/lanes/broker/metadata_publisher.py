@@ -280,58 +280,65 @@ class MetadataPublisher:
                 self._logs.delete_log(topic_name, partition_index)
 
     def _apply_roles(self, changes: LocalChanges, image: MetadataImage) -> _RolesApplied:
-        """Roles and configs of the changed topics (on the loop)."""
+        """Roles and configs of the changed topics (on the loop); the new leaderships are logged
+        even when the pass fails half way."""
+        led: list[Partition] = []
+        try:
+            complete = self._set_roles(changes, image, led)
+        finally:
+            _log_leaderships([(partition.key, partition.leader_epoch or 0) for partition in led])
+        return _RolesApplied(complete, led)
+
+    def _set_roles(self, changes: LocalChanges, image: MetadataImage, led: list[Partition]) -> bool:
+        """``_apply_roles``' work: the partitions it makes this broker lead are added to ``led``;
+        whether every replica the changed topics name had an open partition."""
         broker_id = self._replicas.broker_id
         purgatory = self._replicas.purgatory
         complete = True
         changed = False
-        led: list[Partition] = []
         now_ms = self._clock.monotonic_ms()
         seen: set[TopicPartition] = set()
-        try:
-            for topic in changes.topics(image):
-                settings = _TopicSettings(image, topic.name)  # worked out once per topic, if needed
-                for state in topic.partitions.values():
-                    if broker_id not in state.replicas or state.leader == NO_LEADER:
-                        continue
-                    key = TopicPartition(topic.name, state.partition)
-                    partition = self._partitions.get(key)
-                    if partition is None or partition.topic_id != topic.topic_id:  # opened for a deleted topic
-                        complete = False
-                        continue
-                    seen.add(key)
-                    if partition.log.config != settings.log_config:  # configs altered meanwhile
-                        partition.log.update_config(settings.log_config)
-                    if state.leader != broker_id:
-                        changed |= partition.make_follower(state.leader, state.leader_epoch)
-                        continue
-                    before = (partition.partition_epoch, partition.log.high_watermark)
-                    if partition.make_leader(
-                        leader_epoch=state.leader_epoch,
-                        partition_epoch=state.partition_epoch,
-                        replicas=state.replicas,
-                        isr=state.isr,
-                        min_insync_replicas=settings.min_insync_replicas,
-                        leader_id=broker_id,
-                        now_ms=now_ms,
-                        replica_lag_time_max_ms=self._replica_lag_time_max_ms,
-                    ):
-                        changed = True
-                        led.append(partition)
-                        purgatory.moved(key)
-                    elif (partition.partition_epoch, partition.log.high_watermark) != before:
-                        purgatory.moved(key)  # a newer ISR from the metadata may move the mark
-            for key, partition in self._partitions.items():
-                if key not in seen and changes.concerns(partition):  # no leader, or no longer a replica here
-                    changed |= partition.make_offline()
-            if changed:
-                self._fetchers.roles_changed()
-                purgatory.all_moved()  # whoever waits on an ended leadership answers NOT_LEADER_OR_FOLLOWER
-            if changed or changes.brokers_changed:
-                self._fetchers.sync(image)
-        finally:  # (a pass that failed half way logs what it did)
-            _log_leaderships([(partition.key, partition.leader_epoch or 0) for partition in led])
-        return _RolesApplied(complete, led)
+        for topic in changes.topics(image):
+            settings = _TopicSettings(image, topic.name)  # worked out once per topic, if needed
+            for state in topic.partitions.values():
+                if broker_id not in state.replicas or state.leader == NO_LEADER:
+                    continue
+                key = TopicPartition(topic.name, state.partition)
+                partition = self._partitions.get(key)
+                if partition is None or partition.topic_id != topic.topic_id:  # opened for a deleted topic
+                    complete = False
+                    continue
+                seen.add(key)
+                if partition.log.config != settings.log_config:  # configs altered meanwhile
+                    partition.log.update_config(settings.log_config)
+                if state.leader != broker_id:
+                    changed |= partition.make_follower(state.leader, state.leader_epoch)
+                    continue
+                before = (partition.partition_epoch, partition.log.high_watermark)
+                if partition.make_leader(
+                    leader_epoch=state.leader_epoch,
+                    partition_epoch=state.partition_epoch,
+                    replicas=state.replicas,
+                    isr=state.isr,
+                    min_insync_replicas=settings.min_insync_replicas,
+                    leader_id=broker_id,
+                    now_ms=now_ms,
+                    replica_lag_time_max_ms=self._replica_lag_time_max_ms,
+                ):
+                    changed = True
+                    led.append(partition)
+                    purgatory.moved(key)
+                elif (partition.partition_epoch, partition.log.high_watermark) != before:
+                    purgatory.moved(key)  # a newer ISR from the metadata may move the mark
+        for key, partition in self._partitions.items():
+            if key not in seen and changes.concerns(partition):  # no leader, or no longer a replica here
+                changed |= partition.make_offline()
+        if changed:
+            self._fetchers.roles_changed()
+            purgatory.all_moved()  # whoever waits on an ended leadership answers NOT_LEADER_OR_FOLLOWER
+        if changed or changes.brokers_changed:
+            self._fetchers.sync(image)
+        return complete
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ from lanes.storage.retention import retention_candidates, segments_below_start
 from lanes.storage.segment import MAX_RELATIVE_OFFSET, LogSegment, SegmentRead
 from lanes.topic_configs import topic_config_values
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -918,7 +918,7 @@ class PartitionLog:
             self._check_open()
             self._write_checkpoints()
 
-    def _epochs_to_disk(self, write: Callable[[], T]) -> T:
+    def _epochs_to_disk(self, write: Callable[[], _T]) -> _T:
         """``epochs.save`` or ``epochs.sync_saved`` (decision 0045), a disk failure as StorageError."""
         try:
             return write()

@@ -20,7 +20,6 @@ broker runs periodically: retention, flush.ms and checkpoints. Thread-safe.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -164,8 +163,8 @@ class LogManager:
         own: once the data-directory files hold them, those go (stale, they would be read again if
         the data-directory files were ever lost)."""
         legacy = [log.directory / name for name in (RECOVERY_POINT_FILE, LOG_START_FILE, HIGH_WATERMARK_FILE)]
-        names = log.names_at_open if log.names_at_open is not None else frozenset(os.listdir(log.directory))
-        if not names.isdisjoint(path.name for path in legacy):  # the open's listing, not 3 stats
+        assert log.names_at_open is not None  # (just opened: its listing not taken yet)
+        if not log.names_at_open.isdisjoint(path.name for path in legacy):  # the open's listing, not 3 stats
             log.checkpoint()
             self.offsets.flush()
             for path in legacy:
