@@ -579,7 +579,9 @@ class World(EventLoop):
         self.send(PRODUCER, leader, lambda: self._append(self.replicas[leader], record_id))
 
     def _append(self, replica: Replica, record_id: int) -> None:
-        """An acks=all Produce as ``ReplicaManager.append`` handles it (without the threads)."""
+        """An acks=all Produce as ``ReplicaManager.append`` handles it (without the threads): a
+        light append tried as the event loop does (``wait=False``: not made when the epoch
+        checkpoint cannot be written in place at once), else, or then, as in a worker thread."""
         led = replica.manager.leading(TOPIC, 0)
         if not isinstance(led, Partition) or led.leader_epoch is None:
             self._answer(replica.node, record_id, -1, ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -588,7 +590,10 @@ class World(EventLoop):
         records = encode_batch([Record(0, self.clock.now_ms(), None, str(record_id).encode())])
         try:
             headers = led.log.validate_produce(records)
-            appended = led.append_as_leader(records, headers, leader_epoch=leader_epoch, acks_all=True)
+            append = functools.partial(led.append_as_leader, records, headers, leader_epoch=leader_epoch, acks_all=True)
+            appended = append(wait=False) if led.log.append_is_light(len(records), headers) else None
+            if appended is None:
+                appended = append()
         except LanesError as exc:
             self._answer(replica.node, record_id, -1, exc.code)
             return
