@@ -207,3 +207,34 @@ def test_a_leader_that_cannot_vouch_for_leading_names_no_leader_in_its_own_metad
     manager.controller.lease_held = lambda: False  # type: ignore[method-assign]
     clock.advance(60_000)  # and the follower has not fetched for longer than a session
     assert manager.named_leader(KEY.topic, partition_image) == -1
+
+
+def test_in_sync_follows_the_image_record_by_record() -> None:
+    """``in_sync`` is worked out once per image offset (health checks ask every second): each
+    record that moves this broker in or out of an ISR changes the answer at once."""
+    controller = Controller()
+    manager = ReplicaManager(1, controller, ManualClock(), Purgatory(), METRICS)
+    image = controller.image
+    record = metadata_pb2.MetadataRecord
+    image.apply(1, record(topic_created=metadata_pb2.TopicCreatedRecord(name="t", topic_id="tid")))
+    image.apply(
+        2,
+        record(
+            partition=metadata_pb2.PartitionRecord(
+                topic_id="tid", partition=0, replicas=[2, 1], isr=[2], leader_id=2, leader_epoch=1
+            )
+        ),
+    )
+    assert not manager.in_sync()
+    assert not manager.in_sync()  # (asked again, same image)
+    change = metadata_pb2.PartitionChangeRecord(
+        topic_id="tid", partition=0, isr=metadata_pb2.IsrList(broker_ids=[2, 1]), leader_epoch=1, partition_epoch=1
+    )
+    image.apply(3, record(partition_change=change))
+    assert manager.in_sync()
+    change.isr.broker_ids[:] = [2]
+    change.partition_epoch = 2
+    image.apply(4, record(partition_change=change))
+    assert not manager.in_sync()
+    controller.image = MetadataImage()  # a new image (a snapshot loaded): counted again
+    assert manager.in_sync()

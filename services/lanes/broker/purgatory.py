@@ -67,10 +67,13 @@ class Purgatory:
         deadline: Deadline,
         *,
         recheck_s: float | None = None,
+        unchanged: Callable[[], T] | None = None,
     ) -> T | None:
         """Run ``attempt`` until it answers (not None) or ``deadline`` passes (None): once now,
         again whenever one of ``keys`` moved, and at least every ``recheck_s`` (a condition that
-        also depends on something no partition announces)."""
+        also depends on something no partition announces). ``unchanged``: what to answer when
+        the wait reaches the deadline with none of ``keys`` moved since the last attempt (what
+        that attempt found still holds), instead of attempting once more."""
         while True:
             with self.watch(keys) as ticket:
                 answer = await attempt()
@@ -79,4 +82,7 @@ class Purgatory:
                 if deadline.expired():
                     return None
                 remaining_s = deadline.remaining_s()
-                await ticket.wait(remaining_s if recheck_s is None else min(recheck_s, remaining_s))
+                wait_s = remaining_s if recheck_s is None else min(recheck_s, remaining_s)
+                moved = await ticket.wait(wait_s)
+                if unchanged is not None and not moved and wait_s >= remaining_s:
+                    return unchanged()

@@ -108,6 +108,8 @@ class ReplicaManager:
         self._clock = clock
         #: every partition replica whose log is open, by (topic, partition): changed on the loop only
         self.partitions: dict[TopicPartition, Partition] = {}
+        #: ``in_sync``'s last answer, with the image and the image's offset it read
+        self._in_sync_as_of: tuple[MetadataImage, int, bool] | None = None
 
     @property
     def image(self) -> MetadataImage:
@@ -220,13 +222,21 @@ class ReplicaManager:
         return common_pb2.LeaderHint(leader_id=state.leader, leader_epoch=state.leader_epoch)
 
     def in_sync(self) -> bool:
-        """In the ISR of every partition it replicates that has a leader (see ``BrokerNode.in_sync``)."""
-        return all(
+        """In the ISR of every partition it replicates that has a leader (see ``BrokerNode.in_sync``).
+        Worked out again only when the image changed (health checks ask every second)."""
+        image = self.image
+        as_of = image.last_offset  # (read first: a record applied meanwhile makes the next call count again)
+        known = self._in_sync_as_of
+        if known is not None and known[0] is image and known[1] == as_of:
+            return known[2]
+        answer = all(
             self.broker_id in partition.isr
-            for topic in self.image.topics.values()
+            for topic in image.topics.values()
             for partition in topic.partitions.values()
             if self.broker_id in partition.replicas and partition.leader != NO_LEADER
         )
+        self._in_sync_as_of = (image, as_of, answer)
+        return answer
 
     # -----------------------------------------------------------------------------------------
     # append
