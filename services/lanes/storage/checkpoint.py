@@ -173,11 +173,12 @@ class DataDirectoryOffsets:
         return LogOffsets(**found)
 
     def save(self, directory: Path, offsets: LogOffsets, *, urgent: bool = False) -> None:
+        name = directory.name  # (every log's, at every maintenance pass: a path's name is not free)
         with self._lock:
             for field, _ in DATA_DIRECTORY_FILES:
                 value = getattr(offsets, field)
                 if value is not None:
-                    self._values[field][directory.name] = value
+                    self._values[field][name] = value
         if urgent:
             self.flush()
 

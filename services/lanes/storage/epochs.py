@@ -106,19 +106,20 @@ class LeaderEpochCache:
         (answered with the epoch asked: nothing of it is here). (-1, -1) when no epoch is asked
         or nothing is cached.
         """
-        entries = self.entries
-        if epoch == UNDEFINED_EPOCH or not entries:
-            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-        if epoch == entries[-1][0]:
-            return epoch, log_end_offset
-        if epoch < entries[0][0]:
-            return epoch, entries[0][1]
-        found = UNDEFINED_EPOCH
-        for index, (entry_epoch, _) in enumerate(entries):
-            if entry_epoch > epoch:
-                return found, entries[index][1]
-            found = entry_epoch
-        return found, log_end_offset
+        with self._lock:  # (read in place: a leader asks this for every partition of every follower fetch)
+            entries = self._entries
+            if epoch == UNDEFINED_EPOCH or not entries:
+                return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+            if epoch == entries[-1][0]:
+                return epoch, log_end_offset
+            if epoch < entries[0][0]:
+                return epoch, entries[0][1]
+            found = UNDEFINED_EPOCH
+            for index, (entry_epoch, _) in enumerate(entries):
+                if entry_epoch > epoch:
+                    return found, entries[index][1]
+                found = entry_epoch
+            return found, log_end_offset
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Forget epochs starting at or after ``end_offset`` (the log was truncated there);
