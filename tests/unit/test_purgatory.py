@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from lanes.broker.purgatory import Purgatory
 from lanes.deadline import Deadline
 from lanes.topic_partition import TopicPartition
@@ -73,10 +75,28 @@ def test_without_unchanged_the_deadline_gets_one_more_attempt() -> None:
     assert asyncio.run(scenario()) == ("at the deadline", 2)
 
 
-def test_a_recheck_before_the_deadline_attempts_again_even_with_unchanged() -> None:
-    async def scenario() -> int:
-        attempt = NeverAnswers()
-        await Purgatory().park([KEY], attempt, Deadline(0.2), recheck_s=0.02, unchanged=lambda: "as found")
-        return attempt.calls
+def test_unchanged_is_refused_with_rechecks_whose_condition_no_key_announces() -> None:
+    async def scenario() -> None:
+        await Purgatory().park([KEY], NeverAnswers(), Deadline(0.2), recheck_s=0.02, unchanged=lambda: "as found")
 
-    assert asyncio.run(scenario()) > 2
+    with pytest.raises(ValueError, match="rechecks"):
+        asyncio.run(scenario())
+
+
+def test_a_move_during_the_pass_gets_one_more_attempt_not_the_earlier_finding() -> None:
+    async def scenario() -> tuple[str | None, int]:
+        purgatory = Purgatory()
+        deadline = Deadline(0.05)
+        attempts = 0
+
+        async def attempt() -> str | None:
+            nonlocal attempts
+            attempts += 1
+            if attempts == 1:
+                purgatory.moved(KEY)  # (during the pass, as an append would)
+                return None
+            return "read again"
+
+        return await purgatory.park([KEY], attempt, deadline, unchanged=lambda: "as found"), attempts
+
+    assert asyncio.run(scenario()) == ("read again", 2)

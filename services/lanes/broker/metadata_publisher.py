@@ -228,6 +228,7 @@ class MetadataPublisher:
                 partition.make_offline()
                 del self._partitions[key]
                 self._fetchers.roles_changed()
+                self._replicas.purgatory.moved(key)  # its waiters answer that it is gone
 
     def _partitions_to_open(
         self, changes: LocalChanges, image: MetadataImage

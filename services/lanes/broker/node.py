@@ -186,10 +186,15 @@ class BrokerNode:
         expiry, periodically."""
         while True:
             await asyncio.sleep(self.maintenance_interval_s)
+            partitions = list(self.replicas.partitions.values())
+            starts = [partition.log.log_start_offset for partition in partitions]
             try:
-                await asyncio.to_thread(self._maintenance_pass, list(self.replicas.partitions.values()))
+                await asyncio.to_thread(self._maintenance_pass, partitions)
             except (OSError, LanesError):
                 _log.exception("log maintenance failed")
+            for partition, start in zip(partitions, starts, strict=True):
+                if partition.log.log_start_offset != start:  # retention moved it: waiting fetches tell followers now
+                    self.replicas.purgatory.moved(partition.key)
 
     def _maintenance_pass(self, partitions: list[Partition]) -> None:
         self.logs.maintenance()

@@ -73,7 +73,10 @@ class Purgatory:
         again whenever one of ``keys`` moved, and at least every ``recheck_s`` (a condition that
         also depends on something no partition announces). ``unchanged``: what to answer when
         the wait reaches the deadline with none of ``keys`` moved since the last attempt (what
-        that attempt found still holds), instead of attempting once more."""
+        that attempt found still holds), instead of attempting once more; not with ``recheck_s``
+        (whose condition no key announces)."""
+        if unchanged is not None and recheck_s is not None:
+            raise ValueError("park: unchanged cannot hold for a condition that needs rechecks")
         while True:
             with self.watch(keys) as ticket:
                 answer = await attempt()
@@ -83,6 +86,6 @@ class Purgatory:
                     return None
                 remaining_s = deadline.remaining_s()
                 wait_s = remaining_s if recheck_s is None else min(recheck_s, remaining_s)
-                moved = await ticket.wait(wait_s)
-                if unchanged is not None and not moved and wait_s >= remaining_s:
+                moved = await ticket.wait(wait_s) or ticket.notified
+                if unchanged is not None and not moved and remaining_s > 0:
                     return unchanged()

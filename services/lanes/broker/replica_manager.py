@@ -420,6 +420,7 @@ class ReplicaManager:
         try:
             result.low_watermark = await asyncio.to_thread(led.delete_records_before, leader_epoch, target)
             result.error.CopyFrom(wire_error(ErrorCode.NONE))
+            self.purgatory.moved(led.key)  # a new log start: followers' fetches tell them now
         except LanesError as exc:
             result.error.CopyFrom(wire_error(exc.code, exc.message))
         return result

@@ -72,6 +72,12 @@ class KeyedTicket(Generic[K]):
         """Wait until one of the keys is notified or ``timeout_s``; whether it was notified."""
         return await Broadcast.wait(self._event, timeout_s)
 
+    @property
+    def notified(self) -> bool:
+        """Whether a key was notified and the wake-up has reached this ticket (a ``wait`` that
+        timed out in the same turn of the loop, or with no time left, reports no notification)."""
+        return self._event.is_set()
+
     def close(self) -> None:
         """Unregister from every key (those notified already let go of this ticket)."""
         self._owner.forget(self._event, self._keys)
