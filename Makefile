@@ -19,8 +19,10 @@ PYTHON ?= python3
 #: foreachBatch callback has hung for good: PySpark's callback server was gone from the worker process)
 TEST_WORKERS ?= 2
 #: what make test runs beside the workers, after the Spark tests (the image builds there too
-#: starved the workers' timing tests of CPU: brokers fenced, quotas' throughput bounds missed)
-BESIDE := tests/e2e
+#: starved the workers' timing tests of CPU: brokers fenced, quotas' throughput bounds missed);
+#: the simulations, pure CPU in processes of their own, fill the third of the two cores the
+#: workers leave idle (tests that wait), and the beside line still ends before the workers'
+BESIDE := tests/e2e tests/simulation
 VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
