@@ -18,6 +18,7 @@ from lanes.broker.fetch_limits import FetchLimits
 from lanes.broker.metrics import BrokerMetrics
 from lanes.broker.partition import Partition
 from lanes.broker.purgatory import Purgatory
+from lanes.broker.replica_fetch import ReplicaFetchAsk, ReplicaFetches
 from lanes.broker.replica_manager import ReplicaManager, Writer
 from lanes.clock import ManualClock
 from lanes.errors import ErrorCode
@@ -238,3 +239,65 @@ def test_in_sync_follows_the_image_record_by_record() -> None:
     assert not manager.in_sync()
     controller.image = MetadataImage()  # a new image (a snapshot loaded): counted again
     assert manager.in_sync()
+
+
+def replica_fetch(
+    session_id: int, session_epoch: int, *, offset: int | None, max_wait_ms: int
+) -> broker_pb2.ReplicaFetchRequest:
+    """Broker 2's ReplicaFetch of ``KEY`` (at epoch 7), naming it at ``offset`` (None: naming nothing)."""
+    named = [
+        broker_pb2.ReplicaFetchTopic(
+            topic=KEY.topic,
+            topic_id="topic-id",
+            partitions=[
+                broker_pb2.ReplicaFetchPartition(
+                    partition=0, current_leader_epoch=1, fetch_offset=offset, last_fetched_epoch=1
+                )
+            ],
+        )
+    ]
+    return broker_pb2.ReplicaFetchRequest(
+        replica_id=2,
+        broker_epoch=7,
+        max_wait_ms=max_wait_ms,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        topics=named if offset is not None else [],
+        session_id=session_id,
+        session_epoch=session_epoch,
+    )
+
+
+def test_an_idle_followers_parked_fetch_answers_a_log_start_that_moved_while_it_waited(
+    replicas: tuple[ReplicaManager, Partition, ManualClock],
+) -> None:
+    """An idle follower's fetch answers, at its deadline, what its last pass found when nothing
+    moved since; DeleteRecords moving the log start is a move (announced), so the answer carries
+    the new log start, not the one of the pass made when the request arrived."""
+    manager, partition, clock = replicas
+    manager.image.apply(
+        1,
+        metadata_pb2.MetadataRecord(broker_registered=metadata_pb2.BrokerRegisteredRecord(broker_id=2, broker_epoch=7)),
+    )
+    fetches = ReplicaFetches(manager, clock, expand_isr_now=lambda: None)
+
+    async def scenario() -> int:
+        await manager.append(KEY.topic, produce_data([b"a", b"b", b"c"]), 1, 5.0, WRITER)
+        opened = await fetches.fetch(ReplicaFetchAsk.of(replica_fetch(0, 0, offset=3, max_wait_ms=0), 1 << 20))
+        assert opened.error.code == ErrorCode.NONE
+        assert opened.session_id > 0
+        assert partition.log.high_watermark == 3
+        parked = asyncio.create_task(
+            fetches.fetch(
+                ReplicaFetchAsk.of(replica_fetch(opened.session_id, 1, offset=None, max_wait_ms=1_000), 1 << 20)
+            )
+        )
+        while manager.purgatory.waiting_keys() == 0:
+            await asyncio.sleep(0.001)
+        deleted = await manager.delete_records(KEY.topic, 0, 2)
+        assert deleted.error.code == ErrorCode.NONE
+        assert deleted.low_watermark == 2
+        answer = await asyncio.wait_for(parked, 10)
+        return answer.topics[0].partitions[0].log_start_offset
+
+    assert asyncio.run(scenario()) == 2
