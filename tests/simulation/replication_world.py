@@ -746,7 +746,7 @@ def read_records(manager: ReplicaManager, offset: int) -> dict[int, int]:
     )
     fetch = ConsumerFetch(request, 1 << 20)
     fetch.read(manager.fetchable, 1 << 20, SharedReads())
-    response, _ = fetch.answer()
+    response = fetch.answer()[0].message()
     answered = response.topics[0].partitions[0]
     if error_code(answered.error.code) is not ErrorCode.NONE:
         return {}

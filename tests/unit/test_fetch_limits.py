@@ -93,7 +93,8 @@ def test_a_waiting_fetch_counts_what_arrived_without_reading_then_reads_once(tmp
     assert not fetch.satisfied(arrived + 1)
     assert not fetch.urgent
     assert fetch.read(resolve, 1 << 20, SharedReads()) == arrived  # what was counted is what is read
-    response, sent = fetch.answer()
+    fetched, sent = fetch.answer()
+    response = fetched.message()
     offsets = [r.offset for b in decode_batches(response.topics[0].partitions[0].records) for r in b.records]
     assert offsets == list(range(40, 44))
     assert sent == {KEY.topic: (arrived, 4)}
@@ -132,7 +133,7 @@ def test_what_cannot_be_counted_is_granted_the_partitions_limit_not_one_batch(
     assert fetch.available_bytes() == 1 << 20, "as much as the partition may return"
     granted = min(1 << 20, fetch.available_bytes())  # as ConsumerFetches._read asks the fetch memory
     fetch.read(lambda *_: partition, granted, SharedReads())
-    response, _ = fetch.answer()
+    response = fetch.answer()[0].message()
     offsets = [r.offset for b in decode_batches(response.topics[0].partitions[0].records) for r in b.records]
     assert offsets == list(range(12))
 
@@ -147,7 +148,7 @@ def test_a_partition_that_moves_away_answers_its_error_at_once(tmp_path: Path) -
     fetch.measure(lambda *_: gone, SharedReads())
     assert fetch.urgent
     assert fetch.read(lambda *_: partition, 1 << 20, SharedReads()) == 0, "a closed partition reads no more"
-    assert fetch.answer()[0].topics[0].partitions[0].error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER.value
+    assert fetch.answer()[0].message().topics[0].partitions[0].error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER.value
     assert fetch.errors == [ErrorCode.NOT_LEADER_OR_FOLLOWER.value]
 
 
@@ -159,7 +160,7 @@ def test_the_partition_limit_holds_but_a_fetch_gets_one_whole_batch(tmp_path: Pa
     fetch = ConsumerFetch(fetch_request(0, partition_max_bytes=1), default_partition_max_bytes=1 << 20)
     one_batch = fetch.read(lambda *_: partition, 1 << 20, SharedReads())
     assert one_batch > 1
-    assert len(decode_batches(fetch.answer()[0].topics[0].partitions[0].records)) == 1
+    assert len(decode_batches(fetch.answer()[0].message().topics[0].partitions[0].records)) == 1
 
 
 def test_one_trip_reads_identical_fetches_once(tmp_path: Path) -> None:
@@ -180,7 +181,7 @@ def test_one_trip_reads_identical_fetches_once(tmp_path: Path) -> None:
     for fetch in fetches:
         fetch.read(lambda *_: partition, 1 << 20, shared)
     assert len(reads) == 1, "one read for three identical fetches"
-    answers = {fetch.answer()[0].topics[0].partitions[0].records for fetch in fetches}
+    answers = {fetch.answer()[0].message().topics[0].partitions[0].records for fetch in fetches}
     assert len(answers) == 1
     assert answers != {b""}
 
@@ -249,7 +250,7 @@ def test_a_caught_up_fetch_reads_on_the_loop_and_any_other_runs_again_whole_in_a
         fetch = ConsumerFetch(fetch_request(offset), default_partition_max_bytes=1 << 20)
         fetch.measure(lambda *_: partition, reads)
         read = fetch.read(lambda *_: partition, 1 << 20, reads)
-        return read, fetch.answer()[0].topics[0].partitions[0].records
+        return read, fetch.answer()[0].message().topics[0].partitions[0].records
 
     caught_up = 36  # the start of the last batch: where the append before it ended
     assert _answered(partition, caught_up, LoopReads()) == _answered(partition, caught_up, SharedReads())

@@ -96,7 +96,8 @@ def test_acks_all_parks_until_a_follower_moves_the_high_water_mark_then_consumer
         while partition.log.log_end_offset < 2:
             await asyncio.sleep(0.001)
         fetch, limits = consumer_fetch(0)
-        response, sent, _ = await ConsumerFetches(manager, 1 << 20).fetch(fetch, limits)
+        fetched, sent, _ = await ConsumerFetches(manager, 1 << 20).fetch(fetch, limits)
+        response = fetched.message()
         assert sent == {}, "nothing committed yet"
         assert response.topics[0].partitions[0].error.code == ErrorCode.NONE
         assert not appending.done()
@@ -106,7 +107,8 @@ def test_acks_all_parks_until_a_follower_moves_the_high_water_mark_then_consumer
         answer = await asyncio.wait_for(appending, 5)
         assert (answer.error.code, answer.base_offset) == (ErrorCode.NONE, 0)
         fetch, limits = consumer_fetch(0)
-        response, sent, _ = await ConsumerFetches(manager, 1 << 20).fetch(fetch, limits)
+        fetched, sent, _ = await ConsumerFetches(manager, 1 << 20).fetch(fetch, limits)
+        response = fetched.message()
         records = [r.value for batch in decode_batches(response.topics[0].partitions[0].records) for r in batch.records]
         assert records == [b"a", b"b"]
         assert sent == {KEY.topic: (len(response.topics[0].partitions[0].records), 2)}

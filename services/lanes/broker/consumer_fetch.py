@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from lanes.broker.batched_reads import BatchedReads, Reads
 from lanes.broker.fetch_limits import FetchLimits, FetchMemory
+from lanes.broker.fetch_wire import FetchedRecords
 from lanes.broker.partition import Partition
 from lanes.broker.purgatory import Purgatory
 from lanes.broker.replica_manager import ReplicaManager
@@ -250,23 +251,23 @@ class ConsumerFetch:
         slot.result.error.CopyFrom(error)
         self.errors.append(error.code)
 
-    def answer(self) -> tuple[broker_pb2.FetchResponse, dict[str, tuple[int, int]]]:
-        """The response, and the record bytes and records in it by topic."""
+    def answer(self) -> tuple[FetchedRecords, dict[str, tuple[int, int]]]:
+        """The response with its records apart (``lanes.broker.fetch_wire``: protobuf would copy
+        them twice), and the record bytes and records in it by topic."""
         sent: dict[str, tuple[int, int]] = {}
         for slot in self.slots:
             if slot.records:
-                slot.result.records = slot.records
                 size, records = sent.get(slot.key.topic, (0, 0))
                 sent[slot.key.topic] = (size + len(slot.records), records + slot.records_count)
-        return self.response, sent
+        return FetchedRecords(self.response, [slot.records for slot in self.slots]), sent
 
 
 class FetchAnswer(NamedTuple):
-    """A fetch's response, the record bytes and records in it by topic, and ``release``: call it
-    once gRPC has sent the response (``context.add_done_callback``), which gives its records'
-    memory back to the broker's fetch memory."""
+    """A fetch's response (its records apart), the record bytes and records in it by topic, and
+    ``release``: call it once gRPC has sent the response (``context.add_done_callback``), which
+    gives its records' memory back to the broker's fetch memory."""
 
-    response: broker_pb2.FetchResponse
+    fetched: FetchedRecords
     sent: dict[str, tuple[int, int]]
     release: Callable[[], None]
 
@@ -301,7 +302,7 @@ class ConsumerFetches:
         held = 0
         if fetch.available_bytes() > 0 or fetch.urgent:
             held = await self._read(fetch, limits, deadline, holder)
-        response, sent = fetch.answer()
+        fetched, sent = fetch.answer()
         released = False
 
         def release() -> None:
@@ -310,7 +311,7 @@ class ConsumerFetches:
                 released = True
                 self._give_back(holder, held)
 
-        return FetchAnswer(response, sent, release)
+        return FetchAnswer(fetched, sent, release)
 
     async def _read(self, fetch: ConsumerFetch, limits: FetchLimits, deadline: Deadline, holder: str) -> int:
         """Read within a grant of the fetch memory: what was measured, at most ``max_bytes``

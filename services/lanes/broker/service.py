@@ -25,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import grpc
 
 from lanes.broker.byte_rate_quotas import ByteRateQuotas, measured
 from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES, REPLICA_FETCH_RESPONSE_MAX_BYTES, FetchLimits
+from lanes.broker.fetch_wire import FetchedRecords, fetch_response_bytes
 from lanes.broker.node import BrokerNode
 from lanes.broker.replica_fetch import ReplicaFetchAsk
 from lanes.broker.replica_manager import Writer
@@ -58,7 +59,7 @@ class _ServedFetch(NamedTuple):
     to the broker's fetch memory) and the request reading on from where it ended, if any
     (``ConsumerFetch.read_on``)."""
 
-    response: broker_pb2.FetchResponse
+    fetched: FetchedRecords
     release: Callable[[], None]
     read_on: broker_pb2.FetchRequest | None
 
@@ -288,16 +289,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
 
     async def Fetch(  # noqa: N802
         self, request: broker_pb2.FetchRequest, context: ServicerContext
-    ) -> broker_pb2.FetchResponse:
-        """One fetch (``_fetch``); the memory its records hold goes back once gRPC sent it."""
+    ) -> FetchedRecords:
+        """One fetch (``_fetch``); the memory its records hold goes back once gRPC sent it.
+        Answered as ``fetch_response_bytes`` writes it (``add_to_server``)."""
         served = await self._fetch(request, request_context(context))
         release = served.release  # (the callback must not keep the response alive)
         context.add_done_callback(lambda _: release())  # type: ignore[arg-type]
-        return served.response
+        return served.fetched
 
     async def FetchStream(  # noqa: N802
         self, request: broker_pb2.FetchRequest, context: ServicerContext
-    ) -> AsyncIterator[broker_pb2.FetchResponse]:
+    ) -> AsyncIterator[FetchedRecords]:
         """Fetches read on, each from where the last answer ended, while answers come back full
         and the request's ``max_bytes`` (the consumer's room) is not spent (``ConsumerFetch.read_on``),
         at most ``FETCH_STREAM_ANSWERS``; the next is read while gRPC sends this one to the
@@ -324,8 +326,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 self._metrics.service.observe_rpc("FetchStream", time.perf_counter() - started_s)
                 release_sent()
                 release_sent = served.release
-                yield served.response
-                next_request = served.read_on if not served.response.throttle_time_ms else None
+                yield served.fetched
+                next_request = served.read_on if not served.fetched.response.throttle_time_ms else None
         finally:
             release_sent()
 
@@ -341,7 +343,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         limits = FetchLimits.clamp(request.max_bytes, request.min_bytes, request.max_wait_ms, cap_bytes=cap_bytes)
         fetch = ConsumerFetch(request, limits.max_bytes)
         if not fetch.keys:
-            return _ServedFetch(fetch.response, _nothing_held, None)  # nothing to wait for (Kafka answers at once too)
+            return _ServedFetch(
+                FetchedRecords(fetch.response, []), _nothing_held, None
+            )  # nothing to wait for (as Kafka)
         reserved = limits.max_bytes if limited is not None else 0
         await self._quotas.admit(CONSUMER_BYTE_RATE, limited, reserved)
         sent_bytes = 0
@@ -349,19 +353,19 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             answer = await self._node.consumer_fetches.fetch(
                 fetch, limits, call.caller.principal if call.caller is not None else ""
             )
-            response, sent = answer.response, answer.sent
+            fetched, sent = answer.fetched, answer.sent
             sent_bytes = sum(size for size, _ in sent.values())
         finally:
             if limited is not None:
                 owed_ms = self._quotas.record(CONSUMER_BYTE_RATE, limited, sent_bytes - reserved)
         if limited is not None:
-            response.throttle_time_ms = owed_ms
+            fetched.response.throttle_time_ms = owed_ms
         for code in fetch.errors:
             self._metrics.partition_error("Fetch", code)
         for topic, (size, records) in sent.items():
             self._metrics.fetched(topic, size, records)
         return _ServedFetch(
-            response, answer.release, fetch.read_on(request, limits.max_bytes, follow_wait_ms=follow_wait_ms)
+            fetched, answer.release, fetch.read_on(request, limits.max_bytes, follow_wait_ms=follow_wait_ms)
         )
 
     # -----------------------------------------------------------------------------------------
@@ -486,6 +490,38 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         return broker_pb2.DescribeLogsResponse(broker_id=self._node.broker_id, replicas=replicas)
 
 
+class _Registration:
+    """Takes what the generated ``add_BrokerServicer_to_server`` registers, for ``add_to_server``."""
+
+    def __init__(self) -> None:
+        self.service = ""
+        self.handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+
+    def add_generic_rpc_handlers(self, handlers: object) -> None:
+        """(the same handlers as the registered ones below)"""
+
+    def add_registered_method_handlers(
+        self, service: str, handlers: dict[str, grpc.RpcMethodHandler[Any, Any]]
+    ) -> None:
+        self.service, self.handlers = service, handlers
+
+
 def add_to_server(service: BrokerService, server: grpc.aio.Server) -> None:
-    """Register ``service`` on ``server`` (the generated helper is untyped)."""
-    broker_pb2_grpc.add_BrokerServicer_to_server(service, server)  # type: ignore[no-untyped-call]
+    """Register ``service`` on ``server``: the generated handlers (the helper is untyped), but
+    Fetch and FetchStream answered in ``fetch_response_bytes`` (their records spliced in, not
+    copied through protobuf twice)."""
+    registration = _Registration()
+    broker_pb2_grpc.add_BrokerServicer_to_server(service, registration)  # type: ignore[no-untyped-call]
+    handlers = dict(registration.handlers)
+    handlers["Fetch"] = grpc.unary_unary_rpc_method_handler(
+        service.Fetch,
+        request_deserializer=broker_pb2.FetchRequest.FromString,
+        response_serializer=fetch_response_bytes,
+    )
+    handlers["FetchStream"] = grpc.unary_stream_rpc_method_handler(
+        service.FetchStream,
+        request_deserializer=broker_pb2.FetchRequest.FromString,
+        response_serializer=fetch_response_bytes,
+    )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(registration.service, handlers),))
+    server.add_registered_method_handlers(registration.service, handlers)

@@ -21,6 +21,7 @@ from kio.schema.errors import ErrorCode as KafkaError
 from lanes.broker.byte_rate_quotas import ByteRateQuotas
 from lanes.broker.consumer_fetch import ConsumerFetch
 from lanes.broker.fetch_limits import FETCH_MAX_BYTES, FetchLimits
+from lanes.broker.fetch_wire import FetchedRecords
 from lanes.broker.node import BrokerNode
 from lanes.broker.replica_manager import Writer
 from lanes.errors import ErrorCode
@@ -181,7 +182,8 @@ class RecordApis:
             named = [(topic.topic, [p.partition for p in topic.partitions]) for topic in refused]
             answer_refused(refusals, named, _READ, access)
 
-        def answered(response: broker_pb2.FetchResponse) -> tuple[Any, ...]:
+        def answered(fetched: FetchedRecords) -> tuple[Any, ...]:
+            records = iter(fetched.records)  # (one per partition, in order)
             return tuple(
                 build(
                     topic_class,
@@ -195,16 +197,18 @@ class RecordApis:
                             last_stable_offset=p.last_stable_offset,
                             log_start_offset=p.log_start_offset,
                             preferred_read_replica=-1,
-                            records=p.records or b"",  # (empty, never null: librdkafka refuses a null)
+                            records=next(records),  # (empty, never null: librdkafka refuses a null)
                         )
                         for p in topic.partitions
                     ),
                 )
-                for topic in response.topics
+                for topic in fetched.response.topics
             )
 
+        refused_answer = FetchedRecords(refusals, [b""] * sum(len(topic.partitions) for topic in refusals.topics))
+
         if not fetch.keys:
-            return Answer(build(cls, responses=answered(refusals)))
+            return Answer(build(cls, responses=answered(refused_answer)))
         reserved = limits.max_bytes if limited is not None else 0
         await self._quotas.admit(CONSUMER_BYTE_RATE, limited, reserved)
         sent_bytes = 0
@@ -219,7 +223,7 @@ class RecordApis:
                 self._metrics.partition_error("Fetch", code)
             for topic_name, (size, records) in answer.sent.items():
                 self._metrics.fetched(topic_name, size, records)
-            responses = answered(answer.response) + answered(refusals)
+            responses = answered(answer.fetched) + answered(refused_answer)
         except BaseException:
             answer.release()
             raise
