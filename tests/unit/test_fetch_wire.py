@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lanes.broker.fetch_wire import FetchedRecords, fetch_response_bytes
+from lanes.broker.fetch_wire import RESPONSE_FIELDS, TOPIC_FIELDS, FetchedRecords, fetch_response_bytes
+from lanes.errors import ErrorCode
+from lanes.metadata.image import MetadataImage
+from lanes.runtime.access.access_rules import Access, answer_refused
+from lanes.runtime.quotas.request_quota import tell_throttle
+from lanes.security.acls import Authorizer, Operation
 from lanes.v1 import broker_pb2, common_pb2
 
 PartitionAnswer = tuple[int, int, str, int, bytes, bool]
@@ -59,3 +65,35 @@ def test_a_mebibyte_of_records_is_carried_as_it_is() -> None:
     assert parsed.topics[0].partitions[1].records == b""
     assert [p for _, p, _ in fetched.partitions()] == list(fetched.response.topics[0].partitions)
     assert not fetched.response.topics[0].partitions[0].records, "the response itself holds no records"
+
+
+def test_the_fields_written_by_hand_are_all_the_fields_of_those_messages() -> None:
+    """``fetch_response_bytes`` writes a FetchResponse's and a FetchTopicResponse's own fields
+    itself: a field added to either must be added there."""
+    assert tuple(f.name for f in broker_pb2.FetchResponse.DESCRIPTOR.fields) == RESPONSE_FIELDS
+    assert tuple(f.name for f in broker_pb2.FetchTopicResponse.DESCRIPTOR.fields) == TOPIC_FIELDS
+
+
+def test_refusals_and_a_throttle_added_by_interceptors_reach_the_wire() -> None:
+    """The guard adds TOPIC_AUTHORIZATION_FAILED partitions, the request-time quota a throttle, to
+    the answer's message (``message_of``); the refused partitions come after those with records."""
+    fetched = fetched_of([("t", [(0, 0, "", 10, b"batches", False)])], 0)
+    access = Access("User:bob", "127.0.0.1", Authorizer([]), MetadataImage())
+    answer_refused(fetched, [("secret", [0, 1])], Operation.READ, access)
+    tell_throttle(fetched, 250)
+    parsed = broker_pb2.FetchResponse.FromString(fetch_response_bytes(fetched))
+    assert parsed == fetched.message()
+    assert parsed.throttle_time_ms == 250
+    assert parsed.topics[0].partitions[0].records == b"batches"
+    refused = parsed.topics[1]
+    assert refused.topic == "secret"
+    assert [(p.partition, p.error.code, p.records) for p in refused.partitions] == [
+        (0, ErrorCode.TOPIC_AUTHORIZATION_FAILED, b""),
+        (1, ErrorCode.TOPIC_AUTHORIZATION_FAILED, b""),
+    ]
+
+
+def test_more_records_than_partitions_is_refused() -> None:
+    fetched = FetchedRecords(broker_pb2.FetchResponse(), [b"stray"])
+    with pytest.raises(ValueError, match="1 records for a fetch answer of 0 partitions"):
+        fetch_response_bytes(fetched)

@@ -15,6 +15,7 @@ change). Faces that need the records as values (Kafka's) take them from ``record
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -25,14 +26,15 @@ from lanes.v1 import broker_pb2
 
 class FetchedRecords(NamedTuple):
     """A fetch's response, its partitions' ``records`` unset, and those records (``b""``: none)
-    one per partition, topic by topic, in the response's order."""
+    one per partition, topic by topic, in the response's order. Partitions added to the response
+    after the last one ``records`` names have none (refusals an interceptor adds: ``message_of``)."""
 
     response: broker_pb2.FetchResponse
     records: list[bytes]
 
     def partitions(self) -> Iterator[tuple[str, broker_pb2.FetchPartitionResponse, bytes]]:
         """(topic, partition response, its records), in order."""
-        records = iter(self.records)
+        records = self._records_in_order()
         for topic in self.response.topics:
             for partition in topic.partitions:
                 yield topic.topic, partition, next(records)
@@ -41,11 +43,19 @@ class FetchedRecords(NamedTuple):
         """The response with its records set (a copy of each: for tests and tools, not the hot path)."""
         whole = broker_pb2.FetchResponse()
         whole.CopyFrom(self.response)
-        records = iter(self.records)
+        records = self._records_in_order()
         for topic in whole.topics:
             for partition in topic.partitions:
                 partition.records = next(records)
         return whole
+
+    def _records_in_order(self) -> Iterator[bytes]:
+        """Each partition's records in order, then ``b""`` for the partitions added after them.
+        Raises ValueError when there are more records than partitions."""
+        count = sum(len(topic.partitions) for topic in self.response.topics)
+        if len(self.records) > count:
+            raise ValueError(f"{len(self.records)} records for a fetch answer of {count} partitions")
+        return itertools.chain(self.records, itertools.repeat(b""))
 
 
 def _varint(value: int) -> bytes:
@@ -65,25 +75,31 @@ def _key(message: type[Message], field: str) -> bytes:
 _TOPICS = _key(broker_pb2.FetchResponse, "topics")
 _PARTITIONS = _key(broker_pb2.FetchTopicResponse, "partitions")
 _RECORDS = _key(broker_pb2.FetchPartitionResponse, "records")
+#: the fields ``fetch_response_bytes`` writes itself besides the nested ones (a new field of these
+#: two messages must be added there: ``tests/unit/test_fetch_wire.py`` checks the lists)
+RESPONSE_FIELDS = ("topics", "throttle_time_ms")
+TOPIC_FIELDS = ("topic", "partitions")
 
 
 def fetch_response_bytes(fetched: FetchedRecords) -> bytes:
-    """The wire bytes of ``fetched``: its response with each partition's records (module docstring)."""
+    """The wire bytes of ``fetched``: its response with each partition's records (module
+    docstring). An answer without records is protobuf's own serialization; so is a topic's part
+    of it when none of its partitions has records (long-polls answered empty, many partitions)."""
+    records = fetched._records_in_order()
+    if not any(fetched.records):
+        return fetched.response.SerializeToString()
     pieces: list[bytes] = []
-    records = iter(fetched.records)
     for topic in fetched.response.topics:
-        shell = broker_pb2.FetchTopicResponse()
-        shell.CopyFrom(topic)
-        del shell.partitions[:]
-        topic_pieces = [shell.SerializeToString()]
-        for partition in topic.partitions:
+        topic_records = [next(records) for _ in topic.partitions]
+        if not any(topic_records):
+            body = topic.SerializeToString()
+            pieces += [_TOPICS, _varint(len(body)), body]
+            continue
+        topic_pieces = [broker_pb2.FetchTopicResponse(topic=topic.topic).SerializeToString()]
+        for partition, data in zip(topic.partitions, topic_records, strict=True):
             body = partition.SerializeToString()
-            data = next(records)
             tail = [_RECORDS, _varint(len(data)), data] if data else []
             topic_pieces += [_PARTITIONS, _varint(len(body) + sum(map(len, tail))), body, *tail]
         pieces += [_TOPICS, _varint(sum(map(len, topic_pieces))), *topic_pieces]
-    rest = broker_pb2.FetchResponse()
-    rest.CopyFrom(fetched.response)
-    del rest.topics[:]
-    pieces.append(rest.SerializeToString())
+    pieces.append(broker_pb2.FetchResponse(throttle_time_ms=fetched.response.throttle_time_ms).SerializeToString())
     return b"".join(pieces)

@@ -512,6 +512,9 @@ def add_to_server(service: BrokerService, server: grpc.aio.Server) -> None:
     copied through protobuf twice)."""
     registration = _Registration()
     broker_pb2_grpc.add_BrokerServicer_to_server(service, registration)  # type: ignore[no-untyped-call]
+    methods = broker_pb2.DESCRIPTOR.services_by_name["Broker"].methods_by_name
+    if registration.service != "lanes.v1.Broker" or set(registration.handlers) != set(methods):
+        raise RuntimeError("the generated Broker registration changed: add_to_server must follow it")
     handlers = dict(registration.handlers)
     handlers["Fetch"] = grpc.unary_unary_rpc_method_handler(
         service.Fetch,

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 
 from lanes.errors import AuthenticationError, AuthorizationError, ErrorCode, LanesError, error_code
 from lanes.rpc.session_registry import forget_refused
@@ -20,6 +21,17 @@ from lanes.v1 import broker_pb2, common_pb2, coordinator_pb2
 
 #: The servicer context of every Lanes RPC handler.
 ServicerContext = grpc.aio.ServicerContext[Any, Any]
+
+
+def message_of(answer: Any) -> Any:
+    """The protobuf message of an RPC handler's answer: the answer itself, or, for an answer that
+    keeps bulk bytes apart from its message (``lanes.broker.fetch_wire.FetchedRecords``), the
+    message it holds as ``response``. Interceptors that add to an answer (refusals, throttles)
+    change this."""
+    if isinstance(answer, Message):
+        return answer
+    inner = getattr(answer, "response", None)
+    return inner if isinstance(inner, Message) else answer
 
 
 def wire_error(code: ErrorCode, message: str = "") -> common_pb2.Error:

@@ -32,7 +32,7 @@ from typing import Any
 from lanes.errors import ErrorCode
 from lanes.metadata.image import MetadataImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
-from lanes.rpc.wire import wire_error
+from lanes.rpc.wire import message_of, wire_error
 from lanes.security.acls import CLUSTER_NAME, TOPIC_OPERATIONS, Authorizer, Operation, ResourceType
 from lanes.topic_partition import TopicPartition
 from lanes.v1 import broker_pb2, common_pb2, controller_pb2, coordinator_pb2
@@ -669,7 +669,9 @@ _NOTHING: dict[type, dict[str, int]] = {
 def answer_refused(response: Any, refused: list[tuple[str, list[int]]], operation: Operation, access: Access) -> None:
     """Add TOPIC_AUTHORIZATION_FAILED answers for ``refused`` partitions to a per-topic
     ``response`` (Produce, Fetch, ListOffsets, DeleteRecords, CommitOffsets; their other fields at their
-    "nothing" values: offsets -1)."""
+    "nothing" values: offsets -1); a Fetch answer keeping its records apart gets them in its
+    message (``message_of``), after its other partitions, with no records."""
+    response = message_of(response)
     nothing = _NOTHING[type(response)]
     for name, partitions in refused:
         error = wire_error(

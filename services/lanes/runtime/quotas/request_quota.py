@@ -31,7 +31,7 @@ from typing import Any
 from lanes.clock import SYSTEM_CLOCK, Clock
 from lanes.metadata.image import REQUEST_PERCENTAGE, MetadataImage
 from lanes.protocol.names import CONSUMER_OFFSETS_TOPIC
-from lanes.rpc.wire import ServicerContext
+from lanes.rpc.wire import ServicerContext, message_of
 from lanes.runtime.access.access_rules import RULES, Rule
 from lanes.runtime.access.guard import CALLER, caller_quota
 from lanes.runtime.interceptors import CallInterceptor, Wrappers
@@ -79,7 +79,9 @@ async def muted(
 
 
 def tell_throttle(response: Any, owed_ms: int) -> None:
-    """Raise ``response.throttle_time_ms`` to ``owed_ms``, where the response has the field."""
+    """Raise ``response.throttle_time_ms`` to ``owed_ms``, where the response has the field (in
+    its message: ``message_of``)."""
+    response = message_of(response)
     descriptor = getattr(response, "DESCRIPTOR", None)
     if owed_ms and descriptor is not None and "throttle_time_ms" in descriptor.fields_by_name:
         response.throttle_time_ms = max(response.throttle_time_ms, owed_ms)
