@@ -98,7 +98,9 @@ def test_a_reset_waits_for_an_empty_group_and_applies_once(
     assert (applied["requestId"], applied["to"], applied["partitions"]) == ("replay-1", "earliest", 2)
     assert committed(admin, "auditors") == {0: 0, 1: 0}
     wait_for(lambda: status(kube, "auditors").get("lag") == 40, "lag back to the whole topic")
-    assert "OffsetsReset" in [reason for _, reason, _ in kube.events("auditors")]
+    wait_for(  # kopf posts its events in the background: one may come after the status patch
+        lambda: "OffsetsReset" in [reason for _, reason, _ in kube.events("auditors")], "the OffsetsReset event"
+    )
 
     # Applied once per requestId: the group reads again, and the same request does not rewind it.
     consume_and_commit(bootstrap, "auditors", "ledger", 40)
@@ -142,7 +144,7 @@ def test_autoscaling_follows_the_lag_up_to_the_partition_count(
     wait_for(lambda: status(kube, "settlement").get("lag") == 1_250, "lag 1,250 seen")
     wait_for(lambda: status(kube, "settlement").get("desiredReplicas") == 3, "desired 3")
     assert kube.replicas("settlement") == 3
-    assert "Scaled" in [reason for _, reason, _ in kube.events("settlement")]
+    wait_for(lambda: "Scaled" in [reason for _, reason, _ in kube.events("settlement")], "the Scaled event")
 
     consume_and_commit(bootstrap, "settlement", "fills", 1_250)
     wait_for(lambda: kube.replicas("settlement") == 1, "scaled back down to minReplicas")

@@ -34,7 +34,9 @@ def test_a_topic_resource_creates_the_topic(kube: Kube, admin: Admin, operator: 
     assert admin.describe_configs("prices")["retention.ms"].value == "3600000"
     assert found["status"]["topicId"] == info.topic_id
     assert found["status"]["partitions"] == 3
-    assert ("Normal", "Created") in [(t, r) for t, r, _ in kube.events("prices")]
+    wait_for(  # kopf posts its events in the background: one may come after the status patch
+        lambda: ("Normal", "Created") in [(t, r) for t, r, _ in kube.events("prices")], "the Created event"
+    )
 
 
 def partitions(admin: Admin, name: str) -> int:
@@ -74,7 +76,10 @@ def test_partitions_grow_and_never_shrink(kube: Kube, admin: Admin, operator: Op
     assert refused["reason"] == "PartitionsCannotShrink"
     assert "has 5 partitions" in refused["message"]
     assert partitions(admin, "trades") == 5
-    assert ("Warning", "PartitionsCannotShrink") in [(t, r) for t, r, _ in kube.events("trades")]
+    wait_for(
+        lambda: ("Warning", "PartitionsCannotShrink") in [(t, r) for t, r, _ in kube.events("trades")],
+        "the PartitionsCannotShrink event",
+    )
 
     kube.patch("topics", "trades", {"spec": {"partitions": 5}})
     wait_for(lambda: ready(kube, "trades"), "Ready again once the spec is possible")
