@@ -20,8 +20,8 @@ PYTHON ?= python3
 TEST_WORKERS ?= 2
 #: what make test runs beside the workers, after the Spark tests (the image builds there too
 #: starved the workers' timing tests of CPU: brokers fenced, quotas' throughput bounds missed);
-#: the simulations, pure CPU in processes of their own, fill the third of the two cores the
-#: workers leave idle (tests that wait), and the beside line still ends before the workers'
+#: the simulations, pure CPU in one process of their own (a process per core starved the workers'
+#: timing tests), fill the third of the two cores the workers leave idle (tests that wait)
 BESIDE := tests/e2e tests/simulation
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -56,7 +56,7 @@ pytest: $(STAMP)-dev test-deps
 	@# the e2e tests (one lanes up cluster); their output follows the others'
 	(SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=10 -p no:xdist \
 	  -p no:cacheprovider tests/spark; spark=$$?; \
-	  $(BIN)/pytest -q --durations=10 -p no:xdist -p no:cacheprovider $(BESIDE); exit $$(( spark | $$? ))) \
+	  LANES_SIM_PROCESSES=1 $(BIN)/pytest -q --durations=10 -p no:xdist -p no:cacheprovider $(BESIDE); exit $$(( spark | $$? ))) \
 	  > build/beside-tests.log 2>&1 & beside=$$!; \
 	SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest -q --durations=25 \
 	  -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/spark $(BESIDE:%=--ignore=%) tests; status=$$?; \

@@ -78,9 +78,13 @@ def seeds_to_run(regressions: list[int], default: int) -> list[int]:
     return [int(only)] if only else [*regressions, *range(default if SEEDS is None else SEEDS)]
 
 
-#: Processes a seed sweep runs in: every core, or one under a pytest-xdist worker (the other
-#: worker's tests, fault scenarios among them, must not be starved of CPU).
-PROCESSES = 1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, os.cpu_count() or 1)
+#: Processes a seed sweep runs in: ``LANES_SIM_PROCESSES``, else every core, or one under a
+#: pytest-xdist worker (the other worker's tests, fault scenarios among them, must not be starved
+#: of CPU; make test runs the simulations beside the workers with 1 for the same reason).
+PROCESSES = int(
+    os.environ.get("LANES_SIM_PROCESSES")
+    or (1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, os.cpu_count() or 1))
+)
 
 
 def failing_seeds(
