@@ -96,7 +96,13 @@ def _produce_for(
     ) as producer:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            producer.send(topic, value).result(timeout=30)
+            try:
+                producer.send(topic, value).result(timeout=30)
+            except TimeoutError as exc:  # (seen once under a loaded make test: say what the broker did)
+                log = cluster.broker_processes[1].log_path.read_text()[-4000:]
+                raise AssertionError(
+                    f"{exc} after {acknowledged:,} bytes; the end of the broker's log:\n{log}"
+                ) from exc
             acknowledged += len(value)
     return acknowledged
 
