@@ -32,24 +32,17 @@ class FetchedRecords(NamedTuple):
     response: broker_pb2.FetchResponse
     records: list[bytes]
 
-    def partitions(self) -> Iterator[tuple[str, broker_pb2.FetchPartitionResponse, bytes]]:
-        """(topic, partition response, its records), in order."""
-        records = self._records_in_order()
-        for topic in self.response.topics:
-            for partition in topic.partitions:
-                yield topic.topic, partition, next(records)
-
     def message(self) -> broker_pb2.FetchResponse:
         """The response with its records set (a copy of each: for tests and tools, not the hot path)."""
         whole = broker_pb2.FetchResponse()
         whole.CopyFrom(self.response)
-        records = self._records_in_order()
+        records = self.records_in_order()
         for topic in whole.topics:
             for partition in topic.partitions:
                 partition.records = next(records)
         return whole
 
-    def _records_in_order(self) -> Iterator[bytes]:
+    def records_in_order(self) -> Iterator[bytes]:
         """Each partition's records in order, then ``b""`` for the partitions added after them.
         Raises ValueError when there are more records than partitions."""
         count = sum(len(topic.partitions) for topic in self.response.topics)
@@ -85,7 +78,7 @@ def fetch_response_bytes(fetched: FetchedRecords) -> bytes:
     """The wire bytes of ``fetched``: its response with each partition's records (module
     docstring). An answer without records is protobuf's own serialization; so is a topic's part
     of it when none of its partitions has records (long-polls answered empty, many partitions)."""
-    records = fetched._records_in_order()
+    records = fetched.records_in_order()
     if not any(fetched.records):
         return fetched.response.SerializeToString()
     pieces: list[bytes] = []

@@ -146,25 +146,26 @@ class ReplicaFetches:
             return opened
         limits = ask.limits
         deadline = Deadline(limits.max_wait_ms / 1000)  # in real time, as the wait on the signal
-        last_pass: list[ServedReplicaFetch] = []  # the latest pass that did not answer
+        last_pass: ServedReplicaFetch | None = None  # the latest pass that did not answer
 
         async def attempt() -> broker_pb2.ReplicaFetchResponse | None:
+            nonlocal last_pass
             served = await asyncio.to_thread(self.serve_pass, opened)
             if served.isr_expansion_due:  # a follower outside the ISR caught up: expand now, not periodically
                 self._expand_isr_now()
             if not (served.bytes_read >= limits.min_bytes or served.urgent or deadline.expired()):
-                last_pass[:] = [served]
+                last_pass = served
                 return None
             return self.finish(opened, served)
+
+        def as_found() -> broker_pb2.ReplicaFetchResponse:
+            assert last_pass is not None  # (park answers unchanged only after an attempt found nothing)
+            return self.finish(opened, last_pass)
 
         # A wait that ends with none of the partitions moved answers what the last pass found (an
         # idle follower's fetch is one pass over its session, not two; as in Kafka, its position
         # is recorded when the request arrives, not again when it completes)
-        while (
-            answered := await purgatory.park(
-                opened.keys, attempt, deadline, unchanged=lambda: self.finish(opened, last_pass[0])
-            )
-        ) is None:
+        while (answered := await purgatory.park(opened.keys, attempt, deadline, unchanged=as_found)) is None:
             pass  # (the deadline passed between the last pass and the check: one more pass answers)
         return answered
 

@@ -183,7 +183,7 @@ class RecordApis:
             answer_refused(refusals, named, _READ, access)
 
         def answered(fetched: FetchedRecords) -> tuple[Any, ...]:
-            records = iter(fetched.records)  # (one per partition, in order)
+            records = fetched.records_in_order()
             return tuple(
                 build(
                     topic_class,
@@ -205,7 +205,7 @@ class RecordApis:
                 for topic in fetched.response.topics
             )
 
-        refused_answer = FetchedRecords(refusals, [b""] * sum(len(topic.partitions) for topic in refusals.topics))
+        refused_answer = FetchedRecords(refusals, [])  # (refused partitions have no records)
 
         if not fetch.keys:
             return Answer(build(cls, responses=answered(refused_answer)))
